@@ -1,0 +1,479 @@
+// Package oracle builds every models.Arch as a Gorgonia v0.9.18 expression graph in
+// float64. It is an independent implementation of the networks used to check the
+// hand-written per-sample engine of package models (forward logits, batch gradients,
+// per-sample gradients) and to time Gorgonia's fastest honest per-sample route against
+// it.
+//
+// Conventions: inputs are flat NCHW batches (row-major), parameters one flat vector in
+// the layout documented in models/arch.go (conv W [Out][InC][KH][KW] then b, dense W
+// [Out][In] then b). The loss of a sample is softmax cross-entropy with an integer
+// label, computed from primitives as logsumexp(z) − z[y] with the max subtracted; the
+// batch loss is the SUM (not the mean) of the per-sample losses, so the batch gradient
+// equals the sum of the per-sample gradients.
+//
+// Gorgonia v0.9.18 defects worked around here:
+//   - AveragePool2D divides by the input width instead of the kernel area and its
+//     stride-2 backward is wrong: average pooling is a depthwise Conv2d with a fixed,
+//     named, non-trainable kernel of 1/(kh·kw), channels folded into the batch axis.
+//   - Conv2d only takes symmetric padding: every padding (symmetric or not, e.g. SAME
+//     with PadT≠PadB) is applied explicitly by concatenating named zero constants,
+//     followed by a VALID convolution.
+//   - Constants that look alike are merged: every constant built here is named.
+//   - There is no softmax cross-entropy with integer labels: it is built from Max,
+//     Exp, Sum, Log and a one-hot label input.
+//   - Gorgonia panics on some shape errors: runs recover panics into errors.
+package oracle
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/dpfil/dpfil/models"
+)
+
+// Graph is one architecture built as a Gorgonia graph for a fixed batch size, with the
+// symbolic gradient of the summed loss w.r.t. every parameter tensor. A Graph is not
+// safe for concurrent use.
+type Graph struct {
+	arch    models.Arch
+	batch   int
+	nparams int
+	pshapes []models.ParamShape
+
+	g      *G.ExprGraph
+	x      *G.Node   // (B, C, H, W)
+	y      *G.Node   // (B, K) one-hot labels
+	params []*G.Node // one per ParamShape, same order
+	grads  G.Nodes   // d loss / d params[i]
+	logits *G.Node   // (B, K)
+	losses *G.Node   // (B) per-sample losses
+	loss   *G.Node   // scalar: sum of losses
+
+	xT      *tensor.Dense
+	yT      *tensor.Dense
+	paramsT []*tensor.Dense
+	vm      G.VM
+}
+
+// Build returns the Gorgonia graph of arch for batches of exactly batch samples.
+func Build(arch models.Arch, batch int) (*Graph, error) {
+	if batch <= 0 {
+		return nil, fmt.Errorf("oracle: batch must be positive, got %d", batch)
+	}
+	shapes, err := arch.Shapes()
+	if err != nil {
+		return nil, fmt.Errorf("oracle: %w", err)
+	}
+	pshapes, err := arch.Params()
+	if err != nil {
+		return nil, fmt.Errorf("oracle: %w", err)
+	}
+	gr := &Graph{arch: arch, batch: batch, pshapes: pshapes, nparams: arch.NumParams()}
+	if err := gr.build(shapes); err != nil {
+		return nil, fmt.Errorf("oracle: building %s: %w", arch.Name, err)
+	}
+	return gr, nil
+}
+
+// Arch returns the architecture of the graph.
+func (gr *Graph) Arch() models.Arch { return gr.arch }
+
+// Batch returns the batch size the graph was built for.
+func (gr *Graph) Batch() int { return gr.batch }
+
+// NumParams is the length of the flat parameter vector.
+func (gr *Graph) NumParams() int { return gr.nparams }
+
+func (gr *Graph) build(shapes []models.Shape) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("gorgonia panicked: %v", r)
+		}
+	}()
+	B, a := gr.batch, gr.arch
+	g := G.NewGraph()
+	gr.g = g
+	in := a.Input
+	gr.xT = tensor.New(tensor.WithShape(B, in.C, in.H, in.W), tensor.Of(tensor.Float64))
+	gr.x = G.NewTensor(g, G.Float64, 4, G.WithShape(B, in.C, in.H, in.W), G.WithName("x"), G.WithValue(gr.xT))
+	gr.yT = tensor.New(tensor.WithShape(B, a.Classes), tensor.Of(tensor.Float64))
+	gr.y = G.NewMatrix(g, G.Float64, G.WithShape(B, a.Classes), G.WithName("y_onehot"), G.WithValue(gr.yT))
+
+	pi := 0 // next ParamShape
+	param := func(nodeShape ...int) *G.Node {
+		ps := gr.pshapes[pi]
+		pi++
+		t := tensor.New(tensor.WithShape(nodeShape...), tensor.Of(tensor.Float64))
+		gr.paramsT = append(gr.paramsT, t)
+		n := G.NewTensor(g, G.Float64, len(nodeShape), G.WithShape(nodeShape...), G.WithName(ps.Name), G.WithValue(t))
+		gr.params = append(gr.params, n)
+		return n
+	}
+
+	h := gr.x // current activation, (B, C, H, W) or (B, F) after flatten
+	for i, l := range a.Layers {
+		s := shapes[i]
+		switch l.Kind {
+		case models.KindConv:
+			w := param(l.Out, s.C, l.KH, l.KW)
+			b := param(1, l.Out, 1, 1)
+			if h, err = pad2D(g, h, i, l.PadT, l.PadB, l.PadL, l.PadR); err != nil {
+				return fmt.Errorf("layer %d pad: %w", i, err)
+			}
+			if h, err = G.Conv2d(h, w, tensor.Shape{l.KH, l.KW}, []int{0, 0}, []int{l.Stride, l.Stride}, []int{1, 1}); err != nil {
+				return fmt.Errorf("layer %d conv: %w", i, err)
+			}
+			if h, err = G.BroadcastAdd(h, b, nil, []byte{0, 2, 3}); err != nil {
+				return fmt.Errorf("layer %d conv bias: %w", i, err)
+			}
+		case models.KindAvgPool:
+			if h, err = avgPool(g, h, i, B, s, l); err != nil {
+				return fmt.Errorf("layer %d avgpool: %w", i, err)
+			}
+		case models.KindTanh:
+			if h, err = G.Tanh(h); err != nil {
+				return fmt.Errorf("layer %d tanh: %w", i, err)
+			}
+		case models.KindELU:
+			if h, err = elu(h); err != nil {
+				return fmt.Errorf("layer %d elu: %w", i, err)
+			}
+		case models.KindFlatten:
+			if h, err = G.Reshape(h, tensor.Shape{B, s.Size()}); err != nil {
+				return fmt.Errorf("layer %d flatten: %w", i, err)
+			}
+		case models.KindDense:
+			w := param(l.Out, s.Size())
+			b := param(1, l.Out)
+			if h.Dims() != 2 {
+				if h, err = G.Reshape(h, tensor.Shape{B, s.Size()}); err != nil {
+					return fmt.Errorf("layer %d dense input: %w", i, err)
+				}
+			}
+			wt, err := G.Transpose(w, 1, 0)
+			if err != nil {
+				return fmt.Errorf("layer %d dense transpose: %w", i, err)
+			}
+			if h, err = G.Mul(h, wt); err != nil {
+				return fmt.Errorf("layer %d dense matmul: %w", i, err)
+			}
+			if h, err = G.BroadcastAdd(h, b, nil, []byte{0}); err != nil {
+				return fmt.Errorf("layer %d dense bias: %w", i, err)
+			}
+		case models.KindNormalize:
+			if h, err = normalize(g, h, i, s, l); err != nil {
+				return fmt.Errorf("layer %d normalize: %w", i, err)
+			}
+		default:
+			return fmt.Errorf("layer %d: unsupported kind %q", i, l.Kind)
+		}
+	}
+	if h.Dims() != 2 {
+		if h, err = G.Reshape(h, tensor.Shape{B, a.Classes}); err != nil {
+			return fmt.Errorf("logits: %w", err)
+		}
+	}
+	gr.logits = h
+	if gr.losses, err = crossEntropy(h, gr.y, B); err != nil {
+		return fmt.Errorf("loss: %w", err)
+	}
+	if gr.loss, err = G.Sum(gr.losses); err != nil {
+		return fmt.Errorf("loss sum: %w", err)
+	}
+	if len(gr.params) > 0 {
+		if gr.grads, err = G.Grad(gr.loss, gr.params...); err != nil {
+			return fmt.Errorf("gradient: %w", err)
+		}
+	}
+	gr.vm = G.NewTapeMachine(g)
+	return nil
+}
+
+// pad2D zero-pads the last two axes of h (B, C, H, W) by concatenating named zero
+// constants (Gorgonia's Conv2d only pads symmetrically).
+func pad2D(g *G.ExprGraph, h *G.Node, layer, top, bottom, left, right int) (*G.Node, error) {
+	zeros := func(side string, shape ...int) *G.Node {
+		t := tensor.New(tensor.WithShape(shape...), tensor.Of(tensor.Float64))
+		return g.AddNode(G.NewConstant(t, G.WithName(fmt.Sprintf("pad%d_%s_zeros", layer, side))))
+	}
+	var err error
+	sh := h.Shape()
+	b, c, hh, ww := sh[0], sh[1], sh[2], sh[3]
+	if top > 0 || bottom > 0 {
+		parts := G.Nodes{}
+		if top > 0 {
+			parts = append(parts, zeros("top", b, c, top, ww))
+		}
+		parts = append(parts, h)
+		if bottom > 0 {
+			parts = append(parts, zeros("bottom", b, c, bottom, ww))
+		}
+		if h, err = G.Concat(2, parts...); err != nil {
+			return nil, err
+		}
+		hh += top + bottom
+	}
+	if left > 0 || right > 0 {
+		parts := G.Nodes{}
+		if left > 0 {
+			parts = append(parts, zeros("left", b, c, hh, left))
+		}
+		parts = append(parts, h)
+		if right > 0 {
+			parts = append(parts, zeros("right", b, c, hh, right))
+		}
+		if h, err = G.Concat(3, parts...); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// avgPool is VALID average pooling as a depthwise convolution: (B, C, H, W) is
+// reshaped to (B·C, 1, H, W) and convolved with a fixed, named kernel of 1/(kh·kw)
+// (Gorgonia's AveragePool2D is wrong, see the package comment).
+func avgPool(g *G.ExprGraph, h *G.Node, layer, B int, s models.Shape, l models.LayerSpec) (*G.Node, error) {
+	k := make([]float64, l.KH*l.KW)
+	for i := range k {
+		k[i] = 1 / float64(l.KH*l.KW)
+	}
+	kt := tensor.New(tensor.WithShape(1, 1, l.KH, l.KW), tensor.WithBacking(k))
+	kernel := g.AddNode(G.NewConstant(kt, G.WithName(fmt.Sprintf("avgpool%d_kernel", layer))))
+	folded, err := G.Reshape(h, tensor.Shape{B * s.C, 1, s.H, s.W})
+	if err != nil {
+		return nil, err
+	}
+	out, err := G.Conv2d(folded, kernel, tensor.Shape{l.KH, l.KW}, []int{0, 0}, []int{l.Stride, l.Stride}, []int{1, 1})
+	if err != nil {
+		return nil, err
+	}
+	ho := (s.H-l.KH)/l.Stride + 1
+	wo := (s.W-l.KW)/l.Stride + 1
+	return G.Reshape(out, tensor.Shape{B, s.C, ho, wo})
+}
+
+// elu is ELU with α = 1 from primitives: relu(x) + expm1(x − relu(x)).
+func elu(x *G.Node) (*G.Node, error) {
+	r, err := G.Rectify(x)
+	if err != nil {
+		return nil, err
+	}
+	neg, err := G.Sub(x, r) // min(x, 0)
+	if err != nil {
+		return nil, err
+	}
+	e, err := G.Expm1(neg)
+	if err != nil {
+		return nil, err
+	}
+	return G.Add(r, e)
+}
+
+// normalize is the fixed per-channel (x − mean)/std on (B, C, H, W).
+func normalize(g *G.ExprGraph, h *G.Node, layer int, s models.Shape, l models.LayerSpec) (*G.Node, error) {
+	mean := append([]float64(nil), l.Mean...)
+	std := append([]float64(nil), l.Std...)
+	mc := g.AddNode(G.NewConstant(tensor.New(tensor.WithShape(1, s.C, 1, 1), tensor.WithBacking(mean)), G.WithName(fmt.Sprintf("normalize%d_mean", layer))))
+	sc := g.AddNode(G.NewConstant(tensor.New(tensor.WithShape(1, s.C, 1, 1), tensor.WithBacking(std)), G.WithName(fmt.Sprintf("normalize%d_std", layer))))
+	d, err := G.BroadcastSub(h, mc, nil, []byte{0, 2, 3})
+	if err != nil {
+		return nil, err
+	}
+	return G.BroadcastHadamardDiv(d, sc, nil, []byte{0, 2, 3})
+}
+
+// crossEntropy returns the per-sample losses logsumexp(z_i) − ⟨z_i, y_i⟩ of logits z
+// (B, K) and one-hot labels y (B, K), with the row max subtracted inside the exp.
+func crossEntropy(z, y *G.Node, B int) (*G.Node, error) {
+	m, err := G.Max(z, 1) // (B)
+	if err != nil {
+		return nil, err
+	}
+	m2, err := G.Reshape(m, tensor.Shape{B, 1})
+	if err != nil {
+		return nil, err
+	}
+	shifted, err := G.BroadcastSub(z, m2, nil, []byte{1})
+	if err != nil {
+		return nil, err
+	}
+	e, err := G.Exp(shifted)
+	if err != nil {
+		return nil, err
+	}
+	se, err := G.Sum(e, 1)
+	if err != nil {
+		return nil, err
+	}
+	lse, err := G.Log(se)
+	if err != nil {
+		return nil, err
+	}
+	if lse, err = G.Add(lse, m); err != nil {
+		return nil, err
+	}
+	zy, err := G.HadamardProd(z, y)
+	if err != nil {
+		return nil, err
+	}
+	picked, err := G.Sum(zy, 1)
+	if err != nil {
+		return nil, err
+	}
+	return G.Sub(lse, picked)
+}
+
+// set copies params, x and the one-hot of y (nil: all-zero labels) into the values
+// bound to the graph's input nodes.
+func (gr *Graph) set(params, x []float64, y []int) error {
+	if len(params) != gr.nparams {
+		return fmt.Errorf("oracle: %s has %d parameters, got %d", gr.arch.Name, gr.nparams, len(params))
+	}
+	d := gr.arch.InputDim()
+	if len(x) != gr.batch*d {
+		return fmt.Errorf("oracle: x has %d values, want batch %d × %d", len(x), gr.batch, d)
+	}
+	if err := checkFinite("params", params); err != nil {
+		return err
+	}
+	if err := checkFinite("x", x); err != nil {
+		return err
+	}
+	for i, ps := range gr.pshapes {
+		copy(gr.paramsT[i].Data().([]float64), params[ps.Offset:ps.Offset+ps.Size])
+	}
+	copy(gr.xT.Data().([]float64), x)
+	yv := gr.yT.Data().([]float64)
+	clear(yv)
+	if y != nil {
+		if len(y) != gr.batch {
+			return fmt.Errorf("oracle: %d labels for batch %d", len(y), gr.batch)
+		}
+		K := gr.arch.Classes
+		for i, c := range y {
+			if c < 0 || c >= K {
+				return fmt.Errorf("oracle: label %d of sample %d not in [0, %d)", c, i, K)
+			}
+			yv[i*K+c] = 1
+		}
+	}
+	return nil
+}
+
+func checkFinite(what string, v []float64) error {
+	for i, f := range v {
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("oracle: %s[%d] = %v is not finite", what, i, f)
+		}
+	}
+	return nil
+}
+
+// run executes the tape once, turning Gorgonia panics into errors.
+func (gr *Graph) run() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("oracle: gorgonia panicked: %v", r)
+		}
+		gr.vm.Reset()
+	}()
+	if err := gr.vm.RunAll(); err != nil {
+		return fmt.Errorf("oracle: running %s graph: %w", gr.arch.Name, err)
+	}
+	return nil
+}
+
+func values(n *G.Node) ([]float64, error) {
+	v := n.Value()
+	if v == nil {
+		return nil, fmt.Errorf("oracle: node %s has no value", n.Name())
+	}
+	t, ok := v.(tensor.Tensor)
+	if !ok {
+		if f, ok := v.Data().(float64); ok {
+			return []float64{f}, nil
+		}
+		return nil, fmt.Errorf("oracle: node %s holds %T, not a tensor", n.Name(), v)
+	}
+	d, ok := t.Data().([]float64)
+	if !ok {
+		if f, ok := t.Data().(float64); ok {
+			return []float64{f}, nil
+		}
+		return nil, fmt.Errorf("oracle: node %s holds %T data, not []float64", n.Name(), t.Data())
+	}
+	return d, nil
+}
+
+// Forward returns the batch×Classes logits of x. batch must be the graph's batch size.
+func (gr *Graph) Forward(params, x []float64, batch int) ([]float64, error) {
+	if batch != gr.batch {
+		return nil, fmt.Errorf("oracle: graph built for batch %d, got %d", gr.batch, batch)
+	}
+	if err := gr.set(params, x, nil); err != nil {
+		return nil, err
+	}
+	if err := gr.run(); err != nil {
+		return nil, err
+	}
+	v, err := values(gr.logits)
+	if err != nil {
+		return nil, err
+	}
+	return append([]float64(nil), v...), nil
+}
+
+// BatchGrad returns the gradient of the SUMMED loss Σ_i ℓ(x_i, y_i) over the batch
+// w.r.t. the flat parameter vector, and that summed loss.
+func (gr *Graph) BatchGrad(params, x []float64, y []int) (grad []float64, loss float64, err error) {
+	grad = make([]float64, gr.nparams)
+	losses := make([]float64, gr.batch)
+	if err := gr.gradInto(params, x, y, grad, losses); err != nil {
+		return nil, 0, err
+	}
+	for _, l := range losses {
+		loss += l
+	}
+	return grad, loss, nil
+}
+
+// gradInto runs the graph on (x, y) and writes the summed-loss gradient to grad and
+// the per-sample losses to losses.
+func (gr *Graph) gradInto(params, x []float64, y []int, grad, losses []float64) error {
+	if y == nil {
+		return errors.New("oracle: labels are required for gradients")
+	}
+	if err := gr.set(params, x, y); err != nil {
+		return err
+	}
+	return gr.runGradInto(grad, losses)
+}
+
+func (gr *Graph) runGradInto(grad, losses []float64) error {
+	if err := gr.run(); err != nil {
+		return err
+	}
+	for i, ps := range gr.pshapes {
+		v, err := values(gr.grads[i])
+		if err != nil {
+			return err
+		}
+		if len(v) != ps.Size {
+			return fmt.Errorf("oracle: gradient of %s has %d values, want %d", ps.Name, len(v), ps.Size)
+		}
+		copy(grad[ps.Offset:ps.Offset+ps.Size], v)
+	}
+	l, err := values(gr.losses)
+	if err != nil {
+		return err
+	}
+	if len(l) != gr.batch {
+		return fmt.Errorf("oracle: %d losses for batch %d", len(l), gr.batch)
+	}
+	copy(losses, l)
+	return nil
+}
