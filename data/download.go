@@ -1,0 +1,366 @@
+package data
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// FetchResult reports what Fetch did.
+type FetchResult struct {
+	Dataset     string     `json:"dataset"`
+	Dir         string     `json:"dir"`                   // directory holding the files
+	Downloaded  []string   `json:"downloaded"`            // URLs downloaded in this call
+	Files       []FileInfo `json:"files"`                 // the dataset's files with their checksums
+	Note        string     `json:"note,omitempty"`        // e.g. "compiled into the binary"
+	Train       int        `json:"train"`                 // samples in the training part
+	Test        int        `json:"test"`                  // samples in the test part
+	Fingerprint string     `json:"fingerprint,omitempty"` // of the training part
+}
+
+// Fetch makes sure the named dataset's files are in opt.DataDir (if set) or in its
+// cache directory, downloading and verifying the missing ones, then loads them to
+// validate them. Files already present are kept (and reported with their checksums).
+func Fetch(name string, opt Options) (*FetchResult, error) {
+	s, err := lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if s.Base != "" {
+		if s, err = lookup(s.Base); err != nil {
+			return nil, err
+		}
+	}
+	res := &FetchResult{Dataset: s.Name, Downloaded: []string{}}
+	if s.Format == formatEmbedded {
+		l, err := loadEmbedded()
+		if err != nil {
+			return nil, err
+		}
+		res.Note = "compiled into the binary; nothing to download"
+		res.Files, res.Train, res.Test, res.Fingerprint = l.Files, l.Train.N, l.Test.N, l.Train.SHA256
+		return res, nil
+	}
+	dir := opt.DataDir
+	if dir == "" {
+		root, err := cacheRoot(opt)
+		if err != nil {
+			return nil, err
+		}
+		dir = filepath.Join(root, s.Dir)
+	}
+	res.Dir = dir
+	if !opt.NoDownload {
+		if res.Downloaded, err = fetchInto(s, opt, dir); err != nil {
+			return nil, err
+		}
+	}
+	local := opt
+	local.DataDir, local.NoDownload = dir, true
+	l, err := loadSpec(s, local, cifarRecordsPerBin)
+	if err != nil {
+		return nil, err
+	}
+	res.Files, res.Train, res.Test, res.Fingerprint = l.Files, l.Train.N, l.Test.N, l.Train.SHA256
+	return res, nil
+}
+
+// fetchInto downloads into dir the files of s that are not there yet and returns the
+// URLs it downloaded.
+func fetchInto(s spec, opt Options, dir string) ([]string, error) {
+	if _, missing := findIn(s, dir); len(missing) == 0 {
+		return nil, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	bases := mirrors(s, opt)
+	if len(bases) == 0 {
+		return nil, fmt.Errorf("dataset %s: no download mirror", s.Name)
+	}
+	var got []string
+	if s.Archive != nil {
+		tmp, url, err := download(opt, bases, *s.Archive, dir)
+		if err != nil {
+			return nil, err
+		}
+		defer os.Remove(tmp)
+		if err := extractTarGz(tmp, url, s, dir); err != nil {
+			return nil, err
+		}
+		return append(got, url), nil
+	}
+	_, missing := findIn(s, dir)
+	for _, f := range s.Files {
+		if !contains(missing, f.Name) {
+			continue
+		}
+		tmp, url, err := download(opt, bases, f, dir)
+		if err != nil {
+			return got, err
+		}
+		final := filepath.Join(dir, f.Name)
+		if err := os.Rename(tmp, final); err != nil {
+			os.Remove(tmp)
+			return got, fmt.Errorf("move %s into place: %w", final, err)
+		}
+		got = append(got, url)
+	}
+	return got, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// download fetches f from the first mirror that serves it with the right digests,
+// into a temporary file in dir, and returns that file's path and the URL. A file that
+// fails verification is removed and the next mirror is tried.
+func download(opt Options, bases []string, f fileSpec, dir string) (tmpPath, url string, err error) {
+	var errs []error
+	for _, base := range bases {
+		url = joinURL(base, f.Name)
+		tmpPath, err = downloadOne(opt, url, f, dir)
+		if err == nil {
+			return tmpPath, url, nil
+		}
+		errs = append(errs, err)
+		logf(opt, "%v", err)
+	}
+	return "", "", errors.Join(errs...)
+}
+
+func joinURL(base, name string) string {
+	if strings.HasSuffix(base, "/") {
+		return base + name
+	}
+	return base + "/" + name
+}
+
+// maxDownload caps a download at twice the known size (or 1 GiB when unknown), so a
+// misbehaving server cannot fill the disk.
+func maxDownload(f fileSpec) int64 {
+	if f.Size > 0 {
+		return 2 * f.Size
+	}
+	return 1 << 30
+}
+
+// downloadOne downloads url into a temporary file in dir and verifies it.
+func downloadOne(opt Options, url string, f fileSpec, dir string) (string, error) {
+	client := opt.HTTPClient
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Minute}
+	}
+	resp, err := client.Get(url)
+	if err != nil {
+		return "", fmt.Errorf("download %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("download %s: HTTP status %s", url, resp.Status)
+	}
+	tmp, err := os.CreateTemp(dir, "."+f.Name+".part-*")
+	if err != nil {
+		return "", fmt.Errorf("download %s: %w", url, err)
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	total := resp.ContentLength
+	if total <= 0 {
+		total = f.Size
+	}
+	sh, mh := sha256.New(), md5.New()
+	pw := &progressWriter{opt: opt, name: f.Name, total: total, next: 0}
+	limit := maxDownload(f)
+	n, err := io.Copy(io.MultiWriter(tmp, sh, mh, pw), io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return "", fmt.Errorf("download %s: after %d bytes: %w", url, n, err)
+	}
+	if n > limit {
+		return "", fmt.Errorf("download %s: more than %d bytes, want %d; rejected", url, limit, f.Size)
+	}
+	if resp.ContentLength > 0 && n != resp.ContentLength {
+		return "", fmt.Errorf("download %s: truncated: %d of %d bytes; rejected", url, n, resp.ContentLength)
+	}
+	if err := tmp.Sync(); err != nil {
+		return "", fmt.Errorf("download %s: %w", url, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", fmt.Errorf("download %s: %w", url, err)
+	}
+	if err := verifyDigests(url, f, n, sh, mh); err != nil {
+		return "", err
+	}
+	if f.ContentSHA256 != "" && strings.HasSuffix(f.Name, ".gz") {
+		fh, err := os.Open(tmp.Name())
+		if err != nil {
+			return "", fmt.Errorf("download %s: %w", url, err)
+		}
+		x, err := DecodeIDX(fh, url, idxDims(f.Name))
+		fh.Close()
+		if err != nil {
+			return "", fmt.Errorf("download %s: rejected: %w", url, err)
+		}
+		if x.ContentSHA256 != f.ContentSHA256 {
+			return "", fmt.Errorf("download %s: content SHA-256 %s, want %s; rejected", url, x.ContentSHA256, f.ContentSHA256)
+		}
+	}
+	logf(opt, "%s: %d bytes, verified (sha256 %s)", f.Name, n, hex.EncodeToString(sh.Sum(nil)))
+	keep = true
+	return tmp.Name(), nil
+}
+
+// verifyDigests checks the SHA-256 and MD5 of a download against the known ones (every
+// known digest must match; at least one must be known).
+func verifyDigests(url string, f fileSpec, n int64, sh, mh hash.Hash) error {
+	gotSHA := hex.EncodeToString(sh.Sum(nil))
+	gotMD5 := hex.EncodeToString(mh.Sum(nil))
+	if f.SHA256 == "" && f.MD5 == "" {
+		return fmt.Errorf("download %s: no known digest to verify it against; rejected", url)
+	}
+	if f.SHA256 != "" && gotSHA != f.SHA256 {
+		return fmt.Errorf("download %s: SHA-256 %s (%d bytes), want %s; corrupt or truncated, rejected", url, gotSHA, n, f.SHA256)
+	}
+	if f.MD5 != "" && gotMD5 != f.MD5 {
+		return fmt.Errorf("download %s: MD5 %s (%d bytes), want %s; corrupt or truncated, rejected", url, gotMD5, n, f.MD5)
+	}
+	return nil
+}
+
+// extractTarGz extracts the files of s (found anywhere in the archive, usually under
+// cifar-10-batches-bin/) into dir, each through a temporary file checked for its size
+// and then renamed.
+func extractTarGz(archive, url string, s spec, dir string) error {
+	fh, err := os.Open(archive)
+	if err != nil {
+		return fmt.Errorf("open downloaded %s: %w", url, err)
+	}
+	defer fh.Close()
+	zr, err := gzip.NewReader(fh)
+	if err != nil {
+		return fmt.Errorf("%s: corrupt gzip: %w", url, err)
+	}
+	defer zr.Close()
+	tr := tar.NewReader(zr)
+	want := map[string]fileSpec{}
+	for _, f := range s.Files {
+		want[f.Name] = f
+	}
+	done := map[string]bool{}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("%s: corrupt tar archive: %w", url, err)
+		}
+		base := path.Base(h.Name)
+		f, ok := want[base]
+		if !ok || h.Typeflag != tar.TypeReg || done[base] {
+			continue
+		}
+		if f.Size > 0 && h.Size != f.Size {
+			return fmt.Errorf("%s: %s is %d bytes in the archive, want %d", url, h.Name, h.Size, f.Size)
+		}
+		if err := writeAtomic(filepath.Join(dir, base), io.LimitReader(tr, h.Size), h.Size); err != nil {
+			return fmt.Errorf("%s: extract %s: %w", url, h.Name, err)
+		}
+		done[base] = true
+	}
+	for name := range want {
+		if !done[name] {
+			return fmt.Errorf("%s: archive lacks %s", url, name)
+		}
+	}
+	return nil
+}
+
+// writeAtomic writes exactly size bytes from r to path via a temporary file and rename.
+func writeAtomic(dst string, r io.Reader, size int64) error {
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".part-*")
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(tmp, r)
+	if err == nil && n != size {
+		err = fmt.Errorf("%d of %d bytes", n, size)
+	}
+	if err == nil {
+		err = tmp.Close()
+	} else {
+		tmp.Close()
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), dst)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// hashFile returns the hex SHA-256 and size of a file.
+func hashFile(p string) (string, int64, error) {
+	fh, err := os.Open(p)
+	if err != nil {
+		return "", 0, fmt.Errorf("open %s: %w", p, err)
+	}
+	defer fh.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, fh)
+	if err != nil {
+		return "", 0, fmt.Errorf("read %s: %w", p, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+func logf(opt Options, format string, args ...any) {
+	if opt.Logf != nil {
+		opt.Logf(format, args...)
+	}
+}
+
+// progressWriter logs a progress line every 10% of a download.
+type progressWriter struct {
+	opt   Options
+	name  string
+	total int64
+	done  int64
+	next  int64
+}
+
+func (p *progressWriter) Write(b []byte) (int, error) {
+	p.done += int64(len(b))
+	if p.total > 0 && p.done >= p.next {
+		logf(p.opt, "downloading %s: %.1f/%.1f MB (%d%%)", p.name, float64(p.done)/1e6, float64(p.total)/1e6, 100*p.done/p.total)
+		p.next += p.total / 10
+		if p.next <= p.done {
+			p.next = p.done + 1
+		}
+	}
+	return len(b), nil
+}

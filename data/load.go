@@ -1,0 +1,215 @@
+package data
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+//go:embed embedded/mnist-embedded-images-idx3-ubyte.gz embedded/mnist-embedded-labels-idx1-ubyte.gz
+var embeddedFS embed.FS
+
+const (
+	embeddedImages = "embedded/mnist-embedded-images-idx3-ubyte.gz"
+	embeddedLabels = "embedded/mnist-embedded-labels-idx1-ubyte.gz"
+	// EmbeddedSplitSeed seeds the per-class permutations (Permutation(n_c, seed+c)) that
+	// split mnist-embedded into train and test (StratifiedSplit with test fraction 0.2).
+	EmbeddedSplitSeed = 20240607
+)
+
+// FileInfo describes one source file of a loaded dataset.
+type FileInfo struct {
+	Path          string `json:"path"`
+	Size          int64  `json:"size"`
+	SHA256        string `json:"sha256"`                   // of the file as stored
+	ContentSHA256 string `json:"content_sha256,omitempty"` // of the uncompressed IDX file
+	// Verified names the known digest the file matched: "sha256" (canonical download),
+	// "content-sha256" (same content, different compression, e.g. Debian's), or "" when
+	// no known digest matched (a user's own file: loaded after format validation only).
+	Verified string `json:"verified"`
+}
+
+// Loaded is a dataset with the description of the files it came from.
+type Loaded struct {
+	Split
+	Dir   string     // directory the files were read from ("" for embedded)
+	Files []FileInfo // source files with their checksums
+}
+
+// Load returns the named dataset (see Names) split into train and test parts. Files
+// are looked up in opt.DataDir, the cache directory, system directories (Debian's
+// Fashion-MNIST), and are otherwise downloaded into the cache unless opt.NoDownload.
+func Load(name string, opt Options) (*Split, error) {
+	l, err := LoadFiles(name, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &l.Split, nil
+}
+
+// LoadFiles is Load that also reports where the data came from and the checksums of
+// the source files.
+func LoadFiles(name string, opt Options) (*Loaded, error) {
+	s, err := lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return loadSpec(s, opt, cifarRecordsPerBin)
+}
+
+func loadSpec(s spec, opt Options, cifarRecords int) (*Loaded, error) {
+	var l *Loaded
+	var err error
+	switch {
+	case s.Format == formatEmbedded:
+		l, err = loadEmbedded()
+	default:
+		l, err = loadFromDisk(s, opt, cifarRecords)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(s.Filter) > 0 {
+		for _, d := range []**Dataset{&l.Train, &l.Test} {
+			f, err := (*d).FilterClasses(s.Filter...)
+			if err != nil {
+				return nil, err
+			}
+			*d = f
+		}
+	}
+	l.Train.Name, l.Test.Name = s.Name, s.Name
+	return l, nil
+}
+
+// loadEmbedded decodes the embedded 10 000 digits and splits them.
+func loadEmbedded() (*Loaded, error) {
+	var infos []FileInfo
+	var idx []*IDX
+	for _, p := range []struct {
+		path  string
+		ndims int
+	}{{embeddedImages, 3}, {embeddedLabels, 1}} {
+		raw, err := embeddedFS.ReadFile(p.path)
+		if err != nil {
+			return nil, fmt.Errorf("embedded data: %w", err)
+		}
+		x, err := DecodeIDX(bytes.NewReader(raw), "embedded:"+p.path, p.ndims)
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(raw)
+		infos = append(infos, FileInfo{Path: "embedded:" + p.path, Size: int64(len(raw)), SHA256: hex.EncodeToString(sum[:]), ContentSHA256: x.ContentSHA256, Verified: "sha256"})
+		idx = append(idx, x)
+	}
+	img, lab := idx[0], idx[1]
+	if img.Dims[1] != 28 || img.Dims[2] != 28 || img.Dims[0] != lab.Dims[0] {
+		return nil, fmt.Errorf("embedded data: images %v and labels %v do not match", img.Dims, lab.Dims)
+	}
+	labels := make([]int, len(lab.Data))
+	for i, b := range lab.Data {
+		if b >= 10 {
+			return nil, fmt.Errorf("embedded data: label %d of item %d outside [0,10)", b, i)
+		}
+		labels[i] = int(b)
+	}
+	all := &Dataset{Name: "mnist-embedded", Source: "embedded", N: img.Dims[0], C: 1, H: 28, W: 28, Classes: 10, Images: bytesToUnit(img.Data), Labels: labels}
+	sp, err := all.StratifiedSplit(0.2, EmbeddedSplitSeed)
+	if err != nil {
+		return nil, err
+	}
+	return &Loaded{Split: *sp, Files: infos}, nil
+}
+
+// loadFromDisk locates (or downloads) the files of s and decodes them.
+func loadFromDisk(s spec, opt Options, cifarRecords int) (*Loaded, error) {
+	paths, err := locate(s, opt)
+	if err != nil {
+		var nf *notFoundError
+		if !errors.As(err, &nf) || opt.NoDownload {
+			return nil, err
+		}
+		root, rerr := cacheRoot(opt)
+		if rerr != nil {
+			return nil, rerr
+		}
+		dir := filepath.Join(root, s.Dir)
+		if _, derr := fetchInto(s, opt, dir); derr != nil {
+			nf.cause = derr
+			return nil, nf
+		}
+		var missing []string
+		paths, missing = findIn(s, dir)
+		if len(missing) > 0 {
+			return nil, fmt.Errorf("dataset %s: files %v still missing in %s after download", s.Dir, missing, dir)
+		}
+	}
+	l := &Loaded{Dir: filepath.Dir(paths[0])}
+	content := make([]string, len(paths))
+	switch s.Format {
+	case formatIDX:
+		train, sums, err := loadIDXPair(s.Dir, paths[0], paths[1], 10)
+		if err != nil {
+			return nil, err
+		}
+		content[0], content[1] = sums[0], sums[1]
+		test, sums, err := loadIDXPair(s.Dir, paths[2], paths[3], 10)
+		if err != nil {
+			return nil, err
+		}
+		content[2], content[3] = sums[0], sums[1]
+		l.Train, l.Test = train, test
+	case formatCIFAR:
+		nTrain := len(cifarTrainNames())
+		train, err := loadCIFARFiles(s.Dir, paths[:nTrain], cifarRecords)
+		if err != nil {
+			return nil, err
+		}
+		test, err := loadCIFARFiles(s.Dir, paths[nTrain:], cifarRecords)
+		if err != nil {
+			return nil, err
+		}
+		l.Train, l.Test = train, test
+	default:
+		return nil, fmt.Errorf("dataset %s: unsupported format", s.Name)
+	}
+	for i, p := range paths {
+		fi, err := describeFile(p, s.Files[i], content[i])
+		if err != nil {
+			return nil, err
+		}
+		l.Files = append(l.Files, fi)
+	}
+	return l, nil
+}
+
+// describeFile hashes a source file and checks it, and its content digest (if any),
+// against the known digests of f.
+func describeFile(path string, f fileSpec, content string) (FileInfo, error) {
+	fi := FileInfo{Path: path, ContentSHA256: content}
+	sum, size, err := hashFile(path)
+	if err != nil {
+		return fi, err
+	}
+	fi.Size, fi.SHA256 = size, sum
+	switch {
+	case f.SHA256 != "" && sum == f.SHA256:
+		fi.Verified = "sha256"
+	case f.ContentSHA256 != "" && content == f.ContentSHA256:
+		fi.Verified = "content-sha256"
+	}
+	return fi, nil
+}
+
+// idxDims is 3 for an IDX images file name, 1 for a labels file name.
+func idxDims(name string) int {
+	if strings.Contains(name, "idx3") {
+		return 3
+	}
+	return 1
+}
