@@ -1,0 +1,230 @@
+package accounting
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Kappa returns the FIL subsampling factor of Guo et al. (Theorem 4, eq. 3) for
+// DP-SGD with sampling rate q, noise multiplier sigma and clipping constant c
+// (‖g̃‖ ≤ c·C; c = 1 for hard clipping): ε₀ = c·2·√(2 ln(1.25/δ_f))/σ is the (ε₀, δ_f)-DP
+// of one Gaussian step under replace-one adjacency (sensitivity 2cC), and
+// κ = q/(q + (1−q)e^{−ε₀}). Use DefaultFILDelta for δ_f.
+func Kappa(q, sigma, c, deltaF float64) (float64, error) {
+	if err := checkQSigma(q, sigma); err != nil {
+		return 0, err
+	}
+	if math.IsNaN(c) || math.IsInf(c, 0) || c <= 0 {
+		return 0, fmt.Errorf("clipping constant c = %v must be finite and > 0", c)
+	}
+	if math.IsNaN(deltaF) || deltaF <= 0 || deltaF >= 1 {
+		return 0, fmt.Errorf("FIL failure probability delta_f = %v must be in (0, 1)", deltaF)
+	}
+	if q == 0 {
+		return 0, nil
+	}
+	eps0 := c * 2 * math.Sqrt(2*math.Log(1.25/deltaF)) / sigma
+	return q / (q + (1-q)*math.Exp(-eps0)), nil
+}
+
+// DefaultFILDelta returns the default per-step failure probability δ_f = 1/(T·N), so
+// that the total failure probability over T steps is at most 1/N (SPEC 4). It returns
+// NaN when T or N is not positive.
+func DefaultFILDelta(steps, n int) float64 {
+	if steps <= 0 || n <= 0 {
+		return math.NaN()
+	}
+	return 1 / (float64(steps) * float64(n))
+}
+
+// FIL accumulates per-sample diagonal Fisher information leakage over DP-SGD steps
+// (Guo et al. eq. 4): dFIL(z) = κ·Σ_t Tr(I_t(z))/D over the steps whose batch held z.
+// Sum[i] holds the accumulated dFIL of sample i (already multiplied by Kappa and
+// divided by D), so Kappa may be changed between steps for heterogeneous schedules.
+// All fields are exported so that the accountant can be checkpointed.
+type FIL struct {
+	N     int       `json:"n"`
+	D     int       `json:"d"`
+	Kappa float64   `json:"kappa"`
+	Sum   []float64 `json:"sum"`
+	Steps int       `json:"steps"`
+}
+
+// NewFIL returns an empty FIL accountant for n training samples of dimension d.
+func NewFIL(n, d int, kappa float64) (*FIL, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("number of training samples %d must be > 0", n)
+	}
+	if d <= 0 {
+		return nil, fmt.Errorf("data dimension %d must be > 0", d)
+	}
+	if err := checkKappaFIL(kappa); err != nil {
+		return nil, err
+	}
+	return &FIL{N: n, D: d, Kappa: kappa, Sum: make([]float64, n)}, nil
+}
+
+func checkKappaFIL(kappa float64) error {
+	if math.IsNaN(kappa) || kappa < 0 || kappa > 1 {
+		return fmt.Errorf("FIL subsampling factor kappa = %v must be in [0, 1]", kappa)
+	}
+	return nil
+}
+
+// AddStep adds one step: for batch member idx[j] the trace of that step's FIM
+// Tr(I_t(z)) = Tr(J_tᵀJ_t)/(σC)² (traceI[j]); dFIL(z) += Kappa·Tr(I_t(z))/D.
+// Indices must be in [0, N) and traces finite and ≥ 0; on error nothing is added.
+func (f *FIL) AddStep(idx []int, traceI []float64) error {
+	if f == nil {
+		return errors.New("nil FIL accountant")
+	}
+	if len(f.Sum) != f.N || f.D <= 0 {
+		return fmt.Errorf("FIL accountant is inconsistent: N=%d, D=%d, len(Sum)=%d", f.N, f.D, len(f.Sum))
+	}
+	if err := checkKappaFIL(f.Kappa); err != nil {
+		return err
+	}
+	if len(idx) != len(traceI) {
+		return fmt.Errorf("FIL step: %d indices but %d traces", len(idx), len(traceI))
+	}
+	for j, i := range idx {
+		if i < 0 || i >= f.N {
+			return fmt.Errorf("FIL step: sample index %d out of range [0, %d)", i, f.N)
+		}
+		if t := traceI[j]; math.IsNaN(t) || math.IsInf(t, 0) || t < 0 {
+			return fmt.Errorf("FIL step: trace %v for sample %d must be finite and ≥ 0", t, i)
+		}
+	}
+	s := f.Kappa / float64(f.D)
+	for j, i := range idx {
+		f.Sum[i] += s * traceI[j]
+	}
+	f.Steps++
+	return nil
+}
+
+// DFIL returns a copy of the per-sample dFIL (0 for samples never sampled).
+func (f *FIL) DFIL() []float64 {
+	if f == nil {
+		return nil
+	}
+	return append([]float64(nil), f.Sum...)
+}
+
+// MeanDFIL merges repeated runs: the per-sample mean of dFIL over runs (the Monte
+// Carlo estimate of eq. 4). All runs must have the same, non-zero length.
+func MeanDFIL(runs ...[]float64) ([]float64, error) {
+	if len(runs) == 0 {
+		return nil, errors.New("MeanDFIL: no runs")
+	}
+	n := len(runs[0])
+	if n == 0 {
+		return nil, errors.New("MeanDFIL: empty run")
+	}
+	out := make([]float64, n)
+	for r, run := range runs {
+		if len(run) != n {
+			return nil, fmt.Errorf("MeanDFIL: run %d has %d samples, run 0 has %d", r, len(run), n)
+		}
+		for i, v := range run {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				return nil, fmt.Errorf("MeanDFIL: run %d sample %d has invalid dFIL %v", r, i, v)
+			}
+			out[i] += v
+		}
+	}
+	k := float64(len(runs))
+	for i := range out {
+		out[i] /= k
+	}
+	return out, nil
+}
+
+// SummaryQuantiles are the quantile levels reported by SummarizeDFIL, keyed
+// "p01" … "p99".
+func SummaryQuantiles() []float64 {
+	return []float64{0.01, 0.05, 0.10, 0.25, 0.50, 0.75, 0.90, 0.95, 0.99}
+}
+
+// FILSummary summarises per-sample dFIL: max, median, mean, quantiles (linear
+// interpolation between order statistics, numpy's default) and the Theorem 2 MSE
+// bounds for an unbiased attacker, 1/max dFIL (worst sample) and 1/median dFIL.
+// Bounds are +Inf when the dFIL is 0; JSON encodes non-finite numbers as null.
+type FILSummary struct {
+	Count          int                `json:"count"`
+	Max            float64            `json:"max"`
+	Median         float64            `json:"median"`
+	Mean           float64            `json:"mean"`
+	Min            float64            `json:"min"`
+	Quantiles      map[string]float64 `json:"quantiles"`
+	MSEBoundMax    float64            `json:"mse_bound_max"`
+	MSEBoundMedian float64            `json:"mse_bound_median"`
+}
+
+// MarshalJSON encodes the summary with non-finite values (an infinite MSE bound when
+// dFIL is 0) as null.
+func (s FILSummary) MarshalJSON() ([]byte, error) {
+	q := make(map[string]*float64, len(s.Quantiles))
+	for k, v := range s.Quantiles {
+		q[k] = finitePtr(v)
+	}
+	return json.Marshal(struct {
+		Count          int                 `json:"count"`
+		Max            *float64            `json:"max"`
+		Median         *float64            `json:"median"`
+		Mean           *float64            `json:"mean"`
+		Min            *float64            `json:"min"`
+		Quantiles      map[string]*float64 `json:"quantiles"`
+		MSEBoundMax    *float64            `json:"mse_bound_max"`
+		MSEBoundMedian *float64            `json:"mse_bound_median"`
+	}{s.Count, finitePtr(s.Max), finitePtr(s.Median), finitePtr(s.Mean), finitePtr(s.Min), q,
+		finitePtr(s.MSEBoundMax), finitePtr(s.MSEBoundMedian)})
+}
+
+func finitePtr(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// quantileSorted is the linear-interpolation quantile (numpy "linear") of sorted s.
+func quantileSorted(s []float64, p float64) float64 {
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	h := p * float64(len(s)-1)
+	lo := int(math.Floor(h))
+	if lo >= len(s)-1 {
+		return s[len(s)-1]
+	}
+	return s[lo] + (h-float64(lo))*(s[lo+1]-s[lo])
+}
+
+// SummarizeDFIL summarises per-sample dFIL values. An empty slice gives Count 0 and
+// NaN statistics.
+func SummarizeDFIL(dfil []float64) FILSummary {
+	out := FILSummary{Count: len(dfil), Quantiles: map[string]float64{}}
+	if len(dfil) == 0 {
+		nan := math.NaN()
+		out.Max, out.Median, out.Mean, out.Min = nan, nan, nan, nan
+		out.MSEBoundMax, out.MSEBoundMedian = nan, nan
+		return out
+	}
+	s := sortedCopy(dfil)
+	sum := 0.0
+	for _, v := range s {
+		sum += v
+	}
+	out.Min, out.Max = s[0], s[len(s)-1]
+	out.Mean = sum / float64(len(s))
+	out.Median = quantileSorted(s, 0.5)
+	for _, p := range SummaryQuantiles() {
+		out.Quantiles[fmt.Sprintf("p%02d", int(math.Round(p*100)))] = quantileSorted(s, p)
+	}
+	out.MSEBoundMax = MSEBoundFIL(out.Max)
+	out.MSEBoundMedian = MSEBoundFIL(out.Median)
+	return out
+}
