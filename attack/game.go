@@ -1,0 +1,554 @@
+package attack
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+)
+
+// Net is the per-sample gradient oracle the attack game trains and attacks with:
+// softmax cross-entropy per-sample parameter gradients of a network in float64.
+type Net interface {
+	NumParams() int
+	InputDim() int
+	// PerSampleGrads writes the n per-sample loss gradients (n×P, row-major) to grads
+	// and the losses to losses (nil allowed).
+	PerSampleGrads(params, x []float64, y []int, n int, grads, losses []float64) error
+}
+
+// InputGrader is a Net that also gives the exact input gradient of ⟨v, clip_C(∇_θℓ)⟩,
+// which the gradient-based reconstruction attack needs (MLP implements it).
+type InputGrader interface {
+	Net
+	ClippedDotInputGrad(params, x []float64, y int, v []float64, clip float64, clipped, dx []float64) error
+}
+
+// Pool is the labelled data the game draws D₋ and the priors from: N samples of D
+// values in [0,1] each.
+type Pool struct {
+	X []float64
+	Y []int
+	D int
+}
+
+// N is the number of samples.
+func (p Pool) N() int {
+	if p.D == 0 {
+		return 0
+	}
+	return len(p.X) / p.D
+}
+
+// Image returns a view of sample i.
+func (p Pool) Image(i int) []float64 { return p.X[i*p.D : (i+1)*p.D] }
+
+// Attack names.
+const (
+	AttackPrior     = "prior"      // Hayes et al. Algorithm 2
+	AttackPriorTopK = "prior-topk" // Algorithm 3: top ⌈qT⌉ terms
+	AttackLogLik    = "loglik"     // Appendix G
+	AttackGradient  = "gradient"   // Eq. 1 + nearest prior point (Appendix D)
+)
+
+// AttackNames lists the attacks the game runs.
+func AttackNames() []string {
+	return []string{AttackPrior, AttackPriorTopK, AttackLogLik, AttackGradient}
+}
+
+// GameConfig is one attack game (Hayes et al.'s informed-adversary setting).
+type GameConfig struct {
+	Known     int     `json:"known"`      // |D₋|, fixed across trials
+	PriorSize int     `json:"prior_size"` // K; the target is uniform over the prior
+	Steps     int     `json:"steps"`      // T
+	Q         float64 `json:"q"`          // Poisson sampling rate; 1 = full batch
+	Sigma     float64 `json:"sigma"`      // noise multiplier: noise N(0, σ²C²I)
+	Clip      float64 `json:"clip"`       // C (hard clipping)
+	LR        float64 `json:"lr"`         // plain SGD on the mean gradient g_t/(q·N)
+	Seed      uint64  `json:"seed"`       // D₋, θ₀ and every trial's draws
+	// Gradient enables the gradient-based attack (expensive).
+	Gradient GradientConfig `json:"gradient"`
+}
+
+// DefaultGameConfig is Hayes et al.'s MNIST setting with K = 10.
+func DefaultGameConfig() GameConfig {
+	return GameConfig{Known: 999, PriorSize: 10, Steps: 100, Q: 1, Sigma: 1, Clip: 0.1, LR: 1, Seed: 1,
+		Gradient: DefaultGradientConfig()}
+}
+
+// Validate rejects impossible settings.
+func (c GameConfig) Validate() error {
+	switch {
+	case c.Known < 0:
+		return fmt.Errorf("attack game: known set size %d < 0", c.Known)
+	case c.PriorSize < 2:
+		return fmt.Errorf("attack game: prior size %d < 2 (the target must be guessed among ≥ 2 candidates)", c.PriorSize)
+	case c.Steps < 1:
+		return fmt.Errorf("attack game: steps %d < 1", c.Steps)
+	case !(c.Q > 0 && c.Q <= 1):
+		return fmt.Errorf("attack game: sampling rate q = %v outside (0, 1]", c.Q)
+	case !(c.Sigma >= 0) || math.IsInf(c.Sigma, 0):
+		return fmt.Errorf("attack game: noise multiplier σ = %v must be finite and ≥ 0", c.Sigma)
+	case !(c.Clip > 0) || math.IsInf(c.Clip, 0):
+		return fmt.Errorf("attack game: clip norm C = %v must be positive and finite", c.Clip)
+	case !(c.LR >= 0) || math.IsInf(c.LR, 0):
+		return fmt.Errorf("attack game: learning rate %v must be finite and ≥ 0", c.LR)
+	}
+	return c.Gradient.validate()
+}
+
+// TopK is ⌈qT⌉, the number of per-step terms the improved prior-aware attack keeps.
+func (c GameConfig) TopK() int {
+	k := int(math.Ceil(c.Q*float64(c.Steps) - 1e-9))
+	return max(1, min(k, c.Steps))
+}
+
+// Game is a prepared attack game: the fixed D₋ and θ₀ and the pool the priors come
+// from. It is safe for concurrent use by trials when its Net is.
+type Game struct {
+	cfg       GameConfig
+	pool      Pool
+	net       Net
+	newNet    func() Net
+	known     []int // pool indices of D₋
+	rest      []int // pool indices priors are drawn from
+	knownX    []float64
+	knownY    []int
+	theta0    []float64
+	P         int
+	batchSize float64 // expected batch size q·N, N = |D₋| + 1
+}
+
+// NewGame draws D₋ (|D₋| = cfg.Known samples, uniformly from the pool) and θ₀ from
+// cfg.Seed. newNet returns a Net per worker (Nets need not be safe for concurrent use);
+// init draws θ₀ from a seed.
+func NewGame(cfg GameConfig, pool Pool, newNet func() Net, init func(seed uint64) []float64) (*Game, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if pool.D <= 0 || len(pool.X)%pool.D != 0 || len(pool.Y) != pool.N() {
+		return nil, fmt.Errorf("attack game: malformed pool (%d values, %d labels, d = %d)", len(pool.X), len(pool.Y), pool.D)
+	}
+	if pool.N() < cfg.Known+cfg.PriorSize {
+		return nil, fmt.Errorf("attack game: pool has %d samples, need |D₋| + K = %d", pool.N(), cfg.Known+cfg.PriorSize)
+	}
+	for i, v := range pool.X {
+		if !(v >= 0 && v <= 1) {
+			return nil, fmt.Errorf("attack game: pool value %d is %v, outside [0,1]", i, v)
+		}
+	}
+	net := newNet()
+	if net.InputDim() != pool.D {
+		return nil, fmt.Errorf("attack game: network input dimension %d ≠ data dimension %d", net.InputDim(), pool.D)
+	}
+	r := rand.New(rand.NewPCG(cfg.Seed, 0xd5e7))
+	perm := r.Perm(pool.N())
+	g := &Game{cfg: cfg, pool: pool, net: net, newNet: newNet, P: net.NumParams()}
+	g.known = append([]int(nil), perm[:cfg.Known]...)
+	sort.Ints(g.known)
+	g.rest = append([]int(nil), perm[cfg.Known:]...)
+	sort.Ints(g.rest)
+	g.knownX = make([]float64, 0, cfg.Known*pool.D)
+	for _, i := range g.known {
+		g.knownX = append(g.knownX, pool.Image(i)...)
+		g.knownY = append(g.knownY, pool.Y[i])
+	}
+	g.theta0 = init(deriveSeed(cfg.Seed, math.MaxUint64))
+	if len(g.theta0) != g.P {
+		return nil, fmt.Errorf("attack game: init gave %d parameters, network has %d", len(g.theta0), g.P)
+	}
+	g.batchSize = cfg.Q * float64(cfg.Known+1)
+	return g, nil
+}
+
+// Config returns the game's configuration.
+func (g *Game) Config() GameConfig { return g.cfg }
+
+// Known returns the pool indices of D₋.
+func (g *Game) Known() []int { return slices.Clone(g.known) }
+
+// Theta0 returns a copy of the initial parameters.
+func (g *Game) Theta0() []float64 { return slices.Clone(g.theta0) }
+
+// deriveSeed mixes a base seed and an index into an independent 64-bit seed
+// (SplitMix64 finaliser).
+func deriveSeed(seed, i uint64) uint64 {
+	z := seed ^ (i+1)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// TrialResult is one finished trial: one JSON line of trials.jsonl.
+type TrialResult struct {
+	Trial       int             `json:"trial"`
+	Prior       []int           `json:"prior"`        // pool indices of the prior
+	Target      int             `json:"target"`       // position of the target in the prior
+	Guess       map[string]int  `json:"guess"`        // per attack: guessed prior position
+	Success     map[string]bool `json:"success"`      // per attack
+	TargetSteps int             `json:"target_steps"` // steps whose batch held the target
+	// Gradient attack only: MSE of the reconstruction to the target and the
+	// reconstruction's loss value (Eq. 1).
+	GradientMSE  *float64 `json:"gradient_mse,omitempty"`
+	GradientLoss *float64 `json:"gradient_loss,omitempty"`
+	FinalLoss    float64  `json:"final_loss"` // mean training loss of D₋ at θ_T
+}
+
+// Observation is what the informed adversary derives from the transcript at step t:
+// the parameters θ_t and the privatised gradient minus the clipped gradients of the
+// known batch members, ḡ_t.
+type Observation struct {
+	Theta []float64
+	GBar  []float64
+}
+
+// trialState is one worker's scratch space.
+type trialState struct {
+	net    Net
+	grads  []float64
+	losses []float64
+	sum    []float64
+	gbar   []float64
+	ci     []float64 // K×P clipped prior gradients at θ_t
+	chunkX []float64
+	chunkY []int
+}
+
+const gradChunk = 64
+
+func (g *Game) newState() *trialState {
+	K := g.cfg.PriorSize
+	return &trialState{
+		net:    g.newNet(),
+		grads:  make([]float64, gradChunk*g.P),
+		losses: make([]float64, gradChunk),
+		sum:    make([]float64, g.P),
+		gbar:   make([]float64, g.P),
+		ci:     make([]float64, K*g.P),
+		chunkX: make([]float64, 0, gradChunk*g.pool.D),
+		chunkY: make([]int, 0, gradChunk),
+	}
+}
+
+// clipRows hard-clips each of the n rows of grads (n×P) to norm ≤ C in place and
+// returns nothing; norms are written to norms when non-nil.
+func clipRows(grads []float64, n, P int, c float64, norms []float64) {
+	for s := 0; s < n; s++ {
+		row := grads[s*P : (s+1)*P]
+		nn := 0.0
+		for _, v := range row {
+			nn += v * v
+		}
+		nn = math.Sqrt(nn)
+		if nn > c {
+			f := c / nn
+			for i := range row {
+				row[i] *= f
+			}
+			nn = c
+		}
+		if norms != nil {
+			norms[s] = nn
+		}
+	}
+}
+
+// knownClippedSum writes Σ clip_C(∇ℓ(θ, z)) over the known points z with member[i]
+// (all when member is nil) to st.sum and returns their mean loss.
+func (g *Game) knownClippedSum(st *trialState, theta []float64, member []bool) (float64, error) {
+	clear(st.sum)
+	lossSum, cnt := 0.0, 0
+	flush := func() error {
+		n := len(st.chunkY)
+		if n == 0 {
+			return nil
+		}
+		if err := st.net.PerSampleGrads(theta, st.chunkX, st.chunkY, n, st.grads[:n*g.P], st.losses[:n]); err != nil {
+			return fmt.Errorf("per-sample gradients of D₋: %w", err)
+		}
+		clipRows(st.grads, n, g.P, g.cfg.Clip, nil)
+		for s := 0; s < n; s++ {
+			row := st.grads[s*g.P : (s+1)*g.P]
+			for i, v := range row {
+				st.sum[i] += v
+			}
+			lossSum += st.losses[s]
+		}
+		cnt += n
+		st.chunkX, st.chunkY = st.chunkX[:0], st.chunkY[:0]
+		return nil
+	}
+	D := g.pool.D
+	for j := range g.known {
+		if member != nil && !member[j] {
+			continue
+		}
+		st.chunkX = append(st.chunkX, g.knownX[j*D:(j+1)*D]...)
+		st.chunkY = append(st.chunkY, g.knownY[j])
+		if len(st.chunkY) == gradChunk {
+			if err := flush(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return 0, err
+	}
+	if cnt == 0 {
+		return 0, nil
+	}
+	return lossSum / float64(cnt), nil
+}
+
+// priorClipped writes the clipped gradients of the K prior points at theta to st.ci
+// and their norms to norms.
+func (g *Game) priorClipped(st *trialState, theta []float64, prior []int, norms []float64) error {
+	K := len(prior)
+	x := make([]float64, 0, K*g.pool.D)
+	y := make([]int, 0, K)
+	for _, i := range prior {
+		x = append(x, g.pool.Image(i)...)
+		y = append(y, g.pool.Y[i])
+	}
+	if err := st.net.PerSampleGrads(theta, x, y, K, st.ci, nil); err != nil {
+		return fmt.Errorf("per-sample gradients of the prior: %w", err)
+	}
+	clipRows(st.ci, K, g.P, g.cfg.Clip, norms)
+	return nil
+}
+
+// Scores are the per-step statistics of each prior candidate from which the
+// prior-aware attacks decide: Dot[t][i] = ⟨clip(∇ℓ(θ_t, z_i)), ḡ_t⟩/C² (normalised so
+// the target term has mean ‖clip‖²/C² ≤ 1), NormSq[t][i] = ‖clip(∇ℓ(θ_t, z_i))‖²/C².
+type Scores struct {
+	Dot, NormSq [][]float64
+}
+
+// decide applies every prior-aware attack to the scores.
+func decide(s Scores, q, sigma float64, topK int) map[string]int {
+	K := len(s.Dot[0])
+	T := len(s.Dot)
+	plain := make([]float64, K)
+	top := make([]float64, K)
+	ll := make([]float64, K)
+	col := make([]float64, T)
+	for i := 0; i < K; i++ {
+		for t := 0; t < T; t++ {
+			col[t] = s.Dot[t][i]
+			plain[i] += col[t]
+		}
+		sort.Sort(sort.Reverse(sort.Float64Slice(col)))
+		for _, v := range col[:topK] {
+			top[i] += v
+		}
+		ll[i] = logLikelihood(s.Dot, s.NormSq, i, q, sigma)
+	}
+	return map[string]int{AttackPrior: argmax(plain), AttackPriorTopK: argmax(top), AttackLogLik: argmax(ll)}
+}
+
+// logLikelihood is Hayes et al. App. G's s_z for candidate i: Σ_t ln(1 − q + q·
+// exp(−(‖ḡ_t − c_t‖² − ‖ḡ_t‖²)/(2σ²C²))), the log-likelihood ratio of the observations
+// when z_i was the target (the paper prints "+‖ḡ_t‖²"; the likelihood ratio of
+// N(c_t, σ²C²I) to N(0, σ²C²I) at ḡ_t needs "−"). With ‖ḡ − c‖² − ‖ḡ‖² = ‖c‖² − 2⟨c, ḡ⟩
+// and the /C² normalisation of Scores the exponent is (2·Dot − NormSq)/(2σ²).
+func logLikelihood(dot, normSq [][]float64, i int, q, sigma float64) float64 {
+	s := 0.0
+	for t := range dot {
+		e := (2*dot[t][i] - normSq[t][i]) / (2 * sigma * sigma)
+		if sigma == 0 {
+			// σ → 0 limit: the sign of the exponent decides.
+			e = math.Copysign(math.Inf(1), 2*dot[t][i]-normSq[t][i])
+		}
+		if q == 1 {
+			s += e
+			continue
+		}
+		// ln(1 − q + q·e^e) computed stably.
+		a, b := math.Log1p(-q), math.Log(q)+e
+		s += logAddExp(a, b)
+	}
+	return s
+}
+
+func logAddExp(a, b float64) float64 {
+	if math.IsInf(a, -1) {
+		return b
+	}
+	if math.IsInf(b, -1) {
+		return a
+	}
+	if a < b {
+		a, b = b, a
+	}
+	if math.IsInf(a, 1) {
+		return a
+	}
+	return a + math.Log1p(math.Exp(b-a))
+}
+
+// argmax returns the first index of the largest value (NaN never wins).
+func argmax(v []float64) int {
+	best := 0
+	for i, x := range v {
+		if x > v[best] || (math.IsNaN(v[best]) && !math.IsNaN(x)) {
+			best = i
+		}
+	}
+	return best
+}
+
+// trialDraws are the random choices of one trial.
+type trialDraws struct {
+	prior  []int
+	target int
+	rng    *rand.Rand
+}
+
+func (g *Game) draws(trial int) trialDraws {
+	r := rand.New(rand.NewPCG(deriveSeed(g.cfg.Seed, uint64(trial)), 0x7472))
+	idx := r.Perm(len(g.rest))[:g.cfg.PriorSize]
+	prior := make([]int, len(idx))
+	for i, j := range idx {
+		prior[i] = g.rest[j]
+	}
+	return trialDraws{prior: prior, target: r.IntN(g.cfg.PriorSize), rng: r}
+}
+
+// Trial runs trial number `trial`: a fresh prior of K points drawn from the pool
+// outside D₋, a target uniform over it, T steps of DP-SGD on D₋ ∪ {target} (hard
+// clipping, Poisson sampling with rate q, noise N(0, σ²C²I), θ ← θ − lr·g_t/(qN)),
+// then every prior-aware attack (and the gradient attack when enabled). observe, when
+// non-nil, receives every step's released gradient, the known batch membership and the
+// adversary's observation (for transcripts). The trial's randomness flows only from
+// (Seed, trial), so results do not depend on scheduling.
+func (g *Game) Trial(ctx context.Context, trial int, observe func(t int, released []float64, knownMember []bool, obs Observation) error) (*TrialResult, error) {
+	return g.trial(ctx, g.newState(), trial, observe)
+}
+
+func (g *Game) trial(ctx context.Context, st *trialState, trial int, observe func(int, []float64, []bool, Observation) error) (*TrialResult, error) {
+	cfg := g.cfg
+	dr := g.draws(trial)
+	target := dr.prior[dr.target]
+	theta := slices.Clone(g.theta0)
+	K, T, P := cfg.PriorSize, cfg.Steps, g.P
+	sc := Scores{Dot: make([][]float64, T), NormSq: make([][]float64, T)}
+	var obs []Observation
+	keep := cfg.Gradient.Enabled
+	var member []bool
+	if cfg.Q < 1 {
+		member = make([]bool, len(g.known))
+	}
+	released := make([]float64, P)
+	norms := make([]float64, K)
+	res := &TrialResult{Trial: trial, Prior: dr.prior, Target: dr.target}
+	c2 := cfg.Clip * cfg.Clip
+	for t := 0; t < T; t++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		targetIn := true
+		if cfg.Q < 1 {
+			for j := range member {
+				member[j] = dr.rng.Float64() < cfg.Q
+			}
+			targetIn = dr.rng.Float64() < cfg.Q
+		}
+		loss, err := g.knownClippedSum(st, theta, member)
+		if err != nil {
+			return nil, fmt.Errorf("trial %d step %d: %w", trial, t, err)
+		}
+		if t == T-1 && cfg.Q == 1 {
+			res.FinalLoss = loss
+		}
+		// The prior's clipped gradients at θ_t; the target is one of them.
+		if err := g.priorClipped(st, theta, dr.prior, norms); err != nil {
+			return nil, fmt.Errorf("trial %d step %d: %w", trial, t, err)
+		}
+		ns := cfg.Sigma * cfg.Clip
+		for i := range released {
+			released[i] = st.sum[i] + ns*dr.rng.NormFloat64()
+		}
+		if targetIn {
+			res.TargetSteps++
+			tc := st.ci[dr.target*P : (dr.target+1)*P]
+			for i := range released {
+				released[i] += tc[i]
+			}
+		}
+		// The adversary: subtract the known batch members' clipped gradients.
+		for i := range st.gbar {
+			st.gbar[i] = released[i] - st.sum[i]
+		}
+		sc.Dot[t] = make([]float64, K)
+		sc.NormSq[t] = make([]float64, K)
+		for k := 0; k < K; k++ {
+			row := st.ci[k*P : (k+1)*P]
+			d := 0.0
+			for i, v := range row {
+				d += v * st.gbar[i]
+			}
+			sc.Dot[t][k] = d / c2
+			sc.NormSq[t][k] = norms[k] * norms[k] / c2
+		}
+		if keep || observe != nil {
+			o := Observation{Theta: slices.Clone(theta), GBar: slices.Clone(st.gbar)}
+			if keep {
+				obs = append(obs, o)
+			}
+			if observe != nil {
+				if err := observe(t, released, member, o); err != nil {
+					return nil, fmt.Errorf("trial %d step %d: record: %w", trial, t, err)
+				}
+			}
+		}
+		step := cfg.LR / g.batchSize
+		for i := range theta {
+			theta[i] -= step * released[i]
+		}
+	}
+	if cfg.Q < 1 {
+		loss, err := g.knownClippedSum(st, theta, nil)
+		if err != nil {
+			return nil, fmt.Errorf("trial %d: final loss: %w", trial, err)
+		}
+		res.FinalLoss = loss
+	}
+	for _, v := range theta {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("trial %d: training diverged (non-finite parameters); lower --lr", trial)
+		}
+	}
+	res.Guess = decide(sc, cfg.Q, cfg.Sigma, cfg.TopK())
+	if keep {
+		rec, err := g.gradientAttack(ctx, st, trial, target, obs)
+		if err != nil {
+			return nil, err
+		}
+		res.GradientMSE = &rec.MSE
+		res.GradientLoss = &rec.Loss
+		res.Guess[AttackGradient] = nearest(g.pool, dr.prior, rec.X)
+	}
+	res.Success = map[string]bool{}
+	for a, gi := range res.Guess {
+		res.Success[a] = gi == dr.target
+	}
+	return res, nil
+}
+
+// nearest returns the position in prior of the pool point closest (L2) to x.
+func nearest(p Pool, prior []int, x []float64) int {
+	best, bd := 0, math.Inf(1)
+	for k, i := range prior {
+		d := 0.0
+		for j, v := range p.Image(i) {
+			e := v - x[j]
+			d += e * e
+		}
+		if d < bd {
+			best, bd = k, d
+		}
+	}
+	return best
+}
