@@ -1,0 +1,120 @@
+package glm
+
+import (
+	"math"
+
+	"gonum.org/v1/gonum/lapack/gonum"
+)
+
+// lanczos finds the largest eigenvalue of a symmetric positive semi-definite operator
+// of size p given by apply (dst = A·src), by the Lanczos iteration with full
+// re-orthogonalisation. The Ritz value increases monotonically towards λ_max; the
+// iteration stops when it changed by less than tol (relative) for three consecutive
+// steps, when the Krylov space became invariant (then the value is exact), or after
+// maxIter steps (converged = false).
+type lanczos struct {
+	p       int
+	maxIter int
+	tol     float64
+	basis   [][]float64
+	w       []float64
+	alpha   []float64
+	beta    []float64
+	d, e    []float64
+}
+
+func newLanczos(p, maxIter int, tol float64) *lanczos {
+	if maxIter > p {
+		maxIter = p
+	}
+	if maxIter < 1 {
+		maxIter = 1
+	}
+	l := &lanczos{p: p, maxIter: maxIter, tol: tol, w: make([]float64, p)}
+	l.basis = make([][]float64, maxIter)
+	for i := range l.basis {
+		l.basis[i] = make([]float64, p)
+	}
+	l.alpha = make([]float64, maxIter)
+	l.beta = make([]float64, maxIter)
+	l.d = make([]float64, maxIter)
+	l.e = make([]float64, maxIter)
+	return l
+}
+
+func dot(a, b []float64) float64 {
+	s := 0.0
+	for i, v := range a {
+		s += v * b[i]
+	}
+	return s
+}
+
+func axpy(alpha float64, x, y []float64) {
+	for i, v := range x {
+		y[i] += alpha * v
+	}
+}
+
+// top returns λ_max, the number of Lanczos steps and whether it converged.
+func (l *lanczos) top(apply func(dst, src []float64), start []float64) (float64, int, bool) {
+	nrm := norm2(start)
+	v0 := l.basis[0]
+	if !(nrm > 0) || math.IsInf(nrm, 0) {
+		for i := range v0 {
+			v0[i] = 1 / math.Sqrt(float64(l.p))
+		}
+	} else {
+		for i, s := range start {
+			v0[i] = s / nrm
+		}
+	}
+	lapack := gonum.Implementation{}
+	prev := math.Inf(-1)
+	small := 0
+	theta := 0.0
+	for j := 0; j < l.maxIter; j++ {
+		vj := l.basis[j]
+		apply(l.w, vj)
+		a := dot(vj, l.w)
+		l.alpha[j] = a
+		axpy(-a, vj, l.w)
+		if j > 0 {
+			axpy(-l.beta[j-1], l.basis[j-1], l.w)
+		}
+		// Full re-orthogonalisation (twice is enough).
+		for pass := 0; pass < 2; pass++ {
+			for i := 0; i <= j; i++ {
+				axpy(-dot(l.basis[i], l.w), l.basis[i], l.w)
+			}
+		}
+		b := norm2(l.w)
+		l.beta[j] = b
+		copy(l.d, l.alpha[:j+1])
+		copy(l.e, l.beta[:j])
+		if !lapack.Dsterf(j+1, l.d[:j+1], l.e[:j+1]) {
+			return math.NaN(), j + 1, false
+		}
+		theta = l.d[j] // ascending
+		scale := math.Max(math.Abs(theta), math.SmallestNonzeroFloat64)
+		if b <= 1e-13*scale || theta == 0 && b == 0 {
+			return theta, j + 1, true // invariant subspace: exact
+		}
+		if math.Abs(theta-prev) <= l.tol*scale {
+			small++
+			if small >= 3 {
+				return theta, j + 1, true
+			}
+		} else {
+			small = 0
+		}
+		prev = theta
+		if j+1 < l.maxIter {
+			next := l.basis[j+1]
+			for i, v := range l.w {
+				next[i] = v / b
+			}
+		}
+	}
+	return theta, l.maxIter, l.maxIter == l.p
+}
