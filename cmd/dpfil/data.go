@@ -1,14 +1,209 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
 
-// newDataCmd is the 'data' command group; its issue is still open.
+	"github.com/dpfil/dpfil/data"
+	"github.com/spf13/cobra"
+)
+
+// newDataCmd is the 'data' command group: list, info and fetch.
 func newDataCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "data",
-		Short: "Load, inspect and download datasets (not yet implemented)",
+		Short: "Load, inspect and download datasets",
+		Long: `Inspect and download the datasets dpfil trains on.
+
+Datasets: ` + strings.Join(data.Names(), ", ") + `.
+mnist-embedded (the default) is compiled into the binary and needs nothing else.
+Files are looked up in --data-dir, then in the cache ($DPFIL_DATA or the user cache
+directory, under dpfil/<dataset>), then in Debian's /usr/share/datasets/fashion-mnist
+(Fashion-MNIST only). 'dpfil data fetch' downloads them from the canonical mirrors and
+verifies their SHA-256 (and MD5); $DPFIL_MIRROR (comma-separated base URLs) replaces
+the canonical mirrors, e.g. for a local copy.`,
+	}
+	cmd.AddCommand(newDataListCmd(), newDataInfoCmd(), newDataFetchCmd())
+	return cmd
+}
+
+func newDataListCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the dataset names",
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return errNotImplemented("data")
+			names := data.Names()
+			return emit(cmd.OutOrStdout(), asJSON, map[string]any{"datasets": names}, func(w io.Writer) {
+				for _, n := range names {
+					fmt.Fprintln(w, n)
+				}
+			})
 		},
 	}
+	addJSONFlag(cmd, &asJSON)
+	return cmd
+}
+
+// dataPartInfo describes the training or the test part of a dataset.
+type dataPartInfo struct {
+	N           int    `json:"n"`
+	ClassCounts []int  `json:"class_counts"`
+	Fingerprint string `json:"fingerprint"`
+}
+
+// dataInfo is the result of 'dpfil data info'.
+type dataInfo struct {
+	Dataset     string          `json:"dataset"`
+	Source      string          `json:"source"`
+	Dir         string          `json:"dir,omitempty"`
+	Images      int             `json:"images"`
+	Shape       []int           `json:"shape"` // C, H, W
+	Channels    int             `json:"channels"`
+	Height      int             `json:"height"`
+	Width       int             `json:"width"`
+	Classes     int             `json:"classes"`
+	ClassCounts []int           `json:"class_counts"`
+	PixelMin    float32         `json:"pixel_min"`
+	PixelMax    float32         `json:"pixel_max"`
+	PixelMean   float64         `json:"pixel_mean"`
+	Train       dataPartInfo    `json:"train"`
+	Test        dataPartInfo    `json:"test"`
+	Checksum    string          `json:"checksum"` // SHA-256 of the files' "sha256  name" manifest
+	Files       []data.FileInfo `json:"files"`
+}
+
+func newDataInfoCmd() *cobra.Command {
+	var (
+		name, dir string
+		asJSON    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "info",
+		Short: "Print a dataset's counts, shape, class balance, source and checksums",
+		Long: `Print a dataset's counts (train/test), shape, classes, class balance, source
+and checksums. It never downloads: run 'dpfil data fetch' first for MNIST/CIFAR-10.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := data.LoadFiles(name, data.Options{DataDir: dir, NoDownload: true})
+			if err != nil {
+				return err
+			}
+			info := describeLoaded(name, l)
+			return emit(cmd.OutOrStdout(), asJSON, info, func(w io.Writer) { printDataInfo(w, info) })
+		},
+	}
+	cmd.Flags().StringVar(&name, "dataset", "mnist-embedded", "dataset: "+strings.Join(data.Names(), ", "))
+	cmd.Flags().StringVar(&dir, "data-dir", "", "directory holding the dataset's files (searched first)")
+	addJSONFlag(cmd, &asJSON)
+	return cmd
+}
+
+func describeLoaded(name string, l *data.Loaded) dataInfo {
+	tr, te := l.Train, l.Test
+	info := dataInfo{
+		Dataset: name, Source: tr.Source, Dir: l.Dir,
+		Images: tr.N + te.N, Shape: []int{tr.C, tr.H, tr.W}, Channels: tr.C, Height: tr.H, Width: tr.W,
+		Classes: tr.Classes,
+		Train:   dataPartInfo{N: tr.N, ClassCounts: tr.ClassCounts(), Fingerprint: tr.SHA256},
+		Test:    dataPartInfo{N: te.N, ClassCounts: te.ClassCounts(), Fingerprint: te.SHA256},
+		Files:   l.Files,
+	}
+	info.ClassCounts = make([]int, tr.Classes)
+	for c := range info.ClassCounts {
+		info.ClassCounts[c] = info.Train.ClassCounts[c] + info.Test.ClassCounts[c]
+	}
+	var sum float64
+	info.PixelMin, info.PixelMax = 1, 0
+	for _, d := range []*data.Dataset{tr, te} {
+		for _, v := range d.Images {
+			sum += float64(v)
+			info.PixelMin = min(info.PixelMin, v)
+			info.PixelMax = max(info.PixelMax, v)
+		}
+	}
+	if n := len(tr.Images) + len(te.Images); n > 0 {
+		info.PixelMean = sum / float64(n)
+	}
+	h := sha256.New()
+	for _, f := range l.Files {
+		fmt.Fprintf(h, "%s  %s\n", f.SHA256, filepath.Base(f.Path))
+	}
+	info.Checksum = hex.EncodeToString(h.Sum(nil))
+	return info
+}
+
+func printDataInfo(w io.Writer, in dataInfo) {
+	fmt.Fprintf(w, "dataset   %s\n", in.Dataset)
+	fmt.Fprintf(w, "source    %s\n", in.Source)
+	fmt.Fprintf(w, "images    %d (train %d, test %d), shape %d×%d×%d (C×H×W), values in [%.3g, %.3g], mean %.4f\n",
+		in.Images, in.Train.N, in.Test.N, in.Channels, in.Height, in.Width, in.PixelMin, in.PixelMax, in.PixelMean)
+	fmt.Fprintf(w, "classes   %d\n", in.Classes)
+	fmt.Fprintf(w, "%-7s %8s %8s %8s\n", "class", "train", "test", "total")
+	for c := range in.ClassCounts {
+		fmt.Fprintf(w, "%-7d %8d %8d %8d\n", c, in.Train.ClassCounts[c], in.Test.ClassCounts[c], in.ClassCounts[c])
+	}
+	fmt.Fprintf(w, "checksum  %s (SHA-256 of the files' sha256 manifest)\n", in.Checksum)
+	fmt.Fprintf(w, "train fingerprint %s\ntest fingerprint  %s\n", in.Train.Fingerprint, in.Test.Fingerprint)
+	for _, f := range in.Files {
+		v := f.Verified
+		if v == "" {
+			v = "no known digest matched"
+		} else {
+			v = "verified: " + v
+		}
+		fmt.Fprintf(w, "file      %s  %d bytes  sha256 %s  (%s)\n", f.Path, f.Size, f.SHA256, v)
+	}
+}
+
+func newDataFetchCmd() *cobra.Command {
+	var (
+		name, dir string
+		asJSON    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "fetch",
+		Short: "Download a dataset from its canonical mirrors and verify it",
+		Long: `Download the dataset's files that are missing into --data-dir (or the cache:
+$DPFIL_DATA or the user cache directory, under dpfil/<dataset>), verify their SHA-256
+and MD5 against the known digests (a file that fails is deleted, never used), then load
+them once to validate their format. $DPFIL_MIRROR (comma-separated base URLs) replaces
+the canonical mirrors.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			errw := cmd.ErrOrStderr()
+			res, err := data.Fetch(name, data.Options{DataDir: dir, Logf: func(format string, args ...any) {
+				fmt.Fprintf(errw, format+"\n", args...)
+			}})
+			if err != nil {
+				return err
+			}
+			return emit(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) {
+				if res.Note != "" {
+					fmt.Fprintf(w, "%s: %s (train %d, test %d)\n", res.Dataset, res.Note, res.Train, res.Test)
+					return
+				}
+				fmt.Fprintf(w, "%s: %d file(s) downloaded into %s; train %d, test %d\n", res.Dataset, len(res.Downloaded), res.Dir, res.Train, res.Test)
+				for _, f := range res.Files {
+					fmt.Fprintf(w, "  %s  sha256 %s  verified: %s\n", filepath.Base(f.Path), f.SHA256, orNone(f.Verified))
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&name, "dataset", "mnist", "dataset: "+strings.Join(data.Names(), ", "))
+	cmd.Flags().StringVar(&dir, "data-dir", "", "directory to download into (default: the cache directory)")
+	addJSONFlag(cmd, &asJSON)
+	return cmd
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no (no known digest matched)"
+	}
+	return s
 }
