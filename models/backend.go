@@ -1,0 +1,334 @@
+package models
+
+import (
+	"math"
+	"runtime"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
+)
+
+// Float is the element type of a network: float64 for checks against finite
+// differences, float32 for speed.
+type Float interface{ ~float32 | ~float64 }
+
+// ConvGeom is the geometry of one 2-D convolution for one sample.
+type ConvGeom struct {
+	InC, H, W              int // input channels and size
+	KH, KW, Stride         int
+	PadT, PadB, PadL, PadR int
+	OutH, OutW             int
+}
+
+// CKK is the length of one im2col patch, InC·KH·KW (ordered c, kh, kw).
+func (g ConvGeom) CKK() int { return g.InC * g.KH * g.KW }
+
+// HWo is the number of output positions OutH·OutW.
+func (g ConvGeom) HWo() int { return g.OutH * g.OutW }
+
+// PoolGeom is the geometry of a VALID average pooling over C channels.
+type PoolGeom struct {
+	C, H, W        int
+	KH, KW, Stride int
+	OutH, OutW     int
+}
+
+// Act names an elementwise activation.
+type Act int
+
+// Activations known to the backends.
+const (
+	ActTanh Act = iota // tanh
+	ActELU             // ELU with alpha = 1
+)
+
+// Backend is the seam between the networks and the numeric kernels. Every buffer a
+// network hands to a backend was obtained from the backend's Alloc, so a device
+// backend can return slices backed by (managed) device memory. All matrices are
+// row-major. Kernels must be safe to call concurrently on disjoint outputs, since a
+// network runs Workers() goroutines, each on its own samples and buffers.
+type Backend[T Float] interface {
+	// Name identifies the backend ("cpu", "cuda").
+	Name() string
+	// Workers is the number of goroutines a network should run over sample chunks.
+	Workers() int
+	// Alloc returns a zeroed buffer of n elements.
+	Alloc(n int) []T
+	// Gemm computes C = alpha·op(A)·op(B) + beta·C with op(A) m×k and op(B) k×n.
+	Gemm(transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int)
+	// Im2col writes one sample's patches x ([InC][H][W]) as a CKK×HWo matrix.
+	Im2col(g ConvGeom, x []T, cols []T)
+	// Col2im adds a CKK×HWo patch matrix back into one sample's dx ([InC][H][W]).
+	Col2im(g ConvGeom, cols []T, dx []T)
+	// AvgPool pools n samples: y[n][C][OutH][OutW] from x[n][C][H][W].
+	AvgPool(g PoolGeom, n int, x, y []T)
+	// AvgPoolBack adds the adjoint of AvgPool: dx += poolᵀ(dy), for n samples.
+	AvgPoolBack(g PoolGeom, n int, dy, dx []T)
+	// ActForward computes y = f(x).
+	ActForward(f Act, x, y []T)
+	// ActBackward computes dx = f'(x)·dy elementwise.
+	ActBackward(f Act, x, y, dy, dx []T)
+	// ActTangent computes, for n samples of size values with k tangent directions
+	// each (rows s·k+j of tx/ty/tdy/tdx belong to sample s): when ty is not nil the
+	// forward tangent ty = f'(x)·tx, and, when tdy is not nil, the tangent of the
+	// backward pass tdx = f'(x)·tdy + f''(x)·tx·dy (x, y = f(x), dy: n rows).
+	ActTangent(f Act, n, k, size int, x, y, dy, tx, ty, tdy, tdx []T)
+	// Dot returns Σ x_i·y_i accumulated in float64.
+	Dot(x, y []T) float64
+}
+
+// cpuBackend is the pure-Go backend: gonum BLAS for GEMM, plain loops elsewhere.
+type cpuBackend[T Float] struct {
+	workers int
+}
+
+// NewCPUBackend returns the CPU backend. Its GEMM is gonum's native (pure Go,
+// assembly-accelerated) sgemm/dgemm; networks run one worker goroutine per CPU.
+func NewCPUBackend[T Float]() Backend[T] {
+	w := runtime.GOMAXPROCS(0)
+	if w < 1 {
+		w = 1
+	}
+	return &cpuBackend[T]{workers: w}
+}
+
+func (b *cpuBackend[T]) Name() string    { return "cpu" }
+func (b *cpuBackend[T]) Workers() int    { return b.workers }
+func (b *cpuBackend[T]) Alloc(n int) []T { return make([]T, n) }
+
+func trans(t bool) blas.Transpose {
+	if t {
+		return blas.Trans
+	}
+	return blas.NoTrans
+}
+
+func (b *cpuBackend[T]) Gemm(transA, transB bool, m, n, k int, alpha T, a []T, lda int, bb []T, ldb int, beta T, c []T, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	switch any(a).(type) {
+	case []float32:
+		blas32.Implementation().Sgemm(trans(transA), trans(transB), m, n, k, float32(alpha),
+			any(a).([]float32), lda, any(bb).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
+	case []float64:
+		blas64.Implementation().Dgemm(trans(transA), trans(transB), m, n, k, float64(alpha),
+			any(a).([]float64), lda, any(bb).([]float64), ldb, float64(beta), any(c).([]float64), ldc)
+	default:
+		gemmGeneric(transA, transB, m, n, k, alpha, a, lda, bb, ldb, beta, c, ldc)
+	}
+}
+
+// gemmGeneric is the fallback for named float types (e.g. type F float32).
+func gemmGeneric[T Float](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var s T
+			for p := 0; p < k; p++ {
+				var av, bv T
+				if transA {
+					av = a[p*lda+i]
+				} else {
+					av = a[i*lda+p]
+				}
+				if transB {
+					bv = b[j*ldb+p]
+				} else {
+					bv = b[p*ldb+j]
+				}
+				s += av * bv
+			}
+			if beta == 0 {
+				c[i*ldc+j] = alpha * s
+			} else {
+				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+			}
+		}
+	}
+}
+
+func (b *cpuBackend[T]) Im2col(g ConvGeom, x []T, cols []T) {
+	hwo := g.HWo()
+	row := 0
+	for c := 0; c < g.InC; c++ {
+		xc := x[c*g.H*g.W:]
+		for kh := 0; kh < g.KH; kh++ {
+			for kw := 0; kw < g.KW; kw++ {
+				dst := cols[row*hwo : (row+1)*hwo]
+				row++
+				p := 0
+				for oh := 0; oh < g.OutH; oh++ {
+					ih := oh*g.Stride - g.PadT + kh
+					if ih < 0 || ih >= g.H {
+						for ow := 0; ow < g.OutW; ow++ {
+							dst[p] = 0
+							p++
+						}
+						continue
+					}
+					xr := xc[ih*g.W : (ih+1)*g.W]
+					for ow := 0; ow < g.OutW; ow++ {
+						iw := ow*g.Stride - g.PadL + kw
+						if iw < 0 || iw >= g.W {
+							dst[p] = 0
+						} else {
+							dst[p] = xr[iw]
+						}
+						p++
+					}
+				}
+			}
+		}
+	}
+}
+
+func (b *cpuBackend[T]) Col2im(g ConvGeom, cols []T, dx []T) {
+	hwo := g.HWo()
+	row := 0
+	for c := 0; c < g.InC; c++ {
+		xc := dx[c*g.H*g.W:]
+		for kh := 0; kh < g.KH; kh++ {
+			for kw := 0; kw < g.KW; kw++ {
+				src := cols[row*hwo : (row+1)*hwo]
+				row++
+				p := 0
+				for oh := 0; oh < g.OutH; oh++ {
+					ih := oh*g.Stride - g.PadT + kh
+					if ih < 0 || ih >= g.H {
+						p += g.OutW
+						continue
+					}
+					xr := xc[ih*g.W : (ih+1)*g.W]
+					for ow := 0; ow < g.OutW; ow++ {
+						iw := ow*g.Stride - g.PadL + kw
+						if iw >= 0 && iw < g.W {
+							xr[iw] += src[p]
+						}
+						p++
+					}
+				}
+			}
+		}
+	}
+}
+
+func (b *cpuBackend[T]) AvgPool(g PoolGeom, n int, x, y []T) {
+	inS, outS := g.H*g.W, g.OutH*g.OutW
+	inv := 1 / T(g.KH*g.KW)
+	for sc := 0; sc < n*g.C; sc++ {
+		xs := x[sc*inS : (sc+1)*inS]
+		ys := y[sc*outS : (sc+1)*outS]
+		for oh := 0; oh < g.OutH; oh++ {
+			for ow := 0; ow < g.OutW; ow++ {
+				var s T
+				for kh := 0; kh < g.KH; kh++ {
+					r := xs[(oh*g.Stride+kh)*g.W+ow*g.Stride:]
+					for kw := 0; kw < g.KW; kw++ {
+						s += r[kw]
+					}
+				}
+				ys[oh*g.OutW+ow] = s * inv
+			}
+		}
+	}
+}
+
+func (b *cpuBackend[T]) AvgPoolBack(g PoolGeom, n int, dy, dx []T) {
+	inS, outS := g.H*g.W, g.OutH*g.OutW
+	inv := 1 / T(g.KH*g.KW)
+	for sc := 0; sc < n*g.C; sc++ {
+		dxs := dx[sc*inS : (sc+1)*inS]
+		dys := dy[sc*outS : (sc+1)*outS]
+		for oh := 0; oh < g.OutH; oh++ {
+			for ow := 0; ow < g.OutW; ow++ {
+				v := dys[oh*g.OutW+ow] * inv
+				for kh := 0; kh < g.KH; kh++ {
+					r := dxs[(oh*g.Stride+kh)*g.W+ow*g.Stride:]
+					for kw := 0; kw < g.KW; kw++ {
+						r[kw] += v
+					}
+				}
+			}
+		}
+	}
+}
+
+func (b *cpuBackend[T]) ActForward(f Act, x, y []T) {
+	switch f {
+	case ActTanh:
+		for i, v := range x {
+			y[i] = T(math.Tanh(float64(v)))
+		}
+	case ActELU:
+		for i, v := range x {
+			if v > 0 {
+				y[i] = v
+			} else {
+				y[i] = T(math.Expm1(float64(v)))
+			}
+		}
+	}
+}
+
+// actD1 returns f'(x) given x and y = f(x).
+func actD1[T Float](f Act, x, y T) T {
+	if f == ActTanh {
+		return 1 - y*y
+	}
+	if x > 0 {
+		return 1
+	}
+	return y + 1
+}
+
+// actD2 returns f”(x) given x and y = f(x).
+func actD2[T Float](f Act, x, y T) T {
+	if f == ActTanh {
+		return -2 * y * (1 - y*y)
+	}
+	if x > 0 {
+		return 0
+	}
+	return y + 1
+}
+
+func (b *cpuBackend[T]) ActBackward(f Act, x, y, dy, dx []T) {
+	for i := range dx {
+		dx[i] = actD1(f, x[i], y[i]) * dy[i]
+	}
+}
+
+func (b *cpuBackend[T]) ActTangent(f Act, n, k, size int, x, y, dy, tx, ty, tdy, tdx []T) {
+	for s := 0; s < n; s++ {
+		xs, ys := x[s*size:(s+1)*size], y[s*size:(s+1)*size]
+		var dys []T
+		if tdy != nil {
+			dys = dy[s*size : (s+1)*size]
+		}
+		for j := 0; j < k; j++ {
+			r := (s*k + j) * size
+			txr := tx[r : r+size]
+			if ty != nil {
+				tyr := ty[r : r+size]
+				for i := range xs {
+					tyr[i] = actD1(f, xs[i], ys[i]) * txr[i]
+				}
+			}
+			if tdy != nil {
+				tdyr, tdxr := tdy[r:r+size], tdx[r:r+size]
+				for i := range xs {
+					tdxr[i] = actD1(f, xs[i], ys[i])*tdyr[i] + actD2(f, xs[i], ys[i])*txr[i]*dys[i]
+				}
+			}
+		}
+	}
+}
+
+func (b *cpuBackend[T]) Dot(x, y []T) float64 {
+	var s float64
+	for i, v := range x {
+		s += float64(v) * float64(y[i])
+	}
+	return s
+}

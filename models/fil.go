@@ -1,0 +1,210 @@
+package models
+
+import (
+	"fmt"
+	"math"
+	"sync"
+)
+
+// ClippedGrads returns every sample's clipped gradient g̃ (batch×P) and loss.
+func (n *Network[T]) ClippedGrads(params, x []T, y []int, batch int, clip Clip) (clipped []T, losses []T, err error) {
+	if err := clip.Validate(); err != nil {
+		return nil, nil, err
+	}
+	grads, losses, err := n.PerSampleGrads(params, x, y, batch)
+	if err != nil {
+		return nil, nil, err
+	}
+	for s := 0; s < batch; s++ {
+		ClipVector(clip, grads[s*n.p:(s+1)*n.p])
+	}
+	return grads, losses, nil
+}
+
+// ClippedGradSum writes Σ_s g̃_s to sum (len P) and each sample's loss to losses
+// (len batch). The sum is accumulated in float64 chunk by chunk in sample order, so
+// it is bit-identical for any number of workers.
+func (n *Network[T]) ClippedGradSum(params, x []T, y []int, batch int, clip Clip, sum []T, losses []float64) error {
+	if err := clip.Validate(); err != nil {
+		return err
+	}
+	if err := n.checkInputs(params, x, y, batch); err != nil {
+		return err
+	}
+	if len(sum) != n.p {
+		return fmt.Errorf("%s: sum buffer has %d values, want %d", n.arch.Name, len(sum), n.p)
+	}
+	if len(losses) != batch {
+		return fmt.Errorf("%s: losses buffer has %d values, want %d", n.arch.Name, len(losses), batch)
+	}
+	total := make([]float64, n.p)
+	cs, _ := n.chunkSizes(batch, 0, false)
+	var mu sync.Mutex
+	cond := sync.NewCond(&mu)
+	turn := 0
+	P := n.p
+	n.firstOrder(params, x, y, batch, false, func(ws *workspace[T], s0, c int) {
+		if len(ws.acc) < P {
+			ws.acc = make([]float64, P)
+		}
+		acc := ws.acc[:P]
+		clear(acc)
+		for s := 0; s < c; s++ {
+			g := ws.grads[s*P : (s+1)*P]
+			var ss float64
+			for _, v := range g {
+				ss += float64(v) * float64(v)
+			}
+			sc, _ := clip.Scale(math.Sqrt(ss))
+			for i, v := range g {
+				acc[i] += sc * float64(v)
+			}
+			losses[s0+s] = float64(ws.losses[s])
+		}
+		mu.Lock()
+		for turn != s0/cs {
+			cond.Wait()
+		}
+		for i, v := range acc {
+			total[i] += v
+		}
+		turn++
+		cond.Broadcast()
+		mu.Unlock()
+	})
+	for i, v := range total {
+		sum[i] = T(v)
+	}
+	return nil
+}
+
+// FILSqNorms writes, for each sample s, Σ_j ‖J_s e_{coords[s][j]}‖² to out[s], where
+// J_s = ∂g̃_s/∂x_s (P×D) is the Jacobian of the sample's clipped gradient w.r.t. its
+// input. Coordinates may repeat; coords[s] = 0..D−1 gives ‖J_s‖_F² exactly. The
+// Jacobian-vector products are computed in T by forward-over-reverse; norms and dot
+// products are accumulated in float64, and the clipped tangent's norm is obtained
+// from ‖ġ‖², gᵀġ and ‖g‖² without forming ġ̃.
+func (n *Network[T]) FILSqNorms(params, x []T, y []int, batch int, clip Clip, coords [][]int, out []float64) error {
+	if err := clip.Validate(); err != nil {
+		return err
+	}
+	if err := n.checkInputs(params, x, y, batch); err != nil {
+		return err
+	}
+	if len(coords) != batch || len(out) != batch {
+		return fmt.Errorf("%s: FIL needs %d coordinate lists and outputs, got %d and %d", n.arch.Name, batch, len(coords), len(out))
+	}
+	k := 0
+	for s, cs := range coords {
+		for _, c := range cs {
+			if c < 0 || c >= n.d {
+				return fmt.Errorf("%s: FIL coordinate %d of sample %d outside [0,%d)", n.arch.Name, c, s, n.d)
+			}
+		}
+		k = max(k, len(cs))
+	}
+	clear(out)
+	if k == 0 {
+		return nil
+	}
+	P := n.p
+	gg := make([]float64, batch)
+	n.run(&tangentRun[T]{
+		params: params, x: x, y: y, batch: batch, k: k, grads: true,
+		first: func(ws *workspace[T], s0, cs int) {
+			for s := 0; s < cs; s++ {
+				g := ws.grads[s*P : (s+1)*P]
+				gg[s0+s] = n.be.Dot(g, g)
+			}
+		},
+		seeds: func(_ *workspace[T], s0, cs, j0, kc int, tx, _ []T) {
+			for s := 0; s < cs; s++ {
+				cl := coords[s0+s]
+				for j := 0; j < kc && j0+j < len(cl); j++ {
+					tx[(s*kc+j)*n.d+cl[j0+j]] = 1
+				}
+			}
+		},
+		consume: func(ws *workspace[T], s0, sl, j0, kc int, _ []T) {
+			s := s0 + sl
+			g := ws.grads[sl*P : (sl+1)*P]
+			var acc float64
+			for j := 0; j < kc && j0+j < len(coords[s]); j++ {
+				var gd, dd float64
+				for i := range n.layers {
+					l := &n.layers[i]
+					if !l.hasParams() {
+						continue
+					}
+					for _, t := range [2][2]int{{l.wOff, l.nW}, {l.bOff, l.nB}} {
+						gt := ws.tg[kc*t[0]+j*t[1] : kc*t[0]+(j+1)*t[1]]
+						gd += n.be.Dot(g[t[0]:t[0]+t[1]], gt)
+						dd += n.be.Dot(gt, gt)
+					}
+				}
+				acc += clippedTangentSqNorm(clip, gg[s], gd, dd)
+			}
+			out[s] += acc
+		},
+	})
+	return nil
+}
+
+// InputGradOfClippedDot returns, for every sample s, ∇_x ⟨v_s, g̃(x_s)⟩ (batch×D),
+// the gradient w.r.t. the input of the inner product of a fixed vector with the
+// sample's clipped gradient — the second-order derivative the gradient-inversion
+// attack follows. v has P values (the same for every sample) or batch·P.
+//
+// Derivation: g̃ = s(‖g‖)·g, so ⟨v, g̃⟩ has the same x-gradient as ⟨u, g(x)⟩ with u
+// held fixed at u = s·v + (ds/d‖g‖)(⟨v,g⟩/‖g‖)·g (the transposed clip JVP applied to
+// v). And ∇_x⟨u, ∇_θℓ(θ,x)⟩ = ∂/∂ε ∇_xℓ(θ+εu, x): the tangent of the input gradient
+// under the parameter tangent u, which one forward-over-reverse pass computes.
+func (n *Network[T]) InputGradOfClippedDot(params, x []T, y []int, batch int, v []T, clip Clip) ([]T, error) {
+	if err := clip.Validate(); err != nil {
+		return nil, err
+	}
+	if err := n.checkInputs(params, x, y, batch); err != nil {
+		return nil, err
+	}
+	shared := len(v) == n.p
+	if !shared && len(v) != batch*n.p {
+		return nil, fmt.Errorf("%s: v has %d values, want %d or %d", n.arch.Name, len(v), n.p, batch*n.p)
+	}
+	if err := checkFinite("v", v); err != nil {
+		return nil, fmt.Errorf("%s: %w", n.arch.Name, err)
+	}
+	P := n.p
+	vOf := func(s int) []T {
+		if shared {
+			return v
+		}
+		return v[s*P : (s+1)*P]
+	}
+	out := make([]T, batch*n.d)
+	n.run(&tangentRun[T]{
+		params: params, x: x, y: y, batch: batch, k: 1, pt: true, inputGrad: true,
+		seeds: func(ws *workspace[T], s0, cs, _, _ int, _, tp []T) {
+			for s := 0; s < cs; s++ {
+				g := ws.grads[s*P : (s+1)*P]
+				vs := vOf(s0 + s)
+				gg := n.be.Dot(g, g)
+				vg := n.be.Dot(vs, g)
+				norm := math.Sqrt(gg)
+				sc, ds := clip.Scale(norm)
+				coef := 0.0
+				if norm > 0 {
+					coef = ds * vg / norm
+				}
+				u := tp[s*P : (s+1)*P]
+				for i := range u {
+					u[i] = T(sc*float64(vs[i]) + coef*float64(g[i]))
+				}
+			}
+		},
+		consume: func(_ *workspace[T], s0, sl, _, _ int, tdx0 []T) {
+			s := s0 + sl
+			copy(out[s*n.d:(s+1)*n.d], tdx0[:n.d])
+		},
+	})
+	return out, nil
+}

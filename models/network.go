@@ -1,0 +1,573 @@
+package models
+
+import (
+	"fmt"
+	"math"
+	"sync"
+)
+
+// netLayer is one resolved layer of a Network: shapes, parameter offsets, geometry.
+type netLayer struct {
+	kind      LayerKind
+	in, out   Shape
+	inN, outN int // per-sample sizes
+	wOff, nW  int // weight offset and size in the flat parameter vector
+	bOff, nB  int // bias offset and size
+	conv      ConvGeom
+	pool      PoolGeom
+	act       Act
+	mean, inv []float64 // normalize: per-channel mean and 1/std
+}
+
+func (l *netLayer) hasParams() bool { return l.kind == KindConv || l.kind == KindDense }
+
+// Network is an architecture evaluated by a backend in precision T: batched forward,
+// per-sample gradients, and forward-over-reverse tangents (directional derivatives of
+// the per-sample gradients along input and/or parameter directions, many directions
+// per sample at once). Buffers are reused across calls; a Network is not safe for
+// concurrent use.
+type Network[T Float] struct {
+	arch    Arch
+	be      Backend[T]
+	layers  []netLayer
+	shapes  []Shape
+	p, d    int
+	classes int
+	// paramsBelow[i] is true when a layer before i has parameters, so that the
+	// backward pass must go on below layer i.
+	paramsBelow []bool
+	// budget is the number of T values a worker's chunk buffers may hold.
+	budget int
+	ws     []*workspace[T]
+}
+
+// NewNetwork resolves arch for the backend be.
+func NewNetwork[T Float](arch Arch, be Backend[T]) (*Network[T], error) {
+	if be == nil {
+		return nil, fmt.Errorf("network %s: nil backend", arch.Name)
+	}
+	shapes, err := arch.Shapes()
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	ps, err := arch.Params()
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	n := &Network[T]{arch: arch, be: be, shapes: shapes, d: arch.InputDim(), classes: arch.Classes, budget: 1 << 24}
+	pi := 0
+	for i, spec := range arch.Layers {
+		in, out := shapes[i], shapes[i+1]
+		l := netLayer{kind: spec.Kind, in: in, out: out, inN: in.Size(), outN: out.Size()}
+		switch spec.Kind {
+		case KindConv:
+			l.conv = ConvGeom{InC: in.C, H: in.H, W: in.W, KH: spec.KH, KW: spec.KW, Stride: spec.Stride,
+				PadT: spec.PadT, PadB: spec.PadB, PadL: spec.PadL, PadR: spec.PadR, OutH: out.H, OutW: out.W}
+			fallthrough
+		case KindDense:
+			l.wOff, l.nW = ps[pi].Offset, ps[pi].Size
+			l.bOff, l.nB = ps[pi+1].Offset, ps[pi+1].Size
+			pi += 2
+		case KindAvgPool:
+			l.pool = PoolGeom{C: in.C, H: in.H, W: in.W, KH: spec.KH, KW: spec.KW, Stride: spec.Stride, OutH: out.H, OutW: out.W}
+		case KindTanh:
+			l.act = ActTanh
+		case KindELU:
+			l.act = ActELU
+		case KindNormalize:
+			l.mean = append([]float64(nil), spec.Mean...)
+			l.inv = make([]float64, len(spec.Std))
+			for c, s := range spec.Std {
+				l.inv[c] = 1 / s
+			}
+		}
+		n.layers = append(n.layers, l)
+	}
+	n.p = arch.NumParams()
+	n.paramsBelow = make([]bool, len(n.layers))
+	for i := 1; i < len(n.layers); i++ {
+		n.paramsBelow[i] = n.paramsBelow[i-1] || n.layers[i-1].hasParams()
+	}
+	return n, nil
+}
+
+// Arch returns the network's architecture.
+func (n *Network[T]) Arch() Arch { return n.arch }
+
+// NumParams is the length of the flat parameter vector.
+func (n *Network[T]) NumParams() int { return n.p }
+
+// InputDim is the number of input values per sample.
+func (n *Network[T]) InputDim() int { return n.d }
+
+// Backend returns the network's backend.
+func (n *Network[T]) Backend() Backend[T] { return n.be }
+
+// workspace holds one worker's buffers for a chunk of cs samples and kc tangent
+// directions per sample.
+type workspace[T Float] struct {
+	cs, kc   int
+	pt       bool      // parameter tangents allocated
+	acts     [][]T     // activations after each layer (index 0 = input), cs rows
+	cols     [][]T     // conv layers: im2col of the layer input, cs rows of CKK·HWo
+	dlt      [][]T     // gradient of the loss w.r.t. acts[l], cs rows
+	tacts    [][]T     // tangents of acts, cs·kc rows
+	tdlt     [][]T     // tangents of dlt, cs·kc rows
+	scratch  []T       // one CKK·HWo patch matrix
+	scratch2 []T       // a second one
+	grads    []T       // cs×P per-sample gradients
+	losses   []T       // cs losses
+	tg       []T       // kc×P gradient tangents of one sample
+	tp       []T       // cs·kc×P parameter tangents (only when pt)
+	acc      []float64 // P float64 accumulator
+	prob     []float64 // Classes softmax probabilities
+}
+
+// sizes of one sample's activation buffers
+func (n *Network[T]) actFloats() int {
+	s := n.shapes[0].Size()
+	for _, l := range n.layers {
+		s += l.outN
+	}
+	return s
+}
+
+func (n *Network[T]) colFloats() (total, maxOne int) {
+	for _, l := range n.layers {
+		if l.kind == KindConv {
+			c := l.conv.CKK() * l.conv.HWo()
+			total += c
+			if c > maxOne {
+				maxOne = c
+			}
+		}
+	}
+	return total, maxOne
+}
+
+// chunkSizes returns the samples per chunk and the tangent directions per pass for a
+// request of k directions (k = 0: first order only), bounded by the memory budget.
+// They depend only on the architecture, k and whether parameter tangents are used,
+// so results do not depend on the number of workers.
+func (n *Network[T]) chunkSizes(batch, k int, pt bool) (cs, kc int) {
+	act := n.actFloats()
+	colT, _ := n.colFloats()
+	first := 2*act + colT + n.p + 1
+	cs = n.budget / (4 * first)
+	if cs < 1 {
+		cs = 1
+	}
+	if cs > 32 {
+		cs = 32
+	}
+	if cs > batch {
+		cs = batch
+	}
+	if k == 0 {
+		return cs, 0
+	}
+	row := 2 * act
+	if pt {
+		row += n.p
+	}
+	// rows = cs·kc; plus kc·P for the per-sample gradient tangents.
+	for {
+		kc = (n.budget - cs*first) / (cs*row + n.p)
+		if kc >= k || cs == 1 {
+			break
+		}
+		cs /= 2
+	}
+	if kc < 1 {
+		kc = 1
+	}
+	if kc > k {
+		kc = k
+	}
+	// Keep the rows of a tangent pass moderate so that several chunks exist to share
+	// between workers.
+	for cs > 1 && cs*kc > 512 {
+		cs /= 2
+	}
+	return cs, kc
+}
+
+func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
+	for len(n.ws) <= w {
+		n.ws = append(n.ws, nil)
+	}
+	ws := n.ws[w]
+	if ws != nil && ws.cs >= cs && ws.kc >= kc && (ws.pt || !pt) {
+		return ws
+	}
+	if ws != nil {
+		if ws.cs > cs {
+			cs = ws.cs
+		}
+		if ws.kc > kc {
+			kc = ws.kc
+		}
+		pt = pt || ws.pt
+	}
+	be := n.be
+	ws = &workspace[T]{cs: cs, kc: kc, pt: pt}
+	L := len(n.layers)
+	ws.acts = make([][]T, L+1)
+	ws.dlt = make([][]T, L+1)
+	ws.cols = make([][]T, L)
+	ws.acts[0] = be.Alloc(cs * n.d)
+	ws.dlt[0] = be.Alloc(cs * n.d)
+	_, maxCol := n.colFloats()
+	for i, l := range n.layers {
+		if l.kind == KindFlatten {
+			ws.acts[i+1] = ws.acts[i]
+			ws.dlt[i+1] = ws.dlt[i]
+			continue
+		}
+		ws.acts[i+1] = be.Alloc(cs * l.outN)
+		ws.dlt[i+1] = be.Alloc(cs * l.outN)
+		if l.kind == KindConv {
+			ws.cols[i] = be.Alloc(cs * l.conv.CKK() * l.conv.HWo())
+		}
+	}
+	ws.scratch = be.Alloc(maxCol)
+	ws.scratch2 = be.Alloc(maxCol)
+	ws.grads = be.Alloc(cs * n.p)
+	ws.losses = be.Alloc(cs)
+	if kc > 0 {
+		rows := cs * kc
+		ws.tacts = make([][]T, L+1)
+		ws.tdlt = make([][]T, L+1)
+		ws.tacts[0] = be.Alloc(rows * n.d)
+		ws.tdlt[0] = be.Alloc(rows * n.d)
+		for i, l := range n.layers {
+			if l.kind == KindFlatten {
+				ws.tacts[i+1] = ws.tacts[i]
+				ws.tdlt[i+1] = ws.tdlt[i]
+				continue
+			}
+			ws.tacts[i+1] = be.Alloc(rows * l.outN)
+			ws.tdlt[i+1] = be.Alloc(rows * l.outN)
+		}
+		ws.tg = be.Alloc(kc * n.p)
+		if pt {
+			ws.tp = be.Alloc(rows * n.p)
+		}
+	}
+	n.ws[w] = ws
+	return ws
+}
+
+// checkFinite returns an error naming what when v holds a NaN or an infinity.
+func checkFinite[T Float](what string, v []T) error {
+	for i, x := range v {
+		f := float64(x)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("%s[%d] = %v is not finite", what, i, f)
+		}
+	}
+	return nil
+}
+
+func (n *Network[T]) checkInputs(params, x []T, y []int, batch int) error {
+	if batch <= 0 {
+		return fmt.Errorf("%s: batch must be positive, got %d", n.arch.Name, batch)
+	}
+	if len(params) != n.p {
+		return fmt.Errorf("%s: got %d parameters, want %d", n.arch.Name, len(params), n.p)
+	}
+	if len(x) != batch*n.d {
+		return fmt.Errorf("%s: got %d input values, want batch %d × %d", n.arch.Name, len(x), batch, n.d)
+	}
+	if y != nil {
+		if len(y) != batch {
+			return fmt.Errorf("%s: got %d labels, want %d", n.arch.Name, len(y), batch)
+		}
+		for i, c := range y {
+			if c < 0 || c >= n.classes {
+				return fmt.Errorf("%s: label %d of sample %d outside [0,%d)", n.arch.Name, c, i, n.classes)
+			}
+		}
+	}
+	if err := checkFinite("input", x); err != nil {
+		return fmt.Errorf("%s: %w", n.arch.Name, err)
+	}
+	if err := checkFinite("params", params); err != nil {
+		return fmt.Errorf("%s: %w", n.arch.Name, err)
+	}
+	return nil
+}
+
+// parallelChunks runs fn(worker, s0, cs) over the chunks of the batch on the
+// backend's workers. Chunk c starts at c·cs.
+func (n *Network[T]) parallelChunks(batch, cs int, fn func(w, s0, cs int)) {
+	chunks := (batch + cs - 1) / cs
+	workers := n.be.Workers()
+	if workers > chunks {
+		workers = chunks
+	}
+	if workers <= 1 {
+		for c := 0; c < chunks; c++ {
+			s0 := c * cs
+			fn(0, s0, min(cs, batch-s0))
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	next := 0
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				c := next
+				next++
+				mu.Unlock()
+				if c >= chunks {
+					return
+				}
+				s0 := c * cs
+				fn(w, s0, min(cs, batch-s0))
+			}
+		}(w)
+	}
+	wg.Wait()
+}
+
+// forward runs the layers on the cs samples in ws.acts[0].
+func (n *Network[T]) forward(ws *workspace[T], params []T, cs int) {
+	be := n.be
+	for i := range n.layers {
+		l := &n.layers[i]
+		in, out := ws.acts[i][:cs*l.inN], ws.acts[i+1][:cs*l.outN]
+		switch l.kind {
+		case KindConv:
+			g := l.conv
+			ckk, hwo := g.CKK(), g.HWo()
+			W := params[l.wOff : l.wOff+l.nW]
+			for s := 0; s < cs; s++ {
+				col := ws.cols[i][s*ckk*hwo : (s+1)*ckk*hwo]
+				be.Im2col(g, in[s*l.inN:(s+1)*l.inN], col)
+				o := out[s*l.outN : (s+1)*l.outN]
+				be.Gemm(false, false, l.out.C, hwo, ckk, 1, W, ckk, col, hwo, 0, o, hwo)
+				addBiasRows(o, params[l.bOff:l.bOff+l.nB], hwo)
+			}
+		case KindDense:
+			W := params[l.wOff : l.wOff+l.nW]
+			be.Gemm(false, true, cs, l.outN, l.inN, 1, in, l.inN, W, l.inN, 0, out, l.outN)
+			b := params[l.bOff : l.bOff+l.nB]
+			for s := 0; s < cs; s++ {
+				o := out[s*l.outN : (s+1)*l.outN]
+				for j := range o {
+					o[j] += b[j]
+				}
+			}
+		case KindAvgPool:
+			be.AvgPool(l.pool, cs, in, out)
+		case KindTanh, KindELU:
+			be.ActForward(l.act, in, out)
+		case KindNormalize:
+			hw := l.in.H * l.in.W
+			for s := 0; s < cs; s++ {
+				for c := 0; c < l.in.C; c++ {
+					off := s*l.inN + c*hw
+					m, iv := T(l.mean[c]), T(l.inv[c])
+					for j := off; j < off+hw; j++ {
+						out[j] = (in[j] - m) * iv
+					}
+				}
+			}
+		case KindFlatten:
+		}
+	}
+}
+
+// addBiasRows adds b[c] to every value of row c of the C×hw matrix o.
+func addBiasRows[T Float](o, b []T, hw int) {
+	for c, bv := range b {
+		r := o[c*hw : (c+1)*hw]
+		for j := range r {
+			r[j] += bv
+		}
+	}
+}
+
+// lossAndDelta writes each sample's softmax cross-entropy to ws.losses and its
+// gradient w.r.t. the logits (softmax − onehot) to the last dlt buffer.
+func (n *Network[T]) lossAndDelta(ws *workspace[T], y []int, cs int) {
+	L := len(n.layers)
+	k := n.classes
+	z, dz := ws.acts[L], ws.dlt[L]
+	for s := 0; s < cs; s++ {
+		zs, ds := z[s*k:(s+1)*k], dz[s*k:(s+1)*k]
+		mx := math.Inf(-1)
+		for _, v := range zs {
+			mx = math.Max(mx, float64(v))
+		}
+		var sum float64
+		for _, v := range zs {
+			sum += math.Exp(float64(v) - mx)
+		}
+		lse := mx + math.Log(sum)
+		ws.losses[s] = T(lse - float64(zs[y[s]]))
+		for j, v := range zs {
+			ds[j] = T(math.Exp(float64(v) - lse))
+		}
+		ds[y[s]] -= 1
+	}
+}
+
+// backward propagates ws.dlt[L] down, writing per-sample parameter gradients to
+// ws.grads (cs×P). The gradient w.r.t. the input is computed only when inputGrad.
+func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bool) {
+	be := n.be
+	P := n.p
+	for i := len(n.layers) - 1; i >= 0; i-- {
+		l := &n.layers[i]
+		needIn := n.paramsBelow[i] || inputGrad
+		din, dout := ws.dlt[i][:cs*l.inN], ws.dlt[i+1][:cs*l.outN]
+		in := ws.acts[i][:cs*l.inN]
+		switch l.kind {
+		case KindConv:
+			g := l.conv
+			ckk, hwo := g.CKK(), g.HWo()
+			W := params[l.wOff : l.wOff+l.nW]
+			for s := 0; s < cs; s++ {
+				col := ws.cols[i][s*ckk*hwo : (s+1)*ckk*hwo]
+				D := dout[s*l.outN : (s+1)*l.outN]
+				gw := ws.grads[s*P+l.wOff : s*P+l.wOff+l.nW]
+				be.Gemm(false, true, l.out.C, ckk, hwo, 1, D, hwo, col, hwo, 0, gw, ckk)
+				rowSums(D, hwo, ws.grads[s*P+l.bOff:s*P+l.bOff+l.nB])
+				if needIn {
+					dc := ws.scratch[:ckk*hwo]
+					be.Gemm(true, false, ckk, hwo, l.out.C, 1, W, ckk, D, hwo, 0, dc, hwo)
+					d := din[s*l.inN : (s+1)*l.inN]
+					clear(d)
+					be.Col2im(g, dc, d)
+				}
+			}
+		case KindDense:
+			W := params[l.wOff : l.wOff+l.nW]
+			for s := 0; s < cs; s++ {
+				D := dout[s*l.outN : (s+1)*l.outN]
+				a := in[s*l.inN : (s+1)*l.inN]
+				be.Gemm(false, false, l.outN, l.inN, 1, 1, D, 1, a, l.inN, 0, ws.grads[s*P+l.wOff:s*P+l.wOff+l.nW], l.inN)
+				copy(ws.grads[s*P+l.bOff:s*P+l.bOff+l.nB], D)
+			}
+			if needIn {
+				be.Gemm(false, false, cs, l.inN, l.outN, 1, dout, l.outN, W, l.inN, 0, din, l.inN)
+			}
+		case KindAvgPool:
+			if needIn {
+				clear(din)
+				be.AvgPoolBack(l.pool, cs, dout, din)
+			}
+		case KindTanh, KindELU:
+			if needIn {
+				be.ActBackward(l.act, in, ws.acts[i+1][:cs*l.outN], dout, din)
+			}
+		case KindNormalize:
+			if needIn {
+				hw := l.in.H * l.in.W
+				for s := 0; s < cs; s++ {
+					for c := 0; c < l.in.C; c++ {
+						off := s*l.inN + c*hw
+						iv := T(l.inv[c])
+						for j := off; j < off+hw; j++ {
+							din[j] = dout[j] * iv
+						}
+					}
+				}
+			}
+		case KindFlatten:
+		}
+	}
+}
+
+// rowSums writes the sums of the rows (length hw) of D to out.
+func rowSums[T Float](D []T, hw int, out []T) {
+	for c := range out {
+		var s T
+		for _, v := range D[c*hw : (c+1)*hw] {
+			s += v
+		}
+		out[c] = s
+	}
+}
+
+// loadInputs copies samples s0..s0+cs of x into ws.acts[0].
+func (n *Network[T]) loadInputs(ws *workspace[T], x []T, s0, cs int) {
+	copy(ws.acts[0][:cs*n.d], x[s0*n.d:(s0+cs)*n.d])
+}
+
+// Forward returns the batch×Classes logits of x.
+func (n *Network[T]) Forward(params, x []T, batch int) ([]T, error) {
+	out := make([]T, batch*n.classes)
+	if err := n.ForwardInto(params, x, batch, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ForwardInto writes the batch×Classes logits of x to out.
+func (n *Network[T]) ForwardInto(params, x []T, batch int, out []T) error {
+	if err := n.checkInputs(params, x, nil, batch); err != nil {
+		return err
+	}
+	if len(out) != batch*n.classes {
+		return fmt.Errorf("%s: logits buffer has %d values, want %d", n.arch.Name, len(out), batch*n.classes)
+	}
+	cs, _ := n.chunkSizes(batch, 0, false)
+	L := len(n.layers)
+	n.parallelChunks(batch, cs, func(w, s0, c int) {
+		ws := n.workspaceFor(w, cs, 0, false)
+		n.loadInputs(ws, x, s0, c)
+		n.forward(ws, params, c)
+		copy(out[s0*n.classes:(s0+c)*n.classes], ws.acts[L][:c*n.classes])
+	})
+	return nil
+}
+
+// PerSampleGrads returns every sample's gradient of its softmax cross-entropy loss
+// w.r.t. the parameters (batch×P, row s is sample s) and the per-sample losses.
+func (n *Network[T]) PerSampleGrads(params, x []T, y []int, batch int) (grads []T, losses []T, err error) {
+	if err := n.checkInputs(params, x, y, batch); err != nil {
+		return nil, nil, err
+	}
+	grads = make([]T, batch*n.p)
+	losses = make([]T, batch)
+	n.firstOrder(params, x, y, batch, false, func(ws *workspace[T], s0, cs int) {
+		copy(grads[s0*n.p:(s0+cs)*n.p], ws.grads[:cs*n.p])
+		copy(losses[s0:s0+cs], ws.losses[:cs])
+	})
+	return grads, losses, nil
+}
+
+// InputGrads returns every sample's gradient of its loss w.r.t. its input (batch×D).
+func (n *Network[T]) InputGrads(params, x []T, y []int, batch int) ([]T, error) {
+	if err := n.checkInputs(params, x, y, batch); err != nil {
+		return nil, err
+	}
+	out := make([]T, batch*n.d)
+	n.firstOrder(params, x, y, batch, true, func(ws *workspace[T], s0, cs int) {
+		copy(out[s0*n.d:(s0+cs)*n.d], ws.dlt[0][:cs*n.d])
+	})
+	return out, nil
+}
+
+// firstOrder runs forward and backward over the batch in chunks and calls consume
+// for each chunk (possibly concurrently from several workers) with ws.grads and
+// ws.losses filled.
+func (n *Network[T]) firstOrder(params, x []T, y []int, batch int, inputGrad bool, consume func(ws *workspace[T], s0, cs int)) {
+	cs, _ := n.chunkSizes(batch, 0, false)
+	n.parallelChunks(batch, cs, func(w, s0, c int) {
+		ws := n.workspaceFor(w, cs, 0, false)
+		n.loadInputs(ws, x, s0, c)
+		n.forward(ws, params, c)
+		n.lossAndDelta(ws, y[s0:s0+c], c)
+		n.backward(ws, params, c, inputGrad)
+		consume(ws, s0, c)
+	})
+}

@@ -1,0 +1,343 @@
+package models
+
+import "fmt"
+
+// tangentSeeds fills, for the cs samples starting at s0 and the kc directions
+// starting at j0, the input tangents tx (cs·kc rows of D values, row s·kc+j) and,
+// when tp is not nil, the parameter tangents (cs·kc rows of P values). Both buffers
+// arrive zeroed.
+// ws holds the chunk's first-order results (gradients in ws.grads, chunk-local rows).
+type tangentSeeds[T Float] func(ws *workspace[T], s0, cs, j0, kc int, tx, tp []T)
+
+// tangentConsumer receives, for sample s0+sl (chunk-local index sl) and directions
+// j0..j0+kc−1, the gradient tangents in blocked layout in ws.tg (see gradTangentAt)
+// and, when the input-gradient tangent was requested, tdx0 (kc rows of D values).
+type tangentConsumer[T Float] func(ws *workspace[T], s0, sl, j0, kc int, tdx0 []T)
+
+// tangentRun describes one forward-over-reverse computation.
+type tangentRun[T Float] struct {
+	params, x []T
+	y         []int
+	batch, k  int
+	pt        bool // parameter tangents are seeded
+	inputGrad bool // the tangent of the input gradient is wanted
+	grads     bool // the gradient tangents are wanted (blocked in ws.tg)
+	seeds     tangentSeeds[T]
+	// first is called once per chunk after the first-order pass, before the tangent
+	// passes (ws.grads, ws.losses hold the chunk's gradients and losses); it may
+	// return extra state for seeds of that chunk through closures.
+	first   func(ws *workspace[T], s0, cs int)
+	consume tangentConsumer[T]
+}
+
+// gradTangentAt copies direction j of a blocked gradient-tangent buffer (kc
+// directions) into dst (len P). In the blocked layout, parameter tensor t of offset
+// off and size sz holds direction j at tg[kc·off + j·sz:].
+func (n *Network[T]) gradTangentAt(tg []T, kc, j int, dst []T) {
+	for i := range n.layers {
+		l := &n.layers[i]
+		if !l.hasParams() {
+			continue
+		}
+		copy(dst[l.wOff:l.wOff+l.nW], tg[kc*l.wOff+j*l.nW:])
+		copy(dst[l.bOff:l.bOff+l.nB], tg[kc*l.bOff+j*l.nB:])
+	}
+}
+
+// run executes r over the batch.
+func (n *Network[T]) run(r *tangentRun[T]) {
+	cs, kc := n.chunkSizes(r.batch, r.k, r.pt)
+	n.parallelChunks(r.batch, cs, func(w, s0, c int) {
+		ws := n.workspaceFor(w, cs, kc, r.pt)
+		n.loadInputs(ws, r.x, s0, c)
+		n.forward(ws, r.params, c)
+		n.lossAndDelta(ws, r.y[s0:s0+c], c)
+		n.backward(ws, r.params, c, false)
+		if r.first != nil {
+			r.first(ws, s0, c)
+		}
+		for j0 := 0; j0 < r.k; j0 += kc {
+			kk := min(kc, r.k-j0)
+			rows := c * kk
+			tx := ws.tacts[0][:rows*n.d]
+			clear(tx)
+			var tp []T
+			if r.pt {
+				tp = ws.tp[:rows*n.p]
+				clear(tp)
+			}
+			r.seeds(ws, s0, c, j0, kk, tx, tp)
+			n.tangentForward(ws, r.params, c, kk, tp)
+			n.tangentLoss(ws, r.y[s0:s0+c], c, kk)
+			n.tangentBackward(ws, r.params, c, kk, tp, r.inputGrad)
+			for s := 0; s < c; s++ {
+				if r.grads {
+					n.gradTangents(ws, s, kk)
+				}
+				var tdx0 []T
+				if r.inputGrad {
+					tdx0 = ws.tdlt[0][s*kk*n.d : (s+1)*kk*n.d]
+				}
+				r.consume(ws, s0, s, j0, kk, tdx0)
+			}
+		}
+	})
+}
+
+// tangentForward propagates the input tangents in ws.tacts[0] (and the parameter
+// tangents tp) through the layers: rows s·kc+j.
+func (n *Network[T]) tangentForward(ws *workspace[T], params []T, cs, kc int, tp []T) {
+	be := n.be
+	rows := cs * kc
+	P := n.p
+	for i := range n.layers {
+		l := &n.layers[i]
+		tin, tout := ws.tacts[i][:rows*l.inN], ws.tacts[i+1][:rows*l.outN]
+		switch l.kind {
+		case KindConv:
+			g := l.conv
+			ckk, hwo := g.CKK(), g.HWo()
+			W := params[l.wOff : l.wOff+l.nW]
+			for r := 0; r < rows; r++ {
+				col := ws.scratch[:ckk*hwo]
+				be.Im2col(g, tin[r*l.inN:(r+1)*l.inN], col)
+				o := tout[r*l.outN : (r+1)*l.outN]
+				be.Gemm(false, false, l.out.C, hwo, ckk, 1, W, ckk, col, hwo, 0, o, hwo)
+				if tp != nil {
+					s := r / kc
+					scol := ws.cols[i][s*ckk*hwo : (s+1)*ckk*hwo]
+					be.Gemm(false, false, l.out.C, hwo, ckk, 1, tp[r*P+l.wOff:r*P+l.wOff+l.nW], ckk, scol, hwo, 1, o, hwo)
+					addBiasRows(o, tp[r*P+l.bOff:r*P+l.bOff+l.nB], hwo)
+				}
+			}
+		case KindDense:
+			W := params[l.wOff : l.wOff+l.nW]
+			be.Gemm(false, true, rows, l.outN, l.inN, 1, tin, l.inN, W, l.inN, 0, tout, l.outN)
+			if tp != nil {
+				in := ws.acts[i]
+				for r := 0; r < rows; r++ {
+					s := r / kc
+					o := tout[r*l.outN : (r+1)*l.outN]
+					be.Gemm(false, false, l.outN, 1, l.inN, 1, tp[r*P+l.wOff:r*P+l.wOff+l.nW], l.inN, in[s*l.inN:(s+1)*l.inN], 1, 1, o, 1)
+					b := tp[r*P+l.bOff : r*P+l.bOff+l.nB]
+					for j := range o {
+						o[j] += b[j]
+					}
+				}
+			}
+		case KindAvgPool:
+			be.AvgPool(l.pool, rows, tin, tout)
+		case KindTanh, KindELU:
+			be.ActTangent(l.act, cs, kc, l.inN, ws.acts[i], ws.acts[i+1], nil, tin, tout, nil, nil)
+		case KindNormalize:
+			hw := l.in.H * l.in.W
+			for r := 0; r < rows; r++ {
+				for c := 0; c < l.in.C; c++ {
+					off := r*l.inN + c*hw
+					iv := T(l.inv[c])
+					for j := off; j < off+hw; j++ {
+						tout[j] = tin[j] * iv
+					}
+				}
+			}
+		case KindFlatten:
+		}
+	}
+}
+
+// tangentLoss writes the tangent of the logits' gradient: for p = softmax(z),
+// δ̇ = p ⊙ ż − p·(pᵀż).
+func (n *Network[T]) tangentLoss(ws *workspace[T], y []int, cs, kc int) {
+	L := len(n.layers)
+	k := n.classes
+	dz, tz, tdz := ws.dlt[L], ws.tacts[L], ws.tdlt[L]
+	if len(ws.prob) < k {
+		ws.prob = make([]float64, k)
+	}
+	p := ws.prob[:k]
+	for s := 0; s < cs; s++ {
+		for j := 0; j < k; j++ {
+			p[j] = float64(dz[s*k+j])
+		}
+		p[y[s]]++
+		for d := 0; d < kc; d++ {
+			r := s*kc + d
+			zr, dr := tz[r*k:(r+1)*k], tdz[r*k:(r+1)*k]
+			var pz float64
+			for j := range zr {
+				pz += p[j] * float64(zr[j])
+			}
+			for j := range zr {
+				dr[j] = T(p[j] * (float64(zr[j]) - pz))
+			}
+		}
+	}
+}
+
+// tangentBackward propagates the tangent of the loss gradient down the layers. The
+// tangent of the input gradient (ws.tdlt[0]) is computed only when inputGrad.
+func (n *Network[T]) tangentBackward(ws *workspace[T], params []T, cs, kc int, tp []T, inputGrad bool) {
+	be := n.be
+	rows := cs * kc
+	P := n.p
+	for i := len(n.layers) - 1; i >= 0; i-- {
+		l := &n.layers[i]
+		if !n.paramsBelow[i] && !inputGrad {
+			return
+		}
+		tdin, tdout := ws.tdlt[i][:rows*l.inN], ws.tdlt[i+1][:rows*l.outN]
+		switch l.kind {
+		case KindConv:
+			g := l.conv
+			ckk, hwo := g.CKK(), g.HWo()
+			W := params[l.wOff : l.wOff+l.nW]
+			dc := ws.scratch[:ckk*hwo]
+			for r := 0; r < rows; r++ {
+				be.Gemm(true, false, ckk, hwo, l.out.C, 1, W, ckk, tdout[r*l.outN:(r+1)*l.outN], hwo, 0, dc, hwo)
+				if tp != nil {
+					s := r / kc
+					D := ws.dlt[i+1][s*l.outN : (s+1)*l.outN]
+					be.Gemm(true, false, ckk, hwo, l.out.C, 1, tp[r*P+l.wOff:r*P+l.wOff+l.nW], ckk, D, hwo, 1, dc, hwo)
+				}
+				d := tdin[r*l.inN : (r+1)*l.inN]
+				clear(d)
+				be.Col2im(g, dc, d)
+			}
+		case KindDense:
+			W := params[l.wOff : l.wOff+l.nW]
+			be.Gemm(false, false, rows, l.inN, l.outN, 1, tdout, l.outN, W, l.inN, 0, tdin, l.inN)
+			if tp != nil {
+				for r := 0; r < rows; r++ {
+					s := r / kc
+					D := ws.dlt[i+1][s*l.outN : (s+1)*l.outN]
+					be.Gemm(true, false, l.inN, 1, l.outN, 1, tp[r*P+l.wOff:r*P+l.wOff+l.nW], l.inN, D, 1, 1, tdin[r*l.inN:(r+1)*l.inN], 1)
+				}
+			}
+		case KindAvgPool:
+			clear(tdin)
+			be.AvgPoolBack(l.pool, rows, tdout, tdin)
+		case KindTanh, KindELU:
+			be.ActTangent(l.act, cs, kc, l.inN, ws.acts[i], ws.acts[i+1], ws.dlt[i+1], ws.tacts[i], nil, tdout, tdin)
+		case KindNormalize:
+			hw := l.in.H * l.in.W
+			for r := 0; r < rows; r++ {
+				for c := 0; c < l.in.C; c++ {
+					off := r*l.inN + c*hw
+					iv := T(l.inv[c])
+					for j := off; j < off+hw; j++ {
+						tdin[j] = tdout[j] * iv
+					}
+				}
+			}
+		case KindFlatten:
+		}
+	}
+}
+
+// gradTangents writes the kc gradient tangents of chunk sample s to ws.tg in the
+// blocked layout: ġ_W = Ḋ·colᵀ + D·ċolᵀ for conv, δ̇⊗a + δ⊗ȧ for dense.
+func (n *Network[T]) gradTangents(ws *workspace[T], s, kc int) {
+	be := n.be
+	tg := ws.tg
+	for i := range n.layers {
+		l := &n.layers[i]
+		if !l.hasParams() {
+			continue
+		}
+		r0 := s * kc
+		tD := ws.tdlt[i+1][r0*l.outN : (r0+kc)*l.outN] // kc·Out rows
+		D := ws.dlt[i+1][s*l.outN : (s+1)*l.outN]
+		gw := tg[kc*l.wOff : kc*l.wOff+kc*l.nW]
+		gb := tg[kc*l.bOff : kc*l.bOff+kc*l.nB]
+		switch l.kind {
+		case KindConv:
+			g := l.conv
+			ckk, hwo := g.CKK(), g.HWo()
+			col := ws.cols[i][s*ckk*hwo : (s+1)*ckk*hwo]
+			be.Gemm(false, true, kc*l.out.C, ckk, hwo, 1, tD, hwo, col, hwo, 0, gw, ckk)
+			tcol := ws.scratch[:ckk*hwo]
+			for j := 0; j < kc; j++ {
+				r := r0 + j
+				be.Im2col(g, ws.tacts[i][r*l.inN:(r+1)*l.inN], tcol)
+				be.Gemm(false, true, l.out.C, ckk, hwo, 1, D, hwo, tcol, hwo, 1, gw[j*l.nW:(j+1)*l.nW], ckk)
+			}
+			rowSums(tD, hwo, gb)
+		case KindDense:
+			a := ws.acts[i][s*l.inN : (s+1)*l.inN]
+			be.Gemm(false, false, kc*l.outN, l.inN, 1, 1, tD, 1, a, l.inN, 0, gw, l.inN)
+			for j := 0; j < kc; j++ {
+				r := r0 + j
+				be.Gemm(false, false, l.outN, l.inN, 1, 1, D, 1, ws.tacts[i][r*l.inN:(r+1)*l.inN], l.inN, 1, gw[j*l.nW:(j+1)*l.nW], l.inN)
+			}
+			copy(gb, tD)
+		}
+	}
+}
+
+// Tangents is the result of a forward-over-reverse pass.
+type Tangents[T Float] struct {
+	Grads  []T // batch×P per-sample gradients
+	Losses []T // batch per-sample losses
+	// GradDots[(s·k+j)·P:] is the directional derivative of sample s's gradient along
+	// its tangent direction j (input tangent and parameter tangent together).
+	GradDots []T
+	// InputGradDots[(s·k+j)·D:] is the directional derivative of ∇_x ℓ(x_s) along the
+	// same direction (only when requested).
+	InputGradDots []T
+}
+
+// Tangent computes, for every sample s and each of its k tangent directions j, the
+// exact directional derivative of the sample's loss gradient (and, if inputGrad, of
+// its input gradient) along the direction (ẋ_{s,j}, θ̇_{s,j}). xdot holds batch·k rows
+// of D values (nil: zero input tangents); pdot holds batch·k rows of P values (nil:
+// zero parameter tangents).
+func (n *Network[T]) Tangent(params, x []T, y []int, batch, k int, xdot, pdot []T, inputGrad bool) (*Tangents[T], error) {
+	if err := n.checkInputs(params, x, y, batch); err != nil {
+		return nil, err
+	}
+	if k <= 0 {
+		return nil, fmt.Errorf("%s: tangent needs k ≥ 1 directions, got %d", n.arch.Name, k)
+	}
+	if xdot != nil && len(xdot) != batch*k*n.d {
+		return nil, fmt.Errorf("%s: input tangents have %d values, want %d", n.arch.Name, len(xdot), batch*k*n.d)
+	}
+	if pdot != nil && len(pdot) != batch*k*n.p {
+		return nil, fmt.Errorf("%s: parameter tangents have %d values, want %d", n.arch.Name, len(pdot), batch*k*n.p)
+	}
+	res := &Tangents[T]{Grads: make([]T, batch*n.p), Losses: make([]T, batch), GradDots: make([]T, batch*k*n.p)}
+	if inputGrad {
+		res.InputGradDots = make([]T, batch*k*n.d)
+	}
+	n.run(&tangentRun[T]{
+		params: params, x: x, y: y, batch: batch, k: k, pt: pdot != nil, inputGrad: inputGrad, grads: true,
+		first: func(ws *workspace[T], s0, cs int) {
+			copy(res.Grads[s0*n.p:(s0+cs)*n.p], ws.grads[:cs*n.p])
+			copy(res.Losses[s0:s0+cs], ws.losses[:cs])
+		},
+		seeds: func(_ *workspace[T], s0, cs, j0, kc int, tx, tp []T) {
+			for s := 0; s < cs; s++ {
+				for j := 0; j < kc; j++ {
+					src := (s0+s)*k + j0 + j
+					dst := s*kc + j
+					if xdot != nil {
+						copy(tx[dst*n.d:(dst+1)*n.d], xdot[src*n.d:(src+1)*n.d])
+					}
+					if tp != nil {
+						copy(tp[dst*n.p:(dst+1)*n.p], pdot[src*n.p:(src+1)*n.p])
+					}
+				}
+			}
+		},
+		consume: func(ws *workspace[T], s0, sl, j0, kc int, tdx0 []T) {
+			s := s0 + sl
+			for j := 0; j < kc; j++ {
+				row := s*k + j0 + j
+				n.gradTangentAt(ws.tg, kc, j, res.GradDots[row*n.p:(row+1)*n.p])
+				if inputGrad {
+					copy(res.InputGradDots[row*n.d:(row+1)*n.d], tdx0[j*n.d:(j+1)*n.d])
+				}
+			}
+		},
+	})
+	return res, nil
+}
