@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 )
@@ -551,4 +553,34 @@ func nearest(p Pool, prior []int, x []float64) int {
 		}
 	}
 	return best
+}
+
+// TranscriptRecorder returns a RunOptions.Record function that writes each trial's
+// transcript to dir/trial-NNNNNN.dpft: base (model, dataset, …) completed with the
+// game's hyperparameters, D₋ and the trial's prior. Pool indices are written as the
+// dataset indices, so the pool should be the dataset split itself.
+func (g *Game) TranscriptRecorder(dir string, base TranscriptHeader) func(trial int) (func(int, []float64, []bool, Observation) error, func() error, error) {
+	return func(trial int) (func(int, []float64, []bool, Observation) error, func() error, error) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("transcripts: %w", err)
+		}
+		h := base
+		h.NumParams = g.P
+		h.Known = g.Known()
+		h.Steps, h.Q, h.Sigma, h.Clip, h.LR = g.cfg.Steps, g.cfg.Q, g.cfg.Sigma, g.cfg.Clip, g.cfg.LR
+		h.BatchDenominator, h.Seed, h.Trial = g.batchSize, g.cfg.Seed, trial
+		h.Prior = g.draws(trial).prior
+		th := make([]float32, g.P)
+		for i, v := range g.theta0 {
+			th[i] = float32(v)
+		}
+		w, err := CreateTranscript(filepath.Join(dir, fmt.Sprintf("trial-%06d.dpft", trial)), h, th)
+		if err != nil {
+			return nil, nil, err
+		}
+		observe := func(t int, released []float64, member []bool, _ Observation) error {
+			return w.WriteStep(t, released, member)
+		}
+		return observe, w.Close, nil
+	}
 }

@@ -1,0 +1,542 @@
+package attack
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"os"
+)
+
+// Transcript file format (little endian), version 1:
+//
+//	magic "DPFT", u16 version, u16 reserved
+//	records: u32 payload length n, u8 kind, n payload bytes, u32 CRC-32C of kind+payload
+//	  kind 1 header: JSON TranscriptHeader (first record)
+//	  kind 2 init:   P float32, θ₀ (second record)
+//	  kind 3 step:   u32 t, u32 P, P float32 released gradient g_t, u32 m,
+//	                 ⌈m/8⌉ bytes: bit j = known point j was in the batch (m = 0: all were)
+//	  kind 4 index:  u32 count, count × u64 file offsets of the step records (at Close)
+//	trailer: u64 offset of the index record, "DPFTEND\x00"
+//
+// Records are appended and flushed as training goes, so a file cut short by a crash
+// is read up to its last complete record (Transcript.Complete is then false); a record
+// whose checksum fails with more data after it is corruption and is rejected.
+const (
+	transcriptMagic   = "DPFT"
+	transcriptTrailer = "DPFTEND\x00"
+	transcriptVersion = 1
+
+	recHeader = 1
+	recInit   = 2
+	recStep   = 3
+	recIndex  = 4
+
+	maxRecord = 1 << 30
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// TranscriptHeader is what the adversary is told besides the gradients: the
+// hyperparameters and the known points, and how to replay θ_t:
+// θ_{t+1} = θ_t − LR/BatchDenominator · g_t.
+type TranscriptHeader struct {
+	Format           string  `json:"format"` // "dpfil-transcript"
+	Model            string  `json:"model"`
+	Dataset          string  `json:"dataset,omitempty"`
+	DatasetSHA256    string  `json:"dataset_sha256,omitempty"`
+	NumParams        int     `json:"num_params"`
+	Known            []int   `json:"known"` // dataset indices of D₋ (membership bits refer to this order)
+	Steps            int     `json:"steps"` // planned T
+	Q                float64 `json:"q"`
+	Sigma            float64 `json:"sigma"`
+	Clip             float64 `json:"clip"`
+	ClipMode         string  `json:"clip_mode"` // "hard"
+	LR               float64 `json:"lr"`
+	BatchDenominator float64 `json:"batch_denominator"`
+	Seed             uint64  `json:"seed"`
+	Trial            int     `json:"trial,omitempty"`
+	// Prior is the attack game's prior (dataset indices); empty for training runs.
+	Prior []int `json:"prior,omitempty"`
+}
+
+// TranscriptStep is one step as released: the privatised gradient and which known
+// points were in the batch (nil: all of them).
+type TranscriptStep struct {
+	T           int
+	Released    []float32
+	KnownMember []bool
+}
+
+// Transcript is a loaded transcript.
+type Transcript struct {
+	Header TranscriptHeader
+	Theta0 []float32
+	Steps  []TranscriptStep
+	// Complete is true when the file was closed properly (index and trailer valid);
+	// false when it was recovered up to its last good record.
+	Complete bool
+}
+
+// TranscriptWriter appends a transcript to a file.
+type TranscriptWriter struct {
+	f       *os.File
+	off     int64
+	offsets []uint64
+	p       int
+	known   int
+	next    int
+	buf     bytes.Buffer
+}
+
+// CreateTranscript creates path and writes the header and θ₀.
+func CreateTranscript(path string, h TranscriptHeader, theta0 []float32) (*TranscriptWriter, error) {
+	h.Format = "dpfil-transcript"
+	if h.ClipMode == "" {
+		h.ClipMode = "hard"
+	}
+	if h.NumParams != len(theta0) || h.NumParams == 0 {
+		return nil, fmt.Errorf("transcript: header says %d parameters, θ₀ has %d", h.NumParams, len(theta0))
+	}
+	js, err := json.Marshal(h)
+	if err != nil {
+		return nil, fmt.Errorf("transcript: encode header: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("transcript: %w", err)
+	}
+	w := &TranscriptWriter{f: f, p: h.NumParams, known: len(h.Known)}
+	var magic [8]byte
+	copy(magic[:], transcriptMagic)
+	binary.LittleEndian.PutUint16(magic[4:], transcriptVersion)
+	if _, err := f.Write(magic[:]); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("transcript: write magic: %w", err)
+	}
+	w.off = 8
+	if _, err := w.record(recHeader, js); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := w.record(recInit, f32bytes(nil, theta0)); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func f32bytes(dst []byte, v []float32) []byte {
+	for _, x := range v {
+		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(x))
+	}
+	return dst
+}
+
+// record appends one record and returns its offset.
+func (w *TranscriptWriter) record(kind byte, payload []byte) (int64, error) {
+	w.buf.Reset()
+	var hdr [5]byte
+	binary.LittleEndian.PutUint32(hdr[:], uint32(len(payload)))
+	hdr[4] = kind
+	w.buf.Write(hdr[:])
+	w.buf.Write(payload)
+	crc := crc32.Update(crc32.Checksum([]byte{kind}, crcTable), crcTable, payload)
+	var c [4]byte
+	binary.LittleEndian.PutUint32(c[:], crc)
+	w.buf.Write(c[:])
+	off := w.off
+	n, err := w.f.Write(w.buf.Bytes())
+	w.off += int64(n)
+	if err != nil {
+		return 0, fmt.Errorf("transcript: write record: %w", err)
+	}
+	return off, nil
+}
+
+// WriteStep appends step t (steps must come in order 0, 1, …): the released
+// privatised gradient and the batch membership of the known points (nil = all).
+func (w *TranscriptWriter) WriteStep(t int, released []float64, knownMember []bool) error {
+	if t != w.next {
+		return fmt.Errorf("transcript: step %d written after step %d", t, w.next-1)
+	}
+	if len(released) != w.p {
+		return fmt.Errorf("transcript: step %d has %d values, want %d", t, len(released), w.p)
+	}
+	if knownMember != nil && len(knownMember) != w.known {
+		return fmt.Errorf("transcript: step %d membership has %d entries, want %d", t, len(knownMember), w.known)
+	}
+	b := make([]byte, 0, 12+4*w.p+(len(knownMember)+7)/8)
+	b = binary.LittleEndian.AppendUint32(b, uint32(t))
+	b = binary.LittleEndian.AppendUint32(b, uint32(w.p))
+	for _, x := range released {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(x)))
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(knownMember)))
+	bits := make([]byte, (len(knownMember)+7)/8)
+	for j, in := range knownMember {
+		if in {
+			bits[j/8] |= 1 << (j % 8)
+		}
+	}
+	b = append(b, bits...)
+	off, err := w.record(recStep, b)
+	if err != nil {
+		return err
+	}
+	w.offsets = append(w.offsets, uint64(off))
+	w.next++
+	return nil
+}
+
+// Close writes the index and the trailer and closes the file.
+func (w *TranscriptWriter) Close() error {
+	b := binary.LittleEndian.AppendUint32(nil, uint32(len(w.offsets)))
+	for _, o := range w.offsets {
+		b = binary.LittleEndian.AppendUint64(b, o)
+	}
+	off, err := w.record(recIndex, b)
+	if err != nil {
+		w.f.Close()
+		return err
+	}
+	tr := binary.LittleEndian.AppendUint64(nil, uint64(off))
+	tr = append(tr, transcriptTrailer...)
+	if _, err := w.f.Write(tr); err != nil {
+		w.f.Close()
+		return fmt.Errorf("transcript: write trailer: %w", err)
+	}
+	if err := w.f.Sync(); err != nil {
+		w.f.Close()
+		return fmt.Errorf("transcript: sync: %w", err)
+	}
+	if err := w.f.Close(); err != nil {
+		return fmt.Errorf("transcript: close: %w", err)
+	}
+	return nil
+}
+
+// errTorn marks a record cut short by the end of the data.
+var errTorn = errors.New("record cut short")
+
+// readRecord parses the record at off. It returns errTorn when the data ends inside
+// the record.
+func readRecord(data []byte, off int64) (kind byte, payload []byte, next int64, err error) {
+	if off+5 > int64(len(data)) {
+		return 0, nil, 0, errTorn
+	}
+	n := int64(binary.LittleEndian.Uint32(data[off:]))
+	if n > maxRecord {
+		return 0, nil, 0, fmt.Errorf("record at offset %d claims %d bytes", off, n)
+	}
+	kind = data[off+4]
+	end := off + 5 + n + 4
+	if end > int64(len(data)) {
+		return 0, nil, 0, errTorn
+	}
+	payload = data[off+5 : off+5+n]
+	want := binary.LittleEndian.Uint32(data[off+5+n:])
+	got := crc32.Update(crc32.Checksum([]byte{kind}, crcTable), crcTable, payload)
+	if got != want {
+		return kind, nil, end, fmt.Errorf("record at offset %d (kind %d): checksum %08x, want %08x", off, kind, got, want)
+	}
+	return kind, payload, end, nil
+}
+
+// OpenTranscript reads and verifies a transcript. A properly closed file is read
+// through its index; otherwise records are read in order up to the last good one
+// (a crash leaves a torn final record, which is dropped). Any other damage is an
+// error naming the offending record.
+func OpenTranscript(path string) (*Transcript, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("transcript: %w", err)
+	}
+	tr, err := parseTranscript(data)
+	if err != nil {
+		return nil, fmt.Errorf("transcript %s: %w", path, err)
+	}
+	return tr, nil
+}
+
+func parseTranscript(data []byte) (*Transcript, error) {
+	if len(data) < 8 || string(data[:4]) != transcriptMagic {
+		return nil, fmt.Errorf("not a dpfil transcript (bad magic)")
+	}
+	if v := binary.LittleEndian.Uint16(data[4:]); v != transcriptVersion {
+		return nil, fmt.Errorf("unsupported transcript version %d", v)
+	}
+	tr := &Transcript{}
+	off := int64(8)
+	// header and θ₀
+	for _, want := range []byte{recHeader, recInit} {
+		kind, payload, next, err := readRecord(data, off)
+		if errors.Is(err, errTorn) {
+			return nil, fmt.Errorf("file ends before its %s record", recName(want))
+		}
+		if err != nil {
+			return nil, err
+		}
+		if kind != want {
+			return nil, fmt.Errorf("record at offset %d is a %s record, want %s", off, recName(kind), recName(want))
+		}
+		if err := tr.apply(kind, payload); err != nil {
+			return nil, fmt.Errorf("record at offset %d: %w", off, err)
+		}
+		off = next
+	}
+	stepsStart := off
+	// a complete file: trailer → index → steps
+	if idx, ok := trailerIndex(data); ok {
+		kind, payload, _, err := readRecord(data, idx)
+		if err != nil || kind != recIndex {
+			return nil, fmt.Errorf("index record at offset %d is damaged (%v)", idx, err)
+		}
+		if len(payload) < 4 {
+			return nil, fmt.Errorf("index record too short")
+		}
+		cnt := int(binary.LittleEndian.Uint32(payload))
+		if len(payload) != 4+8*cnt {
+			return nil, fmt.Errorf("index record holds %d bytes for %d entries", len(payload), cnt)
+		}
+		for i := 0; i < cnt; i++ {
+			so := int64(binary.LittleEndian.Uint64(payload[4+8*i:]))
+			if so < stepsStart || so >= idx {
+				return nil, fmt.Errorf("index entry %d points to offset %d outside the step records", i, so)
+			}
+			kind, p, _, err := readRecord(data, so)
+			if err != nil {
+				return nil, fmt.Errorf("step %d: %w", i, err)
+			}
+			if kind != recStep {
+				return nil, fmt.Errorf("index entry %d points to a %s record", i, recName(kind))
+			}
+			if err := tr.apply(kind, p); err != nil {
+				return nil, fmt.Errorf("step record at offset %d: %w", so, err)
+			}
+		}
+		tr.Complete = true
+		return tr, nil
+	}
+	// an unfinished file: scan
+	for off < int64(len(data)) {
+		kind, payload, next, err := readRecord(data, off)
+		if errors.Is(err, errTorn) {
+			break // torn tail
+		}
+		if err != nil {
+			if next == int64(len(data)) {
+				break // the last record was being written when the writer died
+			}
+			return nil, err
+		}
+		if kind == recIndex {
+			return nil, fmt.Errorf("index record at offset %d but no valid trailer: the file is damaged", off)
+		}
+		if kind != recStep {
+			return nil, fmt.Errorf("unexpected %s record at offset %d", recName(kind), off)
+		}
+		if err := tr.apply(kind, payload); err != nil {
+			return nil, fmt.Errorf("step record at offset %d: %w", off, err)
+		}
+		off = next
+	}
+	return tr, nil
+}
+
+func trailerIndex(data []byte) (int64, bool) {
+	if len(data) < 16 || string(data[len(data)-8:]) != transcriptTrailer {
+		return 0, false
+	}
+	return int64(binary.LittleEndian.Uint64(data[len(data)-16:])), true
+}
+
+func recName(k byte) string {
+	switch k {
+	case recHeader:
+		return "header"
+	case recInit:
+		return "init"
+	case recStep:
+		return "step"
+	case recIndex:
+		return "index"
+	}
+	return fmt.Sprintf("unknown(%d)", k)
+}
+
+func (tr *Transcript) apply(kind byte, p []byte) error {
+	switch kind {
+	case recHeader:
+		if err := json.Unmarshal(p, &tr.Header); err != nil {
+			return fmt.Errorf("header: %w", err)
+		}
+		h := tr.Header
+		if h.Format != "dpfil-transcript" || h.NumParams <= 0 || h.Steps < 0 || !(h.Q > 0 && h.Q <= 1) || !(h.Clip > 0) || !(h.BatchDenominator > 0) {
+			return fmt.Errorf("header: implausible hyperparameters %+v", h)
+		}
+	case recInit:
+		if len(p) != 4*tr.Header.NumParams {
+			return fmt.Errorf("θ₀ has %d bytes, want %d", len(p), 4*tr.Header.NumParams)
+		}
+		tr.Theta0 = make([]float32, tr.Header.NumParams)
+		for i := range tr.Theta0 {
+			tr.Theta0[i] = math.Float32frombits(binary.LittleEndian.Uint32(p[4*i:]))
+		}
+	case recStep:
+		P := tr.Header.NumParams
+		if len(p) < 12+4*P {
+			return fmt.Errorf("step record too short")
+		}
+		t := int(binary.LittleEndian.Uint32(p))
+		if t != len(tr.Steps) {
+			return fmt.Errorf("step %d where step %d was expected", t, len(tr.Steps))
+		}
+		if int(binary.LittleEndian.Uint32(p[4:])) != P {
+			return fmt.Errorf("step %d has a different parameter count", t)
+		}
+		s := TranscriptStep{T: t, Released: make([]float32, P)}
+		for i := range s.Released {
+			s.Released[i] = math.Float32frombits(binary.LittleEndian.Uint32(p[8+4*i:]))
+		}
+		rest := p[8+4*P:]
+		m := int(binary.LittleEndian.Uint32(rest))
+		if m != 0 && m != len(tr.Header.Known) {
+			return fmt.Errorf("step %d membership has %d entries, want %d", t, m, len(tr.Header.Known))
+		}
+		if len(rest) != 4+(m+7)/8 {
+			return fmt.Errorf("step %d membership has %d bytes, want %d", t, len(rest)-4, (m+7)/8)
+		}
+		if m > 0 {
+			s.KnownMember = make([]bool, m)
+			for j := range s.KnownMember {
+				s.KnownMember[j] = rest[4+j/8]&(1<<(j%8)) != 0
+			}
+		}
+		for _, v := range s.Released {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return fmt.Errorf("step %d holds a non-finite gradient value", t)
+			}
+		}
+		tr.Steps = append(tr.Steps, s)
+	default:
+		return fmt.Errorf("unknown record kind %d", kind)
+	}
+	return nil
+}
+
+// Observations replays the transcript as the informed adversary: θ_t from θ₀ and the
+// released gradients, and ḡ_t = g_t − Σ clip_C(∇ℓ(θ_t, z)) over the known points z in
+// step t's batch. knownX/knownY are D₋ in the header's Known order.
+func (tr *Transcript) Observations(net Net, knownX []float64, knownY []int) ([]Observation, error) {
+	h := tr.Header
+	P := h.NumParams
+	if net.NumParams() != P {
+		return nil, fmt.Errorf("replay: network has %d parameters, transcript %d", net.NumParams(), P)
+	}
+	d := net.InputDim()
+	if len(knownY) != len(h.Known) || len(knownX) != len(knownY)*d {
+		return nil, fmt.Errorf("replay: %d known points given, transcript has %d", len(knownY), len(h.Known))
+	}
+	theta := make([]float64, P)
+	for i, v := range tr.Theta0 {
+		theta[i] = float64(v)
+	}
+	grads := make([]float64, gradChunk*P)
+	obs := make([]Observation, 0, len(tr.Steps))
+	for _, s := range tr.Steps {
+		o := Observation{Theta: append([]float64(nil), theta...), GBar: make([]float64, P)}
+		for i, v := range s.Released {
+			o.GBar[i] = float64(v)
+		}
+		var x []float64
+		var y []int
+		flush := func() error {
+			n := len(y)
+			if n == 0 {
+				return nil
+			}
+			if err := net.PerSampleGrads(theta, x, y, n, grads[:n*P], nil); err != nil {
+				return fmt.Errorf("replay step %d: %w", s.T, err)
+			}
+			clipRows(grads, n, P, h.Clip, nil)
+			for k := 0; k < n; k++ {
+				for i, v := range grads[k*P : (k+1)*P] {
+					o.GBar[i] -= v
+				}
+			}
+			x, y = x[:0], y[:0]
+			return nil
+		}
+		for j := range knownY {
+			if s.KnownMember != nil && !s.KnownMember[j] {
+				continue
+			}
+			x = append(x, knownX[j*d:(j+1)*d]...)
+			y = append(y, knownY[j])
+			if len(y) == gradChunk {
+				if err := flush(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if err := flush(); err != nil {
+			return nil, err
+		}
+		obs = append(obs, o)
+		step := h.LR / h.BatchDenominator
+		for i, v := range s.Released {
+			theta[i] -= step * float64(v)
+		}
+	}
+	return obs, nil
+}
+
+// PriorScores computes the prior-aware attacks' statistics (see Scores) of the
+// candidates (x, y) (K samples) from the observations.
+func PriorScores(net Net, obs []Observation, x []float64, y []int, clip float64) (Scores, error) {
+	K, P := len(y), net.NumParams()
+	if K == 0 || len(x) != K*net.InputDim() {
+		return Scores{}, fmt.Errorf("prior scores: %d candidates with %d values", K, len(x))
+	}
+	ci := make([]float64, K*P)
+	norms := make([]float64, K)
+	sc := Scores{}
+	c2 := clip * clip
+	for t, o := range obs {
+		if err := net.PerSampleGrads(o.Theta, x, y, K, ci, nil); err != nil {
+			return Scores{}, fmt.Errorf("prior scores step %d: %w", t, err)
+		}
+		clipRows(ci, K, P, clip, norms)
+		dot := make([]float64, K)
+		nsq := make([]float64, K)
+		for k := 0; k < K; k++ {
+			d := 0.0
+			for i, v := range ci[k*P : (k+1)*P] {
+				d += v * o.GBar[i]
+			}
+			dot[k] = d / c2
+			nsq[k] = norms[k] * norms[k] / c2
+		}
+		sc.Dot = append(sc.Dot, dot)
+		sc.NormSq = append(sc.NormSq, nsq)
+	}
+	return sc, nil
+}
+
+// Decide applies the prior-aware attacks (Algorithm 2, Algorithm 3 with top ⌈qT⌉
+// terms, App. G log-likelihood) to scores and returns each one's guessed candidate.
+func Decide(s Scores, q, sigma float64) (map[string]int, error) {
+	if len(s.Dot) == 0 || len(s.Dot[0]) == 0 || len(s.NormSq) != len(s.Dot) {
+		return nil, fmt.Errorf("decide: empty or malformed scores")
+	}
+	if !(q > 0 && q <= 1) || !(sigma >= 0) {
+		return nil, fmt.Errorf("decide: q = %v, σ = %v out of range", q, sigma)
+	}
+	c := GameConfig{Q: q, Steps: len(s.Dot)}
+	return decide(s, q, sigma, c.TopK()), nil
+}
+
