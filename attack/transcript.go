@@ -539,4 +539,3 @@ func Decide(s Scores, q, sigma float64) (map[string]int, error) {
 	c := GameConfig{Q: q, Steps: len(s.Dot)}
 	return decide(s, q, sigma, c.TopK()), nil
 }
-

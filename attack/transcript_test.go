@@ -1,8 +1,8 @@
 package attack
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
