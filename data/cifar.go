@@ -66,6 +66,17 @@ func decodeCIFAR(r io.Reader, name string, records int, images []float32, labels
 
 // loadCIFARFiles reads the given batch files (each of records records) into one dataset.
 func loadCIFARFiles(name string, paths []string, records int) (*Dataset, error) {
+	// Check every file's size before allocating for all of them.
+	want := int64(records) * cifarRecordBytes
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("stat %s: %w", p, err)
+		}
+		if st.Size() != want {
+			return nil, fmt.Errorf("%s: %d bytes, want %d (%d records of 1 label byte + 3072 pixel bytes)", p, st.Size(), want, records)
+		}
+	}
 	dim := cifarChannels * cifarSide * cifarSide
 	images := make([]float32, 0, len(paths)*records*dim)
 	labels := make([]int, 0, len(paths)*records)

@@ -313,21 +313,28 @@ func roundRobin(lists [][]int) []int {
 // Permutation returns a permutation of 0..n-1: the Fisher–Yates shuffle (for i from
 // n-1 down to 1, swap i with j = u mod (i+1)) of the identity, where the u are
 // successive outputs of SplitMix64 started at seed. It is fixed by this definition, not
-// by a library's random stream.
+// by a library's random stream. (The modulo bias, below n/2⁶⁴, is negligible.)
 func Permutation(n int, seed uint64) []int {
 	p := make([]int, n)
 	for i := range p {
 		p[i] = i
 	}
-	s := seed
+	r := splitMix64{state: seed}
 	for i := n - 1; i > 0; i-- {
-		s += 0x9e3779b97f4a7c15
-		z := s
-		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-		z ^= z >> 31
-		j := int(z % uint64(i+1))
+		j := int(r.next() % uint64(i+1))
 		p[i], p[j] = p[j], p[i]
 	}
 	return p
+}
+
+// splitMix64 is Steele, Lea and Flood's SplitMix64 generator (as in Vigna's reference
+// splitmix64.c).
+type splitMix64 struct{ state uint64 }
+
+func (r *splitMix64) next() uint64 {
+	r.state += 0x9e3779b97f4a7c15
+	z := r.state
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
 }
