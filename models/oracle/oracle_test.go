@@ -199,7 +199,7 @@ func TestPerSampleGrads(t *testing.T) {
 // reused with other parameters and other batches (no state leaks between runs).
 func TestPerSampleReuse(t *testing.T) {
 	a := tinyArchs()[0]
-	ps, err := oracle.NewPerSample(a)
+	ps, err := oracle.NewPerSampleWorkers(a, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,6 +216,17 @@ func TestPerSampleReuse(t *testing.T) {
 		}
 		if e := relErr(got, fresh); e != 0 {
 			t.Errorf("seed %d: reused graph differs from a fresh one by %.3g", seed, e)
+		}
+		serial, err := oracle.NewPerSampleWorkers(a, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		one, _, err := serial.Run(p, x, y, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := relErr(got, one); e != 0 {
+			t.Errorf("seed %d: %d workers differ from 1 worker by %.3g", seed, ps.Workers(), e)
 		}
 		if relErr(p, pc) != 0 || relErr(x, xc) != 0 {
 			t.Errorf("seed %d: inputs were modified", seed)
@@ -259,6 +270,8 @@ func TestBadInput(t *testing.T) {
 		{"per-sample short x", func() error { _, _, err := ps.Run(p, x[:10], y, 2); return err }, "x has"},
 		{"per-sample NaN x", func() error { _, _, err := ps.Run(p, nanX, y, 2); return err }, "not finite"},
 		{"per-sample label count", func() error { _, _, err := ps.Run(p, x, y[:1], 2); return err }, "labels"},
+		{"per-sample zero workers", func() error { _, err := oracle.NewPerSampleWorkers(a, 0); return err }, "workers"},
+		{"per-sample short params", func() error { _, _, err := ps.Run(p[:5], x, y, 2); return err }, "parameters"},
 		{"build zero batch", func() error { _, err := oracle.Build(a, 0); return err }, "batch"},
 		{"build bad arch", func() error {
 			bad := a

@@ -2,29 +2,49 @@ package oracle
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/dpfil/dpfil/models"
 )
 
-// PerSample computes per-sample gradients by Gorgonia's fastest honest route: one
+// PerSample computes per-sample gradients by Gorgonia's fastest honest route: a
 // batch-1 graph, compiled once, run once per sample (the tape machine is reset and the
-// sample's input and label are rebound between runs). It is the entry point of the
-// Gorgonia side of `dpfil bench engine`. A PerSample is not safe for concurrent use.
+// sample's input and label are rebound between runs). With several workers each owns
+// its own compiled batch-1 graph and takes a contiguous share of the batch, so the
+// route uses the same cores as the engine. It is the Gorgonia side of `dpfil bench
+// engine`. A PerSample is not safe for concurrent use.
 type PerSample struct {
-	gr *Graph
+	arch   models.Arch
+	graphs []*Graph // one per worker
 }
 
-// NewPerSample builds and compiles the batch-1 graph of arch.
+// NewPerSample builds the batch-1 graph of arch with runtime.GOMAXPROCS(0) workers.
 func NewPerSample(arch models.Arch) (*PerSample, error) {
-	gr, err := Build(arch, 1)
-	if err != nil {
-		return nil, err
+	return NewPerSampleWorkers(arch, runtime.GOMAXPROCS(0))
+}
+
+// NewPerSampleWorkers builds one compiled batch-1 graph of arch per worker.
+func NewPerSampleWorkers(arch models.Arch, workers int) (*PerSample, error) {
+	if workers <= 0 {
+		return nil, fmt.Errorf("oracle: workers must be positive, got %d", workers)
 	}
-	return &PerSample{gr: gr}, nil
+	p := &PerSample{arch: arch}
+	for w := 0; w < workers; w++ {
+		gr, err := Build(arch, 1)
+		if err != nil {
+			return nil, err
+		}
+		p.graphs = append(p.graphs, gr)
+	}
+	return p, nil
 }
 
 // NumParams is the length of the flat parameter vector.
-func (p *PerSample) NumParams() int { return p.gr.nparams }
+func (p *PerSample) NumParams() int { return p.graphs[0].nparams }
+
+// Workers is the number of batch-1 graphs run concurrently.
+func (p *PerSample) Workers() int { return len(p.graphs) }
 
 // Run returns the batch×P per-sample gradients of the softmax cross-entropy of each
 // sample (row i is ∇_θ ℓ(x_i, y_i)) and the batch per-sample losses.
@@ -32,27 +52,49 @@ func (p *PerSample) Run(params, x []float64, y []int, batch int) (grads, losses 
 	if batch <= 0 {
 		return nil, nil, fmt.Errorf("oracle: batch must be positive, got %d", batch)
 	}
-	d := p.gr.arch.InputDim()
+	d := p.arch.InputDim()
 	if len(x) != batch*d {
 		return nil, nil, fmt.Errorf("oracle: x has %d values, want batch %d × %d", len(x), batch, d)
 	}
 	if len(y) != batch {
 		return nil, nil, fmt.Errorf("oracle: %d labels for batch %d", len(y), batch)
 	}
-	P := p.gr.nparams
+	P := p.NumParams()
+	if len(params) != P {
+		return nil, nil, fmt.Errorf("oracle: %s has %d parameters, got %d", p.arch.Name, P, len(params))
+	}
+	if err := checkFinite("params", params); err != nil {
+		return nil, nil, err
+	}
 	grads = make([]float64, batch*P)
 	losses = make([]float64, batch)
-	for i := 0; i < batch; i++ {
-		if err := p.gr.gradInto(params, x[i*d:(i+1)*d], y[i:i+1], grads[i*P:(i+1)*P], losses[i:i+1]); err != nil {
-			return nil, nil, fmt.Errorf("sample %d: %w", i, err)
+	workers := min(len(p.graphs), batch)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		lo, hi := w*batch/workers, (w+1)*batch/workers
+		wg.Go(func() {
+			gr := p.graphs[w]
+			for i := lo; i < hi; i++ {
+				if err := gr.gradInto(params, x[i*d:(i+1)*d], y[i:i+1], grads[i*P:(i+1)*P], losses[i:i+1]); err != nil {
+					errs[w] = fmt.Errorf("sample %d: %w", i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, nil, err
 		}
 	}
 	return grads, losses, nil
 }
 
-// PerSampleGrads builds the batch-1 graph of arch and returns the per-sample gradients
-// (batch×P) and losses of the batch; see PerSample.Run. To run many batches, build a
-// PerSample once instead.
+// PerSampleGrads builds the batch-1 graph(s) of arch and returns the per-sample
+// gradients (batch×P) and losses of the batch; see PerSample.Run. To run many
+// batches, build a PerSample once instead.
 func PerSampleGrads(arch models.Arch, params, x []float64, y []int, batch int) (grads, losses []float64, err error) {
 	p, err := NewPerSample(arch)
 	if err != nil {

@@ -1,0 +1,65 @@
+package oracle_test
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/dpfil/dpfil/models"
+	"github.com/dpfil/dpfil/models/oracle"
+)
+
+// benchPerSample times the Gorgonia per-sample route (batch-1 graph run once per
+// sample) and reports samples/s.
+func benchPerSample(b *testing.B, name string, batch, workers int) {
+	a, err := models.ArchByName(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, x, y := randomProblem(a, batch, 1)
+	ps, err := oracle.NewPerSampleWorkers(a, workers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := ps.Run(p, x, y, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// The default route (NewPerSample: GOMAXPROCS workers) and the single-worker one.
+func BenchmarkPerSampleGradsMNISTCNN(b *testing.B) {
+	benchPerSample(b, "mnist-cnn", 32, runtime.GOMAXPROCS(0))
+}
+func BenchmarkPerSampleGradsMNISTCNN1Worker(b *testing.B) { benchPerSample(b, "mnist-cnn", 32, 1) }
+func BenchmarkPerSampleGradsMNISTCNN3x3(b *testing.B) {
+	benchPerSample(b, "mnist-cnn-3x3", 32, runtime.GOMAXPROCS(0))
+}
+func BenchmarkPerSampleGradsCIFARCNN(b *testing.B) {
+	benchPerSample(b, "cifar-cnn", 8, runtime.GOMAXPROCS(0))
+}
+func BenchmarkPerSampleGradsCIFARCNN1Worker(b *testing.B) { benchPerSample(b, "cifar-cnn", 8, 1) }
+
+// BenchmarkBatchGradMNISTCNN times one batch gradient (batch 32) for comparison with
+// the per-sample route.
+func BenchmarkBatchGradMNISTCNN(b *testing.B) {
+	a, err := models.ArchByName("mnist-cnn")
+	if err != nil {
+		b.Fatal(err)
+	}
+	const batch = 32
+	p, x, y := randomProblem(a, batch, 1)
+	gr, err := oracle.Build(a, batch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := gr.BatchGrad(p, x, y); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "samples/s")
+}
