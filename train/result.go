@@ -1,0 +1,204 @@
+package train
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+)
+
+// Result is what DIR/result.json holds. Values that are infinite (ε and ε₂ without
+// noise, the FIL MSE bounds 1/dFIL when dFIL = 0) are written as JSON null and read
+// back as +Inf.
+type Result struct {
+	Config            Config    `json:"config"`
+	TestAccuracy      float64   `json:"test_accuracy"`   // mean over repeats
+	TestAccuracies    []float64 `json:"test_accuracies"` // per repeat
+	Epsilon           float64   `json:"epsilon"`         // at Config.Delta (improved conversion)
+	RDPOrder2         float64   `json:"rdp_order2"`      // ε₂: composed RDP at order 2
+	MSEBoundRDP       float64   `json:"mse_bound_rdp"`   // 1/(4(e^ε₂ − 1))
+	DFILMax           float64   `json:"dfil_max"`
+	DFILMedian        float64   `json:"dfil_median"`
+	DFILMean          float64   `json:"dfil_mean"`
+	MSEBoundFILMax    float64   `json:"mse_bound_fil_max"`    // 1/dfil_max
+	MSEBoundFILMedian float64   `json:"mse_bound_fil_median"` // 1/dfil_median
+
+	EpsilonOrder       float64            `json:"epsilon_order"`        // RDP order that attains ε
+	Conversion         string             `json:"conversion"`           // RDP → (ε, δ) conversion used
+	NoiseMultiplierRDP float64            `json:"noise_multiplier_rdp"` // σ/c given to the RDP accountant
+	ClipConstant       float64            `json:"clip_constant"`        // c: ‖g̃‖ ≤ c·C (1 for hard clipping)
+	SampleRate         float64            `json:"sample_rate"`          // q = B/N
+	Steps              int                `json:"steps"`                // T (resolved from epochs if given)
+	Sampling           string             `json:"sampling"`             // shuffle | poisson
+	FIL                bool               `json:"fil"`                  // whether FIL was accounted
+	FILCoordsUsed      int                `json:"fil_coords_used"`      // k per sample and step (d when exact)
+	FILInput           string             `json:"fil_input"`            // what FIL is taken w.r.t.: "raw_pixels"
+	Kappa              float64            `json:"kappa"`                // subsampling factor κ
+	FILDelta           float64            `json:"fil_delta"`            // δ_f used for κ
+	DFILQuantiles      map[string]float64 `json:"dfil_quantiles,omitempty"`
+	TrainLoss          float64            `json:"train_loss"`         // final loss on the training set, mean over repeats
+	TrainAccuracy      float64            `json:"train_accuracy"`     // final training accuracy, mean over repeats
+	TestLoss           float64            `json:"test_loss"`          // final test loss, mean over repeats
+	PerClassAccuracy   Floats             `json:"per_class_accuracy"` // test accuracy per class, mean over repeats (null: class absent)
+	Repeats            []RepeatResult     `json:"repeats"`
+	NumParams          int                `json:"num_params"`
+	InputDim           int                `json:"input_dim"`
+	Dataset            DatasetInfo        `json:"dataset"`
+	GitCommit          string             `json:"git_commit"`
+	DFILPath           string             `json:"dfil_path,omitempty"` // file names inside the run directory
+	ParamsPath         string             `json:"params_path,omitempty"`
+	DFIL               []float64          `json:"-"` // per-sample dFIL averaged over repeats (nil when FIL is off)
+
+	// Timings (the only fields that differ between identical runs).
+	WallSeconds   float64 `json:"wall_seconds"`    // training time, summed over resumed segments
+	SamplesPerSec float64 `json:"samples_per_sec"` // batch samples processed per second of training
+}
+
+// RepeatResult is one of the R independent runs.
+type RepeatResult struct {
+	Repeat           int         `json:"repeat"`
+	InitSeed         uint64      `json:"init_seed"` // seed given to Model.Init
+	TestAccuracy     float64     `json:"test_accuracy"`
+	TestLoss         float64     `json:"test_loss"`
+	PerClassAccuracy Floats      `json:"per_class_accuracy"`
+	TrainLoss        float64     `json:"train_loss"`
+	TrainAccuracy    float64     `json:"train_accuracy"`
+	SamplesSeen      int64       `json:"samples_seen"` // Σ_t |B_t|
+	DFILMax          float64     `json:"dfil_max"`
+	DFILMedian       float64     `json:"dfil_median"`
+	History          []EvalPoint `json:"history,omitempty"`
+	DFIL             []float64   `json:"-"` // per-sample dFIL of this repeat
+	Params           []float32   `json:"-"` // final parameters
+}
+
+// EvalPoint is one evaluation during training.
+type EvalPoint struct {
+	Step         int     `json:"step"`
+	BatchLoss    float64 `json:"batch_loss"` // mean loss of the step's batch
+	TestAccuracy float64 `json:"test_accuracy"`
+	TestLoss     float64 `json:"test_loss"`
+}
+
+// DatasetInfo identifies the data a run used.
+type DatasetInfo struct {
+	Name    string `json:"name"`
+	Source  string `json:"source"`
+	SHA256  string `json:"sha256"`
+	NTrain  int    `json:"n_train"`
+	NTest   int    `json:"n_test"`
+	Classes int    `json:"classes"`
+}
+
+// Floats is a float64 slice whose NaN and infinite entries are JSON null (read back
+// as NaN).
+type Floats []float64
+
+// MarshalJSON writes non-finite entries as null.
+func (f Floats) MarshalJSON() ([]byte, error) {
+	if f == nil {
+		return []byte("null"), nil
+	}
+	out := make([]*float64, len(f))
+	for i, v := range f {
+		out[i] = nullable(v)
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads null entries as NaN.
+func (f *Floats) UnmarshalJSON(b []byte) error {
+	var in []*float64
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	if in == nil {
+		*f = nil
+		return nil
+	}
+	*f = make(Floats, len(in))
+	for i, p := range in {
+		if p == nil {
+			(*f)[i] = math.NaN()
+		} else {
+			(*f)[i] = *p
+		}
+	}
+	return nil
+}
+
+type resultAlias Result
+
+// resultJSON shadows the possibly infinite fields of Result with nullable ones.
+type resultJSON struct {
+	*resultAlias
+	Epsilon           *float64 `json:"epsilon"`
+	RDPOrder2         *float64 `json:"rdp_order2"`
+	EpsilonOrder      *float64 `json:"epsilon_order"`
+	MSEBoundFILMax    *float64 `json:"mse_bound_fil_max"`
+	MSEBoundFILMedian *float64 `json:"mse_bound_fil_median"`
+}
+
+func nullable(x float64) *float64 {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return nil
+	}
+	return &x
+}
+
+func fromNullable(p *float64) float64 {
+	if p == nil {
+		return math.Inf(1)
+	}
+	return *p
+}
+
+// MarshalJSON writes infinite ε, ε₂ and FIL MSE bounds as null.
+func (r Result) MarshalJSON() ([]byte, error) {
+	a := resultAlias(r)
+	return json.Marshal(resultJSON{
+		resultAlias:       &a,
+		Epsilon:           nullable(r.Epsilon),
+		RDPOrder2:         nullable(r.RDPOrder2),
+		EpsilonOrder:      nullable(r.EpsilonOrder),
+		MSEBoundFILMax:    nullable(r.MSEBoundFILMax),
+		MSEBoundFILMedian: nullable(r.MSEBoundFILMedian),
+	})
+}
+
+// UnmarshalJSON reads null ε, ε₂ and FIL MSE bounds back as +Inf.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	var j resultJSON
+	j.resultAlias = (*resultAlias)(r)
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	r.Epsilon = fromNullable(j.Epsilon)
+	r.RDPOrder2 = fromNullable(j.RDPOrder2)
+	r.EpsilonOrder = fromNullable(j.EpsilonOrder)
+	r.MSEBoundFILMax = fromNullable(j.MSEBoundFILMax)
+	r.MSEBoundFILMedian = fromNullable(j.MSEBoundFILMedian)
+	return nil
+}
+
+// WriteResult writes r to dir/result.json atomically.
+func WriteResult(dir string, r *Result) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode result: %w", err)
+	}
+	return writeFileAtomic(filepath.Join(dir, ResultFile), append(b, '\n'))
+}
+
+// ReadResult reads dir/result.json.
+func ReadResult(dir string) (*Result, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ResultFile))
+	if err != nil {
+		return nil, fmt.Errorf("read result: %w", err)
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("read result %s: %w", filepath.Join(dir, ResultFile), err)
+	}
+	return &r, nil
+}

@@ -1,0 +1,714 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/dpfil/dpfil/accounting"
+	"github.com/dpfil/dpfil/data"
+	"github.com/dpfil/dpfil/models"
+)
+
+// Options controls where and how a run executes; none of it changes the result.
+type Options struct {
+	Out      string               // run directory: result.json, dfil.npy, params, checkpoints ("" = write nothing)
+	Resume   bool                 // continue from Out's checkpoint if present
+	Progress func(Event)          // optional progress sink (step, loss, acc, eps, dfil max/median)
+	Logf     func(string, ...any) // optional log sink
+
+	// CheckpointEvery writes a checkpoint every n steps (> 0); 0 checkpoints every
+	// CheckpointInterval of wall time (default 2 minutes); < 0 only on cancellation
+	// and between repeats.
+	CheckpointEvery    int
+	CheckpointInterval time.Duration
+
+	// Data, when set, is used instead of loading Config.Dataset (e.g. a sweep that
+	// loads the data once). Its Train part must be non-empty.
+	Data *data.Split
+	// Model, when set, replaces the engine model built from Config.Model; its input
+	// dimension must match the data. Tests use it to pin the optimizer glue.
+	Model models.Model
+}
+
+// Event is one progress report.
+type Event struct {
+	Repeat, Repeats int
+	Step, Steps     int     // steps done in this repeat, of T
+	Loss            float64 // mean loss of the last non-empty batch
+	TestAccuracy    float64 // latest test accuracy (NaN before the first evaluation)
+	Epsilon         float64 // ε at δ after Step steps (+Inf without noise)
+	DFILMax         float64 // current max / median dFIL of this repeat (0 when FIL is off)
+	DFILMedian      float64
+}
+
+// setup is everything a run derives from its config and data before training.
+type setup struct {
+	cfg        Config
+	arch       models.Arch
+	model      models.Model
+	train      *data.Dataset
+	test       *data.Dataset
+	n, d, p    int
+	steps      int
+	q          float64
+	clip       models.Clip
+	c          float64 // clip constant
+	noiseStd   float64 // σC
+	kappa      float64
+	filDelta   float64
+	filK       int // coordinates per sample and step (d when exact); 0 = off
+	eps        float64
+	epsOrder   float64
+	rdp2       float64
+	oneStepRDP []float64 // per-order RDP of one step (nil when σ = 0)
+	orders     []float64
+}
+
+// Run trains cfg.Repeats independent models with DP-SGD and returns the result, also
+// written to opt.Out. Cancelling ctx stops at a step boundary after writing a
+// checkpoint (when opt.Out is set) and returns ctx.Err().
+func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	logf := opt.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	var ck *checkpoint
+	if opt.Out != "" {
+		if err := os.MkdirAll(opt.Out, 0o755); err != nil {
+			return nil, fmt.Errorf("create run directory: %w", err)
+		}
+		var err error
+		if ck, err = loadCheckpoint(opt.Out); err != nil {
+			return nil, err
+		}
+		_, statErr := os.Stat(filepath.Join(opt.Out, ResultFile))
+		hasResult := statErr == nil
+		if !errors.Is(statErr, fs.ErrNotExist) && statErr != nil {
+			return nil, fmt.Errorf("run directory: %w", statErr)
+		}
+		switch {
+		case !opt.Resume && (ck != nil || hasResult):
+			return nil, fmt.Errorf("run directory %s already holds a run; resume it or choose another output directory", opt.Out)
+		case opt.Resume && ck == nil && hasResult:
+			r, err := ReadResult(opt.Out)
+			if err != nil {
+				return nil, err
+			}
+			if r.Config.Hash() != cfg.Hash() {
+				return nil, fmt.Errorf("run directory %s holds a finished run of a different config (hash %s, want %s)", opt.Out, r.Config.Hash(), cfg.Hash())
+			}
+			logf("run in %s is already finished", opt.Out)
+			return r, nil
+		case ck != nil && ck.ConfigHash != cfg.Hash():
+			return nil, fmt.Errorf("checkpoint in %s is of a different config (hash %s, want %s)", opt.Out, ck.ConfigHash, cfg.Hash())
+		}
+	}
+	s, err := prepare(cfg, opt, logf)
+	if err != nil {
+		return nil, err
+	}
+	if ck == nil {
+		ck = &checkpoint{Config: cfg, ConfigHash: cfg.Hash()}
+	} else {
+		logf("resuming %s: repeat %d/%d", opt.Out, ck.Repeat+1, cfg.Repeats)
+	}
+	return s.run(ctx, ck, opt, logf)
+}
+
+// prepare loads the data and the model and computes the accounting constants.
+func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error) {
+	s := &setup{cfg: cfg}
+	var err error
+	if s.arch, err = models.ArchByName(cfg.Model); err != nil {
+		return nil, err
+	}
+	split := opt.Data
+	if split == nil {
+		split, err = data.Load(cfg.Dataset, data.Options{DataDir: cfg.DataDir, Logf: logf})
+		if err != nil {
+			return nil, fmt.Errorf("load dataset %s: %w", cfg.Dataset, err)
+		}
+	}
+	if split.Train == nil || split.Train.N == 0 {
+		return nil, fmt.Errorf("dataset %s has no training samples", cfg.Dataset)
+	}
+	s.train, s.test = split.Train, split.Test
+	if cfg.TrainSubset > 0 {
+		if cfg.TrainSubset > s.train.N {
+			return nil, fmt.Errorf("train_subset = %d exceeds the %d training samples of %s", cfg.TrainSubset, s.train.N, cfg.Dataset)
+		}
+		if s.train, err = s.train.Head(cfg.TrainSubset); err != nil {
+			return nil, fmt.Errorf("train subset: %w", err)
+		}
+	}
+	s.model = opt.Model
+	if s.model == nil {
+		if s.model, err = newModel(s.arch, cfg.Device); err != nil {
+			return nil, err
+		}
+	} else {
+		s.arch = s.model.Arch()
+	}
+	s.n, s.d, s.p = s.train.N, s.train.Dim(), s.model.NumParams()
+	if s.model.InputDim() != s.d {
+		return nil, fmt.Errorf("model %s takes %d input values, dataset %s has %d (%dx%dx%d)", s.arch.Name, s.model.InputDim(), cfg.Dataset, s.d, s.train.C, s.train.H, s.train.W)
+	}
+	if s.train.Classes > s.arch.Classes {
+		return nil, fmt.Errorf("dataset %s has %d classes, model %s only %d outputs", cfg.Dataset, s.train.Classes, s.arch.Name, s.arch.Classes)
+	}
+	if s.test != nil && (s.test.Dim() != s.d || s.test.Classes > s.arch.Classes) {
+		return nil, fmt.Errorf("dataset %s: test split shape does not match the training split", cfg.Dataset)
+	}
+	if cfg.Batch > s.n {
+		return nil, fmt.Errorf("batch = %d exceeds the %d training samples", cfg.Batch, s.n)
+	}
+	s.steps = cfg.ResolveSteps(s.n)
+	if s.steps < 1 {
+		return nil, fmt.Errorf("epochs = %v gives no steps", cfg.Epochs)
+	}
+	s.q = float64(cfg.Batch) / float64(s.n)
+	if s.clip, err = cfg.clip(); err != nil {
+		return nil, err
+	}
+	s.c = s.clip.Constant()
+	if !(s.c >= 1) || math.IsInf(s.c, 0) {
+		return nil, fmt.Errorf("clip constant c = %v must be finite and ≥ 1", s.c)
+	}
+	s.noiseStd = cfg.Sigma * cfg.Clip
+	s.filDelta = cfg.FILDelta
+	if s.filDelta == 0 {
+		s.filDelta = accounting.DefaultFILDelta(s.steps, s.n)
+	}
+	s.orders = accounting.DefaultOrders()
+	if cfg.Sigma > 0 {
+		rdp := accounting.NewRDP(s.orders)
+		if err := rdp.Compose(s.q, cfg.Sigma/s.c, s.steps); err != nil {
+			return nil, fmt.Errorf("RDP accounting: %w", err)
+		}
+		if s.eps, s.epsOrder, err = rdp.Epsilon(cfg.Delta, accounting.ConversionImproved); err != nil {
+			return nil, fmt.Errorf("RDP accounting: %w", err)
+		}
+		if s.rdp2, err = rdp.At(2); err != nil {
+			return nil, fmt.Errorf("RDP accounting: %w", err)
+		}
+		if s.oneStepRDP, err = accounting.StepRDP(s.q, cfg.Sigma/s.c, s.orders); err != nil {
+			return nil, fmt.Errorf("RDP accounting: %w", err)
+		}
+		if s.kappa, err = accounting.Kappa(s.q, cfg.Sigma, s.c, s.filDelta); err != nil {
+			return nil, fmt.Errorf("FIL accounting: %w", err)
+		}
+	} else {
+		s.eps, s.epsOrder, s.rdp2, s.kappa = math.Inf(1), math.NaN(), math.Inf(1), 1
+	}
+	if cfg.FILEnabled() {
+		s.filK = cfg.FILCoords
+		if cfg.FILExact {
+			s.filK = s.d
+		}
+	}
+	return s, nil
+}
+
+// epsilonAfter is ε at δ after t steps (for progress reports).
+func (s *setup) epsilonAfter(t int) float64 {
+	if s.oneStepRDP == nil {
+		return math.Inf(1)
+	}
+	r := accounting.RDP{Orders: s.orders, Values: make([]float64, len(s.orders))}
+	for i, v := range s.oneStepRDP {
+		r.Values[i] = float64(t) * v
+	}
+	eps, _, err := r.Epsilon(s.cfg.Delta, accounting.ConversionImproved)
+	if err != nil {
+		return math.NaN()
+	}
+	return eps
+}
+
+// worker holds the buffers and state of the repeat being trained.
+type worker struct {
+	s        *setup
+	st       *repeatState
+	opt      *momentumSGD
+	sampler  sampler
+	coordRNG *rngState
+	noiseRNG *rngState
+	fil      *accounting.FIL
+	rdp      *accounting.RDP
+
+	p32    []float32
+	x      []float32
+	y      []int
+	sum    []float32
+	losses []float64
+	grad   []float64
+	coords [][]int
+	sq     []float64
+	traceI []float64
+}
+
+func (s *setup) newWorker(repeat int, st *repeatState) (*worker, error) {
+	w := &worker{s: s}
+	w.sampler = nil
+	samplerRNG := newRNG(newStream(s.cfg.Seed, repeat, streamSampler))
+	w.coordRNG = newRNG(newStream(s.cfg.Seed, repeat, streamCoords))
+	w.noiseRNG = newRNG(newStream(s.cfg.Seed, repeat, streamNoise))
+	var err error
+	if w.sampler, err = newSampler(s.cfg.Sampling, s.n, s.cfg.Batch, samplerRNG); err != nil {
+		return nil, err
+	}
+	w.opt = newMomentumSGD(s.cfg.LR, s.cfg.Momentum, s.cfg.WeightDecay, s.p)
+	if st == nil {
+		st = &repeatState{Repeat: repeat, InitSeed: deriveSeed(s.cfg.Seed, repeat, streamInit), LastLoss: math.NaN()}
+		init := s.model.Init(st.InitSeed)
+		if len(init) != s.p {
+			return nil, fmt.Errorf("model init returned %d parameters, want %d", len(init), s.p)
+		}
+		st.Params = make([]float64, s.p)
+		for i, v := range init {
+			st.Params[i] = float64(v)
+		}
+		st.Velocity = w.opt.velocity
+		if s.filK > 0 {
+			if st.FIL, err = accounting.NewFIL(s.n, s.d, s.kappa); err != nil {
+				return nil, fmt.Errorf("FIL accounting: %w", err)
+			}
+		}
+		if s.oneStepRDP != nil {
+			st.RDP = accounting.NewRDP(s.orders)
+		}
+	} else {
+		if st.Repeat != repeat || len(st.Params) != s.p || len(st.Velocity) != s.p || st.Step < 0 || st.Step > s.steps {
+			return nil, fmt.Errorf("checkpoint state does not fit the run (repeat %d, %d params, step %d)", st.Repeat, len(st.Params), st.Step)
+		}
+		if (st.FIL != nil) != (s.filK > 0) || st.FIL != nil && (st.FIL.N != s.n || st.FIL.D != s.d || len(st.FIL.Sum) != s.n) {
+			return nil, fmt.Errorf("checkpoint FIL state does not fit the run")
+		}
+		if (st.RDP != nil) != (s.oneStepRDP != nil) {
+			return nil, fmt.Errorf("checkpoint RDP state does not fit the run")
+		}
+		if err := w.sampler.restore(st.Sampler); err != nil {
+			return nil, err
+		}
+		if err := w.coordRNG.unmarshal(st.CoordsRNG); err != nil {
+			return nil, err
+		}
+		if err := w.noiseRNG.unmarshal(st.NoiseRNG); err != nil {
+			return nil, err
+		}
+		w.opt.velocity = st.Velocity
+	}
+	w.st, w.fil, w.rdp = st, st.FIL, st.RDP
+	w.p32 = make([]float32, s.p)
+	w.syncParams()
+	w.sum = make([]float32, s.p)
+	w.grad = make([]float64, s.p)
+	return w, nil
+}
+
+// syncParams refreshes the float32 copy the model consumes from the float64 master.
+func (w *worker) syncParams() {
+	for i, v := range w.st.Params {
+		w.p32[i] = float32(v)
+	}
+}
+
+// snapshot captures the RNG and sampler states into w.st (for a checkpoint).
+func (w *worker) snapshot() error {
+	var err error
+	if w.st.Sampler, err = w.sampler.state(); err != nil {
+		return err
+	}
+	if w.st.CoordsRNG, err = w.coordRNG.marshal(); err != nil {
+		return err
+	}
+	if w.st.NoiseRNG, err = w.noiseRNG.marshal(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// step performs one DP-SGD step (seed 000 Algorithm 1 lines 6–13) and returns the
+// batch size.
+func (w *worker) step() (int, error) {
+	s := w.s
+	idx := w.sampler.next()
+	nb := len(idx)
+	clear(w.sum)
+	if nb > 0 {
+		d := s.d
+		w.x = slices.Grow(w.x[:0], nb*d)[:nb*d]
+		w.y = slices.Grow(w.y[:0], nb)[:nb]
+		for j, i := range idx {
+			copy(w.x[j*d:(j+1)*d], s.train.Image(i))
+			w.y[j] = s.train.Labels[i]
+		}
+		w.losses = slices.Grow(w.losses[:0], nb)[:nb]
+		if err := s.model.ClippedGradSum(w.p32, w.x, w.y, s.clip, w.sum, w.losses); err != nil {
+			return 0, fmt.Errorf("step %d: clipped gradients: %w", w.st.Step+1, err)
+		}
+		loss := 0.0
+		for _, l := range w.losses {
+			loss += l
+		}
+		w.st.LastLoss = loss / float64(nb)
+		if s.filK > 0 {
+			if err := w.filStep(idx); err != nil {
+				return 0, fmt.Errorf("step %d: %w", w.st.Step+1, err)
+			}
+		}
+	}
+	// ḡ = (Σ g̃ + N(0, σ²C²I)) / B, B the nominal batch size (also for Poisson).
+	b := float64(s.cfg.Batch)
+	if s.noiseStd > 0 {
+		r := w.noiseRNG.r
+		for i, v := range w.sum {
+			w.grad[i] = (float64(v) + s.noiseStd*r.NormFloat64()) / b
+		}
+	} else {
+		for i, v := range w.sum {
+			w.grad[i] = float64(v) / b
+		}
+	}
+	w.opt.step(w.st.Params, w.grad)
+	for i, v := range w.st.Params {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return 0, fmt.Errorf("step %d: training diverged (parameter %d is %v); lower lr or clip", w.st.Step+1, i, v)
+		}
+	}
+	w.syncParams()
+	if w.rdp != nil {
+		if err := w.rdp.Compose(s.q, s.cfg.Sigma/s.c, 1); err != nil {
+			return 0, fmt.Errorf("step %d: RDP accounting: %w", w.st.Step+1, err)
+		}
+	}
+	w.st.Step++
+	w.st.Samples += int64(nb)
+	return nb, nil
+}
+
+// filStep adds the FIL of the step for the batch idx, on the parameters before the
+// update: Tr(I_t) = (d/k)·Σ_j ‖J e_{i_j}‖² / (σC)², coordinates i_j drawn with
+// replacement independently per sample, step and draw (exact: all d coordinates).
+func (w *worker) filStep(idx []int) error {
+	s := w.s
+	nb, k := len(idx), s.filK
+	if cap(w.coords) < nb {
+		w.coords = make([][]int, nb)
+	}
+	w.coords = w.coords[:nb]
+	for j := range w.coords {
+		if cap(w.coords[j]) < k {
+			w.coords[j] = make([]int, k)
+		}
+		c := w.coords[j][:k]
+		if s.cfg.FILExact {
+			for i := range c {
+				c[i] = i
+			}
+		} else {
+			for i := range c {
+				c[i] = w.coordRNG.r.IntN(s.d)
+			}
+		}
+		w.coords[j] = c
+	}
+	w.sq = slices.Grow(w.sq[:0], nb)[:nb]
+	w.traceI = slices.Grow(w.traceI[:0], nb)[:nb]
+	if err := s.model.FILSqNorms(w.p32, w.x, w.y, s.clip, w.coords, w.sq); err != nil {
+		return fmt.Errorf("FIL: %w", err)
+	}
+	scale := float64(s.d) / float64(k) / (s.noiseStd * s.noiseStd)
+	for j, v := range w.sq {
+		w.traceI[j] = scale * v
+	}
+	if err := w.fil.AddStep(idx, w.traceI); err != nil {
+		return fmt.Errorf("FIL accounting: %w", err)
+	}
+	return nil
+}
+
+// dfilStats returns the current max and median dFIL of the repeat.
+func (w *worker) dfilStats() (maxV, median float64) {
+	if w.fil == nil {
+		return 0, 0
+	}
+	v := slices.Clone(w.fil.Sum)
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n-1], v[n/2]
+	}
+	return v[n-1], (v[n/2-1] + v[n/2]) / 2
+}
+
+// evaluation of a model on a dataset.
+type evaluation struct {
+	Accuracy, Loss float64
+	PerClass       Floats
+}
+
+// evaluate computes accuracy, mean cross-entropy and per-class accuracy of params on
+// ds (in chunks of 500 samples).
+func evaluate(m models.Model, params []float32, ds *data.Dataset, classes int) (evaluation, error) {
+	if ds == nil || ds.N == 0 {
+		return evaluation{Accuracy: math.NaN(), Loss: math.NaN()}, nil
+	}
+	const chunk = 500
+	d := ds.Dim()
+	logits := make([]float32, chunk*classes)
+	correct := make([]int, ds.Classes)
+	counts := ds.ClassCounts()
+	var loss float64
+	total := 0
+	for s0 := 0; s0 < ds.N; s0 += chunk {
+		n := min(chunk, ds.N-s0)
+		if err := m.Logits(params, ds.Images[s0*d:(s0+n)*d], n, logits[:n*classes]); err != nil {
+			return evaluation{}, fmt.Errorf("evaluate on %s: %w", ds.Name, err)
+		}
+		for i := 0; i < n; i++ {
+			z := logits[i*classes : (i+1)*classes]
+			y := ds.Labels[s0+i]
+			best, mx := 0, float64(z[0])
+			for c := 1; c < classes; c++ {
+				if float64(z[c]) > mx {
+					best, mx = c, float64(z[c])
+				}
+			}
+			lse := 0.0
+			for _, v := range z {
+				lse += math.Exp(float64(v) - mx)
+			}
+			loss += mx + math.Log(lse) - float64(z[y])
+			if best == y {
+				correct[y]++
+				total++
+			}
+		}
+	}
+	ev := evaluation{Accuracy: float64(total) / float64(ds.N), Loss: loss / float64(ds.N), PerClass: make(Floats, ds.Classes)}
+	for c := range ev.PerClass {
+		if counts[c] > 0 {
+			ev.PerClass[c] = float64(correct[c]) / float64(counts[c])
+		} else {
+			ev.PerClass[c] = math.NaN()
+		}
+	}
+	if math.IsNaN(ev.Loss) || math.IsInf(ev.Loss, 0) {
+		return evaluation{}, fmt.Errorf("evaluate on %s: non-finite loss %v", ds.Name, ev.Loss)
+	}
+	return ev, nil
+}
+
+// run trains the repeats from ck onwards, checkpointing into opt.Out.
+func (s *setup) run(ctx context.Context, ck *checkpoint, opt Options, logf func(string, ...any)) (*Result, error) {
+	segStart := time.Now()
+	var segSamples int64
+	wall := func() float64 { return ck.Wall + time.Since(segStart).Seconds() }
+	interval := opt.CheckpointInterval
+	if interval <= 0 {
+		interval = 2 * time.Minute
+	}
+	lastCk := time.Now()
+	save := func(w *worker) error {
+		if opt.Out == "" {
+			return nil
+		}
+		if w != nil {
+			if err := w.snapshot(); err != nil {
+				return err
+			}
+			ck.Cur = w.st
+		} else {
+			ck.Cur = nil
+		}
+		saved := *ck
+		saved.Wall = wall()
+		saved.Samples = ck.Samples + segSamples
+		if err := saveCheckpoint(opt.Out, &saved); err != nil {
+			return err
+		}
+		lastCk = time.Now()
+		return nil
+	}
+	progressEvery := max(1, s.steps/200)
+	for ck.Repeat < s.cfg.Repeats {
+		r := ck.Repeat
+		w, err := s.newWorker(r, ck.Cur)
+		if err != nil {
+			return nil, err
+		}
+		ck.Cur = w.st
+		testAcc := math.NaN()
+		if n := len(w.st.History); n > 0 {
+			testAcc = w.st.History[n-1].TestAccuracy
+		}
+		for w.st.Step < s.steps {
+			if err := ctx.Err(); err != nil {
+				if serr := save(w); serr != nil {
+					return nil, fmt.Errorf("%w (and the checkpoint failed: %v)", err, serr)
+				}
+				return nil, err
+			}
+			nb, err := w.step()
+			if err != nil {
+				return nil, err
+			}
+			segSamples += int64(nb)
+			t := w.st.Step
+			if s.cfg.EvalEvery > 0 && t%s.cfg.EvalEvery == 0 && t < s.steps {
+				ev, err := evaluate(s.model, w.p32, s.test, s.arch.Classes)
+				if err != nil {
+					return nil, err
+				}
+				testAcc = ev.Accuracy
+				w.st.History = append(w.st.History, EvalPoint{Step: t, BatchLoss: w.st.LastLoss, TestAccuracy: ev.Accuracy, TestLoss: ev.Loss})
+			}
+			if opt.Progress != nil && (t%progressEvery == 0 || t == s.steps) {
+				mx, med := w.dfilStats()
+				opt.Progress(Event{Repeat: r, Repeats: s.cfg.Repeats, Step: t, Steps: s.steps, Loss: w.st.LastLoss,
+					TestAccuracy: testAcc, Epsilon: s.epsilonAfter(t), DFILMax: mx, DFILMedian: med})
+			}
+			due := opt.CheckpointEvery > 0 && t%opt.CheckpointEvery == 0 ||
+				opt.CheckpointEvery == 0 && time.Since(lastCk) >= interval
+			if due && t < s.steps {
+				if err := save(w); err != nil {
+					return nil, err
+				}
+			}
+		}
+		rr, err := s.finishRepeat(w)
+		if err != nil {
+			return nil, err
+		}
+		logf("repeat %d/%d: test accuracy %.4f, train loss %.4f", r+1, s.cfg.Repeats, rr.TestAccuracy, rr.TrainLoss)
+		ck.Done = append(ck.Done, rr)
+		ck.Repeat++
+		ck.Cur = nil
+		if err := save(nil); err != nil {
+			return nil, err
+		}
+	}
+	res, err := s.result(ck, wall(), ck.Samples+segSamples)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Out != "" {
+		if err := s.writeOutputs(opt.Out, ck, res); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// finishRepeat evaluates the final model of a repeat.
+func (s *setup) finishRepeat(w *worker) (RepeatResult, error) {
+	te, err := evaluate(s.model, w.p32, s.test, s.arch.Classes)
+	if err != nil {
+		return RepeatResult{}, err
+	}
+	tr, err := evaluate(s.model, w.p32, s.train, s.arch.Classes)
+	if err != nil {
+		return RepeatResult{}, err
+	}
+	mx, med := w.dfilStats()
+	rr := RepeatResult{
+		Repeat: w.st.Repeat, InitSeed: w.st.InitSeed,
+		TestAccuracy: te.Accuracy, TestLoss: te.Loss, PerClassAccuracy: te.PerClass,
+		TrainLoss: tr.Loss, TrainAccuracy: tr.Accuracy, SamplesSeen: w.st.Samples,
+		DFILMax: mx, DFILMedian: med, History: w.st.History,
+		Params: slices.Clone(w.p32),
+	}
+	if w.fil != nil {
+		rr.DFIL = w.fil.DFIL()
+	}
+	return rr, nil
+}
+
+// result aggregates the finished repeats.
+func (s *setup) result(ck *checkpoint, wallSec float64, samples int64) (*Result, error) {
+	cfg := s.cfg
+	res := &Result{
+		Config: cfg, Epsilon: s.eps, EpsilonOrder: s.epsOrder, RDPOrder2: s.rdp2,
+		MSEBoundRDP: accounting.MSEBoundRDP(s.rdp2), Conversion: accounting.ConversionImproved.String(),
+		NoiseMultiplierRDP: cfg.Sigma / s.c, ClipConstant: s.c, SampleRate: s.q, Steps: s.steps,
+		Sampling: cfg.Sampling, FIL: s.filK > 0, FILCoordsUsed: s.filK, FILInput: "raw_pixels",
+		Kappa: s.kappa, FILDelta: s.filDelta, Repeats: ck.Done, NumParams: s.p, InputDim: s.d,
+		Dataset:     DatasetInfo{Name: s.train.Name, Source: s.train.Source, SHA256: s.train.SHA256, NTrain: s.n, Classes: s.train.Classes},
+		GitCommit:   gitCommit(),
+		WallSeconds: wallSec,
+	}
+	if s.test != nil {
+		res.Dataset.NTest = s.test.N
+	}
+	if wallSec > 0 {
+		res.SamplesPerSec = float64(samples) / wallSec
+	}
+	if cfg.Sigma == 0 {
+		res.MSEBoundRDP = 0
+	}
+	k := float64(len(ck.Done))
+	res.PerClassAccuracy = make(Floats, len(ck.Done[0].PerClassAccuracy))
+	for _, rr := range ck.Done {
+		res.TestAccuracies = append(res.TestAccuracies, rr.TestAccuracy)
+		res.TestAccuracy += rr.TestAccuracy / k
+		res.TrainLoss += rr.TrainLoss / k
+		res.TrainAccuracy += rr.TrainAccuracy / k
+		res.TestLoss += rr.TestLoss / k
+		for c, a := range rr.PerClassAccuracy {
+			res.PerClassAccuracy[c] += a / k
+		}
+	}
+	if s.filK > 0 {
+		runs := make([][]float64, len(ck.Done))
+		for i, rr := range ck.Done {
+			runs[i] = rr.DFIL
+		}
+		mean, err := accounting.MeanDFIL(runs...)
+		if err != nil {
+			return nil, fmt.Errorf("FIL accounting: %w", err)
+		}
+		sum := accounting.SummarizeDFIL(mean)
+		res.DFILMax, res.DFILMedian, res.DFILMean = sum.Max, sum.Median, sum.Mean
+		res.MSEBoundFILMax, res.MSEBoundFILMedian = sum.MSEBoundMax, sum.MSEBoundMedian
+		res.DFILQuantiles = sum.Quantiles
+		res.DFIL = mean
+	} else {
+		res.MSEBoundFILMax, res.MSEBoundFILMedian = math.Inf(1), math.Inf(1)
+	}
+	return res, nil
+}
+
+// writeOutputs writes dfil.npy, the parameter files and result.json (last), then
+// removes the checkpoint.
+func (s *setup) writeOutputs(dir string, ck *checkpoint, res *Result) error {
+	if res.DFIL != nil {
+		if err := accounting.SaveDFIL(filepath.Join(dir, DFILFile), res.DFIL); err != nil {
+			return fmt.Errorf("save dFIL: %w", err)
+		}
+		res.DFILPath = DFILFile
+	}
+	for _, rr := range ck.Done {
+		if err := SaveParams(filepath.Join(dir, paramsFileName(rr.Repeat)), rr.Params); err != nil {
+			return err
+		}
+	}
+	res.ParamsPath = ParamsFile
+	if err := WriteResult(dir, res); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(dir, CheckpointFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove checkpoint: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,457 @@
+package train
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/dpfil/dpfil/accounting"
+	"github.com/dpfil/dpfil/data"
+	"github.com/dpfil/dpfil/models"
+	"github.com/dpfil/dpfil/models/oracle"
+)
+
+// batchesOf replays the sampler of repeat r of cfg on n samples.
+func batchesOf(t *testing.T, cfg Config, r, n, steps int) [][]int {
+	t.Helper()
+	s, err := newSampler(cfg.Sampling, n, cfg.Batch, newRNG(newStream(cfg.Seed, r, streamSampler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([][]int, steps)
+	for i := range out {
+		out[i] = slices.Clone(s.next())
+	}
+	return out
+}
+
+func tinyConfig() Config {
+	c := DefaultConfig()
+	c.Model = "linear" // replaced by the test model through Options.Model
+	c.Dataset = "toy"
+	c.FILCoords = 0
+	return c
+}
+
+// TestStepMatchesHandComputed pins the DP-SGD glue — batch, clipping, noise N(0,σ²C²I)
+// on the sum, division by the nominal B, momentum and weight decay — against a step
+// computed by hand from the test model's analytic gradients.
+func TestStepMatchesHandComputed(t *testing.T) {
+	cases := []struct {
+		name     string
+		sampling string
+		clipMode string
+		batch    int
+		sigma    float64
+		clip     float64
+		wd       float64
+		mom      float64
+		steps    int
+	}{
+		{"shuffle-hard", SamplingShuffle, ClipModeHard, 3, 0.7, 0.5, 0, 0.5, 4},
+		{"shuffle-smooth-wd", SamplingShuffle, ClipModeSmooth, 4, 1.3, 0.8, 0.01, 0.9, 5},
+		{"poisson-smooth", SamplingPoisson, ClipModeSmooth, 2, 0.5, 2, 0.001, 0.5, 6},
+		{"no-noise", SamplingShuffle, ClipModeHard, 5, 0, 0.3, 0, 0, 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &softmaxModel{d: 4, k: 3}
+			split := toyData(9, 6, 4, 3, 1)
+			cfg := tinyConfig()
+			cfg.Sampling, cfg.ClipMode, cfg.Batch, cfg.Sigma, cfg.Clip = tc.sampling, tc.clipMode, tc.batch, tc.sigma, tc.clip
+			cfg.WeightDecay, cfg.Momentum, cfg.Steps, cfg.LR, cfg.Seed = tc.wd, tc.mom, tc.steps, 0.3, 42
+			res, err := Run(context.Background(), cfg, Options{Model: m, Data: split})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// By hand.
+			clip, _ := cfg.clip()
+			p32 := m.Init(deriveSeed(cfg.Seed, 0, streamInit))
+			w := make([]float64, len(p32))
+			for i, v := range p32 {
+				w[i] = float64(v)
+			}
+			v := make([]float64, len(w))
+			noise := newRNG(newStream(cfg.Seed, 0, streamNoise)).r
+			sawEmpty := false
+			for _, idx := range batchesOf(t, cfg, 0, split.Train.N, cfg.Steps) {
+				sawEmpty = sawEmpty || len(idx) == 0
+				sum := make([]float64, len(w))
+				for _, i := range idx {
+					g, _ := m.clipped(p32, m.sample(split.Train.Images, i), split.Train.Labels[i], clip)
+					for j := range g {
+						sum[j] += g[j]
+					}
+				}
+				for j := range w {
+					gbar := sum[j] / float64(cfg.Batch)
+					if cfg.Sigma > 0 {
+						gbar += cfg.Sigma * cfg.Clip * noise.NormFloat64() / float64(cfg.Batch)
+					}
+					gbar += cfg.WeightDecay * w[j]
+					v[j] = cfg.Momentum*v[j] + gbar
+					w[j] -= cfg.LR * v[j]
+				}
+				for j := range w {
+					p32[j] = float32(w[j])
+				}
+			}
+			got := res.Repeats[0].Params
+			for j := range w {
+				if math.Abs(float64(got[j])-w[j]) > 1e-5*(1+math.Abs(w[j])) {
+					t.Fatalf("param %d: trainer %v, by hand %v", j, got[j], w[j])
+				}
+			}
+			if tc.sampling == SamplingPoisson && !sawEmpty {
+				t.Logf("no empty Poisson batch in this case")
+			}
+		})
+	}
+}
+
+// TestNoNoiseHugeClipIsPlainSGD: σ = 0 and C → ∞ (hard clipping) is plain momentum
+// SGD on the mean loss, checked against the Gorgonia oracle's batch gradient.
+func TestNoNoiseHugeClipIsPlainSGD(t *testing.T) {
+	for _, model := range []string{"linear", "mlp"} {
+		t.Run(model, func(t *testing.T) {
+			split := imageToyData(40, 20, 3)
+			cfg := DefaultConfig()
+			cfg.Model, cfg.Dataset, cfg.Sigma, cfg.Clip, cfg.ClipMode = model, "toy", 0, 1e9, ClipModeHard
+			cfg.FILCoords, cfg.Batch, cfg.Steps, cfg.LR, cfg.Momentum, cfg.Seed = 0, 8, 6, 0.2, 0.5, 7
+			res, err := Run(context.Background(), cfg, Options{Data: split})
+			if err != nil {
+				t.Fatal(err)
+			}
+			arch, _ := models.ArchByName(model)
+			eng, err := models.NewCPUModel(arch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gr, err := oracle.Build(arch, cfg.Batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p32 := eng.Init(deriveSeed(cfg.Seed, 0, streamInit))
+			init := slices.Clone(p32)
+			w := make([]float64, len(p32))
+			for i, v := range p32 {
+				w[i] = float64(v)
+			}
+			vel := make([]float64, len(w))
+			d := split.Train.Dim()
+			for _, idx := range batchesOf(t, cfg, 0, split.Train.N, cfg.Steps) {
+				x := make([]float64, 0, len(idx)*d)
+				y := make([]int, 0, len(idx))
+				for _, i := range idx {
+					for _, v := range split.Train.Image(i) {
+						x = append(x, float64(v))
+					}
+					y = append(y, split.Train.Labels[i])
+				}
+				g, _, err := gr.BatchGrad(w, x, y)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j := range w {
+					vel[j] = cfg.Momentum*vel[j] + g[j]/float64(cfg.Batch)
+					w[j] -= cfg.LR * vel[j]
+				}
+			}
+			// float32 engine vs float64 oracle: the error must be tiny compared to how
+			// far the parameters moved (a wrong divisor, momentum or step moves them O(1)
+			// differently).
+			got := res.Repeats[0].Params
+			maxErr, moved := 0.0, 0.0
+			for j := range w {
+				maxErr = math.Max(maxErr, math.Abs(float64(got[j])-w[j]))
+				moved = math.Max(moved, math.Abs(w[j]-float64(init[j])))
+			}
+			if !(maxErr <= 1e-3*moved) {
+				t.Fatalf("trainer vs oracle momentum SGD: max abs error %g, parameters moved up to %g", maxErr, moved)
+			}
+			t.Logf("max abs error %.3g, moved %.3g", maxErr, moved)
+		})
+	}
+}
+
+// TestFILMatchesHandFedAccountant replays the engine's per-step FILSqNorms values into
+// a fresh accountant and checks dFIL, κ, coordinate independence and that samples
+// never drawn have dFIL 0.
+func TestFILMatchesHandFedAccountant(t *testing.T) {
+	for _, sampling := range []string{SamplingShuffle, SamplingPoisson} {
+		t.Run(sampling, func(t *testing.T) {
+			m := &softmaxModel{d: 16, k: 3, record: true}
+			split := toyData(60, 10, 16, 3, 5)
+			cfg := tinyConfig()
+			cfg.Sampling, cfg.Batch, cfg.Steps, cfg.Sigma, cfg.Clip = sampling, 4, 5, 0.8, 1.5
+			cfg.FILCoords, cfg.Seed = 6, 11
+			res, err := Run(context.Background(), cfg, Options{Model: m, Data: split})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, d := split.Train.N, 16
+			q := float64(cfg.Batch) / float64(n)
+			c := models.Clip{Mode: models.ClipSmooth, C: cfg.Clip}.Constant()
+			kappa, err := accounting.Kappa(q, cfg.Sigma, c, 1/float64(cfg.Steps*n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Kappa != kappa {
+				t.Fatalf("kappa %v, want %v", res.Kappa, kappa)
+			}
+			fil, _ := accounting.NewFIL(n, d, kappa)
+			batches := batchesOf(t, cfg, 0, n, cfg.Steps)
+			drawn := make([]bool, n)
+			call := 0
+			for _, idx := range batches {
+				if len(idx) == 0 {
+					continue
+				}
+				fc := m.filCall[call]
+				call++
+				tr := make([]float64, len(idx))
+				for j, i := range idx {
+					drawn[i] = true
+					if fc.y[j] != split.Train.Labels[i] {
+						t.Fatalf("FIL call %d sample %d: label %d, want %d", call, j, fc.y[j], split.Train.Labels[i])
+					}
+					tr[j] = float64(d) / float64(cfg.FILCoords) * fc.out[j] / (cfg.Sigma * cfg.Sigma * cfg.Clip * cfg.Clip)
+				}
+				if err := fil.AddStep(idx, tr); err != nil {
+					t.Fatal(err)
+				}
+				// coordinates: k per sample, in range, not shared between samples or draws
+				distinct := map[int]bool{}
+				for _, cs := range fc.coords {
+					if len(cs) != cfg.FILCoords {
+						t.Fatalf("%d coordinates, want %d", len(cs), cfg.FILCoords)
+					}
+					for _, c := range cs {
+						distinct[c] = true
+					}
+				}
+				if len(idx) > 1 && len(distinct) < 4 {
+					t.Fatalf("coordinates look shared between samples/draws: %v", fc.coords)
+				}
+			}
+			if call != len(m.filCall) {
+				t.Fatalf("%d FIL calls, %d non-empty batches", len(m.filCall), call)
+			}
+			want := fil.DFIL()
+			for i := range want {
+				if math.Abs(res.DFIL[i]-want[i]) > 1e-12*math.Abs(want[i]) {
+					t.Fatalf("sample %d: dFIL %v, hand-fed accountant %v", i, res.DFIL[i], want[i])
+				}
+				if !drawn[i] && res.DFIL[i] != 0 {
+					t.Fatalf("sample %d never drawn but dFIL %v", i, res.DFIL[i])
+				}
+				if drawn[i] && !(res.DFIL[i] > 0) {
+					t.Fatalf("sample %d drawn but dFIL %v", i, res.DFIL[i])
+				}
+			}
+			sum := accounting.SummarizeDFIL(want)
+			if res.DFILMax != sum.Max || res.MSEBoundFILMax != 1/sum.Max {
+				t.Fatalf("dfil max %v / bound %v, want %v / %v", res.DFILMax, res.MSEBoundFILMax, sum.Max, 1/sum.Max)
+			}
+		})
+	}
+}
+
+// TestFILExactEqualsFrobenius: with fil_exact the trace is ‖J‖_F²/(σC)² exactly,
+// checked for one step against the test model's Jacobian summed over all coordinates.
+func TestFILExactEqualsFrobenius(t *testing.T) {
+	m := &softmaxModel{d: 5, k: 2}
+	split := toyData(6, 4, 5, 2, 2)
+	cfg := tinyConfig()
+	cfg.Batch, cfg.Steps, cfg.FILExact, cfg.Sigma, cfg.Seed = 6, 1, true, 2, 3
+	res, err := Run(context.Background(), cfg, Options{Model: m, Data: split})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.Init(deriveSeed(cfg.Seed, 0, streamInit))
+	clip, _ := cfg.clip()
+	all := []int{0, 1, 2, 3, 4}
+	for i := 0; i < 6; i++ {
+		out := []float64{0}
+		if err := m.FILSqNorms(p, split.Train.Image(i), split.Train.Labels[i:i+1], clip, [][]int{all}, out); err != nil {
+			t.Fatal(err)
+		}
+		want := res.Kappa * out[0] / (cfg.Sigma * cfg.Sigma * cfg.Clip * cfg.Clip) / 5
+		if math.Abs(res.DFIL[i]-want) > 1e-12*want {
+			t.Fatalf("sample %d: dFIL %v, want %v", i, res.DFIL[i], want)
+		}
+	}
+}
+
+// TestResumeIsBitIdentical kills a run mid-way (in the second repeat), resumes it and
+// compares result.json (minus timings), dfil.npy and the parameter files with an
+// uninterrupted run.
+func TestResumeIsBitIdentical(t *testing.T) {
+	split := imageToyData(60, 20, 4)
+	cfg := DefaultConfig()
+	cfg.Model, cfg.Dataset, cfg.Batch, cfg.Steps, cfg.Repeats, cfg.FILCoords, cfg.Sigma = "mlp", "toy", 10, 12, 2, 3, 0.9
+	cfg.Sampling, cfg.EvalEvery = SamplingPoisson, 5
+	full := t.TempDir()
+	if _, err := Run(context.Background(), cfg, Options{Out: full, Data: split}); err != nil {
+		t.Fatal(err)
+	}
+	killed := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := Run(ctx, cfg, Options{Out: killed, Data: split, CheckpointEvery: 4, Progress: func(e Event) {
+		if e.Repeat == 1 && e.Step == 7 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("killed run returned %v, want context.Canceled", err)
+	}
+	if _, err := os.Stat(filepath.Join(killed, ResultFile)); err == nil {
+		t.Fatal("killed run wrote result.json")
+	}
+	ck, err := loadCheckpoint(killed)
+	if err != nil || ck == nil || ck.Repeat != 1 || ck.Cur.Step != 7 {
+		t.Fatalf("checkpoint after kill: %+v, %v", ck, err)
+	}
+	if _, err := Run(context.Background(), cfg, Options{Out: killed, Data: split}); err == nil {
+		t.Fatal("re-running into a directory with a checkpoint without Resume must fail")
+	}
+	if _, err := Run(context.Background(), cfg, Options{Out: killed, Data: split, Resume: true}); err != nil {
+		t.Fatal(err)
+	}
+	a, b := readComparable(t, full), readComparable(t, killed)
+	if !bytes.Equal(a, b) {
+		t.Fatalf("resumed result differs:\n%s\nvs\n%s", a, b)
+	}
+	for _, f := range []string{DFILFile, ParamsFile, "params_r1.npy"} {
+		x, _ := os.ReadFile(filepath.Join(full, f))
+		y, _ := os.ReadFile(filepath.Join(killed, f))
+		if len(x) == 0 || !bytes.Equal(x, y) {
+			t.Fatalf("%s differs after resume (%d vs %d bytes)", f, len(x), len(y))
+		}
+	}
+	if _, err := os.Stat(filepath.Join(killed, CheckpointFile)); err == nil {
+		t.Fatal("checkpoint left behind after the run finished")
+	}
+	// Resuming a finished run returns its result.
+	r, err := Run(context.Background(), cfg, Options{Out: killed, Data: split, Resume: true})
+	if err != nil || r.TestAccuracy != mustRead(t, full).TestAccuracy {
+		t.Fatalf("resume of a finished run: %v", err)
+	}
+}
+
+func mustRead(t *testing.T, dir string) *Result {
+	t.Helper()
+	r, err := ReadResult(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// readComparable is result.json with the timing fields zeroed.
+func readComparable(t *testing.T, dir string) []byte {
+	t.Helper()
+	r := mustRead(t, dir)
+	r.WallSeconds, r.SamplesPerSec, r.GitCommit = 0, 0, "" // timings; commits may land in between
+	b, err := json.MarshalIndent(r, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestRunErrors(t *testing.T) {
+	split := imageToyData(20, 5, 1)
+	base := DefaultConfig()
+	base.Model, base.Dataset, base.Batch, base.Steps, base.FILCoords = "linear", "toy", 5, 2, 0
+	cases := []struct {
+		name string
+		mod  func(*Config)
+		data *data.Split
+	}{
+		{"batch>N", func(c *Config) { c.Batch = 21 }, split},
+		{"subset>N", func(c *Config) { c.TrainSubset = 50 }, split},
+		{"cuda", func(c *Config) { c.Device = "cuda" }, split},
+		{"wrong-dim", func(c *Config) {}, toyData(20, 5, 10, 10, 1)},
+		{"too-many-classes", func(c *Config) { c.Model = "linear" }, func() *data.Split {
+			s := imageToyData(20, 5, 1)
+			s.Train.Classes = 11
+			return s
+		}()},
+		{"missing-dataset", func(c *Config) { c.Dataset = "no-such-dataset" }, nil},
+		{"sigma0-with-fil", func(c *Config) { c.Sigma, c.FILCoords = 0, 5 }, split},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := base
+			tc.mod(&cfg)
+			if _, err := Run(context.Background(), cfg, Options{Data: tc.data}); err == nil {
+				t.Fatal("want an error")
+			} else {
+				t.Log(err)
+			}
+		})
+	}
+}
+
+// TestSigmaZeroNoFIL: without noise ε is infinite, written as null, and the RDP bound 0.
+func TestSigmaZeroNoFIL(t *testing.T) {
+	split := imageToyData(20, 5, 1)
+	cfg := DefaultConfig()
+	cfg.Model, cfg.Dataset, cfg.Batch, cfg.Steps, cfg.FILCoords, cfg.Sigma = "linear", "toy", 5, 3, 0, 0
+	dir := t.TempDir()
+	res, err := Run(context.Background(), cfg, Options{Data: split, Out: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsInf(res.Epsilon, 1) || res.MSEBoundRDP != 0 || !math.IsInf(res.MSEBoundFILMax, 1) {
+		t.Fatalf("eps %v, rdp bound %v, fil bound %v", res.Epsilon, res.MSEBoundRDP, res.MSEBoundFILMax)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, ResultFile))
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["epsilon"] != nil || m["mse_bound_fil_max"] != nil {
+		t.Fatalf("infinite values must be null in JSON: %v %v", m["epsilon"], m["mse_bound_fil_max"])
+	}
+	back := mustRead(t, dir)
+	if !math.IsInf(back.Epsilon, 1) {
+		t.Fatalf("null epsilon read back as %v", back.Epsilon)
+	}
+}
+
+// TestAccountingFields checks ε, ε₂ and the RDP bound against the accountant called
+// directly with noise multiplier σ/c.
+func TestAccountingFields(t *testing.T) {
+	m := &softmaxModel{d: 4, k: 2}
+	split := toyData(50, 5, 4, 2, 1)
+	for _, mode := range []string{ClipModeSmooth, ClipModeHard} {
+		cfg := tinyConfig()
+		cfg.ClipMode, cfg.Batch, cfg.Steps, cfg.Sigma, cfg.FILCoords = mode, 5, 7, 1.1, 2
+		res, err := Run(context.Background(), cfg, Options{Model: m, Data: split})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clip, _ := cfg.clip()
+		c := clip.Constant()
+		if mode == ClipModeHard && c != 1 || mode == ClipModeSmooth && !(c > 1.1 && c < 1.12) {
+			t.Fatalf("%s: clip constant %v", mode, c)
+		}
+		r := accounting.NewRDP(nil)
+		if err := r.Compose(0.1, 1.1/c, 7); err != nil {
+			t.Fatal(err)
+		}
+		eps, _, _ := r.Epsilon(1e-5, accounting.ConversionImproved)
+		e2, _ := r.At(2)
+		if res.Epsilon != eps || res.RDPOrder2 != e2 || res.MSEBoundRDP != accounting.MSEBoundRDP(e2) || res.NoiseMultiplierRDP != 1.1/c {
+			t.Fatalf("%s: eps %v/%v, eps2 %v/%v", mode, res.Epsilon, eps, res.RDPOrder2, e2)
+		}
+	}
+}
