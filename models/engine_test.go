@@ -199,42 +199,173 @@ func richardson(f func(e float64) []float64, h float64) []float64 {
 func TestPerSampleGradsFD(t *testing.T) {
 	for _, bc := range backends64() {
 		for _, tc := range testArchs(t) {
+			if tc.arch.Name == "cifar-cnn" && bc.name != "cpu" {
+				continue // the largest net once per suite keeps it fast
+			}
 			t.Run(bc.name+"/"+tc.arch.Name, func(t *testing.T) {
 				n := newNet64(t, tc.arch, bc)
 				params, x, y := randomProblem(tc.arch, tc.batch, 1)
-				grads, losses, err := n.PerSampleGrads(params, x, y, tc.batch)
-				if err != nil {
-					t.Fatal(err)
+				checkGradsFD(t, n, params, x, y, tc.batch)
+			})
+		}
+	}
+}
+
+func checkGradsFD(t *testing.T, n *Network[float64], params, x []float64, y []int, batch int) {
+	t.Helper()
+	grads, losses, err := n.PerSampleGrads(params, x, y, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(2, 2))
+	P, D := n.NumParams(), n.InputDim()
+	ps, _ := n.Arch().Params()
+	for s := 0; s < batch; s++ {
+		xs := x[s*D : (s+1)*D]
+		g := grads[s*P : (s+1)*P]
+		if l := sampleLoss(t, n, params, xs, y[s]); math.Abs(l-losses[s]) > 1e-12*math.Max(1, l) {
+			t.Errorf("sample %d loss %v, forward gives %v", s, losses[s], l)
+		}
+		r := randVec(rng, P)
+		fd := richardson(func(e float64) []float64 {
+			return []float64{sampleLoss(t, n, axpy(e, r, params), xs, y[s])}
+		}, 1e-3)
+		if got := dot(g, r); math.Abs(got-fd[0]) > 1e-7*math.Max(1e-3, math.Abs(fd[0])) {
+			t.Errorf("sample %d: gᵀr = %v, finite difference %v", s, got, fd[0])
+		}
+		for _, p := range ps {
+			for _, i := range []int{p.Offset, p.Offset + p.Size/2, p.Offset + p.Size - 1} {
+				e := make([]float64, P)
+				e[i] = 1
+				fd := richardson(func(h float64) []float64 {
+					return []float64{sampleLoss(t, n, axpy(h, e, params), xs, y[s])}
+				}, 1e-3)
+				if math.Abs(g[i]-fd[0]) > 1e-7*math.Max(1e-4, math.Abs(fd[0])) {
+					t.Errorf("sample %d %s[%d]: grad %v, finite difference %v", s, p.Name, i-p.Offset, g[i], fd[0])
 				}
-				rng := rand.New(rand.NewPCG(2, 2))
-				P, D := n.NumParams(), n.InputDim()
-				ps, _ := tc.arch.Params()
-				for s := 0; s < tc.batch; s++ {
-					xs := x[s*D : (s+1)*D]
-					g := grads[s*P : (s+1)*P]
-					if l := sampleLoss(t, n, params, xs, y[s]); math.Abs(l-losses[s]) > 1e-12*math.Max(1, l) {
-						t.Errorf("sample %d loss %v, forward gives %v", s, losses[s], l)
+			}
+		}
+	}
+}
+
+// TestTangentFD checks the forward-over-reverse tangents — of the per-sample
+// parameter gradients and of the input gradients — against Richardson-extrapolated
+// central differences of the gradients, with seeds on the input only, on the
+// parameters only, and on both, several directions per sample.
+func TestTangentFD(t *testing.T) {
+	for _, bc := range backends64() {
+		for _, tc := range testArchs(t) {
+			if tc.arch.Name == "cifar-cnn" && bc.name != "cpu" {
+				continue
+			}
+			t.Run(bc.name+"/"+tc.arch.Name, func(t *testing.T) {
+				n := newNet64(t, tc.arch, bc)
+				params, x, y := randomProblem(tc.arch, tc.batch, 3)
+				checkTangentsFD(t, n, params, x, y, tc.batch)
+			})
+		}
+	}
+}
+
+// checkTangentsFD seeds tangents on the input only, on the parameters only and on
+// both, two directions per sample, and compares with finite differences.
+func checkTangentsFD(t *testing.T, n *Network[float64], params, x []float64, y []int, B int) {
+	t.Helper()
+	seeds := []struct {
+		name          string
+		input, params bool
+	}{{"input", true, false}, {"params", false, true}, {"both", true, true}}
+	P, D := n.NumParams(), n.InputDim()
+	k := 2
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, sd := range seeds {
+		var xdot, pdot []float64
+		if sd.input {
+			xdot = make([]float64, 0, B*k*D)
+			for r := 0; r < B*k; r++ {
+				xdot = append(xdot, randVec(rng, D)...)
+			}
+		}
+		if sd.params {
+			pdot = make([]float64, 0, B*k*P)
+			for r := 0; r < B*k; r++ {
+				pdot = append(pdot, randVec(rng, P)...)
+			}
+		}
+		res, err := n.Tangent(params, x, y, B, k, xdot, pdot, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for s := 0; s < B; s++ {
+			for j := 0; j < k; j++ {
+				row := s*k + j
+				xs := x[s*D : (s+1)*D]
+				at := func(e float64) ([]float64, []float64) {
+					xe, pe := xs, params
+					if xdot != nil {
+						xe = axpy(e, xdot[row*D:(row+1)*D], xs)
 					}
-					r := randVec(rng, P)
-					fd := richardson(func(e float64) []float64 {
-						return []float64{sampleLoss(t, n, axpy(e, r, params), xs, y[s])}
-					}, 1e-3)
-					if got := dot(g, r); math.Abs(got-fd[0]) > 1e-7*math.Max(1e-3, math.Abs(fd[0])) {
-						t.Errorf("sample %d: gᵀr = %v, finite difference %v", s, got, fd[0])
+					if pdot != nil {
+						pe = axpy(e, pdot[row*P:(row+1)*P], params)
 					}
-					for _, p := range ps {
-						for _, i := range []int{p.Offset, p.Offset + p.Size/2, p.Offset + p.Size - 1} {
-							e := make([]float64, P)
-							e[i] = 1
-							fd := richardson(func(h float64) []float64 {
-								return []float64{sampleLoss(t, n, axpy(h, e, params), xs, y[s])}
-							}, 1e-3)
-							if math.Abs(g[i]-fd[0]) > 1e-7*math.Max(1e-4, math.Abs(fd[0])) {
-								t.Errorf("sample %d %s[%d]: grad %v, finite difference %v", s, p.Name, i-p.Offset, g[i], fd[0])
-							}
-						}
-					}
+					return pe, xe
 				}
+				fdG := richardson(func(e float64) []float64 {
+					pe, xe := at(e)
+					g, _, err := n.PerSampleGrads(pe, xe, y[s:s+1], 1)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return g
+				}, 1e-3)
+				if e := relErr(res.GradDots[row*P:(row+1)*P], fdG); e > 1e-6 {
+					t.Errorf("%s seeds, sample %d dir %d: gradient tangent rel. error %.3g", sd.name, s, j, e)
+				}
+				fdX := richardson(func(e float64) []float64 {
+					pe, xe := at(e)
+					g, err := n.InputGrads(pe, xe, y[s:s+1], 1)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return g
+				}, 1e-3)
+				if e := relErr(res.InputGradDots[row*D:(row+1)*D], fdX); e > 1e-6 {
+					t.Errorf("%s seeds, sample %d dir %d: input-gradient tangent rel. error %.3g", sd.name, s, j, e)
+				}
+			}
+		}
+	}
+}
+
+// singleLayerArchs has one network per layer kind in which that layer alone maps
+// the input to the logits.
+func singleLayerArchs() []Arch {
+	return []Arch{
+		{Name: "conv-alone", Input: Shape{C: 2, H: 4, W: 5}, Classes: 3, Layers: []LayerSpec{
+			{Kind: KindConv, Out: 3, KH: 4, KW: 5, Stride: 2, PadT: 1, PadB: 0, PadL: 1, PadR: 0}}},
+		{Name: "avgpool-alone", Input: Shape{C: 3, H: 3, W: 3}, Classes: 3, Layers: []LayerSpec{AvgPool(3, 2)}},
+		{Name: "tanh-alone", Input: Shape{C: 4, H: 1, W: 1}, Classes: 4, Layers: []LayerSpec{layerTanh}},
+		{Name: "elu-alone", Input: Shape{C: 4, H: 1, W: 1}, Classes: 4, Layers: []LayerSpec{layerELU}},
+		{Name: "dense-alone", Input: Shape{C: 5, H: 1, W: 1}, Classes: 3, Layers: []LayerSpec{Dense(3)}},
+		{Name: "flatten-alone", Input: Shape{C: 3, H: 1, W: 1}, Classes: 3, Layers: []LayerSpec{layerFlatten}},
+		{Name: "normalize-alone", Input: Shape{C: 3, H: 1, W: 1}, Classes: 3, Layers: []LayerSpec{
+			{Kind: KindNormalize, Mean: []float64{0.1, 0.2, 0.3}, Std: []float64{0.5, 2, 0.25}}}},
+	}
+}
+
+// TestLayersAloneFD runs the gradient and tangent checks on each layer by itself,
+// with inputs of both signs (ELU's two branches).
+func TestLayersAloneFD(t *testing.T) {
+	for _, bc := range backends64() {
+		for _, arch := range singleLayerArchs() {
+			t.Run(bc.name+"/"+arch.Name, func(t *testing.T) {
+				n := newNet64(t, arch, bc)
+				params, x, y := randomProblem(arch, 3, 5)
+				for i := range x {
+					x[i] = 4*x[i] - 2
+				}
+				checkGradsFD(t, n, params, x, y, 3)
+				checkTangentsFD(t, n, params, x, y, 3)
 			})
 		}
 	}
