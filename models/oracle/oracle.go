@@ -11,17 +11,24 @@
 // batch loss is the SUM (not the mean) of the per-sample losses, so the batch gradient
 // equals the sum of the per-sample gradients.
 //
-// Gorgonia v0.9.18 defects worked around here:
-//   - AveragePool2D divides by the input width instead of the kernel area and its
-//     stride-2 backward is wrong: average pooling is a depthwise Conv2d with a fixed,
-//     named, non-trainable kernel of 1/(kh·kw), channels folded into the batch axis.
-//   - Conv2d only takes symmetric padding: every padding (symmetric or not, e.g. SAME
-//     with PadT≠PadB) is applied explicitly by concatenating named zero constants,
-//     followed by a VALID convolution.
-//   - Constants that look alike are merged: every constant built here is named.
+// Gorgonia v0.9.18 defects worked around here (the first two are pinned by tests):
+//   - AveragePool2D divides by the input width instead of the kernel area, and its
+//     stride-2 backward puts the whole gradient in the top-left corner: average
+//     pooling is a depthwise Conv2d with a fixed, named, non-differentiated kernel of
+//     1/(kh·kw), channels folded into the batch axis by Reshape.
+//   - A graph identifies a constant tensor by a hash of its printed value, which is
+//     truncated for long vectors, so distinct constants can be merged silently, names
+//     notwithstanding (and same-named constants are merged too). Every constant here
+//     is named and uniform (zeros, 1/(kh·kw)), so a merge is harmless; the non-uniform
+//     Normalize mean and std are bound to named input nodes that are never
+//     differentiated.
+//   - Conv2d only pads symmetrically: every padding (e.g. SAME with PadT≠PadB) is
+//     applied by concatenating named zero constants, followed by a VALID convolution.
+//   - Constants must be added to the graph (AddNode) before broadcasting ops, or
+//     building fails with "No Graph Supplied".
 //   - There is no softmax cross-entropy with integer labels: it is built from Max,
 //     Exp, Sum, Log and a one-hot label input.
-//   - Gorgonia panics on some shape errors: runs recover panics into errors.
+//   - Gorgonia panics on some errors: building and running recover panics into errors.
 package oracle
 
 import (
@@ -277,8 +284,13 @@ func elu(x *G.Node) (*G.Node, error) {
 func normalize(g *G.ExprGraph, h *G.Node, layer int, s models.Shape, l models.LayerSpec) (*G.Node, error) {
 	mean := append([]float64(nil), l.Mean...)
 	std := append([]float64(nil), l.Std...)
-	mc := g.AddNode(G.NewConstant(tensor.New(tensor.WithShape(1, s.C, 1, 1), tensor.WithBacking(mean)), G.WithName(fmt.Sprintf("normalize%d_mean", layer))))
-	sc := g.AddNode(G.NewConstant(tensor.New(tensor.WithShape(1, s.C, 1, 1), tensor.WithBacking(std)), G.WithName(fmt.Sprintf("normalize%d_std", layer))))
+	// Non-uniform constants are bound to named input nodes that are never
+	// differentiated: Gorgonia identifies constant tensors by their printed value,
+	// which is truncated for large tensors, so distinct constants can be merged.
+	mc := G.NewTensor(g, G.Float64, 4, G.WithShape(1, s.C, 1, 1), G.WithName(fmt.Sprintf("normalize%d_mean", layer)),
+		G.WithValue(tensor.New(tensor.WithShape(1, s.C, 1, 1), tensor.WithBacking(mean))))
+	sc := G.NewTensor(g, G.Float64, 4, G.WithShape(1, s.C, 1, 1), G.WithName(fmt.Sprintf("normalize%d_std", layer)),
+		G.WithValue(tensor.New(tensor.WithShape(1, s.C, 1, 1), tensor.WithBacking(std))))
 	d, err := G.BroadcastSub(h, mc, nil, []byte{0, 2, 3})
 	if err != nil {
 		return nil, err

@@ -223,8 +223,23 @@ func tinyArchs() []models.Arch {
 			{Kind: models.KindFlatten},
 			models.Dense(4),
 		}},
+		// 40 channels whose means and stds are equal except in channel 20.
+		{Name: "tiny-norm40", Input: models.Shape{C: 40, H: 2, W: 1}, Classes: 3, Layers: []models.LayerSpec{
+			{Kind: models.KindNormalize, Mean: norm40(0.1), Std: norm40(0.9)},
+			{Kind: models.KindFlatten}, models.Dense(3),
+		}},
 		{Name: "tiny-mlp", Input: models.Shape{C: 1, H: 3, W: 4}, Classes: 3, Layers: []models.LayerSpec{
 			{Kind: models.KindFlatten}, models.Dense(6), {Kind: models.KindELU}, models.Dense(3),
 		}},
 	}
+}
+
+// norm40 is 40 values of 0.5 except mid at index 20.
+func norm40(mid float64) []float64 {
+	v := make([]float64, 40)
+	for i := range v {
+		v[i] = 0.5
+	}
+	v[20] = mid
+	return v
 }
