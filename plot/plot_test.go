@@ -1,0 +1,359 @@
+package plot
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"image/png"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dpfil/dpfil/sweep"
+)
+
+func record(i int, m map[string]float64) sweep.Record {
+	res, _ := json.Marshal(m)
+	return sweep.Record{Hash: fmt.Sprintf("h%02d", i), Index: i, Config: json.RawMessage(`{}`), Result: res}
+}
+
+// syntheticRecords mimics a sweep: accuracy grows, bounds shrink with training.
+func syntheticRecords(n int, seed uint64) []sweep.Record {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var recs []sweep.Record
+	for i := 0; i < n; i++ {
+		acc := 0.5 + 0.49*rng.Float64()
+		rdp := math.Pow(10, -4*acc+rng.NormFloat64()*0.3)
+		recs = append(recs, record(i, map[string]float64{
+			"test_accuracy": acc, "mse_bound_rdp": rdp,
+			"mse_bound_fil_max": rdp * 20 * (1 + rng.Float64()), "mse_bound_fil_median": rdp * 500,
+		}))
+	}
+	return recs
+}
+
+func TestParetoDataMatchesFrontier(t *testing.T) {
+	recs := syntheticRecords(60, 7)
+	// Records a log axis cannot show: FIL off (bound 0), NaN, Inf.
+	recs = append(recs,
+		record(60, map[string]float64{"test_accuracy": 0.99, "mse_bound_rdp": 0.5}),
+		record(61, map[string]float64{"test_accuracy": 0.98, "mse_bound_rdp": -1, "mse_bound_fil_max": 1, "mse_bound_fil_median": 2}),
+	)
+	series, err := ParetoData(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(series) != 3 {
+		t.Fatalf("%d series", len(series))
+	}
+	wantDropped := map[string]int{"mse_bound_rdp": 1, "mse_bound_fil_max": 1, "mse_bound_fil_median": 1}
+	for _, s := range series {
+		if s.Dropped != wantDropped[s.Key] || len(s.Points) != len(recs)-s.Dropped {
+			t.Fatalf("%s: %d points, %d dropped", s.Key, len(s.Points), s.Dropped)
+		}
+		// Independent reference: Frontier on points built directly from the records.
+		var pts []sweep.Point
+		for i, r := range recs {
+			var m map[string]float64
+			json.Unmarshal(r.Result, &m)
+			if b := m[s.Key]; b > 0 {
+				pts = append(pts, sweep.Point{Index: i, Accuracy: m["test_accuracy"], Bound: b})
+			}
+		}
+		want, _ := sweep.Frontier(pts)
+		if !reflect.DeepEqual(s.Frontier, want) || len(want) == 0 {
+			t.Fatalf("%s frontier %v, want %v", s.Key, s.Frontier, want)
+		}
+	}
+}
+
+func TestRenderSizes(t *testing.T) {
+	series, err := ParetoData(syntheticRecords(30, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Pareto(series, ParetoOptions{Title: "test", AccuracyPercent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sz := range [][2]int{{640, 480}, {333, 211}, {1200, 900}} {
+		b, err := Render(p, "png", sz[0], sz[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := img.Bounds().Size(); got.X != sz[0] || got.Y != sz[1] {
+			t.Fatalf("PNG %v, want %v", got, sz)
+		}
+		// Something was drawn: not every pixel is the background.
+		colours := map[uint32]bool{}
+		for y := 0; y < sz[1]; y += 3 {
+			for x := 0; x < sz[0]; x += 3 {
+				r, g, b, _ := img.At(x, y).RGBA()
+				colours[r<<16|g<<8|b] = true
+			}
+		}
+		if len(colours) < 5 {
+			t.Fatalf("PNG looks blank (%d colours)", len(colours))
+		}
+
+		b, err = Render(p, "svg", sz[0], sz[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var root struct {
+			XMLName xml.Name
+			Width   string `xml:"width,attr"`
+			Height  string `xml:"height,attr"`
+		}
+		if err := xml.Unmarshal(b, &root); err != nil {
+			t.Fatalf("SVG does not parse: %v", err)
+		}
+		w, _ := strconv.ParseFloat(strings.TrimSuffix(root.Width, "pt"), 64)
+		h, _ := strconv.ParseFloat(strings.TrimSuffix(root.Height, "pt"), 64)
+		if root.XMLName.Local != "svg" || math.Abs(w-float64(sz[0])*0.75) > 0.01 || math.Abs(h-float64(sz[1])*0.75) > 0.01 {
+			t.Fatalf("SVG %s %s×%s, want %g×%g pt", root.XMLName.Local, root.Width, root.Height, float64(sz[0])*0.75, float64(sz[1])*0.75)
+		}
+	}
+	b, err := Render(p, "pdf", 400, 300)
+	if err != nil || !bytes.HasPrefix(b, []byte("%PDF")) {
+		t.Fatalf("PDF: %v, %q", err, b[:min(8, len(b))])
+	}
+	for _, bad := range [][2]int{{0, 100}, {100, 5}, {100000, 100}} {
+		if _, err := Render(p, "png", bad[0], bad[1]); err == nil {
+			t.Fatalf("size %v: want error", bad)
+		}
+	}
+	if _, err := Render(p, "gif", 100, 100); err == nil {
+		t.Fatal("gif: want error")
+	}
+}
+
+func TestSave(t *testing.T) {
+	series, _ := ParetoData(syntheticRecords(10, 2))
+	p, err := Pareto(series, ParetoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sub", "f.png")
+	if err := Save(p, path, 300, 200); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.Open(path)
+	defer f.Close()
+	cfg, err := png.DecodeConfig(f)
+	if err != nil || cfg.Width != 300 || cfg.Height != 200 {
+		t.Fatalf("saved PNG %v %v", cfg, err)
+	}
+	if err := Save(p, filepath.Join(dir, "f.txt"), 300, 200); err == nil {
+		t.Fatal(".txt: want error")
+	}
+	entries, _ := os.ReadDir(filepath.Join(dir, "sub"))
+	if len(entries) != 1 {
+		t.Fatalf("temporary files left behind: %v", entries)
+	}
+}
+
+func TestParetoNoPoints(t *testing.T) {
+	series, err := ParetoData([]sweep.Record{record(0, map[string]float64{"test_accuracy": 0.9})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Pareto(series, ParetoOptions{}); err == nil {
+		t.Fatal("no drawable points: want error")
+	}
+	// One point per series is fine (degenerate x range).
+	series, _ = ParetoData([]sweep.Record{record(0, map[string]float64{"test_accuracy": 0.9, "mse_bound_rdp": 3})})
+	p, err := Pareto(series, ParetoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Render(p, "png", 200, 150); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHistogramCounts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	vals := make([]float64, 1000)
+	for i := range vals {
+		vals[i] = math.Exp(rng.NormFloat64() * 2)
+	}
+	vals = append(vals, math.NaN(), math.Inf(1), 0, -1)
+	for _, log := range []bool{false, true} {
+		p, st, err := Histogram(vals, HistOptions{Bins: 17, Log10: log, XLabel: "dFIL", Marker: 1, MarkerLabel: "MSE = 1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantDropped := 2
+		if log {
+			wantDropped = 4
+		}
+		if st.Dropped != wantDropped || st.N != len(vals)-wantDropped || len(st.Counts) != 17 || len(st.Edges) != 18 {
+			t.Fatalf("log=%v stats %+v", log, st)
+		}
+		// Independent binning over [min, max] with the last bin closed.
+		var xs []float64
+		for _, v := range vals {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) && (!log || v > 0) {
+				if log {
+					v = math.Log10(v)
+				}
+				xs = append(xs, v)
+			}
+		}
+		lo, hi := xs[0], xs[0]
+		for _, v := range xs {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+		want := make([]float64, 17)
+		for _, v := range xs {
+			k := int((v - lo) / (hi - lo) * 17)
+			want[min(k, 16)]++
+		}
+		if !reflect.DeepEqual(st.Counts, want) {
+			t.Fatalf("log=%v counts %v, want %v", log, st.Counts, want)
+		}
+		if _, err := Render(p, "png", 300, 200); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := Histogram([]float64{math.NaN()}, HistOptions{}); err == nil {
+		t.Fatal("all NaN: want error")
+	}
+	if _, _, err := Histogram([]float64{1}, HistOptions{Bins: -3}); err == nil {
+		t.Fatal("negative bins: want error")
+	}
+}
+
+func TestScatter(t *testing.T) {
+	x := []float64{0.01, 0.1, 1, 10, 5, 0, math.NaN()}
+	y := []float64{0.02, 0.05, 3, 9, 5, 1, 1}
+	p, st, err := Scatter(x, y, ScatterOptions{LogX: true, LogY: true, Diagonal: true, XLabel: "predicted", YLabel: "realised"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Violations y < x: (0.1, 0.05) and (10, 9); (5, 5) holds with equality.
+	if st.N != 5 || st.Dropped != 2 || st.Violations != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	if _, err := Render(p, "svg", 300, 300); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Scatter([]float64{1}, []float64{1, 2}, ScatterOptions{}); err == nil {
+		t.Fatal("length mismatch: want error")
+	}
+}
+
+func TestReadCSVColumns(t *testing.T) {
+	x, y, err := ReadCSVColumns(strings.NewReader("# comment\nidx,bound,mse\n0,0.5,0.7\n1, 2e-3 ,NaN\n"), "bound", "mse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(x, []float64{0.5, 2e-3}) || y[0] != 0.7 || !math.IsNaN(y[1]) {
+		t.Fatalf("x %v y %v", x, y)
+	}
+	for name, src := range map[string]string{
+		"missing column": "a,b\n1,2\n",
+		"not a number":   "bound,mse\n1,x\n",
+		"no rows":        "bound,mse\n",
+		"ragged":         "bound,mse\n1\n",
+		"empty":          "",
+	} {
+		if _, _, err := ReadCSVColumns(strings.NewReader(src), "bound", "mse"); err == nil {
+			t.Errorf("%s: want error", name)
+		}
+	}
+}
+
+func TestImageGrid(t *testing.T) {
+	// Two 2×3 grey images and one check of the RGB path.
+	a := []float32{0, 0.5, 1, 1, 0.5, 0}
+	b := []float32{1, 1, 1, 0, 0, 2} // 2 clamps to 1
+	img, err := ImageGrid([][]float32{a, b, a}, 1, 2, 3, GridOptions{Cols: 2, Scale: 3, Pad: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Width = 2·(3·3+1)+1 = 21, height = 2 rows·(2·3+1)+1 = 15.
+	if sz := img.Bounds().Size(); sz.X != 21 || sz.Y != 15 {
+		t.Fatalf("size %v", sz)
+	}
+	grey := func(x, y int) uint8 { return img.RGBAAt(x, y).R }
+	// Image a, pixel (row 0, col 1) = 0.5 → 128 at output (1+3·1 .. , 1+0 ..).
+	if g := grey(1+3, 1); g != 128 {
+		t.Fatalf("a(0,1) = %d, want 128", g)
+	}
+	if g := grey(1+3*2+2, 1+3+2); g != 0 { // a(1,2) = 0, last sub-pixel
+		t.Fatalf("a(1,2) = %d, want 0", g)
+	}
+	if g := grey(11+3*2, 1+3); g != 255 { // b(1,2) = 2 clamped
+		t.Fatalf("b(1,2) = %d, want 255", g)
+	}
+	if g := grey(0, 0); g != 255 { // padding is white
+		t.Fatalf("padding %d", g)
+	}
+	if g := grey(1, 8); g != 0 { // third image, row 2 of the grid: a(0,0) = 0
+		t.Fatalf("third image %d", g)
+	}
+	rgb := []float32{1, 0, 0, 1} // a 1×2 RGB image needs 6 values
+	if _, err := ImageGrid([][]float32{rgb}, 3, 1, 2, GridOptions{}); err == nil {
+		t.Fatal("wrong length: want error")
+	}
+	rgb = []float32{1, 0, 0, 1, 0, 0} // planes R = (1,0), G = (0,1), B = (0,0)
+	img, err = ImageGrid([][]float32{rgb}, 3, 1, 2, GridOptions{Scale: 1, Pad: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := img.RGBAAt(1, 1); c.R != 255 || c.G != 0 || c.B != 0 {
+		t.Fatalf("pixel 0 = %v, want red", c)
+	}
+	if c := img.RGBAAt(2, 1); c.R != 0 || c.G != 255 || c.B != 0 {
+		t.Fatalf("pixel 1 = %v, want green", c)
+	}
+	for name, f := range map[string]func() error{
+		"no images": func() error { _, err := ImageGrid(nil, 1, 2, 2, GridOptions{}); return err },
+		"bad C":     func() error { _, err := ImageGrid([][]float32{{1, 1}}, 2, 1, 1, GridOptions{}); return err },
+		"NaN": func() error {
+			_, err := ImageGrid([][]float32{{float32(math.NaN())}}, 1, 1, 1, GridOptions{})
+			return err
+		},
+	} {
+		if f() == nil {
+			t.Errorf("%s: want error", name)
+		}
+	}
+}
+
+func ExampleScatter() {
+	predicted := []float64{0.01, 0.1, 1}
+	realised := []float64{0.02, 0.05, 3}
+	_, st, err := Scatter(predicted, realised, ScatterOptions{LogX: true, LogY: true, Diagonal: true})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%d points, %d below the bound\n", st.N, st.Violations)
+	// Output: 3 points, 1 below the bound
+}
+
+func BenchmarkRenderParetoPNG(b *testing.B) {
+	series, _ := ParetoData(syntheticRecords(432, 3))
+	p, err := Pareto(series, ParetoOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		if _, err := Render(p, "png", 800, 600); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,277 @@
+package sweep
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// PlanOptions describes how to fan a sweep out over a cluster scheduler: one array
+// task (Slurm) or one completion index (Kubernetes) per shard, shard i writing to its
+// own directory <Out>/shard-<i> (separate files, so no two processes ever append to
+// one results log, even on a network file system). Once all tasks are done,
+// `dpfil sweep merge <Out>/shard-* --out <Out>` gathers the results.
+type PlanOptions struct {
+	Name     string // job name (letters, digits, '-'); default "dpfil-sweep"
+	Grid     string // grid file path as the jobs see it (Slurm)
+	GridYAML []byte // grid file content, shipped in a ConfigMap (Kubernetes)
+	Shards   int    // number of shards = array tasks = completions
+	Out      string // results root as the jobs see it
+	Workers  int    // runs in parallel inside one task (default 1)
+	Bin      string // dpfil executable (default "dpfil")
+
+	// Slurm.
+	CPUs      int    // --cpus-per-task (default Workers)
+	Time      string // --time, e.g. "24:00:00" (optional)
+	Partition string // --partition (optional)
+	GPUs      int    // --gres=gpu:N (optional)
+	Mem       string // --mem, e.g. "8G" (optional)
+
+	// Kubernetes.
+	Image           string // container image holding the dpfil binary
+	Parallelism     int    // pods at once (default Shards)
+	PVC             string // PersistentVolumeClaim mounted at Out (default "dpfil-results")
+	GridDir         string // where the grid ConfigMap is mounted (default "/etc/dpfil")
+	Namespace       string // optional
+	BackoffPerIndex int    // retries per index (default 3); a retried index resumes
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+func (o *PlanOptions) defaults() error {
+	if o.Name == "" {
+		o.Name = "dpfil-sweep"
+	}
+	if !nameRE.MatchString(o.Name) || len(o.Name) > 52 {
+		return fmt.Errorf("plan: job name %q: want lower-case letters, digits and '-', at most 52 characters", o.Name)
+	}
+	if o.Shards < 1 {
+		return fmt.Errorf("plan: shards = %d must be at least 1", o.Shards)
+	}
+	if o.Out == "" {
+		return fmt.Errorf("plan: no output directory")
+	}
+	if o.Workers < 1 {
+		o.Workers = 1
+	}
+	if o.Bin == "" {
+		o.Bin = "dpfil"
+	}
+	if o.CPUs < 1 {
+		o.CPUs = o.Workers
+	}
+	if o.Parallelism < 1 || o.Parallelism > o.Shards {
+		o.Parallelism = o.Shards
+	}
+	if o.PVC == "" {
+		o.PVC = "dpfil-results"
+	}
+	if o.GridDir == "" {
+		o.GridDir = "/etc/dpfil"
+	}
+	if o.BackoffPerIndex < 1 {
+		o.BackoffPerIndex = 3
+	}
+	for _, s := range []string{o.Time, o.Partition, o.Mem, o.Out, o.Bin, o.Grid, o.Image, o.PVC, o.GridDir, o.Namespace} {
+		if strings.ContainsAny(s, "\n\r") {
+			return fmt.Errorf("plan: option %q contains a line break", s)
+		}
+	}
+	return nil
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// SlurmScript returns a Slurm job-array script running shard $SLURM_ARRAY_TASK_ID of
+// opt.Shards. Submit it with sbatch; a requeued or resubmitted task resumes.
+func SlurmScript(opt PlanOptions) (string, error) {
+	if err := opt.defaults(); err != nil {
+		return "", err
+	}
+	if opt.Grid == "" {
+		return "", fmt.Errorf("plan: no grid file")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "#!/bin/bash\n")
+	fmt.Fprintf(&b, "#SBATCH --job-name=%s\n", opt.Name)
+	fmt.Fprintf(&b, "#SBATCH --array=0-%d\n", opt.Shards-1)
+	fmt.Fprintf(&b, "#SBATCH --cpus-per-task=%d\n", opt.CPUs)
+	if opt.Time != "" {
+		fmt.Fprintf(&b, "#SBATCH --time=%s\n", opt.Time)
+	}
+	if opt.Partition != "" {
+		fmt.Fprintf(&b, "#SBATCH --partition=%s\n", opt.Partition)
+	}
+	if opt.Mem != "" {
+		fmt.Fprintf(&b, "#SBATCH --mem=%s\n", opt.Mem)
+	}
+	if opt.GPUs > 0 {
+		fmt.Fprintf(&b, "#SBATCH --gres=gpu:%d\n", opt.GPUs)
+	}
+	fmt.Fprintf(&b, "#SBATCH --requeue\n")
+	fmt.Fprintf(&b, "#\n# dpfil sweep %s in %d shards; shard i writes %s/shard-i.\n", opt.Name, opt.Shards, opt.Out)
+	fmt.Fprintf(&b, "# Submit: sbatch THIS_FILE. Rerunning a task resumes it (finished runs are kept).\n")
+	fmt.Fprintf(&b, "# When all tasks are done: %s sweep merge %s/shard-* --out %s\n", opt.Bin, opt.Out, opt.Out)
+	fmt.Fprintf(&b, "set -euo pipefail\n")
+	fmt.Fprintf(&b, "N=%d\n", opt.Shards)
+	fmt.Fprintf(&b, "SHARD=\"${SLURM_ARRAY_TASK_ID:?submit this script as a Slurm job array (sbatch)}\"\n")
+	fmt.Fprintf(&b, "exec %s sweep run %s --out %s/shard-\"$SHARD\" --shard \"$SHARD/$N\" --workers %d\n",
+		shellQuote(opt.Bin), shellQuote(opt.Grid), shellQuote(opt.Out), opt.Workers)
+	return b.String(), nil
+}
+
+// Kubernetes objects, only the fields the manifest uses (field order = output order).
+type (
+	k8sMeta struct {
+		Name      string            `yaml:"name"`
+		Namespace string            `yaml:"namespace,omitempty"`
+		Labels    map[string]string `yaml:"labels,omitempty"`
+	}
+	k8sConfigMap struct {
+		APIVersion string            `yaml:"apiVersion"`
+		Kind       string            `yaml:"kind"`
+		Metadata   k8sMeta           `yaml:"metadata"`
+		Data       map[string]string `yaml:"data"`
+	}
+	k8sJob struct {
+		APIVersion string     `yaml:"apiVersion"`
+		Kind       string     `yaml:"kind"`
+		Metadata   k8sMeta    `yaml:"metadata"`
+		Spec       k8sJobSpec `yaml:"spec"`
+	}
+	k8sJobSpec struct {
+		CompletionMode       string         `yaml:"completionMode"`
+		Completions          int            `yaml:"completions"`
+		Parallelism          int            `yaml:"parallelism"`
+		BackoffLimitPerIndex int            `yaml:"backoffLimitPerIndex"`
+		Template             k8sPodTemplate `yaml:"template"`
+	}
+	k8sPodTemplate struct {
+		Metadata k8sMeta    `yaml:"metadata"`
+		Spec     k8sPodSpec `yaml:"spec"`
+	}
+	k8sPodSpec struct {
+		RestartPolicy string         `yaml:"restartPolicy"`
+		Containers    []k8sContainer `yaml:"containers"`
+		Volumes       []k8sVolume    `yaml:"volumes"`
+	}
+	k8sContainer struct {
+		Name         string       `yaml:"name"`
+		Image        string       `yaml:"image"`
+		Command      []string     `yaml:"command"`
+		Resources    k8sResources `yaml:"resources"`
+		VolumeMounts []k8sMount   `yaml:"volumeMounts"`
+	}
+	k8sResources struct {
+		Requests map[string]string `yaml:"requests,omitempty"`
+		Limits   map[string]string `yaml:"limits,omitempty"`
+	}
+	k8sMount struct {
+		Name      string `yaml:"name"`
+		MountPath string `yaml:"mountPath"`
+		ReadOnly  bool   `yaml:"readOnly,omitempty"`
+	}
+	k8sVolume struct {
+		Name                  string        `yaml:"name"`
+		ConfigMap             *k8sCMSource  `yaml:"configMap,omitempty"`
+		PersistentVolumeClaim *k8sPVCSource `yaml:"persistentVolumeClaim,omitempty"`
+	}
+	k8sCMSource struct {
+		Name string `yaml:"name"`
+	}
+	k8sPVCSource struct {
+		ClaimName string `yaml:"claimName"`
+	}
+)
+
+// GridFileName is the key of the grid file in the Kubernetes ConfigMap.
+const GridFileName = "grid.yaml"
+
+// K8sManifest returns a two-document Kubernetes manifest: a ConfigMap holding the grid
+// file and an Indexed Job (completionMode: Indexed, completions = shards) whose pod
+// with index i runs shard $JOB_COMPLETION_INDEX into <Out>/shard-i on a persistent
+// volume. Apply it with kubectl apply -f; a retried index resumes.
+func K8sManifest(opt PlanOptions) (string, error) {
+	if err := opt.defaults(); err != nil {
+		return "", err
+	}
+	if opt.Image == "" {
+		return "", fmt.Errorf("plan: --image is required for Kubernetes")
+	}
+	if len(opt.GridYAML) == 0 {
+		return "", fmt.Errorf("plan: empty grid file")
+	}
+	labels := map[string]string{"app.kubernetes.io/name": "dpfil", "dpfil/sweep": opt.Name}
+	cm := k8sConfigMap{
+		APIVersion: "v1", Kind: "ConfigMap",
+		Metadata: k8sMeta{Name: opt.Name + "-grid", Namespace: opt.Namespace, Labels: labels},
+		Data:     map[string]string{GridFileName: string(opt.GridYAML)},
+	}
+	gridPath := path.Join(opt.GridDir, GridFileName)
+	cmd := fmt.Sprintf("exec %s sweep run %s --out %s/shard-\"$JOB_COMPLETION_INDEX\" --shard \"$JOB_COMPLETION_INDEX/%d\" --workers %d",
+		shellQuote(opt.Bin), shellQuote(gridPath), shellQuote(opt.Out), opt.Shards, opt.Workers)
+	cpu := strconv.Itoa(opt.CPUs)
+	res := k8sResources{Requests: map[string]string{"cpu": cpu}}
+	if opt.Mem != "" {
+		res.Requests["memory"] = opt.Mem
+	}
+	if opt.GPUs > 0 {
+		res.Limits = map[string]string{"nvidia.com/gpu": strconv.Itoa(opt.GPUs)}
+	}
+	job := k8sJob{
+		APIVersion: "batch/v1", Kind: "Job",
+		Metadata: k8sMeta{Name: opt.Name, Namespace: opt.Namespace, Labels: labels},
+		Spec: k8sJobSpec{
+			CompletionMode:       "Indexed",
+			Completions:          opt.Shards,
+			Parallelism:          opt.Parallelism,
+			BackoffLimitPerIndex: opt.BackoffPerIndex,
+			Template: k8sPodTemplate{
+				Metadata: k8sMeta{Labels: labels},
+				Spec: k8sPodSpec{
+					RestartPolicy: "Never",
+					Containers: []k8sContainer{{
+						Name:      "dpfil",
+						Image:     opt.Image,
+						Command:   []string{"/bin/sh", "-c", cmd},
+						Resources: res,
+						VolumeMounts: []k8sMount{
+							{Name: "grid", MountPath: opt.GridDir, ReadOnly: true},
+							{Name: "results", MountPath: opt.Out},
+						},
+					}},
+					Volumes: []k8sVolume{
+						{Name: "grid", ConfigMap: &k8sCMSource{Name: cm.Metadata.Name}},
+						{Name: "results", PersistentVolumeClaim: &k8sPVCSource{ClaimName: opt.PVC}},
+					},
+				},
+			},
+		},
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "# dpfil sweep %s: %d shards as a Kubernetes Indexed Job; shard i writes %s/shard-i.\n", opt.Name, opt.Shards, opt.Out)
+	fmt.Fprintf(&buf, "# kubectl apply -f THIS_FILE; afterwards, on the volume: %s sweep merge %s/shard-* --out %s\n", opt.Bin, opt.Out, opt.Out)
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(cm); err != nil {
+		return "", fmt.Errorf("plan: encode ConfigMap: %w", err)
+	}
+	if err := enc.Encode(job); err != nil {
+		return "", fmt.Errorf("plan: encode Job: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return "", fmt.Errorf("plan: encode manifest: %w", err)
+	}
+	return buf.String(), nil
+}
