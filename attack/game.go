@@ -28,6 +28,12 @@ type InputGrader interface {
 	ClippedDotInputGrad(params, x []float64, y int, v []float64, clip float64, clipped, dx []float64) error
 }
 
+// ClippedSummer is an optional fast path of a Net: it adds the sum of the n samples'
+// clipped gradients to sum and returns their summed loss (MLP implements it).
+type ClippedSummer interface {
+	ClippedGradSum(params, x []float64, y []int, n int, clip float64, sum []float64) (float64, error)
+}
+
 // Pool is the labelled data the game draws D₋ and the priors from: N samples of D
 // values in [0,1] each.
 type Pool struct {
@@ -265,6 +271,16 @@ func (g *Game) knownClippedSum(st *trialState, theta []float64, member []bool) (
 	flush := func() error {
 		n := len(st.chunkY)
 		if n == 0 {
+			return nil
+		}
+		if cs, ok := st.net.(ClippedSummer); ok {
+			l, err := cs.ClippedGradSum(theta, st.chunkX, st.chunkY, n, g.cfg.Clip, st.sum)
+			if err != nil {
+				return fmt.Errorf("clipped gradient sum of D₋: %w", err)
+			}
+			lossSum += l
+			cnt += n
+			st.chunkX, st.chunkY = st.chunkX[:0], st.chunkY[:0]
 			return nil
 		}
 		if err := st.net.PerSampleGrads(theta, st.chunkX, st.chunkY, n, st.grads[:n*g.P], st.losses[:n]); err != nil {

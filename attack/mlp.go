@@ -355,3 +355,59 @@ func (m MLP) inputVJP(params, x []float64, f *fwd, u, dx []float64) {
 		}
 	}
 }
+
+// ClippedGradSum adds Σ_s clip_C(∇_θ ℓ(θ, x_s, y_s)) over the n samples to sum (len P)
+// and returns the sum of their losses, without materialising per-sample gradients:
+// ‖g_s‖² = ‖δh‖²(‖x‖² + 1) + ‖δo‖²(‖a‖² + 1) for this network.
+func (m MLP) ClippedGradSum(params, x []float64, y []int, n int, clip float64, sum []float64) (float64, error) {
+	if err := m.check(params, x, y, n); err != nil {
+		return 0, err
+	}
+	if len(sum) != m.NumParams() {
+		return 0, fmt.Errorf("mlp: sum has %d values, want %d", len(sum), m.NumParams())
+	}
+	if !(clip > 0) || math.IsInf(clip, 0) {
+		return 0, fmt.Errorf("mlp: clip norm must be positive and finite, got %v", clip)
+	}
+	sw1, sb1, sw2, sb2 := m.split(sum)
+	f := m.newFwd()
+	loss := 0.0
+	for s := 0; s < n; s++ {
+		xs := x[s*m.D : (s+1)*m.D]
+		m.run(params, xs, y[s], f)
+		loss += f.loss
+		xx, hh, oo, aa := 0.0, 0.0, 0.0, 0.0
+		for _, v := range xs {
+			xx += v * v
+		}
+		for j := range f.dh {
+			hh += f.dh[j] * f.dh[j]
+			aa += f.a[j] * f.a[j]
+		}
+		for _, v := range f.do {
+			oo += v * v
+		}
+		nrm := math.Sqrt(hh*(xx+1) + oo*(aa+1))
+		sc := 1.0
+		if nrm > clip {
+			sc = clip / nrm
+		}
+		for j, dj := range f.dh {
+			c := sc * dj
+			row := sw1[j*m.D : (j+1)*m.D]
+			for i, xi := range xs {
+				row[i] += c * xi
+			}
+			sb1[j] += c
+		}
+		for k, dk := range f.do {
+			c := sc * dk
+			row := sw2[k*m.Hidden : (k+1)*m.Hidden]
+			for j, aj := range f.a {
+				row[j] += c * aj
+			}
+			sb2[k] += c
+		}
+	}
+	return loss, nil
+}

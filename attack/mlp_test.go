@@ -153,3 +153,61 @@ func TestMLPBadInput(t *testing.T) {
 		t.Error("clip 0: no error")
 	}
 }
+
+func TestClippedGradSumMatchesPerSample(t *testing.T) {
+	m, _ := NewMLP(15, 4, 3)
+	params, x, y := testMLPInputs(t, m, 6, 21)
+	P := m.NumParams()
+	for _, clip := range []float64{0.05, 1, 1e3} {
+		g := make([]float64, 6*P)
+		l := make([]float64, 6)
+		if err := m.PerSampleGrads(params, x, y, 6, g, l); err != nil {
+			t.Fatal(err)
+		}
+		clipRows(g, 6, P, clip, nil)
+		want := make([]float64, P)
+		wl := 0.0
+		for s := 0; s < 6; s++ {
+			for i := range want {
+				want[i] += g[s*P+i]
+			}
+			wl += l[s]
+		}
+		got := make([]float64, P)
+		gl, err := m.ClippedGradSum(params, x, y, 6, clip, got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(gl-wl) > 1e-12*wl {
+			t.Fatalf("clip %v: loss %v, want %v", clip, gl, wl)
+		}
+		for i := range want {
+			if math.Abs(got[i]-want[i]) > 1e-12*(1+math.Abs(want[i])) {
+				t.Fatalf("clip %v: sum[%d] = %v, want %v", clip, i, got[i], want[i])
+			}
+		}
+	}
+	if _, err := m.ClippedGradSum(params, x, y, 6, 0, make([]float64, P)); err == nil {
+		t.Error("clip 0: no error")
+	}
+}
+
+func BenchmarkClippedGradSumMLP(b *testing.B) {
+	m, _ := NewMLP(784, 10, 10)
+	r := rand.New(rand.NewPCG(1, 1))
+	const n = 64
+	x := make([]float64, n*784)
+	for i := range x {
+		x[i] = r.Float64()
+	}
+	y := make([]int, n)
+	params := m.Init(1)
+	sum := make([]float64, m.NumParams())
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := m.ClippedGradSum(params, x, y, n, 0.1, sum); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "samples/s")
+}
