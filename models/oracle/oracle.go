@@ -63,7 +63,12 @@ type Graph struct {
 	xT      *tensor.Dense
 	yT      *tensor.Dense
 	paramsT []*tensor.Dense
-	vm      G.VM
+	// transT[i] is true when params[i] holds the transpose of the flat layout's
+	// matrix (dense W is stored as (In, Out) so that the graph multiplies h·Wᵀ
+	// without a Transpose op); rows×cols is the flat layout's shape.
+	transT     []bool
+	rows, cols []int
+	vm         G.VM
 }
 
 // Build returns the Gorgonia graph of arch for batches of exactly batch samples.
@@ -111,11 +116,17 @@ func (gr *Graph) build(shapes []models.Shape) (err error) {
 	gr.y = G.NewMatrix(g, G.Float64, G.WithShape(B, a.Classes), G.WithName("y_onehot"), G.WithValue(gr.yT))
 
 	pi := 0 // next ParamShape
-	param := func(nodeShape ...int) *G.Node {
+	param := func(transposed bool, nodeShape ...int) *G.Node {
 		ps := gr.pshapes[pi]
 		pi++
 		t := tensor.New(tensor.WithShape(nodeShape...), tensor.Of(tensor.Float64))
 		gr.paramsT = append(gr.paramsT, t)
+		gr.transT = append(gr.transT, transposed)
+		if transposed {
+			gr.rows, gr.cols = append(gr.rows, nodeShape[1]), append(gr.cols, nodeShape[0])
+		} else {
+			gr.rows, gr.cols = append(gr.rows, 0), append(gr.cols, 0)
+		}
 		n := G.NewTensor(g, G.Float64, len(nodeShape), G.WithShape(nodeShape...), G.WithName(ps.Name), G.WithValue(t))
 		gr.params = append(gr.params, n)
 		return n
@@ -126,8 +137,8 @@ func (gr *Graph) build(shapes []models.Shape) (err error) {
 		s := shapes[i]
 		switch l.Kind {
 		case models.KindConv:
-			w := param(l.Out, s.C, l.KH, l.KW)
-			b := param(1, l.Out, 1, 1)
+			w := param(false, l.Out, s.C, l.KH, l.KW)
+			b := param(false, 1, l.Out, 1, 1)
 			if h, err = pad2D(g, h, i, l.PadT, l.PadB, l.PadL, l.PadR); err != nil {
 				return fmt.Errorf("layer %d pad: %w", i, err)
 			}
@@ -154,16 +165,12 @@ func (gr *Graph) build(shapes []models.Shape) (err error) {
 				return fmt.Errorf("layer %d flatten: %w", i, err)
 			}
 		case models.KindDense:
-			w := param(l.Out, s.Size())
-			b := param(1, l.Out)
+			wt := param(true, s.Size(), l.Out) // Wᵀ, see transT
+			b := param(false, 1, l.Out)
 			if h.Dims() != 2 {
 				if h, err = G.Reshape(h, tensor.Shape{B, s.Size()}); err != nil {
 					return fmt.Errorf("layer %d dense input: %w", i, err)
 				}
-			}
-			wt, err := G.Transpose(w, 1, 0)
-			if err != nil {
-				return fmt.Errorf("layer %d dense transpose: %w", i, err)
 			}
 			if h, err = G.Mul(h, wt); err != nil {
 				return fmt.Errorf("layer %d dense matmul: %w", i, err)
@@ -342,38 +349,61 @@ func crossEntropy(z, y *G.Node, B int) (*G.Node, error) {
 // set copies params, x and the one-hot of y (nil: all-zero labels) into the values
 // bound to the graph's input nodes.
 func (gr *Graph) set(params, x []float64, y []int) error {
+	if err := gr.checkParams(params); err != nil {
+		return err
+	}
+	gr.setParams(params)
+	return gr.setData(x, y)
+}
+
+func (gr *Graph) checkParams(params []float64) error {
 	if len(params) != gr.nparams {
 		return fmt.Errorf("oracle: %s has %d parameters, got %d", gr.arch.Name, gr.nparams, len(params))
 	}
+	return checkFinite("params", params)
+}
+
+// setData copies x and the one-hot of y (nil: all-zero labels) into the values bound
+// to the input and label nodes.
+func (gr *Graph) setData(x []float64, y []int) error {
 	d := gr.arch.InputDim()
 	if len(x) != gr.batch*d {
 		return fmt.Errorf("oracle: x has %d values, want batch %d × %d", len(x), gr.batch, d)
 	}
-	if err := checkFinite("params", params); err != nil {
-		return err
-	}
 	if err := checkFinite("x", x); err != nil {
 		return err
 	}
-	for i, ps := range gr.pshapes {
-		copy(gr.paramsT[i].Data().([]float64), params[ps.Offset:ps.Offset+ps.Size])
+	if y != nil && len(y) != gr.batch {
+		return fmt.Errorf("oracle: %d labels for batch %d", len(y), gr.batch)
 	}
 	copy(gr.xT.Data().([]float64), x)
 	yv := gr.yT.Data().([]float64)
 	clear(yv)
-	if y != nil {
-		if len(y) != gr.batch {
-			return fmt.Errorf("oracle: %d labels for batch %d", len(y), gr.batch)
+	K := gr.arch.Classes
+	for i, c := range y {
+		if c < 0 || c >= K {
+			return fmt.Errorf("oracle: label %d of sample %d not in [0, %d)", c, i, K)
 		}
-		K := gr.arch.Classes
-		for i, c := range y {
-			if c < 0 || c >= K {
-				return fmt.Errorf("oracle: label %d of sample %d not in [0, %d)", c, i, K)
-			}
-			yv[i*K+c] = 1
-		}
+		yv[i*K+c] = 1
 	}
 	return nil
+}
+
+// setParams copies params into the parameter nodes' values (transposing dense W).
+func (gr *Graph) setParams(params []float64) {
+	for i, ps := range gr.pshapes {
+		dst, src := gr.paramsT[i].Data().([]float64), params[ps.Offset:ps.Offset+ps.Size]
+		if !gr.transT[i] {
+			copy(dst, src)
+			continue
+		}
+		r, c := gr.rows[i], gr.cols[i]
+		for o := 0; o < r; o++ {
+			for j := 0; j < c; j++ {
+				dst[j*r+o] = src[o*c+j]
+			}
+		}
+	}
 }
 
 func checkFinite(what string, v []float64) error {
@@ -477,7 +507,17 @@ func (gr *Graph) runGradInto(grad, losses []float64) error {
 		if len(v) != ps.Size {
 			return fmt.Errorf("oracle: gradient of %s has %d values, want %d", ps.Name, len(v), ps.Size)
 		}
-		copy(grad[ps.Offset:ps.Offset+ps.Size], v)
+		dst := grad[ps.Offset : ps.Offset+ps.Size]
+		if !gr.transT[i] {
+			copy(dst, v)
+			continue
+		}
+		r, c := gr.rows[i], gr.cols[i]
+		for o := 0; o < r; o++ {
+			for j := 0; j < c; j++ {
+				dst[o*c+j] = v[j*r+o]
+			}
+		}
 	}
 	l, err := values(gr.losses)
 	if err != nil {

@@ -60,10 +60,7 @@ func (p *PerSample) Run(params, x []float64, y []int, batch int) (grads, losses 
 		return nil, nil, fmt.Errorf("oracle: %d labels for batch %d", len(y), batch)
 	}
 	P := p.NumParams()
-	if len(params) != P {
-		return nil, nil, fmt.Errorf("oracle: %s has %d parameters, got %d", p.arch.Name, P, len(params))
-	}
-	if err := checkFinite("params", params); err != nil {
+	if err := p.graphs[0].checkParams(params); err != nil {
 		return nil, nil, err
 	}
 	grads = make([]float64, batch*P)
@@ -75,8 +72,13 @@ func (p *PerSample) Run(params, x []float64, y []int, batch int) (grads, losses 
 		lo, hi := w*batch/workers, (w+1)*batch/workers
 		wg.Go(func() {
 			gr := p.graphs[w]
+			gr.setParams(params) // once per batch: the tape never writes to its inputs
 			for i := lo; i < hi; i++ {
-				if err := gr.gradInto(params, x[i*d:(i+1)*d], y[i:i+1], grads[i*P:(i+1)*P], losses[i:i+1]); err != nil {
+				err := gr.setData(x[i*d:(i+1)*d], y[i:i+1])
+				if err == nil {
+					err = gr.runGradInto(grads[i*P:(i+1)*P], losses[i:i+1])
+				}
+				if err != nil {
 					errs[w] = fmt.Errorf("sample %d: %w", i, err)
 					return
 				}
