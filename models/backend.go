@@ -57,10 +57,13 @@ type Backend[T Float] interface {
 	Alloc(n int) []T
 	// Gemm computes C = alpha·op(A)·op(B) + beta·C with op(A) m×k and op(B) k×n.
 	Gemm(transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int)
-	// Im2col writes one sample's patches x ([InC][H][W]) as a CKK×HWo matrix.
-	Im2col(g ConvGeom, x []T, cols []T)
-	// Col2im adds a CKK×HWo patch matrix back into one sample's dx ([InC][H][W]).
-	Col2im(g ConvGeom, cols []T, dx []T)
+	// Im2col writes one sample's patches x ([InC][H][W]) as a CKK×HWo matrix whose
+	// rows start ld values apart (ld ≥ HWo, so several samples' patch matrices can sit
+	// side by side in one CKK×(n·HWo) matrix).
+	Im2col(g ConvGeom, x []T, cols []T, ld int)
+	// Col2im adds a CKK×HWo patch matrix (row stride ld) back into one sample's dx
+	// ([InC][H][W]).
+	Col2im(g ConvGeom, cols []T, ld int, dx []T)
 	// AvgPool pools n samples: y[n][C][OutH][OutW] from x[n][C][H][W].
 	AvgPool(g PoolGeom, n int, x, y []T)
 	// AvgPoolBack adds the adjoint of AvgPool: dx += poolᵀ(dy), for n samples.
@@ -148,14 +151,14 @@ func gemmGeneric[T Float](transA, transB bool, m, n, k int, alpha T, a []T, lda 
 	}
 }
 
-func (b *cpuBackend[T]) Im2col(g ConvGeom, x []T, cols []T) {
+func (b *cpuBackend[T]) Im2col(g ConvGeom, x []T, cols []T, ld int) {
 	hwo := g.HWo()
 	row := 0
 	for c := 0; c < g.InC; c++ {
 		xc := x[c*g.H*g.W:]
 		for kh := 0; kh < g.KH; kh++ {
 			for kw := 0; kw < g.KW; kw++ {
-				dst := cols[row*hwo : (row+1)*hwo]
+				dst := cols[row*ld : row*ld+hwo]
 				row++
 				p := 0
 				for oh := 0; oh < g.OutH; oh++ {
@@ -183,14 +186,14 @@ func (b *cpuBackend[T]) Im2col(g ConvGeom, x []T, cols []T) {
 	}
 }
 
-func (b *cpuBackend[T]) Col2im(g ConvGeom, cols []T, dx []T) {
+func (b *cpuBackend[T]) Col2im(g ConvGeom, cols []T, ld int, dx []T) {
 	hwo := g.HWo()
 	row := 0
 	for c := 0; c < g.InC; c++ {
 		xc := dx[c*g.H*g.W:]
 		for kh := 0; kh < g.KH; kh++ {
 			for kw := 0; kw < g.KW; kw++ {
-				src := cols[row*hwo : (row+1)*hwo]
+				src := cols[row*ld : row*ld+hwo]
 				row++
 				p := 0
 				for oh := 0; oh < g.OutH; oh++ {

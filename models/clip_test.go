@@ -299,3 +299,47 @@ func TestInputGradOfClippedDotFD(t *testing.T) {
 		}
 	}
 }
+
+// TestFILSparseMatchesDense checks FILSqNorms (one-hot tangents propagated sparsely
+// through the first parameter layer) against explicit dense input tangents through
+// Tangent followed by ClipJVP, for every network, with repeated, edge and padding-
+// adjacent coordinates and samples with fewer coordinates than others.
+func TestFILSparseMatchesDense(t *testing.T) {
+	for _, tc := range testArchs(t) {
+		t.Run(tc.arch.Name, func(t *testing.T) {
+			n := newNet64(t, tc.arch, backends64()[0])
+			P, D := n.NumParams(), n.InputDim()
+			B := min(2, tc.batch)
+			params, x, y := randomProblem(tc.arch, B, 91)
+			coords := [][]int{{0, D - 1, D / 2, D / 2, 1}, {7, D - 2}}[:B]
+			k := 5
+			xdot := make([]float64, B*k*D)
+			for s, cl := range coords {
+				for j, c := range cl {
+					xdot[(s*k+j)*D+c] = 1
+				}
+			}
+			res, err := n.Tangent(params, x, y, B, k, xdot, nil, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, clip := range []Clip{{Mode: ClipSmooth, C: 0.3}, {Mode: ClipHard, C: 0.01}} {
+				out := make([]float64, B)
+				if err := n.FILSqNorms(params, x, y, B, clip, coords, out); err != nil {
+					t.Fatal(err)
+				}
+				for s := 0; s < B; s++ {
+					var want float64
+					jv := make([]float64, P)
+					for j := range coords[s] {
+						ClipJVP(clip, res.Grads[s*P:(s+1)*P], res.GradDots[(s*k+j)*P:(s*k+j+1)*P], jv)
+						want += dot(jv, jv)
+					}
+					if math.Abs(out[s]-want) > 1e-9*want {
+						t.Errorf("mode %d sample %d: FIL %.12g, dense tangents %.12g", clip.Mode, s, out[s], want)
+					}
+				}
+			}
+		})
+	}
+}

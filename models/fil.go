@@ -110,21 +110,14 @@ func (n *Network[T]) FILSqNorms(params, x []T, y []int, batch int, clip Clip, co
 	P := n.p
 	gg := make([]float64, batch)
 	n.run(&tangentRun[T]{
-		params: params, x: x, y: y, batch: batch, k: k, grads: true,
+		params: params, x: x, y: y, batch: batch, k: k, grads: true, coords: coords,
 		first: func(ws *workspace[T], s0, cs int) {
 			for s := 0; s < cs; s++ {
 				g := ws.grads[s*P : (s+1)*P]
 				gg[s0+s] = n.be.Dot(g, g)
 			}
 		},
-		seeds: func(_ *workspace[T], s0, cs, j0, kc int, tx, _ []T) {
-			for s := 0; s < cs; s++ {
-				cl := coords[s0+s]
-				for j := 0; j < kc && j0+j < len(cl); j++ {
-					tx[(s*kc+j)*n.d+cl[j0+j]] = 1
-				}
-			}
-		},
+		seeds: func(*workspace[T], int, int, int, int, []T, []T) {}, // one-hot input tangents come from coords
 		consume: func(ws *workspace[T], s0, sl, j0, kc int, _ []T) {
 			s := s0 + sl
 			g := ws.grads[sl*P : (sl+1)*P]

@@ -33,6 +33,11 @@ type Network[T Float] struct {
 	shapes  []Shape
 	p, d    int
 	classes int
+	// firstParam is the index of the first layer with parameters; sparseFirst is true
+	// when only Normalize and Flatten layers precede it, so that a one-hot input
+	// tangent reaches it as a (scaled) one-hot vector.
+	firstParam  int
+	sparseFirst bool
 	// paramsBelow[i] is true when a layer before i has parameters, so that the
 	// backward pass must go on below layer i.
 	paramsBelow []bool
@@ -84,6 +89,19 @@ func NewNetwork[T Float](arch Arch, be Backend[T]) (*Network[T], error) {
 		n.layers = append(n.layers, l)
 	}
 	n.p = arch.NumParams()
+	n.firstParam = -1
+	for i, l := range n.layers {
+		if l.hasParams() {
+			n.firstParam = i
+			break
+		}
+	}
+	n.sparseFirst = n.firstParam >= 0
+	for i := 0; i < n.firstParam; i++ {
+		if k := n.layers[i].kind; k != KindNormalize && k != KindFlatten {
+			n.sparseFirst = false
+		}
+	}
 	n.paramsBelow = make([]bool, len(n.layers))
 	for i := 1; i < len(n.layers); i++ {
 		n.paramsBelow[i] = n.paramsBelow[i-1] || n.layers[i-1].hasParams()
@@ -109,12 +127,15 @@ type workspace[T Float] struct {
 	cs, kc   int
 	pt       bool      // parameter tangents allocated
 	acts     [][]T     // activations after each layer (index 0 = input), cs rows
-	cols     [][]T     // conv layers: im2col of the layer input, cs rows of CKK·HWo
+	cols     [][]T     // conv layers: im2col of the layer input, CKK×(cs·HWo), samples side by side
 	dlt      [][]T     // gradient of the loss w.r.t. acts[l], cs rows
 	tacts    [][]T     // tangents of acts, cs·kc rows
 	tdlt     [][]T     // tangents of dlt, cs·kc rows
-	scratch  []T       // one CKK·HWo patch matrix
-	scratch2 []T       // a second one
+	tcols    [][]T     // conv layers: im2col of the tangent inputs, CKK×(cs·kc·HWo)
+	spIdx    []int     // one-hot input tangents: coordinate of each row (−1: none)
+	spVal    []T       // and its value at the first parameter layer
+	scratch  []T       // patch-matrix scratch: max CKK·HWo × max(cs, cs·kc)
+	scratch2 []T       // output-layout scratch: max Out·HWo × max(cs, cs·kc)
 	grads    []T       // cs×P per-sample gradients
 	losses   []T       // cs losses
 	tg       []T       // kc×P gradient tangents of one sample
@@ -132,17 +153,18 @@ func (n *Network[T]) actFloats() int {
 	return s
 }
 
-func (n *Network[T]) colFloats() (total, maxOne int) {
+// convFloats returns, per sample or tangent row, the total patch-matrix size over
+// the conv layers, the largest one, and the largest conv output.
+func (n *Network[T]) convFloats() (total, maxCol, maxOut int) {
 	for _, l := range n.layers {
 		if l.kind == KindConv {
 			c := l.conv.CKK() * l.conv.HWo()
 			total += c
-			if c > maxOne {
-				maxOne = c
-			}
+			maxCol = max(maxCol, c)
+			maxOut = max(maxOut, l.outN)
 		}
 	}
-	return total, maxOne
+	return total, maxCol, maxOut
 }
 
 // chunkSizes returns the samples per chunk and the tangent directions per pass for a
@@ -151,22 +173,14 @@ func (n *Network[T]) colFloats() (total, maxOne int) {
 // so results do not depend on the number of workers.
 func (n *Network[T]) chunkSizes(batch, k int, pt bool) (cs, kc int) {
 	act := n.actFloats()
-	colT, _ := n.colFloats()
-	first := 2*act + colT + n.p + 1
+	colT, maxCol, maxOut := n.convFloats()
+	first := 2*act + colT + maxCol + maxOut + n.p + 1
 	cs = n.budget / (4 * first)
-	if cs < 1 {
-		cs = 1
-	}
-	if cs > 32 {
-		cs = 32
-	}
-	if cs > batch {
-		cs = batch
-	}
+	cs = max(1, min(cs, 32, batch))
 	if k == 0 {
 		return cs, 0
 	}
-	row := 2 * act
+	row := 2*act + colT + maxCol + maxOut + 2
 	if pt {
 		row += n.p
 	}
@@ -178,12 +192,7 @@ func (n *Network[T]) chunkSizes(batch, k int, pt bool) (cs, kc int) {
 		}
 		cs /= 2
 	}
-	if kc < 1 {
-		kc = 1
-	}
-	if kc > k {
-		kc = k
-	}
+	kc = max(1, min(kc, k))
 	// Keep the rows of a tangent pass moderate so that several chunks exist to share
 	// between workers.
 	for cs > 1 && cs*kc > 512 {
@@ -201,12 +210,7 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 		return ws
 	}
 	if ws != nil {
-		if ws.cs > cs {
-			cs = ws.cs
-		}
-		if ws.kc > kc {
-			kc = ws.kc
-		}
+		cs, kc = max(cs, ws.cs), max(kc, ws.kc)
 		pt = pt || ws.pt
 	}
 	be := n.be
@@ -217,7 +221,7 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 	ws.cols = make([][]T, L)
 	ws.acts[0] = be.Alloc(cs * n.d)
 	ws.dlt[0] = be.Alloc(cs * n.d)
-	_, maxCol := n.colFloats()
+	_, maxCol, maxOut := n.convFloats()
 	for i, l := range n.layers {
 		if l.kind == KindFlatten {
 			ws.acts[i+1] = ws.acts[i]
@@ -230,14 +234,16 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 			ws.cols[i] = be.Alloc(cs * l.conv.CKK() * l.conv.HWo())
 		}
 	}
-	ws.scratch = be.Alloc(maxCol)
-	ws.scratch2 = be.Alloc(maxCol)
+	rows := max(cs, cs*kc)
+	ws.scratch = be.Alloc(maxCol * rows)
+	ws.scratch2 = be.Alloc(maxOut * rows)
 	ws.grads = be.Alloc(cs * n.p)
 	ws.losses = be.Alloc(cs)
 	if kc > 0 {
 		rows := cs * kc
 		ws.tacts = make([][]T, L+1)
 		ws.tdlt = make([][]T, L+1)
+		ws.tcols = make([][]T, L)
 		ws.tacts[0] = be.Alloc(rows * n.d)
 		ws.tdlt[0] = be.Alloc(rows * n.d)
 		for i, l := range n.layers {
@@ -248,7 +254,12 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 			}
 			ws.tacts[i+1] = be.Alloc(rows * l.outN)
 			ws.tdlt[i+1] = be.Alloc(rows * l.outN)
+			if l.kind == KindConv {
+				ws.tcols[i] = be.Alloc(rows * l.conv.CKK() * l.conv.HWo())
+			}
 		}
+		ws.spIdx = make([]int, rows)
+		ws.spVal = make([]T, rows)
 		ws.tg = be.Alloc(kc * n.p)
 		if pt {
 			ws.tp = be.Alloc(rows * n.p)
@@ -256,6 +267,50 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 	}
 	n.ws[w] = ws
 	return ws
+}
+
+// convForwardRows computes the conv layer l for m rows of input in (m×inN) into out
+// (m×outN) without bias: their patch matrices go side by side into cols
+// (CKK×(m·HWo)), one GEMM multiplies them by W, and the result is permuted from
+// [Out][m][HWo] to [m][Out][HWo] through tmp.
+func (n *Network[T]) convForwardRows(l *netLayer, W, in, out, cols, tmp []T, m int) {
+	be := n.be
+	g := l.conv
+	ckk, hwo, oc := g.CKK(), g.HWo(), l.out.C
+	ld := m * hwo
+	for r := 0; r < m; r++ {
+		be.Im2col(g, in[r*l.inN:(r+1)*l.inN], cols[r*hwo:], ld)
+	}
+	be.Gemm(false, false, oc, ld, ckk, 1, W, ckk, cols, ld, 0, tmp, ld)
+	for o := 0; o < oc; o++ {
+		for r := 0; r < m; r++ {
+			copy(out[r*l.outN+o*hwo:r*l.outN+(o+1)*hwo], tmp[o*ld+r*hwo:o*ld+(r+1)*hwo])
+		}
+	}
+}
+
+// convBackwardRows computes, for m rows of output gradients dout (m×outN), the
+// patch-matrix gradients Wᵀ·D side by side in dcols (CKK×(m·HWo)), permuting dout
+// to [Out][m][HWo] through tmp. extra, when not nil, is called to add more terms to
+// dcols before they are scattered back; the input gradients (m×inN) are overwritten.
+func (n *Network[T]) convBackwardRows(l *netLayer, W, dout, din, dcols, tmp []T, m int, extra func(ld int)) {
+	be := n.be
+	g := l.conv
+	ckk, hwo, oc := g.CKK(), g.HWo(), l.out.C
+	ld := m * hwo
+	for o := 0; o < oc; o++ {
+		for r := 0; r < m; r++ {
+			copy(tmp[o*ld+r*hwo:o*ld+(r+1)*hwo], dout[r*l.outN+o*hwo:r*l.outN+(o+1)*hwo])
+		}
+	}
+	be.Gemm(true, false, ckk, ld, oc, 1, W, ckk, tmp, ld, 0, dcols, ld)
+	if extra != nil {
+		extra(ld)
+	}
+	clear(din[:m*l.inN])
+	for r := 0; r < m; r++ {
+		be.Col2im(g, dcols[r*hwo:], ld, din[r*l.inN:(r+1)*l.inN])
+	}
 }
 
 // checkFinite returns an error naming what when v holds a NaN or an infinity.
@@ -344,15 +399,9 @@ func (n *Network[T]) forward(ws *workspace[T], params []T, cs int) {
 		in, out := ws.acts[i][:cs*l.inN], ws.acts[i+1][:cs*l.outN]
 		switch l.kind {
 		case KindConv:
-			g := l.conv
-			ckk, hwo := g.CKK(), g.HWo()
-			W := params[l.wOff : l.wOff+l.nW]
+			n.convForwardRows(l, params[l.wOff:l.wOff+l.nW], in, out, ws.cols[i], ws.scratch2, cs)
 			for s := 0; s < cs; s++ {
-				col := ws.cols[i][s*ckk*hwo : (s+1)*ckk*hwo]
-				be.Im2col(g, in[s*l.inN:(s+1)*l.inN], col)
-				o := out[s*l.outN : (s+1)*l.outN]
-				be.Gemm(false, false, l.out.C, hwo, ckk, 1, W, ckk, col, hwo, 0, o, hwo)
-				addBiasRows(o, params[l.bOff:l.bOff+l.nB], hwo)
+				addBiasRows(out[s*l.outN:(s+1)*l.outN], params[l.bOff:l.bOff+l.nB], l.conv.HWo())
 			}
 		case KindDense:
 			W := params[l.wOff : l.wOff+l.nW]
@@ -431,22 +480,16 @@ func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bo
 		in := ws.acts[i][:cs*l.inN]
 		switch l.kind {
 		case KindConv:
-			g := l.conv
-			ckk, hwo := g.CKK(), g.HWo()
-			W := params[l.wOff : l.wOff+l.nW]
+			ckk, hwo := l.conv.CKK(), l.conv.HWo()
+			ld := cs * hwo
 			for s := 0; s < cs; s++ {
-				col := ws.cols[i][s*ckk*hwo : (s+1)*ckk*hwo]
 				D := dout[s*l.outN : (s+1)*l.outN]
 				gw := ws.grads[s*P+l.wOff : s*P+l.wOff+l.nW]
-				be.Gemm(false, true, l.out.C, ckk, hwo, 1, D, hwo, col, hwo, 0, gw, ckk)
+				be.Gemm(false, true, l.out.C, ckk, hwo, 1, D, hwo, ws.cols[i][s*hwo:], ld, 0, gw, ckk)
 				rowSums(D, hwo, ws.grads[s*P+l.bOff:s*P+l.bOff+l.nB])
-				if needIn {
-					dc := ws.scratch[:ckk*hwo]
-					be.Gemm(true, false, ckk, hwo, l.out.C, 1, W, ckk, D, hwo, 0, dc, hwo)
-					d := din[s*l.inN : (s+1)*l.inN]
-					clear(d)
-					be.Col2im(g, dc, d)
-				}
+			}
+			if needIn {
+				n.convBackwardRows(l, params[l.wOff:l.wOff+l.nW], dout, din, ws.scratch, ws.scratch2, cs, nil)
 			}
 		case KindDense:
 			W := params[l.wOff : l.wOff+l.nW]

@@ -23,6 +23,11 @@ type tangentRun[T Float] struct {
 	inputGrad bool // the tangent of the input gradient is wanted
 	grads     bool // the gradient tangents are wanted (blocked in ws.tg)
 	seeds     tangentSeeds[T]
+	// coords, when not nil, says that the input tangents are one-hot: direction j of
+	// sample s is e_{coords[s][j]} (and zero for j ≥ len(coords[s])). The engine then
+	// propagates them sparsely through the first parameter layer instead of calling
+	// seeds for the input (seeds still sets parameter tangents).
+	coords [][]int
 	// first is called once per chunk after the first-order pass, before the tangent
 	// passes (ws.grads, ws.losses hold the chunk's gradients and losses); it may
 	// return extra state for seeds of that chunk through closures.
@@ -66,13 +71,26 @@ func (n *Network[T]) run(r *tangentRun[T]) {
 				tp = ws.tp[:rows*n.p]
 				clear(tp)
 			}
-			r.seeds(ws, s0, c, j0, kk, tx, tp)
-			n.tangentForward(ws, r.params, c, kk, tp)
+			sparse := r.coords != nil && n.sparseFirst && !r.inputGrad && !r.pt
+			if sparse {
+				n.sparseSeeds(ws, r.coords, s0, c, j0, kk)
+			} else {
+				if r.coords != nil {
+					for s := 0; s < c; s++ {
+						cl := r.coords[s0+s]
+						for j := 0; j < kk && j0+j < len(cl); j++ {
+							tx[(s*kk+j)*n.d+cl[j0+j]] = 1
+						}
+					}
+				}
+				r.seeds(ws, s0, c, j0, kk, tx, tp)
+			}
+			n.tangentForward(ws, r.params, c, kk, tp, sparse)
 			n.tangentLoss(ws, r.y[s0:s0+c], c, kk)
 			n.tangentBackward(ws, r.params, c, kk, tp, r.inputGrad)
 			for s := 0; s < c; s++ {
 				if r.grads {
-					n.gradTangents(ws, s, kk)
+					n.gradTangents(ws, s, c, kk, sparse)
 				}
 				var tdx0 []T
 				if r.inputGrad {
@@ -84,29 +102,100 @@ func (n *Network[T]) run(r *tangentRun[T]) {
 	})
 }
 
-// tangentForward propagates the input tangents in ws.tacts[0] (and the parameter
-// tangents tp) through the layers: rows s·kc+j.
-func (n *Network[T]) tangentForward(ws *workspace[T], params []T, cs, kc int, tp []T) {
+// sparseSeeds records the one-hot input tangents of a pass as (coordinate, value at
+// the first parameter layer) per row; Normalize layers before it scale the value.
+func (n *Network[T]) sparseSeeds(ws *workspace[T], coords [][]int, s0, cs, j0, kc int) {
+	for s := 0; s < cs; s++ {
+		cl := coords[s0+s]
+		for j := 0; j < kc; j++ {
+			r := s*kc + j
+			ws.spIdx[r] = -1
+			if j0+j >= len(cl) {
+				continue
+			}
+			idx, v := cl[j0+j], 1.0
+			for i := 0; i < n.firstParam; i++ {
+				if l := &n.layers[i]; l.kind == KindNormalize {
+					v *= l.inv[idx/(l.in.H*l.in.W)]
+				}
+			}
+			ws.spIdx[r], ws.spVal[r] = idx, T(v)
+		}
+	}
+}
+
+// forEachTap calls fn(o, kh, kw, outPos) for every output position outPos = oh·OutW+ow
+// of conv geometry g whose receptive field covers input pixel (ih, iw) through kernel
+// tap (kh, kw).
+func forEachTap(g ConvGeom, ih, iw int, fn func(kh, kw, pos int)) {
+	for kh := 0; kh < g.KH; kh++ {
+		t := ih + g.PadT - kh
+		if t < 0 || t%g.Stride != 0 || t/g.Stride >= g.OutH {
+			continue
+		}
+		oh := t / g.Stride
+		for kw := 0; kw < g.KW; kw++ {
+			u := iw + g.PadL - kw
+			if u < 0 || u%g.Stride != 0 || u/g.Stride >= g.OutW {
+				continue
+			}
+			fn(kh, kw, oh*g.OutW+u/g.Stride)
+		}
+	}
+}
+
+// tangentForward propagates the input tangents in ws.tacts[0] (or, when sparse, the
+// one-hot tangents of ws.spIdx/spVal from the first parameter layer on) and the
+// parameter tangents tp through the layers: rows s·kc+j.
+func (n *Network[T]) tangentForward(ws *workspace[T], params []T, cs, kc int, tp []T, sparse bool) {
 	be := n.be
 	rows := cs * kc
 	P := n.p
-	for i := range n.layers {
+	start := 0
+	if sparse {
+		start = n.firstParam
+	}
+	for i := start; i < len(n.layers); i++ {
 		l := &n.layers[i]
 		tin, tout := ws.tacts[i][:rows*l.inN], ws.tacts[i+1][:rows*l.outN]
+		if sparse && i == start {
+			W := params[l.wOff : l.wOff+l.nW]
+			clear(tout)
+			for r := 0; r < rows; r++ {
+				idx, v := ws.spIdx[r], ws.spVal[r]
+				if idx < 0 {
+					continue
+				}
+				o := tout[r*l.outN : (r+1)*l.outN]
+				if l.kind == KindDense {
+					for j := range o {
+						o[j] = v * W[j*l.inN+idx]
+					}
+					continue
+				}
+				g := l.conv
+				hw := g.H * g.W
+				c, ih, iw := idx/hw, (idx%hw)/g.W, idx%g.W
+				ckk, hwo := g.CKK(), g.HWo()
+				forEachTap(g, ih, iw, func(kh, kw, pos int) {
+					wi := (c*g.KH+kh)*g.KW + kw
+					for oc := 0; oc < l.out.C; oc++ {
+						o[oc*hwo+pos] += v * W[oc*ckk+wi]
+					}
+				})
+			}
+			continue
+		}
 		switch l.kind {
 		case KindConv:
-			g := l.conv
-			ckk, hwo := g.CKK(), g.HWo()
-			W := params[l.wOff : l.wOff+l.nW]
-			for r := 0; r < rows; r++ {
-				col := ws.scratch[:ckk*hwo]
-				be.Im2col(g, tin[r*l.inN:(r+1)*l.inN], col)
-				o := tout[r*l.outN : (r+1)*l.outN]
-				be.Gemm(false, false, l.out.C, hwo, ckk, 1, W, ckk, col, hwo, 0, o, hwo)
-				if tp != nil {
+			hwo := l.conv.HWo()
+			n.convForwardRows(l, params[l.wOff:l.wOff+l.nW], tin, tout, ws.tcols[i], ws.scratch2, rows)
+			if tp != nil {
+				ckk := l.conv.CKK()
+				for r := 0; r < rows; r++ {
 					s := r / kc
-					scol := ws.cols[i][s*ckk*hwo : (s+1)*ckk*hwo]
-					be.Gemm(false, false, l.out.C, hwo, ckk, 1, tp[r*P+l.wOff:r*P+l.wOff+l.nW], ckk, scol, hwo, 1, o, hwo)
+					o := tout[r*l.outN : (r+1)*l.outN]
+					be.Gemm(false, false, l.out.C, hwo, ckk, 1, tp[r*P+l.wOff:r*P+l.wOff+l.nW], ckk, ws.cols[i][s*hwo:], cs*hwo, 1, o, hwo)
 					addBiasRows(o, tp[r*P+l.bOff:r*P+l.bOff+l.nB], hwo)
 				}
 			}
@@ -188,21 +277,18 @@ func (n *Network[T]) tangentBackward(ws *workspace[T], params []T, cs, kc int, t
 		tdin, tdout := ws.tdlt[i][:rows*l.inN], ws.tdlt[i+1][:rows*l.outN]
 		switch l.kind {
 		case KindConv:
-			g := l.conv
-			ckk, hwo := g.CKK(), g.HWo()
-			W := params[l.wOff : l.wOff+l.nW]
-			dc := ws.scratch[:ckk*hwo]
-			for r := 0; r < rows; r++ {
-				be.Gemm(true, false, ckk, hwo, l.out.C, 1, W, ckk, tdout[r*l.outN:(r+1)*l.outN], hwo, 0, dc, hwo)
-				if tp != nil {
-					s := r / kc
-					D := ws.dlt[i+1][s*l.outN : (s+1)*l.outN]
-					be.Gemm(true, false, ckk, hwo, l.out.C, 1, tp[r*P+l.wOff:r*P+l.wOff+l.nW], ckk, D, hwo, 1, dc, hwo)
+			var extra func(ld int)
+			if tp != nil {
+				ckk, hwo := l.conv.CKK(), l.conv.HWo()
+				extra = func(ld int) {
+					for r := 0; r < rows; r++ {
+						s := r / kc
+						D := ws.dlt[i+1][s*l.outN : (s+1)*l.outN]
+						be.Gemm(true, false, ckk, hwo, l.out.C, 1, tp[r*P+l.wOff:r*P+l.wOff+l.nW], ckk, D, hwo, 1, ws.scratch[r*hwo:], ld)
+					}
 				}
-				d := tdin[r*l.inN : (r+1)*l.inN]
-				clear(d)
-				be.Col2im(g, dc, d)
 			}
+			n.convBackwardRows(l, params[l.wOff:l.wOff+l.nW], tdout, tdin, ws.scratch, ws.scratch2, rows, extra)
 		case KindDense:
 			W := params[l.wOff : l.wOff+l.nW]
 			be.Gemm(false, false, rows, l.inN, l.outN, 1, tdout, l.outN, W, l.inN, 0, tdin, l.inN)
@@ -234,11 +320,14 @@ func (n *Network[T]) tangentBackward(ws *workspace[T], params []T, cs, kc int, t
 	}
 }
 
-// gradTangents writes the kc gradient tangents of chunk sample s to ws.tg in the
-// blocked layout: ġ_W = Ḋ·colᵀ + D·ċolᵀ for conv, δ̇⊗a + δ⊗ȧ for dense.
-func (n *Network[T]) gradTangents(ws *workspace[T], s, kc int) {
+// gradTangents writes the kc gradient tangents of chunk sample s (of cs) to ws.tg
+// in the blocked layout: ġ_W = Ḋ·colᵀ + D·ċolᵀ for conv, δ̇⊗a + δ⊗ȧ for dense. When
+// sparse, the first parameter layer's input tangents are the one-hot rows of
+// ws.spIdx/spVal and its second term is a scatter.
+func (n *Network[T]) gradTangents(ws *workspace[T], s, cs, kc int, sparse bool) {
 	be := n.be
 	tg := ws.tg
+	rows := cs * kc
 	for i := range n.layers {
 		l := &n.layers[i]
 		if !l.hasParams() {
@@ -249,25 +338,49 @@ func (n *Network[T]) gradTangents(ws *workspace[T], s, kc int) {
 		D := ws.dlt[i+1][s*l.outN : (s+1)*l.outN]
 		gw := tg[kc*l.wOff : kc*l.wOff+kc*l.nW]
 		gb := tg[kc*l.bOff : kc*l.bOff+kc*l.nB]
+		first := sparse && i == n.firstParam
 		switch l.kind {
 		case KindConv:
 			g := l.conv
 			ckk, hwo := g.CKK(), g.HWo()
-			col := ws.cols[i][s*ckk*hwo : (s+1)*ckk*hwo]
-			be.Gemm(false, true, kc*l.out.C, ckk, hwo, 1, tD, hwo, col, hwo, 0, gw, ckk)
-			tcol := ws.scratch[:ckk*hwo]
-			for j := 0; j < kc; j++ {
-				r := r0 + j
-				be.Im2col(g, ws.tacts[i][r*l.inN:(r+1)*l.inN], tcol)
-				be.Gemm(false, true, l.out.C, ckk, hwo, 1, D, hwo, tcol, hwo, 1, gw[j*l.nW:(j+1)*l.nW], ckk)
+			be.Gemm(false, true, kc*l.out.C, ckk, hwo, 1, tD, hwo, ws.cols[i][s*hwo:], cs*hwo, 0, gw, ckk)
+			if first {
+				hw := g.H * g.W
+				for j := 0; j < kc; j++ {
+					idx, v := ws.spIdx[r0+j], ws.spVal[r0+j]
+					if idx < 0 {
+						continue
+					}
+					gj := gw[j*l.nW : (j+1)*l.nW]
+					c, ih, iw := idx/hw, (idx%hw)/g.W, idx%g.W
+					forEachTap(g, ih, iw, func(kh, kw, pos int) {
+						wi := (c*g.KH+kh)*g.KW + kw
+						for oc := 0; oc < l.out.C; oc++ {
+							gj[oc*ckk+wi] += v * D[oc*hwo+pos]
+						}
+					})
+				}
+			} else {
+				for j := 0; j < kc; j++ {
+					be.Gemm(false, true, l.out.C, ckk, hwo, 1, D, hwo, ws.tcols[i][(r0+j)*hwo:], rows*hwo, 1, gw[j*l.nW:(j+1)*l.nW], ckk)
+				}
 			}
 			rowSums(tD, hwo, gb)
 		case KindDense:
 			a := ws.acts[i][s*l.inN : (s+1)*l.inN]
 			be.Gemm(false, false, kc*l.outN, l.inN, 1, 1, tD, 1, a, l.inN, 0, gw, l.inN)
 			for j := 0; j < kc; j++ {
+				gj := gw[j*l.nW : (j+1)*l.nW]
+				if first {
+					if idx, v := ws.spIdx[r0+j], ws.spVal[r0+j]; idx >= 0 {
+						for o := 0; o < l.outN; o++ {
+							gj[o*l.inN+idx] += v * D[o]
+						}
+					}
+					continue
+				}
 				r := r0 + j
-				be.Gemm(false, false, l.outN, l.inN, 1, 1, D, 1, ws.tacts[i][r*l.inN:(r+1)*l.inN], l.inN, 1, gw[j*l.nW:(j+1)*l.nW], l.inN)
+				be.Gemm(false, false, l.outN, l.inN, 1, 1, D, 1, ws.tacts[i][r*l.inN:(r+1)*l.inN], l.inN, 1, gj, l.inN)
 			}
 			copy(gb, tD)
 		}

@@ -1,0 +1,83 @@
+package models
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// BenchmarkSgemm1024 measures gonum's float32 GEMM rate, the basis of the FLOP floors
+// in docs/perf-engine.md (2·1024³ FLOP per op).
+func BenchmarkSgemm1024(b *testing.B) {
+	const n = 1024
+	a, bb, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
+	for i := range a {
+		a[i], bb[i] = float32(i%7)-3, float32(i%5)-2
+	}
+	impl := blas32.Implementation()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		impl.Sgemm(blas.NoTrans, blas.NoTrans, n, n, n, 1, a, n, bb, n, 0, c, n)
+	}
+	b.ReportMetric(2*n*n*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+func benchSetup(b *testing.B, name string, batch int) (Model, []float32, []float32, []int) {
+	arch, err := ArchByName(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := NewCPUModel(arch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	x := make([]float32, batch*m.InputDim())
+	for i := range x {
+		x[i] = rng.Float32()
+	}
+	y := make([]int, batch)
+	for i := range y {
+		y[i] = rng.IntN(arch.Classes)
+	}
+	return m, m.Init(1), x, y
+}
+
+// BenchmarkClippedGradSum times a DP-SGD step's per-sample gradients (mnist-cnn,
+// batch 600).
+func BenchmarkClippedGradSum(b *testing.B) {
+	const batch = 600
+	m, p, x, y := benchSetup(b, "mnist-cnn", batch)
+	sum := make([]float32, m.NumParams())
+	losses := make([]float64, batch)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := m.ClippedGradSum(p, x, y, Clip{C: 1}, sum, losses); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(batch*b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// BenchmarkFILSqNorms times the FIL step with k = 50 coordinates (mnist-cnn).
+func BenchmarkFILSqNorms(b *testing.B) {
+	const batch, k = 60, 50
+	m, p, x, y := benchSetup(b, "mnist-cnn", batch)
+	rng := rand.New(rand.NewPCG(2, 2))
+	coords := make([][]int, batch)
+	for s := range coords {
+		for j := 0; j < k; j++ {
+			coords[s] = append(coords[s], rng.IntN(m.InputDim()))
+		}
+	}
+	out := make([]float64, batch)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := m.FILSqNorms(p, x, y, Clip{C: 1}, coords, out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(batch*b.N)/b.Elapsed().Seconds(), "samples/s")
+}
