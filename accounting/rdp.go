@@ -412,7 +412,17 @@ func epsilonFrom(orders, values []float64, delta float64, conv Conversion) (floa
 		var e float64
 		switch conv {
 		case ConversionImproved:
-			e = v + math.Log1p(-1/a) - (logDelta+math.Log(a))/(a-1)
+			// As dp_accounting's compute_epsilon: if δ ≥ √(1 − e^{−RDP}), the
+			// Bretagnolle–Huber bound on total variation (D_α ≥ KL) already gives
+			// (0, δ)-DP; the formula is unstable for α ≤ 1.01.
+			switch {
+			case delta*delta+math.Expm1(-v) > 0:
+				e = 0
+			case a > 1.01:
+				e = v + math.Log1p(-1/a) - (logDelta+math.Log(a))/(a-1)
+			default:
+				e = math.Inf(1)
+			}
 		case ConversionClassic:
 			e = v - logDelta/(a-1)
 		}

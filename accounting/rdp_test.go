@@ -263,6 +263,11 @@ func TestEpsilonConversions(t *testing.T) {
 	if w := v + math.Log1p(-1/ordI) - (math.Log(delta)+math.Log(ordI))/(ordI-1); math.Abs(w-epsI) > 1e-12 {
 		t.Errorf("improved ε %v does not match its formula %v at order %v", epsI, w, ordI)
 	}
+	// No leakage gives ε = 0 with the improved conversion (dp_accounting's KL rule).
+	z := NewRDP(nil)
+	if e, _, err := z.Epsilon(1e-5, ConversionImproved); err != nil || e != 0 {
+		t.Errorf("zero RDP: ε = %v, %v", e, err)
+	}
 	for _, d := range []float64{0, 1, -1, math.NaN()} {
 		if _, _, err := r.Epsilon(d, ConversionImproved); err == nil {
 			t.Errorf("delta %v: want an error", d)

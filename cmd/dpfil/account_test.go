@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpfil/dpfil/accounting"
+)
+
+// runAccount runs 'dpfil account …' and returns stdout, stderr and the error.
+func runAccount(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	root := newRootCmd()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs(append([]string{"account"}, args...))
+	err := root.Execute()
+	return out.String(), errb.String(), err
+}
+
+// accountJSON runs a command with --json and decodes its single JSON object.
+func accountJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	out, _, err := runAccount(t, append(args, "--json")...)
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("%v: decode %q: %v", args, out, err)
+	}
+	if dec.More() {
+		t.Fatalf("%v: more than one JSON value on stdout: %q", args, out)
+	}
+	return m
+}
+
+func num(t *testing.T, m map[string]any, k string) float64 {
+	t.Helper()
+	v, ok := m[k].(float64)
+	if !ok {
+		t.Fatalf("key %q missing or not a number in %v", k, m)
+	}
+	return v
+}
+
+func TestAccountRDP(t *testing.T) {
+	m := accountJSON(t, "rdp", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--delta", "1e-5")
+	eps, order, err := accounting.EpsilonFor(0.01, 1.1, 1000, 1e-5, nil, accounting.ConversionImproved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if num(t, m, "epsilon") != eps || num(t, m, "order") != order {
+		t.Errorf("epsilon %v order %v, library %v %v", m["epsilon"], m["order"], eps, order)
+	}
+	r2, _ := accounting.SampledGaussianRDP(0.01, 1.1, 2)
+	if math.Abs(num(t, m, "rdp_order2")-1000*r2) > 1e-12 {
+		t.Errorf("rdp_order2 %v, want %v", m["rdp_order2"], 1000*r2)
+	}
+	if want := 1 / (4 * (math.Exp(1000*r2) - 1)); math.Abs(num(t, m, "mse_bound_rdp")-want) > 1e-9*want {
+		t.Errorf("mse_bound_rdp %v, want %v", m["mse_bound_rdp"], want)
+	}
+	// Classic conversion and explicit orders.
+	c := accountJSON(t, "rdp", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--delta", "1e-5",
+		"--conversion", "classic", "--orders", "2,4,8,16,32")
+	if c["conversion"] != "classic" || num(t, c, "epsilon") <= eps {
+		t.Errorf("classic on a coarse grid should be looser: %v vs %v", c["epsilon"], eps)
+	}
+	if o := num(t, c, "order"); o != 2 && o != 4 && o != 8 && o != 16 && o != 32 {
+		t.Errorf("order %v not from --orders", o)
+	}
+	// q = 1: order-2 RDP is T·2/(2σ²) = T/σ².
+	f := accountJSON(t, "rdp", "--q", "1", "--sigma", "2", "--steps", "8", "--delta", "1e-5")
+	if num(t, f, "rdp_order2") != 2 {
+		t.Errorf("q=1 rdp_order2 = %v, want 2", f["rdp_order2"])
+	}
+	// No leakage: the bound is +∞, encoded as null.
+	z := accountJSON(t, "rdp", "--q", "0", "--sigma", "1", "--steps", "10", "--delta", "1e-5")
+	if z["mse_bound_rdp"] != nil || num(t, z, "epsilon") != 0 {
+		t.Errorf("q=0: %v", z)
+	}
+	// Human output.
+	out, _, err := runAccount(t, "rdp", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--delta", "1e-5")
+	if err != nil || !strings.Contains(out, "-DP") || !strings.Contains(out, "Theorem 1") {
+		t.Errorf("human output %q, %v", out, err)
+	}
+}
+
+func TestAccountRDPTargetEpsilon(t *testing.T) {
+	m := accountJSON(t, "rdp", "--q", "0.01", "--steps", "1000", "--delta", "1e-5", "--target-epsilon", "2")
+	s := num(t, m, "sigma")
+	if num(t, m, "epsilon") > 2 || num(t, m, "target_epsilon") != 2 {
+		t.Errorf("sigma %v gives epsilon %v > 2", s, m["epsilon"])
+	}
+	e, _, _ := accounting.EpsilonFor(0.01, s*(1-2e-6), 1000, 1e-5, nil, accounting.ConversionImproved)
+	if e <= 2 {
+		t.Errorf("sigma %v not minimal: ε(0.999998σ) = %v", s, e)
+	}
+	out, _, err := runAccount(t, "rdp", "--q", "0.01", "--steps", "1000", "--delta", "1e-5", "--target-epsilon", "2")
+	if err != nil || !strings.Contains(out, "noise multiplier sigma") {
+		t.Errorf("human output %q, %v", out, err)
+	}
+}
+
+func TestAccountReRo(t *testing.T) {
+	m := accountJSON(t, "rero", "--q", "1", "--sigma", "2", "--steps", "10", "--kappa", "0.01", "--samples", "200000", "--seed", "3")
+	exact, _ := accounting.ReRoClosedForm(2, 10, 0.01)
+	lo, hi, g := num(t, m, "gamma_low"), num(t, m, "gamma_high"), num(t, m, "gamma")
+	if exact < lo || exact > hi || g < lo || g > hi {
+		t.Errorf("gamma %v CI [%v, %v], exact %v", g, lo, hi, exact)
+	}
+	if num(t, m, "gamma_exact") != exact {
+		t.Errorf("gamma_exact %v", m["gamma_exact"])
+	}
+	if adv := num(t, m, "advantage"); math.Abs(adv-(g-0.01)/0.99) > 1e-12 {
+		t.Errorf("advantage %v", adv)
+	}
+	if num(t, m, "gamma_rdp") < exact {
+		t.Errorf("gamma_rdp %v below exact %v", m["gamma_rdp"], exact)
+	}
+	// Prior size K ⇔ κ = 1/K; same seed, same result; workers do not matter.
+	a := accountJSON(t, "rero", "--q", "0.05", "--sigma", "1", "--steps", "50", "--prior-size", "100", "--samples", "20000", "--workers", "1")
+	b := accountJSON(t, "rero", "--q", "0.05", "--sigma", "1", "--steps", "50", "--kappa", "0.01", "--samples", "20000", "--workers", "3")
+	if a["gamma"] != b["gamma"] || a["gamma_high"] != b["gamma_high"] || num(t, a, "kappa") != 0.01 {
+		t.Errorf("prior-size/workers changed the result: %v vs %v", a, b)
+	}
+	if _, ok := a["gamma_exact"]; ok {
+		t.Error("gamma_exact must be absent for q < 1")
+	}
+	out, _, err := runAccount(t, "rero", "--q", "1", "--sigma", "2", "--steps", "10", "--kappa", "0.01", "--samples", "10000")
+	if err != nil || !strings.Contains(out, "ReRo gamma") || !strings.Contains(out, "closed form") {
+		t.Errorf("human output %q, %v", out, err)
+	}
+}
+
+func TestAccountFIL(t *testing.T) {
+	dir := t.TempDir()
+	p1, p2 := filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.npy")
+	if err := accounting.SaveDFIL(p1, []float64{1, 2, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := accounting.SaveDFIL(p2, []float64{3, 2, 1, 0}); err != nil {
+		t.Fatal(err)
+	}
+	m := accountJSON(t, "fil", "--dfil", p1)
+	s := m["summary"].(map[string]any)
+	if num(t, s, "max") != 4 || num(t, s, "median") != 2.5 || num(t, s, "mse_bound_max") != 0.25 || num(t, s, "count") != 4 {
+		t.Errorf("summary %v", s)
+	}
+	merged := filepath.Join(dir, "m.npy")
+	m2 := accountJSON(t, "fil", "--dfil", p1, "--dfil", p2, "--out", merged)
+	s2 := m2["summary"].(map[string]any)
+	if num(t, m2, "runs") != 2 || num(t, s2, "max") != 2 || num(t, s2, "min") != 2 {
+		t.Errorf("merged summary %v", m2)
+	}
+	if x, err := accounting.LoadDFIL(merged); err != nil || len(x) != 4 || x[3] != 2 {
+		t.Errorf("merged file %v %v", x, err)
+	}
+	out, _, err := runAccount(t, "fil", "--dfil", p1)
+	if err != nil || !strings.Contains(out, "Theorem 2") || !strings.Contains(out, "p50") {
+		t.Errorf("human output %q, %v", out, err)
+	}
+}
+
+func TestAccountKappa(t *testing.T) {
+	m := accountJSON(t, "kappa", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--n", "100")
+	want, _ := accounting.Kappa(0.01, 1.1, 1, 1e-5)
+	if num(t, m, "kappa") != want || num(t, m, "delta_f") != 1e-5 {
+		t.Errorf("kappa %v", m)
+	}
+	m2 := accountJSON(t, "kappa", "--q", "0.01", "--sigma", "1.1", "--delta-f", "1e-6", "--clip-constant", "1.115")
+	want2, _ := accounting.Kappa(0.01, 1.1, 1.115, 1e-6)
+	if num(t, m2, "kappa") != want2 {
+		t.Errorf("kappa %v", m2)
+	}
+}
+
+func TestAccountHelp(t *testing.T) {
+	out, _, err := runAccount(t)
+	if err != nil || !strings.Contains(out, "rero") {
+		t.Errorf("help %q %v", out, err)
+	}
+}
+
+func TestAccountErrors(t *testing.T) {
+	dir := t.TempDir()
+	corrupt := filepath.Join(dir, "corrupt.npy")
+	if err := os.WriteFile(corrupt, []byte("\x93NUMPY\x01\x00garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(dir, "short.npy")
+	if err := accounting.SaveDFIL(short, []float64{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	rdp := []string{"rdp", "--steps", "100", "--delta", "1e-5"}
+	rero := []string{"rero", "--steps", "10", "--samples", "1000"}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"rdp q>1", append(rdp, "--q", "1.5", "--sigma", "1"), "q"},
+		{"rdp q<0", append(rdp, "--q", "-0.1", "--sigma", "1"), "q"},
+		{"rdp q NaN", append(rdp, "--q", "NaN", "--sigma", "1"), "finite"},
+		{"rdp sigma 0", append(rdp, "--q", "0.1", "--sigma", "0"), "sigma"},
+		{"rdp sigma<0", append(rdp, "--q", "0.1", "--sigma", "-1"), "sigma"},
+		{"rdp sigma Inf", append(rdp, "--q", "0.1", "--sigma", "Inf"), "finite"},
+		{"rdp delta 0", []string{"rdp", "--steps", "100", "--delta", "0", "--q", "0.1", "--sigma", "1"}, "delta"},
+		{"rdp delta 1", []string{"rdp", "--steps", "100", "--delta", "1", "--q", "0.1", "--sigma", "1"}, "delta"},
+		{"rdp delta NaN", []string{"rdp", "--steps", "100", "--delta", "NaN", "--q", "0.1", "--sigma", "1"}, "finite"},
+		{"rdp missing q", append(rdp, "--sigma", "1"), "--q"},
+		{"rdp missing delta", []string{"rdp", "--q", "0.1", "--sigma", "1", "--steps", "10"}, "--delta"},
+		{"rdp sigma and target", append(rdp, "--q", "0.1", "--sigma", "1", "--target-epsilon", "1"), "exactly one"},
+		{"rdp neither sigma nor target", append(rdp, "--q", "0.1"), "exactly one"},
+		{"rdp bad target", append(rdp, "--q", "0.1", "--target-epsilon", "-1"), "epsilon"},
+		{"rdp target q=0", append(rdp, "--q", "0", "--target-epsilon", "1"), "q"},
+		{"rdp negative steps", []string{"rdp", "--q", "0.1", "--sigma", "1", "--steps", "-1", "--delta", "1e-5"}, "steps"},
+		{"rdp bad orders", append(rdp, "--q", "0.1", "--sigma", "1", "--orders", "2,x"), "orders"},
+		{"rdp order ≤ 1", append(rdp, "--q", "0.1", "--sigma", "1", "--orders", "0.5,2"), "orders"},
+		{"rdp bad conversion", append(rdp, "--q", "0.1", "--sigma", "1", "--conversion", "fancy"), "conversion"},
+		{"rero q>1", append(rero, "--q", "2", "--sigma", "1", "--kappa", "0.1"), "q"},
+		{"rero sigma 0", append(rero, "--q", "0.1", "--sigma", "0", "--kappa", "0.1"), "sigma"},
+		{"rero kappa 0", append(rero, "--q", "0.1", "--sigma", "1", "--kappa", "0"), "kappa"},
+		{"rero kappa>1", append(rero, "--q", "0.1", "--sigma", "1", "--kappa", "1.01"), "kappa"},
+		{"rero kappa NaN", append(rero, "--q", "0.1", "--sigma", "1", "--kappa", "NaN"), "finite"},
+		{"rero kappa and prior", append(rero, "--q", "0.1", "--sigma", "1", "--kappa", "0.1", "--prior-size", "10"), "exactly one"},
+		{"rero neither kappa nor prior", append(rero, "--q", "0.1", "--sigma", "1"), "exactly one"},
+		{"rero prior 0", append(rero, "--q", "0.1", "--sigma", "1", "--prior-size", "0"), "prior"},
+		{"rero samples 0", []string{"rero", "--steps", "10", "--q", "0.1", "--sigma", "1", "--kappa", "0.1", "--samples", "0"}, "samples"},
+		{"rero steps 0", []string{"rero", "--steps", "0", "--q", "0.1", "--sigma", "1", "--kappa", "0.1"}, "steps"},
+		{"rero confidence 1", append(rero, "--q", "0.1", "--sigma", "1", "--kappa", "0.1", "--confidence", "1"), "confidence"},
+		{"rero missing sigma", append(rero, "--q", "0.1", "--kappa", "0.1"), "--sigma"},
+		{"fil no file", []string{"fil"}, "--dfil"},
+		{"fil missing file", []string{"fil", "--dfil", filepath.Join(dir, "nope.npy")}, "nope.npy"},
+		{"fil corrupt file", []string{"fil", "--dfil", corrupt}, "corrupt.npy"},
+		{"fil length mismatch", []string{"fil", "--dfil", short, "--dfil", corrupt}, "npy"},
+		{"kappa no delta", []string{"kappa", "--q", "0.1", "--sigma", "1"}, "delta-f"},
+		{"kappa bad delta", []string{"kappa", "--q", "0.1", "--sigma", "1", "--delta-f", "2"}, "delta_f"},
+		{"kappa bad clip", []string{"kappa", "--q", "0.1", "--sigma", "1", "--delta-f", "1e-5", "--clip-constant", "0"}, "clipping"},
+		{"unknown flag", []string{"rdp", "--bogus"}, "unknown flag"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, err := runAccount(t, append(tc.args, "--json")...)
+			if err == nil {
+				t.Fatalf("want an error, got output %q", out)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not mention %q", err, tc.want)
+			}
+			if out != "" {
+				t.Errorf("stdout on error: %q", out)
+			}
+		})
+	}
+	// Merging runs of different lengths is an error too.
+	other := filepath.Join(dir, "other.npy")
+	if err := accounting.SaveDFIL(other, []float64{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runAccount(t, "fil", "--dfil", short, "--dfil", other); err == nil || !strings.Contains(err.Error(), "merge") {
+		t.Errorf("length mismatch: %v", err)
+	}
+}
