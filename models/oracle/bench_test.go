@@ -63,3 +63,41 @@ func BenchmarkBatchGradMNISTCNN(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "samples/s")
 }
+
+// benchEngine times the hand-written engine's per-sample gradients (CPU backend) on
+// the same kind of batch, for the ratio against the Gorgonia route in the same run.
+func benchEngine[T models.Float](b *testing.B, name string, batch int) {
+	a, err := models.ArchByName(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p64, x64, y := randomProblem(a, batch, 1)
+	p, x := make([]T, len(p64)), make([]T, len(x64))
+	for i, v := range p64 {
+		p[i] = T(v)
+	}
+	for i, v := range x64 {
+		x[i] = T(v)
+	}
+	net, err := models.NewNetwork[T](a, models.NewCPUBackend[T]())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := net.PerSampleGrads(p, x, y, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "samples/s")
+}
+
+func BenchmarkEnginePerSampleGradsMNISTCNN64(b *testing.B) {
+	benchEngine[float64](b, "mnist-cnn", 600)
+}
+func BenchmarkEnginePerSampleGradsMNISTCNN32(b *testing.B) {
+	benchEngine[float32](b, "mnist-cnn", 600)
+}
+func BenchmarkEnginePerSampleGradsCIFARCNN32(b *testing.B) {
+	benchEngine[float32](b, "cifar-cnn", 200)
+}
