@@ -1,0 +1,66 @@
+package attack
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dpfil/dpfil/accounting"
+)
+
+// Bounds are the privacy guarantee of a game's DP-SGD run and the ReRo upper bounds on
+// any attack's success probability with a uniform prior of size K (κ = 1/K).
+type Bounds struct {
+	Epsilon float64 `json:"epsilon"` // (ε, δ)-DP of the T released gradients (RDP, improved conversion)
+	Delta   float64 `json:"delta"`
+	Sigma   float64 `json:"sigma"`
+	Kappa   float64 `json:"kappa"`
+	// Gamma is the Hayes et al. ReRo bound: the q = 1 closed form
+	// Φ(√T/σ − Φ⁻¹(1−κ)), or the Monte Carlo blow-up estimate for q < 1 (GammaCI
+	// its confidence interval; equal to Gamma for the closed form).
+	Gamma    float64    `json:"gamma"`
+	GammaCI  [2]float64 `json:"gamma_ci"`
+	GammaMC  float64    `json:"gamma_mc"`  // the Monte Carlo estimate (also at q = 1, as a check)
+	GammaRDP float64    `json:"gamma_rdp"` // min_α (κ e^{ε_α})^{(α−1)/α}
+	Exact    bool       `json:"gamma_exact"`
+}
+
+// SigmaFor returns the noise multiplier that makes T steps at rate q (ε, δ)-DP
+// (RDP accountant, default orders, improved conversion).
+func SigmaFor(eps, delta, q float64, steps int) (float64, error) {
+	if !(eps > 0) || math.IsInf(eps, 0) {
+		return 0, fmt.Errorf("target ε = %v must be positive and finite", eps)
+	}
+	s, err := accounting.SigmaForEpsilon(q, steps, delta, eps, nil, accounting.ConversionImproved)
+	if err != nil {
+		return 0, fmt.Errorf("noise for ε = %v: %w", eps, err)
+	}
+	return s, nil
+}
+
+// ComputeBounds returns ε and the ReRo bounds for T steps of DP-SGD at (q, σ) and a
+// uniform prior of size K. samples is the Monte Carlo size (0 = 10⁶), seed its seed.
+func ComputeBounds(q, sigma float64, steps, priorSize int, delta float64, samples int, seed uint64) (Bounds, error) {
+	if priorSize < 2 {
+		return Bounds{}, fmt.Errorf("bounds: prior size %d < 2", priorSize)
+	}
+	b := Bounds{Delta: delta, Sigma: sigma, Kappa: 1 / float64(priorSize)}
+	if sigma == 0 {
+		b.Epsilon, b.Gamma, b.GammaMC, b.GammaRDP, b.GammaCI, b.Exact = math.Inf(1), 1, 1, 1, [2]float64{1, 1}, true
+		return b, nil
+	}
+	eps, _, err := accounting.EpsilonFor(q, sigma, steps, delta, nil, accounting.ConversionImproved)
+	if err != nil {
+		return Bounds{}, fmt.Errorf("bounds: ε: %w", err)
+	}
+	b.Epsilon = eps
+	r, err := accounting.ReRoMonteCarlo(accounting.ReRoConfig{Q: q, Sigma: sigma, Steps: steps, Kappa: b.Kappa, Samples: samples, Seed: seed})
+	if err != nil {
+		return Bounds{}, fmt.Errorf("bounds: ReRo: %w", err)
+	}
+	b.GammaMC, b.GammaRDP = r.Gamma, r.GammaRDP
+	b.Gamma, b.GammaCI = r.Gamma, [2]float64{r.GammaLow, r.GammaHigh}
+	if r.GammaExact != nil {
+		b.Gamma, b.GammaCI, b.Exact = *r.GammaExact, [2]float64{*r.GammaExact, *r.GammaExact}, true
+	}
+	return b, nil
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runAttackCLI runs `dpfil attack …` and returns stdout and the error.
+func runAttackCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := newRootCmd()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs(append([]string{"attack"}, args...))
+	err := root.Execute()
+	return out.String(), err
+}
+
+// a tiny game on the embedded MNIST: fast enough for tests
+var tinyGame = []string{"--known", "30", "--steps", "4", "--prior-size", "4", "--trials", "6", "--quiet", "--workers", "2"}
+
+func decodeObj(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, s)
+	}
+	return m
+}
+
+func TestAttackGameJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		eps  float64 // expected ε (0: computed from σ)
+	}{
+		{"epsilon", []string{"--epsilon", "8"}, 8},
+		{"sigma poisson", []string{"--sigma", "2", "--q", "0.5", "--rero-samples", "20000"}, 0},
+		{"loglik", []string{"--epsilon", "50", "--attack", "loglik"}, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := runAttackCLI(t, append(append([]string{"game", "--json"}, tinyGame...), tc.args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := decodeObj(t, out)
+			for _, k := range []string{"success_rate", "success_ci", "gamma", "gamma_rdp", "epsilon", "sigma", "trials", "attacks"} {
+				if _, ok := m[k]; !ok {
+					t.Fatalf("JSON lacks %q: %s", k, out)
+				}
+			}
+			rate := m["success_rate"].(float64)
+			ci := m["success_ci"].([]any)
+			lo, hi := ci[0].(float64), ci[1].(float64)
+			if !(lo <= rate && rate <= hi && lo >= 0 && hi <= 1) {
+				t.Fatalf("success %v outside its CI [%v, %v]", rate, lo, hi)
+			}
+			if m["trials"].(float64) != 6 {
+				t.Fatalf("trials %v, want 6", m["trials"])
+			}
+			g, gr := m["gamma"].(float64), m["gamma_rdp"].(float64)
+			if !(g > 0.25 && g <= 1 && gr >= g-0.02) {
+				t.Fatalf("γ = %v, RDP γ = %v (κ = 0.25)", g, gr)
+			}
+			if tc.eps > 0 && math.Abs(m["epsilon"].(float64)-tc.eps) > 1e-3*tc.eps {
+				t.Fatalf("ε = %v, want %v", m["epsilon"], tc.eps)
+			}
+			if !(m["sigma"].(float64) > 0) {
+				t.Fatalf("σ = %v", m["sigma"])
+			}
+		})
+	}
+}
+
+func TestAttackGameHumanAndResume(t *testing.T) {
+	dir := t.TempDir()
+	args := append([]string{"game", "--epsilon", "20", "--out", dir, "--record-transcripts"}, tinyGame...)
+	out, err := runAttackCLI(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "ReRo γ") || !strings.Contains(out, "prior-topk") {
+		t.Fatalf("human summary lacks the bound or the attacks:\n%s", out)
+	}
+	tr, err := filepath.Glob(filepath.Join(dir, "transcripts", "*.dpft"))
+	if err != nil || len(tr) != 6 {
+		t.Fatalf("%d transcripts written (%v), want 6", len(tr), err)
+	}
+	first, _ := os.ReadFile(filepath.Join(dir, "trials.jsonl"))
+	out2, err := runAttackCLI(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := os.ReadFile(filepath.Join(dir, "trials.jsonl"))
+	if !bytes.Equal(first, again) || strings.Count(string(again), "\n") != 6 {
+		t.Fatal("a resumed finished run replayed trials")
+	}
+	if strings.Split(out, "final")[0] != strings.Split(out2, "final")[0] {
+		t.Fatalf("resumed summary differs:\n%s\n%s", out, out2)
+	}
+	// another game in the same directory is refused
+	if _, err := runAttackCLI(t, append([]string{"game", "--epsilon", "3", "--out", dir}, tinyGame...)...); err == nil {
+		t.Fatal("a different game reused --out")
+	}
+}
+
+func TestAttackGameGradient(t *testing.T) {
+	out, err := runAttackCLI(t, append([]string{"game", "--json", "--sigma", "1e-4", "--attack", "gradient", "--grad-iters", "20", "--grad-restarts", "1", "--trials", "2"}, tinyGame[:6]...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := decodeObj(t, out)
+	if m["attack"] != "gradient" || m["gradient_mse"] == nil {
+		t.Fatalf("gradient attack result lacks its MSE: %s", out)
+	}
+	if mse := m["gradient_mse"].(float64); !(mse >= 0 && mse < 1) {
+		t.Fatalf("gradient MSE %v", mse)
+	}
+}
+
+func TestAttackGameErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"K < 2", []string{"--prior-size", "1"}, "prior-size"},
+		{"eps 0", []string{"--epsilon", "0"}, "epsilon"},
+		{"eps negative", []string{"--epsilon", "-1"}, "epsilon"},
+		{"q 0", []string{"--q", "0"}, "--q"},
+		{"q > 1", []string{"--q", "1.5"}, "--q"},
+		{"eps and sigma", []string{"--epsilon", "1", "--sigma", "1"}, "not both"},
+		{"sigma negative", []string{"--sigma", "-1"}, "sigma"},
+		{"unknown attack", []string{"--attack", "magic"}, "attack"},
+		{"trials 0", []string{"--trials", "0"}, "trials"},
+		{"transcripts without out", []string{"--record-transcripts"}, "--out"},
+		{"unknown model", []string{"--model", "resnet"}, "resnet"},
+		{"unknown dataset", []string{"--dataset", "imagenet"}, "imagenet"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := runAttackCLI(t, append([]string{"game", "--quiet", "--trials", "1", "--steps", "1", "--known", "5"}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestAttackSweeps(t *testing.T) {
+	for _, tc := range []struct {
+		cmd, values string
+		extra       []string
+	}{
+		{"sweep-eps", "2,200", nil},
+		{"sweep-k", "2,5", []string{"--epsilon", "10"}},
+		{"sweep-q", "0.5,1", []string{"--rero-samples", "20000"}},
+	} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			dir := t.TempDir()
+			args := append(append([]string{tc.cmd, "--json", "--values", tc.values, "--out", dir}, tinyGame...), tc.extra...)
+			out, err := runAttackCLI(t, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := decodeObj(t, out)
+			if rs := m["results"].([]any); len(rs) != 2 {
+				t.Fatalf("%d results, want 2", len(rs))
+			}
+			f, err := os.Open(filepath.Join(dir, "sweep.csv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			rows, err := csv.NewReader(f).ReadAll()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// header + 2 values × 3 prior-aware attacks
+			if len(rows) != 7 || rows[0][0] != "sweep" {
+				t.Fatalf("CSV has %d rows: %v", len(rows), rows)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "sweep.json")); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if _, err := runAttackCLI(t, "sweep-eps", "--values", "1,2", "--quiet"); err == nil {
+		t.Fatal("sweep without --out: no error")
+	}
+	if _, err := runAttackCLI(t, "sweep-k", "--values", "2.5", "--out", t.TempDir(), "--quiet"); err == nil {
+		t.Fatal("non-integer K: no error")
+	}
+}
