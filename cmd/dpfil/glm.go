@@ -47,6 +47,7 @@ type glmFlags struct {
 	loss        string
 	out         string
 	trainSubset int
+	radius      float64
 	asJSON      bool
 	quiet       bool
 }
@@ -61,6 +62,7 @@ func (f *glmFlags) register(cmd *cobra.Command, sigma float64, bias bool, out st
 	fl.StringVar(&f.loss, "loss", "logistic", "loss: logistic (labels 0/1) or lsq (least squares, targets ±1)")
 	fl.StringVar(&f.out, "out", out, "output directory for CSV and PNG files")
 	fl.IntVar(&f.trainSubset, "train-subset", 0, "use only the first N training examples (0 = all)")
+	fl.Float64Var(&f.radius, "radius", 0, "input norm bound R for the RDP accounting, incl. the bias feature (0 = max ‖x̃‖ over the training data, SPEC 8; use √d or √(d+1) for the whole [0,1]^d domain)")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress output on stderr")
 	addJSONFlag(cmd, &f.asJSON)
 }
@@ -86,6 +88,9 @@ func (f *glmFlags) setup(cmd *cobra.Command) (*glmSetup, error) {
 	}
 	if !(f.sigma > 0) || math.IsInf(f.sigma, 0) {
 		return nil, fmt.Errorf("--sigma must be positive and finite, got %v", f.sigma)
+	}
+	if !(f.radius >= 0) || math.IsInf(f.radius, 0) {
+		return nil, fmt.Errorf("--radius must be finite and ≥ 0, got %v", f.radius)
 	}
 	if f.trainSubset < 0 {
 		return nil, fmt.Errorf("--train-subset must be ≥ 0, got %d", f.trainSubset)
@@ -145,8 +150,13 @@ func (s *glmSetup) accuracies() (train, test float64, err error) {
 }
 
 // account returns the order-2 RDP accounting of the release (R = max data norm).
-func (s *glmSetup) account(sigma float64) (accounting.GLMAccount, error) {
-	r := s.train.MaxNorm(s.model.Config.Bias)
+func (s *glmSetup) account(sigma, radius float64) (accounting.GLMAccount, error) {
+	r := radius
+	if r == 0 {
+		r = s.train.MaxNorm(s.model.Config.Bias)
+	} else if dataR := s.train.MaxNorm(s.model.Config.Bias); r < dataR {
+		return accounting.GLMAccount{}, fmt.Errorf("--radius %v is below the largest training input norm %v", r, dataR)
+	}
 	deriv := accounting.LogisticDerivBound
 	if s.loss == glm.LeastSquares {
 		var err error
@@ -169,7 +179,8 @@ func (v glmNum) MarshalJSON() ([]byte, error) {
 }
 
 const glmEps2Note = "eps2 is the order-2 RDP Δ²/σ² of output perturbation with Δ = 2·L·R/(nλ) " +
-	"(R = max ‖x̃‖ over the training data incl. bias, L = sup|ℓ'|: 1 for logistic); " +
+	"(R = max ‖x̃‖ over the training data incl. bias unless --radius is given, L = sup|ℓ'|: 1 for logistic, " +
+	"1 + R·√(1/λ) for least squares); " +
 	"eps2_paper is Guo et al.'s 2/(nλσ), which is linear in 1/σ and ignores R, so it is not the order-2 RDP"
 
 type glmCommon struct {
@@ -201,7 +212,7 @@ func (f *glmFlags) common(s *glmSetup, sigma float64) (glmCommon, error) {
 	if err != nil {
 		return glmCommon{}, err
 	}
-	acc, err := s.account(sigma)
+	acc, err := s.account(sigma, f.radius)
 	if err != nil {
 		return glmCommon{}, err
 	}

@@ -71,6 +71,11 @@ func TestGLMFilCommand(t *testing.T) {
 	if p := res["eps2_paper"].(float64); math.Abs(p-2/(250*1e-2*1e-2)) > 1e-9 {
 		t.Fatalf("eps2_paper %v", p)
 	}
+	// The whole-domain bound R = 30 (≥ √785) instead of the data maximum.
+	dom := runGLM(t, "glm", "fil", "--train-subset", "250", "--radius", "30", "--out", t.TempDir())
+	if r, e := dom["r"].(float64), dom["eps2"].(float64); r != 30 || math.Abs(e-math.Pow(60/2.5, 2)/1e-4) > 1e-6 {
+		t.Fatalf("--radius 30: r %v eps2 %v", r, e)
+	}
 	rows := readCSV(t, filepath.Join(dir, "glm_fil.csv"))
 	if len(rows) != 251 || strings.Join(rows[0], ",") != "index,label,dfil,eta,mse_bound" {
 		t.Fatalf("CSV has %d rows, header %v", len(rows), rows[0])
@@ -164,6 +169,8 @@ func TestGLMCommandErrors(t *testing.T) {
 		{"glm", "attack", "--trials", "0"},
 		{"glm", "irfil", "--clamp", "2,1"},
 		{"glm", "irfil", "--clamp", "x"},
+		{"glm", "fil", "--radius", "0.5"},
+		{"glm", "fil", "--radius", "NaN"},
 	}
 	for _, args := range cases {
 		root := newRootCmd()
