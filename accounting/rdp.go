@@ -281,19 +281,21 @@ func (r *RDP) validate() error {
 	return nil
 }
 
-// StepRDP returns the one-step RDP of the sampled Gaussian mechanism at every order.
+// StepRDP returns the one-step RDP of the sampled Gaussian mechanism at every order,
+// sharing order-independent work between the orders (see sgmTables).
 func StepRDP(q, sigma float64, orders []float64) ([]float64, error) {
 	if err := checkQSigma(q, sigma); err != nil {
 		return nil, err
 	}
 	out := make([]float64, len(orders))
+	tab := newSGMTables(q, sigma)
 	for k, a := range orders {
 		if err := checkOrder(a); err != nil {
 			return nil, err
 		}
-		v, err := sgmRDP(q, sigma, a)
+		v, err := tab.rdp(a)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("sampled Gaussian RDP (q=%v, sigma=%v, alpha=%v): %w", q, sigma, a, err)
 		}
 		out[k] = v
 	}
