@@ -343,3 +343,18 @@ func TestFILSparseMatchesDense(t *testing.T) {
 		})
 	}
 }
+
+// TestCountFLOPs checks the FLOP model against hand counts for mnist-cnn.
+func TestCountFLOPs(t *testing.T) {
+	arch, _ := ArchByName("mnist-cnn")
+	c, err := CountFLOPs(arch, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv1, conv2, d1, d2 := 16.0*64*196, 32.0*256*25, 512.0*32, 32.0*10
+	grad := 2*conv1*2 + 2*(conv2+d1+d2)*3
+	dir := 2*conv1*1 + 2*(conv2+d1+d2)*4 + 4*26010 // fwd, bwd, two ġ terms; conv1: one ġ term
+	if c.PerSampleGrad != grad || c.FILDirection != dir || c.FILStep != grad+50*dir {
+		t.Errorf("got %+v, want grad %v, direction %v", c, grad, dir)
+	}
+}

@@ -1,14 +1,274 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"time"
 
-// newBenchCmd is the 'bench' command group; its issue is still open.
+	"github.com/spf13/cobra"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/dpfil/dpfil/models"
+	"github.com/dpfil/dpfil/models/oracle"
+)
+
+// newBenchCmd is the 'bench' command group.
 func newBenchCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Benchmarks of the engine and accountants (not yet implemented)",
+		Short: "Benchmarks of the engine",
+	}
+	cmd.AddCommand(newBenchEngineCmd())
+	return cmd
+}
+
+// benchRate is one measured throughput with its FLOP floor.
+type benchRate struct {
+	SamplesPerS      float64 `json:"samples_per_s"`
+	Samples          int     `json:"samples"`
+	Seconds          float64 `json:"seconds"`
+	FLOPsPerSample   float64 `json:"flops_per_sample"`
+	GFLOPs           float64 `json:"gflop_per_s"`
+	FloorSamplesPerS float64 `json:"floor_samples_per_s"`
+	// TimesFloor is the measured time over the floor time (1 = at the floor).
+	TimesFloor float64 `json:"times_floor"`
+}
+
+// benchEngineResult is the JSON object of 'dpfil bench engine'.
+type benchEngineResult struct {
+	Model       string     `json:"model"`
+	Params      int        `json:"params"`
+	InputDim    int        `json:"input_dim"`
+	Batch       int        `json:"batch"`
+	Coords      int        `json:"coords"`
+	Workers     int        `json:"workers"`
+	Backend     string     `json:"backend"`
+	SGEMMGFLOPs float64    `json:"sgemm_1024_gflop_per_s"`
+	Grad        benchRate  `json:"per_sample_grad"`
+	FIL         benchRate  `json:"fil_step"`
+	Oracle      *benchRate `json:"oracle_per_sample_grad,omitempty"`
+	// GradSpeedupVsOracle is engine per-sample-gradient samples/s over the oracle's.
+	GradSpeedupVsOracle float64 `json:"grad_speedup_vs_oracle,omitempty"`
+}
+
+// benchEngineOptions configures one engine benchmark.
+type benchEngineOptions struct {
+	model     string
+	batch     int
+	coords    int
+	seconds   float64
+	seed      uint64
+	oracle    bool
+	filBatch  int
+	compareFn func(arch models.Arch, params []float32, x []float32, y []int, seconds float64) (benchRate, error)
+}
+
+func newBenchEngineCmd() *cobra.Command {
+	var o benchEngineOptions
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "engine",
+		Short: "Per-sample-gradient and FIL-step throughput of the CPU engine vs its FLOP floor",
+		Long: `Measures, in one run: gonum's 1024³ SGEMM rate (before and after, averaged), the
+per-sample clipped-gradient sum of a batch (a DP-SGD step's gradient work), the FIL
+step with --coords coordinates per sample, and Gorgonia's per-sample route (--oracle).
+Floors are the engine's GEMM FLOPs per sample (models.CountFLOPs) at the measured
+SGEMM rate; times_floor is measured time over floor time.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return errNotImplemented("bench")
+			if o.oracle {
+				o.compareFn = oracleRate
+			}
+			res, err := runBenchEngine(o)
+			if err != nil {
+				return err
+			}
+			return emit(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) { printBenchEngine(w, res) })
 		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.model, "model", "mnist-cnn", fmt.Sprintf("architecture %v", models.ArchNames()))
+	f.IntVar(&o.batch, "batch", 600, "batch size")
+	f.IntVar(&o.coords, "coords", 50, "FIL coordinates per sample (k)")
+	f.IntVar(&o.filBatch, "fil-batch", 0, "samples of the batch used to time the FIL step (0 = all)")
+	f.Float64Var(&o.seconds, "seconds", 5, "minimum seconds per measurement (at least one call each)")
+	f.BoolVar(&o.oracle, "oracle", true, "also time the Gorgonia oracle's per-sample gradients")
+	addSeedFlag(cmd, &o.seed)
+	addJSONFlag(cmd, &asJSON)
+	return cmd
+}
+
+// sgemmRate measures gonum's 1024³ SGEMM for at least minSec seconds, in GFLOP/s.
+func sgemmRate(minSec float64) float64 {
+	const n = 1024
+	a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
+	for i := range a {
+		a[i], b[i] = float32(i%7)-3, float32(i%5)-2
+	}
+	impl := blas32.Implementation()
+	reps := 0
+	t0 := time.Now()
+	for reps == 0 || time.Since(t0).Seconds() < minSec {
+		impl.Sgemm(blas.NoTrans, blas.NoTrans, n, n, n, 1, a, n, b, n, 0, c, n)
+		reps++
+	}
+	return 2 * n * n * n * float64(reps) / time.Since(t0).Seconds() / 1e9
+}
+
+// timeLoop calls fn (which processes per samples) until minSec have passed, at least
+// once, and returns the samples processed and the seconds taken.
+func timeLoop(minSec float64, per int, fn func() error) (int, float64, error) {
+	done := 0
+	t0 := time.Now()
+	for done == 0 || time.Since(t0).Seconds() < minSec {
+		if err := fn(); err != nil {
+			return 0, 0, err
+		}
+		done += per
+	}
+	return done, time.Since(t0).Seconds(), nil
+}
+
+func runBenchEngine(o benchEngineOptions) (*benchEngineResult, error) {
+	if o.batch <= 0 {
+		return nil, fmt.Errorf("bench engine: --batch must be positive, got %d", o.batch)
+	}
+	if o.coords <= 0 {
+		return nil, fmt.Errorf("bench engine: --coords must be positive, got %d", o.coords)
+	}
+	if !(o.seconds >= 0) {
+		return nil, fmt.Errorf("bench engine: --seconds must be non-negative, got %v", o.seconds)
+	}
+	if o.filBatch < 0 || o.filBatch > o.batch {
+		return nil, fmt.Errorf("bench engine: --fil-batch must be in [0, batch], got %d", o.filBatch)
+	}
+	arch, err := models.ArchByName(o.model)
+	if err != nil {
+		return nil, fmt.Errorf("bench engine: %w", err)
+	}
+	m, err := models.NewCPUModel(arch)
+	if err != nil {
+		return nil, fmt.Errorf("bench engine: %w", err)
+	}
+	fl, err := models.CountFLOPs(arch, o.coords)
+	if err != nil {
+		return nil, fmt.Errorf("bench engine: %w", err)
+	}
+	rng := rand.New(rand.NewPCG(o.seed, 0xbe7c4))
+	params := m.Init(o.seed)
+	d := m.InputDim()
+	x := make([]float32, o.batch*d)
+	for i := range x {
+		x[i] = rng.Float32()
+	}
+	y := make([]int, o.batch)
+	for i := range y {
+		y[i] = rng.IntN(arch.Classes)
+	}
+	res := &benchEngineResult{Model: arch.Name, Params: m.NumParams(), InputDim: d, Batch: o.batch,
+		Coords: o.coords, Workers: runtime.GOMAXPROCS(0), Backend: "cpu"}
+	gemmSec := max(0.5, o.seconds/5)
+	rate0 := sgemmRate(gemmSec)
+
+	clip := models.Clip{Mode: models.ClipSmooth, C: 1}
+	sum := make([]float32, m.NumParams())
+	losses := make([]float64, o.batch)
+	ns, sec, err := timeLoop(o.seconds, o.batch, func() error {
+		return m.ClippedGradSum(params, x, y, clip, sum, losses)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench engine: per-sample gradients: %w", err)
+	}
+	res.Grad = benchRate{Samples: ns, Seconds: sec, FLOPsPerSample: fl.PerSampleGrad}
+
+	fb := o.batch
+	if o.filBatch > 0 {
+		fb = o.filBatch
+	}
+	coords := make([][]int, fb)
+	for s := range coords {
+		coords[s] = make([]int, o.coords)
+	}
+	out := make([]float64, fb)
+	ns, sec, err = timeLoop(o.seconds, fb, func() error {
+		for _, c := range coords { // fresh coordinates per call, as in training
+			for j := range c {
+				c[j] = rng.IntN(d)
+			}
+		}
+		return m.FILSqNorms(params, x[:fb*d], y[:fb], clip, coords, out)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench engine: FIL step: %w", err)
+	}
+	res.FIL = benchRate{Samples: ns, Seconds: sec, FLOPsPerSample: fl.FILStep}
+
+	if o.compareFn != nil {
+		r, err := o.compareFn(arch, params, x, y, o.seconds)
+		if err != nil {
+			return nil, fmt.Errorf("bench engine: oracle: %w", err)
+		}
+		r.FLOPsPerSample = fl.PerSampleGrad
+		res.Oracle = &r
+	}
+	rate1 := sgemmRate(gemmSec)
+	res.SGEMMGFLOPs = (rate0 + rate1) / 2
+	for _, r := range []*benchRate{&res.Grad, &res.FIL, res.Oracle} {
+		if r == nil {
+			continue
+		}
+		r.SamplesPerS = float64(r.Samples) / r.Seconds
+		r.GFLOPs = r.SamplesPerS * r.FLOPsPerSample / 1e9
+		r.FloorSamplesPerS = res.SGEMMGFLOPs * 1e9 / r.FLOPsPerSample
+		r.TimesFloor = r.FloorSamplesPerS / r.SamplesPerS
+	}
+	if res.Oracle != nil {
+		res.GradSpeedupVsOracle = res.Grad.SamplesPerS / res.Oracle.SamplesPerS
+	}
+	return res, nil
+}
+
+// oracleRate times the Gorgonia oracle's per-sample gradients (its fastest honest
+// route, float64) on chunks of the batch until seconds have passed.
+func oracleRate(arch models.Arch, params, x []float32, y []int, seconds float64) (benchRate, error) {
+	ps, err := oracle.NewPerSample(arch)
+	if err != nil {
+		return benchRate{}, err
+	}
+	p64 := make([]float64, len(params))
+	for i, v := range params {
+		p64[i] = float64(v)
+	}
+	d := arch.InputDim()
+	chunk := min(len(y), 4*ps.Workers())
+	x64 := make([]float64, chunk*d)
+	for i := range x64 {
+		x64[i] = float64(x[i])
+	}
+	n, sec, err := timeLoop(seconds, chunk, func() error {
+		_, _, err := ps.Run(p64, x64, y[:chunk], chunk)
+		return err
+	})
+	if err != nil {
+		return benchRate{}, err
+	}
+	return benchRate{Samples: n, Seconds: sec}, nil
+}
+
+func printBenchEngine(w io.Writer, r *benchEngineResult) {
+	fmt.Fprintf(w, "engine benchmark: %s (%d params, d = %d), batch %d, k = %d, %d workers, backend %s\n",
+		r.Model, r.Params, r.InputDim, r.Batch, r.Coords, r.Workers, r.Backend)
+	fmt.Fprintf(w, "gonum SGEMM 1024³: %.2f GFLOP/s (mean of before and after)\n", r.SGEMMGFLOPs)
+	line := func(name string, b benchRate) {
+		fmt.Fprintf(w, "%-26s %9.1f samples/s  %7.2f MFLOP/sample  %6.2f GFLOP/s  floor %9.1f samples/s  %.2f× floor\n",
+			name, b.SamplesPerS, b.FLOPsPerSample/1e6, b.GFLOPs, b.FloorSamplesPerS, b.TimesFloor)
+	}
+	line("per-sample gradients", r.Grad)
+	line(fmt.Sprintf("FIL step (k = %d)", r.Coords), r.FIL)
+	if r.Oracle != nil {
+		line("Gorgonia per-sample route", *r.Oracle)
+		fmt.Fprintf(w, "engine per-sample gradients are %.1f× the Gorgonia route\n", r.GradSpeedupVsOracle)
 	}
 }
