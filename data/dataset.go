@@ -117,7 +117,7 @@ func (d *Dataset) Validate() error {
 
 // Fingerprint is the hex SHA-256 of a canonical encoding of the content, independent
 // of file format and compression: the big-endian uint32s N, C, H, W, Classes, then
-// every value as the byte round(v·255) (clamped to [0,255]), then every label as a
+// every value as the byte round(v·255) (half up, clamped to [0,255], NaN as 0), then every label as a
 // big-endian uint32. Two datasets with the same fingerprint hold the same 8-bit images
 // and labels in the same order.
 func (d *Dataset) Fingerprint() string {
@@ -148,13 +148,14 @@ func (d *Dataset) Fingerprint() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// toByte is round(v·255) (half up) clamped to [0,255]; NaN maps to 0.
 func toByte(v float32) byte {
-	x := math.Round(float64(v) * 255)
+	x := v*255 + 0.5
 	switch {
 	case x >= 255:
 		return 255
-	case x > 0:
-		return byte(x)
+	case x >= 1:
+		return byte(int32(x))
 	default: // also NaN
 		return 0
 	}
