@@ -134,7 +134,7 @@ func SlurmScript(opt PlanOptions) (string, error) {
 // Kubernetes objects, only the fields the manifest uses (field order = output order).
 type (
 	k8sMeta struct {
-		Name      string            `yaml:"name"`
+		Name      string            `yaml:"name,omitempty"`
 		Namespace string            `yaml:"namespace,omitempty"`
 		Labels    map[string]string `yaml:"labels,omitempty"`
 	}

@@ -69,6 +69,9 @@ func TestK8sManifest(t *testing.T) {
 	if spec["completionMode"] != "Indexed" || spec["completions"] != 5 || spec["parallelism"] != 2 {
 		t.Fatalf("job spec %v", spec)
 	}
+	if _, named := spec["template"].(map[string]any)["metadata"].(map[string]any)["name"]; named {
+		t.Fatal("pod template metadata carries a name")
+	}
 	pod := spec["template"].(map[string]any)["spec"].(map[string]any)
 	if pod["restartPolicy"] != "Never" {
 		t.Fatalf("restartPolicy %v", pod["restartPolicy"])
