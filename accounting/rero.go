@@ -93,7 +93,8 @@ type ReRoConfig struct {
 	Q, Sigma   float64
 	Steps      int
 	Kappa      float64
-	Samples    int     // N draws from ν and N from μ (default 1 000 000)
+	Samples    int     // N draws from ν (default 1 000 000)
+	MuSamples  int     // draws from μ for the confidence interval (default Samples)
 	Seed       uint64  // every draw flows from it, per chunk, independent of Workers
 	Confidence float64 // confidence level of [GammaLow, GammaHigh] (default 0.95)
 	Workers    int     // goroutines (default runtime.NumCPU())
@@ -119,7 +120,9 @@ type ReRoResult struct {
 	Kappa      float64  `json:"kappa"`
 	Samples    int      `json:"samples"`
 	Selected   int      `json:"selected"`   // ⌈κN⌉
-	DKWEps     float64  `json:"dkw_eps"`    // √(ln(4/β)/(2N)), the CDF error of each DKW bound
+	DKWEps     float64  `json:"dkw_eps"`    // √(ln(4/β)/(2N)), the CDF error of the DKW bound under ν
+	MuSamples  int      `json:"mu_samples"` // draws from μ
+	DKWEpsMu   float64  `json:"dkw_eps_mu"` // √(ln(4/β)/(2N_μ)), the same under μ
 	Confidence float64  `json:"confidence"` // of [GammaLow, GammaHigh]
 	Stored     int      `json:"stored"`     // log-ratios held in memory for the exact selection
 	Passes     int      `json:"passes"`     // passes over the ν samples (1 unless the pilot window missed)
@@ -175,8 +178,8 @@ func ceilCount(x float64) int {
 // DKW inequality under ν (β/2) puts the true κ-quantile τ_κ of log r between the
 // ⌈(κ+ε)N⌉-th and the ⌈(κ−ε)N⌉-th largest ν draw, ε = √(ln(4/β)/(2N)); γ = P_μ(log r ≥
 // τ_κ) is monotone in the threshold, and a second DKW inequality (β/2) over N
-// independent draws from μ (w ∼ Bern(q)^T, W = w + σZ) bounds the empirical
-// probabilities of the two thresholds by ±ε. The indicator is bounded, so this holds
+// independent draws from μ (w ∼ Bern(q)^T, W = w + σZ; N_μ = MuSamples, default N)
+// bounds the empirical probabilities of the two thresholds by ±ε_μ. The indicator is bounded, so this holds
 // however heavy the tail of r under ν is.
 func ReRoMonteCarlo(cfg ReRoConfig) (ReRoResult, error) {
 	return reroMonteCarlo(cfg, 1)
@@ -200,6 +203,12 @@ func reroMonteCarlo(cfg ReRoConfig, marginScale float64) (ReRoResult, error) {
 	if cfg.Samples < 1 {
 		return ReRoResult{}, fmt.Errorf("number of samples %d must be ≥ 1", cfg.Samples)
 	}
+	if cfg.MuSamples == 0 {
+		cfg.MuSamples = cfg.Samples
+	}
+	if cfg.MuSamples < 1 {
+		return ReRoResult{}, fmt.Errorf("number of mixture samples %d must be ≥ 1", cfg.MuSamples)
+	}
 	if cfg.Confidence == 0 {
 		cfg.Confidence = 0.95
 	}
@@ -218,7 +227,10 @@ func reroMonteCarlo(cfg ReRoConfig, marginScale float64) (ReRoResult, error) {
 	kLo := max(0, ceilCount((cfg.Kappa-dkw)*fn)) // 0: no lower threshold
 	kHi := min(n, ceilCount((cfg.Kappa+dkw)*fn))
 
-	res := ReRoResult{Kappa: cfg.Kappa, Samples: n, Selected: k, DKWEps: dkw, Confidence: cfg.Confidence}
+	nMu := float64(cfg.MuSamples)
+	dkwMu := math.Sqrt(math.Log(4/beta) / (2 * nMu))
+	res := ReRoResult{Kappa: cfg.Kappa, Samples: n, Selected: k, DKWEps: dkw, Confidence: cfg.Confidence,
+		MuSamples: cfg.MuSamples, DKWEpsMu: dkwMu}
 	var err error
 	if res.GammaRDP, res.RDPOrder, err = ReRoRDP(cfg.Q, cfg.Sigma, cfg.Steps, cfg.Kappa, nil); err != nil {
 		return ReRoResult{}, err
@@ -310,9 +322,9 @@ func reroMonteCarlo(cfg ReRoConfig, marginScale float64) (ReRoResult, error) {
 		tauLo = rank(kHi)
 	}
 	counts := runMu(cfg, gen, [3]float64{tauHi, tauK, tauLo})
-	res.GammaMu = float64(counts[1]) / fn
-	res.GammaLow = math.Max(0, float64(counts[0])/fn-dkw)
-	res.GammaHigh = math.Min(1, float64(counts[2])/fn+dkw)
+	res.GammaMu = float64(counts[1]) / nMu
+	res.GammaLow = math.Max(0, float64(counts[0])/nMu-dkwMu)
+	res.GammaHigh = math.Min(1, float64(counts[2])/nMu+dkwMu)
 	if math.IsInf(tauHi, 1) {
 		res.GammaLow = 0
 	}
@@ -404,13 +416,13 @@ func runChunks(cfg ReRoConfig, gen ratioGen, from, to int, lo, hi float64, keepA
 	return out
 }
 
-// runMu draws N samples from μ and counts, for each threshold, those whose
-// log-ratio is ≥ it.
+// runMu draws cfg.MuSamples samples from μ and counts, for each threshold, those
+// whose log-ratio is ≥ it.
 func runMu(cfg ReRoConfig, gen ratioGen, tau [3]float64) [3]int {
-	nChunks := (cfg.Samples + reroChunk - 1) / reroChunk
+	nChunks := (cfg.MuSamples + reroChunk - 1) / reroChunk
 	per := make([][3]int, nChunks)
 	parallelChunks(cfg.Workers, 0, nChunks, func(c int, buf []float64) {
-		ls := buf[:chunkLen(cfg.Samples, c)]
+		ls := buf[:chunkLen(cfg.MuSamples, c)]
 		gen.fill(newXoshiro(cfg.Seed, muStream+uint64(c)), ls, true)
 		for _, l := range ls {
 			for j, t := range tau {

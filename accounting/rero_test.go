@@ -119,7 +119,7 @@ func TestReRoMonteCarloMatchesClosedForm(t *testing.T) {
 				t.Fatal(err)
 			}
 			exact, _ := ReRoClosedForm(tc.sigma, tc.steps, tc.kappa)
-			if math.Abs(res.GammaMu-exact) > 3*res.DKWEps {
+			if math.Abs(res.GammaMu-exact) > 3*res.DKWEps+res.DKWEpsMu {
 				t.Errorf("μ-side estimate %v far from the exact γ %v", res.GammaMu, exact)
 			}
 			if exact < res.GammaLow || exact > res.GammaHigh {
@@ -209,6 +209,13 @@ func TestReRoMonteCarloReproducible(t *testing.T) {
 	if a.Gamma != b.Gamma || a.GammaLow != b.GammaLow || a.GammaHigh != b.GammaHigh {
 		t.Errorf("results depend on the number of workers: %+v vs %+v", a, b)
 	}
+	// Fewer μ draws: same ν estimate, a wider interval.
+	cfg.MuSamples = 5000
+	d, _ := ReRoMonteCarlo(cfg)
+	if d.Gamma != a.Gamma || d.GammaHigh-d.GammaLow <= a.GammaHigh-a.GammaLow || d.MuSamples != 5000 {
+		t.Errorf("MuSamples: %+v vs %+v", d, a)
+	}
+	cfg.MuSamples = 0
 	cfg.Seed = 4
 	c, _ := ReRoMonteCarlo(cfg)
 	if c.Gamma == a.Gamma {
@@ -313,6 +320,7 @@ func TestReRoErrors(t *testing.T) {
 		{"kappa Inf", func(c *ReRoConfig) { c.Kappa = math.Inf(1) }},
 		{"samples<0", func(c *ReRoConfig) { c.Samples = -5 }},
 		{"confidence 1", func(c *ReRoConfig) { c.Confidence = 1 }},
+		{"mu samples<0", func(c *ReRoConfig) { c.MuSamples = -1 }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

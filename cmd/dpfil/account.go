@@ -189,7 +189,7 @@ func newAccountReRoCmd() *cobra.Command {
 	var (
 		q, sigma, kappa, conf float64
 		steps, prior, samples int
-		workers               int
+		workers, muSamples    int
 		seed                  uint64
 		asJSON                bool
 	)
@@ -232,8 +232,11 @@ chunks seeded from --seed, so the result does not depend on the number of cores.
 			if samples < 1 {
 				return fmt.Errorf("--samples = %d must be ≥ 1", samples)
 			}
+			if cmd.Flags().Changed("mu-samples") && muSamples < 1 {
+				return fmt.Errorf("--mu-samples = %d must be ≥ 1", muSamples)
+			}
 			res, err := accounting.ReRoMonteCarlo(accounting.ReRoConfig{
-				Q: q, Sigma: sigma, Steps: steps, Kappa: kappa, Samples: samples, Seed: seed,
+				Q: q, Sigma: sigma, Steps: steps, Kappa: kappa, Samples: samples, MuSamples: muSamples, Seed: seed,
 				Confidence: conf, Workers: workers,
 			})
 			if err != nil {
@@ -261,7 +264,8 @@ chunks seeded from --seed, so the result does not depend on the number of cores.
 	f.IntVar(&steps, "steps", 0, "number of DP-SGD steps ≥ 1 (required)")
 	f.Float64Var(&kappa, "kappa", 0, "baseline success probability κ in (0, 1]")
 	f.IntVar(&prior, "prior-size", 0, "size K of a uniform prior (κ = 1/K)")
-	f.IntVar(&samples, "samples", 1_000_000, "Monte Carlo draws N (from each distribution)")
+	f.IntVar(&samples, "samples", 1_000_000, "Monte Carlo draws N from N(0, σ²I_T)")
+	f.IntVar(&muSamples, "mu-samples", 0, "draws from the mixture for the confidence interval (default: --samples)")
 	f.Float64Var(&conf, "confidence", 0.95, "confidence level of the interval, in (0, 1)")
 	f.IntVar(&workers, "workers", 0, "goroutines (default: number of CPUs); does not change the result")
 	addSeedFlag(cmd, &seed)

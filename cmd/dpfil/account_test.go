@@ -234,6 +234,7 @@ func TestAccountErrors(t *testing.T) {
 		{"rero neither kappa nor prior", append(rero, "--q", "0.1", "--sigma", "1"), "exactly one"},
 		{"rero prior 0", append(rero, "--q", "0.1", "--sigma", "1", "--prior-size", "0"), "prior"},
 		{"rero samples 0", []string{"rero", "--steps", "10", "--q", "0.1", "--sigma", "1", "--kappa", "0.1", "--samples", "0"}, "samples"},
+		{"rero mu-samples 0", append(rero, "--q", "0.1", "--sigma", "1", "--kappa", "0.1", "--mu-samples", "0"), "mu-samples"},
 		{"rero steps 0", []string{"rero", "--steps", "0", "--q", "0.1", "--sigma", "1", "--kappa", "0.1"}, "steps"},
 		{"rero confidence 1", append(rero, "--q", "0.1", "--sigma", "1", "--kappa", "0.1", "--confidence", "1"), "confidence"},
 		{"rero missing sigma", append(rero, "--q", "0.1", "--kappa", "0.1"), "--sigma"},
