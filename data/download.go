@@ -251,8 +251,8 @@ func verifyDigests(url string, f fileSpec, n int64, sh, mh hash.Hash) error {
 }
 
 // extractTarGz extracts the files of s (found anywhere in the archive, usually under
-// cifar-10-batches-bin/) into dir, each through a temporary file checked for its size
-// and then renamed.
+// cifar-10-batches-bin/) into dir: each into a temporary file, checked for its size;
+// only when all are there are they renamed into place, so a bad archive leaves nothing.
 func extractTarGz(archive, url string, s spec, dir string) error {
 	fh, err := os.Open(archive)
 	if err != nil {
@@ -269,7 +269,12 @@ func extractTarGz(archive, url string, s spec, dir string) error {
 	for _, f := range s.Files {
 		want[f.Name] = f
 	}
-	done := map[string]bool{}
+	tmps := map[string]string{} // file name → temporary path
+	defer func() {
+		for _, t := range tmps {
+			os.Remove(t) // no-op for those renamed into place
+		}
+	}()
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -280,47 +285,50 @@ func extractTarGz(archive, url string, s spec, dir string) error {
 		}
 		base := path.Base(h.Name)
 		f, ok := want[base]
-		if !ok || h.Typeflag != tar.TypeReg || done[base] {
+		if _, dup := tmps[base]; !ok || dup || h.Typeflag != tar.TypeReg {
 			continue
 		}
 		if f.Size > 0 && h.Size != f.Size {
 			return fmt.Errorf("%s: %s is %d bytes in the archive, want %d", url, h.Name, h.Size, f.Size)
 		}
-		if err := writeAtomic(filepath.Join(dir, base), io.LimitReader(tr, h.Size), h.Size); err != nil {
+		tmp, err := writeTemp(dir, base, io.LimitReader(tr, h.Size), h.Size)
+		if err != nil {
 			return fmt.Errorf("%s: extract %s: %w", url, h.Name, err)
 		}
-		done[base] = true
+		tmps[base] = tmp
 	}
-	for name := range want {
-		if !done[name] {
-			return fmt.Errorf("%s: archive lacks %s", url, name)
+	for _, f := range s.Files {
+		if _, ok := tmps[f.Name]; !ok {
+			return fmt.Errorf("%s: archive lacks %s", url, f.Name)
+		}
+	}
+	for _, f := range s.Files {
+		if err := os.Rename(tmps[f.Name], filepath.Join(dir, f.Name)); err != nil {
+			return fmt.Errorf("%s: move %s into place: %w", url, f.Name, err)
 		}
 	}
 	return nil
 }
 
-// writeAtomic writes exactly size bytes from r to path via a temporary file and rename.
-func writeAtomic(dst string, r io.Reader, size int64) error {
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".part-*")
+// writeTemp writes exactly size bytes from r to a temporary file in dir and returns
+// its path; on error nothing is left.
+func writeTemp(dir, name string, r io.Reader, size int64) (string, error) {
+	tmp, err := os.CreateTemp(dir, "."+name+".part-*")
 	if err != nil {
-		return err
+		return "", err
 	}
 	n, err := io.Copy(tmp, r)
 	if err == nil && n != size {
 		err = fmt.Errorf("%d of %d bytes", n, size)
 	}
-	if err == nil {
-		err = tmp.Close()
-	} else {
-		tmp.Close()
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), dst)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
+		return "", err
 	}
-	return err
+	return tmp.Name(), nil
 }
 
 // hashFile returns the hex SHA-256 and size of a file.

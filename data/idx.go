@@ -36,6 +36,9 @@ type IDX struct {
 // and nothing after them. For gzip input the whole stream is read, so a CRC or length
 // mismatch in the gzip trailer is reported. name is used in error messages only.
 func DecodeIDX(r io.Reader, name string, ndims int) (*IDX, error) {
+	if ndims < 1 || ndims > 255 {
+		return nil, fmt.Errorf("%s: cannot decode an IDX file of %d dimensions", name, ndims)
+	}
 	br := bufio.NewReaderSize(r, 1<<16)
 	head, err := br.Peek(2)
 	if err != nil {
