@@ -34,9 +34,10 @@ DP-SGD (hard clipping, full batch or Poisson sampling) on D₋ ∪ {target}, the
 attack, repeated over many trials; it reports the success rate with a 95 %
 Clopper–Pearson interval next to the ReRo bound γ, the RDP-based bound and ε.
 'sweep-eps', 'sweep-k' and 'sweep-q' repeat the game over ε, K or q and write JSON
-and CSV for 'dpfil plot'.`,
+and CSV for 'dpfil plot'. 'replay' runs the prior-aware attacks on a recorded
+transcript file, as the adversary would, from the file and the dataset alone.`,
 	}
-	cmd.AddCommand(newAttackGameCmd(), newAttackSweepCmd("eps"), newAttackSweepCmd("k"), newAttackSweepCmd("q"))
+	cmd.AddCommand(newAttackGameCmd(), newAttackSweepCmd("eps"), newAttackSweepCmd("k"), newAttackSweepCmd("q"), newAttackReplayCmd())
 	return cmd
 }
 
@@ -516,4 +517,105 @@ func attackWriteFile(path string, b []byte) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// attackReplayResult is the JSON result of 'attack replay'.
+type attackReplayResult struct {
+	Transcript string         `json:"transcript"`
+	Complete   bool           `json:"complete"` // false: recovered from a crashed write
+	Steps      int            `json:"steps"`
+	Prior      []int          `json:"prior"`
+	Guess      map[string]int `json:"guess"`       // per attack: guessed position in the prior
+	GuessIndex map[string]int `json:"guess_index"` // per attack: guessed dataset index
+}
+
+func newAttackReplayCmd() *cobra.Command {
+	var asJSON bool
+	var dataDir string
+	cmd := &cobra.Command{
+		Use:   "replay TRANSCRIPT",
+		Short: "Run the prior-aware attacks on a recorded attack-game transcript",
+		Long: `Replay a transcript written by 'attack game --record-transcripts' as the informed
+adversary: verify it (checksums; a file cut short by a crash is used up to its last
+good record), rebuild θ_t from θ₀ and the released gradients, subtract the clipped
+gradients of the known points (D₋, by dataset index, from the header) and score the
+prior's candidates with the prior-aware attacks. The dataset named in the header is
+loaded and its fingerprint checked.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tr, err := attack.OpenTranscript(args[0])
+			if err != nil {
+				return err
+			}
+			h := tr.Header
+			if len(h.Prior) < 2 {
+				return fmt.Errorf("transcript %s has no prior to attack", args[0])
+			}
+			if len(tr.Steps) == 0 {
+				return fmt.Errorf("transcript %s holds no steps", args[0])
+			}
+			pool, fp, err := attackLoadPool(h.Dataset, dataDir)
+			if err != nil {
+				return err
+			}
+			if h.DatasetSHA256 != "" && h.DatasetSHA256 != fp {
+				return fmt.Errorf("dataset %s has fingerprint %s, the transcript was recorded on %s", h.Dataset, fp, h.DatasetSHA256)
+			}
+			newNet, _, err := attackNetFactory(h.Model, pool.D)
+			if err != nil {
+				return err
+			}
+			net := newNet()
+			gather := func(idx []int) ([]float64, []int, error) {
+				var x []float64
+				var y []int
+				for _, i := range idx {
+					if i < 0 || i >= pool.N() {
+						return nil, nil, fmt.Errorf("transcript names sample %d, the dataset has %d", i, pool.N())
+					}
+					x = append(x, pool.Image(i)...)
+					y = append(y, pool.Y[i])
+				}
+				return x, y, nil
+			}
+			kx, ky, err := gather(h.Known)
+			if err != nil {
+				return err
+			}
+			obs, err := tr.Observations(net, kx, ky)
+			if err != nil {
+				return err
+			}
+			px, py, err := gather(h.Prior)
+			if err != nil {
+				return err
+			}
+			sc, err := attack.PriorScores(net, obs, px, py, h.Clip)
+			if err != nil {
+				return err
+			}
+			guess, err := attack.Decide(sc, h.Q, h.Sigma)
+			if err != nil {
+				return err
+			}
+			r := attackReplayResult{Transcript: args[0], Complete: tr.Complete, Steps: len(tr.Steps), Prior: h.Prior,
+				Guess: guess, GuessIndex: map[string]int{}}
+			for a, g := range guess {
+				r.GuessIndex[a] = h.Prior[g]
+			}
+			return emit(cmd.OutOrStdout(), asJSON, r, func(w io.Writer) {
+				state := "complete"
+				if !r.Complete {
+					state = "recovered after a crash"
+				}
+				fmt.Fprintf(w, "transcript %s: %d steps (%s), %s on %s, q = %g, σ = %.4g, C = %g\n", r.Transcript, r.Steps, state, h.Model, h.Dataset, h.Q, h.Sigma, h.Clip)
+				for _, a := range []string{attack.AttackPrior, attack.AttackPriorTopK, attack.AttackLogLik} {
+					fmt.Fprintf(w, "  %-11s guesses prior[%d] = sample %d\n", a, r.Guess[a], r.GuessIndex[a])
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "directory holding the dataset's files")
+	addJSONFlag(cmd, &asJSON)
+	return cmd
 }

@@ -105,6 +105,48 @@ func TestAttackGameHumanAndResume(t *testing.T) {
 	if strings.Split(out, "final")[0] != strings.Split(out2, "final")[0] {
 		t.Fatalf("resumed summary differs:\n%s\n%s", out, out2)
 	}
+	// the adversary's replay of a transcript file gives the game's guesses
+	var trial0 struct {
+		Trial int            `json:"trial"`
+		Guess map[string]int `json:"guess"`
+	}
+	for _, line := range bytes.Split(bytes.TrimSpace(first), []byte("\n")) {
+		if err := json.Unmarshal(line, &trial0); err != nil {
+			t.Fatal(err)
+		}
+		if trial0.Trial == 0 {
+			break
+		}
+	}
+	if trial0.Trial != 0 {
+		t.Fatal("trial 0 missing from trials.jsonl")
+	}
+	rep, err := runAttackCLI(t, "replay", "--json", filepath.Join(dir, "transcripts", "trial-000000.dpft"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rr struct {
+		Complete bool           `json:"complete"`
+		Guess    map[string]int `json:"guess"`
+	}
+	if err := json.Unmarshal([]byte(rep), &rr); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{"prior", "prior-topk", "loglik"} {
+		if !rr.Complete || rr.Guess[a] != trial0.Guess[a] {
+			t.Fatalf("replay %s guessed %d (complete %v), the game %d", a, rr.Guess[a], rr.Complete, trial0.Guess[a])
+		}
+	}
+	// a corrupted transcript is rejected
+	bad := filepath.Join(t.TempDir(), "bad.dpft")
+	b, _ := os.ReadFile(filepath.Join(dir, "transcripts", "trial-000001.dpft"))
+	b[len(b)/2] ^= 0x10
+	if err := os.WriteFile(bad, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runAttackCLI(t, "replay", bad); err == nil || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("corrupt transcript: error %v, want a checksum error", err)
+	}
 	// another game in the same directory is refused
 	if _, err := runAttackCLI(t, append([]string{"game", "--epsilon", "3", "--out", dir}, tinyGame...)...); err == nil {
 		t.Fatal("a different game reused --out")
