@@ -202,7 +202,7 @@ func TestAttackSweeps(t *testing.T) {
 	}{
 		{"sweep-eps", "2,200", nil},
 		{"sweep-k", "2,5", []string{"--epsilon", "10"}},
-		{"sweep-q", "0.5,1", []string{"--rero-samples", "20000"}},
+		{"sweep-q", "0.1,1", []string{"--rero-samples", "20000"}},
 	} {
 		t.Run(tc.cmd, func(t *testing.T) {
 			dir := t.TempDir()
