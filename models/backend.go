@@ -329,9 +329,17 @@ func (b *cpuBackend[T]) ActTangent(f Act, n, k, size int, x, y, dy, tx, ty, tdy,
 }
 
 func (b *cpuBackend[T]) Dot(x, y []T) float64 {
-	var s float64
-	for i, v := range x {
-		s += float64(v) * float64(y[i])
+	y = y[:len(x)]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += float64(x[i]) * float64(y[i])
+		s1 += float64(x[i+1]) * float64(y[i+1])
+		s2 += float64(x[i+2]) * float64(y[i+2])
+		s3 += float64(x[i+3]) * float64(y[i+3])
 	}
-	return s
+	for ; i < len(x); i++ {
+		s0 += float64(x[i]) * float64(y[i])
+	}
+	return (s0 + s1) + (s2 + s3)
 }

@@ -65,7 +65,6 @@ func (n *Network[T]) run(r *tangentRun[T]) {
 			kk := min(kc, r.k-j0)
 			rows := c * kk
 			tx := ws.tacts[0][:rows*n.d]
-			clear(tx)
 			var tp []T
 			if r.pt {
 				tp = ws.tp[:rows*n.p]
@@ -75,6 +74,7 @@ func (n *Network[T]) run(r *tangentRun[T]) {
 			if sparse {
 				n.sparseSeeds(ws, r.coords, s0, c, j0, kk)
 			} else {
+				clear(tx)
 				if r.coords != nil {
 					for s := 0; s < c; s++ {
 						cl := r.coords[s0+s]

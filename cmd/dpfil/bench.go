@@ -56,14 +56,17 @@ type benchEngineResult struct {
 
 // benchEngineOptions configures one engine benchmark.
 type benchEngineOptions struct {
-	model     string
-	batch     int
-	coords    int
-	seconds   float64
-	seed      uint64
-	oracle    bool
-	filBatch  int
-	compareFn func(arch models.Arch, params []float32, x []float32, y []int, seconds float64) (benchRate, error)
+	model    string
+	batch    int
+	coords   int
+	seconds  float64
+	seed     uint64
+	oracle   bool
+	filBatch int
+	// compare, when set, prepares a competing per-sample-gradient route; the
+	// returned function processes some samples of the batch and says how many. It is
+	// timed in rounds interleaved with the engine's, so both see the same load.
+	compare func(arch models.Arch, params []float32, x []float32, y []int) (func() (int, error), error)
 }
 
 func newBenchEngineCmd() *cobra.Command {
@@ -79,7 +82,7 @@ Floors are the engine's GEMM FLOPs per sample (models.CountFLOPs) at the measure
 SGEMM rate; times_floor is measured time over floor time.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.oracle {
-				o.compareFn = oracleRate
+				o.compare = oracleRoute
 			}
 			res, err := runBenchEngine(o)
 			if err != nil {
@@ -117,16 +120,17 @@ func sgemmRate(minSec float64) float64 {
 	return 2 * n * n * n * float64(reps) / time.Since(t0).Seconds() / 1e9
 }
 
-// timeLoop calls fn (which processes per samples) until minSec have passed, at least
-// once, and returns the samples processed and the seconds taken.
-func timeLoop(minSec float64, per int, fn func() error) (int, float64, error) {
+// timeLoop calls fn (which returns the samples it processed) until minSec have
+// passed, at least once, and returns the samples processed and the seconds taken.
+func timeLoop(minSec float64, fn func() (int, error)) (int, float64, error) {
 	done := 0
 	t0 := time.Now()
 	for done == 0 || time.Since(t0).Seconds() < minSec {
-		if err := fn(); err != nil {
+		n, err := fn()
+		if err != nil {
 			return 0, 0, err
 		}
-		done += per
+		done += n
 	}
 	return done, time.Since(t0).Seconds(), nil
 }
@@ -175,13 +179,34 @@ func runBenchEngine(o benchEngineOptions) (*benchEngineResult, error) {
 	clip := models.Clip{Mode: models.ClipSmooth, C: 1}
 	sum := make([]float32, m.NumParams())
 	losses := make([]float64, o.batch)
-	ns, sec, err := timeLoop(o.seconds, o.batch, func() error {
-		return m.ClippedGradSum(params, x, y, clip, sum, losses)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bench engine: per-sample gradients: %w", err)
+	engine := func() (int, error) {
+		return o.batch, m.ClippedGradSum(params, x, y, clip, sum, losses)
 	}
-	res.Grad = benchRate{Samples: ns, Seconds: sec, FLOPsPerSample: fl.PerSampleGrad}
+	var other func() (int, error)
+	if o.compare != nil {
+		if other, err = o.compare(arch, params, x, y); err != nil {
+			return nil, fmt.Errorf("bench engine: oracle: %w", err)
+		}
+		res.Oracle = &benchRate{FLOPsPerSample: fl.PerSampleGrad}
+	}
+	res.Grad = benchRate{FLOPsPerSample: fl.PerSampleGrad}
+	const rounds = 3
+	for r := 0; r < rounds; r++ {
+		ns, sec, err := timeLoop(o.seconds/rounds, engine)
+		if err != nil {
+			return nil, fmt.Errorf("bench engine: per-sample gradients: %w", err)
+		}
+		res.Grad.Samples += ns
+		res.Grad.Seconds += sec
+		if other != nil {
+			ns, sec, err := timeLoop(o.seconds/rounds, other)
+			if err != nil {
+				return nil, fmt.Errorf("bench engine: oracle: %w", err)
+			}
+			res.Oracle.Samples += ns
+			res.Oracle.Seconds += sec
+		}
+	}
 
 	fb := o.batch
 	if o.filBatch > 0 {
@@ -192,27 +217,19 @@ func runBenchEngine(o benchEngineOptions) (*benchEngineResult, error) {
 		coords[s] = make([]int, o.coords)
 	}
 	out := make([]float64, fb)
-	ns, sec, err = timeLoop(o.seconds, fb, func() error {
+	ns, sec, err := timeLoop(o.seconds, func() (int, error) {
 		for _, c := range coords { // fresh coordinates per call, as in training
 			for j := range c {
 				c[j] = rng.IntN(d)
 			}
 		}
-		return m.FILSqNorms(params, x[:fb*d], y[:fb], clip, coords, out)
+		return fb, m.FILSqNorms(params, x[:fb*d], y[:fb], clip, coords, out)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bench engine: FIL step: %w", err)
 	}
 	res.FIL = benchRate{Samples: ns, Seconds: sec, FLOPsPerSample: fl.FILStep}
 
-	if o.compareFn != nil {
-		r, err := o.compareFn(arch, params, x, y, o.seconds)
-		if err != nil {
-			return nil, fmt.Errorf("bench engine: oracle: %w", err)
-		}
-		r.FLOPsPerSample = fl.PerSampleGrad
-		res.Oracle = &r
-	}
 	rate1 := sgemmRate(gemmSec)
 	res.SGEMMGFLOPs = (rate0 + rate1) / 2
 	for _, r := range []*benchRate{&res.Grad, &res.FIL, res.Oracle} {
@@ -230,12 +247,13 @@ func runBenchEngine(o benchEngineOptions) (*benchEngineResult, error) {
 	return res, nil
 }
 
-// oracleRate times the Gorgonia oracle's per-sample gradients (its fastest honest
-// route, float64) on chunks of the batch until seconds have passed.
-func oracleRate(arch models.Arch, params, x []float32, y []int, seconds float64) (benchRate, error) {
+// oracleRoute prepares the Gorgonia oracle's per-sample gradients (its fastest
+// honest route: compiled batch-1 graphs, one per worker, float64); each call of the
+// returned function processes a slice of the batch.
+func oracleRoute(arch models.Arch, params, x []float32, y []int) (func() (int, error), error) {
 	ps, err := oracle.NewPerSample(arch)
 	if err != nil {
-		return benchRate{}, err
+		return nil, err
 	}
 	p64 := make([]float64, len(params))
 	for i, v := range params {
@@ -247,14 +265,10 @@ func oracleRate(arch models.Arch, params, x []float32, y []int, seconds float64)
 	for i := range x64 {
 		x64[i] = float64(x[i])
 	}
-	n, sec, err := timeLoop(seconds, chunk, func() error {
+	return func() (int, error) {
 		_, _, err := ps.Run(p64, x64, y[:chunk], chunk)
-		return err
-	})
-	if err != nil {
-		return benchRate{}, err
-	}
-	return benchRate{Samples: n, Seconds: sec}, nil
+		return chunk, err
+	}, nil
 }
 
 func printBenchEngine(w io.Writer, r *benchEngineResult) {
