@@ -89,6 +89,11 @@ func Run(ctx context.Context, jobs []Job, opt Options) (Summary, error) {
 	mine := opt.Shard.Select(jobs)
 	sum.Jobs = len(mine)
 
+	unlock, err := lockDir(opt.Out)
+	if err != nil {
+		return sum, fmt.Errorf("sweep: %w", err)
+	}
+	defer unlock()
 	recs, bad, err := ReadResults(ResultsPath(opt.Out))
 	if err != nil {
 		return sum, fmt.Errorf("sweep: %w", err)

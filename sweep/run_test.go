@@ -136,3 +136,23 @@ func TestRunBadOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestRunRefusesBusyDirectory(t *testing.T) {
+	jobs := testJobs(t, 2)
+	out := t.TempDir()
+	unlock, err := lockDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeRunner{steps: 1}
+	if _, err := Run(context.Background(), jobs, Options{Out: out, Runner: f.run}); err == nil || !strings.Contains(err.Error(), "another sweep process") {
+		t.Fatalf("second sweep in a locked directory: err %v", err)
+	}
+	unlock()
+	if _, err := Run(context.Background(), jobs, Options{Out: out, Runner: f.run}); err != nil {
+		t.Fatalf("after unlock: %v", err)
+	}
+	if f.calls.Load() != 2 {
+		t.Fatalf("%d runner calls, want 2", f.calls.Load())
+	}
+}
