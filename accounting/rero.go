@@ -98,6 +98,26 @@ type ReRoConfig struct {
 	Seed       uint64  // every draw flows from it, per chunk, independent of Workers
 	Confidence float64 // confidence level of [GammaLow, GammaHigh] (default 0.95)
 	Workers    int     // goroutines (default runtime.NumCPU())
+	// Progress, if set, is called after each chunk of 2048 draws with the number of
+	// draws done and the total planned (ν and μ draws); calls are serialised.
+	Progress func(done, total int64)
+}
+
+// reroProgress serialises progress reports from the workers.
+type reroProgress struct {
+	mu          sync.Mutex
+	done, total int64
+	fn          func(done, total int64)
+}
+
+func (p *reroProgress) add(n int) {
+	if p == nil || p.fn == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done += int64(n)
+	p.fn(min(p.done, p.total), p.total)
 }
 
 // ReRoResult is a Monte Carlo ReRo estimate with its confidence interval, the q = 1
@@ -248,7 +268,8 @@ func reroMonteCarlo(cfg ReRoConfig, marginScale float64) (ReRoResult, error) {
 	pilotChunks := min(nChunks, reroPilot/reroChunk)
 
 	// Pilot: the first chunks, every log-ratio kept.
-	pilot := runChunks(cfg, gen, 0, pilotChunks, math.Inf(-1), math.Inf(1), true)
+	prog := &reroProgress{total: int64(n) + int64(cfg.MuSamples), fn: cfg.Progress}
+	pilot := runChunks(cfg, gen, prog, 0, pilotChunks, math.Inf(-1), math.Inf(1), true)
 	var pl []float64
 	for _, c := range pilot {
 		pl = append(pl, c.allRows...)
@@ -280,7 +301,7 @@ func reroMonteCarlo(cfg ReRoConfig, marginScale float64) (ReRoResult, error) {
 			hi = edge(float64(kLo)/fn - m)
 			lo = edge(float64(kHi)/fn + m)
 		}
-		stats := append(reclassify(pilot, lo, hi, logN), runChunks(cfg, gen, pilotChunks, nChunks, lo, hi, false)...)
+		stats := append(reclassify(pilot, lo, hi, logN), runChunks(cfg, gen, prog, pilotChunks, nChunks, lo, hi, false)...)
 		above, sumU, maxL, win = 0, 0, math.Inf(-1), win[:0]
 		for _, c := range stats { // chunk order: bitwise reproducible sums
 			above += c.above
@@ -321,7 +342,7 @@ func reroMonteCarlo(cfg ReRoConfig, marginScale float64) (ReRoResult, error) {
 	if kHi < n {
 		tauLo = rank(kHi)
 	}
-	counts := runMu(cfg, gen, [3]float64{tauHi, tauK, tauLo})
+	counts := runMu(cfg, gen, prog, [3]float64{tauHi, tauK, tauLo})
 	res.GammaMu = float64(counts[1]) / nMu
 	res.GammaLow = math.Max(0, float64(counts[0])/nMu-dkwMu)
 	res.GammaHigh = math.Min(1, float64(counts[2])/nMu+dkwMu)
@@ -372,7 +393,7 @@ func classify(ls []float64, lo, hi, logN float64) chunkStats {
 
 // parallelChunks runs work(c, buf) for chunks [from, to) on cfg.Workers goroutines;
 // buf is a per-worker scratch slice of reroChunk values.
-func parallelChunks(workers, from, to int, work func(c int, buf []float64)) {
+func parallelChunks(workers, from, to int, prog *reroProgress, n int, work func(c int, buf []float64)) {
 	if to <= from {
 		return
 	}
@@ -390,6 +411,7 @@ func parallelChunks(workers, from, to int, work func(c int, buf []float64)) {
 					return
 				}
 				work(c, buf)
+				prog.add(chunkLen(n, c))
 			}
 		}()
 	}
@@ -401,10 +423,10 @@ func chunkLen(n, c int) int { return min(reroChunk, n-c*reroChunk) }
 
 // runChunks computes ν chunks [from, to). With keepAll the chunk's log-ratios are
 // returned in allRows; otherwise they are classified against [lo, hi].
-func runChunks(cfg ReRoConfig, gen ratioGen, from, to int, lo, hi float64, keepAll bool) []chunkStats {
+func runChunks(cfg ReRoConfig, gen ratioGen, prog *reroProgress, from, to int, lo, hi float64, keepAll bool) []chunkStats {
 	out := make([]chunkStats, max(0, to-from))
 	logN := math.Log(float64(cfg.Samples))
-	parallelChunks(cfg.Workers, from, to, func(c int, buf []float64) {
+	parallelChunks(cfg.Workers, from, to, prog, cfg.Samples, func(c int, buf []float64) {
 		ls := buf[:chunkLen(cfg.Samples, c)]
 		gen.fill(newXoshiro(cfg.Seed, uint64(c)), ls, false)
 		if keepAll {
@@ -418,10 +440,10 @@ func runChunks(cfg ReRoConfig, gen ratioGen, from, to int, lo, hi float64, keepA
 
 // runMu draws cfg.MuSamples samples from μ and counts, for each threshold, those
 // whose log-ratio is ≥ it.
-func runMu(cfg ReRoConfig, gen ratioGen, tau [3]float64) [3]int {
+func runMu(cfg ReRoConfig, gen ratioGen, prog *reroProgress, tau [3]float64) [3]int {
 	nChunks := (cfg.MuSamples + reroChunk - 1) / reroChunk
 	per := make([][3]int, nChunks)
-	parallelChunks(cfg.Workers, 0, nChunks, func(c int, buf []float64) {
+	parallelChunks(cfg.Workers, 0, nChunks, prog, cfg.MuSamples, func(c int, buf []float64) {
 		ls := buf[:chunkLen(cfg.MuSamples, c)]
 		gen.fill(newXoshiro(cfg.Seed, muStream+uint64(c)), ls, true)
 		for _, l := range ls {

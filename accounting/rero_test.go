@@ -205,7 +205,13 @@ func TestReRoMonteCarloReproducible(t *testing.T) {
 	cfg := ReRoConfig{Q: 0.05, Sigma: 0.8, Steps: 30, Kappa: 0.01, Samples: 20000, Seed: 3}
 	a, _ := ReRoMonteCarlo(cfg)
 	cfg.Workers = 1
+	var last, calls int64
+	cfg.Progress = func(done, total int64) { last, calls = done, calls+1 }
 	b, _ := ReRoMonteCarlo(cfg)
+	cfg.Progress = nil
+	if last != 40000 || calls < 10 {
+		t.Errorf("progress: last %d after %d calls", last, calls)
+	}
 	if a.Gamma != b.Gamma || a.GammaLow != b.GammaLow || a.GammaHigh != b.GammaHigh {
 		t.Errorf("results depend on the number of workers: %+v vs %+v", a, b)
 	}

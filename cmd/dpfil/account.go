@@ -191,7 +191,7 @@ func newAccountReRoCmd() *cobra.Command {
 		steps, prior, samples int
 		workers, muSamples    int
 		seed                  uint64
-		asJSON                bool
+		asJSON, quiet         bool
 	)
 	cmd := &cobra.Command{
 		Use:   "rero",
@@ -235,10 +235,20 @@ chunks seeded from --seed, so the result does not depend on the number of cores.
 			if cmd.Flags().Changed("mu-samples") && muSamples < 1 {
 				return fmt.Errorf("--mu-samples = %d must be ≥ 1", muSamples)
 			}
+			// Progress in units of 1% of the draws (ν and μ).
+			prog := newProgress(100, "rero", quiet)
+			reported := int64(0)
 			res, err := accounting.ReRoMonteCarlo(accounting.ReRoConfig{
 				Q: q, Sigma: sigma, Steps: steps, Kappa: kappa, Samples: samples, MuSamples: muSamples, Seed: seed,
 				Confidence: conf, Workers: workers,
+				Progress: func(done, total int64) {
+					if pct := 100 * done / total; pct > reported {
+						prog.Add(pct-reported, "")
+						reported = pct
+					}
+				},
 			})
+			prog.Finish()
 			if err != nil {
 				return fmt.Errorf("ReRo: %w", err)
 			}
@@ -268,6 +278,7 @@ chunks seeded from --seed, so the result does not depend on the number of cores.
 	f.IntVar(&muSamples, "mu-samples", 0, "draws from the mixture for the confidence interval (default: --samples)")
 	f.Float64Var(&conf, "confidence", 0.95, "confidence level of the interval, in (0, 1)")
 	f.IntVar(&workers, "workers", 0, "goroutines (default: number of CPUs); does not change the result")
+	f.BoolVar(&quiet, "quiet", false, "no progress report on stderr")
 	addSeedFlag(cmd, &seed)
 	addJSONFlag(cmd, &asJSON)
 	return cmd

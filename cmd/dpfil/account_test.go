@@ -200,7 +200,7 @@ func TestAccountErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	rdp := []string{"rdp", "--steps", "100", "--delta", "1e-5"}
-	rero := []string{"rero", "--steps", "10", "--samples", "1000"}
+	rero := []string{"rero", "--steps", "10", "--samples", "1000", "--quiet"}
 	tests := []struct {
 		name string
 		args []string
