@@ -136,6 +136,9 @@ func (z *ziggurat) slow(r *xoshiro, u uint64) float64 {
 	}
 }
 
+// roundMagic = 1.5·2^52: adding it to |y| < 2^51 rounds y to the nearest integer.
+const roundMagic = 6755399441055744.0
+
 // expTable holds 2^{j/64}, j = 0…63.
 type expTable [64]float64
 
@@ -154,9 +157,10 @@ func (t *expTable) exp(x float64) float64 {
 	const inv = 64 / math.Ln2
 	const ln2hi = 6.93147180369123816490e-01 / 64 // fdlibm split of ln2, /64 exact
 	const ln2lo = 1.90821492927058770002e-10 / 64
-	n := math.Round(x * inv)
+	kf := x*inv + roundMagic
+	ni := int64(math.Float64bits(kf) - math.Float64bits(roundMagic))
+	n := kf - roundMagic
 	r := (x - n*ln2hi) - n*ln2lo
-	ni := int64(n)
 	j := ni & 63
 	k := ni >> 6
 	p := 1 + r*(1+r*(0.5+r*(1.0/6+r*(1.0/24+r*(1.0/120)))))

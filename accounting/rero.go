@@ -565,9 +565,12 @@ func (g ratioGen) fill(rng *xoshiro, ls []float64, fromMu bool) {
 			case x < -700:
 				p *= c
 			case x < 700:
-				n := math.Round(x * inv)
+				// Round x·64/ln2 to an integer by the 1.5·2^52 trick: the integer sits
+				// in the low mantissa bits of kf (valid for |x·64/ln2| < 2^51).
+				kf := x*inv + roundMagic
+				ni := int64(math.Float64bits(kf) - math.Float64bits(roundMagic))
+				n := kf - roundMagic
 				r := (x - n*ln2hi) - n*ln2lo
-				ni := int64(n)
 				e := et[ni&63] * (1 + r*(1+r*(0.5+r*(1.0/6+r*(1.0/24+r*(1.0/120))))))
 				p *= c + math.Float64frombits(math.Float64bits(e)+uint64(ni>>6)<<52)
 			default:
