@@ -14,12 +14,20 @@ type netLayer struct {
 	wOff, nW  int // weight offset and size in the flat parameter vector
 	bOff, nB  int // bias offset and size
 	conv      ConvGeom
+	// patchT: the layer also keeps each sample's patch matrix transposed (HWo×CKK),
+	// so that the per-sample weight-gradient GEMMs run over rows of length CKK
+	// instead of dot products of length HWo (chosen when HWo is small).
+	patchT    bool
 	pool      PoolGeom
 	act       Act
 	mean, inv []float64 // normalize: per-channel mean and 1/std
 }
 
 func (l *netLayer) hasParams() bool { return l.kind == KindConv || l.kind == KindDense }
+
+// patchTMaxHWo is the output size below which a conv layer keeps transposed patch
+// matrices (see netLayer.patchT).
+const patchTMaxHWo = 128
 
 // Network is an architecture evaluated by a backend in precision T: batched forward,
 // per-sample gradients, and forward-over-reverse tangents (directional derivatives of
@@ -68,6 +76,7 @@ func NewNetwork[T Float](arch Arch, be Backend[T]) (*Network[T], error) {
 		case KindConv:
 			l.conv = ConvGeom{InC: in.C, H: in.H, W: in.W, KH: spec.KH, KW: spec.KW, Stride: spec.Stride,
 				PadT: spec.PadT, PadB: spec.PadB, PadL: spec.PadL, PadR: spec.PadR, OutH: out.H, OutW: out.W}
+			l.patchT = l.conv.HWo() < patchTMaxHWo
 			fallthrough
 		case KindDense:
 			l.wOff, l.nW = ps[pi].Offset, ps[pi].Size
@@ -132,6 +141,8 @@ type workspace[T Float] struct {
 	tacts    [][]T     // tangents of acts, cs·kc rows
 	tdlt     [][]T     // tangents of dlt, cs·kc rows
 	tcols    [][]T     // conv layers: im2col of the tangent inputs, CKK×(cs·kc·HWo)
+	colsT    [][]T     // patchT conv layers: per-sample transposed patches, cs×HWo×CKK
+	tcolsT   [][]T     // patchT conv layers: per-row transposed tangent patches
 	spIdx    []int     // one-hot input tangents: coordinate of each row (−1: none)
 	spVal    []T       // and its value at the first parameter layer
 	scratch  []T       // patch-matrix scratch: max CKK·HWo × max(cs, cs·kc)
@@ -160,6 +171,9 @@ func (n *Network[T]) convFloats() (total, maxCol, maxOut int) {
 		if l.kind == KindConv {
 			c := l.conv.CKK() * l.conv.HWo()
 			total += c
+			if l.patchT {
+				total += c
+			}
 			maxCol = max(maxCol, c)
 			maxOut = max(maxOut, l.outN)
 		}
@@ -201,10 +215,10 @@ func (n *Network[T]) chunkSizes(batch, k int, pt bool) (cs, kc int) {
 	return cs, kc
 }
 
+// workspaceFor returns worker w's workspace, grown to hold cs samples and kc
+// directions. The slot n.ws[w] exists already (parallelChunks creates the slots
+// before starting workers, so workers never touch the slice itself).
 func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
-	for len(n.ws) <= w {
-		n.ws = append(n.ws, nil)
-	}
 	ws := n.ws[w]
 	if ws != nil && ws.cs >= cs && ws.kc >= kc && (ws.pt || !pt) {
 		return ws
@@ -219,6 +233,7 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 	ws.acts = make([][]T, L+1)
 	ws.dlt = make([][]T, L+1)
 	ws.cols = make([][]T, L)
+	ws.colsT = make([][]T, L)
 	ws.acts[0] = be.Alloc(cs * n.d)
 	ws.dlt[0] = be.Alloc(cs * n.d)
 	_, maxCol, maxOut := n.convFloats()
@@ -232,6 +247,9 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 		ws.dlt[i+1] = be.Alloc(cs * l.outN)
 		if l.kind == KindConv {
 			ws.cols[i] = be.Alloc(cs * l.conv.CKK() * l.conv.HWo())
+			if l.patchT {
+				ws.colsT[i] = be.Alloc(cs * l.conv.CKK() * l.conv.HWo())
+			}
 		}
 	}
 	rows := max(cs, cs*kc)
@@ -244,6 +262,7 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 		ws.tacts = make([][]T, L+1)
 		ws.tdlt = make([][]T, L+1)
 		ws.tcols = make([][]T, L)
+		ws.tcolsT = make([][]T, L)
 		ws.tacts[0] = be.Alloc(rows * n.d)
 		ws.tdlt[0] = be.Alloc(rows * n.d)
 		for i, l := range n.layers {
@@ -256,6 +275,9 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 			ws.tdlt[i+1] = be.Alloc(rows * l.outN)
 			if l.kind == KindConv {
 				ws.tcols[i] = be.Alloc(rows * l.conv.CKK() * l.conv.HWo())
+				if l.patchT {
+					ws.tcolsT[i] = be.Alloc(rows * l.conv.CKK() * l.conv.HWo())
+				}
 			}
 		}
 		ws.spIdx = make([]int, rows)
@@ -285,6 +307,22 @@ func (n *Network[T]) convForwardRows(l *netLayer, W, in, out, cols, tmp []T, m i
 	for o := 0; o < oc; o++ {
 		for r := 0; r < m; r++ {
 			copy(out[r*l.outN+o*hwo:r*l.outN+(o+1)*hwo], tmp[o*ld+r*hwo:o*ld+(r+1)*hwo])
+		}
+	}
+}
+
+// transposePatches copies the m side-by-side patch matrices of cols (CKK×(m·HWo))
+// to m consecutive HWo×CKK matrices in colsT.
+func transposePatches[T Float](g ConvGeom, cols, colsT []T, m int) {
+	ckk, hwo := g.CKK(), g.HWo()
+	ld := m * hwo
+	for r := 0; r < m; r++ {
+		dst := colsT[r*hwo*ckk : (r+1)*hwo*ckk]
+		for j := 0; j < ckk; j++ {
+			src := cols[j*ld+r*hwo : j*ld+(r+1)*hwo]
+			for p, v := range src {
+				dst[p*ckk+j] = v
+			}
 		}
 	}
 }
@@ -357,9 +395,9 @@ func (n *Network[T]) checkInputs(params, x []T, y []int, batch int) error {
 // backend's workers. Chunk c starts at c·cs.
 func (n *Network[T]) parallelChunks(batch, cs int, fn func(w, s0, cs int)) {
 	chunks := (batch + cs - 1) / cs
-	workers := n.be.Workers()
-	if workers > chunks {
-		workers = chunks
+	workers := max(1, min(n.be.Workers(), chunks))
+	for len(n.ws) < workers {
+		n.ws = append(n.ws, nil)
 	}
 	if workers <= 1 {
 		for c := 0; c < chunks; c++ {
@@ -400,6 +438,9 @@ func (n *Network[T]) forward(ws *workspace[T], params []T, cs int) {
 		switch l.kind {
 		case KindConv:
 			n.convForwardRows(l, params[l.wOff:l.wOff+l.nW], in, out, ws.cols[i], ws.scratch2, cs)
+			if l.patchT {
+				transposePatches(l.conv, ws.cols[i], ws.colsT[i], cs)
+			}
 			for s := 0; s < cs; s++ {
 				addBiasRows(out[s*l.outN:(s+1)*l.outN], params[l.bOff:l.bOff+l.nB], l.conv.HWo())
 			}
@@ -485,7 +526,11 @@ func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bo
 			for s := 0; s < cs; s++ {
 				D := dout[s*l.outN : (s+1)*l.outN]
 				gw := ws.grads[s*P+l.wOff : s*P+l.wOff+l.nW]
-				be.Gemm(false, true, l.out.C, ckk, hwo, 1, D, hwo, ws.cols[i][s*hwo:], ld, 0, gw, ckk)
+				if l.patchT {
+					be.Gemm(false, false, l.out.C, ckk, hwo, 1, D, hwo, ws.colsT[i][s*hwo*ckk:], ckk, 0, gw, ckk)
+				} else {
+					be.Gemm(false, true, l.out.C, ckk, hwo, 1, D, hwo, ws.cols[i][s*hwo:], ld, 0, gw, ckk)
+				}
 				rowSums(D, hwo, ws.grads[s*P+l.bOff:s*P+l.bOff+l.nB])
 			}
 			if needIn {
