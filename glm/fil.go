@@ -148,6 +148,9 @@ type FILOptions struct {
 	SkipSpectral bool
 	// LanczosTol is the relative tolerance of the top-eigenvalue iteration (default 1e-10).
 	LanczosTol float64
+	// LanczosMaxSteps caps the Lanczos iteration (default 150); examples reaching it are
+	// computed by a dense eigensolver instead (FILResult.DenseFallbacks).
+	LanczosMaxSteps int
 	// Workers bounds the goroutines (default GOMAXPROCS).
 	Workers int
 	// Progress, if set, is called with the number of examples finished since the last call.
@@ -163,9 +166,12 @@ type FILResult struct {
 	Spec2   []float64 // ‖J_i‖₂² (empty if SkipSpectral)
 	DFIL    []float64 // ‖J_i‖_F²/(σ²D)
 	Eta     []float64 // ‖J_i‖₂/σ (empty if SkipSpectral)
-	// LanczosMaxSteps is the most Lanczos steps any example took; NotConverged counts
-	// examples whose iteration hit its step limit (their η is a lower bound).
+	// LanczosMaxSteps is the most Lanczos steps any example took. DenseFallbacks counts
+	// examples whose Lanczos iteration hit its step limit (a tight cluster at the top of
+	// the spectrum) and whose ‖J‖₂² was then computed by a dense symmetric eigensolver
+	// of the P×P operator instead; NotConverged counts examples where that failed too.
 	LanczosMaxSteps int
+	DenseFallbacks  int
 	NotConverged    int
 }
 
@@ -196,6 +202,13 @@ func (an *Analysis) PerExample(sigma float64, opt FILOptions) (*FILResult, error
 	if !(tol > 0) || tol >= 1 {
 		return nil, fmt.Errorf("glm FIL: Lanczos tolerance must be in (0,1), got %v", opt.LanczosTol)
 	}
+	steps := opt.LanczosMaxSteps
+	if steps == 0 {
+		steps = lanczosSteps
+	}
+	if steps < 0 {
+		return nil, fmt.Errorf("glm FIL: Lanczos step cap must be ≥ 0, got %d", steps)
+	}
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -218,9 +231,9 @@ func (an *Analysis) PerExample(sigma float64, opt FILOptions) (*FILResult, error
 			defer wg.Done()
 			xb := mat.NewDense(block, p, nil)
 			xh := mat.NewDense(block, p, nil)
-			lz := newLanczos(p, 300, tol)
+			lz := newLanczos(p, steps, tol)
 			start := make([]float64, p)
-			maxSteps, notConv := 0, 0
+			maxSteps, notConv, fallbacks := 0, 0, 0
 			for bi := range jobs {
 				lo, hi := bi*block, min((bi+1)*block, len(idx))
 				rows := hi - lo
@@ -234,6 +247,11 @@ func (an *Analysis) PerExample(sigma float64, opt FILOptions) (*FILResult, error
 					k := lo + r
 					xhat := hs.RawRowView(r)
 					f2, s2, steps, ok := an.norms(idx[k], xhat, lz, start, opt.SkipSpectral)
+					if !ok {
+						fallbacks++
+						s2, ok = an.denseSpec2(idx[k], xhat)
+						s2 = math.Min(s2, f2)
+					}
 					res.Frob2[k] = f2
 					res.DFIL[k] = f2 / (sigma * sigma * float64(m.D))
 					if !opt.SkipSpectral {
@@ -252,6 +270,7 @@ func (an *Analysis) PerExample(sigma float64, opt FILOptions) (*FILResult, error
 			mu.Lock()
 			res.LanczosMaxSteps = max(res.LanczosMaxSteps, maxSteps)
 			res.NotConverged += notConv
+			res.DenseFallbacks += fallbacks
 			mu.Unlock()
 		}()
 	}
@@ -322,6 +341,37 @@ func (an *Analysis) norms(i int, xhat []float64, lz *lanczos, start []float64, s
 	return f2, s2, steps, ok
 }
 
+// lanczosSteps caps the Lanczos iteration before the dense fallback.
+const lanczosSteps = 150
+
+// denseSpec2 returns ‖J_i‖₂² as the largest eigenvalue of the explicitly formed P×P
+// operator ω²D[a²‖u‖²x̂x̂ᵀ + ab(x̂ûᵀ + ûx̂ᵀ) + b²(I − q̂₀q̂₀ᵀ)]D (O(P³)).
+func (an *Analysis) denseSpec2(i int, xhat []float64) (float64, bool) {
+	p := len(xhat)
+	om := an.m.Config.weight(i)
+	a, b := an.a[i], an.b[i]
+	aa, ab, bb := a*a*an.normU2, a*b, b*b
+	s := mat.NewSymDense(p, nil)
+	for k := 0; k < p; k++ {
+		for l := k; l < p; l++ {
+			v := aa*xhat[k]*xhat[l] + ab*(xhat[k]*an.uhat[l]+an.uhat[k]*xhat[l])
+			if an.q0 != nil {
+				v -= bb * an.q0[k] * an.q0[l]
+			}
+			if k == l {
+				v += bb
+			}
+			s.SetSym(k, l, om*om*an.dinv[k]*an.dinv[l]*v)
+		}
+	}
+	var es mat.EigenSym
+	if !es.Factorize(s, false) {
+		return math.NaN(), false
+	}
+	vals := es.Values(nil)
+	return math.Max(vals[len(vals)-1], 0), true
+}
+
 // AttributeResult is attribute-level leakage of a subset S of input columns for each
 // requested example (seed 001 Sec. 3.1: the FIM block of those columns).
 type AttributeResult struct {
@@ -361,7 +411,7 @@ func (an *Analysis) AttributeFIL(sigma float64, cols, indices []int) (*Attribute
 	res := &AttributeResult{Columns: cs, Indices: append([]int(nil), indices...),
 		DFIL: make([]float64, len(indices)), Eta: make([]float64, len(indices))}
 	s := len(cs)
-	lz := newLanczos(s, 300, 1e-10)
+	lz := newLanczos(s, lanczosSteps, 1e-10)
 	tmp := make([]float64, an.m.P)
 	start := make([]float64, s)
 	for k, i := range indices {
@@ -379,7 +429,18 @@ func (an *Analysis) AttributeFIL(sigma float64, cols, indices []int) (*Attribute
 		for c := range start {
 			start[c] = 1 + 0.1*float64(c%7)
 		}
-		s2, _, _ := lz.top(apply, start)
+		s2, _, ok := lz.top(apply, start)
+		if !ok {
+			// Dense fallback: largest eigenvalue of the |S|×|S| Gram matrix.
+			var gram mat.SymDense
+			gram.SymOuterK(1, j.T())
+			var es mat.EigenSym
+			if !es.Factorize(&gram, false) {
+				return nil, fmt.Errorf("glm attribute FIL: eigendecomposition failed for example %d", i)
+			}
+			vals := es.Values(nil)
+			s2 = vals[len(vals)-1]
+		}
 		s2 = math.Min(s2, f2)
 		res.DFIL[k] = f2 / (sigma * sigma * float64(s))
 		res.Eta[k] = math.Sqrt(math.Max(s2, 0)) / sigma

@@ -62,6 +62,19 @@ func TestPerExampleMatchesDenseSVD(t *testing.T) {
 			if res.NotConverged != 0 {
 				t.Fatalf("%d Lanczos runs did not converge", res.NotConverged)
 			}
+			// Capping Lanczos at 2 steps forces the dense fallback for every example.
+			dense, err := an.PerExample(sigma, FILOptions{LanczosMaxSteps: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dense.DenseFallbacks == 0 {
+				t.Fatal("2-step cap did not trigger the dense fallback")
+			}
+			for i := range dense.Eta {
+				if math.Abs(dense.Spec2[i]-res.Spec2[i]) > 1e-9*res.Spec2[i] {
+					t.Fatalf("example %d: dense fallback ‖J‖₂² %.12g, Lanczos %.12g", i, dense.Spec2[i], res.Spec2[i])
+				}
+			}
 			for i := 0; i < dt.N; i += 7 {
 				jac, _ := an.Jacobian(i)
 				f2, s2 := denseNorms(t, jac)

@@ -3,6 +3,7 @@ package glm
 import (
 	"math"
 
+	"gonum.org/v1/gonum/lapack"
 	"gonum.org/v1/gonum/lapack/gonum"
 )
 
@@ -10,8 +11,9 @@ import (
 // of size p given by apply (dst = A·src), by the Lanczos iteration with full
 // re-orthogonalisation. The Ritz value increases monotonically towards λ_max; the
 // iteration stops when it changed by less than tol (relative) for three consecutive
-// steps, when the Krylov space became invariant (then the value is exact), or after
-// maxIter steps (converged = false).
+// steps and the Ritz pair's residual ‖Ay − θy‖ = β_j|s_j| is below residTol·θ, when
+// the Krylov space became invariant (then the value is exact), or after maxIter steps
+// (converged = false; callers fall back to a dense eigensolver).
 type lanczos struct {
 	p       int
 	maxIter int
@@ -21,7 +23,11 @@ type lanczos struct {
 	alpha   []float64
 	beta    []float64
 	d, e    []float64
+	z, work []float64
 }
+
+// residTol bounds the relative residual of an accepted Ritz pair.
+const residTol = 1e-7
 
 func newLanczos(p, maxIter int, tol float64) *lanczos {
 	if maxIter > p {
@@ -102,7 +108,7 @@ func (l *lanczos) top(apply func(dst, src []float64), start []float64) (float64,
 		}
 		if math.Abs(theta-prev) <= l.tol*scale {
 			small++
-			if small >= 3 {
+			if small >= 3 && l.residual(j+1, b) <= residTol*scale {
 				return theta, j + 1, true
 			}
 		} else {
@@ -117,4 +123,28 @@ func (l *lanczos) top(apply func(dst, src []float64), start []float64) (float64,
 		}
 	}
 	return theta, l.maxIter, l.maxIter == l.p
+}
+
+// residual returns β_k|s_k| for the top eigenvector s of the k×k tridiagonal matrix
+// (α, β) built so far, where b = β_k is the next off-diagonal.
+func (l *lanczos) residual(k int, b float64) float64 {
+	if cap(l.z) < k*k {
+		l.z = make([]float64, k*k)
+		l.work = make([]float64, 2*k)
+	}
+	z := l.z[:k*k]
+	d := make([]float64, k)
+	e := make([]float64, k)
+	copy(d, l.alpha[:k])
+	copy(e, l.beta[:k-1])
+	if !(gonum.Implementation{}).Dsteqr(lapack.EVTridiag, k, d, e, z, k, l.work[:max(1, 2*k-2)]) {
+		return math.Inf(1)
+	}
+	top := 0
+	for i := 1; i < k; i++ {
+		if d[i] > d[top] {
+			top = i
+		}
+	}
+	return b * math.Abs(z[(k-1)*k+top]) // row k−1 (last component), column top
 }

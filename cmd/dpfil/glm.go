@@ -379,6 +379,7 @@ type glmFILResult struct {
 	EtaMax            glmNum   `json:"eta_max"`
 	EtaMedian         glmNum   `json:"eta_median"`
 	LanczosMaxSteps   int      `json:"lanczos_max_steps"`
+	LanczosFallbacks  int      `json:"lanczos_dense_fallbacks"`
 	LanczosNotConv    int      `json:"lanczos_not_converged"`
 	FILSeconds        float64  `json:"fil_seconds"`
 	Files             []string `json:"files"`
@@ -390,7 +391,7 @@ func glmWriteFILOutputs(f glmFlags, s *glmSetup, fil *glm.FILResult) (*glmFILRes
 	res := &glmFILResult{DFILMax: glmNum(sd[len(sd)-1]), DFILMedian: glmNum(glmQuantile(sd, 0.5)), DFILMean: glmNum(glmMean(sd)),
 		MSEBoundFILMin: glmNum(1 / sd[len(sd)-1]), MSEBoundFILMedian: glmNum(1 / glmQuantile(sd, 0.5)),
 		EtaMax: glmNum(se[len(se)-1]), EtaMedian: glmNum(glmQuantile(se, 0.5)),
-		LanczosMaxSteps: fil.LanczosMaxSteps, LanczosNotConv: fil.NotConverged}
+		LanczosMaxSteps: fil.LanczosMaxSteps, LanczosFallbacks: fil.DenseFallbacks, LanczosNotConv: fil.NotConverged}
 	rows := make([][]string, len(fil.DFIL))
 	for k, i := range fil.Indices {
 		if 1/fil.DFIL[k] > 1 {
