@@ -114,6 +114,9 @@ func sgmRDP(q, sigma, alpha float64) (float64, error) {
 	} else {
 		var err error
 		logA, err = logAFrac(q, sigma, alpha)
+		if errors.Is(err, errSlowSeries) {
+			logA, err = logAQuad(q, sigma, alpha)
+		}
 		if err != nil {
 			return 0, fmt.Errorf("sampled Gaussian RDP (q=%v, sigma=%v, alpha=%v): %w", q, sigma, alpha, err)
 		}
@@ -202,8 +205,13 @@ func logAbsBinom(alpha float64, i int) (float64, float64) {
 	return l1 - l2 - l3, float64(s3)
 }
 
-// maxFracTerms bounds the fractional-order series; it converges long before.
-const maxFracTerms = 1 << 20
+// maxFracTerms bounds the fractional-order series. It converges geometrically in
+// a few hundred terms except for q near 1/2, where its terms decay only like
+// i^{−α−1}; beyond this many terms the quadrature logAQuad takes over.
+const maxFracTerms = 10000
+
+// errSlowSeries reports that the fractional series hit maxFracTerms.
+var errSlowSeries = errors.New("fractional-order series did not converge")
 
 // logAFrac is log A_α for fractional α by the two-series expansion of Mironov et al.
 // (2019, Sec. 3.3), as in TF Privacy's _compute_log_a_frac.
@@ -239,7 +247,7 @@ func logAFrac(q, sigma, alpha float64) (float64, error) {
 			return logAdd(logA0, logA1), nil
 		}
 	}
-	return 0, fmt.Errorf("fractional-order series did not converge in %d terms", maxFracTerms)
+	return 0, errSlowSeries
 }
 
 // RDP accumulates the Rényi DP of a composition of sampled Gaussian steps at a fixed

@@ -170,6 +170,38 @@ func TestStepRDPMatchesSingleOrder(t *testing.T) {
 	}
 }
 
+func TestQuadratureFallback(t *testing.T) {
+	// Near q = 1/2 the erfc series converges only polynomially and the production
+	// quadrature (logAQuad) takes over. Check it against the exact binomial sum at
+	// integer orders in that regime, and that fractional values sit between the
+	// neighbouring integer orders (RDP is non-decreasing in α).
+	for _, q := range []float64{0.3, 0.5, 0.7} {
+		for _, s := range []float64{0.3, 1, 20, 3000} {
+			for _, a := range []int{2, 3, 10, 64} {
+				lq, err := logAQuad(q, s, float64(a))
+				if err != nil {
+					t.Fatal(err)
+				}
+				li := logAInt(q, s, a)
+				if math.Abs(lq-li) > 1e-9*math.Abs(li) && math.Abs(lq-li) > 2e-15 {
+					t.Errorf("q=%g σ=%g α=%d: quadrature %.15g, binomial %.15g", q, s, a, lq, li)
+				}
+			}
+			prev := 0.0
+			for _, a := range []float64{1.01, 1.1, 1.5, 2, 2.5, 3} {
+				v, err := SampledGaussianRDP(q, s, a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if v < prev*(1-1e-9) {
+					t.Errorf("q=%g σ=%g: RDP decreases at α=%g (%v < %v)", q, s, a, v, prev)
+				}
+				prev = v
+			}
+		}
+	}
+}
+
 func TestSampledGaussianRDPMonotone(t *testing.T) {
 	// RDP is non-decreasing in the order, in q and non-increasing in σ.
 	prev := 0.0

@@ -1,6 +1,7 @@
 package accounting
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
@@ -128,7 +129,7 @@ func (t *sgmTables) logAFrac(alpha float64) (float64, error) {
 			return logAdd(a0.ref+math.Log(a0.acc), a1.ref+math.Log(a1.acc)), nil
 		}
 	}
-	return 0, fmt.Errorf("fractional-order series did not converge in %d terms", maxFracTerms)
+	return 0, errSlowSeries
 }
 
 // rdp returns the one-step RDP at order alpha (> 1, validated by the caller).
@@ -147,7 +148,11 @@ func (t *sgmTables) rdp(alpha float64) (float64, error) {
 		logA = logAInt(t.q, t.sigma, int(alpha))
 	default:
 		var err error
-		if logA, err = t.logAFrac(alpha); err != nil {
+		logA, err = t.logAFrac(alpha)
+		if errors.Is(err, errSlowSeries) {
+			logA, err = logAQuad(t.q, t.sigma, alpha)
+		}
+		if err != nil {
 			return 0, err
 		}
 	}
