@@ -31,14 +31,19 @@ type Config struct {
 	LR          float64 `json:"lr"`
 	Momentum    float64 `json:"momentum"` // default 0.5
 	WeightDecay float64 `json:"weight_decay,omitempty"`
-	Sigma       float64 `json:"sigma"`                  // noise multiplier
-	Clip        float64 `json:"clip"`                   // C
-	ClipMode    string  `json:"clip_mode"`              // smooth (default) | hard
-	Sampling    string  `json:"sampling"`               // shuffle (default) | poisson
-	Delta       float64 `json:"delta"`                  // for ε, default 1e-5
-	FILDelta    float64 `json:"fil_delta,omitempty"`    // κ's δ_f, default 1/(T·N)
-	FILCoords   int     `json:"fil_coords"`             // default 50; 0 = FIL off
-	FILExact    bool    `json:"fil_exact,omitempty"`    // exact trace (all d coordinates)
+	Sigma       float64 `json:"sigma"`               // noise multiplier
+	Clip        float64 `json:"clip"`                // C
+	ClipMode    string  `json:"clip_mode"`           // smooth (default) | hard
+	Sampling    string  `json:"sampling"`            // shuffle (default) | poisson
+	Delta       float64 `json:"delta"`               // for ε, default 1e-5
+	FILDelta    float64 `json:"fil_delta,omitempty"` // κ's δ_f, default 1/(T·N)
+	FILCoords   int     `json:"fil_coords"`          // default 50; 0 = FIL off
+	FILExact    bool    `json:"fil_exact,omitempty"` // exact trace (all d coordinates)
+	// FILRate is the probability that a batch member's FIL is computed at a step
+	// (independently per sample and step, weighted by 1/FILRate so that dFIL stays an
+	// unbiased Monte Carlo estimate); 0 or 1 = every member of every batch. It trades
+	// variance for time where the second-order pass is too slow (e.g. the CPU demo).
+	FILRate     float64 `json:"fil_rate,omitempty"`
 	Repeats     int     `json:"repeats"`                // default 1
 	EvalEvery   int     `json:"eval_every,omitempty"`   // test accuracy every n steps (0: only at the end)
 	Seed        uint64  `json:"seed"`                   // root of every random draw
@@ -134,6 +139,9 @@ func (c Config) Validate() error {
 	}
 	if c.FILCoords < 0 {
 		return fmt.Errorf("config: fil_coords = %d must be ≥ 0 (0 turns FIL off)", c.FILCoords)
+	}
+	if !finite(c.FILRate) || c.FILRate < 0 || c.FILRate > 1 {
+		return fmt.Errorf("config: fil_rate = %v must be in (0, 1], or 0 for every step", c.FILRate)
 	}
 	if c.FILEnabled() && c.Sigma == 0 {
 		return fmt.Errorf("config: FIL is infinite without noise (sigma = 0); set sigma > 0 or fil_coords = 0")

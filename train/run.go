@@ -63,7 +63,8 @@ type setup struct {
 	noiseStd   float64 // σC
 	kappa      float64
 	filDelta   float64
-	filK       int // coordinates per sample and step (d when exact); 0 = off
+	filK       int     // coordinates per sample and step (d when exact); 0 = off
+	filRate    float64 // probability a batch member's FIL is computed (1 = all)
 	eps        float64
 	epsOrder   float64
 	rdp2       float64
@@ -210,6 +211,10 @@ func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error)
 	} else {
 		s.eps, s.epsOrder, s.rdp2, s.kappa = math.Inf(1), math.NaN(), math.Inf(1), 1
 	}
+	s.filRate = cfg.FILRate
+	if s.filRate == 0 {
+		s.filRate = 1
+	}
 	if cfg.FILEnabled() {
 		s.filK = cfg.FILCoords
 		if cfg.FILExact {
@@ -255,6 +260,9 @@ type worker struct {
 	coords [][]int
 	sq     []float64
 	traceI []float64
+	fidx   []int     // FIL members of the batch (when fil_rate < 1)
+	fx     []float32 // and their inputs and labels
+	fy     []int
 }
 
 func (s *setup) newWorker(repeat int, st *repeatState) (*worker, error) {
@@ -400,9 +408,27 @@ func (w *worker) step() (int, error) {
 // filStep adds the FIL of the step for the batch idx, on the parameters before the
 // update: Tr(I_t) = (d/k)·Σ_j ‖J e_{i_j}‖² / (σC)², coordinates i_j drawn with
 // replacement independently per sample, step and draw (exact: all d coordinates).
+// With fil_rate r < 1 each member is accounted with probability r and weight 1/r.
 func (w *worker) filStep(idx []int) error {
 	s := w.s
-	nb, k := len(idx), s.filK
+	k := s.filK
+	x, y := w.x, w.y
+	if s.filRate < 1 {
+		d := s.d
+		w.fidx, w.fx, w.fy = w.fidx[:0], w.fx[:0], w.fy[:0]
+		for j, i := range idx {
+			if w.coordRNG.r.Float64() < s.filRate {
+				w.fidx = append(w.fidx, i)
+				w.fx = append(w.fx, w.x[j*d:(j+1)*d]...)
+				w.fy = append(w.fy, w.y[j])
+			}
+		}
+		idx, x, y = w.fidx, w.fx, w.fy
+		if len(idx) == 0 {
+			return nil
+		}
+	}
+	nb := len(idx)
 	if cap(w.coords) < nb {
 		w.coords = make([][]int, nb)
 	}
@@ -425,10 +451,10 @@ func (w *worker) filStep(idx []int) error {
 	}
 	w.sq = slices.Grow(w.sq[:0], nb)[:nb]
 	w.traceI = slices.Grow(w.traceI[:0], nb)[:nb]
-	if err := s.model.FILSqNorms(w.p32, w.x, w.y, s.clip, w.coords, w.sq); err != nil {
+	if err := s.model.FILSqNorms(w.p32, x, y, s.clip, w.coords, w.sq); err != nil {
 		return fmt.Errorf("FIL: %w", err)
 	}
-	scale := float64(s.d) / float64(k) / (s.noiseStd * s.noiseStd)
+	scale := float64(s.d) / float64(k) / (s.noiseStd * s.noiseStd) / s.filRate
 	for j, v := range w.sq {
 		w.traceI[j] = scale * v
 	}
@@ -642,7 +668,7 @@ func (s *setup) result(ck *checkpoint, wallSec float64, samples int64) (*Result,
 		Config: cfg, Epsilon: s.eps, EpsilonOrder: s.epsOrder, RDPOrder2: s.rdp2,
 		MSEBoundRDP: accounting.MSEBoundRDP(s.rdp2), Conversion: accounting.ConversionImproved.String(),
 		NoiseMultiplierRDP: cfg.Sigma / s.c, ClipConstant: s.c, SampleRate: s.q, Steps: s.steps,
-		Sampling: cfg.Sampling, FIL: s.filK > 0, FILCoordsUsed: s.filK, FILInput: "raw_pixels",
+		Sampling: cfg.Sampling, FIL: s.filK > 0, FILCoordsUsed: s.filK, FILRate: s.filRate, FILInput: "raw_pixels",
 		Kappa: s.kappa, FILDelta: s.filDelta, Repeats: ck.Done, NumParams: s.p, InputDim: s.d,
 		Dataset:     DatasetInfo{Name: s.train.Name, Source: s.train.Source, SHA256: s.train.SHA256, NTrain: s.n, Classes: s.train.Classes},
 		GitCommit:   gitCommit(),

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -181,16 +182,20 @@ func TestNoNoiseHugeClipIsPlainSGD(t *testing.T) {
 }
 
 // TestFILMatchesHandFedAccountant replays the engine's per-step FILSqNorms values into
-// a fresh accountant and checks dFIL, κ, coordinate independence and that samples
-// never drawn have dFIL 0.
+// a fresh accountant and checks dFIL, κ, the coordinate draws (replayed from the
+// coordinate stream: k per member, independent per sample and draw), the 1/rate
+// weighting of fil_rate, and that samples never drawn have dFIL 0.
 func TestFILMatchesHandFedAccountant(t *testing.T) {
-	for _, sampling := range []string{SamplingShuffle, SamplingPoisson} {
-		t.Run(sampling, func(t *testing.T) {
+	for _, tc := range []struct {
+		sampling string
+		rate     float64
+	}{{SamplingShuffle, 0}, {SamplingPoisson, 0}, {SamplingShuffle, 0.5}} {
+		t.Run(fmt.Sprintf("%s-rate%v", tc.sampling, tc.rate), func(t *testing.T) {
 			m := &softmaxModel{d: 16, k: 3, record: true}
 			split := toyData(60, 10, 16, 3, 5)
 			cfg := tinyConfig()
-			cfg.Sampling, cfg.Batch, cfg.Steps, cfg.Sigma, cfg.Clip = sampling, 4, 5, 0.8, 1.5
-			cfg.FILCoords, cfg.Seed = 6, 11
+			cfg.Sampling, cfg.Batch, cfg.Steps, cfg.Sigma, cfg.Clip = tc.sampling, 4, 5, 0.8, 1.5
+			cfg.FILCoords, cfg.Seed, cfg.FILRate = 6, 11, tc.rate
 			res, err := Run(context.Background(), cfg, Options{Model: m, Data: split})
 			if err != nil {
 				t.Fatal(err)
@@ -205,11 +210,24 @@ func TestFILMatchesHandFedAccountant(t *testing.T) {
 			if res.Kappa != kappa {
 				t.Fatalf("kappa %v, want %v", res.Kappa, kappa)
 			}
+			rate := tc.rate
+			if rate == 0 {
+				rate = 1
+			}
 			fil, _ := accounting.NewFIL(n, d, kappa)
-			batches := batchesOf(t, cfg, 0, n, cfg.Steps)
+			coordRNG := newRNG(newStream(cfg.Seed, 0, streamCoords)).r
 			drawn := make([]bool, n)
 			call := 0
-			for _, idx := range batches {
+			for _, batch := range batchesOf(t, cfg, 0, n, cfg.Steps) {
+				idx := batch
+				if rate < 1 {
+					idx = nil
+					for _, i := range batch {
+						if coordRNG.Float64() < rate {
+							idx = append(idx, i)
+						}
+					}
+				}
 				if len(idx) == 0 {
 					continue
 				}
@@ -221,27 +239,19 @@ func TestFILMatchesHandFedAccountant(t *testing.T) {
 					if fc.y[j] != split.Train.Labels[i] {
 						t.Fatalf("FIL call %d sample %d: label %d, want %d", call, j, fc.y[j], split.Train.Labels[i])
 					}
-					tr[j] = float64(d) / float64(cfg.FILCoords) * fc.out[j] / (cfg.Sigma * cfg.Sigma * cfg.Clip * cfg.Clip)
+					for r := 0; r < cfg.FILCoords; r++ {
+						if want := coordRNG.IntN(d); fc.coords[j][r] != want {
+							t.Fatalf("FIL call %d sample %d draw %d: coordinate %d, want %d", call, j, r, fc.coords[j][r], want)
+						}
+					}
+					tr[j] = float64(d) / float64(cfg.FILCoords) * fc.out[j] / (cfg.Sigma * cfg.Sigma * cfg.Clip * cfg.Clip) / rate
 				}
 				if err := fil.AddStep(idx, tr); err != nil {
 					t.Fatal(err)
 				}
-				// coordinates: k per sample, in range, not shared between samples or draws
-				distinct := map[int]bool{}
-				for _, cs := range fc.coords {
-					if len(cs) != cfg.FILCoords {
-						t.Fatalf("%d coordinates, want %d", len(cs), cfg.FILCoords)
-					}
-					for _, c := range cs {
-						distinct[c] = true
-					}
-				}
-				if len(idx) > 1 && len(distinct) < 4 {
-					t.Fatalf("coordinates look shared between samples/draws: %v", fc.coords)
-				}
 			}
 			if call != len(m.filCall) {
-				t.Fatalf("%d FIL calls, %d non-empty batches", len(m.filCall), call)
+				t.Fatalf("%d FIL calls, %d replayed", len(m.filCall), call)
 			}
 			want := fil.DFIL()
 			for i := range want {

@@ -1,14 +1,255 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
 
-// newTrainCmd is the 'train' command group; its issue is still open.
+	"github.com/dpfil/dpfil/data"
+	"github.com/dpfil/dpfil/models"
+	"github.com/dpfil/dpfil/train"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// addTrainConfigFlags registers the flags of a train.Config (names: JSON key with
+// '_' → '-') with the defaults of cfg.
+func addTrainConfigFlags(fs *pflag.FlagSet, cfg *train.Config) {
+	fs.StringVar(&cfg.Model, "model", cfg.Model, "architecture: "+strings.Join(models.ArchNames(), ", "))
+	fs.StringVar(&cfg.Dataset, "dataset", cfg.Dataset, "dataset: "+strings.Join(data.Names(), ", "))
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory holding the dataset files (looked up first)")
+	fs.IntVar(&cfg.TrainSubset, "train-subset", cfg.TrainSubset, "use only the first n training samples (0 = all)")
+	fs.IntVar(&cfg.Steps, "steps", cfg.Steps, "number of DP-SGD steps T (or give --epochs)")
+	fs.Float64Var(&cfg.Epochs, "epochs", cfg.Epochs, "train for this many epochs instead of --steps (T = ceil(epochs·N/B))")
+	fs.IntVar(&cfg.Batch, "batch", cfg.Batch, "batch size B (expected size for Poisson sampling)")
+	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "learning rate ρ")
+	fs.Float64Var(&cfg.Momentum, "momentum", cfg.Momentum, "SGD momentum in [0, 1)")
+	fs.Float64Var(&cfg.WeightDecay, "weight-decay", cfg.WeightDecay, "L2 weight decay λ (g ← ḡ + λw)")
+	fs.Float64Var(&cfg.Sigma, "sigma", cfg.Sigma, "noise multiplier σ (noise N(0, σ²C²I) on the summed clipped gradients)")
+	fs.Float64Var(&cfg.Clip, "clip", cfg.Clip, "per-sample clipping norm C")
+	fs.StringVar(&cfg.ClipMode, "clip-mode", cfg.ClipMode, "clipping: smooth (GELU, differentiable; needed for FIL) or hard")
+	fs.StringVar(&cfg.Sampling, "sampling", cfg.Sampling, "batches: shuffle (fixed size, without replacement, per epoch) or poisson")
+	fs.Float64Var(&cfg.Delta, "delta", cfg.Delta, "δ at which ε is reported")
+	fs.Float64Var(&cfg.FILDelta, "fil-delta", cfg.FILDelta, "failure probability δ_f of κ (0 = 1/(T·N))")
+	fs.IntVar(&cfg.FILCoords, "fil-coords", cfg.FILCoords, "input coordinates k per sample and step for the FIL trace estimate (0 = FIL off)")
+	fs.BoolVar(&cfg.FILExact, "fil-exact", cfg.FILExact, "exact FIL trace over all d input coordinates")
+	fs.Float64Var(&cfg.FILRate, "fil-rate", cfg.FILRate, "probability a batch member's FIL is computed at a step, weighted 1/rate (0 = always)")
+	fs.IntVar(&cfg.Repeats, "repeats", cfg.Repeats, "independent runs R; dFIL is averaged per sample")
+	fs.IntVar(&cfg.EvalEvery, "eval-every", cfg.EvalEvery, "evaluate test accuracy every n steps (0 = only at the end)")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for every random draw (init, batches, FIL coordinates, noise)")
+	fs.StringVar(&cfg.Device, "device", cfg.Device, "cpu or cuda (needs a binary built with -tags cuda)")
+}
+
+// configFlagsChanged lists the config flags the user set explicitly.
+func configFlagsChanged(fs *pflag.FlagSet) []string {
+	probe := pflag.NewFlagSet("probe", pflag.ContinueOnError)
+	var c train.Config
+	addTrainConfigFlags(probe, &c)
+	var out []string
+	probe.VisitAll(func(f *pflag.Flag) {
+		if g := fs.Lookup(f.Name); g != nil && g.Changed {
+			out = append(out, "--"+f.Name)
+		}
+	})
+	return out
+}
+
+// trainProgress adapts train events to a progress report, created on the first
+// event (when the number of steps is known, also for --epochs).
+type trainProgress struct {
+	p     *progress
+	quiet bool
+	last  int
+}
+
+func (tp *trainProgress) event(e train.Event) {
+	if tp.p == nil {
+		tp.p = newProgress(int64(e.Steps*e.Repeats), "train", tp.quiet)
+	}
+	done := e.Repeat*e.Steps + e.Step
+	msg := fmt.Sprintf("r%d step %d loss %.3f", e.Repeat+1, e.Step, e.Loss)
+	if !math.IsNaN(e.TestAccuracy) {
+		msg += fmt.Sprintf(" acc %.3f", e.TestAccuracy)
+	}
+	msg += fmt.Sprintf(" ε %.3g", e.Epsilon)
+	if e.DFILMax > 0 {
+		msg += fmt.Sprintf(" dFIL max %.3g med %.3g", e.DFILMax, e.DFILMedian)
+	}
+	tp.p.Add(int64(done-tp.last), msg)
+	tp.last = done
+}
+
+func (tp *trainProgress) finish() {
+	if tp.p != nil {
+		tp.p.Finish()
+	}
+}
+
+// interruptContext is cancelled on SIGINT/SIGTERM so that a run stops at a step
+// boundary after writing a checkpoint.
+func interruptContext(parent context.Context) (context.Context, context.CancelFunc) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+}
+
+// runTraining runs cfg into out with a progress report and explains interruptions.
+func runTraining(cmd *cobra.Command, cfg train.Config, out string, resume bool, ckEvery int, quiet bool) (*train.Result, error) {
+	ctx, stop := interruptContext(cmd.Context())
+	defer stop()
+	tp := &trainProgress{quiet: quiet}
+	logf := func(format string, args ...any) {
+		if !quiet {
+			fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...)
+		}
+	}
+	res, err := train.Run(ctx, cfg, train.Options{
+		Out: out, Resume: resume, CheckpointEvery: ckEvery, Logf: logf,
+		Progress: tp.event,
+	})
+	tp.finish()
+	if err != nil {
+		if errors.Is(err, context.Canceled) && out != "" {
+			return nil, fmt.Errorf("interrupted; checkpoint saved in %s, continue with: dpfil train --resume %s", out, out)
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+// printResult is the human summary of a training result.
+func printResult(w io.Writer, res *train.Result, dir string) {
+	cfg := res.Config
+	fmt.Fprintf(w, "%s on %s (%d train / %d test), %d steps × batch %d (%s), σ = %g, C = %g (%s clipping, c = %.4f), lr %g, momentum %g\n",
+		cfg.Model, res.Dataset.Name, res.Dataset.NTrain, res.Dataset.NTest, res.Steps, cfg.Batch, res.Sampling,
+		cfg.Sigma, cfg.Clip, cfg.ClipMode, res.ClipConstant, cfg.LR, cfg.Momentum)
+	fmt.Fprintf(w, "test accuracy      %.4f", res.TestAccuracy)
+	if len(res.TestAccuracies) > 1 {
+		fmt.Fprintf(w, " (mean of %d repeats: %v)", len(res.TestAccuracies), res.TestAccuracies)
+	}
+	fmt.Fprintf(w, "\ntrain loss         %.4f (train accuracy %.4f)\n", res.TrainLoss, res.TrainAccuracy)
+	fmt.Fprintf(w, "RDP                ε = %.4g at δ = %g (order %g), ε₂ = %.4g → MSE ≥ %.4g\n",
+		res.Epsilon, cfg.Delta, res.EpsilonOrder, res.RDPOrder2, res.MSEBoundRDP)
+	if res.FIL {
+		fmt.Fprintf(w, "FIL (k = %d, κ = %.4g) dFIL max %.4g, median %.4g, mean %.4g → MSE ≥ %.4g (worst sample), %.4g (median sample)\n",
+			res.FILCoordsUsed, res.Kappa, res.DFILMax, res.DFILMedian, res.DFILMean, res.MSEBoundFILMax, res.MSEBoundFILMedian)
+	} else {
+		fmt.Fprintln(w, "FIL                off (--fil-coords 0)")
+	}
+	fmt.Fprintf(w, "time               %.1f s, %.0f samples/s\n", res.WallSeconds, res.SamplesPerSec)
+	if dir != "" {
+		fmt.Fprintf(w, "results in         %s\n", dir)
+	}
+}
+
+// describeArch prints an architecture: layers, shapes, parameters, init scheme.
+func describeArch(w io.Writer, arch models.Arch) error {
+	shapes, err := arch.Shapes()
+	if err != nil {
+		return err
+	}
+	params, err := arch.Params()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s: input %dx%dx%d, %d classes\n", arch.Name, arch.Input.C, arch.Input.H, arch.Input.W, arch.Classes)
+	for i, l := range arch.Layers {
+		desc := string(l.Kind)
+		switch l.Kind {
+		case models.KindConv:
+			desc = fmt.Sprintf("conv %d×%dx%d stride %d pad (t%d b%d l%d r%d)", l.Out, l.KH, l.KW, l.Stride, l.PadT, l.PadB, l.PadL, l.PadR)
+		case models.KindAvgPool:
+			desc = fmt.Sprintf("avgpool %dx%d stride %d", l.KH, l.KW, l.Stride)
+		case models.KindDense:
+			desc = fmt.Sprintf("dense %d", l.Out)
+		case models.KindNormalize:
+			desc = fmt.Sprintf("normalize mean %v std %v", l.Mean, l.Std)
+		}
+		np := 0
+		for _, p := range params {
+			if p.Layer == i {
+				np += p.Size
+			}
+		}
+		s := shapes[i+1]
+		fmt.Fprintf(w, "  %2d %-44s → %dx%dx%d  params %d\n", i, desc, s.C, s.H, s.W, np)
+	}
+	fmt.Fprintf(w, "parameters: %d\n", arch.NumParams())
+	fmt.Fprintln(w, "init: stax defaults — weights Glorot normal (truncated to ±2, rescaled to the Glorot variance), biases normal with std 1e-6 (conv) and 1e-2 (dense)")
+	return nil
+}
+
 func newTrainCmd() *cobra.Command {
-	return &cobra.Command{
+	cfg := train.DefaultConfig()
+	var (
+		asJSON, describe, quiet bool
+		out, resume             string
+		ckEvery                 int
+	)
+	cmd := &cobra.Command{
 		Use:   "train",
-		Short: "Train a model with DP-SGD and FIL/RDP accounting (not yet implemented)",
+		Short: "Train a model with DP-SGD and FIL/RDP accounting",
+		Long: `Train a model with DP-SGD (Guo et al. Algorithm 1): per-sample gradients, smooth
+(default) or hard clipping, Gaussian noise N(0, σ²C²I) on the summed clipped
+gradients, division by the batch size, SGD with momentum. Alongside, Rényi DP
+accounting (noise multiplier σ/c, c the clipping constant) gives ε at δ and the
+order-2 MSE bound 1/(4(e^ε₂−1)); FIL accounting (on the parameters before each
+update, k sampled pixel coordinates per sample and step) gives per-sample dFIL and
+the MSE bounds 1/max dFIL and 1/median dFIL for an unbiased attacker.
+
+Writes DIR/result.json, DIR/dfil.npy (per-sample dFIL), DIR/params.npy and, while
+running, DIR/checkpoint.bin. Ctrl-C stops at a step boundary after a checkpoint;
+--resume DIR continues and ends with the same result as an uninterrupted run.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return errNotImplemented("train")
+			if describe {
+				arch, err := models.ArchByName(cfg.Model)
+				if err != nil {
+					return err
+				}
+				return describeArch(cmd.OutOrStdout(), arch)
+			}
+			if resume != "" {
+				if ch := configFlagsChanged(cmd.Flags()); len(ch) > 0 {
+					return fmt.Errorf("--resume takes the configuration from %s; do not also give %s", resume, strings.Join(ch, " "))
+				}
+				var err error
+				if cfg, err = train.LoadRunConfig(resume); err != nil {
+					return fmt.Errorf("resume: %w", err)
+				}
+				out = resume
+			} else {
+				if cmd.Flags().Changed("epochs") && !cmd.Flags().Changed("steps") {
+					cfg.Steps = 0
+				}
+				if err := cfg.Validate(); err != nil {
+					return err
+				}
+				if out == "" {
+					out = filepath.Join("runs", cfg.Model+"-"+cfg.Hash())
+				}
+			}
+			res, err := runTraining(cmd, cfg, out, resume != "", ckEvery, quiet)
+			if err != nil {
+				return err
+			}
+			return emit(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) { printResult(w, res, out) })
 		},
 	}
+	addTrainConfigFlags(cmd.Flags(), &cfg)
+	cmd.Flags().StringVar(&out, "out", "", "run directory (default runs/<model>-<config hash>)")
+	cmd.Flags().StringVar(&resume, "resume", "", "continue the run in this directory from its checkpoint")
+	cmd.Flags().IntVar(&ckEvery, "checkpoint-every", 0, "checkpoint every n steps (0 = every 2 minutes)")
+	cmd.Flags().BoolVar(&describe, "describe", false, "print the architecture of --model (layers, shapes, parameters, init) and exit")
+	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress output on stderr")
+	addJSONFlag(cmd, &asJSON)
+	return cmd
 }
