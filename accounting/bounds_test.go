@@ -116,3 +116,10 @@ func ExampleMSEBoundRDP() {
 	fmt.Printf("%.4f\n", MSEBoundRDP(math.Log(2)))
 	// Output: 0.2500
 }
+
+func ExampleMSEBoundVanTrees() {
+	// Mean dFIL 2 over a Gaussian prior with variance 0.25 per pixel, d = 784.
+	v, _ := MSEBoundVanTrees(2, 784/0.25, 784)
+	fmt.Printf("%.4f\n", v)
+	// Output: 0.1667
+}

@@ -299,3 +299,10 @@ func ExampleFIL() {
 	fmt.Printf("kappa=%.6f max dFIL=%.4f MSE bound (worst sample)=%.4f\n", kappa, s.Max, s.MSEBoundMax)
 	// Output: kappa=0.999740 max dFIL=0.9997 MSE bound (worst sample)=1.0003
 }
+
+func ExampleKappa() {
+	// q = B/N = 256/60000, σ = 1.1, hard clipping, δ_f = 1/(T·N) for 14062 steps.
+	k, _ := Kappa(256.0/60000, 1.1, 1, DefaultFILDelta(14062, 60000))
+	fmt.Printf("kappa=%.4f\n", k)
+	// Output: kappa=0.9981
+}

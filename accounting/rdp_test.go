@@ -426,3 +426,10 @@ func ExampleRDP() {
 	fmt.Printf("eps=%.2f at order %g; MSE bound (Thm 1) %.3g\n", eps, order, MSEBoundRDP(eps2))
 	// Output: eps=2.60 at order 8.1; MSE bound (Thm 1) 0.642
 }
+
+func ExampleSigmaForEpsilon() {
+	sigma, _ := SigmaForEpsilon(0.01, 1000, 1e-5, 1, nil, ConversionImproved)
+	eps, _, _ := EpsilonFor(0.01, sigma, 1000, 1e-5, nil, ConversionImproved)
+	fmt.Printf("sigma=%.4f eps=%.4f\n", sigma, eps)
+	// Output: sigma=1.5131 eps=1.0000
+}

@@ -263,6 +263,12 @@ func reroMonteCarlo(cfg ReRoConfig, marginScale float64) (ReRoResult, error) {
 		res.GammaExact = &g
 	}
 
+	if cfg.Q == 0 {
+		// μ = ν: r ≡ 1, no event is more likely under μ; γ = κ exactly (and every
+		// log-ratio would tie at 0, which the threshold selection cannot split).
+		res.Gamma, res.GammaMu, res.GammaLow, res.GammaHigh = cfg.Kappa, cfg.Kappa, cfg.Kappa, cfg.Kappa
+		return res, nil
+	}
 	gen := newRatioGen(cfg.Q, cfg.Sigma, cfg.Steps)
 	nChunks := (n + reroChunk - 1) / reroChunk
 	pilotChunks := min(nChunks, reroPilot/reroChunk)

@@ -356,3 +356,56 @@ func ExampleReRoMonteCarlo() {
 	fmt.Printf("exact %.3f, within CI: %v\n", *res.GammaExact, res.GammaLow <= *res.GammaExact && *res.GammaExact <= res.GammaHigh)
 	// Output: exact 0.228, within CI: true
 }
+
+func TestReRoEdgeCases(t *testing.T) {
+	for _, tc := range []ReRoConfig{
+		{Q: 0.1, Sigma: 1, Steps: 3, Kappa: 0.5, Samples: 1},
+		{Q: 0.1, Sigma: 1, Steps: 3, Kappa: 1e-9, Samples: 7},
+		{Q: 0.1, Sigma: 1, Steps: 3, Kappa: 1, Samples: 300000},
+		{Q: 0, Sigma: 1, Steps: 5, Kappa: 0.2, Samples: 5000},
+		{Q: 1 - 1e-120, Sigma: 1, Steps: 5, Kappa: 0.2, Samples: 5000},
+		{Q: 0.3, Sigma: 0.02, Steps: 4, Kappa: 0.01, Samples: 5000}, // exponents beyond ±700
+	} {
+		res, err := ReRoMonteCarlo(tc)
+		if err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		for _, v := range []float64{res.Gamma, res.GammaLow, res.GammaHigh, res.GammaMu, res.GammaRDP} {
+			if math.IsNaN(v) || v < 0 || v > 1 {
+				t.Errorf("%+v: value %v out of [0, 1] in %+v", tc, v, res)
+			}
+		}
+		if res.GammaLow > res.GammaHigh {
+			t.Errorf("%+v: empty interval", tc)
+		}
+		switch {
+		case tc.Q == 0:
+			// μ = ν: no blow-up, γ = κ.
+			if math.Abs(res.Gamma-tc.Kappa) > 1e-12 || res.GammaLow > tc.Kappa || res.GammaHigh < tc.Kappa {
+				t.Errorf("q = 0: %+v", res)
+			}
+		case tc.Kappa == 1 && tc.Samples > 1000:
+			if math.Abs(res.Gamma-1) > 0.01 || res.GammaHigh != 1 {
+				t.Errorf("κ = 1: %+v", res)
+			}
+		case tc.Q > 0.999:
+			exact, _ := ReRoClosedForm(tc.Sigma, tc.Steps, tc.Kappa)
+			if exact < res.GammaLow || exact > res.GammaHigh {
+				t.Errorf("q ≈ 1 (log-space kernel): exact %v outside [%v, %v]", exact, res.GammaLow, res.GammaHigh)
+			}
+		}
+	}
+}
+
+func ExampleReRoClosedForm() {
+	// Full-batch DP-SGD, 10 steps at σ = 2, prior of 100 candidates.
+	g, _ := ReRoClosedForm(2, 10, 0.01)
+	fmt.Printf("gamma=%.4f advantage=%.4f\n", g, Advantage(g, 0.01))
+	// Output: gamma=0.2281 advantage=0.2203
+}
+
+func ExampleReRoRDP() {
+	g, order, _ := ReRoRDP(0.01, 1, 1000, 0.1, nil)
+	fmt.Printf("gamma_rdp=%.4f at order %g\n", g, order)
+	// Output: gamma_rdp=0.2301 at order 4.7
+}
