@@ -163,13 +163,11 @@ const reroPilot = 1 << 17
 const muStream = 1 << 40
 
 // chunkStats is what one chunk of ν draws contributes: exact aggregates of the
-// samples above the window, the log-ratios inside it, and the count below it.
+// samples above the window and the log-ratios inside it (those below are dropped).
 type chunkStats struct {
 	above   int
 	sumU    float64 // Σ r/N above the window
-	maxL    float64 // largest log-ratio above the window
 	window  []float64
-	below   int
 	allRows []float64 // pilot only: every log-ratio of the chunk
 }
 
@@ -190,7 +188,7 @@ func ceilCount(x float64) int {
 // Memory: the ν draws are streamed in chunks over all workers. A pilot (the first
 // 2^17 draws) locates the selection threshold; then only log-ratios in a window
 // around the thresholds needed (ranks ⌈(κ±ε)N⌉) are stored, those above it are summed
-// exactly and those below only counted. If the window misses, the pass is repeated
+// exactly and those below dropped. If the window misses, the pass is repeated
 // with a wider window over the same (re-generated) draws, so the selection is always
 // exact; for N = 10^7 about 2–3% of the draws are stored.
 //
@@ -246,6 +244,9 @@ func reroMonteCarlo(cfg ReRoConfig, marginScale float64) (ReRoResult, error) {
 	k := max(1, min(n, ceilCount(cfg.Kappa*fn)))
 	kLo := max(0, ceilCount((cfg.Kappa-dkw)*fn)) // 0: no lower threshold
 	kHi := min(n, ceilCount((cfg.Kappa+dkw)*fn))
+	// The upper interval end uses the (kHi+1)-th largest draw: with at most
+	// (κ+ε)N ≤ kHi draws at or above τ_κ, it lies strictly below τ_κ.
+	kHi1 := min(n, kHi+1)
 
 	nMu := float64(cfg.MuSamples)
 	dkwMu := math.Sqrt(math.Log(4/beta) / (2 * nMu))
@@ -297,7 +298,6 @@ func reroMonteCarlo(cfg ReRoConfig, marginScale float64) (ReRoResult, error) {
 	var (
 		above int
 		sumU  float64
-		maxL  = math.Inf(-1)
 		win   []float64
 	)
 	for pass := 1; ; pass++ {
@@ -305,19 +305,18 @@ func reroMonteCarlo(cfg ReRoConfig, marginScale float64) (ReRoResult, error) {
 		if pilotChunks < nChunks && pass < 4 {
 			m := margin * math.Pow(16, float64(pass-1))
 			hi = edge(float64(kLo)/fn - m)
-			lo = edge(float64(kHi)/fn + m)
+			lo = edge(float64(kHi1)/fn + m)
 		}
 		stats := append(reclassify(pilot, lo, hi, logN), runChunks(cfg, gen, prog, pilotChunks, nChunks, lo, hi, false)...)
-		above, sumU, maxL, win = 0, 0, math.Inf(-1), win[:0]
+		above, sumU, win = 0, 0, win[:0]
 		for _, c := range stats { // chunk order: bitwise reproducible sums
 			above += c.above
 			sumU += c.sumU
-			maxL = math.Max(maxL, c.maxL)
 			win = append(win, c.window...)
 		}
 		res.Passes = pass
-		// Ranks kLo (if ≥ 1), k and kHi must all fall inside the window.
-		if above < max(kLo, 1) && above+len(win) >= kHi {
+		// Ranks kLo (if ≥ 1), k and kHi+1 must all fall inside the window.
+		if above < max(kLo, 1) && above+len(win) >= kHi1 {
 			break
 		}
 		if math.IsInf(lo, -1) && math.IsInf(hi, 1) {
@@ -344,9 +343,9 @@ func reroMonteCarlo(cfg ReRoConfig, marginScale float64) (ReRoResult, error) {
 	if kLo >= 1 {
 		tauHi = rank(kLo)
 	}
-	tauLo := math.Inf(-1) // ⌈(κ+ε)N⌉-th largest; −Inf when it is every draw
+	tauLo := math.Inf(-1) // (⌈(κ+ε)N⌉+1)-th largest; −Inf when there is none
 	if kHi < n {
-		tauLo = rank(kHi)
+		tauLo = rank(kHi1)
 	}
 	counts := runMu(cfg, gen, prog, [3]float64{tauHi, tauK, tauLo})
 	res.GammaMu = float64(counts[1]) / nMu
@@ -379,18 +378,15 @@ func reclassify(pilot []chunkStats, lo, hi, logN float64) []chunkStats {
 }
 
 // classify aggregates a chunk's log-ratios against the window [lo, hi]: the exact
-// sum of r/N above it, the values inside it, a count below it.
+// sum of r/N above it and the values inside it.
 func classify(ls []float64, lo, hi, logN float64) chunkStats {
-	cs := chunkStats{maxL: math.Inf(-1)}
+	var cs chunkStats
 	for _, l := range ls {
 		switch {
 		case l > hi:
 			cs.above++
 			cs.sumU += math.Exp(l - logN)
-			cs.maxL = math.Max(cs.maxL, l)
-		case l < lo:
-			cs.below++
-		default:
+		case l >= lo:
 			cs.window = append(cs.window, l)
 		}
 	}
