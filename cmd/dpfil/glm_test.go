@@ -71,8 +71,16 @@ func TestGLMFilCommand(t *testing.T) {
 	if p := res["eps2_paper"].(float64); math.Abs(p-2/(250*1e-2*1e-2)) > 1e-9 {
 		t.Fatalf("eps2_paper %v", p)
 	}
-	// The whole-domain bound R = 30 (≥ √785) instead of the data maximum.
-	dom := runGLM(t, "glm", "fil", "--train-subset", "250", "--radius", "30", "--out", t.TempDir())
+	// The whole-domain bound R = 30 (≥ √785) instead of the data maximum, and
+	// attribute FIL of all 784 columns, which must equal the per-example dFIL.
+	adir := t.TempDir()
+	dom := runGLM(t, "glm", "fil", "--train-subset", "250", "--radius", "30", "--columns", "0-783", "--out", adir)
+	if a, d := dom["attr_dfil_max"].(float64), dom["dfil_max"].(float64); math.Abs(a-d) > 1e-9*d || dom["attr_columns"].(float64) != 784 {
+		t.Fatalf("attribute FIL over all columns: max %v vs dfil_max %v", a, d)
+	}
+	if rows := readCSV(t, filepath.Join(adir, "glm_fil_attr.csv")); len(rows) != 251 {
+		t.Fatalf("attribute CSV has %d rows", len(rows))
+	}
 	if r, e := dom["r"].(float64), dom["eps2"].(float64); r != 30 || math.Abs(e-math.Pow(60/2.5, 2)/1e-4) > 1e-6 {
 		t.Fatalf("--radius 30: r %v eps2 %v", r, e)
 	}
@@ -171,6 +179,9 @@ func TestGLMCommandErrors(t *testing.T) {
 		{"glm", "irfil", "--clamp", "x"},
 		{"glm", "fil", "--radius", "0.5"},
 		{"glm", "fil", "--radius", "NaN"},
+		{"glm", "fil", "--columns", "5-2"},
+		{"glm", "fil", "--columns", "784"},
+		{"glm", "fil", "--columns", "1,1"},
 	}
 	for _, args := range cases {
 		root := newRootCmd()
