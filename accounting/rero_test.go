@@ -409,3 +409,24 @@ func ExampleReRoRDP() {
 	fmt.Printf("gamma_rdp=%.4f at order %g\n", g, order)
 	// Output: gamma_rdp=0.2301 at order 4.7
 }
+
+func TestReRoCoverage(t *testing.T) {
+	// Over 40 seeds the exact γ must fall inside the 95% interval at least 95% of
+	// the time (the DKW construction is conservative, so misses should be rare).
+	for _, q := range []float64{1, 1 - 1e-9} {
+		exact, _ := ReRoClosedForm(1.5, 10, 0.05)
+		miss := 0
+		for seed := uint64(0); seed < 40; seed++ {
+			res, err := ReRoMonteCarlo(ReRoConfig{Q: q, Sigma: 1.5, Steps: 10, Kappa: 0.05, Samples: 20000, Seed: seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if exact < res.GammaLow || exact > res.GammaHigh {
+				miss++
+			}
+		}
+		if miss > 2 {
+			t.Errorf("q=%v: exact γ outside the 95%% CI in %d of 40 runs", q, miss)
+		}
+	}
+}
