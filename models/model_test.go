@@ -251,3 +251,25 @@ func ExampleClip_Constant() {
 	fmt.Printf("%.3f %.0f\n", Clip{Mode: ClipSmooth, C: 1}.Constant(), Clip{Mode: ClipHard, C: 1}.Constant())
 	// Output: 1.115 1
 }
+
+// brokenBackend perturbs one kernel of the CPU backend, to show that the
+// conformance suite catches a wrong backend.
+type brokenBackend struct {
+	Backend[float32]
+}
+
+func (b brokenBackend) ActForward(f Act, x, y []float32) {
+	b.Backend.ActForward(f, x, y)
+	for i := range y {
+		y[i] *= 1.001
+	}
+}
+
+func TestCheckBackend(t *testing.T) {
+	if err := CheckBackend(NewCPUBackend[float32](), 1e-4); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckBackend(brokenBackend{NewCPUBackend[float32]()}, 1e-4); err == nil {
+		t.Fatal("a backend with a wrong activation passed the conformance suite")
+	}
+}
