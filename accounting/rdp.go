@@ -343,8 +343,9 @@ func (r *RDP) Compose(q, sigma float64, steps int) error {
 
 // Step is one segment of a heterogeneous schedule: Steps steps at (Q, Sigma).
 type Step struct {
-	Q, Sigma float64
-	Steps    int
+	Q     float64 `json:"q"`
+	Sigma float64 `json:"sigma"`
+	Steps int     `json:"steps"`
 }
 
 // ComposeSchedule adds a whole schedule, grouping identical (q, σ) segments so that

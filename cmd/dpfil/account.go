@@ -72,16 +72,39 @@ func checkFinite(name string, v float64) error {
 	return nil
 }
 
-// accountRDPResult is the JSON of 'account rdp'.
+// parseSchedule parses "q:sigma:steps,q:sigma:steps,…".
+func parseSchedule(s string) ([]accounting.Step, error) {
+	var out []accounting.Step
+	for _, seg := range strings.Split(s, ",") {
+		p := strings.Split(strings.TrimSpace(seg), ":")
+		if len(p) != 3 {
+			return nil, fmt.Errorf("--schedule: segment %q is not q:sigma:steps", seg)
+		}
+		q, err1 := strconv.ParseFloat(p[0], 64)
+		sg, err2 := strconv.ParseFloat(p[1], 64)
+		n, err3 := strconv.Atoi(p[2])
+		if err1 != nil || err2 != nil || err3 != nil {
+			return nil, fmt.Errorf("--schedule: segment %q is not q:sigma:steps (numbers)", seg)
+		}
+		if math.IsNaN(q) || math.IsInf(q, 0) || math.IsNaN(sg) || math.IsInf(sg, 0) {
+			return nil, fmt.Errorf("--schedule: segment %q has a non-finite value", seg)
+		}
+		out = append(out, accounting.Step{Q: q, Sigma: sg, Steps: n})
+	}
+	return out, nil
+}
+
+// accountRDPResult is the JSON of 'account rdp' (q and sigma absent with --schedule).
 type accountRDPResult struct {
-	Q          float64 `json:"q"`
-	Sigma      float64 `json:"sigma"`
-	Steps      int     `json:"steps"`
-	Delta      float64 `json:"delta"`
-	Conversion string  `json:"conversion"`
-	Epsilon    float64 `json:"epsilon"`
-	Order      float64 `json:"order"`
-	RDPOrder2  float64 `json:"rdp_order2"`
+	Q          *float64          `json:"q,omitempty"`
+	Sigma      *float64          `json:"sigma,omitempty"`
+	Schedule   []accounting.Step `json:"schedule,omitempty"`
+	Steps      int               `json:"steps"`
+	Delta      float64           `json:"delta"`
+	Conversion string            `json:"conversion"`
+	Epsilon    float64           `json:"epsilon"`
+	Order      float64           `json:"order"`
+	RDPOrder2  float64           `json:"rdp_order2"`
 	// MSEBoundRDP is null when the order-2 RDP is 0 (no leakage: the bound is +∞).
 	MSEBoundRDP *float64 `json:"mse_bound_rdp"`
 	// TargetEpsilon is set when sigma was solved for.
@@ -92,7 +115,7 @@ func newAccountRDPCmd() *cobra.Command {
 	var (
 		q, sigma, delta, target float64
 		steps                   int
-		ordersS, convS          string
+		ordersS, convS, sched   string
 		asJSON                  bool
 	)
 	cmd := &cobra.Command{
@@ -103,11 +126,25 @@ multiplier sigma) in Rényi DP and converts to (ε, δ)-DP, minimising over the 
 (improved conversion by default). rdp_order2 is the order-2 RDP of the whole run and
 mse_bound_rdp = 1/(4(e^rdp_order2 − 1)) the Theorem 1 MSE lower bound on [0,1]^d.
 With --target-epsilon instead of --sigma it solves for the smallest sigma reaching
-that ε (bisection to 1e-6 relative).`,
+that ε (bisection to 1e-6 relative). --schedule composes a heterogeneous run
+(segments q:sigma:steps, e.g. a noise multiplier decaying during training) instead
+of --q/--sigma/--steps.`,
 		Example: `  dpfil account rdp --q 0.004267 --sigma 1.1 --steps 14062 --delta 1e-5
-  dpfil account rdp --q 0.01 --steps 1000 --delta 1e-5 --target-epsilon 2 --json`,
+  dpfil account rdp --q 0.01 --steps 1000 --delta 1e-5 --target-epsilon 2 --json
+  dpfil account rdp --schedule 0.01:2:500,0.01:1.5:500,0.02:1:1000 --delta 1e-5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("schedule") {
+				for _, f := range []string{"q", "sigma", "steps", "target-epsilon"} {
+					if cmd.Flags().Changed(f) {
+						return fmt.Errorf("--schedule replaces --%s; give one or the other", f)
+					}
+				}
+				if err := requireFlags(cmd, "delta"); err != nil {
+					return err
+				}
+				return runRDPSchedule(cmd, sched, delta, ordersS, convS, asJSON)
+			}
 			if err := requireFlags(cmd, "q", "steps", "delta"); err != nil {
 				return err
 			}
@@ -131,7 +168,7 @@ that ε (bisection to 1e-6 relative).`,
 			if err != nil {
 				return fmt.Errorf("--conversion: %w", err)
 			}
-			res := accountRDPResult{Q: q, Steps: steps, Delta: delta, Conversion: conv.String()}
+			res := accountRDPResult{Q: &q, Steps: steps, Delta: delta, Conversion: conv.String()}
 			if hasTarget {
 				s, err := accounting.SigmaForEpsilon(q, steps, delta, target, orders, conv)
 				if err != nil {
@@ -140,7 +177,7 @@ that ε (bisection to 1e-6 relative).`,
 				sigma = s
 				res.TargetEpsilon = &target
 			}
-			res.Sigma = sigma
+			res.Sigma = &sigma
 			if res.Epsilon, res.Order, err = accounting.EpsilonFor(q, sigma, steps, delta, orders, conv); err != nil {
 				return fmt.Errorf("RDP accountant: %w", err)
 			}
@@ -172,8 +209,54 @@ that ε (bisection to 1e-6 relative).`,
 	f.Float64Var(&target, "target-epsilon", 0, "solve for the sigma reaching this epsilon (instead of --sigma)")
 	f.StringVar(&ordersS, "orders", "", "comma-separated Rényi orders > 1 (default 1.1…10.9, 11…63, 128…1024)")
 	f.StringVar(&convS, "conversion", "improved", "RDP → (ε, δ) conversion: improved or classic")
+	f.StringVar(&sched, "schedule", "", "heterogeneous run: comma-separated q:sigma:steps segments (instead of --q/--sigma/--steps)")
 	addJSONFlag(cmd, &asJSON)
 	return cmd
+}
+
+// runRDPSchedule is 'account rdp --schedule'.
+func runRDPSchedule(cmd *cobra.Command, sched string, delta float64, ordersS, convS string, asJSON bool) error {
+	if err := checkFinite("delta", delta); err != nil {
+		return err
+	}
+	segs, err := parseSchedule(sched)
+	if err != nil {
+		return err
+	}
+	orders, err := parseOrders(ordersS)
+	if err != nil {
+		return err
+	}
+	conv, err := accounting.ParseConversion(convS)
+	if err != nil {
+		return fmt.Errorf("--conversion: %w", err)
+	}
+	r := accounting.NewRDP(orders)
+	if err := r.ComposeSchedule(segs); err != nil {
+		return fmt.Errorf("--schedule: %w", err)
+	}
+	res := accountRDPResult{Schedule: segs, Delta: delta, Conversion: conv.String()}
+	if res.Epsilon, res.Order, err = r.Epsilon(delta, conv); err != nil {
+		return fmt.Errorf("RDP accountant: %w", err)
+	}
+	for _, s := range segs {
+		r2, err := accounting.SampledGaussianRDP(s.Q, s.Sigma, 2)
+		if err != nil {
+			return fmt.Errorf("order-2 RDP: %w", err)
+		}
+		res.RDPOrder2 += float64(s.Steps) * r2
+		res.Steps += s.Steps
+	}
+	mse := accounting.MSEBoundRDP(res.RDPOrder2)
+	if !math.IsInf(mse, 1) {
+		res.MSEBoundRDP = &mse
+	}
+	return emit(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) {
+		fmt.Fprintf(w, "schedule of %d segments, %d steps: (%.4g, %g)-DP (%s conversion, order %g)\n",
+			len(segs), res.Steps, res.Epsilon, delta, res.Conversion, res.Order)
+		fmt.Fprintf(w, "order-2 RDP of the run: %.6g\n", res.RDPOrder2)
+		fmt.Fprintf(w, "Theorem 1 MSE lower bound on [0,1]^d (unbiased attacker): %.6g\n", mse)
+	})
 }
 
 // accountReRoResult is the JSON of 'account rero'.

@@ -93,6 +93,37 @@ func TestAccountRDP(t *testing.T) {
 	}
 }
 
+func TestAccountRDPSchedule(t *testing.T) {
+	m := accountJSON(t, "rdp", "--schedule", "0.01:2:500, 0.01:1.5:500,0.02:1:1000", "--delta", "1e-5")
+	r := accounting.NewRDP(nil)
+	for _, s := range []accounting.Step{{Q: 0.01, Sigma: 2, Steps: 500}, {Q: 0.01, Sigma: 1.5, Steps: 500}, {Q: 0.02, Sigma: 1, Steps: 1000}} {
+		if err := r.Compose(s.Q, s.Sigma, s.Steps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eps, _, _ := r.Epsilon(1e-5, accounting.ConversionImproved)
+	r2, _ := r.At(2)
+	if math.Abs(num(t, m, "epsilon")-eps) > 1e-12 || math.Abs(num(t, m, "rdp_order2")-r2) > 1e-9*r2 || num(t, m, "steps") != 2000 {
+		t.Errorf("schedule result %v, want ε %v, ε₂ %v", m, eps, r2)
+	}
+	if _, ok := m["q"]; ok {
+		t.Error("q must be absent with --schedule")
+	}
+	if len(m["schedule"].([]any)) != 3 {
+		t.Errorf("schedule %v", m["schedule"])
+	}
+	// A one-segment schedule equals the plain command.
+	one := accountJSON(t, "rdp", "--schedule", "0.01:1.1:1000", "--delta", "1e-5")
+	plain := accountJSON(t, "rdp", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--delta", "1e-5")
+	if one["epsilon"] != plain["epsilon"] || one["rdp_order2"] != plain["rdp_order2"] {
+		t.Errorf("one segment %v vs plain %v", one, plain)
+	}
+	out, _, err := runAccount(t, "rdp", "--schedule", "0.01:2:500,0.02:1:1000", "--delta", "1e-5")
+	if err != nil || !strings.Contains(out, "schedule of 2 segments") {
+		t.Errorf("human output %q, %v", out, err)
+	}
+}
+
 func TestAccountRDPTargetEpsilon(t *testing.T) {
 	m := accountJSON(t, "rdp", "--q", "0.01", "--steps", "1000", "--delta", "1e-5", "--target-epsilon", "2")
 	s := num(t, m, "sigma")
@@ -225,6 +256,15 @@ func TestAccountErrors(t *testing.T) {
 		{"rdp bad orders", append(rdp, "--q", "0.1", "--sigma", "1", "--orders", "2,x"), "orders"},
 		{"rdp order ≤ 1", append(rdp, "--q", "0.1", "--sigma", "1", "--orders", "0.5,2"), "orders"},
 		{"rdp bad conversion", append(rdp, "--q", "0.1", "--sigma", "1", "--conversion", "fancy"), "conversion"},
+		{"schedule with q", []string{"rdp", "--schedule", "0.1:1:10", "--q", "0.1", "--delta", "1e-5"}, "--q"},
+		{"schedule bad segment", []string{"rdp", "--schedule", "0.1:1", "--delta", "1e-5"}, "q:sigma:steps"},
+		{"schedule not numbers", []string{"rdp", "--schedule", "0.1:x:10", "--delta", "1e-5"}, "q:sigma:steps"},
+		{"schedule NaN", []string{"rdp", "--schedule", "NaN:1:10", "--delta", "1e-5"}, "non-finite"},
+		{"schedule q>1", []string{"rdp", "--schedule", "0.1:1:10,1.5:1:10", "--delta", "1e-5"}, "segment 1"},
+		{"schedule sigma 0", []string{"rdp", "--schedule", "0.1:0:10", "--delta", "1e-5"}, "sigma"},
+		{"schedule negative steps", []string{"rdp", "--schedule", "0.1:1:-10", "--delta", "1e-5"}, "steps"},
+		{"schedule no delta", []string{"rdp", "--schedule", "0.1:1:10"}, "--delta"},
+		{"schedule bad delta", []string{"rdp", "--schedule", "0.1:1:10", "--delta", "2"}, "delta"},
 		{"rero q>1", append(rero, "--q", "2", "--sigma", "1", "--kappa", "0.1"), "q"},
 		{"rero sigma 0", append(rero, "--q", "0.1", "--sigma", "0", "--kappa", "0.1"), "sigma"},
 		{"rero kappa 0", append(rero, "--q", "0.1", "--sigma", "1", "--kappa", "0"), "kappa"},
