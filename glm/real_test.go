@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dpfil/dpfil/data"
+	"gonum.org/v1/gonum/mat"
 )
 
 // realSubset returns the first n training images of mnist01-embedded (real MNIST 0/1
@@ -78,5 +79,49 @@ func TestIRFILRealSubset(t *testing.T) {
 	}
 	if last := res.Iterations[len(res.Iterations)-1]; last.Spread >= 0.01 {
 		t.Fatalf("η spread after 15 iterations is %.4g (initial %.4g)", last.Spread, res.Iterations[0].Spread)
+	}
+}
+
+// TestJacobianFiniteDifferencesReal repeats the finite-difference check of J on real
+// digits (pooled to 14×14) for both losses, including pixels that are 0 in the image.
+func TestJacobianFiniteDifferencesReal(t *testing.T) {
+	dt := realSubset(t, 80, 2)
+	for _, loss := range []Loss{Logistic, LeastSquares} {
+		t.Run(loss.String(), func(t *testing.T) {
+			cfg := Config{Loss: loss, Lambda: 1e-2, Bias: true, GradTol: 1e-13}
+			m, err := Fit(dt, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			an, err := NewAnalysis(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const h = 1e-5
+			for _, i := range []int{3, 41} {
+				jac, _ := an.Jacobian(i)
+				scale := mat.Norm(jac, math.Inf(1))
+				for _, j := range []int{0, 90, 105} {
+					var ws [2][]float64
+					for s, sgn := range []float64{1, -1} {
+						pd := dt.Clone()
+						pd.X[i*dt.D+j] += sgn * h
+						c2 := cfg
+						c2.Init = m.W
+						mm, err := Fit(pd, c2)
+						if err != nil {
+							t.Fatal(err)
+						}
+						ws[s] = mm.W
+					}
+					for r := 0; r < m.P; r++ {
+						fd := (ws[0][r] - ws[1][r]) / (2 * h)
+						if d := math.Abs(fd - jac.At(r, j)); d > 1e-5*scale+1e-9 {
+							t.Fatalf("example %d pixel %d row %d: J = %.10g, finite difference %.10g", i, j, r, jac.At(r, j), fd)
+						}
+					}
+				}
+			}
+		})
 	}
 }
