@@ -2,11 +2,29 @@ package oracle_test
 
 import (
 	"runtime"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dpfil/dpfil/models"
 	"github.com/dpfil/dpfil/models/oracle"
 )
+
+// cpuTime is the CPU time (user + system, all threads) used by the process so far. On a
+// shared, loaded machine CPU time per sample is a steadier measure than wall time.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// report adds samples/s (wall) and CPU-ms per sample.
+func report(b *testing.B, samples int, cpu0 time.Duration) {
+	b.ReportMetric(float64(samples)/b.Elapsed().Seconds(), "samples/s")
+	b.ReportMetric(float64(cpuTime(b)-cpu0)/1e6/float64(samples), "cpu-ms/sample")
+}
 
 // benchPerSample times the Gorgonia per-sample route (batch-1 graph run once per
 // sample) and reports samples/s.
@@ -21,12 +39,13 @@ func benchPerSample(b *testing.B, name string, batch, workers int) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
+	cpu0 := cpuTime(b)
 	for i := 0; i < b.N; i++ {
 		if _, _, err := ps.Run(p, x, y, batch); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "samples/s")
+	report(b, b.N*batch, cpu0)
 }
 
 // The default route (NewPerSample: GOMAXPROCS workers) and the single-worker one.
@@ -56,12 +75,13 @@ func BenchmarkBatchGradMNISTCNN(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
+	cpu0 := cpuTime(b)
 	for i := 0; i < b.N; i++ {
 		if _, _, err := gr.BatchGrad(p, x, y); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "samples/s")
+	report(b, b.N*batch, cpu0)
 }
 
 // benchEngine times the hand-written engine's per-sample gradients (CPU backend) on
@@ -84,12 +104,13 @@ func benchEngine[T models.Float](b *testing.B, name string, batch int) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
+	cpu0 := cpuTime(b)
 	for i := 0; i < b.N; i++ {
 		if _, _, err := net.PerSampleGrads(p, x, y, batch); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "samples/s")
+	report(b, b.N*batch, cpu0)
 }
 
 func BenchmarkEnginePerSampleGradsMNISTCNN64(b *testing.B) {
