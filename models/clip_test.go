@@ -358,3 +358,34 @@ func TestCountFLOPs(t *testing.T) {
 		t.Errorf("got %+v, want grad %v, direction %v", c, grad, dir)
 	}
 }
+
+// TestFILNormalizedInputs checks that FIL w.r.t. normalised inputs multiplies each
+// coordinate's ‖J e_i‖² by std_c², on the sparse and on the dense seeding path.
+func TestFILNormalizedInputs(t *testing.T) {
+	arch := tinyConv() // Normalize with std 0.3 (channel 0) and 0.5 (channel 1), 7×6
+	params, x, y := randomProblem(arch, 1, 17)
+	clip := Clip{Mode: ClipSmooth, C: 0.2}
+	for _, c := range []struct {
+		coord int
+		std   float64
+	}{{3, 0.3}, {41, 0.3}, {42, 0.5}, {80, 0.5}} {
+		for _, dense := range []bool{false, true} {
+			n := newNet64(t, arch, backends64()[0])
+			if dense {
+				n.sparseFirst = false // force the dense seeding path
+			}
+			raw := make([]float64, 1)
+			if err := n.FILSqNorms(params, x, y, 1, clip, [][]int{{c.coord}}, raw); err != nil {
+				t.Fatal(err)
+			}
+			n.SetFILNormalizedInputs(true)
+			nrm := make([]float64, 1)
+			if err := n.FILSqNorms(params, x, y, 1, clip, [][]int{{c.coord}}, nrm); err != nil {
+				t.Fatal(err)
+			}
+			if want := raw[0] * c.std * c.std; math.Abs(nrm[0]-want) > 1e-12*want || raw[0] == 0 {
+				t.Errorf("coord %d dense=%v: normalised %v, want std²·raw = %v", c.coord, dense, nrm[0], want)
+			}
+		}
+	}
+}

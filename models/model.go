@@ -25,7 +25,9 @@ func (m *netModel) Arch() Arch     { return m.net.arch }
 func (m *netModel) NumParams() int { return m.net.p }
 func (m *netModel) InputDim() int  { return m.net.d }
 
-// Network exposes the underlying float32 network (tangents, input gradients).
+// Network exposes the underlying float32 network (tangents, input gradients, the FIL
+// input space): a Model from NewModel or NewCPUModel satisfies
+// interface{ Network() *Network[float32] }.
 func (m *netModel) Network() *Network[float32] { return m.net }
 
 func (m *netModel) Init(seed uint64) []float32 {

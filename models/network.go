@@ -49,6 +49,9 @@ type Network[T Float] struct {
 	// paramsBelow[i] is true when a layer before i has parameters, so that the
 	// backward pass must go on below layer i.
 	paramsBelow []bool
+	// filNormalized: FIL directions are unit vectors of the leading Normalize layers'
+	// output instead of raw input pixels (SetFILNormalizedInputs).
+	filNormalized bool
 	// budget is the number of T values a worker's chunk buffers may hold.
 	budget int
 	ws     []*workspace[T]
@@ -116,6 +119,31 @@ func NewNetwork[T Float](arch Arch, be Backend[T]) (*Network[T], error) {
 		n.paramsBelow[i] = n.paramsBelow[i-1] || n.layers[i-1].hasParams()
 	}
 	return n, nil
+}
+
+// SetFILNormalizedInputs selects the input space of FILSqNorms. By default (false)
+// the Jacobian is taken w.r.t. the raw [0,1] pixels (SPEC 5). With true it is taken
+// w.r.t. the output of the leading Normalize layers, as the reference code did: the
+// direction of coordinate i is then the raw-pixel direction std_c·e_i, so each
+// ‖J e_i‖² is multiplied by std_c². Without a leading Normalize layer both coincide.
+func (n *Network[T]) SetFILNormalizedInputs(on bool) { n.filNormalized = on }
+
+// coordScale is the raw-input length of FIL direction idx (see SetFILNormalizedInputs).
+func (n *Network[T]) coordScale(idx int) float64 {
+	s := 1.0
+	if !n.filNormalized {
+		return s
+	}
+	for _, l := range n.layers {
+		switch l.kind {
+		case KindNormalize:
+			s /= l.inv[idx/(l.in.H*l.in.W)]
+		case KindFlatten:
+		default:
+			return s
+		}
+	}
+	return s
 }
 
 // Arch returns the network's architecture.

@@ -79,7 +79,7 @@ func (n *Network[T]) run(r *tangentRun[T]) {
 					for s := 0; s < c; s++ {
 						cl := r.coords[s0+s]
 						for j := 0; j < kk && j0+j < len(cl); j++ {
-							tx[(s*kk+j)*n.d+cl[j0+j]] = 1
+							tx[(s*kk+j)*n.d+cl[j0+j]] = T(n.coordScale(cl[j0+j]))
 						}
 					}
 				}
@@ -113,7 +113,8 @@ func (n *Network[T]) sparseSeeds(ws *workspace[T], coords [][]int, s0, cs, j0, k
 			if j0+j >= len(cl) {
 				continue
 			}
-			idx, v := cl[j0+j], 1.0
+			idx := cl[j0+j]
+			v := n.coordScale(idx)
 			for i := 0; i < n.firstParam; i++ {
 				if l := &n.layers[i]; l.kind == KindNormalize {
 					v *= l.inv[idx/(l.in.H*l.in.W)]
