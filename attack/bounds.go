@@ -64,3 +64,30 @@ func ComputeBounds(q, sigma float64, steps, priorSize int, delta float64, sample
 	}
 	return b, nil
 }
+
+// OrthogonalSuccess is the success probability of the prior-aware attack in the
+// idealised full-batch game where every candidate's clipped gradient has norm exactly
+// C and is orthogonal to the others' at every step: the target's normalised score is
+// N(T, Tσ²) and the K − 1 others' are independent N(0, Tσ²), so success =
+// ∫ φ(z) Φ(z + √T/σ)^{K−1} dz. It is the natural reference for the attack (the ReRo
+// bound γ is a bound for the best attack, which this K-way identification does not
+// reach): K = 2 gives Φ(√T/(σ√2)).
+func OrthogonalSuccess(sigma float64, steps, priorSize int) (float64, error) {
+	if !(sigma > 0) || math.IsInf(sigma, 0) || steps < 1 || priorSize < 2 {
+		return 0, fmt.Errorf("orthogonal success: need σ > 0, T ≥ 1, K ≥ 2; got %v, %d, %d", sigma, steps, priorSize)
+	}
+	mu := math.Sqrt(float64(steps)) / sigma
+	const lo, hi, n = -12.0, 12.0, 12000
+	h := (hi - lo) / n
+	s := 0.0
+	for i := 0; i <= n; i++ {
+		z := lo + float64(i)*h
+		w := h
+		if i == 0 || i == n {
+			w = h / 2
+		}
+		phi := math.Exp(-z*z/2) / math.Sqrt(2*math.Pi)
+		s += w * phi * math.Pow(0.5*math.Erfc(-(z+mu)/math.Sqrt2), float64(priorSize-1))
+	}
+	return math.Min(1, s), nil
+}

@@ -2,6 +2,7 @@ package attack
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -78,5 +79,46 @@ func TestComputeBounds(t *testing.T) {
 	}
 	if _, err := SigmaFor(0, 1e-5, 1, 100); err == nil {
 		t.Error("ε = 0: no error")
+	}
+}
+
+func TestOrthogonalSuccess(t *testing.T) {
+	// K = 2: P(Z₁ + μ > Z₂) = Φ(μ/√2)
+	for _, sigma := range []float64{0.5, 2, 10} {
+		got, err := OrthogonalSuccess(sigma, 9, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0.5 * math.Erfc(-(3/sigma/math.Sqrt2)/math.Sqrt2)
+		if math.Abs(got-want) > 1e-9 {
+			t.Errorf("σ = %v, K = 2: %v, want %v", sigma, got, want)
+		}
+	}
+	// K = 10 against a direct simulation of the idealised scores
+	r := rand.New(rand.NewPCG(1, 1))
+	const n = 200000
+	mu := math.Sqrt(16) / 3.0
+	win := 0
+	for i := 0; i < n; i++ {
+		s := mu + r.NormFloat64()
+		ok := true
+		for k := 1; k < 10 && ok; k++ {
+			ok = r.NormFloat64() < s
+		}
+		if ok {
+			win++
+		}
+	}
+	got, _ := OrthogonalSuccess(3, 16, 10)
+	if p := float64(win) / n; math.Abs(got-p) > 4*math.Sqrt(p*(1-p)/n) {
+		t.Errorf("K = 10: %v, simulation %v", got, p)
+	}
+	// below the ReRo bound, above the prior
+	b, _ := ComputeBounds(1, 3, 16, 10, 1e-5, 1000, 1)
+	if !(got < b.Gamma && got > 0.1) {
+		t.Errorf("orthogonal success %v not in (κ, γ = %v)", got, b.Gamma)
+	}
+	if _, err := OrthogonalSuccess(0, 1, 2); err == nil {
+		t.Error("σ = 0: no error")
 	}
 }

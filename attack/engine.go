@@ -65,3 +65,19 @@ func (e *EngineNet) ClippedDotInputGrad(params, x []float64, y int, v []float64,
 	copy(dx, g)
 	return nil
 }
+
+// NumClasses is the number of logits.
+func (e *EngineNet) NumClasses() int { return e.arch.Classes }
+
+// Logits writes the n×Classes logits of x to out.
+func (e *EngineNet) Logits(params, x []float64, n int, out []float64) error {
+	l, err := e.net.Forward(params, x, n)
+	if err != nil {
+		return err
+	}
+	if len(out) != len(l) {
+		return fmt.Errorf("attack: logits buffer has %d values, want %d", len(out), len(l))
+	}
+	copy(out, l)
+	return nil
+}

@@ -53,6 +53,18 @@ func TestMLPMatchesEngine(t *testing.T) {
 			t.Fatalf("loss %d: engine %v, MLP %v", i, le[i], lm[i])
 		}
 	}
+	lgE, lgM := make([]float64, n*10), make([]float64, n*10)
+	if err := e.Logits(params, x, n, lgE); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Logits(params, x, n, lgM); err != nil {
+		t.Fatal(err)
+	}
+	for i := range lgE {
+		if math.Abs(lgE[i]-lgM[i]) > 1e-10*(1+math.Abs(lgM[i])) {
+			t.Fatalf("logit %d: engine %v, MLP %v", i, lgE[i], lgM[i])
+		}
+	}
 	v := make([]float64, P)
 	for i := range v {
 		v[i] = r.NormFloat64()

@@ -127,6 +127,7 @@ type Game struct {
 	theta0    []float64
 	P         int
 	batchSize float64 // expected batch size q·N, N = |D₋| + 1
+	eval      *Pool   // optional evaluation pool for the test accuracy
 }
 
 // NewGame draws D₋ (|D₋| = cfg.Known samples, uniformly from the pool) and θ₀ from
@@ -202,6 +203,56 @@ type TrialResult struct {
 	GradientMSE  *float64 `json:"gradient_mse,omitempty"`
 	GradientLoss *float64 `json:"gradient_loss,omitempty"`
 	FinalLoss    float64  `json:"final_loss"` // mean training loss of D₋ at θ_T
+	// PriorCosine is the mean over steps and non-target candidates of the cosine
+	// between their clipped gradients and the target's: the correlation that keeps the
+	// prior-aware attack below the ReRo bound (the bound is met by orthogonal ones).
+	PriorCosine float64 `json:"prior_cosine"`
+	// TestAccuracy of θ_T on the evaluation pool (see Game.SetEval); omitted without one.
+	TestAccuracy *float64 `json:"test_accuracy,omitempty"`
+}
+
+// Logitser is an optional Net capability: batched logits, used for the test accuracy
+// of the trained model.
+type Logitser interface {
+	NumClasses() int
+	Logits(params, x []float64, n int, out []float64) error
+}
+
+// SetEval sets a labelled pool (e.g. the test split) on which every trial reports the
+// accuracy of its final parameters θ_T. The Net must implement Logitser.
+func (g *Game) SetEval(p Pool) error {
+	if p.D != g.pool.D || len(p.X) != p.N()*p.D || len(p.Y) != p.N() || p.N() == 0 {
+		return fmt.Errorf("attack game: evaluation pool has %d samples of dimension %d, want dimension %d", p.N(), p.D, g.pool.D)
+	}
+	if _, ok := g.net.(Logitser); !ok {
+		return fmt.Errorf("attack game: the network cannot compute logits for the test accuracy")
+	}
+	g.eval = &p
+	return nil
+}
+
+// accuracy is the fraction of the evaluation pool that theta classifies correctly.
+func (g *Game) accuracy(net Net, theta []float64) (float64, error) {
+	lg, ok := net.(Logitser)
+	if !ok {
+		return 0, fmt.Errorf("the network cannot compute logits")
+	}
+	n, classes := g.eval.N(), lg.NumClasses()
+	right := 0
+	const chunk = 256
+	out := make([]float64, chunk*classes)
+	for s := 0; s < n; s += chunk {
+		e := min(n, s+chunk)
+		if err := lg.Logits(theta, g.eval.X[s*g.eval.D:e*g.eval.D], e-s, out[:(e-s)*classes]); err != nil {
+			return 0, err
+		}
+		for i := 0; i < e-s; i++ {
+			if argmax(out[i*classes:(i+1)*classes]) == g.eval.Y[s+i] {
+				right++
+			}
+		}
+	}
+	return float64(right) / float64(n), nil
 }
 
 // Observation is what the informed adversary derives from the transcript at step t:
@@ -499,6 +550,17 @@ func (g *Game) trial(ctx context.Context, st *trialState, trial int, observe fun
 		for i := range st.gbar {
 			st.gbar[i] = released[i] - st.sum[i]
 		}
+		tc := st.ci[dr.target*P : (dr.target+1)*P]
+		for k := 0; k < K; k++ {
+			if k == dr.target || norms[k] == 0 || norms[dr.target] == 0 {
+				continue
+			}
+			d := 0.0
+			for i, v := range st.ci[k*P : (k+1)*P] {
+				d += v * tc[i]
+			}
+			res.PriorCosine += d / (norms[k] * norms[dr.target]) / float64(T*(K-1))
+		}
 		sc.Dot[t] = make([]float64, K)
 		sc.NormSq[t] = make([]float64, K)
 		for k := 0; k < K; k++ {
@@ -537,6 +599,13 @@ func (g *Game) trial(ctx context.Context, st *trialState, trial int, observe fun
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("trial %d: training diverged (non-finite parameters); lower --lr", trial)
 		}
+	}
+	if g.eval != nil {
+		acc, err := g.accuracy(st.net, theta)
+		if err != nil {
+			return nil, fmt.Errorf("trial %d: test accuracy: %w", trial, err)
+		}
+		res.TestAccuracy = &acc
 	}
 	res.Guess = decide(sc, cfg.Q, cfg.Sigma, cfg.TopK())
 	if keep {

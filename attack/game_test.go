@@ -129,6 +129,11 @@ func TestTopKEqualsPlainAtFullBatch(t *testing.T) {
 	if diff == 0 {
 		t.Fatal("σ = 0.8 gave no failures: the test would not distinguish anything")
 	}
+	for _, r := range runGame(t, g, 5, 1) {
+		if !(r.PriorCosine > -1 && r.PriorCosine < 1) || r.PriorCosine == 0 {
+			t.Fatalf("trial %d: mean prior cosine %v", r.Trial, r.PriorCosine)
+		}
+	}
 }
 
 func TestTopK(t *testing.T) {
@@ -295,5 +300,38 @@ func TestClopperPearson(t *testing.T) {
 		if _, _, err := ClopperPearson(tc[0], tc[1], 0.95); err == nil {
 			t.Errorf("x = %d, n = %d: no error", tc[0], tc[1])
 		}
+	}
+}
+
+func TestGameTestAccuracy(t *testing.T) {
+	cfg := smallConfig()
+	cfg.Sigma, cfg.Steps, cfg.LR, cfg.Clip = 1e-3, 30, 5, 1
+	m, _ := NewMLP(20, 6, 3)
+	pool := synthPool(400, 20, 3, 8)
+	g, err := NewGame(cfg, pool, func() Net { return m }, m.Init)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eval := synthPool(300, 20, 3, 9)
+	if err := g.SetEval(eval); err != nil {
+		t.Fatal(err)
+	}
+	res := runGame(t, g, 2, 1)
+	for _, r := range res {
+		if r.TestAccuracy == nil || *r.TestAccuracy < 0.6 {
+			t.Fatalf("trial %d: test accuracy %v after training on a separable task, want ≥ 0.6", r.Trial, r.TestAccuracy)
+		}
+	}
+	// untrained (lr 0): about chance
+	cfg.LR = 0
+	g0, _ := NewGame(cfg, pool, func() Net { return m }, m.Init)
+	if err := g0.SetEval(eval); err != nil {
+		t.Fatal(err)
+	}
+	if a := *runGame(t, g0, 1, 1)[0].TestAccuracy; a > *res[0].TestAccuracy-0.1 {
+		t.Fatalf("untrained accuracy %v not below trained %v", a, *res[0].TestAccuracy)
+	}
+	if err := g.SetEval(synthPool(10, 5, 3, 1)); err == nil {
+		t.Fatal("evaluation pool of the wrong dimension accepted")
 	}
 }

@@ -83,33 +83,37 @@ func addAttackGameFlags(cmd *cobra.Command, o *attackGameOptions) {
 
 // attackGameResult is the JSON result of 'attack game'.
 type attackGameResult struct {
-	Attack      string                        `json:"attack"`
-	SuccessRate float64                       `json:"success_rate"`
-	SuccessCI   [2]float64                    `json:"success_ci"` // 95 % Clopper–Pearson
-	Successes   int                           `json:"successes"`
-	Trials      int                           `json:"trials"`
-	Gamma       float64                       `json:"gamma"`
-	GammaCI     [2]float64                    `json:"gamma_ci"`
-	GammaRDP    float64                       `json:"gamma_rdp"`
-	GammaExact  bool                          `json:"gamma_exact"`
-	Kappa       float64                       `json:"kappa"`
-	Epsilon     float64                       `json:"epsilon"`
-	Delta       float64                       `json:"delta"`
-	Sigma       float64                       `json:"sigma"`
-	Q           float64                       `json:"q"`
-	Steps       int                           `json:"steps"`
-	PriorSize   int                           `json:"prior_size"`
-	Known       int                           `json:"known"`
-	Clip        float64                       `json:"clip"`
-	LR          float64                       `json:"lr"`
-	Model       string                        `json:"model"`
-	Dataset     string                        `json:"dataset"`
-	Seed        uint64                        `json:"seed"`
-	Attacks     map[string]attack.AttackStats `json:"attacks"`
-	GradientMSE *float64                      `json:"gradient_mse,omitempty"` // mean over trials
-	FinalLoss   float64                       `json:"final_loss"`             // mean training loss of D₋ at θ_T
-	WallSeconds float64                       `json:"wall_seconds"`
-	Out         string                        `json:"out,omitempty"`
+	Attack      string     `json:"attack"`
+	SuccessRate float64    `json:"success_rate"`
+	SuccessCI   [2]float64 `json:"success_ci"` // 95 % Clopper–Pearson
+	Successes   int        `json:"successes"`
+	Trials      int        `json:"trials"`
+	Gamma       float64    `json:"gamma"`
+	GammaCI     [2]float64 `json:"gamma_ci"`
+	GammaRDP    float64    `json:"gamma_rdp"`
+	GammaExact  bool       `json:"gamma_exact"`
+	// SuccessOrthogonal (q = 1) is the prior-aware attack\'s success if all candidates\' clipped gradients had norm C and were mutually orthogonal.
+	SuccessOrthogonal *float64                      `json:"success_orthogonal,omitempty"`
+	Kappa             float64                       `json:"kappa"`
+	Epsilon           float64                       `json:"epsilon"`
+	Delta             float64                       `json:"delta"`
+	Sigma             float64                       `json:"sigma"`
+	Q                 float64                       `json:"q"`
+	Steps             int                           `json:"steps"`
+	PriorSize         int                           `json:"prior_size"`
+	Known             int                           `json:"known"`
+	Clip              float64                       `json:"clip"`
+	LR                float64                       `json:"lr"`
+	Model             string                        `json:"model"`
+	Dataset           string                        `json:"dataset"`
+	Seed              uint64                        `json:"seed"`
+	Attacks           map[string]attack.AttackStats `json:"attacks"`
+	GradientMSE       *float64                      `json:"gradient_mse,omitempty"`  // mean over trials
+	FinalLoss         float64                       `json:"final_loss"`              // mean training loss of D₋ at θ_T
+	TestAccuracy      *float64                      `json:"test_accuracy,omitempty"` // mean over trials of θ_T\'s accuracy on the test split
+	PriorCosine       float64                       `json:"prior_cosine"`            // mean cosine of non-target candidates\' clipped gradients with the target\'s
+	WallSeconds       float64                       `json:"wall_seconds"`
+	Out               string                        `json:"out,omitempty"`
 }
 
 func (o *attackGameOptions) validate(cmd *cobra.Command) error {
@@ -157,18 +161,40 @@ func (o *attackGameOptions) validate(cmd *cobra.Command) error {
 	return nil
 }
 
-// attackLoadPool loads the dataset's training split as the game's pool.
-func attackLoadPool(name, dir string) (attack.Pool, string, error) {
-	l, err := data.LoadFiles(name, data.Options{DataDir: dir, NoDownload: false})
-	if err != nil {
-		return attack.Pool{}, "", fmt.Errorf("load dataset: %w", err)
-	}
-	tr := l.Train
-	p := attack.Pool{X: make([]float64, len(tr.Images)), Y: append([]int(nil), tr.Labels...), D: tr.Dim()}
-	for i, v := range tr.Images {
+// attackPools are the game's pool (the training split) and the evaluation pool (the
+// test split) of a dataset.
+type attackPools struct {
+	train, test attack.Pool
+	fingerprint string // of the training split
+}
+
+func toPool(d *data.Dataset) attack.Pool {
+	p := attack.Pool{X: make([]float64, len(d.Images)), Y: append([]int(nil), d.Labels...), D: d.Dim()}
+	for i, v := range d.Images {
 		p.X[i] = float64(v)
 	}
-	return p, tr.Fingerprint(), nil
+	return p
+}
+
+// attackLoadPool loads the dataset's training split as the game's pool.
+func attackLoadPool(name, dir string) (attack.Pool, string, error) {
+	ps, err := attackLoadPools(name, dir)
+	if err != nil {
+		return attack.Pool{}, "", err
+	}
+	return ps.train, ps.fingerprint, nil
+}
+
+func attackLoadPools(name, dir string) (*attackPools, error) {
+	l, err := data.LoadFiles(name, data.Options{DataDir: dir})
+	if err != nil {
+		return nil, fmt.Errorf("load dataset: %w", err)
+	}
+	ps := &attackPools{train: toPool(l.Train), fingerprint: l.Train.Fingerprint()}
+	if l.Test != nil && l.Test.N > 0 {
+		ps.test = toPool(l.Test)
+	}
+	return ps, nil
 }
 
 // attackNetFactory returns per-worker networks and the initialiser for the model.
@@ -201,7 +227,8 @@ func attackNetFactory(model string, d int) (func() attack.Net, func(uint64) []fl
 }
 
 // attackRunGame plays one game with the options (pool already loaded) and summarises it.
-func attackRunGame(ctx context.Context, o attackGameOptions, pool attack.Pool, fingerprint string, log io.Writer) (*attackGameResult, error) {
+func attackRunGame(ctx context.Context, o attackGameOptions, pools *attackPools) (*attackGameResult, error) {
+	pool, fingerprint := pools.train, pools.fingerprint
 	start := time.Now()
 	if o.sigma < 0 {
 		s, err := attack.SigmaFor(o.epsilon, o.delta, o.q, o.steps)
@@ -220,6 +247,11 @@ func attackRunGame(ctx context.Context, o attackGameOptions, pool attack.Pool, f
 	g, err := attack.NewGame(cfg, pool, newNet, init)
 	if err != nil {
 		return nil, err
+	}
+	if pools.test.N() > 0 {
+		if err := g.SetEval(pools.test); err != nil {
+			return nil, err
+		}
 	}
 	bounds, err := attack.ComputeBounds(o.q, o.sigma, o.steps, o.priorSize, o.delta, o.reroSamples, o.seed)
 	if err != nil {
@@ -253,15 +285,31 @@ func attackRunGame(ctx context.Context, o attackGameOptions, pool attack.Pool, f
 		Gamma: bounds.Gamma, GammaCI: bounds.GammaCI, GammaRDP: bounds.GammaRDP, GammaExact: bounds.Exact, Kappa: bounds.Kappa,
 		Epsilon: bounds.Epsilon, Delta: o.delta, Sigma: o.sigma, Q: o.q, Steps: o.steps, PriorSize: o.priorSize,
 		Known: o.known, Clip: o.clip, LR: o.lr, Model: o.model, Dataset: o.dataset, Seed: o.seed, Attacks: stats, Out: o.out}
-	loss, mse, nm := 0.0, 0.0, 0
+	if o.q == 1 && o.sigma > 0 {
+		so, err := attack.OrthogonalSuccess(o.sigma, o.steps, o.priorSize)
+		if err != nil {
+			return nil, err
+		}
+		out.SuccessOrthogonal = &so
+	}
+	loss, mse, nm, acc, na, cos := 0.0, 0.0, 0, 0.0, 0, 0.0
 	for _, r := range res {
 		loss += r.FinalLoss / float64(len(res))
+		cos += r.PriorCosine / float64(len(res))
+		if r.TestAccuracy != nil {
+			acc += *r.TestAccuracy
+			na++
+		}
 		if r.GradientMSE != nil {
 			mse += *r.GradientMSE
 			nm++
 		}
 	}
-	out.FinalLoss = loss
+	out.FinalLoss, out.PriorCosine = loss, cos
+	if na > 0 {
+		acc /= float64(na)
+		out.TestAccuracy = &acc
+	}
 	if nm > 0 {
 		mse /= float64(nm)
 		out.GradientMSE = &mse
@@ -281,6 +329,9 @@ func (r *attackGameResult) human(w io.Writer) {
 		fmt.Fprintf(w, " (Monte Carlo, 95 %% CI [%.4f, %.4f])", r.GammaCI[0], r.GammaCI[1])
 	}
 	fmt.Fprintf(w, ", RDP-ReRo γ = %.4f, prior κ = %.4f\n", r.GammaRDP, r.Kappa)
+	if r.SuccessOrthogonal != nil {
+		fmt.Fprintf(w, "reference:   prior-aware success with orthogonal clipped gradients %.4f\n", *r.SuccessOrthogonal)
+	}
 	names := make([]string, 0, len(r.Attacks))
 	for a := range r.Attacks {
 		names = append(names, a)
@@ -297,7 +348,11 @@ func (r *attackGameResult) human(w io.Writer) {
 	if r.GradientMSE != nil {
 		fmt.Fprintf(w, "gradient attack mean MSE %.4f\n", *r.GradientMSE)
 	}
-	fmt.Fprintf(w, "final training loss %.4f, %.1f s\n", r.FinalLoss, r.WallSeconds)
+	fmt.Fprintf(w, "final training loss %.4f", r.FinalLoss)
+	if r.TestAccuracy != nil {
+		fmt.Fprintf(w, ", test accuracy %.4f", *r.TestAccuracy)
+	}
+	fmt.Fprintf(w, ", mean prior gradient cosine %.3f, %.1f s\n", r.PriorCosine, r.WallSeconds)
 }
 
 func newAttackGameCmd() *cobra.Command {
@@ -324,11 +379,11 @@ With --out the run is resumable: finished trials are kept in --out/trials.jsonl.
 			if err := o.validate(cmd); err != nil {
 				return err
 			}
-			pool, fp, err := attackLoadPool(o.dataset, o.dataDir)
+			pools, err := attackLoadPools(o.dataset, o.dataDir)
 			if err != nil {
 				return err
 			}
-			r, err := attackRunGame(cmd.Context(), o, pool, fp, cmd.ErrOrStderr())
+			r, err := attackRunGame(cmd.Context(), o, pools)
 			if err != nil {
 				return err
 			}
@@ -342,7 +397,7 @@ With --out the run is resumable: finished trials are kept in --out/trials.jsonl.
 
 // attackSweepHeader names the columns of a sweep CSV: one row per (value, attack).
 var attackSweepHeader = []string{"sweep", "value", "attack", "success_rate", "ci_low", "ci_high", "successes", "trials",
-	"gamma", "gamma_low", "gamma_high", "gamma_rdp", "kappa", "epsilon", "sigma", "q", "steps", "prior_size"}
+	"gamma", "gamma_low", "gamma_high", "gamma_rdp", "kappa", "epsilon", "sigma", "q", "steps", "prior_size", "success_orthogonal"}
 
 // attackSweepResult is the JSON result of the sweep commands.
 type attackSweepResult struct {
@@ -414,7 +469,7 @@ tight intervals.`,
 			if kind == "eps" && cmd.Flags().Changed("sigma") {
 				return fmt.Errorf("sweep-eps sweeps ε: --sigma is not allowed")
 			}
-			pool, fp, err := attackLoadPool(o.dataset, o.dataDir)
+			pools, err := attackLoadPools(o.dataset, o.dataDir)
 			if err != nil {
 				return err
 			}
@@ -439,7 +494,7 @@ tight intervals.`,
 					oo.q = v
 				}
 				oo.out = filepath.Join(o.out, fmt.Sprintf("%s=%s", kind, strconv.FormatFloat(v, 'g', -1, 64)))
-				r, err := attackRunGame(cmd.Context(), oo, pool, fp, cmd.ErrOrStderr())
+				r, err := attackRunGame(cmd.Context(), oo, pools)
 				if err != nil {
 					return fmt.Errorf("%s = %v: %w", kind, v, err)
 				}
@@ -495,10 +550,14 @@ func attackWriteSweep(sr *attackSweepResult) error {
 			names = append(names, a)
 		}
 		sort.Strings(names)
+		so := ""
+		if r.SuccessOrthogonal != nil {
+			so = f(*r.SuccessOrthogonal)
+		}
 		for _, a := range names {
 			s := r.Attacks[a]
 			_ = w.Write([]string{sr.Sweep, f(sr.Values[i]), a, f(s.Rate), f(s.CI[0]), f(s.CI[1]), strconv.Itoa(s.Successes), strconv.Itoa(s.Trials),
-				f(r.Gamma), f(r.GammaCI[0]), f(r.GammaCI[1]), f(r.GammaRDP), f(r.Kappa), f(r.Epsilon), f(r.Sigma), f(r.Q), strconv.Itoa(r.Steps), strconv.Itoa(r.PriorSize)})
+				f(r.Gamma), f(r.GammaCI[0]), f(r.GammaCI[1]), f(r.GammaRDP), f(r.Kappa), f(r.Epsilon), f(r.Sigma), f(r.Q), strconv.Itoa(r.Steps), strconv.Itoa(r.PriorSize), so})
 		}
 	}
 	w.Flush()
