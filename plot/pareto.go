@@ -112,9 +112,10 @@ func Pareto(series []ParetoSeries, opt ParetoOptions) (*gplot.Plot, error) {
 	}
 	p.Y.Label.Text = "MSE lower bound"
 	p.Y.Scale = gplot.LogScale{}
-	p.Y.Tick.Marker = gplot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = decadeTicks{}
+	// Top right: high accuracy and high bound at once is the region the privacy–
+	// utility trade-off leaves empty.
 	p.Legend.Top = true
-	p.Legend.Left = true
 	p.Add(plotter.NewGrid())
 
 	ymin, ymax := 1.0, 1.0 // the MSE = 1 line is always shown
@@ -170,7 +171,9 @@ func Pareto(series []ParetoSeries, opt ParetoOptions) (*gplot.Plot, error) {
 	p.Add(perfect)
 	p.Legend.Add("MSE = 1 (perfect privacy)", perfect)
 	p.X.Min, p.X.Max = xmin, xmax
-	// A decade of head room keeps the legend off the points.
-	p.Y.Min, p.Y.Max = ymin/2, ymax*20
+	// Head room above the highest point (a fifth of the log range, at least a decade)
+	// keeps the four-line legend off the points.
+	p.Y.Min = ymin / 2
+	p.Y.Max = ymax * math.Pow(10, math.Max(1, 0.2*math.Log10(ymax/ymin)))
 	return p, nil
 }

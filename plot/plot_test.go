@@ -357,3 +357,40 @@ func BenchmarkRenderParetoPNG(b *testing.B) {
 		}
 	}
 }
+
+func TestDecadeTicks(t *testing.T) {
+	tests := []struct {
+		min, max float64
+		labels   []string // labelled ticks in order
+		minor    int      // unlabelled ticks
+	}{
+		{1e-5, 1e-3, []string{"1e-5", "1e-4", "0.001"}, 16},
+		{0.5, 2000, []string{"1", "10", "100", "1000"}, 0},
+		{0.5, 200, []string{"1", "10", "100"}, 5 + 8 + 8 + 1}, // 0.5…0.9, 2…9, 20…90, 200
+		{1e-24, 1e5, []string{"1e-24", "1e-20", "1e-16", "1e-12", "1e-8", "1e-4", "1", "10000"}, 22},
+		{3, 7, nil, 5},
+	}
+	for _, tc := range tests {
+		var labels []string
+		minor := 0
+		for _, tk := range (decadeTicks{}).Ticks(tc.min, tc.max) {
+			if tk.Value < tc.min || tk.Value > tc.max {
+				t.Fatalf("[%g, %g]: tick %g outside the range", tc.min, tc.max, tk.Value)
+			}
+			if tk.Label == "" {
+				minor++
+			} else {
+				labels = append(labels, tk.Label)
+				if v, err := strconv.ParseFloat(tk.Label, 64); err != nil || v != tk.Value {
+					t.Fatalf("label %q does not read back as %g", tk.Label, tk.Value)
+				}
+			}
+		}
+		if !reflect.DeepEqual(labels, tc.labels) || minor != tc.minor {
+			t.Errorf("[%g, %g]: labels %v (%d minor), want %v (%d minor)", tc.min, tc.max, labels, minor, tc.labels, tc.minor)
+		}
+	}
+	if ts := (decadeTicks{}).Ticks(0, 1); ts != nil {
+		t.Fatalf("non-positive range: %v", ts)
+	}
+}

@@ -110,10 +110,10 @@ func Scatter(x, y []float64, opt ScatterOptions) (*gplot.Plot, ScatterStats, err
 	p.Title.Text = opt.Title
 	p.X.Label.Text, p.Y.Label.Text = opt.XLabel, opt.YLabel
 	if opt.LogX {
-		p.X.Scale, p.X.Tick.Marker = gplot.LogScale{}, gplot.LogTicks{Prec: -1}
+		p.X.Scale, p.X.Tick.Marker = gplot.LogScale{}, decadeTicks{}
 	}
 	if opt.LogY {
-		p.Y.Scale, p.Y.Tick.Marker = gplot.LogScale{}, gplot.LogTicks{Prec: -1}
+		p.Y.Scale, p.Y.Tick.Marker = gplot.LogScale{}, decadeTicks{}
 	}
 	p.Add(plotter.NewGrid())
 	add := func(pts plotter.XYs, c color.Color, label string) error {
