@@ -374,9 +374,9 @@ func (m *Model) newton(w []float64) error {
 	tgrad := make([]float64, p)
 	step := mat.NewVecDense(p, nil)
 	var chol mat.Cholesky
-	stalls := 0
 	iter := 0
-	for ; iter < m.Config.MaxIter && gn > m.Config.GradTol; iter++ {
+	stalls := 0
+	for ; iter < m.Config.MaxIter && stalls < 2 && gn > m.Config.GradTol; iter++ {
 		if iter > 0 && m.Config.Loss == Logistic {
 			m.eval(w, grad, hess, scratch)
 		}
@@ -403,11 +403,15 @@ func (m *Model) newton(w []float64) error {
 			// that does not raise F beyond round-off and shrinks the gradient.
 			flat := ft-f <= 1e-13*math.Max(1, math.Abs(f)) && gt < gn
 			if !math.IsNaN(ft) && (armijo || flat) {
+				// Progress stalls when neither F (beyond round-off) nor ‖∇F‖ (by half)
+				// decrease: twice in a row means the floating-point floor.
+				if ft > f-1e-13*math.Max(1, math.Abs(f)) && gt > 0.5*gn {
+					stalls++
+				} else {
+					stalls = 0
+				}
 				copy(w, trial)
 				copy(grad, tgrad)
-				if gt >= gn {
-					stalls++
-				}
 				f, gn = ft, gt
 				accepted = true
 				break
@@ -415,10 +419,9 @@ func (m *Model) newton(w []float64) error {
 			alpha /= 2
 		}
 		if !accepted {
-			stalls++
-			if stalls >= 2 {
-				break // round-off floor
-			}
+			// No step along the Newton direction decreases F (beyond round-off) or
+			// ‖∇F‖: the round-off floor has been reached.
+			break
 		}
 	}
 	m.W = w

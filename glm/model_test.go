@@ -200,3 +200,16 @@ func TestJacobianFiniteDifferences(t *testing.T) {
 		})
 	}
 }
+
+// TestFitStopsAtRoundOffFloor: an unreachable tolerance ends at the floating-point floor
+// (no error, far fewer than MaxIter iterations) with a tiny gradient.
+func TestFitStopsAtRoundOffFloor(t *testing.T) {
+	dt := synth(300, 20, 12)
+	m, err := Fit(dt, Config{Loss: Logistic, Lambda: 1e-3, Bias: true, GradTol: 1e-300, MaxIter: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Iters >= 60 || m.GradNorm > 1e-11 {
+		t.Fatalf("iterations %d, gradient norm %.3g", m.Iters, m.GradNorm)
+	}
+}
