@@ -139,30 +139,30 @@ func (z *ziggurat) slow(r *xoshiro, u uint64) float64 {
 // roundMagic = 1.5·2^52: adding it to |y| < 2^51 rounds y to the nearest integer.
 const roundMagic = 6755399441055744.0
 
-// expTable holds 2^{j/64}, j = 0…63.
-type expTable [64]float64
+// expTable holds 2^{j/256}, j = 0…255.
+type expTable [256]float64
 
 func newExpTable() *expTable {
 	var t expTable
 	for j := range t {
-		t[j] = math.Exp2(float64(j) / 64)
+		t[j] = math.Exp2(float64(j) / 256)
 	}
 	return &t
 }
 
 // exp returns e^x with relative error < 1e-14 for |x| ≤ 700 (callers keep x in that
-// range): x = (64k + j)·ln2/64 + r with |r| ≤ ln2/128, e^x = 2^k·2^{j/64}·P(r), P the
-// degree-5 Taylor polynomial (truncation < 4e-16).
+// range): x = (256k + j)·ln2/256 + r with |r| ≤ ln2/512, e^x = 2^k·2^{j/256}·P(r), P
+// the degree-4 Taylor polynomial (truncation < 4e-17).
 func (t *expTable) exp(x float64) float64 {
-	const inv = 64 / math.Ln2
-	const ln2hi = 6.93147180369123816490e-01 / 64 // fdlibm split of ln2, /64 exact
-	const ln2lo = 1.90821492927058770002e-10 / 64
+	const inv = 256 / math.Ln2
+	const ln2hi = 6.93147180369123816490e-01 / 256 // fdlibm split of ln2, /256 exact
+	const ln2lo = 1.90821492927058770002e-10 / 256
 	kf := x*inv + roundMagic
 	ni := int64(math.Float64bits(kf) - math.Float64bits(roundMagic))
 	n := kf - roundMagic
 	r := (x - n*ln2hi) - n*ln2lo
-	j := ni & 63
-	k := ni >> 6
-	p := 1 + r*(1+r*(0.5+r*(1.0/6+r*(1.0/24+r*(1.0/120)))))
+	j := ni & 255
+	k := ni >> 8
+	p := 1 + r*(1+r*(0.5+r*(1.0/6+r*(1.0/24))))
 	return math.Float64frombits(math.Float64bits(t[j]*p) + uint64(k)<<52)
 }

@@ -526,9 +526,9 @@ func (g ratioGen) fill(rng *xoshiro, ls []float64, fromMu bool) {
 	}
 	// Hot loop: the generator state lives in registers, the ziggurat's rectangle
 	// test and the exp are inlined by hand; rare cases call out.
-	const inv = 64 / math.Ln2
-	const ln2hi = 6.93147180369123816490e-01 / 64
-	const ln2lo = 1.90821492927058770002e-10 / 64
+	const inv = 256 / math.Ln2
+	const ln2hi = 6.93147180369123816490e-01 / 256
+	const ln2lo = 1.90821492927058770002e-10 / 256
 	sh0, sh1, qBits := g.shift0, g.shift1, g.qBits
 	s0, s1, s2, s3 := rng.s0, rng.s1, rng.s2, rng.s3
 	for i := range ls {
@@ -573,8 +573,8 @@ func (g ratioGen) fill(rng *xoshiro, ls []float64, fromMu bool) {
 				ni := int64(math.Float64bits(kf) - math.Float64bits(roundMagic))
 				n := kf - roundMagic
 				r := (x - n*ln2hi) - n*ln2lo
-				e := et[ni&63] * (1 + r*(1+r*(0.5+r*(1.0/6+r*(1.0/24+r*(1.0/120))))))
-				p *= c + math.Float64frombits(math.Float64bits(e)+uint64(ni>>6)<<52)
+				e := et[ni&255] * (1 + r*(1+r*(0.5+r*(1.0/6+r*(1.0/24)))))
+				p *= c + math.Float64frombits(math.Float64bits(e)+uint64(ni>>8)<<52)
 			default:
 				l += x + math.Log1p(c*math.Exp(-x))
 			}
