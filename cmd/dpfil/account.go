@@ -34,8 +34,8 @@ func newAccountCmd() *cobra.Command {
 	return cmd
 }
 
-// parseOrders parses a comma-separated list of Rényi orders (empty → defaults).
-func parseOrders(s string) ([]float64, error) {
+// acctParseOrders parses a comma-separated list of Rényi orders (empty → defaults).
+func acctParseOrders(s string) ([]float64, error) {
 	if strings.TrimSpace(s) == "" {
 		return accounting.DefaultOrders(), nil
 	}
@@ -55,8 +55,8 @@ func parseOrders(s string) ([]float64, error) {
 	return out, nil
 }
 
-// requireFlags returns an error naming the first of the given flags not set.
-func requireFlags(cmd *cobra.Command, names ...string) error {
+// acctRequireFlags returns an error naming the first of the given flags not set.
+func acctRequireFlags(cmd *cobra.Command, names ...string) error {
 	for _, n := range names {
 		if !cmd.Flags().Changed(n) {
 			return fmt.Errorf("missing required flag --%s", n)
@@ -65,15 +65,16 @@ func requireFlags(cmd *cobra.Command, names ...string) error {
 	return nil
 }
 
-func checkFinite(name string, v float64) error {
+// acctCheckFinite rejects NaN and ±Inf flag values.
+func acctCheckFinite(name string, v float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return fmt.Errorf("--%s = %v must be finite", name, v)
 	}
 	return nil
 }
 
-// parseSchedule parses "q:sigma:steps,q:sigma:steps,…".
-func parseSchedule(s string) ([]accounting.Step, error) {
+// acctParseSchedule parses "q:sigma:steps,q:sigma:steps,…".
+func acctParseSchedule(s string) ([]accounting.Step, error) {
 	var out []accounting.Step
 	for _, seg := range strings.Split(s, ",") {
 		p := strings.Split(strings.TrimSpace(seg), ":")
@@ -140,12 +141,12 @@ of --q/--sigma/--steps.`,
 						return fmt.Errorf("--schedule replaces --%s; give one or the other", f)
 					}
 				}
-				if err := requireFlags(cmd, "delta"); err != nil {
+				if err := acctRequireFlags(cmd, "delta"); err != nil {
 					return err
 				}
 				return runRDPSchedule(cmd, sched, delta, ordersS, convS, asJSON)
 			}
-			if err := requireFlags(cmd, "q", "steps", "delta"); err != nil {
+			if err := acctRequireFlags(cmd, "q", "steps", "delta"); err != nil {
 				return err
 			}
 			hasSigma, hasTarget := cmd.Flags().Changed("sigma"), cmd.Flags().Changed("target-epsilon")
@@ -153,14 +154,14 @@ of --q/--sigma/--steps.`,
 				return fmt.Errorf("give exactly one of --sigma and --target-epsilon")
 			}
 			for name, v := range map[string]float64{"q": q, "delta": delta, "sigma": sigma, "target-epsilon": target} {
-				if err := checkFinite(name, v); err != nil {
+				if err := acctCheckFinite(name, v); err != nil {
 					return err
 				}
 			}
 			if steps < 0 {
 				return fmt.Errorf("--steps = %d must be ≥ 0", steps)
 			}
-			orders, err := parseOrders(ordersS)
+			orders, err := acctParseOrders(ordersS)
 			if err != nil {
 				return err
 			}
@@ -216,14 +217,14 @@ of --q/--sigma/--steps.`,
 
 // runRDPSchedule is 'account rdp --schedule'.
 func runRDPSchedule(cmd *cobra.Command, sched string, delta float64, ordersS, convS string, asJSON bool) error {
-	if err := checkFinite("delta", delta); err != nil {
+	if err := acctCheckFinite("delta", delta); err != nil {
 		return err
 	}
-	segs, err := parseSchedule(sched)
+	segs, err := acctParseSchedule(sched)
 	if err != nil {
 		return err
 	}
-	orders, err := parseOrders(ordersS)
+	orders, err := acctParseOrders(ordersS)
 	if err != nil {
 		return err
 	}
@@ -293,7 +294,7 @@ chunks seeded from --seed, so the result does not depend on the number of cores.
   dpfil account rero --q 1 --sigma 2 --steps 10 --kappa 0.01 --samples 1000000 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := requireFlags(cmd, "q", "sigma", "steps"); err != nil {
+			if err := acctRequireFlags(cmd, "q", "sigma", "steps"); err != nil {
 				return err
 			}
 			hasK, hasP := cmd.Flags().Changed("kappa"), cmd.Flags().Changed("prior-size")
@@ -301,7 +302,7 @@ chunks seeded from --seed, so the result does not depend on the number of cores.
 				return fmt.Errorf("give exactly one of --kappa and --prior-size")
 			}
 			for name, v := range map[string]float64{"q": q, "sigma": sigma, "kappa": kappa, "confidence": conf} {
-				if err := checkFinite(name, v); err != nil {
+				if err := acctCheckFinite(name, v); err != nil {
 					return err
 				}
 			}
@@ -459,7 +460,7 @@ func newAccountKappaCmd() *cobra.Command {
 		Example: `  dpfil account kappa --q 0.0043 --sigma 1.1 --steps 14062 --n 60000`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := requireFlags(cmd, "q", "sigma"); err != nil {
+			if err := acctRequireFlags(cmd, "q", "sigma"); err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("delta-f") {

@@ -42,7 +42,7 @@ func accountJSON(t *testing.T, args ...string) map[string]any {
 	return m
 }
 
-func num(t *testing.T, m map[string]any, k string) float64 {
+func acctNum(t *testing.T, m map[string]any, k string) float64 {
 	t.Helper()
 	v, ok := m[k].(float64)
 	if !ok {
@@ -57,33 +57,33 @@ func TestAccountRDP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if num(t, m, "epsilon") != eps || num(t, m, "order") != order {
+	if acctNum(t, m, "epsilon") != eps || acctNum(t, m, "order") != order {
 		t.Errorf("epsilon %v order %v, library %v %v", m["epsilon"], m["order"], eps, order)
 	}
 	r2, _ := accounting.SampledGaussianRDP(0.01, 1.1, 2)
-	if math.Abs(num(t, m, "rdp_order2")-1000*r2) > 1e-12 {
+	if math.Abs(acctNum(t, m, "rdp_order2")-1000*r2) > 1e-12 {
 		t.Errorf("rdp_order2 %v, want %v", m["rdp_order2"], 1000*r2)
 	}
-	if want := 1 / (4 * (math.Exp(1000*r2) - 1)); math.Abs(num(t, m, "mse_bound_rdp")-want) > 1e-9*want {
+	if want := 1 / (4 * (math.Exp(1000*r2) - 1)); math.Abs(acctNum(t, m, "mse_bound_rdp")-want) > 1e-9*want {
 		t.Errorf("mse_bound_rdp %v, want %v", m["mse_bound_rdp"], want)
 	}
 	// Classic conversion and explicit orders.
 	c := accountJSON(t, "rdp", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--delta", "1e-5",
 		"--conversion", "classic", "--orders", "2,4,8,16,32")
-	if c["conversion"] != "classic" || num(t, c, "epsilon") <= eps {
+	if c["conversion"] != "classic" || acctNum(t, c, "epsilon") <= eps {
 		t.Errorf("classic on a coarse grid should be looser: %v vs %v", c["epsilon"], eps)
 	}
-	if o := num(t, c, "order"); o != 2 && o != 4 && o != 8 && o != 16 && o != 32 {
+	if o := acctNum(t, c, "order"); o != 2 && o != 4 && o != 8 && o != 16 && o != 32 {
 		t.Errorf("order %v not from --orders", o)
 	}
 	// q = 1: order-2 RDP is T·2/(2σ²) = T/σ².
 	f := accountJSON(t, "rdp", "--q", "1", "--sigma", "2", "--steps", "8", "--delta", "1e-5")
-	if num(t, f, "rdp_order2") != 2 {
+	if acctNum(t, f, "rdp_order2") != 2 {
 		t.Errorf("q=1 rdp_order2 = %v, want 2", f["rdp_order2"])
 	}
 	// No leakage: the bound is +∞, encoded as null.
 	z := accountJSON(t, "rdp", "--q", "0", "--sigma", "1", "--steps", "10", "--delta", "1e-5")
-	if z["mse_bound_rdp"] != nil || num(t, z, "epsilon") != 0 {
+	if z["mse_bound_rdp"] != nil || acctNum(t, z, "epsilon") != 0 {
 		t.Errorf("q=0: %v", z)
 	}
 	// Human output.
@@ -103,7 +103,7 @@ func TestAccountRDPSchedule(t *testing.T) {
 	}
 	eps, _, _ := r.Epsilon(1e-5, accounting.ConversionImproved)
 	r2, _ := r.At(2)
-	if math.Abs(num(t, m, "epsilon")-eps) > 1e-12 || math.Abs(num(t, m, "rdp_order2")-r2) > 1e-9*r2 || num(t, m, "steps") != 2000 {
+	if math.Abs(acctNum(t, m, "epsilon")-eps) > 1e-12 || math.Abs(acctNum(t, m, "rdp_order2")-r2) > 1e-9*r2 || acctNum(t, m, "steps") != 2000 {
 		t.Errorf("schedule result %v, want ε %v, ε₂ %v", m, eps, r2)
 	}
 	if _, ok := m["q"]; ok {
@@ -126,8 +126,8 @@ func TestAccountRDPSchedule(t *testing.T) {
 
 func TestAccountRDPTargetEpsilon(t *testing.T) {
 	m := accountJSON(t, "rdp", "--q", "0.01", "--steps", "1000", "--delta", "1e-5", "--target-epsilon", "2")
-	s := num(t, m, "sigma")
-	if num(t, m, "epsilon") > 2 || num(t, m, "target_epsilon") != 2 {
+	s := acctNum(t, m, "sigma")
+	if acctNum(t, m, "epsilon") > 2 || acctNum(t, m, "target_epsilon") != 2 {
 		t.Errorf("sigma %v gives epsilon %v > 2", s, m["epsilon"])
 	}
 	e, _, _ := accounting.EpsilonFor(0.01, s*(1-2e-6), 1000, 1e-5, nil, accounting.ConversionImproved)
@@ -143,23 +143,23 @@ func TestAccountRDPTargetEpsilon(t *testing.T) {
 func TestAccountReRo(t *testing.T) {
 	m := accountJSON(t, "rero", "--q", "1", "--sigma", "2", "--steps", "10", "--kappa", "0.01", "--samples", "200000", "--seed", "3")
 	exact, _ := accounting.ReRoClosedForm(2, 10, 0.01)
-	lo, hi, g := num(t, m, "gamma_low"), num(t, m, "gamma_high"), num(t, m, "gamma")
+	lo, hi, g := acctNum(t, m, "gamma_low"), acctNum(t, m, "gamma_high"), acctNum(t, m, "gamma")
 	if exact < lo || exact > hi || g < lo || g > hi {
 		t.Errorf("gamma %v CI [%v, %v], exact %v", g, lo, hi, exact)
 	}
-	if num(t, m, "gamma_exact") != exact {
+	if acctNum(t, m, "gamma_exact") != exact {
 		t.Errorf("gamma_exact %v", m["gamma_exact"])
 	}
-	if adv := num(t, m, "advantage"); math.Abs(adv-(g-0.01)/0.99) > 1e-12 {
+	if adv := acctNum(t, m, "advantage"); math.Abs(adv-(g-0.01)/0.99) > 1e-12 {
 		t.Errorf("advantage %v", adv)
 	}
-	if num(t, m, "gamma_rdp") < exact {
+	if acctNum(t, m, "gamma_rdp") < exact {
 		t.Errorf("gamma_rdp %v below exact %v", m["gamma_rdp"], exact)
 	}
 	// Prior size K ⇔ κ = 1/K; same seed, same result; workers do not matter.
 	a := accountJSON(t, "rero", "--q", "0.05", "--sigma", "1", "--steps", "50", "--prior-size", "100", "--samples", "20000", "--workers", "1")
 	b := accountJSON(t, "rero", "--q", "0.05", "--sigma", "1", "--steps", "50", "--kappa", "0.01", "--samples", "20000", "--workers", "3")
-	if a["gamma"] != b["gamma"] || a["gamma_high"] != b["gamma_high"] || num(t, a, "kappa") != 0.01 {
+	if a["gamma"] != b["gamma"] || a["gamma_high"] != b["gamma_high"] || acctNum(t, a, "kappa") != 0.01 {
 		t.Errorf("prior-size/workers changed the result: %v vs %v", a, b)
 	}
 	if _, ok := a["gamma_exact"]; ok {
@@ -182,13 +182,13 @@ func TestAccountFIL(t *testing.T) {
 	}
 	m := accountJSON(t, "fil", "--dfil", p1)
 	s := m["summary"].(map[string]any)
-	if num(t, s, "max") != 4 || num(t, s, "median") != 2.5 || num(t, s, "mse_bound_max") != 0.25 || num(t, s, "count") != 4 {
+	if acctNum(t, s, "max") != 4 || acctNum(t, s, "median") != 2.5 || acctNum(t, s, "mse_bound_max") != 0.25 || acctNum(t, s, "count") != 4 {
 		t.Errorf("summary %v", s)
 	}
 	merged := filepath.Join(dir, "m.npy")
 	m2 := accountJSON(t, "fil", "--dfil", p1, "--dfil", p2, "--out", merged)
 	s2 := m2["summary"].(map[string]any)
-	if num(t, m2, "runs") != 2 || num(t, s2, "max") != 2 || num(t, s2, "min") != 2 {
+	if acctNum(t, m2, "runs") != 2 || acctNum(t, s2, "max") != 2 || acctNum(t, s2, "min") != 2 {
 		t.Errorf("merged summary %v", m2)
 	}
 	if x, err := accounting.LoadDFIL(merged); err != nil || len(x) != 4 || x[3] != 2 {
@@ -203,12 +203,12 @@ func TestAccountFIL(t *testing.T) {
 func TestAccountKappa(t *testing.T) {
 	m := accountJSON(t, "kappa", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--n", "100")
 	want, _ := accounting.Kappa(0.01, 1.1, 1, 1e-5)
-	if num(t, m, "kappa") != want || num(t, m, "delta_f") != 1e-5 {
+	if acctNum(t, m, "kappa") != want || acctNum(t, m, "delta_f") != 1e-5 {
 		t.Errorf("kappa %v", m)
 	}
 	m2 := accountJSON(t, "kappa", "--q", "0.01", "--sigma", "1.1", "--delta-f", "1e-6", "--clip-constant", "1.115")
 	want2, _ := accounting.Kappa(0.01, 1.1, 1.115, 1e-6)
-	if num(t, m2, "kappa") != want2 {
+	if acctNum(t, m2, "kappa") != want2 {
 		t.Errorf("kappa %v", m2)
 	}
 }
