@@ -41,6 +41,11 @@ func TestKappa(t *testing.T) {
 			}
 		})
 	}
+	// Hand-computed: δ_f = 1.25e^{−2} gives ε₀ = 2·√(2·2)/σ = 2 at σ = 2, so
+	// κ = 0.5/(0.5 + 0.5e^{−2}) = 1/(1 + e^{−2}) = 0.8807970779778823.
+	if k, _ := Kappa(0.5, 2, 1, 1.25*math.Exp(-2)); math.Abs(k-0.8807970779778823) > 1e-15 {
+		t.Errorf("hand-computed κ: got %v", k)
+	}
 	// κ grows as σ shrinks (ε₀ grows) and as q grows.
 	k1, _ := Kappa(0.01, 5, 1, 1e-6)
 	k2, _ := Kappa(0.01, 1, 1, 1e-6)
