@@ -37,7 +37,11 @@ func (n *Network[T]) ClippedGradSum(params, x []T, y []int, batch int, clip Clip
 	if len(losses) != batch {
 		return fmt.Errorf("%s: losses buffer has %d values, want %d", n.arch.Name, len(losses), batch)
 	}
-	total := make([]float64, n.p)
+	if len(n.total) != n.p {
+		n.total = make([]float64, n.p)
+	}
+	total := n.total
+	clear(total)
 	cs, _ := n.chunkSizes(batch, 0, false)
 	var mu sync.Mutex
 	cond := sync.NewCond(&mu)

@@ -273,3 +273,39 @@ func TestCheckBackend(t *testing.T) {
 		t.Fatal("a backend with a wrong activation passed the conformance suite")
 	}
 }
+
+// ExampleNetwork_InputGradOfClippedDot computes the input gradient the
+// gradient-inversion attack follows, ∇_x⟨v, g̃(x)⟩, in float64.
+func ExampleNetwork_InputGradOfClippedDot() {
+	arch, _ := ArchByName("linear")
+	n, _ := NewNetwork(arch, NewCPUBackend[float64]())
+	params := InitParams(arch, 1)
+	x := make([]float64, n.InputDim())
+	for i := range x {
+		x[i] = 0.5
+	}
+	v := make([]float64, n.NumParams()) // e.g. a privatised gradient ḡ_t
+	v[n.NumParams()-1] = 1              // the last class's bias
+	dx, err := n.InputGradOfClippedDot(params, x, []int{3}, 1, v, Clip{Mode: ClipHard, C: 1e6})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(dx))
+	// Output: 784
+}
+
+// ExampleNetwork_Tangent differentiates a sample's gradient along an input direction.
+func ExampleNetwork_Tangent() {
+	arch, _ := ArchByName("mlp")
+	n, _ := NewNetwork(arch, NewCPUBackend[float64]())
+	params := InitParams(arch, 1)
+	x := make([]float64, n.InputDim())
+	xdot := make([]float64, n.InputDim())
+	xdot[400] = 1 // one pixel
+	res, err := n.Tangent(params, x, []int{7}, 1, 1, xdot, nil, false)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(res.Grads), len(res.GradDots))
+	// Output: 7960 7960
+}

@@ -55,6 +55,7 @@ type Network[T Float] struct {
 	// budget is the number of T values a worker's chunk buffers may hold.
 	budget int
 	ws     []*workspace[T]
+	total  []float64 // ClippedGradSum's float64 accumulator
 }
 
 // NewNetwork resolves arch for the backend be.
