@@ -96,6 +96,28 @@ func TestSampledGaussianRDPAgainstQuadrature(t *testing.T) {
 	t.Logf("worst relative error vs quadrature: %.3g", worst)
 }
 
+func TestSampledGaussianRDPLargeOrders(t *testing.T) {
+	// Large integer and fractional orders (overflow territory for a naive sum)
+	// against the quadrature reference.
+	for _, q := range []float64{1e-4, 0.01, 0.1} {
+		for _, s := range []float64{1, 5} {
+			for _, a := range []float64{128, 300.5, 1024} {
+				got, err := SampledGaussianRDP(q, s, a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				batch, _ := StepRDP(q, s, []float64{a})
+				want := refRDP(q, s, a)
+				for _, g := range []float64{got, batch[0]} {
+					if rel := math.Abs(g-want) / want; rel > 1e-7 && (a-1)*math.Abs(g-want) > 2e-15 {
+						t.Errorf("q=%g σ=%g α=%g: RDP %.15g, quadrature %.15g (rel %.2g)", q, s, a, g, want, rel)
+					}
+				}
+			}
+		}
+	}
+}
+
 func TestSampledGaussianRDPSpecialCases(t *testing.T) {
 	tests := []struct {
 		name           string
