@@ -43,12 +43,16 @@ type Config struct {
 	// (independently per sample and step, weighted by 1/FILRate so that dFIL stays an
 	// unbiased Monte Carlo estimate); 0 or 1 = every member of every batch. It trades
 	// variance for time where the second-order pass is too slow (e.g. the CPU demo).
-	FILRate     float64 `json:"fil_rate,omitempty"`
-	Repeats     int     `json:"repeats"`                // default 1
-	EvalEvery   int     `json:"eval_every,omitempty"`   // test accuracy every n steps (0: only at the end)
-	Seed        uint64  `json:"seed"`                   // root of every random draw
-	Device      string  `json:"device"`                 // cpu (default) | cuda
-	TrainSubset int     `json:"train_subset,omitempty"` // use only the first n training samples (0 = all)
+	FILRate float64 `json:"fil_rate,omitempty"`
+	// FILNormalizedInputs takes the FIL Jacobian w.r.t. the output of the model's
+	// leading Normalize layer (as the reference code did) instead of the raw [0,1]
+	// pixels (SPEC 5); it only differs for models with a Normalize layer (cifar-cnn).
+	FILNormalizedInputs bool   `json:"fil_normalized_inputs,omitempty"`
+	Repeats             int    `json:"repeats"`                // default 1
+	EvalEvery           int    `json:"eval_every,omitempty"`   // test accuracy every n steps (0: only at the end)
+	Seed                uint64 `json:"seed"`                   // root of every random draw
+	Device              string `json:"device"`                 // cpu (default) | cuda
+	TrainSubset         int    `json:"train_subset,omitempty"` // use only the first n training samples (0 = all)
 }
 
 // Sampling schemes.

@@ -34,7 +34,7 @@ type Result struct {
 	FIL                bool               `json:"fil"`                  // whether FIL was accounted
 	FILCoordsUsed      int                `json:"fil_coords_used"`      // k per sample and step (d when exact)
 	FILRate            float64            `json:"fil_rate"`             // probability a batch member's FIL was computed (weighted 1/rate)
-	FILInput           string             `json:"fil_input"`            // what FIL is taken w.r.t.: "raw_pixels"
+	FILInput           string             `json:"fil_input"`            // what FIL is taken w.r.t.: "raw_pixels" or "normalized_inputs"
 	Kappa              float64            `json:"kappa"`                // subsampling factor κ
 	FILDelta           float64            `json:"fil_delta"`            // δ_f used for κ
 	DFILQuantiles      map[string]float64 `json:"dfil_quantiles,omitempty"`

@@ -160,6 +160,15 @@ func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error)
 	} else {
 		s.arch = s.model.Arch()
 	}
+	if cfg.FILNormalizedInputs {
+		nm, ok := s.model.(interface {
+			Network() *models.Network[float32]
+		})
+		if !ok {
+			return nil, fmt.Errorf("fil_normalized_inputs: model %s does not support FIL w.r.t. normalised inputs", s.arch.Name)
+		}
+		nm.Network().SetFILNormalizedInputs(true)
+	}
 	s.n, s.d, s.p = s.train.N, s.train.Dim(), s.model.NumParams()
 	if s.model.InputDim() != s.d {
 		return nil, fmt.Errorf("model %s takes %d input values, dataset %s has %d (%dx%dx%d)", s.arch.Name, s.model.InputDim(), cfg.Dataset, s.d, s.train.C, s.train.H, s.train.W)
@@ -668,7 +677,7 @@ func (s *setup) result(ck *checkpoint, wallSec float64, samples int64) (*Result,
 		Config: cfg, Epsilon: s.eps, EpsilonOrder: s.epsOrder, RDPOrder2: s.rdp2,
 		MSEBoundRDP: accounting.MSEBoundRDP(s.rdp2), Conversion: accounting.ConversionImproved.String(),
 		NoiseMultiplierRDP: cfg.Sigma / s.c, ClipConstant: s.c, SampleRate: s.q, Steps: s.steps,
-		Sampling: cfg.Sampling, FIL: s.filK > 0, FILCoordsUsed: s.filK, FILRate: s.filRate, FILInput: "raw_pixels",
+		Sampling: cfg.Sampling, FIL: s.filK > 0, FILCoordsUsed: s.filK, FILRate: s.filRate, FILInput: filInput(cfg),
 		Kappa: s.kappa, FILDelta: s.filDelta, Repeats: ck.Done, NumParams: s.p, InputDim: s.d,
 		Dataset:     DatasetInfo{Name: s.train.Name, Source: s.train.Source, SHA256: s.train.SHA256, NTrain: s.n, Classes: s.train.Classes},
 		GitCommit:   gitCommit(),
@@ -737,4 +746,12 @@ func (s *setup) writeOutputs(dir string, ck *checkpoint, res *Result) error {
 		return fmt.Errorf("remove checkpoint: %w", err)
 	}
 	return nil
+}
+
+// filInput names the input space FIL is taken w.r.t.
+func filInput(cfg Config) string {
+	if cfg.FILNormalizedInputs {
+		return "normalized_inputs"
+	}
+	return "raw_pixels"
 }

@@ -465,3 +465,50 @@ func TestAccountingFields(t *testing.T) {
 		}
 	}
 }
+
+// TestFILNormalizedInputs: w.r.t. the normalised inputs every ‖J e_i‖² is scaled by
+// std_c² of its channel, so for cifar-cnn (same seed, same coordinates) the ratio of
+// dFIL to the raw-pixel dFIL lies between the smallest and largest std²; the option
+// needs an engine model.
+func TestFILNormalizedInputs(t *testing.T) {
+	split := toyData(4, 2, 3*32*32, 10, 8)
+	for _, ds := range []*data.Dataset{split.Train, split.Test} {
+		ds.C, ds.H, ds.W = 3, 32, 32
+	}
+	cfg := DefaultConfig()
+	cfg.Model, cfg.Dataset, cfg.Batch, cfg.Steps, cfg.FILCoords = "cifar-cnn", "toy", 2, 1, 3
+	raw, err := Run(context.Background(), cfg, Options{Data: split})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.FILNormalizedInputs = true
+	norm, err := Run(context.Background(), cfg, Options{Data: split})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw.FILInput != "raw_pixels" || norm.FILInput != "normalized_inputs" {
+		t.Fatalf("fil_input %q / %q", raw.FILInput, norm.FILInput)
+	}
+	lo, hi := math.Inf(1), 0.0
+	for _, s := range models.CIFAR10Std {
+		lo, hi = math.Min(lo, s*s), math.Max(hi, s*s)
+	}
+	seen := 0
+	for i := range raw.DFIL {
+		if raw.DFIL[i] == 0 {
+			continue
+		}
+		seen++
+		if r := norm.DFIL[i] / raw.DFIL[i]; r < lo*(1-1e-4) || r > hi*(1+1e-4) {
+			t.Fatalf("sample %d: normalised/raw dFIL = %v, want in [%v, %v]", i, r, lo, hi)
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no sample with FIL")
+	}
+	tcfg := tinyConfig()
+	tcfg.FILNormalizedInputs, tcfg.FILCoords = true, 2
+	if _, err := Run(context.Background(), tcfg, Options{Model: &softmaxModel{d: 4, k: 2}, Data: toyData(6, 2, 4, 2, 1)}); err == nil {
+		t.Fatal("a model without the engine's option must be refused")
+	}
+}

@@ -41,6 +41,7 @@ func addTrainConfigFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.IntVar(&cfg.FILCoords, "fil-coords", cfg.FILCoords, "input coordinates k per sample and step for the FIL trace estimate (0 = FIL off)")
 	fs.BoolVar(&cfg.FILExact, "fil-exact", cfg.FILExact, "exact FIL trace over all d input coordinates")
 	fs.Float64Var(&cfg.FILRate, "fil-rate", cfg.FILRate, "probability a batch member's FIL is computed at a step, weighted 1/rate (0 = always)")
+	fs.BoolVar(&cfg.FILNormalizedInputs, "fil-normalized-inputs", cfg.FILNormalizedInputs, "take FIL w.r.t. the normalised inputs (reference code) instead of raw [0,1] pixels")
 	fs.IntVar(&cfg.Repeats, "repeats", cfg.Repeats, "independent runs R; dFIL is averaged per sample")
 	fs.IntVar(&cfg.EvalEvery, "eval-every", cfg.EvalEvery, "evaluate test accuracy every n steps (0 = only at the end)")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for every random draw (init, batches, FIL coordinates, noise)")

@@ -1,0 +1,36 @@
+package train
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/dpfil/dpfil/data"
+)
+
+// TestLearnsMNIST is the real learning check: mnist-cnn trained privately on the
+// embedded MNIST (σ = 0.5, C = 1, batch 600, momentum 0.5, smooth clipping) reaches
+// ≥ 90 % test accuracy on the 2 000 held-out digits.
+//
+// The learning rate is 1, not the 0.1: with C = 1 every per-sample gradient of
+// this net (norm ≈ 10 early on) is clipped, so the update is ~10× smaller than plain
+// SGD's, and lr 0.1 needs ~1 000+ steps (69 % after 200, measured), far beyond the CI
+// budget; lr 1 with C = 1 takes the same steps as lr 0.1 with C ≈ 10.
+func TestLearnsMNIST(t *testing.T) {
+	split, err := data.Load("mnist-embedded", data.Options{NoDownload: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Model, cfg.Sigma, cfg.Clip, cfg.LR, cfg.Batch, cfg.Momentum = "mnist-cnn", 0.5, 1, 1, 600, 0.5
+	cfg.Steps, cfg.FILCoords, cfg.Seed = learnSteps, 0, 1
+	start := time.Now()
+	res, err := Run(context.Background(), cfg, Options{Data: split})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d steps in %.1fs: test accuracy %.4f, ε = %.3g", cfg.Steps, time.Since(start).Seconds(), res.TestAccuracy, res.Epsilon)
+	if res.TestAccuracy < 0.90 {
+		t.Fatalf("test accuracy %.4f < 0.90 after %d steps", res.TestAccuracy, cfg.Steps)
+	}
+}

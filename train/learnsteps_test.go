@@ -1,0 +1,4 @@
+package train
+
+// learnSteps is the number of steps of TestLearnsMNIST.
+const learnSteps = 120
