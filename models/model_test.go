@@ -309,3 +309,26 @@ func ExampleNetwork_Tangent() {
 	fmt.Println(len(res.Grads), len(res.GradDots))
 	// Output: 7960 7960
 }
+
+func TestTangentRejectsBadSeeds(t *testing.T) {
+	arch, _ := ArchByName("linear")
+	n := newNet64(t, arch, backends64()[0])
+	params, x, y := randomProblem(arch, 1, 3)
+	xd := make([]float64, n.InputDim())
+	xd[2] = math.Inf(-1)
+	tests := []struct {
+		name       string
+		k          int
+		xdot, pdot []float64
+		want       string
+	}{
+		{"inf input tangent", 1, xd, nil, "not finite"},
+		{"short parameter tangent", 1, nil, make([]float64, 3), "parameter tangents"},
+		{"no directions", 0, nil, nil, "k ≥ 1"},
+	}
+	for _, tc := range tests {
+		if _, err := n.Tangent(params, x, y, 1, tc.k, tc.xdot, tc.pdot, false); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v", tc.name, err)
+		}
+	}
+}

@@ -429,6 +429,12 @@ func (n *Network[T]) Tangent(params, x []T, y []int, batch, k int, xdot, pdot []
 	if pdot != nil && len(pdot) != batch*k*n.p {
 		return nil, fmt.Errorf("%s: parameter tangents have %d values, want %d", n.arch.Name, len(pdot), batch*k*n.p)
 	}
+	if err := checkFinite("input tangent", xdot); err != nil {
+		return nil, fmt.Errorf("%s: %w", n.arch.Name, err)
+	}
+	if err := checkFinite("parameter tangent", pdot); err != nil {
+		return nil, fmt.Errorf("%s: %w", n.arch.Name, err)
+	}
 	res := &Tangents[T]{Grads: make([]T, batch*n.p), Losses: make([]T, batch), GradDots: make([]T, batch*k*n.p)}
 	if inputGrad {
 		res.InputGradDots = make([]T, batch*k*n.d)
