@@ -106,7 +106,7 @@ func sgmRDP(q, sigma, alpha float64) (float64, error) {
 		return 0, nil
 	}
 	if q == 1 {
-		return alpha / (2 * sigma * sigma), nil
+		return finiteRDP(alpha/(2*sigma*sigma), q, sigma, alpha)
 	}
 	var logA float64
 	if alpha == math.Trunc(alpha) && alpha <= 1<<20 {
@@ -125,8 +125,13 @@ func sgmRDP(q, sigma, alpha float64) (float64, error) {
 	if r < 0 { // A_α ≥ 1 mathematically; clamp round-off
 		r = 0
 	}
-	if math.IsNaN(r) {
-		return 0, fmt.Errorf("sampled Gaussian RDP (q=%v, sigma=%v, alpha=%v) is NaN", q, sigma, alpha)
+	return finiteRDP(r, q, sigma, alpha)
+}
+
+// finiteRDP rejects NaN and infinite RDP values (σ so small that 1/σ² overflows).
+func finiteRDP(r, q, sigma, alpha float64) (float64, error) {
+	if math.IsNaN(r) || math.IsInf(r, 0) {
+		return 0, fmt.Errorf("sampled Gaussian RDP (q=%v, sigma=%v, alpha=%v) is not finite: sigma too small", q, sigma, alpha)
 	}
 	return r, nil
 }
@@ -303,7 +308,7 @@ func StepRDP(q, sigma float64, orders []float64) ([]float64, error) {
 		}
 		v, err := tab.rdp(a)
 		if err != nil {
-			return nil, fmt.Errorf("sampled Gaussian RDP (q=%v, sigma=%v, alpha=%v): %w", q, sigma, a, err)
+			return nil, err
 		}
 		out[k] = v
 	}

@@ -262,7 +262,7 @@ func TestSampledGaussianRDPErrors(t *testing.T) {
 	}{
 		{"q<0", -0.1, 1, 2}, {"q>1", 1.5, 1, 2}, {"q NaN", math.NaN(), 1, 2},
 		{"sigma 0", 0.1, 0, 2}, {"sigma<0", 0.1, -1, 2}, {"sigma Inf", 0.1, math.Inf(1), 2},
-		{"alpha 1", 0.1, 1, 1}, {"alpha NaN", 0.1, 1, math.NaN()}, {"alpha Inf", 0.1, 1, math.Inf(1)},
+		{"alpha 1", 0.1, 1, 1}, {"sigma underflow q=1", 1, 1e-200, 2}, {"sigma underflow", 0.1, 1e-200, 2.5}, {"alpha NaN", 0.1, 1, math.NaN()}, {"alpha Inf", 0.1, 1, math.Inf(1)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -138,7 +138,7 @@ func (t *sgmTables) rdp(alpha float64) (float64, error) {
 		return 0, nil
 	}
 	if t.q == 1 {
-		return alpha / (2 * t.sigma * t.sigma), nil
+		return finiteRDP(alpha/(2*t.sigma*t.sigma), t.q, t.sigma, alpha)
 	}
 	var logA float64
 	switch {
@@ -153,12 +153,8 @@ func (t *sgmTables) rdp(alpha float64) (float64, error) {
 			logA, err = logAQuad(t.q, t.sigma, alpha)
 		}
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("sampled Gaussian RDP (q=%v, sigma=%v, alpha=%v): %w", t.q, t.sigma, alpha, err)
 		}
 	}
-	r := logA / (alpha - 1)
-	if math.IsNaN(r) {
-		return 0, fmt.Errorf("sampled Gaussian RDP (q=%v, sigma=%v, alpha=%v) is NaN", t.q, t.sigma, alpha)
-	}
-	return math.Max(r, 0), nil
+	return finiteRDP(math.Max(logA/(alpha-1), 0), t.q, t.sigma, alpha)
 }
