@@ -24,13 +24,15 @@ func newAccountCmd() *cobra.Command {
   rero   ReRo bound on reconstruction success (Hayes et al.): Monte Carlo blow-up
          with a confidence interval, the q = 1 closed form, the RDP-based bound.
   fil    summary of per-sample dFIL files (.npy): max, median, quantiles, MSE bounds.
-  kappa  the FIL subsampling factor κ (Guo et al. Theorem 4).`,
+  kappa  the FIL subsampling factor κ (Guo et al. Theorem 4).
+  mse    MSE lower bounds from an order-2 RDP (Theorem 1), a dFIL (Theorem 2) and a
+         prior's Fisher information (van Trees).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(newAccountRDPCmd(), newAccountReRoCmd(), newAccountFILCmd(), newAccountKappaCmd())
+	cmd.AddCommand(newAccountRDPCmd(), newAccountReRoCmd(), newAccountFILCmd(), newAccountKappaCmd(), newAccountMSECmd())
 	return cmd
 }
 
@@ -486,6 +488,103 @@ func newAccountKappaCmd() *cobra.Command {
 	f.Float64Var(&deltaF, "delta-f", 0, "per-step failure probability δ_f in (0, 1)")
 	f.IntVar(&steps, "steps", 0, "number of steps T (for δ_f = 1/(T·N))")
 	f.IntVar(&n, "n", 0, "training set size N (for δ_f = 1/(T·N))")
+	addJSONFlag(cmd, &asJSON)
+	return cmd
+}
+
+// accountMSEResult is the JSON of 'account mse'; absent bounds were not requested,
+// null ones are +∞ (no leakage).
+type accountMSEResult struct {
+	Eps2             *float64 `json:"eps2,omitempty"`
+	Diameter         *float64 `json:"diameter,omitempty"`
+	DFIL             *float64 `json:"dfil,omitempty"`
+	PriorFisherTrace *float64 `json:"prior_fisher_trace,omitempty"`
+	D                int      `json:"d,omitempty"`
+	MSEBoundRDP      *float64 `json:"mse_bound_rdp,omitempty"`
+	MSEBoundFIL      *float64 `json:"mse_bound_fil,omitempty"`
+	MSEBoundVanTrees *float64 `json:"mse_bound_van_trees,omitempty"`
+}
+
+func newAccountMSECmd() *cobra.Command {
+	var (
+		eps2, diam, dfil, jprior float64
+		d                        int
+		asJSON                   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "mse",
+		Short: "MSE lower bounds on reconstruction: Theorem 1 (RDP), Theorem 2 (dFIL), van Trees",
+		Long: `--eps2: Theorem 1 for an unbiased attacker, MSE ≥ diam²/(4(e^eps2 − 1)) with every
+coordinate of diameter --diameter (1 for [0,1]^d).
+--dfil: Theorem 2, MSE ≥ 1/dFIL.
+--dfil with --prior-fisher-trace J and --d: van Trees (Edmunds eq. 1.3) for a biased
+attacker averaged over the prior, MSE ≥ 1/(E_π[dFIL] + J/d) (--dfil is then E_π[dFIL]).`,
+		Example: `  dpfil account mse --eps2 0.33 --dfil 0.5
+  dpfil account mse --dfil 2 --prior-fisher-trace 3136 --d 784 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			hasE, hasF, hasJ := cmd.Flags().Changed("eps2"), cmd.Flags().Changed("dfil"), cmd.Flags().Changed("prior-fisher-trace")
+			if !hasE && !hasF {
+				return fmt.Errorf("give --eps2 and/or --dfil")
+			}
+			if hasJ && !hasF {
+				return fmt.Errorf("--prior-fisher-trace needs --dfil (the prior mean dFIL)")
+			}
+			var res accountMSEResult
+			bound := func(v float64) *float64 {
+				if math.IsInf(v, 1) {
+					return nil
+				}
+				return &v
+			}
+			if hasE {
+				b, err := accounting.MSEBoundRDPGeneral(eps2, []float64{diam}, nil, 0)
+				if err != nil {
+					return fmt.Errorf("Theorem 1 bound: %w", err)
+				}
+				res.Eps2, res.Diameter, res.MSEBoundRDP = &eps2, &diam, bound(b)
+			}
+			if hasF {
+				if err := acctCheckFinite("dfil", dfil); err != nil {
+					return err
+				}
+				if dfil < 0 {
+					return fmt.Errorf("--dfil = %v must be ≥ 0", dfil)
+				}
+				res.DFIL, res.MSEBoundFIL = &dfil, bound(accounting.MSEBoundFIL(dfil))
+			}
+			if hasJ {
+				b, err := accounting.MSEBoundVanTrees(dfil, jprior, d)
+				if err != nil {
+					return fmt.Errorf("van Trees bound: %w", err)
+				}
+				res.PriorFisherTrace, res.D, res.MSEBoundVanTrees = &jprior, d, bound(b)
+			}
+			show := func(p *float64) string {
+				if p == nil {
+					return "+Inf (no leakage)"
+				}
+				return fmt.Sprintf("%.6g", *p)
+			}
+			return emit(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) {
+				if hasE {
+					fmt.Fprintf(w, "Theorem 1 (RDP, eps2 = %g, diameter %g): MSE ≥ %s\n", eps2, diam, show(res.MSEBoundRDP))
+				}
+				if hasF {
+					fmt.Fprintf(w, "Theorem 2 (dFIL = %g, unbiased attacker): MSE ≥ %s\n", dfil, show(res.MSEBoundFIL))
+				}
+				if hasJ {
+					fmt.Fprintf(w, "van Trees (prior Fisher trace %g, d = %d): MSE ≥ %s\n", jprior, d, show(res.MSEBoundVanTrees))
+				}
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.Float64Var(&eps2, "eps2", 0, "order-2 RDP of the whole run (Theorem 1)")
+	f.Float64Var(&diam, "diameter", 1, "per-coordinate diameter of the data space (1 for [0,1]^d)")
+	f.Float64Var(&dfil, "dfil", 0, "dFIL = Tr(I)/d of a sample (Theorem 2), or its prior mean (van Trees)")
+	f.Float64Var(&jprior, "prior-fisher-trace", 0, "trace of the prior's Fisher information J(f_π) (van Trees)")
+	f.IntVar(&d, "d", 0, "data dimension (van Trees)")
 	addJSONFlag(cmd, &asJSON)
 	return cmd
 }

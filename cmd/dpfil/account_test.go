@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -213,6 +214,33 @@ func TestAccountKappa(t *testing.T) {
 	}
 }
 
+func TestAccountMSE(t *testing.T) {
+	m := accountJSON(t, "mse", "--eps2", fmt.Sprint(math.Log(2)), "--dfil", "4")
+	if math.Abs(acctNum(t, m, "mse_bound_rdp")-0.25) > 1e-12 || acctNum(t, m, "mse_bound_fil") != 0.25 {
+		t.Errorf("mse %v", m)
+	}
+	if _, ok := m["mse_bound_van_trees"]; ok {
+		t.Error("van Trees not requested")
+	}
+	// Paper observation 3: diameter 100, ε = 2 → ≈ 391.
+	g := accountJSON(t, "mse", "--eps2", "2", "--diameter", "100")
+	if math.Round(acctNum(t, g, "mse_bound_rdp")) != 391 {
+		t.Errorf("diameter 100: %v", g)
+	}
+	v := accountJSON(t, "mse", "--dfil", "2", "--prior-fisher-trace", "3136", "--d", "784")
+	if math.Abs(acctNum(t, v, "mse_bound_van_trees")-1.0/6) > 1e-15 {
+		t.Errorf("van Trees %v", v)
+	}
+	z := accountJSON(t, "mse", "--dfil", "0")
+	if _, ok := z["mse_bound_fil"]; ok || acctNum(t, z, "dfil") != 0 {
+		t.Errorf("dFIL 0 must give an absent (infinite) bound: %v", z)
+	}
+	out, _, err := runAccount(t, "mse", "--eps2", "1", "--dfil", "0", "--prior-fisher-trace", "10", "--d", "10")
+	if err != nil || !strings.Contains(out, "Theorem 1") || !strings.Contains(out, "+Inf") || !strings.Contains(out, "van Trees") {
+		t.Errorf("human output %q, %v", out, err)
+	}
+}
+
 func TestAccountHelp(t *testing.T) {
 	out, _, err := runAccount(t)
 	if err != nil || !strings.Contains(out, "rero") {
@@ -286,6 +314,15 @@ func TestAccountErrors(t *testing.T) {
 		{"kappa bad delta", []string{"kappa", "--q", "0.1", "--sigma", "1", "--delta-f", "2"}, "delta_f"},
 		{"kappa bad clip", []string{"kappa", "--q", "0.1", "--sigma", "1", "--delta-f", "1e-5", "--clip-constant", "0"}, "clipping"},
 		{"unknown flag", []string{"rdp", "--bogus"}, "unknown flag"},
+		{"mse nothing", []string{"mse"}, "--eps2"},
+		{"mse eps2<0", []string{"mse", "--eps2", "-1"}, "RDP"},
+		{"mse eps2 NaN", []string{"mse", "--eps2", "NaN"}, "RDP"},
+		{"mse bad diameter", []string{"mse", "--eps2", "1", "--diameter", "-1"}, "diameter"},
+		{"mse dfil<0", []string{"mse", "--dfil", "-1"}, "dfil"},
+		{"mse dfil Inf", []string{"mse", "--dfil", "Inf"}, "finite"},
+		{"mse prior without dfil", []string{"mse", "--eps2", "1", "--prior-fisher-trace", "1", "--d", "3"}, "--dfil"},
+		{"mse van Trees d=0", []string{"mse", "--dfil", "1", "--prior-fisher-trace", "1"}, "dimension"},
+		{"mse van Trees J<0", []string{"mse", "--dfil", "1", "--prior-fisher-trace", "-1", "--d", "3"}, "prior"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
