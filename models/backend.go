@@ -160,30 +160,52 @@ func (b *cpuBackend[T]) Im2col(g ConvGeom, x []T, cols []T, ld int) {
 			for kw := 0; kw < g.KW; kw++ {
 				dst := cols[row*ld : row*ld+hwo]
 				row++
+				// output columns whose input column iw = ow·S − PadL + kw is inside
+				lo, hi := validRange(g.OutW, g.Stride, kw-g.PadL, g.W)
 				p := 0
 				for oh := 0; oh < g.OutH; oh++ {
+					d := dst[p : p+g.OutW]
+					p += g.OutW
 					ih := oh*g.Stride - g.PadT + kh
-					if ih < 0 || ih >= g.H {
-						for ow := 0; ow < g.OutW; ow++ {
-							dst[p] = 0
-							p++
-						}
+					if ih < 0 || ih >= g.H || lo >= hi {
+						clear(d)
 						continue
 					}
+					clear(d[:lo])
+					clear(d[hi:])
 					xr := xc[ih*g.W : (ih+1)*g.W]
-					for ow := 0; ow < g.OutW; ow++ {
-						iw := ow*g.Stride - g.PadL + kw
-						if iw < 0 || iw >= g.W {
-							dst[p] = 0
-						} else {
-							dst[p] = xr[iw]
-						}
-						p++
+					iw := lo*g.Stride - g.PadL + kw
+					if g.Stride == 1 {
+						copy(d[lo:hi], xr[iw:iw+hi-lo])
+						continue
+					}
+					for ow := lo; ow < hi; ow++ {
+						d[ow] = xr[iw]
+						iw += g.Stride
 					}
 				}
 			}
 		}
 	}
+}
+
+// validRange returns the range [lo, hi) of output indices o in [0, n) with
+// 0 ≤ o·stride + off < size.
+func validRange(n, stride, off, size int) (lo, hi int) {
+	lo = 0
+	if off < 0 {
+		lo = (-off + stride - 1) / stride
+	}
+	hi = n
+	if last := (size - 1 - off); last < 0 {
+		hi = 0
+	} else if h := last/stride + 1; h < hi {
+		hi = h
+	}
+	if lo > hi {
+		lo = hi
+	}
+	return lo, hi
 }
 
 func (b *cpuBackend[T]) Col2im(g ConvGeom, cols []T, ld int, dx []T) {

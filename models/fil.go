@@ -55,14 +55,8 @@ func (n *Network[T]) ClippedGradSum(params, x []T, y []int, batch int, clip Clip
 		clear(acc)
 		for s := 0; s < c; s++ {
 			g := ws.grads[s*P : (s+1)*P]
-			var ss float64
-			for _, v := range g {
-				ss += float64(v) * float64(v)
-			}
-			sc, _ := clip.Scale(math.Sqrt(ss))
-			for i, v := range g {
-				acc[i] += sc * float64(v)
-			}
+			sc, _ := clip.Scale(math.Sqrt(n.be.Dot(g, g)))
+			addScaled(acc, sc, g)
 			losses[s0+s] = float64(ws.losses[s])
 		}
 		mu.Lock()
@@ -80,6 +74,21 @@ func (n *Network[T]) ClippedGradSum(params, x []T, y []int, batch int, clip Clip
 		sum[i] = T(v)
 	}
 	return nil
+}
+
+// addScaled adds sc·g to acc, in float64.
+func addScaled[T Float](acc []float64, sc float64, g []T) {
+	acc = acc[:len(g)]
+	i := 0
+	for ; i+4 <= len(g); i += 4 {
+		acc[i] += sc * float64(g[i])
+		acc[i+1] += sc * float64(g[i+1])
+		acc[i+2] += sc * float64(g[i+2])
+		acc[i+3] += sc * float64(g[i+3])
+	}
+	for ; i < len(g); i++ {
+		acc[i] += sc * float64(g[i])
+	}
 }
 
 // FILSqNorms writes, for each sample s, Σ_j ‖J_s e_{coords[s][j]}‖² to out[s], where

@@ -212,3 +212,22 @@ func TestInitParams(t *testing.T) {
 		}
 	}
 }
+
+// TestValidRange compares validRange with a brute-force scan.
+func TestValidRange(t *testing.T) {
+	for n := 0; n < 6; n++ {
+		for stride := 1; stride < 4; stride++ {
+			for off := -5; off < 6; off++ {
+				for size := 1; size < 8; size++ {
+					lo, hi := validRange(n, stride, off, size)
+					for o := 0; o < n; o++ {
+						in := o*stride+off >= 0 && o*stride+off < size
+						if in != (o >= lo && o < hi) {
+							t.Fatalf("n=%d stride=%d off=%d size=%d: [%d,%d) wrong at %d", n, stride, off, size, lo, hi, o)
+						}
+					}
+				}
+			}
+		}
+	}
+}
