@@ -18,6 +18,9 @@ import (
 func logAQuad(q, sigma, alpha float64) (float64, error) {
 	lq, l1q := math.Log(q), math.Log1p(-q)
 	inv := 1 / (2 * sigma * sigma)
+	if math.IsInf(inv, 0) {
+		return 0, fmt.Errorf("quadrature of A_alpha: sigma = %v too small (1/σ² overflows)", sigma)
+	}
 	logRatio := func(z float64) float64 {
 		x := (2*z - 1) * inv
 		if x > 30 {
