@@ -35,23 +35,34 @@ type benchRate struct {
 	FloorSamplesPerS float64 `json:"floor_samples_per_s"`
 	// TimesFloor is the measured time over the floor time (1 = at the floor).
 	TimesFloor float64 `json:"times_floor"`
+	// CPUSeconds is the process CPU time (all threads) spent; the CPU-time floor
+	// ratio compares CPU time per sample with the SGEMM's CPU time per FLOP, which
+	// is far less sensitive to other processes' load than wall time.
+	CPUSeconds       float64 `json:"cpu_seconds"`
+	TimesFloorCPU    float64 `json:"times_floor_cpu"`
+	CPUSecPerSample  float64 `json:"cpu_seconds_per_sample"`
+	FloorCPUSecPerSm float64 `json:"floor_cpu_seconds_per_sample"`
 }
 
 // benchEngineResult is the JSON object of 'dpfil bench engine'.
 type benchEngineResult struct {
-	Model       string     `json:"model"`
-	Params      int        `json:"params"`
-	InputDim    int        `json:"input_dim"`
-	Batch       int        `json:"batch"`
-	Coords      int        `json:"coords"`
-	Workers     int        `json:"workers"`
-	Backend     string     `json:"backend"`
-	SGEMMGFLOPs float64    `json:"sgemm_1024_gflop_per_s"`
-	Grad        benchRate  `json:"per_sample_grad"`
-	FIL         benchRate  `json:"fil_step"`
-	Oracle      *benchRate `json:"oracle_per_sample_grad,omitempty"`
+	Model       string  `json:"model"`
+	Params      int     `json:"params"`
+	InputDim    int     `json:"input_dim"`
+	Batch       int     `json:"batch"`
+	Coords      int     `json:"coords"`
+	Workers     int     `json:"workers"`
+	Backend     string  `json:"backend"`
+	SGEMMGFLOPs float64 `json:"sgemm_1024_gflop_per_s"`
+	// SGEMMGFLOPPerCPUs is the SGEMM's GFLOP per CPU-second (all threads).
+	SGEMMGFLOPPerCPUs float64    `json:"sgemm_1024_gflop_per_cpu_s"`
+	Grad              benchRate  `json:"per_sample_grad"`
+	FIL               benchRate  `json:"fil_step"`
+	Oracle            *benchRate `json:"oracle_per_sample_grad,omitempty"`
 	// GradSpeedupVsOracle is engine per-sample-gradient samples/s over the oracle's.
 	GradSpeedupVsOracle float64 `json:"grad_speedup_vs_oracle,omitempty"`
+	// GradSpeedupVsOracleCPU is the same in CPU time per sample (load-insensitive).
+	GradSpeedupVsOracleCPU float64 `json:"grad_speedup_vs_oracle_cpu,omitempty"`
 }
 
 // benchEngineOptions configures one engine benchmark.
@@ -103,8 +114,9 @@ SGEMM rate; times_floor is measured time over floor time.`,
 	return cmd
 }
 
-// sgemmRate measures gonum's 1024³ SGEMM for at least minSec seconds, in GFLOP/s.
-func sgemmRate(minSec float64) float64 {
+// sgemmRate measures gonum's 1024³ SGEMM for at least minSec seconds, in GFLOP/s of
+// wall time and GFLOP per CPU-second.
+func sgemmRate(minSec float64) (wall, cpu float64) {
 	const n = 1024
 	a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
 	for i := range a {
@@ -112,27 +124,36 @@ func sgemmRate(minSec float64) float64 {
 	}
 	impl := blas32.Implementation()
 	reps := 0
-	t0 := time.Now()
+	t0, c0 := time.Now(), processCPUTime()
 	for reps == 0 || time.Since(t0).Seconds() < minSec {
 		impl.Sgemm(blas.NoTrans, blas.NoTrans, n, n, n, 1, a, n, b, n, 0, c, n)
 		reps++
 	}
-	return 2 * n * n * n * float64(reps) / time.Since(t0).Seconds() / 1e9
+	gf := 2 * n * n * n * float64(reps) / 1e9
+	wall = gf / time.Since(t0).Seconds()
+	if dc := (processCPUTime() - c0).Seconds(); dc > 0 {
+		cpu = gf / dc
+	}
+	return wall, cpu
 }
 
 // timeLoop calls fn (which returns the samples it processed) until minSec have
-// passed, at least once, and returns the samples processed and the seconds taken.
-func timeLoop(minSec float64, fn func() (int, error)) (int, float64, error) {
+// passed, at least once, and adds the samples processed, the wall seconds and the
+// CPU seconds taken to r.
+func timeLoop(minSec float64, r *benchRate, fn func() (int, error)) error {
 	done := 0
-	t0 := time.Now()
+	t0, c0 := time.Now(), processCPUTime()
 	for done == 0 || time.Since(t0).Seconds() < minSec {
 		n, err := fn()
 		if err != nil {
-			return 0, 0, err
+			return err
 		}
 		done += n
 	}
-	return done, time.Since(t0).Seconds(), nil
+	r.Samples += done
+	r.Seconds += time.Since(t0).Seconds()
+	r.CPUSeconds += (processCPUTime() - c0).Seconds()
+	return nil
 }
 
 func runBenchEngine(o benchEngineOptions) (*benchEngineResult, error) {
@@ -174,7 +195,7 @@ func runBenchEngine(o benchEngineOptions) (*benchEngineResult, error) {
 	res := &benchEngineResult{Model: arch.Name, Params: m.NumParams(), InputDim: d, Batch: o.batch,
 		Coords: o.coords, Workers: runtime.GOMAXPROCS(0), Backend: "cpu"}
 	gemmSec := max(0.5, o.seconds/5)
-	rate0 := sgemmRate(gemmSec)
+	rate0, cpu0 := sgemmRate(gemmSec)
 
 	clip := models.Clip{Mode: models.ClipSmooth, C: 1}
 	sum := make([]float32, m.NumParams())
@@ -192,19 +213,13 @@ func runBenchEngine(o benchEngineOptions) (*benchEngineResult, error) {
 	res.Grad = benchRate{FLOPsPerSample: fl.PerSampleGrad}
 	const rounds = 3
 	for r := 0; r < rounds; r++ {
-		ns, sec, err := timeLoop(o.seconds/rounds, engine)
-		if err != nil {
+		if err := timeLoop(o.seconds/rounds, &res.Grad, engine); err != nil {
 			return nil, fmt.Errorf("bench engine: per-sample gradients: %w", err)
 		}
-		res.Grad.Samples += ns
-		res.Grad.Seconds += sec
 		if other != nil {
-			ns, sec, err := timeLoop(o.seconds/rounds, other)
-			if err != nil {
+			if err := timeLoop(o.seconds/rounds, res.Oracle, other); err != nil {
 				return nil, fmt.Errorf("bench engine: oracle: %w", err)
 			}
-			res.Oracle.Samples += ns
-			res.Oracle.Seconds += sec
 		}
 	}
 
@@ -217,7 +232,8 @@ func runBenchEngine(o benchEngineOptions) (*benchEngineResult, error) {
 		coords[s] = make([]int, o.coords)
 	}
 	out := make([]float64, fb)
-	ns, sec, err := timeLoop(o.seconds, func() (int, error) {
+	res.FIL = benchRate{FLOPsPerSample: fl.FILStep}
+	err = timeLoop(o.seconds, &res.FIL, func() (int, error) {
 		for _, c := range coords { // fresh coordinates per call, as in training
 			for j := range c {
 				c[j] = rng.IntN(d)
@@ -228,10 +244,10 @@ func runBenchEngine(o benchEngineOptions) (*benchEngineResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench engine: FIL step: %w", err)
 	}
-	res.FIL = benchRate{Samples: ns, Seconds: sec, FLOPsPerSample: fl.FILStep}
 
-	rate1 := sgemmRate(gemmSec)
+	rate1, cpu1 := sgemmRate(gemmSec)
 	res.SGEMMGFLOPs = (rate0 + rate1) / 2
+	res.SGEMMGFLOPPerCPUs = (cpu0 + cpu1) / 2
 	for _, r := range []*benchRate{&res.Grad, &res.FIL, res.Oracle} {
 		if r == nil {
 			continue
@@ -240,9 +256,17 @@ func runBenchEngine(o benchEngineOptions) (*benchEngineResult, error) {
 		r.GFLOPs = r.SamplesPerS * r.FLOPsPerSample / 1e9
 		r.FloorSamplesPerS = res.SGEMMGFLOPs * 1e9 / r.FLOPsPerSample
 		r.TimesFloor = r.FloorSamplesPerS / r.SamplesPerS
+		if r.CPUSeconds > 0 && res.SGEMMGFLOPPerCPUs > 0 {
+			r.CPUSecPerSample = r.CPUSeconds / float64(r.Samples)
+			r.FloorCPUSecPerSm = r.FLOPsPerSample / (res.SGEMMGFLOPPerCPUs * 1e9)
+			r.TimesFloorCPU = r.CPUSecPerSample / r.FloorCPUSecPerSm
+		}
 	}
 	if res.Oracle != nil {
 		res.GradSpeedupVsOracle = res.Grad.SamplesPerS / res.Oracle.SamplesPerS
+		if res.Grad.CPUSecPerSample > 0 {
+			res.GradSpeedupVsOracleCPU = res.Oracle.CPUSecPerSample / res.Grad.CPUSecPerSample
+		}
 	}
 	return res, nil
 }
@@ -274,15 +298,16 @@ func oracleRoute(arch models.Arch, params, x []float32, y []int) (func() (int, e
 func printBenchEngine(w io.Writer, r *benchEngineResult) {
 	fmt.Fprintf(w, "engine benchmark: %s (%d params, d = %d), batch %d, k = %d, %d workers, backend %s\n",
 		r.Model, r.Params, r.InputDim, r.Batch, r.Coords, r.Workers, r.Backend)
-	fmt.Fprintf(w, "gonum SGEMM 1024³: %.2f GFLOP/s (mean of before and after)\n", r.SGEMMGFLOPs)
+	fmt.Fprintf(w, "gonum SGEMM 1024³: %.2f GFLOP/s, %.2f GFLOP per CPU-second (mean of before and after)\n", r.SGEMMGFLOPs, r.SGEMMGFLOPPerCPUs)
 	line := func(name string, b benchRate) {
-		fmt.Fprintf(w, "%-26s %9.1f samples/s  %7.2f MFLOP/sample  %6.2f GFLOP/s  floor %9.1f samples/s  %.2f× floor\n",
-			name, b.SamplesPerS, b.FLOPsPerSample/1e6, b.GFLOPs, b.FloorSamplesPerS, b.TimesFloor)
+		fmt.Fprintf(w, "%-26s %9.1f samples/s  %7.2f MFLOP/sample  %6.2f GFLOP/s  floor %9.1f samples/s  %.2f× floor (CPU time: %.2f× floor)\n",
+			name, b.SamplesPerS, b.FLOPsPerSample/1e6, b.GFLOPs, b.FloorSamplesPerS, b.TimesFloor, b.TimesFloorCPU)
 	}
 	line("per-sample gradients", r.Grad)
 	line(fmt.Sprintf("FIL step (k = %d)", r.Coords), r.FIL)
 	if r.Oracle != nil {
 		line("Gorgonia per-sample route", *r.Oracle)
-		fmt.Fprintf(w, "engine per-sample gradients are %.1f× the Gorgonia route\n", r.GradSpeedupVsOracle)
+		fmt.Fprintf(w, "engine per-sample gradients are %.1f× the Gorgonia route (%.1f× in CPU time per sample)\n",
+			r.GradSpeedupVsOracle, r.GradSpeedupVsOracleCPU)
 	}
 }

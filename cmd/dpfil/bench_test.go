@@ -41,7 +41,8 @@ func TestBenchEngineJSON(t *testing.T) {
 				t.Errorf("header %+v", r)
 			}
 			for name, b := range map[string]benchRate{"grad": r.Grad, "fil": r.FIL} {
-				if !(b.SamplesPerS > 0) || b.Samples < 4 || !(b.FLOPsPerSample > 0) || !(b.FloorSamplesPerS > 0) || !(b.TimesFloor > 0) {
+				if !(b.SamplesPerS > 0) || b.Samples < 4 || !(b.FLOPsPerSample > 0) || !(b.FloorSamplesPerS > 0) || !(b.TimesFloor > 0) ||
+					!(b.CPUSeconds > 0) || !(b.TimesFloorCPU > 0) {
 					t.Errorf("%s: %+v", name, b)
 				}
 			}
@@ -51,7 +52,7 @@ func TestBenchEngineJSON(t *testing.T) {
 			if (r.Oracle != nil) != (tc.oracle == "--oracle=true") {
 				t.Errorf("oracle result present = %v with %s", r.Oracle != nil, tc.oracle)
 			}
-			if r.Oracle != nil && !(r.GradSpeedupVsOracle > 0) {
+			if r.Oracle != nil && !(r.GradSpeedupVsOracle > 0 && r.GradSpeedupVsOracleCPU > 0) {
 				t.Errorf("speedup %v", r.GradSpeedupVsOracle)
 			}
 		})

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package main
+
+import "time"
+
+// processCPUTime is not available on this platform; CPU-time rates are then 0.
+func processCPUTime() time.Duration { return 0 }
