@@ -152,6 +152,8 @@ func SummaryQuantiles() []float64 {
 // interpolation between order statistics, numpy's default) and the Theorem 2 MSE
 // bounds for an unbiased attacker, 1/max dFIL (worst sample) and 1/median dFIL.
 // Bounds are +Inf when the dFIL is 0; JSON encodes non-finite numbers as null.
+// Use it as a named field, not embedded: an embedded FILSummary would promote its
+// MarshalJSON and hide the enclosing struct's other fields.
 type FILSummary struct {
 	Count          int                `json:"count"`
 	Max            float64            `json:"max"`
