@@ -68,7 +68,7 @@ func Histogram(values []float64, opt HistOptions) (*gplot.Plot, HistStats, error
 		}
 		st.Edges = append(st.Edges, b.Max)
 	}
-	h.FillColor = color.RGBA{R: 214, G: 39, B: 40, A: 200}
+	h.FillColor = color.NRGBA{R: 214, G: 39, B: 40, A: 200}
 	h.LineStyle.Width = vg.Points(0.5)
 	p := gplot.New()
 	p.Title.Text = opt.Title
