@@ -84,6 +84,7 @@ type Backend[T Float] interface {
 // cpuBackend is the pure-Go backend: gonum BLAS for GEMM, plain loops elsewhere.
 type cpuBackend[T Float] struct {
 	workers int
+	tile    bool // run GEMMs serially in tiles (see Gemm)
 }
 
 // NewCPUBackend returns the CPU backend. Its GEMM is gonum's native (pure Go,
@@ -93,7 +94,7 @@ func NewCPUBackend[T Float]() Backend[T] {
 	if w < 1 {
 		w = 1
 	}
-	return &cpuBackend[T]{workers: w}
+	return &cpuBackend[T]{workers: w, tile: w > 1}
 }
 
 func (b *cpuBackend[T]) Name() string    { return "cpu" }
@@ -111,6 +112,41 @@ func (b *cpuBackend[T]) Gemm(transA, transB bool, m, n, k int, alpha T, a []T, l
 	if m == 0 || n == 0 {
 		return
 	}
+	if b.tile && (m > gemmTileM || n > gemmTileN) {
+		// Networks already run one worker per CPU: cut C into tiles small enough for
+		// gonum's serial kernel instead of letting it start goroutines per 64×64 block.
+		for i := 0; i < m; i += gemmTileM {
+			mi := min(gemmTileM, m-i)
+			var ai []T
+			if transA {
+				ai = a[i:]
+			} else {
+				ai = a[i*lda:]
+			}
+			for j := 0; j < n; j += gemmTileN {
+				nj := min(gemmTileN, n-j)
+				var bj []T
+				if transB {
+					bj = bb[j*ldb:]
+				} else {
+					bj = bb[j:]
+				}
+				b.gemm(transA, transB, mi, nj, k, alpha, ai, lda, bj, ldb, beta, c[i*ldc+j:], ldc)
+			}
+		}
+		return
+	}
+	b.gemm(transA, transB, m, n, k, alpha, a, lda, bb, ldb, beta, c, ldc)
+}
+
+// gemmTileM×gemmTileN is the tile of cpuBackend.Gemm: gonum runs a GEMM serially when
+// it has fewer than 4 blocks of 64×64, and a 64×192 tile has 3.
+const (
+	gemmTileM = 64
+	gemmTileN = 192
+)
+
+func (b *cpuBackend[T]) gemm(transA, transB bool, m, n, k int, alpha T, a []T, lda int, bb []T, ldb int, beta T, c []T, ldc int) {
 	switch any(a).(type) {
 	case []float32:
 		blas32.Implementation().Sgemm(trans(transA), trans(transB), m, n, k, float32(alpha),

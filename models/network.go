@@ -14,20 +14,12 @@ type netLayer struct {
 	wOff, nW  int // weight offset and size in the flat parameter vector
 	bOff, nB  int // bias offset and size
 	conv      ConvGeom
-	// patchT: the layer also keeps each sample's patch matrix transposed (HWo×CKK),
-	// so that the per-sample weight-gradient GEMMs run over rows of length CKK
-	// instead of dot products of length HWo (chosen when HWo is small).
-	patchT    bool
 	pool      PoolGeom
 	act       Act
 	mean, inv []float64 // normalize: per-channel mean and 1/std
 }
 
 func (l *netLayer) hasParams() bool { return l.kind == KindConv || l.kind == KindDense }
-
-// patchTMaxHWo is the output size below which a conv layer keeps transposed patch
-// matrices (see netLayer.patchT).
-const patchTMaxHWo = 128
 
 // Network is an architecture evaluated by a backend in precision T: batched forward,
 // per-sample gradients, and forward-over-reverse tangents (directional derivatives of
@@ -80,7 +72,6 @@ func NewNetwork[T Float](arch Arch, be Backend[T]) (*Network[T], error) {
 		case KindConv:
 			l.conv = ConvGeom{InC: in.C, H: in.H, W: in.W, KH: spec.KH, KW: spec.KW, Stride: spec.Stride,
 				PadT: spec.PadT, PadB: spec.PadB, PadL: spec.PadL, PadR: spec.PadR, OutH: out.H, OutW: out.W}
-			l.patchT = l.conv.HWo() < patchTMaxHWo
 			fallthrough
 		case KindDense:
 			l.wOff, l.nW = ps[pi].Offset, ps[pi].Size
@@ -170,8 +161,6 @@ type workspace[T Float] struct {
 	tacts    [][]T     // tangents of acts, cs·kc rows
 	tdlt     [][]T     // tangents of dlt, cs·kc rows
 	tcols    [][]T     // conv layers: im2col of the tangent inputs, CKK×(cs·kc·HWo)
-	colsT    [][]T     // patchT conv layers: per-sample transposed patches, cs×HWo×CKK
-	tcolsT   [][]T     // patchT conv layers: per-row transposed tangent patches
 	spIdx    []int     // one-hot input tangents: coordinate of each row (−1: none)
 	spVal    []T       // and its value at the first parameter layer
 	scratch  []T       // patch-matrix scratch: max CKK·HWo × max(cs, cs·kc)
@@ -200,9 +189,6 @@ func (n *Network[T]) convFloats() (total, maxCol, maxOut int) {
 		if l.kind == KindConv {
 			c := l.conv.CKK() * l.conv.HWo()
 			total += c
-			if l.patchT {
-				total += c
-			}
 			maxCol = max(maxCol, c)
 			maxOut = max(maxOut, l.outN)
 		}
@@ -262,7 +248,6 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 	ws.acts = make([][]T, L+1)
 	ws.dlt = make([][]T, L+1)
 	ws.cols = make([][]T, L)
-	ws.colsT = make([][]T, L)
 	ws.acts[0] = be.Alloc(cs * n.d)
 	ws.dlt[0] = be.Alloc(cs * n.d)
 	_, maxCol, maxOut := n.convFloats()
@@ -276,9 +261,6 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 		ws.dlt[i+1] = be.Alloc(cs * l.outN)
 		if l.kind == KindConv {
 			ws.cols[i] = be.Alloc(cs * l.conv.CKK() * l.conv.HWo())
-			if l.patchT {
-				ws.colsT[i] = be.Alloc(cs * l.conv.CKK() * l.conv.HWo())
-			}
 		}
 	}
 	rows := max(cs, cs*kc)
@@ -291,7 +273,6 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 		ws.tacts = make([][]T, L+1)
 		ws.tdlt = make([][]T, L+1)
 		ws.tcols = make([][]T, L)
-		ws.tcolsT = make([][]T, L)
 		ws.tacts[0] = be.Alloc(rows * n.d)
 		ws.tdlt[0] = be.Alloc(rows * n.d)
 		for i, l := range n.layers {
@@ -304,9 +285,6 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 			ws.tdlt[i+1] = be.Alloc(rows * l.outN)
 			if l.kind == KindConv {
 				ws.tcols[i] = be.Alloc(rows * l.conv.CKK() * l.conv.HWo())
-				if l.patchT {
-					ws.tcolsT[i] = be.Alloc(rows * l.conv.CKK() * l.conv.HWo())
-				}
 			}
 		}
 		ws.spIdx = make([]int, rows)
@@ -336,22 +314,6 @@ func (n *Network[T]) convForwardRows(l *netLayer, W, in, out, cols, tmp []T, m i
 	for o := 0; o < oc; o++ {
 		for r := 0; r < m; r++ {
 			copy(out[r*l.outN+o*hwo:r*l.outN+(o+1)*hwo], tmp[o*ld+r*hwo:o*ld+(r+1)*hwo])
-		}
-	}
-}
-
-// transposePatches copies the m side-by-side patch matrices of cols (CKK×(m·HWo))
-// to m consecutive HWo×CKK matrices in colsT.
-func transposePatches[T Float](g ConvGeom, cols, colsT []T, m int) {
-	ckk, hwo := g.CKK(), g.HWo()
-	ld := m * hwo
-	for r := 0; r < m; r++ {
-		dst := colsT[r*hwo*ckk : (r+1)*hwo*ckk]
-		for j := 0; j < ckk; j++ {
-			src := cols[j*ld+r*hwo : j*ld+(r+1)*hwo]
-			for p, v := range src {
-				dst[p*ckk+j] = v
-			}
 		}
 	}
 }
@@ -467,9 +429,6 @@ func (n *Network[T]) forward(ws *workspace[T], params []T, cs int) {
 		switch l.kind {
 		case KindConv:
 			n.convForwardRows(l, params[l.wOff:l.wOff+l.nW], in, out, ws.cols[i], ws.scratch2, cs)
-			if l.patchT {
-				transposePatches(l.conv, ws.cols[i], ws.colsT[i], cs)
-			}
 			for s := 0; s < cs; s++ {
 				addBiasRows(out[s*l.outN:(s+1)*l.outN], params[l.bOff:l.bOff+l.nB], l.conv.HWo())
 			}
@@ -555,11 +514,7 @@ func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bo
 			for s := 0; s < cs; s++ {
 				D := dout[s*l.outN : (s+1)*l.outN]
 				gw := ws.grads[s*P+l.wOff : s*P+l.wOff+l.nW]
-				if l.patchT {
-					be.Gemm(false, false, l.out.C, ckk, hwo, 1, D, hwo, ws.colsT[i][s*hwo*ckk:], ckk, 0, gw, ckk)
-				} else {
-					be.Gemm(false, true, l.out.C, ckk, hwo, 1, D, hwo, ws.cols[i][s*hwo:], ld, 0, gw, ckk)
-				}
+				be.Gemm(false, true, l.out.C, ckk, hwo, 1, D, hwo, ws.cols[i][s*hwo:], ld, 0, gw, ckk)
 				rowSums(D, hwo, ws.grads[s*P+l.bOff:s*P+l.bOff+l.nB])
 			}
 			if needIn {

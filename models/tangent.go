@@ -191,9 +191,6 @@ func (n *Network[T]) tangentForward(ws *workspace[T], params []T, cs, kc int, tp
 		case KindConv:
 			hwo := l.conv.HWo()
 			n.convForwardRows(l, params[l.wOff:l.wOff+l.nW], tin, tout, ws.tcols[i], ws.scratch2, rows)
-			if l.patchT {
-				transposePatches(l.conv, ws.tcols[i], ws.tcolsT[i], rows)
-			}
 			if tp != nil {
 				ckk := l.conv.CKK()
 				for r := 0; r < rows; r++ {
@@ -347,11 +344,7 @@ func (n *Network[T]) gradTangents(ws *workspace[T], s, cs, kc int, sparse bool) 
 		case KindConv:
 			g := l.conv
 			ckk, hwo := g.CKK(), g.HWo()
-			if l.patchT {
-				be.Gemm(false, false, kc*l.out.C, ckk, hwo, 1, tD, hwo, ws.colsT[i][s*hwo*ckk:], ckk, 0, gw, ckk)
-			} else {
-				be.Gemm(false, true, kc*l.out.C, ckk, hwo, 1, tD, hwo, ws.cols[i][s*hwo:], cs*hwo, 0, gw, ckk)
-			}
+			be.Gemm(false, true, kc*l.out.C, ckk, hwo, 1, tD, hwo, ws.cols[i][s*hwo:], cs*hwo, 0, gw, ckk)
 			if first {
 				hw := g.H * g.W
 				for j := 0; j < kc; j++ {
@@ -370,11 +363,7 @@ func (n *Network[T]) gradTangents(ws *workspace[T], s, cs, kc int, sparse bool) 
 				}
 			} else {
 				for j := 0; j < kc; j++ {
-					if l.patchT {
-						be.Gemm(false, false, l.out.C, ckk, hwo, 1, D, hwo, ws.tcolsT[i][(r0+j)*hwo*ckk:], ckk, 1, gw[j*l.nW:(j+1)*l.nW], ckk)
-					} else {
-						be.Gemm(false, true, l.out.C, ckk, hwo, 1, D, hwo, ws.tcols[i][(r0+j)*hwo:], rows*hwo, 1, gw[j*l.nW:(j+1)*l.nW], ckk)
-					}
+					be.Gemm(false, true, l.out.C, ckk, hwo, 1, D, hwo, ws.tcols[i][(r0+j)*hwo:], rows*hwo, 1, gw[j*l.nW:(j+1)*l.nW], ckk)
 				}
 			}
 			rowSums(tD, hwo, gb)
