@@ -38,7 +38,7 @@ type Result struct {
 	Kappa              float64            `json:"kappa"`                // subsampling factor κ
 	FILDelta           float64            `json:"fil_delta"`            // δ_f used for κ
 	DFILQuantiles      map[string]float64 `json:"dfil_quantiles,omitempty"`
-	TrainLoss          float64            `json:"train_loss"`         // final loss on the training set, mean over repeats
+	TrainLoss          float64            `json:"train_loss"`         // final loss on the first ≤ 10 000 training samples, mean over repeats
 	TrainAccuracy      float64            `json:"train_accuracy"`     // final training accuracy, mean over repeats
 	TestLoss           float64            `json:"test_loss"`          // final test loss, mean over repeats
 	PerClassAccuracy   Floats             `json:"per_class_accuracy"` // test accuracy per class, mean over repeats (null: class absent)

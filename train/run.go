@@ -646,13 +646,24 @@ func (s *setup) run(ctx context.Context, ck *checkpoint, opt Options, logf func(
 	return res, nil
 }
 
+// trainEvalMax caps the training samples the final training loss and accuracy are
+// computed on (the first ones), so that evaluation stays cheap on 50 000-sample sets.
+const trainEvalMax = 10000
+
 // finishRepeat evaluates the final model of a repeat.
 func (s *setup) finishRepeat(w *worker) (RepeatResult, error) {
 	te, err := evaluate(s.model, w.p32, s.test, s.arch.Classes)
 	if err != nil {
 		return RepeatResult{}, err
 	}
-	tr, err := evaluate(s.model, w.p32, s.train, s.arch.Classes)
+	trainEval := s.train
+	if trainEval.N > trainEvalMax {
+		var err error
+		if trainEval, err = trainEval.Head(trainEvalMax); err != nil {
+			return RepeatResult{}, fmt.Errorf("train evaluation: %w", err)
+		}
+	}
+	tr, err := evaluate(s.model, w.p32, trainEval, s.arch.Classes)
 	if err != nil {
 		return RepeatResult{}, err
 	}
