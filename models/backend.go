@@ -281,15 +281,25 @@ func (b *cpuBackend[T]) AvgPool(g PoolGeom, n int, x, y []T) {
 		xs := x[sc*inS : (sc+1)*inS]
 		ys := y[sc*outS : (sc+1)*outS]
 		for oh := 0; oh < g.OutH; oh++ {
-			for ow := 0; ow < g.OutW; ow++ {
-				var s T
-				for kh := 0; kh < g.KH; kh++ {
-					r := xs[(oh*g.Stride+kh)*g.W+ow*g.Stride:]
-					for kw := 0; kw < g.KW; kw++ {
-						s += r[kw]
+			yr := ys[oh*g.OutW : (oh+1)*g.OutW]
+			clear(yr)
+			for kh := 0; kh < g.KH; kh++ {
+				xr := xs[(oh*g.Stride+kh)*g.W : (oh*g.Stride+kh+1)*g.W]
+				for kw := 0; kw < g.KW; kw++ {
+					if g.Stride == 1 {
+						xv := xr[kw : kw+len(yr)]
+						for ow := range yr {
+							yr[ow] += xv[ow]
+						}
+						continue
+					}
+					for ow := range yr {
+						yr[ow] += xr[ow*g.Stride+kw]
 					}
 				}
-				ys[oh*g.OutW+ow] = s * inv
+			}
+			for ow := range yr {
+				yr[ow] *= inv
 			}
 		}
 	}
@@ -302,12 +312,19 @@ func (b *cpuBackend[T]) AvgPoolBack(g PoolGeom, n int, dy, dx []T) {
 		dxs := dx[sc*inS : (sc+1)*inS]
 		dys := dy[sc*outS : (sc+1)*outS]
 		for oh := 0; oh < g.OutH; oh++ {
-			for ow := 0; ow < g.OutW; ow++ {
-				v := dys[oh*g.OutW+ow] * inv
-				for kh := 0; kh < g.KH; kh++ {
-					r := dxs[(oh*g.Stride+kh)*g.W+ow*g.Stride:]
-					for kw := 0; kw < g.KW; kw++ {
-						r[kw] += v
+			dyr := dys[oh*g.OutW : (oh+1)*g.OutW]
+			for kh := 0; kh < g.KH; kh++ {
+				dxr := dxs[(oh*g.Stride+kh)*g.W : (oh*g.Stride+kh+1)*g.W]
+				for kw := 0; kw < g.KW; kw++ {
+					if g.Stride == 1 {
+						dv := dxr[kw : kw+len(dyr)]
+						for ow, v := range dyr {
+							dv[ow] += v * inv
+						}
+						continue
+					}
+					for ow, v := range dyr {
+						dxr[ow*g.Stride+kw] += v * inv
 					}
 				}
 			}
