@@ -23,6 +23,8 @@ type fakeRunner struct {
 	resumed  atomic.Int64 // runs that started from a checkpoint
 	failHash string       // this job fails
 	panicHas string       // this job panics
+	// onStep, if set, is called after each checkpointed step (tests cancel from it).
+	onStep func(j Job, step int)
 }
 
 func fakeMetrics(j Job) map[string]any {
@@ -60,6 +62,9 @@ func (f *fakeRunner) run(ctx context.Context, j Job, dir string) (json.RawMessag
 		}
 	}
 	for s := start; s < f.steps; s++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -67,6 +72,9 @@ func (f *fakeRunner) run(ctx context.Context, j Job, dir string) (json.RawMessag
 		}
 		if err := os.WriteFile(ck, []byte(strconv.Itoa(s+1)), 0o644); err != nil {
 			return nil, err
+		}
+		if f.onStep != nil {
+			f.onStep(j, s+1)
 		}
 	}
 	m := fakeMetrics(j)

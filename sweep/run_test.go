@@ -37,15 +37,20 @@ func TestRunAllOnce(t *testing.T) {
 func TestRunResumeAfterCancel(t *testing.T) {
 	jobs := testJobs(t, 9)
 	out := t.TempDir()
-	f := &fakeRunner{steps: 20, delay: 2 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// Kill the sweep while job 5 is half done (after its 10th of 20 steps), once at
+	// least four runs are recorded; the other workers are mid-run too.
 	var recorded atomic.Int64
-	sum, err := Run(ctx, jobs, Options{Out: out, Workers: 3, Runner: f.run, OnDone: func(Record) {
-		if recorded.Add(1) == 4 {
+	f := &fakeRunner{steps: 20, delay: 2 * time.Millisecond, onStep: func(j Job, step int) {
+		if j.Index == 5 && step == 10 {
+			for recorded.Load() < 4 {
+				time.Sleep(time.Millisecond)
+			}
 			cancel()
 		}
-	}})
+	}}
+	sum, err := Run(ctx, jobs, Options{Out: out, Workers: 3, Runner: f.run, OnDone: func(Record) { recorded.Add(1) }})
 	if !errors.Is(err, context.Canceled) || !sum.Interrupted {
 		t.Fatalf("interrupted sweep: err %v, summary %+v", err, sum)
 	}

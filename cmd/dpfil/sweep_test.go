@@ -52,13 +52,13 @@ func rootWithFakeSweep() *cobra.Command {
 	return root
 }
 
-// fakeSweepRunner "trains" for 40 ms (stopping on cancel) and returns metrics that
+// fakeSweepRunner "trains" for 60 ms (stopping on cancel) and returns metrics that
 // are a deterministic function of the config.
 func fakeSweepRunner(ctx context.Context, j sweep.Job, dir string) (json.RawMessage, error) {
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-time.After(40 * time.Millisecond):
+	case <-time.After(60 * time.Millisecond):
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
