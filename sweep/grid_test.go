@@ -228,3 +228,23 @@ func TestShippedGridsExpand(t *testing.T) {
 		}
 	}
 }
+
+// Numbers as users write them (1e-5, .5, 1e1) and grid files in JSON both work.
+func TestGridNumberSpellingsAndJSON(t *testing.T) {
+	for _, src := range []string{
+		"base: {delta: 1e-5, lr: .5, model: linear}\ngrid: {sigma: [1e1, 2]}\n",
+		`{"base": {"delta": 1e-5, "lr": 0.5, "model": "linear"}, "grid": {"sigma": [10, 2.0]}}`,
+	} {
+		g, err := ParseGrid([]byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs, err := g.Jobs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := jobs[0].Config; len(jobs) != 2 || c.Delta != 1e-5 || c.LR != 0.5 || c.Sigma != 10 || jobs[1].Config.Sigma != 2 {
+			t.Fatalf("%q: %+v", src, jobs)
+		}
+	}
+}
