@@ -10,11 +10,11 @@ import (
 	"syscall"
 )
 
-// lockDir takes an exclusive advisory lock on dir/.lock so that two sweep processes
+// LockDir takes an exclusive advisory lock on dir/.lock so that two sweep processes
 // never work in one directory at once (they would both train the same pending runs
 // in the same run directories). The lock dies with the process, so a killed sweep
 // never leaves a stale lock behind.
-func lockDir(dir string) (unlock func(), err error) {
+func LockDir(dir string) (unlock func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("sweep directory: %w", err)
 	}

@@ -89,7 +89,7 @@ func Run(ctx context.Context, jobs []Job, opt Options) (Summary, error) {
 	mine := opt.Shard.Select(jobs)
 	sum.Jobs = len(mine)
 
-	unlock, err := lockDir(opt.Out)
+	unlock, err := LockDir(opt.Out)
 	if err != nil {
 		return sum, fmt.Errorf("sweep: %w", err)
 	}

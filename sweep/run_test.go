@@ -145,7 +145,7 @@ func TestRunBadOptions(t *testing.T) {
 func TestRunRefusesBusyDirectory(t *testing.T) {
 	jobs := testJobs(t, 2)
 	out := t.TempDir()
-	unlock, err := lockDir(out)
+	unlock, err := LockDir(out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -352,6 +352,13 @@ same hash with different metrics are a conflict: it is reported and, unless
 			if out == "" {
 				return errors.New("sweep merge: --out DIR is required")
 			}
+			// A sweep appending to DIR/results.jsonl while merge replaces it would lose
+			// records: hold the directory's lock (sweep run takes it too).
+			unlock, err := sweep.LockDir(out)
+			if err != nil {
+				return fmt.Errorf("sweep merge: %w", err)
+			}
+			defer unlock()
 			dst := sweep.ResultsPath(out)
 			inputs := append([]string{}, args...)
 			seen := map[string]bool{}

@@ -387,6 +387,15 @@ func TestSweepMergeConflict(t *testing.T) {
 	mk("a", 0.5)
 	mk("b", 0.6)
 	out := filepath.Join(tmp, "m")
+	// Merging into a directory a sweep is working in is refused.
+	unlock, err := sweep.LockDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI(t, newRootCmd(), "sweep", "merge", filepath.Join(tmp, "a"), "--out", out); err == nil || !strings.Contains(err.Error(), "another sweep process") {
+		t.Fatalf("merge into a busy directory: %v", err)
+	}
+	unlock()
 	if _, err := runCLI(t, newRootCmd(), "sweep", "merge", filepath.Join(tmp, "a"), filepath.Join(tmp, "b"), "--out", out); err == nil || fileExists(sweep.ResultsPath(out)) {
 		t.Fatalf("conflicting merge: err %v, output written %v", err, fileExists(sweep.ResultsPath(out)))
 	}
