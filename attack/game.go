@@ -80,9 +80,10 @@ type GameConfig struct {
 	Gradient GradientConfig `json:"gradient"`
 }
 
-// DefaultGameConfig is Hayes et al.'s MNIST setting with K = 10.
+// DefaultGameConfig is Hayes et al.'s MNIST setting with K = 10 and learning rate 10
+// (the paper tuned it per ε; 10 gives ≈ 80 % test accuracy with the mlp at ε = 10).
 func DefaultGameConfig() GameConfig {
-	return GameConfig{Known: 999, PriorSize: 10, Steps: 100, Q: 1, Sigma: 1, Clip: 0.1, LR: 1, Seed: 1,
+	return GameConfig{Known: 999, PriorSize: 10, Steps: 100, Q: 1, Sigma: 1, Clip: 0.1, LR: 10, Seed: 1,
 		Gradient: DefaultGradientConfig()}
 }
 

@@ -69,7 +69,7 @@ func addAttackGameFlags(cmd *cobra.Command, o *attackGameOptions) {
 	f.StringVar(&o.dataDir, "data-dir", "", "directory holding the dataset's files")
 	f.StringVar(&o.model, "model", "mlp", "architecture: "+strings.Join(models.ArchNames(), ", ")+" (mlp uses the hand-derived float64 MLP, others the engine)")
 	f.Float64Var(&o.clip, "clip", 0.1, "hard clipping norm C")
-	f.Float64Var(&o.lr, "lr", 1, "SGD learning rate on the mean gradient g_t/(qN)")
+	f.Float64Var(&o.lr, "lr", 10, "SGD learning rate on the mean gradient g_t/(qN) (10 reaches ≈ 80 % test accuracy with the mlp at ε = 10)")
 	f.StringVar(&o.out, "out", "", "directory for game.json and trials.jsonl (makes the run resumable)")
 	f.IntVar(&o.workers, "workers", 0, "parallel trials (0 = all cores)")
 	f.IntVar(&o.reroSamples, "rero-samples", 1_000_000, "Monte Carlo samples of the ReRo estimate (q < 1)")
