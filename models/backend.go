@@ -79,6 +79,8 @@ type Backend[T Float] interface {
 	ActTangent(f Act, n, k, size int, x, y, dy, tx, ty, tdy, tdx []T)
 	// Dot returns Σ x_i·y_i accumulated in float64.
 	Dot(x, y []T) float64
+	// DotSq returns Σ x_i·y_i and Σ y_i² in one pass, accumulated in float64.
+	DotSq(x, y []T) (xy, yy float64)
 }
 
 // cpuBackend is the pure-Go backend: gonum BLAS for GEMM, plain loops elsewhere.
@@ -417,4 +419,23 @@ func (b *cpuBackend[T]) Dot(x, y []T) float64 {
 		s0 += float64(x[i]) * float64(y[i])
 	}
 	return (s0 + s1) + (s2 + s3)
+}
+
+func (b *cpuBackend[T]) DotSq(x, y []T) (xy, yy float64) {
+	y = y[:len(x)]
+	var a0, a1, b0, b1 float64
+	i := 0
+	for ; i+2 <= len(x); i += 2 {
+		y0, y1 := float64(y[i]), float64(y[i+1])
+		a0 += float64(x[i]) * y0
+		a1 += float64(x[i+1]) * y1
+		b0 += y0 * y0
+		b1 += y1 * y1
+	}
+	for ; i < len(x); i++ {
+		yv := float64(y[i])
+		a0 += float64(x[i]) * yv
+		b0 += yv * yv
+	}
+	return a0 + a1, b0 + b1
 }

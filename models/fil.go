@@ -144,8 +144,9 @@ func (n *Network[T]) FILSqNorms(params, x []T, y []int, batch int, clip Clip, co
 					}
 					for _, t := range [2][2]int{{l.wOff, l.nW}, {l.bOff, l.nB}} {
 						gt := ws.tg[kc*t[0]+j*t[1] : kc*t[0]+(j+1)*t[1]]
-						gd += n.be.Dot(g[t[0]:t[0]+t[1]], gt)
-						dd += n.be.Dot(gt, gt)
+						a, b := n.be.DotSq(g[t[0]:t[0]+t[1]], gt)
+						gd += a
+						dd += b
 					}
 				}
 				acc += clippedTangentSqNorm(clip, gg[s], gd, dd)

@@ -332,3 +332,40 @@ func TestTangentRejectsBadSeeds(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkspaceGrowth checks that a gradient step followed by a FIL step sizes the
+// tangent buffers for the FIL chunks only, not for the product of both chunk sizes.
+func TestWorkspaceGrowth(t *testing.T) {
+	arch, _ := ArchByName("mnist-cnn")
+	n, err := NewNetwork(arch, NewCPUBackend[float32]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const B = 64
+	p64, x64, y := randomProblem(arch, B, 5)
+	p, x := toF32(p64), toF32(x64)
+	sum, losses := make([]float32, n.NumParams()), make([]float64, B)
+	coords := make([][]int, B)
+	for s := range coords {
+		coords[s] = make([]int, 50)
+	}
+	out := make([]float64, B)
+	for i := 0; i < 2; i++ {
+		if err := n.ClippedGradSum(p, x, y, B, Clip{C: 1}, sum, losses); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.FILSqNorms(p, x, y, B, Clip{C: 1}, coords, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	csF, _ := n.chunkSizes(B, 0, false)
+	csT, kc := n.chunkSizes(B, 50, false)
+	for w, ws := range n.ws {
+		if ws == nil {
+			continue
+		}
+		if ws.cs != max(csF, csT) || ws.rows != csT*kc {
+			t.Errorf("worker %d: first-order capacity %d, tangent rows %d; want %d and %d", w, ws.cs, ws.rows, max(csF, csT), csT*kc)
+		}
+	}
+}

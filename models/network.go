@@ -153,7 +153,8 @@ func (n *Network[T]) Backend() Backend[T] { return n.be }
 // workspace holds one worker's buffers for a chunk of cs samples and kc tangent
 // directions per sample.
 type workspace[T Float] struct {
-	cs, kc   int
+	cs       int       // samples the first-order buffers hold
+	rows, kc int       // tangent rows and directions per sample the tangent buffers hold
 	pt       bool      // parameter tangents allocated
 	acts     [][]T     // activations after each layer (index 0 = input), cs rows
 	cols     [][]T     // conv layers: im2col of the layer input, CKK×(cs·HWo), samples side by side
@@ -230,46 +231,49 @@ func (n *Network[T]) chunkSizes(batch, k int, pt bool) (cs, kc int) {
 	return cs, kc
 }
 
-// workspaceFor returns worker w's workspace, grown to hold cs samples and kc
-// directions. The slot n.ws[w] exists already (parallelChunks creates the slots
-// before starting workers, so workers never touch the slice itself).
+// workspaceFor returns worker w's workspace, grown to hold cs samples for the
+// first-order pass and cs·kc tangent rows (kc directions per sample). The two parts
+// grow independently, so alternating large first-order chunks with small tangent
+// chunks (a training step followed by its FIL step) never allocates their product.
+// The slot n.ws[w] exists already (parallelChunks creates the slots before starting
+// workers, so workers never touch the slice itself).
 func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 	ws := n.ws[w]
-	if ws != nil && ws.cs >= cs && ws.kc >= kc && (ws.pt || !pt) {
-		return ws
-	}
-	if ws != nil {
-		cs, kc = max(cs, ws.cs), max(kc, ws.kc)
-		pt = pt || ws.pt
+	if ws == nil {
+		ws = &workspace[T]{}
+		n.ws[w] = ws
 	}
 	be := n.be
-	ws = &workspace[T]{cs: cs, kc: kc, pt: pt}
 	L := len(n.layers)
-	ws.acts = make([][]T, L+1)
-	ws.dlt = make([][]T, L+1)
-	ws.cols = make([][]T, L)
-	ws.acts[0] = be.Alloc(cs * n.d)
-	ws.dlt[0] = be.Alloc(cs * n.d)
 	_, maxCol, maxOut := n.convFloats()
-	for i, l := range n.layers {
-		if l.kind == KindFlatten {
-			ws.acts[i+1] = ws.acts[i]
-			ws.dlt[i+1] = ws.dlt[i]
-			continue
+	if ws.cs < cs {
+		ws.cs = cs
+		ws.acts = make([][]T, L+1)
+		ws.dlt = make([][]T, L+1)
+		ws.cols = make([][]T, L)
+		ws.acts[0] = be.Alloc(cs * n.d)
+		ws.dlt[0] = be.Alloc(cs * n.d)
+		for i, l := range n.layers {
+			if l.kind == KindFlatten {
+				ws.acts[i+1] = ws.acts[i]
+				ws.dlt[i+1] = ws.dlt[i]
+				continue
+			}
+			ws.acts[i+1] = be.Alloc(cs * l.outN)
+			ws.dlt[i+1] = be.Alloc(cs * l.outN)
+			if l.kind == KindConv {
+				ws.cols[i] = be.Alloc(cs * l.conv.CKK() * l.conv.HWo())
+			}
 		}
-		ws.acts[i+1] = be.Alloc(cs * l.outN)
-		ws.dlt[i+1] = be.Alloc(cs * l.outN)
-		if l.kind == KindConv {
-			ws.cols[i] = be.Alloc(cs * l.conv.CKK() * l.conv.HWo())
-		}
+		ws.grads = be.Alloc(cs * n.p)
+		ws.losses = be.Alloc(cs)
 	}
-	rows := max(cs, cs*kc)
-	ws.scratch = be.Alloc(maxCol * rows)
-	ws.scratch2 = be.Alloc(maxOut * rows)
-	ws.grads = be.Alloc(cs * n.p)
-	ws.losses = be.Alloc(cs)
-	if kc > 0 {
-		rows := cs * kc
+	rows := cs * kc
+	if kc > 0 && (ws.rows < rows || ws.kc < kc || (pt && !ws.pt)) {
+		rows = max(rows, ws.rows)
+		ws.kc = max(kc, ws.kc)
+		ws.rows = rows
+		ws.pt = pt || ws.pt
 		ws.tacts = make([][]T, L+1)
 		ws.tdlt = make([][]T, L+1)
 		ws.tcols = make([][]T, L)
@@ -289,12 +293,15 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 		}
 		ws.spIdx = make([]int, rows)
 		ws.spVal = make([]T, rows)
-		ws.tg = be.Alloc(kc * n.p)
-		if pt {
+		ws.tg = be.Alloc(ws.kc * n.p)
+		if ws.pt {
 			ws.tp = be.Alloc(rows * n.p)
 		}
 	}
-	n.ws[w] = ws
+	if need := max(ws.cs, ws.rows); len(ws.scratch) < maxCol*need {
+		ws.scratch = be.Alloc(maxCol * need)
+		ws.scratch2 = be.Alloc(maxOut * need)
+	}
 	return ws
 }
 

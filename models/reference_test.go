@@ -260,3 +260,20 @@ func TestGemmTiledMatchesGeneric(t *testing.T) {
 		}
 	}
 }
+
+func TestDotKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 14))
+	be := NewCPUBackend[float64]()
+	for _, n := range []int{0, 1, 2, 3, 4, 5, 7, 1001} {
+		x, y := randVec(rng, n+1)[:n], randVec(rng, n+1)[:n]
+		var xy, yy float64
+		for i := range x {
+			xy += x[i] * y[i]
+			yy += y[i] * y[i]
+		}
+		a, b := be.DotSq(x, y)
+		if d := be.Dot(x, y); math.Abs(d-xy) > 1e-14 || math.Abs(a-xy) > 1e-14 || math.Abs(b-yy) > 1e-14 {
+			t.Errorf("n=%d: Dot %v, DotSq %v %v, want %v %v", n, d, a, b, xy, yy)
+		}
+	}
+}
