@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dpfil/dpfil/models"
 )
@@ -11,8 +12,8 @@ import (
 // PerSample computes per-sample gradients by Gorgonia's fastest honest route: a
 // batch-1 graph, compiled once, run once per sample (the tape machine is reset and the
 // sample's input and label are rebound between runs). With several workers each owns
-// its own compiled batch-1 graph and takes a contiguous share of the batch, so the
-// route uses the same cores as the engine. It is the Gorgonia side of `dpfil bench
+// its own compiled batch-1 graph and takes the next unprocessed sample until the batch
+// is done, so the route uses the same cores as the engine. It is the Gorgonia side of `dpfil bench
 // engine`. A PerSample is not safe for concurrent use.
 type PerSample struct {
 	arch   models.Arch
@@ -67,13 +68,17 @@ func (p *PerSample) Run(params, x []float64, y []int, batch int) (grads, losses 
 	losses = make([]float64, batch)
 	workers := min(len(p.graphs), batch)
 	errs := make([]error, workers)
+	var next atomic.Int64 // samples are handed out one at a time: no straggler idles the rest
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
-		lo, hi := w*batch/workers, (w+1)*batch/workers
 		wg.Go(func() {
 			gr := p.graphs[w]
 			gr.setParams(params) // once per batch: the tape never writes to its inputs
-			for i := lo; i < hi; i++ {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= batch {
+					return
+				}
 				err := gr.setData(x[i*d:(i+1)*d], y[i:i+1])
 				if err == nil {
 					err = gr.runGradInto(grads[i*P:(i+1)*P], losses[i:i+1])
