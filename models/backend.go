@@ -48,6 +48,14 @@ const (
 // backend can return slices backed by (managed) device memory. All matrices are
 // row-major. Kernels must be safe to call concurrently on disjoint outputs, since a
 // network runs Workers() goroutines, each on its own samples and buffers.
+//
+// A new backend plugs in with NewModel(arch, be) or NewNetwork(arch, be) and must pass
+// CheckBackend(be, 1e-4) in its own tests. Note for device backends: besides these
+// kernels the network code still reads and writes the buffers on the host (bias
+// adds, layout permutations around conv GEMMs, Normalize, softmax, the sparse first
+// layer, clipping and the FIL reductions' inputs), so Alloc must return
+// host-addressable memory (e.g. CUDA managed memory), or those steps must move
+// behind this interface first.
 type Backend[T Float] interface {
 	// Name identifies the backend ("cpu", "cuda").
 	Name() string
