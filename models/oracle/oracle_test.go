@@ -234,6 +234,35 @@ func TestPerSampleReuse(t *testing.T) {
 	}
 }
 
+// TestPerSampleBatchOne: a batch of one sample on a route with more workers than
+// samples equals the batch-1 graph's batch gradient.
+func TestPerSampleBatchOne(t *testing.T) {
+	for _, a := range tinyArchs() {
+		t.Run(a.Name, func(t *testing.T) {
+			p, x, y := randomProblem(a, 1, 11)
+			ps, err := oracle.NewPerSampleWorkers(a, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, losses, err := ps.Run(p, x, y, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gr, err := oracle.Build(a, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, loss, err := gr.BatchGrad(p, x, y)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := relErr(got, want); e != 0 || losses[0] != loss {
+				t.Errorf("gradient differs by %.3g, loss %v vs %v", e, losses[0], loss)
+			}
+		})
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	a, err := models.ArchByName("mlp")
 	if err != nil {
