@@ -169,6 +169,11 @@ func (w *TranscriptWriter) WriteStep(t int, released []float64, knownMember []bo
 	if knownMember != nil && len(knownMember) != w.known {
 		return fmt.Errorf("transcript: step %d membership has %d entries, want %d", t, len(knownMember), w.known)
 	}
+	for i, x := range released {
+		if math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) > math.MaxFloat32 {
+			return fmt.Errorf("transcript: step %d value %d is %v, not a finite float32", t, i, x)
+		}
+	}
 	b := make([]byte, 0, 12+4*w.p+(len(knownMember)+7)/8)
 	b = binary.LittleEndian.AppendUint32(b, uint32(t))
 	b = binary.LittleEndian.AppendUint32(b, uint32(w.p))
@@ -507,6 +512,9 @@ func PriorScores(net Net, obs []Observation, x []float64, y []int, clip float64)
 	sc := Scores{}
 	c2 := clip * clip
 	for t, o := range obs {
+		if len(o.GBar) != P {
+			return Scores{}, fmt.Errorf("prior scores: step %d observation has %d values, want %d", t, len(o.GBar), P)
+		}
 		if err := net.PerSampleGrads(o.Theta, x, y, K, ci, nil); err != nil {
 			return Scores{}, fmt.Errorf("prior scores step %d: %w", t, err)
 		}
@@ -532,6 +540,11 @@ func PriorScores(net Net, obs []Observation, x []float64, y []int, clip float64)
 func Decide(s Scores, q, sigma float64) (map[string]int, error) {
 	if len(s.Dot) == 0 || len(s.Dot[0]) == 0 || len(s.NormSq) != len(s.Dot) {
 		return nil, fmt.Errorf("decide: empty or malformed scores")
+	}
+	for t := range s.Dot {
+		if len(s.Dot[t]) != len(s.Dot[0]) || len(s.NormSq[t]) != len(s.Dot[0]) {
+			return nil, fmt.Errorf("decide: step %d scores %d/%d candidates, want %d", t, len(s.Dot[t]), len(s.NormSq[t]), len(s.Dot[0]))
+		}
 	}
 	if !(q > 0 && q <= 1) || !(sigma >= 0) {
 		return nil, fmt.Errorf("decide: q = %v, σ = %v out of range", q, sigma)

@@ -200,3 +200,35 @@ func TestTranscriptReplayMatchesGame(t *testing.T) {
 		}
 	}
 }
+
+func TestTranscriptWriterRejects(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.dpft")
+	h := TranscriptHeader{Model: "test", NumParams: 2, Known: []int{1}, Steps: 1, Q: 1, Sigma: 1, Clip: 1, LR: 1, BatchDenominator: 2}
+	if _, err := CreateTranscript(path, h, []float32{1}); err == nil {
+		t.Fatal("θ₀ of the wrong length accepted")
+	}
+	w, err := CreateTranscript(path, h, []float32{1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		g    []float64
+		mem  []bool
+	}{
+		{"NaN", []float64{math.NaN(), 0}, nil},
+		{"overflow", []float64{1e300, 0}, nil},
+		{"short", []float64{1}, nil},
+		{"membership length", []float64{1, 2}, []bool{true, false}},
+	} {
+		if err := w.WriteStep(0, tc.g, tc.mem); err == nil {
+			t.Errorf("%s: accepted", tc.name)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Decide(Scores{Dot: [][]float64{{1, 2}, {1}}, NormSq: [][]float64{{1, 1}, {1}}}, 1, 1); err == nil {
+		t.Error("ragged scores accepted")
+	}
+}

@@ -396,8 +396,10 @@ With --out the run is resumable: finished trials are kept in --out/trials.jsonl.
 }
 
 // attackSweepHeader names the columns of a sweep CSV: one row per (value, attack).
-var attackSweepHeader = []string{"sweep", "value", "attack", "success_rate", "ci_low", "ci_high", "successes", "trials",
-	"gamma", "gamma_low", "gamma_high", "gamma_rdp", "kappa", "epsilon", "sigma", "q", "steps", "prior_size", "success_orthogonal"}
+func attackSweepHeader() []string {
+	return []string{"sweep", "value", "attack", "success_rate", "ci_low", "ci_high", "successes", "trials",
+		"gamma", "gamma_low", "gamma_high", "gamma_rdp", "kappa", "epsilon", "sigma", "q", "steps", "prior_size", "success_orthogonal"}
+}
 
 // attackSweepResult is the JSON result of the sweep commands.
 type attackSweepResult struct {
@@ -542,7 +544,7 @@ func attackWriteSweep(sr *attackSweepResult) error {
 	}
 	var b strings.Builder
 	w := csv.NewWriter(&b)
-	_ = w.Write(attackSweepHeader)
+	_ = w.Write(attackSweepHeader())
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
 	for i, r := range sr.Results {
 		names := make([]string, 0, len(r.Attacks))
