@@ -28,9 +28,9 @@ type tangentRun[T Float] struct {
 	// propagates them sparsely through the first parameter layer instead of calling
 	// seeds for the input (seeds still sets parameter tangents).
 	coords [][]int
-	// first is called once per chunk after the first-order pass, before the tangent
-	// passes (ws.grads, ws.losses hold the chunk's gradients and losses); it may
-	// return extra state for seeds of that chunk through closures.
+	// first, when set, is called once per chunk after the first-order pass and
+	// before the tangent passes, with ws.grads and ws.losses holding the chunk's
+	// gradients and losses.
 	first   func(ws *workspace[T], s0, cs int)
 	consume tangentConsumer[T]
 }
