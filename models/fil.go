@@ -54,9 +54,8 @@ func (n *Network[T]) ClippedGradSum(params, x []T, y []int, batch int, clip Clip
 		acc := ws.acc[:P]
 		clear(acc)
 		for s := 0; s < c; s++ {
-			g := ws.grads[s*P : (s+1)*P]
-			sc, _ := clip.Scale(math.Sqrt(n.be.Dot(g, g)))
-			addScaled(acc, sc, g)
+			sc, _ := clip.Scale(math.Sqrt(ws.gsq[s]))
+			addScaled(acc, sc, ws.grads[s*P:(s+1)*P])
 			losses[s0+s] = float64(ws.losses[s])
 		}
 		mu.Lock()
@@ -125,10 +124,7 @@ func (n *Network[T]) FILSqNorms(params, x []T, y []int, batch int, clip Clip, co
 	n.run(&tangentRun[T]{
 		params: params, x: x, y: y, batch: batch, k: k, grads: true, coords: coords,
 		first: func(ws *workspace[T], s0, cs int) {
-			for s := 0; s < cs; s++ {
-				g := ws.grads[s*P : (s+1)*P]
-				gg[s0+s] = n.be.Dot(g, g)
-			}
+			copy(gg[s0:s0+cs], ws.gsq[:cs])
 		},
 		seeds: func(*workspace[T], int, int, int, int, []T, []T) {}, // one-hot input tangents come from coords
 		consume: func(ws *workspace[T], s0, sl, j0, kc int, _ []T) {
@@ -194,9 +190,8 @@ func (n *Network[T]) InputGradOfClippedDot(params, x []T, y []int, batch int, v 
 			for s := 0; s < cs; s++ {
 				g := ws.grads[s*P : (s+1)*P]
 				vs := vOf(s0 + s)
-				gg := n.be.Dot(g, g)
 				vg := n.be.Dot(vs, g)
-				norm := math.Sqrt(gg)
+				norm := math.Sqrt(ws.gsq[s])
 				sc, ds := clip.Scale(norm)
 				coef := 0.0
 				if norm > 0 {

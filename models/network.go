@@ -167,6 +167,7 @@ type workspace[T Float] struct {
 	scratch  []T       // patch-matrix scratch: max CKK·HWo × max(cs, cs·kc)
 	scratch2 []T       // output-layout scratch: max Out·HWo × max(cs, cs·kc)
 	grads    []T       // cs×P per-sample gradients
+	gsq      []float64 // cs squared gradient norms
 	losses   []T       // cs losses
 	tg       []T       // kc×P gradient tangents of one sample
 	tp       []T       // cs·kc×P parameter tangents (only when pt)
@@ -267,6 +268,7 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 		}
 		ws.grads = be.Alloc(cs * n.p)
 		ws.losses = be.Alloc(cs)
+		ws.gsq = make([]float64, cs)
 	}
 	rows := cs * kc
 	if kc > 0 && (ws.rows < rows || ws.kc < kc || (pt && !ws.pt)) {
@@ -505,10 +507,12 @@ func (n *Network[T]) lossAndDelta(ws *workspace[T], y []int, cs int) {
 }
 
 // backward propagates ws.dlt[L] down, writing per-sample parameter gradients to
-// ws.grads (cs×P). The gradient w.r.t. the input is computed only when inputGrad.
+// ws.grads (cs×P) and their squared norms (float64, summed while each layer's block
+// is still in cache) to ws.gsq. The gradient w.r.t. the input is computed only when inputGrad.
 func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bool) {
 	be := n.be
 	P := n.p
+	clear(ws.gsq[:cs])
 	for i := len(n.layers) - 1; i >= 0; i-- {
 		l := &n.layers[i]
 		needIn := n.paramsBelow[i] || inputGrad
@@ -522,7 +526,9 @@ func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bo
 				D := dout[s*l.outN : (s+1)*l.outN]
 				gw := ws.grads[s*P+l.wOff : s*P+l.wOff+l.nW]
 				be.Gemm(false, true, l.out.C, ckk, hwo, 1, D, hwo, ws.cols[i][s*hwo:], ld, 0, gw, ckk)
-				rowSums(D, hwo, ws.grads[s*P+l.bOff:s*P+l.bOff+l.nB])
+				gb := ws.grads[s*P+l.bOff : s*P+l.bOff+l.nB]
+				rowSums(D, hwo, gb)
+				ws.gsq[s] += be.Dot(gw, gw) + be.Dot(gb, gb)
 			}
 			if needIn {
 				n.convBackwardRows(l, params[l.wOff:l.wOff+l.nW], dout, din, ws.scratch, ws.scratch2, cs, nil)
@@ -532,8 +538,10 @@ func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bo
 			for s := 0; s < cs; s++ {
 				D := dout[s*l.outN : (s+1)*l.outN]
 				a := in[s*l.inN : (s+1)*l.inN]
-				be.Gemm(false, false, l.outN, l.inN, 1, 1, D, 1, a, l.inN, 0, ws.grads[s*P+l.wOff:s*P+l.wOff+l.nW], l.inN)
+				gw := ws.grads[s*P+l.wOff : s*P+l.wOff+l.nW]
+				be.Gemm(false, false, l.outN, l.inN, 1, 1, D, 1, a, l.inN, 0, gw, l.inN)
 				copy(ws.grads[s*P+l.bOff:s*P+l.bOff+l.nB], D)
+				ws.gsq[s] += be.Dot(gw, gw) + be.Dot(D, D)
 			}
 			if needIn {
 				be.Gemm(false, false, cs, l.inN, l.outN, 1, dout, l.outN, W, l.inN, 0, din, l.inN)
