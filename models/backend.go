@@ -95,6 +95,9 @@ type Backend[T Float] interface {
 type cpuBackend[T Float] struct {
 	workers int
 	tile    bool // run GEMMs serially in tiles (see Gemm)
+	// sg, when not nil, runs float32 GEMMs on the packed AVX2/FMA kernel instead of
+	// gonum (serially: the network's workers already use every core).
+	sg *packedSgemm
 }
 
 // NewCPUBackend returns the CPU backend. Its GEMM is gonum's native (pure Go,
@@ -104,7 +107,11 @@ func NewCPUBackend[T Float]() Backend[T] {
 	if w < 1 {
 		w = 1
 	}
-	return &cpuBackend[T]{workers: w, tile: w > 1}
+	b := &cpuBackend[T]{workers: w, tile: w > 1}
+	if _, ok := any(b.Alloc(0)).([]float32); ok && hasAVX2FMA() {
+		b.sg = &packedSgemm{}
+	}
+	return b
 }
 
 func (b *cpuBackend[T]) Name() string    { return "cpu" }
@@ -120,6 +127,11 @@ func trans(t bool) blas.Transpose {
 
 func (b *cpuBackend[T]) Gemm(transA, transB bool, m, n, k int, alpha T, a []T, lda int, bb []T, ldb int, beta T, c []T, ldc int) {
 	if m == 0 || n == 0 {
+		return
+	}
+	if b.sg != nil {
+		b.sg.gemm(transA, transB, m, n, k, float32(alpha), any(a).([]float32), lda, any(bb).([]float32), ldb,
+			float32(beta), any(c).([]float32), ldc)
 		return
 	}
 	if b.tile && (m > gemmTileM || n > gemmTileN) {

@@ -1,0 +1,33 @@
+package models
+
+//go:noescape
+func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
+
+//go:noescape
+func xgetbv() (eax, edx uint32)
+
+// sgemmKernel4x16 adds the product of a packed 4-row panel of A (k×4, a[p*4+i]) and
+// a packed 16-column panel of B (k×16, b[p*16+j]) to the 4×16 block of C at c (rows
+// ldc floats apart). AVX2 and FMA only; see hasAVX2FMA.
+//
+//go:noescape
+func sgemmKernel4x16(k int, a, b, c *float32, ldc int)
+
+// hasAVX2FMA reports whether the CPU and the OS support AVX2 and FMA (YMM state
+// saved by the OS), i.e. whether sgemmKernel4x16 may run.
+func hasAVX2FMA() bool {
+	maxID, _, _, _ := cpuid(0, 0)
+	if maxID < 7 {
+		return false
+	}
+	_, _, ecx1, _ := cpuid(1, 0)
+	const fma, osxsave, avx = 1 << 12, 1 << 27, 1 << 28
+	if ecx1&fma == 0 || ecx1&osxsave == 0 || ecx1&avx == 0 {
+		return false
+	}
+	if xcr0, _ := xgetbv(); xcr0&6 != 6 {
+		return false
+	}
+	_, ebx7, _, _ := cpuid(7, 0)
+	return ebx7&(1<<5) != 0
+}
