@@ -168,7 +168,7 @@ type attackPools struct {
 	fingerprint string // of the training split
 }
 
-func toPool(d *data.Dataset) attack.Pool {
+func attackToPool(d *data.Dataset) attack.Pool {
 	p := attack.Pool{X: make([]float64, len(d.Images)), Y: append([]int(nil), d.Labels...), D: d.Dim()}
 	for i, v := range d.Images {
 		p.X[i] = float64(v)
@@ -190,9 +190,9 @@ func attackLoadPools(name, dir string) (*attackPools, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load dataset: %w", err)
 	}
-	ps := &attackPools{train: toPool(l.Train), fingerprint: l.Train.Fingerprint()}
+	ps := &attackPools{train: attackToPool(l.Train), fingerprint: l.Train.Fingerprint()}
 	if l.Test != nil && l.Test.N > 0 {
-		ps.test = toPool(l.Test)
+		ps.test = attackToPool(l.Test)
 	}
 	return ps, nil
 }
