@@ -20,13 +20,14 @@ const checkpointMagic = "DPFILCK1"
 // finished repeats, and the current repeat's parameters, momentum buffer, step, RNG
 // states (sampler, FIL coordinates, noise), sampler state, accountants and metrics.
 type checkpoint struct {
-	Config     Config
-	ConfigHash string
-	Repeat     int            // current repeat (== Config.Repeats when all are done)
-	Done       []RepeatResult // finished repeats (with their dFIL and parameters)
-	Cur        *repeatState   // nil between repeats
-	Wall       float64        // training seconds spent in earlier segments
-	Samples    int64          // batch samples processed in earlier segments
+	Config      Config
+	ConfigHash  string
+	Repeat      int            // current repeat (== Config.Repeats when all are done)
+	Done        []RepeatResult // finished repeats (with their dFIL and parameters)
+	Cur         *repeatState   // nil between repeats
+	Wall        float64        // training seconds spent in earlier segments
+	Samples     int64          // batch samples processed in earlier segments
+	StepSeconds float64        // seconds spent in DP-SGD steps in earlier segments
 }
 
 // repeatState is the checkpointed state of the repeat in progress.

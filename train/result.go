@@ -52,8 +52,9 @@ type Result struct {
 	DFIL               []float64          `json:"-"` // per-sample dFIL averaged over repeats (nil when FIL is off)
 
 	// Timings (the only fields that differ between identical runs).
-	WallSeconds   float64 `json:"wall_seconds"`    // training time, summed over resumed segments
-	SamplesPerSec float64 `json:"samples_per_sec"` // batch samples processed per second of training
+	WallSeconds   float64 `json:"wall_seconds"`    // run time (steps, evaluations, checkpoints), summed over resumed segments
+	StepSeconds   float64 `json:"step_seconds"`    // time in DP-SGD steps (gradients, FIL, noise, update)
+	SamplesPerSec float64 `json:"samples_per_sec"` // batch samples per second of step time
 }
 
 // RepeatResult is one of the R independent runs.

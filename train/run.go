@@ -549,6 +549,7 @@ func evaluate(m models.Model, params []float32, ds *data.Dataset, classes int) (
 func (s *setup) run(ctx context.Context, ck *checkpoint, opt Options, logf func(string, ...any)) (*Result, error) {
 	segStart := time.Now()
 	var segSamples int64
+	var segStep time.Duration // time spent in DP-SGD steps (FIL included) this segment
 	wall := func() float64 { return ck.Wall + time.Since(segStart).Seconds() }
 	interval := opt.CheckpointInterval
 	if interval <= 0 {
@@ -570,6 +571,7 @@ func (s *setup) run(ctx context.Context, ck *checkpoint, opt Options, logf func(
 		saved := *ck
 		saved.Wall = wall()
 		saved.Samples = ck.Samples + segSamples
+		saved.StepSeconds = ck.StepSeconds + segStep.Seconds()
 		if err := saveCheckpoint(opt.Out, &saved); err != nil {
 			return err
 		}
@@ -595,10 +597,12 @@ func (s *setup) run(ctx context.Context, ck *checkpoint, opt Options, logf func(
 				}
 				return nil, err
 			}
+			t0 := time.Now()
 			nb, err := w.step()
 			if err != nil {
 				return nil, err
 			}
+			segStep += time.Since(t0)
 			segSamples += int64(nb)
 			t := w.st.Step
 			if s.cfg.EvalEvery > 0 && t%s.cfg.EvalEvery == 0 && t < s.steps {
@@ -634,7 +638,7 @@ func (s *setup) run(ctx context.Context, ck *checkpoint, opt Options, logf func(
 			return nil, err
 		}
 	}
-	res, err := s.result(ck, wall(), ck.Samples+segSamples)
+	res, err := s.result(ck, wall(), ck.StepSeconds+segStep.Seconds(), ck.Samples+segSamples)
 	if err != nil {
 		return nil, err
 	}
@@ -682,7 +686,7 @@ func (s *setup) finishRepeat(w *worker) (RepeatResult, error) {
 }
 
 // result aggregates the finished repeats.
-func (s *setup) result(ck *checkpoint, wallSec float64, samples int64) (*Result, error) {
+func (s *setup) result(ck *checkpoint, wallSec, stepSec float64, samples int64) (*Result, error) {
 	cfg := s.cfg
 	res := &Result{
 		Config: cfg, Epsilon: s.eps, EpsilonOrder: s.epsOrder, RDPOrder2: s.rdp2,
@@ -692,13 +696,13 @@ func (s *setup) result(ck *checkpoint, wallSec float64, samples int64) (*Result,
 		Kappa: s.kappa, FILDelta: s.filDelta, Repeats: ck.Done, NumParams: s.p, InputDim: s.d,
 		Dataset:     DatasetInfo{Name: s.train.Name, Source: s.train.Source, SHA256: s.train.SHA256, NTrain: s.n, Classes: s.train.Classes},
 		GitCommit:   gitCommit(),
-		WallSeconds: wallSec,
+		WallSeconds: wallSec, StepSeconds: stepSec,
 	}
 	if s.test != nil {
 		res.Dataset.NTest = s.test.N
 	}
-	if wallSec > 0 {
-		res.SamplesPerSec = float64(samples) / wallSec
+	if stepSec > 0 {
+		res.SamplesPerSec = float64(samples) / stepSec
 	}
 	if cfg.Sigma == 0 {
 		res.MSEBoundRDP = 0

@@ -368,7 +368,7 @@ func mustRead(t *testing.T, dir string) *Result {
 func readComparable(t *testing.T, dir string) []byte {
 	t.Helper()
 	r := mustRead(t, dir)
-	r.WallSeconds, r.SamplesPerSec, r.GitCommit = 0, 0, "" // timings; commits may land in between
+	r.WallSeconds, r.StepSeconds, r.SamplesPerSec, r.GitCommit = 0, 0, 0, "" // timings; commits may land in between
 	b, err := json.MarshalIndent(r, "", " ")
 	if err != nil {
 		t.Fatal(err)

@@ -145,7 +145,7 @@ func printResult(w io.Writer, res *train.Result, dir string) {
 	} else {
 		fmt.Fprintln(w, "FIL                off (--fil-coords 0)")
 	}
-	fmt.Fprintf(w, "time               %.1f s, %.0f samples/s\n", res.WallSeconds, res.SamplesPerSec)
+	fmt.Fprintf(w, "time               %.1f s (%.1f s in DP-SGD steps, %.3g samples/s)\n", res.WallSeconds, res.StepSeconds, res.SamplesPerSec)
 	if dir != "" {
 		fmt.Fprintf(w, "results in         %s\n", dir)
 	}
