@@ -60,7 +60,10 @@ func (g *packedSgemm) gemm(transA, transB bool, m, n, k int, alpha float32, a []
 			if need := np * sgNR * kc; len(pk.b) < need {
 				pk.b = make([]float32, need)
 			}
-			packB(transB, kc, nc, b, ldb, pc, jc, pk.b)
+			// Full panels of a non-transposed B are read in place (row stride ldb);
+			// the others are packed (row stride sgNR).
+			inPlace := !transB && kc > 1
+			packB(transB, inPlace, kc, nc, b, ldb, pc, jc, pk.b)
 			for ic := 0; ic < m; ic += sgMC {
 				mc := min(sgMC, m-ic)
 				mp := (mc + sgMR - 1) / sgMR
@@ -69,19 +72,22 @@ func (g *packedSgemm) gemm(transA, transB bool, m, n, k int, alpha float32, a []
 				}
 				packA(transA, mc, kc, alpha, a, lda, ic, pc, pk.a)
 				for jr := 0; jr < np; jr++ {
-					bp := &pk.b[jr*sgNR*kc]
 					j0 := jc + jr*sgNR
 					nr := min(sgNR, n-j0)
+					bp, bld := &pk.b[jr*sgNR*kc], sgNR
+					if inPlace && nr == sgNR {
+						bp, bld = &b[pc*ldb+j0], ldb
+					}
 					for ir := 0; ir < mp; ir++ {
 						ap := &pk.a[ir*sgMR*kc]
 						i0 := ic + ir*sgMR
 						mr := min(sgMR, m-i0)
 						if mr == sgMR && nr == sgNR {
-							sgemmKernel4x16(kc, ap, bp, &c[i0*ldc+j0], ldc)
+							sgemmKernel4x16(kc, ap, bp, bld, &c[i0*ldc+j0], ldc)
 							continue
 						}
 						clear(pk.tile[:])
-						sgemmKernel4x16(kc, ap, bp, &pk.tile[0], sgNR)
+						sgemmKernel4x16(kc, ap, bp, bld, &pk.tile[0], sgNR)
 						for i := 0; i < mr; i++ {
 							cr := c[(i0+i)*ldc+j0 : (i0+i)*ldc+j0+nr]
 							for j := range cr {
@@ -125,12 +131,16 @@ func packA(trans bool, mc, kc int, alpha float32, a []float32, lda, ic, pc int, 
 }
 
 // packB writes rows pc..pc+kc and columns jc..jc+nc of op(B) as 16-column panels
-// (panel r holds kc groups of 16 values, zero-padded past nc).
-func packB(trans bool, kc, nc int, b []float32, ldb, pc, jc int, dst []float32) {
+// (panel r holds kc groups of 16 values, zero-padded past nc). With skipFull, full
+// panels are left out (the kernel reads them in place).
+func packB(trans, skipFull bool, kc, nc int, b []float32, ldb, pc, jc int, dst []float32) {
 	for r := 0; r*sgNR < nc; r++ {
 		d := dst[r*sgNR*kc : (r+1)*sgNR*kc]
 		j0 := jc + r*sgNR
 		nr := min(sgNR, jc+nc-j0)
+		if skipFull && nr == sgNR {
+			continue
+		}
 		if nr < sgNR {
 			clear(d)
 		}
@@ -140,10 +150,25 @@ func packB(trans bool, kc, nc int, b []float32, ldb, pc, jc int, dst []float32) 
 			}
 			continue
 		}
-		for j := 0; j < nr; j++ {
-			src := b[(j0+j)*ldb+pc : (j0+j)*ldb+pc+kc]
-			for p, v := range src {
-				d[p*sgNR+j] = v
+		if nr < sgNR {
+			for j := 0; j < nr; j++ {
+				src := b[(j0+j)*ldb+pc : (j0+j)*ldb+pc+kc]
+				for p, v := range src {
+					d[p*sgNR+j] = v
+				}
+			}
+			continue
+		}
+		// Full panel: read the 16 source rows in lockstep so that the writes are
+		// sequential.
+		var rows [sgNR][]float32
+		for j := range rows {
+			rows[j] = b[(j0+j)*ldb+pc : (j0+j)*ldb+pc+kc]
+		}
+		for p := 0; p < kc; p++ {
+			dp := d[p*sgNR : p*sgNR+sgNR : p*sgNR+sgNR]
+			for j := range dp {
+				dp[j] = rows[j][p]
 			}
 		}
 	}

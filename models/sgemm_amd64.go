@@ -7,11 +7,12 @@ func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
 func xgetbv() (eax, edx uint32)
 
 // sgemmKernel4x16 adds the product of a packed 4-row panel of A (k×4, a[p*4+i]) and
-// a packed 16-column panel of B (k×16, b[p*16+j]) to the 4×16 block of C at c (rows
-// ldc floats apart). AVX2 and FMA only; see hasAVX2FMA.
+// a 16-column panel of B (k×16, b[p*ldb+j]: packed when ldb = 16, or read in place)
+// to the 4×16 block of C at c (rows ldc floats apart). AVX2 and FMA only; see
+// hasAVX2FMA.
 //
 //go:noescape
-func sgemmKernel4x16(k int, a, b, c *float32, ldc int)
+func sgemmKernel4x16(k int, a, b *float32, ldb int, c *float32, ldc int)
 
 // hasAVX2FMA reports whether the CPU and the OS support AVX2 and FMA (YMM state
 // saved by the OS), i.e. whether sgemmKernel4x16 may run.

@@ -19,17 +19,19 @@ TEXT ·xgetbv(SB), NOSPLIT, $0-8
 	MOVL DX, edx+4(FP)
 	RET
 
-// func sgemmKernel4x16(k int, a, b, c *float32, ldc int)
+// func sgemmKernel4x16(k int, a, b *float32, ldb int, c *float32, ldc int)
 //
-// C[i][j] += Σ_p a[p*4+i]·b[p*16+j] for i < 4, j < 16, with C's rows ldc floats
+// C[i][j] += Σ_p a[p*4+i]·b[p*ldb+j] for i < 4, j < 16, with C's rows ldc floats
 // apart. Each product is accumulated with FMA in p order, starting from zero, and
 // the sum is added to C at the end.
-TEXT ·sgemmKernel4x16(SB), NOSPLIT, $0-40
+TEXT ·sgemmKernel4x16(SB), NOSPLIT, $0-48
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ ldb+24(FP), R9
+	SHLQ $2, R9
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -58,7 +60,7 @@ loop:
 	VFMADD231PS Y8, Y13, Y6
 	VFMADD231PS Y9, Y13, Y7
 	ADDQ $16, SI
-	ADDQ $64, DI
+	ADDQ R9, DI
 	DECQ CX
 	JNE loop
 

@@ -10,16 +10,19 @@ func hasAVX2FMA() bool { return false }
 // sgemmKernel4x16 is the portable version of the amd64 micro-kernel (same packed
 // layouts, same summation order, but without fused multiply-adds). It keeps the
 // package building off amd64, where hasAVX2FMA is false and gonum runs instead.
-func sgemmKernel4x16(k int, a, b, c *float32, ldc int) {
+func sgemmKernel4x16(k int, a, b *float32, ldb int, c *float32, ldc int) {
+	if k == 0 {
+		return
+	}
 	as := unsafe.Slice(a, 4*k)
-	bs := unsafe.Slice(b, 16*k)
+	bs := unsafe.Slice(b, (k-1)*ldb+16)
 	cs := unsafe.Slice(c, 3*ldc+16)
 	var acc [4][16]float32
 	for p := 0; p < k; p++ {
 		for i := 0; i < 4; i++ {
 			av := as[p*4+i]
 			for j := 0; j < 16; j++ {
-				acc[i][j] += av * bs[p*16+j]
+				acc[i][j] += av * bs[p*ldb+j]
 			}
 		}
 	}
