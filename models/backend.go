@@ -357,6 +357,10 @@ func (b *cpuBackend[T]) AvgPoolBack(g PoolGeom, n int, dy, dx []T) {
 func (b *cpuBackend[T]) ActForward(f Act, x, y []T) {
 	switch f {
 	case ActTanh:
+		if b.sg != nil {
+			tanhVec(any(x).([]float32), any(y).([]float32)[:len(x)])
+			return
+		}
 		for i, v := range x {
 			y[i] = T(math.Tanh(float64(v)))
 		}
@@ -427,6 +431,9 @@ func (b *cpuBackend[T]) ActTangent(f Act, n, k, size int, x, y, dy, tx, ty, tdy,
 
 func (b *cpuBackend[T]) Dot(x, y []T) float64 {
 	y = y[:len(x)]
+	if b.sg != nil {
+		return dotVec(any(x).([]float32), any(y).([]float32))
+	}
 	var s0, s1, s2, s3 float64
 	i := 0
 	for ; i+4 <= len(x); i += 4 {
@@ -458,4 +465,13 @@ func (b *cpuBackend[T]) DotSq(x, y []T) (xy, yy float64) {
 		b0 += yv * yv
 	}
 	return a0 + a1, b0 + b1
+}
+
+// addScaled adds sc·g to acc in float64.
+func (b *cpuBackend[T]) addScaled(acc []float64, sc float64, g []T) {
+	if b.sg != nil {
+		axpyVec(acc[:len(g)], sc, any(g).([]float32))
+		return
+	}
+	addScaled(acc, sc, g)
 }

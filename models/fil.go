@@ -47,6 +47,10 @@ func (n *Network[T]) ClippedGradSum(params, x []T, y []int, batch int, clip Clip
 	cond := sync.NewCond(&mu)
 	turn := 0
 	P := n.p
+	axpy := addScaled[T]
+	if cb, ok := n.be.(*cpuBackend[T]); ok {
+		axpy = cb.addScaled
+	}
 	n.firstOrder(params, x, y, batch, false, func(ws *workspace[T], s0, c int) {
 		if len(ws.acc) < P {
 			ws.acc = make([]float64, P)
@@ -55,7 +59,7 @@ func (n *Network[T]) ClippedGradSum(params, x []T, y []int, batch int, clip Clip
 		clear(acc)
 		for s := 0; s < c; s++ {
 			sc, _ := clip.Scale(math.Sqrt(ws.gsq[s]))
-			addScaled(acc, sc, ws.grads[s*P:(s+1)*P])
+			axpy(acc, sc, ws.grads[s*P:(s+1)*P])
 			losses[s0+s] = float64(ws.losses[s])
 		}
 		mu.Lock()

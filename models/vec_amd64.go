@@ -1,0 +1,19 @@
+package models
+
+// tanhF32 sets y[i] = tanh(x[i]) for i < len(x) &^ 7 (len(y) ≥ len(x)) with a
+// rational approximation (|error| < 4e-7). AVX2 and FMA only.
+//
+//go:noescape
+func tanhF32(x, y []float32)
+
+// dotF32F64 returns Σ x[i]·y[i] for i < len(x) &^ 7 (len(y) ≥ len(x)), accumulated
+// in float64. AVX2 and FMA only.
+//
+//go:noescape
+func dotF32F64(x, y []float32) float64
+
+// axpyF32F64 adds sc·g[i] to acc[i] in float64 for i < len(g) &^ 7 (len(acc) ≥
+// len(g)). AVX2 and FMA only.
+//
+//go:noescape
+func axpyF32F64(acc []float64, sc float64, g []float32)

@@ -1,0 +1,26 @@
+//go:build !amd64
+
+package models
+
+// Portable versions of the amd64 vector kernels. Off amd64 hasAVX2FMA is false and
+// the backend never calls them; they keep the package building.
+
+func tanhF32(x, y []float32) {
+	for i := 0; i < len(x)&^7; i++ {
+		y[i] = tanhRational(x[i])
+	}
+}
+
+func dotF32F64(x, y []float32) float64 {
+	var s float64
+	for i := 0; i < len(x)&^7; i++ {
+		s += float64(x[i]) * float64(y[i])
+	}
+	return s
+}
+
+func axpyF32F64(acc []float64, sc float64, g []float32) {
+	for i := 0; i < len(g)&^7; i++ {
+		acc[i] += sc * float64(g[i])
+	}
+}

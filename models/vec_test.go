@@ -1,0 +1,67 @@
+package models
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestTanhRational(t *testing.T) {
+	for x := float32(-12); x < 12; x += 1e-3 {
+		if got, want := float64(tanhRational(x)), math.Tanh(float64(x)); math.Abs(got-want) > 5e-7 {
+			t.Fatalf("tanhRational(%v) = %v, want %v", x, got, want)
+		}
+	}
+}
+
+func TestVectorKernels(t *testing.T) {
+	if !hasAVX2FMA() {
+		t.Log("no AVX2/FMA: the vector kernels are not used on this CPU")
+		return
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{0, 1, 7, 8, 9, 31, 100, 1027} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			x, y := make([]float32, n), make([]float32, n)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64() * 3)
+				y[i] = float32(rng.NormFloat64())
+			}
+			if n > 2 {
+				x[0], x[1], x[2] = 40, -40, 1e-30 // saturation and tiny values
+			}
+			th := make([]float32, n)
+			tanhVec(x, th)
+			var wantDot, absDot float64
+			for i := range x {
+				if d := math.Abs(float64(th[i]) - math.Tanh(float64(x[i]))); d > 5e-7 {
+					t.Fatalf("tanh(%v) = %v, error %v", x[i], th[i], d)
+				}
+				// the same value through the vector body must give the same bits
+				var blk, out [8]float32
+				blk[3] = x[i]
+				tanhF32(blk[:], out[:])
+				if out[3] != th[i] {
+					t.Fatalf("tanh(%v): %v at position %d but %v in a block", x[i], th[i], i, out[3])
+				}
+				wantDot += float64(x[i]) * float64(y[i])
+				absDot += math.Abs(float64(x[i]) * float64(y[i]))
+			}
+			if got := dotVec(x, y); math.Abs(got-wantDot) > 1e-13*absDot {
+				t.Fatalf("dot = %v, want %v", got, wantDot)
+			}
+			acc, want := make([]float64, n), make([]float64, n)
+			for i := range acc {
+				acc[i] = rng.NormFloat64()
+				want[i] = acc[i] + 0.37*float64(y[i])
+			}
+			axpyVec(acc, 0.37, y)
+			for i := range acc {
+				if math.Abs(acc[i]-want[i]) > 1e-15*(1+math.Abs(want[i])) {
+					t.Fatalf("axpy[%d] = %v, want %v", i, acc[i], want[i])
+				}
+			}
+		})
+	}
+}
