@@ -49,6 +49,9 @@ func TestTrainJSON(t *testing.T) {
 	if b := res["mse_bound_fil_max"].(float64); math.Abs(b*res["dfil_max"].(float64)-1) > 1e-12 {
 		t.Fatalf("mse_bound_fil_max %v is not 1/dfil_max", b)
 	}
+	if st, wall, sps := res["step_seconds"].(float64), res["wall_seconds"].(float64), res["samples_per_sec"].(float64); !(st > 0 && st <= wall && sps > 0) {
+		t.Fatalf("timings: step %v s, wall %v s, %v samples/s", st, wall, sps)
+	}
 	for _, f := range []string{"result.json", "dfil.npy", "params.npy"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Fatalf("missing %s: %v", f, err)
