@@ -32,19 +32,20 @@ func (g *packedSgemm) gemm(transA, transB bool, m, n, k int, alpha float32, a []
 	if m == 0 || n == 0 {
 		return
 	}
-	if beta != 1 {
+	if beta != 1 && beta != 0 {
 		for i := 0; i < m; i++ {
 			r := c[i*ldc : i*ldc+n]
-			if beta == 0 {
-				clear(r)
-				continue
-			}
 			for j := range r {
 				r[j] *= beta
 			}
 		}
 	}
 	if k == 0 || alpha == 0 {
+		if beta == 0 {
+			for i := 0; i < m; i++ {
+				clear(c[i*ldc : i*ldc+n])
+			}
+		}
 		return
 	}
 	pk, _ := g.pool.Get().(*sgemmPack)
@@ -54,6 +55,11 @@ func (g *packedSgemm) gemm(transA, transB bool, m, n, k int, alpha float32, a []
 	defer g.pool.Put(pk)
 	for pc := 0; pc < k; pc += sgKC {
 		kc := min(sgKC, k-pc)
+		// With beta = 0 the first KC-block stores into C instead of adding to it.
+		add := 1
+		if pc == 0 && beta == 0 {
+			add = 0
+		}
 		for jc := 0; jc < n; jc += sgNC {
 			nc := min(sgNC, n-jc)
 			np := (nc + sgNR - 1) / sgNR
@@ -83,15 +89,19 @@ func (g *packedSgemm) gemm(transA, transB bool, m, n, k int, alpha float32, a []
 						i0 := ic + ir*sgMR
 						mr := min(sgMR, m-i0)
 						if mr == sgMR && nr == sgNR {
-							sgemmKernel4x16(kc, ap, bp, bld, &c[i0*ldc+j0], ldc)
+							sgemmKernel4x16(kc, ap, bp, bld, &c[i0*ldc+j0], ldc, add)
 							continue
 						}
-						clear(pk.tile[:])
-						sgemmKernel4x16(kc, ap, bp, bld, &pk.tile[0], sgNR)
+						sgemmKernel4x16(kc, ap, bp, bld, &pk.tile[0], sgNR, 0)
 						for i := 0; i < mr; i++ {
 							cr := c[(i0+i)*ldc+j0 : (i0+i)*ldc+j0+nr]
+							t := pk.tile[i*sgNR : i*sgNR+nr]
+							if add == 0 {
+								copy(cr, t)
+								continue
+							}
 							for j := range cr {
-								cr[j] += pk.tile[i*sgNR+j]
+								cr[j] += t[j]
 							}
 						}
 					}
@@ -161,15 +171,23 @@ func packB(trans, skipFull bool, kc, nc int, b []float32, ldb, pc, jc int, dst [
 		}
 		// Full panel: read the 16 source rows in lockstep so that the writes are
 		// sequential.
-		var rows [sgNR][]float32
-		for j := range rows {
-			rows[j] = b[(j0+j)*ldb+pc : (j0+j)*ldb+pc+kc]
-		}
-		for p := 0; p < kc; p++ {
-			dp := d[p*sgNR : p*sgNR+sgNR : p*sgNR+sgNR]
-			for j := range dp {
-				dp[j] = rows[j][p]
-			}
-		}
+		packB16T(d, b[j0*ldb+pc:], ldb, kc)
+	}
+}
+
+// packB16T writes the transpose of the 16×kc block at b (rows ldb apart) to d
+// (d[p*16+j] = b[j*ldb+p]).
+func packB16T(d, b []float32, ldb, kc int) {
+	r0, r1, r2, r3 := b[0*ldb:][:kc], b[1*ldb:][:kc], b[2*ldb:][:kc], b[3*ldb:][:kc]
+	r4, r5, r6, r7 := b[4*ldb:][:kc], b[5*ldb:][:kc], b[6*ldb:][:kc], b[7*ldb:][:kc]
+	r8, r9, r10, r11 := b[8*ldb:][:kc], b[9*ldb:][:kc], b[10*ldb:][:kc], b[11*ldb:][:kc]
+	r12, r13, r14, r15 := b[12*ldb:][:kc], b[13*ldb:][:kc], b[14*ldb:][:kc], b[15*ldb:][:kc]
+	d = d[:kc*sgNR]
+	for p := range r0 {
+		dp := (*[sgNR]float32)(d[p*sgNR:])
+		dp[0], dp[1], dp[2], dp[3] = r0[p], r1[p], r2[p], r3[p]
+		dp[4], dp[5], dp[6], dp[7] = r4[p], r5[p], r6[p], r7[p]
+		dp[8], dp[9], dp[10], dp[11] = r8[p], r9[p], r10[p], r11[p]
+		dp[12], dp[13], dp[14], dp[15] = r12[p], r13[p], r14[p], r15[p]
 	}
 }

@@ -8,11 +8,11 @@ func xgetbv() (eax, edx uint32)
 
 // sgemmKernel4x16 adds the product of a packed 4-row panel of A (k×4, a[p*4+i]) and
 // a 16-column panel of B (k×16, b[p*ldb+j]: packed when ldb = 16, or read in place)
-// to the 4×16 block of C at c (rows ldc floats apart). AVX2 and FMA only; see
-// hasAVX2FMA.
+// to the 4×16 block of C at c (rows ldc floats apart), or, when add = 0, stores it
+// there. AVX2 and FMA only; see hasAVX2FMA.
 //
 //go:noescape
-func sgemmKernel4x16(k int, a, b *float32, ldb int, c *float32, ldc int)
+func sgemmKernel4x16(k int, a, b *float32, ldb int, c *float32, ldc int, add int)
 
 // hasAVX2FMA reports whether the CPU and the OS support AVX2 and FMA (YMM state
 // saved by the OS), i.e. whether sgemmKernel4x16 may run.

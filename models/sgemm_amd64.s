@@ -19,12 +19,12 @@ TEXT ·xgetbv(SB), NOSPLIT, $0-8
 	MOVL DX, edx+4(FP)
 	RET
 
-// func sgemmKernel4x16(k int, a, b *float32, ldb int, c *float32, ldc int)
+// func sgemmKernel4x16(k int, a, b *float32, ldb int, c *float32, ldc int, add int)
 //
-// C[i][j] += Σ_p a[p*4+i]·b[p*ldb+j] for i < 4, j < 16, with C's rows ldc floats
-// apart. Each product is accumulated with FMA in p order, starting from zero, and
-// the sum is added to C at the end.
-TEXT ·sgemmKernel4x16(SB), NOSPLIT, $0-48
+// C[i][j] (+)= Σ_p a[p*4+i]·b[p*ldb+j] for i < 4, j < 16, with C's rows ldc floats
+// apart. Each product is accumulated with FMA in p order, starting from zero; the
+// sum is added to C when add ≠ 0 and overwrites C otherwise.
+TEXT ·sgemmKernel4x16(SB), NOSPLIT, $0-56
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
@@ -65,6 +65,9 @@ loop:
 	JNE loop
 
 store:
+	MOVQ add+48(FP), AX
+	TESTQ AX, AX
+	JEQ overwrite
 	VADDPS (DX), Y0, Y0
 	VMOVUPS Y0, (DX)
 	VADDPS 32(DX), Y1, Y1
@@ -83,6 +86,21 @@ store:
 	VADDPS (DX), Y6, Y6
 	VMOVUPS Y6, (DX)
 	VADDPS 32(DX), Y7, Y7
+	VMOVUPS Y7, 32(DX)
+	VZEROUPPER
+	RET
+
+overwrite:
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y2, (DX)
+	VMOVUPS Y3, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y4, (DX)
+	VMOVUPS Y5, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y6, (DX)
 	VMOVUPS Y7, 32(DX)
 	VZEROUPPER
 	RET

@@ -10,13 +10,18 @@ func hasAVX2FMA() bool { return false }
 // sgemmKernel4x16 is the portable version of the amd64 micro-kernel (same packed
 // layouts, same summation order, but without fused multiply-adds). It keeps the
 // package building off amd64, where hasAVX2FMA is false and gonum runs instead.
-func sgemmKernel4x16(k int, a, b *float32, ldb int, c *float32, ldc int) {
+func sgemmKernel4x16(k int, a, b *float32, ldb int, c *float32, ldc int, add int) {
+	cs := unsafe.Slice(c, 3*ldc+16)
+	if add == 0 {
+		for i := 0; i < 4; i++ {
+			clear(cs[i*ldc : i*ldc+16])
+		}
+	}
 	if k == 0 {
 		return
 	}
 	as := unsafe.Slice(a, 4*k)
 	bs := unsafe.Slice(b, (k-1)*ldb+16)
-	cs := unsafe.Slice(c, 3*ldc+16)
 	var acc [4][16]float32
 	for p := 0; p < k; p++ {
 		for i := 0; i < 4; i++ {
