@@ -512,3 +512,34 @@ func TestFILNormalizedInputs(t *testing.T) {
 		t.Fatal("a model without the engine's option must be refused")
 	}
 }
+
+// TestRepeatsAverage: R repeats use different seeds (different batches and results),
+// dFIL is their per-sample mean and the accuracy their mean.
+func TestRepeatsAverage(t *testing.T) {
+	m := &softmaxModel{d: 6, k: 2}
+	split := toyData(30, 10, 6, 2, 4)
+	cfg := tinyConfig()
+	cfg.Batch, cfg.Steps, cfg.Repeats, cfg.FILCoords, cfg.Sampling = 5, 4, 3, 2, SamplingPoisson
+	res, err := Run(context.Background(), cfg, Options{Model: m, Data: split})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Repeats) != 3 || len(res.TestAccuracies) != 3 {
+		t.Fatalf("%d repeats, %d accuracies", len(res.Repeats), len(res.TestAccuracies))
+	}
+	runs := [][]float64{res.Repeats[0].DFIL, res.Repeats[1].DFIL, res.Repeats[2].DFIL}
+	want, err := accounting.MeanDFIL(runs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.DFIL, want) {
+		t.Fatal("dFIL is not the per-sample mean of the repeats")
+	}
+	if slices.Equal(runs[0], runs[1]) || res.Repeats[0].InitSeed == res.Repeats[1].InitSeed {
+		t.Fatal("repeats 0 and 1 are identical: seeds not derived per repeat")
+	}
+	mean := (res.TestAccuracies[0] + res.TestAccuracies[1] + res.TestAccuracies[2]) / 3
+	if math.Abs(res.TestAccuracy-mean) > 1e-15 {
+		t.Fatalf("test accuracy %v, mean of repeats %v", res.TestAccuracy, mean)
+	}
+}
