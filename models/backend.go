@@ -226,20 +226,31 @@ func (b *cpuBackend[T]) Im2col(g ConvGeom, x []T, cols []T, ld int) {
 					p += g.OutW
 					ih := oh*g.Stride - g.PadT + kh
 					if ih < 0 || ih >= g.H || lo >= hi {
-						clear(d)
+						for i := range d {
+							d[i] = 0
+						}
 						continue
 					}
-					clear(d[:lo])
-					clear(d[hi:])
-					xr := xc[ih*g.W : (ih+1)*g.W]
+					for i := 0; i < lo; i++ {
+						d[i] = 0
+					}
+					for i := hi; i < len(d); i++ {
+						d[i] = 0
+					}
 					iw := lo*g.Stride - g.PadL + kw
-					if g.Stride == 1 {
-						copy(d[lo:hi], xr[iw:iw+hi-lo])
-						continue
-					}
-					for ow := lo; ow < hi; ow++ {
-						d[ow] = xr[iw]
-						iw += g.Stride
+					xr := xc[ih*g.W+iw : ih*g.W+iw+(hi-lo-1)*g.Stride+1]
+					dd := d[lo:hi]
+					switch g.Stride {
+					case 1:
+						copy(dd, xr)
+					case 2:
+						for o := range dd {
+							dd[o] = xr[2*o]
+						}
+					default:
+						for o := range dd {
+							dd[o] = xr[o*g.Stride]
+						}
 					}
 				}
 			}
@@ -275,20 +286,27 @@ func (b *cpuBackend[T]) Col2im(g ConvGeom, cols []T, ld int, dx []T) {
 			for kw := 0; kw < g.KW; kw++ {
 				src := cols[row*ld : row*ld+hwo]
 				row++
-				p := 0
+				lo, hi := validRange(g.OutW, g.Stride, kw-g.PadL, g.W)
+				if lo >= hi {
+					continue
+				}
 				for oh := 0; oh < g.OutH; oh++ {
 					ih := oh*g.Stride - g.PadT + kh
 					if ih < 0 || ih >= g.H {
-						p += g.OutW
 						continue
 					}
-					xr := xc[ih*g.W : (ih+1)*g.W]
-					for ow := 0; ow < g.OutW; ow++ {
-						iw := ow*g.Stride - g.PadL + kw
-						if iw >= 0 && iw < g.W {
-							xr[iw] += src[p]
+					iw := lo*g.Stride - g.PadL + kw
+					xr := xc[ih*g.W+iw : ih*g.W+iw+(hi-lo-1)*g.Stride+1]
+					sr := src[oh*g.OutW+lo : oh*g.OutW+hi]
+					if g.Stride == 1 {
+						xr = xr[:len(sr)]
+						for o, v := range sr {
+							xr[o] += v
 						}
-						p++
+						continue
+					}
+					for o, v := range sr {
+						xr[o*g.Stride] += v
 					}
 				}
 			}
@@ -299,6 +317,22 @@ func (b *cpuBackend[T]) Col2im(g ConvGeom, cols []T, ld int, dx []T) {
 func (b *cpuBackend[T]) AvgPool(g PoolGeom, n int, x, y []T) {
 	inS, outS := g.H*g.W, g.OutH*g.OutW
 	inv := 1 / T(g.KH*g.KW)
+	if g.KH == 2 && g.KW == 2 && g.Stride == 1 {
+		// Same summation order as the general loop: ((x00 + x01) + x10) + x11.
+		for sc := 0; sc < n*g.C; sc++ {
+			xs := x[sc*inS : (sc+1)*inS]
+			ys := y[sc*outS : (sc+1)*outS]
+			for oh := 0; oh < g.OutH; oh++ {
+				yr := ys[oh*g.OutW : (oh+1)*g.OutW]
+				x0 := xs[oh*g.W : oh*g.W+len(yr)+1]
+				x1 := xs[(oh+1)*g.W : (oh+1)*g.W+len(yr)+1]
+				for ow := range yr {
+					yr[ow] = (x0[ow] + x0[ow+1] + x1[ow] + x1[ow+1]) * inv
+				}
+			}
+		}
+		return
+	}
 	for sc := 0; sc < n*g.C; sc++ {
 		xs := x[sc*inS : (sc+1)*inS]
 		ys := y[sc*outS : (sc+1)*outS]
@@ -330,6 +364,31 @@ func (b *cpuBackend[T]) AvgPool(g PoolGeom, n int, x, y []T) {
 func (b *cpuBackend[T]) AvgPoolBack(g PoolGeom, n int, dy, dx []T) {
 	inS, outS := g.H*g.W, g.OutH*g.OutW
 	inv := 1 / T(g.KH*g.KW)
+	if g.KH == 2 && g.KW == 2 && g.Stride == 1 && g.H == g.OutH+1 && g.W == g.OutW+1 {
+		// Gather form of the general scatter loop below, adding in its order: for
+		// dx[r][c], the terms of output rows r−1 then r, each with output columns c
+		// then c−1.
+		for sc := 0; sc < n*g.C; sc++ {
+			dxs := dx[sc*inS : (sc+1)*inS]
+			dys := dy[sc*outS : (sc+1)*outS]
+			for r := 0; r < g.H; r++ {
+				dxr := dxs[r*g.W : (r+1)*g.W]
+				for _, oh := range [2]int{r - 1, r} {
+					if oh < 0 || oh >= g.OutH {
+						continue
+					}
+					dyr := dys[oh*g.OutW : (oh+1)*g.OutW]
+					dxr[0] += dyr[0] * inv
+					for c := 1; c < g.OutW; c++ {
+						dxr[c] += dyr[c] * inv
+						dxr[c] += dyr[c-1] * inv
+					}
+					dxr[g.OutW] += dyr[g.OutW-1] * inv
+				}
+			}
+		}
+		return
+	}
 	for sc := 0; sc < n*g.C; sc++ {
 		dxs := dx[sc*inS : (sc+1)*inS]
 		dys := dy[sc*outS : (sc+1)*outS]
