@@ -198,6 +198,10 @@ func (n *Network[T]) convFloats() (total, maxCol, maxOut int) {
 	return total, maxCol, maxOut
 }
 
+// firstOrderCacheFloats is the working set (in values) a first-order chunk aims
+// for: 2 MiB of float32.
+const firstOrderCacheFloats = 1 << 19
+
 // chunkSizes returns the samples per chunk and the tangent directions per pass for a
 // request of k directions (k = 0: first order only), bounded by the memory budget.
 // They depend only on the architecture, k and whether parameter tangents are used,
@@ -209,7 +213,10 @@ func (n *Network[T]) chunkSizes(batch, k int, pt bool) (cs, kc int) {
 	cs = n.budget / (4 * first)
 	cs = max(1, min(cs, 32, batch))
 	if k == 0 {
-		return cs, 0
+		// First order: keep a chunk's buffers near the size of a core's L2 cache.
+		// Patch matrices written by im2col are then still cached when the GEMMs
+		// read them (mnist-cnn: 6 samples per chunk, 30 % less CPU time than 32).
+		return max(1, min(cs, max(2, firstOrderCacheFloats/first))), 0
 	}
 	row := 2*act + colT + maxCol + maxOut + 2
 	if pt {
