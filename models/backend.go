@@ -463,8 +463,16 @@ func (b *cpuBackend[T]) ActBackward(f Act, x, y, dy, dx []T) {
 }
 
 func (b *cpuBackend[T]) ActTangent(f Act, n, k, size int, x, y, dy, tx, ty, tdy, tdx []T) {
+	// f'(x) and f''(x) of one sample, computed once for its k directions (the same
+	// values and the same expression order as computing them per direction).
+	d := make([]T, 2*size)
+	d1, d2 := d[:size], d[size:]
 	for s := 0; s < n; s++ {
 		xs, ys := x[s*size:(s+1)*size], y[s*size:(s+1)*size]
+		for i := range xs {
+			d1[i] = actD1(f, xs[i], ys[i])
+			d2[i] = actD2(f, xs[i], ys[i])
+		}
 		var dys []T
 		if tdy != nil {
 			dys = dy[s*size : (s+1)*size]
@@ -474,14 +482,14 @@ func (b *cpuBackend[T]) ActTangent(f Act, n, k, size int, x, y, dy, tx, ty, tdy,
 			txr := tx[r : r+size]
 			if ty != nil {
 				tyr := ty[r : r+size]
-				for i := range xs {
-					tyr[i] = actD1(f, xs[i], ys[i]) * txr[i]
+				for i, v := range txr {
+					tyr[i] = d1[i] * v
 				}
 			}
 			if tdy != nil {
 				tdyr, tdxr := tdy[r:r+size], tdx[r:r+size]
-				for i := range xs {
-					tdxr[i] = actD1(f, xs[i], ys[i])*tdyr[i] + actD2(f, xs[i], ys[i])*txr[i]*dys[i]
+				for i, v := range txr {
+					tdxr[i] = d1[i]*tdyr[i] + d2[i]*v*dys[i]
 				}
 			}
 		}
@@ -509,6 +517,9 @@ func (b *cpuBackend[T]) Dot(x, y []T) float64 {
 
 func (b *cpuBackend[T]) DotSq(x, y []T) (xy, yy float64) {
 	y = y[:len(x)]
+	if b.sg != nil {
+		return dotSqVec(any(x).([]float32), any(y).([]float32))
+	}
 	var a0, a1, b0, b1 float64
 	i := 0
 	for ; i+2 <= len(x); i += 2 {

@@ -55,3 +55,16 @@ func axpyVec(acc []float64, sc float64, g []float32) {
 		acc[i] += sc * float64(g[i])
 	}
 }
+
+// dotSqVec returns Σ x_i·y_i and Σ y_i² accumulated in float64 (dotSqF32F64 plus a
+// scalar tail).
+func dotSqVec(x, y []float32) (xy, yy float64) {
+	n8 := len(x) &^ 7
+	xy, yy = dotSqF32F64(x[:n8], y[:n8])
+	for i := n8; i < len(x); i++ {
+		yv := float64(y[i])
+		xy += float64(x[i]) * yv
+		yy += yv * yv
+	}
+	return xy, yy
+}

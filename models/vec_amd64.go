@@ -17,3 +17,9 @@ func dotF32F64(x, y []float32) float64
 //
 //go:noescape
 func axpyF32F64(acc []float64, sc float64, g []float32)
+
+// dotSqF32F64 returns Σ x[i]·y[i] and Σ y[i]² for i < len(x) &^ 7 (len(y) ≥
+// len(x)), accumulated in float64. AVX2 and FMA only.
+//
+//go:noescape
+func dotSqF32F64(x, y []float32) (xy, yy float64)

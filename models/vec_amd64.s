@@ -203,3 +203,45 @@ axpyloop:
 axpydone:
 	VZEROUPPER
 	RET
+
+// func dotSqF32F64(x, y []float32) (xy, yy float64)
+//
+// Σ x[i]·y[i] and Σ y[i]² over the first len(x) &^ 7 values, in float64.
+TEXT ·dotSqF32F64(SB), NOSPLIT, $0-64
+	MOVQ x_base+0(FP), SI
+	MOVQ x_len+8(FP), CX
+	MOVQ y_base+24(FP), DI
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	SHRQ $3, CX
+	JEQ dsqsum
+dsqloop:
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VCVTPS2PD (DI), Y2
+	VCVTPS2PD 16(DI), Y3
+	VFMADD231PD Y2, Y0, Y4
+	VFMADD231PD Y3, Y1, Y5
+	VFMADD231PD Y2, Y2, Y6
+	VFMADD231PD Y3, Y3, Y7
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNE dsqloop
+dsqsum:
+	VADDPD Y5, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VADDPD X5, X4, X4
+	VPERMILPD $1, X4, X5
+	VADDSD X5, X4, X4
+	VMOVSD X4, xy+48(FP)
+	VADDPD Y7, Y6, Y6
+	VEXTRACTF128 $1, Y6, X7
+	VADDPD X7, X6, X6
+	VPERMILPD $1, X6, X7
+	VADDSD X7, X6, X6
+	VMOVSD X6, yy+56(FP)
+	VZEROUPPER
+	RET

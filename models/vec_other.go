@@ -24,3 +24,11 @@ func axpyF32F64(acc []float64, sc float64, g []float32) {
 		acc[i] += sc * float64(g[i])
 	}
 }
+
+func dotSqF32F64(x, y []float32) (xy, yy float64) {
+	for i := 0; i < len(x)&^7; i++ {
+		xy += float64(x[i]) * float64(y[i])
+		yy += float64(y[i]) * float64(y[i])
+	}
+	return xy, yy
+}

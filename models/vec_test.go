@@ -51,6 +51,13 @@ func TestVectorKernels(t *testing.T) {
 			if got := dotVec(x, y); math.Abs(got-wantDot) > 1e-13*absDot {
 				t.Fatalf("dot = %v, want %v", got, wantDot)
 			}
+			var wantSq float64
+			for _, v := range y {
+				wantSq += float64(v) * float64(v)
+			}
+			if xy, yy := dotSqVec(x, y); math.Abs(xy-wantDot) > 1e-13*absDot || math.Abs(yy-wantSq) > 1e-13*wantSq {
+				t.Fatalf("dotSq = %v, %v, want %v, %v", xy, yy, wantDot, wantSq)
+			}
 			acc, want := make([]float64, n), make([]float64, n)
 			for i := range acc {
 				acc[i] = rng.NormFloat64()
