@@ -16,13 +16,13 @@ const demoReading = "How to read the bounds: no unbiased reconstruction attack c
 
 // demoConfig is the demo's run: mnist-cnn on the embedded MNIST, privately, with
 // smooth clipping and FIL from k = 8 coordinates on a random 10 % of the batch
-// members (weighted ×5, unbiased), so that it takes a few minutes on 2 cores.
+// members (weighted ×4, unbiased), so that it takes a few minutes on 2 cores.
 func demoConfig() train.Config {
 	c := train.DefaultConfig()
 	c.Model, c.Dataset = "mnist-cnn", "mnist-embedded"
-	c.Steps, c.Batch, c.LR, c.Momentum = 150, 600, 0.1, 0.5
+	c.Steps, c.Batch, c.LR, c.Momentum = 200, 600, 0.1, 0.5
 	c.Sigma, c.Clip, c.ClipMode = 1, 8, train.ClipModeSmooth
-	c.FILCoords, c.FILRate = 8, 0.2
+	c.FILCoords, c.FILRate = 8, 0.25
 	c.EvalEvery = 50
 	return c
 }
@@ -48,8 +48,8 @@ the test accuracy, ε, the RDP MSE bound and the FIL MSE bounds of the worst and
 median training sample.
 
 Settings: σ = 1, C = 8, lr 0.1, batch 600, momentum 0.5 (seed 000 Table 3 values),
-150 steps, FIL from k = 8 random pixel coordinates for a random 20 % of the batch
-members at each step (weighted ×5, an unbiased estimate; use 'dpfil train' with
+200 steps, FIL from k = 8 random pixel coordinates for a random 25 % of the batch
+members at each step (weighted ×4, an unbiased estimate; use 'dpfil train' with
 --fil-coords 50 --fil-rate 1 for the paper's estimator).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
