@@ -303,9 +303,15 @@ func TestFILExactEqualsFrobenius(t *testing.T) {
 // compares result.json (minus timings), dfil.npy and the parameter files with an
 // uninterrupted run.
 func TestResumeIsBitIdentical(t *testing.T) {
+	for _, model := range []string{"mlp", "mnist-cnn"} {
+		t.Run(model, func(t *testing.T) { testResume(t, model) })
+	}
+}
+
+func testResume(t *testing.T, model string) {
 	split := imageToyData(60, 20, 4)
 	cfg := DefaultConfig()
-	cfg.Model, cfg.Dataset, cfg.Batch, cfg.Steps, cfg.Repeats, cfg.FILCoords, cfg.Sigma = "mlp", "toy", 10, 12, 2, 3, 0.9
+	cfg.Model, cfg.Dataset, cfg.Batch, cfg.Steps, cfg.Repeats, cfg.FILCoords, cfg.Sigma = model, "toy", 10, 12, 2, 3, 0.9
 	cfg.Sampling, cfg.EvalEvery = SamplingPoisson, 5
 	full := t.TempDir()
 	if _, err := Run(context.Background(), cfg, Options{Out: full, Data: split}); err != nil {
