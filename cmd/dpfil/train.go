@@ -34,7 +34,7 @@ func addTrainConfigFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.Float64Var(&cfg.WeightDecay, "weight-decay", cfg.WeightDecay, "L2 weight decay λ (g ← ḡ + λw)")
 	fs.Float64Var(&cfg.Sigma, "sigma", cfg.Sigma, "noise multiplier σ (noise N(0, σ²C²I) on the summed clipped gradients)")
 	fs.Float64Var(&cfg.Clip, "clip", cfg.Clip, "per-sample clipping norm C")
-	fs.StringVar(&cfg.ClipMode, "clip-mode", cfg.ClipMode, "clipping: smooth (GELU, differentiable; needed for FIL) or hard")
+	fs.StringVar(&cfg.ClipMode, "clip-mode", cfg.ClipMode, "clipping: smooth (GELU, differentiable: the paper's choice for FIL) or hard")
 	fs.StringVar(&cfg.Sampling, "sampling", cfg.Sampling, "batches: shuffle (fixed size, without replacement, per epoch) or poisson")
 	fs.Float64Var(&cfg.Delta, "delta", cfg.Delta, "δ at which ε is reported")
 	fs.Float64Var(&cfg.FILDelta, "fil-delta", cfg.FILDelta, "failure probability δ_f of κ (0 = 1/(T·N))")
