@@ -8,10 +8,11 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/dpfil/dpfil/internal/atomicfile"
 )
 
 const npyMagic = "\x93NUMPY"
@@ -160,30 +161,8 @@ func SaveDFIL(path string, dfil []float64) error {
 			return fmt.Errorf("save dFIL %s: sample %d has invalid dFIL %v", path, i, v)
 		}
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("save dFIL %s: %w", path, err)
-	}
-	name := tmp.Name()
-	fail := func(err error) error {
-		_ = tmp.Close()
-		_ = os.Remove(name)
-		return fmt.Errorf("save dFIL %s: %w", path, err)
-	}
-	if err := EncodeNPY(tmp, dfil); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		_ = os.Remove(name)
-		return fmt.Errorf("save dFIL %s: %w", path, err)
-	}
-	if err := os.Rename(name, path); err != nil {
-		_ = os.Remove(name)
-		return fmt.Errorf("save dFIL %s: %w", path, err)
+	if err := atomicfile.Write(path, func(w io.Writer) error { return EncodeNPY(w, dfil) }); err != nil {
+		return fmt.Errorf("save dFIL: %w", err)
 	}
 	return nil
 }

@@ -35,6 +35,5 @@
 // operator in the eigenbasis of H, found by Lanczos iteration.
 //
 // IRFIL implements seed 001 Algorithm 1 (iteratively reweighted FIL) with weight
-// clamping. WriteImageGrid writes a grid of grey-scale images as a PNG; it lives here for
-// now and is generic enough for other packages to reuse.
+// clamping. Figures (image grids) are drawn by package plot.
 package glm

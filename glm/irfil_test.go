@@ -1,10 +1,7 @@
 package glm
 
 import (
-	"image/png"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 )
 
@@ -60,45 +57,5 @@ func TestIRFILClampAndErrors(t *testing.T) {
 		if _, err := IRFIL(dt, o); err == nil {
 			t.Fatalf("options %+v accepted", o)
 		}
-	}
-}
-
-func TestWriteImageGrid(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "g.png")
-	imgs := [][]float32{{0, 1, 0.5, 2}, {float32(math.NaN()), -1, 1, 0}, {1, 1, 1, 1}}
-	if err := WriteImageGridScaled(path, imgs, 2, 2, 2, 3); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	im, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := im.Bounds()
-	if b.Dx() != 2*(2*3+1)+1 || b.Dy() != 2*(2*3+1)+1 {
-		t.Fatalf("size %v", b)
-	}
-	grey := func(x, y int) uint32 { r, _, _, _ := im.At(x, y).RGBA(); return r >> 8 }
-	// Image 0 pixel (0,1) = 1 → white; pixel (1,1) = 2 → clipped white; (1,0) = 0.5.
-	for _, c := range []struct {
-		x, y int
-		want uint32
-	}{
-		{1, 1, 0}, {1 + 3, 1, 255}, {1 + 3 + 2, 1 + 3 + 2, 255}, {1, 1 + 3, 128},
-		{8, 1, 128}, {8 + 3, 1, 0}, {1, 8, 255},
-	} {
-		if g := grey(c.x, c.y); g != c.want {
-			t.Fatalf("pixel (%d,%d) = %d, want %d", c.x, c.y, g, c.want)
-		}
-	}
-	if err := WriteImageGrid(path, imgs, 3, 2, 1); err == nil {
-		t.Fatal("wrong image size accepted")
-	}
-	if err := WriteImageGrid(filepath.Join(t.TempDir(), "no", "dir.png"), imgs, 2, 2, 1); err == nil {
-		t.Fatal("missing directory accepted")
 	}
 }

@@ -17,7 +17,7 @@ type GridOptions struct {
 // ImageGrid tiles images (each C×H×W in [0,1], NCHW, C = 1 grey or 3 RGB) into one
 // picture, row-major, on a white background: seed 000 Fig. 4 and 6 (samples and
 // their reconstructions, or the highest- and lowest-dFIL samples). Values outside
-// [0,1] are clamped; NaN is an error.
+// [0,1] are clamped; NaN (a failed reconstruction) is drawn mid-grey.
 func ImageGrid(imgs [][]float32, c, h, w int, opt GridOptions) (*image.RGBA, error) {
 	if len(imgs) == 0 {
 		return nil, fmt.Errorf("image grid: no images")
@@ -64,7 +64,7 @@ func ImageGrid(imgs [][]float32, c, h, w int, opt GridOptions) (*image.RGBA, err
 					}
 					v := float64(im[src*plane+y*w+x])
 					if math.IsNaN(v) {
-						return nil, fmt.Errorf("image grid: image %d has NaN at (%d,%d)", k, y, x)
+						v = 0.5
 					}
 					rgb[ch] = uint8(math.Round(255 * math.Max(0, math.Min(1, v))))
 				}

@@ -323,8 +323,8 @@ func TestImageGrid(t *testing.T) {
 	for name, f := range map[string]func() error{
 		"no images": func() error { _, err := ImageGrid(nil, 1, 2, 2, GridOptions{}); return err },
 		"bad C":     func() error { _, err := ImageGrid([][]float32{{1, 1}}, 2, 1, 1, GridOptions{}); return err },
-		"NaN": func() error {
-			_, err := ImageGrid([][]float32{{float32(math.NaN())}}, 1, 1, 1, GridOptions{})
+		"wrong size": func() error {
+			_, err := ImageGrid([][]float32{{1, 1, 1}}, 1, 2, 2, GridOptions{})
 			return err
 		},
 	} {
@@ -392,5 +392,19 @@ func TestDecadeTicks(t *testing.T) {
 	}
 	if ts := (decadeTicks{}).Ticks(0, 1); ts != nil {
 		t.Fatalf("non-positive range: %v", ts)
+	}
+}
+
+func TestImageGridNaNIsGrey(t *testing.T) {
+	img, err := ImageGrid([][]float32{{0, 1, float32(math.NaN()), 2}}, 1, 2, 2, GridOptions{Scale: 1, Pad: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pixels sit at (1+x, 1+y) behind a 1-pixel pad.
+	want := map[[2]int]uint8{{1, 1}: 0, {2, 1}: 255, {1, 2}: 128, {2, 2}: 255}
+	for p, v := range want {
+		if got := img.RGBAAt(p[0], p[1]).R; got != v {
+			t.Errorf("pixel %v = %d, want %d", p, got, v)
+		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/dpfil/dpfil/internal/atomicfile"
 )
 
 // ResultsFile is the name of the append-only results log inside a sweep directory.
@@ -337,33 +339,19 @@ func WriteResults(path string, recs []Record) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("results dir: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".results-*.jsonl")
-	if err != nil {
-		return fmt.Errorf("write results: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	w := bufio.NewWriter(tmp)
-	for _, r := range recs {
-		b, err := json.Marshal(r)
-		if err != nil {
-			tmp.Close()
-			return fmt.Errorf("write results: encode %s: %w", r.Hash, err)
+	err := atomicfile.Write(path, func(w io.Writer) error {
+		for _, r := range recs {
+			b, err := json.Marshal(r)
+			if err != nil {
+				return fmt.Errorf("encode %s: %w", r.Hash, err)
+			}
+			if _, err := w.Write(append(b, '\n')); err != nil {
+				return err
+			}
 		}
-		w.Write(b)
-		w.WriteByte('\n')
-	}
-	if err := w.Flush(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write results: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write results: sync: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write results: close: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("write results: %w", err)
 	}
 	return nil

@@ -19,6 +19,8 @@ import (
 	"github.com/dpfil/dpfil/attack"
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/glm"
+	"github.com/dpfil/dpfil/internal/atomicfile"
+	"github.com/dpfil/dpfil/plot"
 	"github.com/spf13/cobra"
 )
 
@@ -271,27 +273,12 @@ func glmWriteCSV(path string, header []string, rows [][]string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".csv-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	w := csv.NewWriter(tmp)
-	_ = w.Write(header)
-	_ = w.WriteAll(rows)
-	if err := w.Error(); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, func(w io.Writer) error {
+		cw := csv.NewWriter(w)
+		_ = cw.Write(header)
+		_ = cw.WriteAll(rows)
+		return cw.Error()
+	})
 }
 
 func glmFmt(v float64) string { return strconv.FormatFloat(v, 'g', 10, 64) }
@@ -472,7 +459,7 @@ func glmWriteFILOutputs(f glmFlags, s *glmSetup, fil *glm.FILResult) (*glmFILRes
 			imgs[k] = glmToF32(s.train.Row(fil.Indices[pos]))
 		}
 		p := filepath.Join(f.out, part.name)
-		if err := glm.WriteImageGridScaled(p, imgs, s.h, s.w, 8, 3); err != nil {
+		if err := glmSaveGrid(p, imgs, s.h, s.w, 8); err != nil {
 			return nil, err
 		}
 		res.Files = append(res.Files, p)
@@ -648,7 +635,7 @@ func (res *glmAttackResult) fill(f glmFlags, s *glmSetup, tidx []int, fil *glm.F
 			imgs = append(imgs, glmToF32(att.Reconstructions[tidx[p]]))
 		}
 		out := filepath.Join(f.out, part.name)
-		if err := glm.WriteImageGridScaled(out, imgs, s.h, s.w, len(part.pos), 3); err != nil {
+		if err := glmSaveGrid(out, imgs, s.h, s.w, len(part.pos)); err != nil {
 			return err
 		}
 		res.Files = append(res.Files, out)
@@ -783,4 +770,14 @@ func (o *glmIRFILResult) write(f glmFlags, s *glmSetup, res *glm.IRFILResult) er
 	}
 	o.Files = append(o.Files, p)
 	return nil
+}
+
+// glmSaveGrid writes grey-scale h×w images as a PNG grid with cols per row, each pixel
+// drawn 3×3 (NaN reconstructions show mid-grey).
+func glmSaveGrid(path string, imgs [][]float32, h, w, cols int) error {
+	img, err := plot.ImageGrid(imgs, 1, h, w, plot.GridOptions{Cols: cols, Scale: 3, Pad: 1})
+	if err != nil {
+		return err
+	}
+	return plot.SavePNG(path, img)
 }
