@@ -100,8 +100,12 @@ type cpuBackend[T Float] struct {
 	sg *packedSgemm
 }
 
-// NewCPUBackend returns the CPU backend. Its GEMM is gonum's native (pure Go,
-// assembly-accelerated) sgemm/dgemm; networks run one worker goroutine per CPU.
+// NewCPUBackend returns the CPU backend; networks run one worker goroutine per CPU.
+// In float32 on a CPU with AVX2 and FMA, GEMMs run on a packed 4×16 FMA
+// micro-kernel (sgemm.go) and tanh, the float64-accumulated dot products and the
+// clipped-gradient sums on AVX2 loops (vec.go); otherwise, and always in float64,
+// GEMMs are gonum's native (pure Go, assembly-accelerated) sgemm/dgemm and the rest
+// plain Go loops.
 func NewCPUBackend[T Float]() Backend[T] {
 	w := runtime.GOMAXPROCS(0)
 	if w < 1 {
@@ -210,35 +214,37 @@ func gemmGeneric[T Float](transA, transB bool, m, n, k int, alpha T, a []T, lda 
 }
 
 func (b *cpuBackend[T]) Im2col(g ConvGeom, x []T, cols []T, ld int) {
-	hwo := g.HWo()
+	hwo, ow := g.HWo(), g.OutW
 	row := 0
 	for c := 0; c < g.InC; c++ {
-		xc := x[c*g.H*g.W:]
+		xc := x[c*g.H*g.W : (c+1)*g.H*g.W]
 		for kh := 0; kh < g.KH; kh++ {
+			// output rows whose input row ih = oh·S − PadT + kh is inside
+			hlo, hhi := validRange(g.OutH, g.Stride, kh-g.PadT, g.H)
 			for kw := 0; kw < g.KW; kw++ {
 				dst := cols[row*ld : row*ld+hwo]
 				row++
 				// output columns whose input column iw = ow·S − PadL + kw is inside
-				lo, hi := validRange(g.OutW, g.Stride, kw-g.PadL, g.W)
-				p := 0
-				for oh := 0; oh < g.OutH; oh++ {
-					d := dst[p : p+g.OutW]
-					p += g.OutW
-					ih := oh*g.Stride - g.PadT + kh
-					if ih < 0 || ih >= g.H || lo >= hi {
-						for i := range d {
-							d[i] = 0
-						}
-						continue
-					}
+				lo, hi := validRange(ow, g.Stride, kw-g.PadL, g.W)
+				if lo >= hi || hlo >= hhi {
+					clear(dst)
+					continue
+				}
+				clear(dst[:hlo*ow])
+				clear(dst[hhi*ow:])
+				n := hi - lo
+				span := (n-1)*g.Stride + 1
+				src := (hlo*g.Stride-g.PadT+kh)*g.W + lo*g.Stride - g.PadL + kw
+				for oh := hlo; oh < hhi; oh++ {
+					d := dst[oh*ow : (oh+1)*ow]
 					for i := 0; i < lo; i++ {
 						d[i] = 0
 					}
-					for i := hi; i < len(d); i++ {
+					for i := hi; i < ow; i++ {
 						d[i] = 0
 					}
-					iw := lo*g.Stride - g.PadL + kw
-					xr := xc[ih*g.W+iw : ih*g.W+iw+(hi-lo-1)*g.Stride+1]
+					xr := xc[src : src+span]
+					src += g.Stride * g.W
 					dd := d[lo:hi]
 					switch g.Stride {
 					case 1:

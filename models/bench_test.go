@@ -81,3 +81,25 @@ func BenchmarkFILSqNorms(b *testing.B) {
 	}
 	b.ReportMetric(float64(batch*b.N)/b.Elapsed().Seconds(), "samples/s")
 }
+
+// BenchmarkClippedGradSumModels times a DP-SGD step's per-sample gradients for each
+// network with a conv or dense stack worth timing.
+func BenchmarkClippedGradSumModels(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		batch int
+	}{{"mnist-cnn", 600}, {"mnist-cnn-3x3", 600}, {"mlp", 600}, {"cifar-cnn", 32}} {
+		b.Run(tc.name, func(b *testing.B) {
+			m, p, x, y := benchSetup(b, tc.name, tc.batch)
+			sum := make([]float32, m.NumParams())
+			losses := make([]float64, tc.batch)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := m.ClippedGradSum(p, x, y, Clip{C: 1}, sum, losses); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(tc.batch*b.N)/b.Elapsed().Seconds(), "samples/s")
+		})
+	}
+}
