@@ -1,0 +1,97 @@
+package models
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestFloat32WorkerCountBitIdentical checks that the float32 CPU backend (packed GEMM
+// and vector kernels where the CPU has them) gives bit-identical per-sample gradients,
+// clipped sums and FIL values with 1, 2 and 3 workers.
+func TestFloat32WorkerCountBitIdentical(t *testing.T) {
+	newBE := func(w int) *cpuBackend[float32] {
+		b := &cpuBackend[float32]{workers: w, tile: w > 1}
+		if hasAVX2FMA() {
+			b.sg = &packedSgemm{}
+		}
+		return b
+	}
+	// batches of several first-order chunks (mnist-cnn: 6 samples, mlp: 32)
+	for _, tc := range []struct {
+		name  string
+		batch int
+	}{{"mnist-cnn", 13}, {"mlp", 70}} {
+		name, batch := tc.name, tc.batch
+		t.Run(name, func(t *testing.T) {
+			arch, err := ArchByName(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const k = 5
+			p64 := InitParams(arch, 3)
+			params := make([]float32, len(p64))
+			for i, v := range p64 {
+				params[i] = float32(v)
+			}
+			rng := rand.New(rand.NewPCG(9, 9))
+			d := arch.InputDim()
+			x := make([]float32, batch*d)
+			for i := range x {
+				x[i] = rng.Float32()
+			}
+			y := make([]int, batch)
+			coords := make([][]int, batch)
+			for s := range y {
+				y[s] = rng.IntN(arch.Classes)
+				for j := 0; j < k; j++ {
+					coords[s] = append(coords[s], rng.IntN(d))
+				}
+			}
+			type result struct {
+				grads, sum []float32
+				losses     []float64
+				fil        []float64
+			}
+			run := func(w int) result {
+				net, err := NewNetwork(arch, Backend[float32](newBE(w)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var r result
+				if r.grads, _, err = net.PerSampleGrads(params, x, y, batch); err != nil {
+					t.Fatal(err)
+				}
+				r.sum = make([]float32, len(params))
+				r.losses = make([]float64, batch)
+				if err := net.ClippedGradSum(params, x, y, batch, Clip{C: 0.5}, r.sum, r.losses); err != nil {
+					t.Fatal(err)
+				}
+				r.fil = make([]float64, batch)
+				if err := net.FILSqNorms(params, x, y, batch, Clip{C: 0.5}, coords, r.fil); err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			ref := run(1)
+			for _, w := range []int{2, 3} {
+				got := run(w)
+				for i := range ref.grads {
+					if math.Float32bits(got.grads[i]) != math.Float32bits(ref.grads[i]) {
+						t.Fatalf("%d workers: grad[%d] = %v, 1 worker %v", w, i, got.grads[i], ref.grads[i])
+					}
+				}
+				for i := range ref.sum {
+					if math.Float32bits(got.sum[i]) != math.Float32bits(ref.sum[i]) {
+						t.Fatalf("%d workers: sum[%d] = %v, 1 worker %v", w, i, got.sum[i], ref.sum[i])
+					}
+				}
+				for i := range ref.fil {
+					if got.fil[i] != ref.fil[i] || got.losses[i] != ref.losses[i] {
+						t.Fatalf("%d workers: sample %d: FIL %v loss %v, 1 worker %v %v", w, i, got.fil[i], got.losses[i], ref.fil[i], ref.losses[i])
+					}
+				}
+			}
+		})
+	}
+}
