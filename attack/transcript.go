@@ -18,7 +18,8 @@ import (
 //	  kind 1 header: JSON TranscriptHeader (first record)
 //	  kind 2 init:   P float32, θ₀ (second record)
 //	  kind 3 step:   u32 t, u32 P, P float32 released gradient g_t, u32 m,
-//	                 ⌈m/8⌉ bytes: bit j = known point j was in the batch (m = 0: all were)
+//	                 ⌈m/8⌉ bytes: bit j = known point j was in the batch (m = 0: all were),
+//	                 optionally u32 b, b × u32 dataset indices of the batch (training runs)
 //	  kind 4 index:  u32 count, count × u64 file offsets of the step records (at Close)
 //	trailer: u64 offset of the index record, "DPFTEND\x00"
 //
@@ -41,8 +42,10 @@ const (
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // TranscriptHeader is what the adversary is told besides the gradients: the
-// hyperparameters and the known points, and how to replay θ_t:
-// θ_{t+1} = θ_t − LR/BatchDenominator · g_t.
+// hyperparameters and the known points, and how to replay θ_t. With Update "" (the
+// attack game) θ_{t+1} = θ_t − LR/BatchDenominator · g_t; with Update "momentum"
+// (dpfil train) the trainer's heavy-ball step with ḡ_t = g_t/BatchDenominator:
+// u = ḡ_t + WeightDecay·θ_t, v ← Momentum·v + u, θ_{t+1} = θ_t − LR·v (see Replay).
 type TranscriptHeader struct {
 	Format           string  `json:"format"` // "dpfil-transcript"
 	Model            string  `json:"model"`
@@ -61,14 +64,31 @@ type TranscriptHeader struct {
 	Trial            int     `json:"trial,omitempty"`
 	// Prior is the attack game's prior (dataset indices); empty for training runs.
 	Prior []int `json:"prior,omitempty"`
+
+	// Fields of transcripts recorded by dpfil train (absent for the attack game).
+	Update      string  `json:"update,omitempty"` // "" (plain SGD) | "momentum"
+	Momentum    float64 `json:"momentum,omitempty"`
+	WeightDecay float64 `json:"weight_decay,omitempty"`
+	Sampling    string  `json:"sampling,omitempty"` // shuffle | poisson
+	NTrain      int     `json:"n_train,omitempty"`  // training-set size N (batch indices refer to it)
+	Repeat      int     `json:"repeat,omitempty"`
+	ConfigHash  string  `json:"config_hash,omitempty"`
 }
 
+// Update rules of TranscriptHeader.Update.
+const (
+	UpdateSGD      = ""         // θ ← θ − LR/BatchDenominator · g
+	UpdateMomentum = "momentum" // dpfil train's momentum SGD with weight decay
+)
+
 // TranscriptStep is one step as released: the privatised gradient and which known
-// points were in the batch (nil: all of them).
+// points were in the batch (nil: all of them), and for training transcripts the
+// batch's dataset indices (nil when not recorded).
 type TranscriptStep struct {
 	T           int
 	Released    []float32
 	KnownMember []bool
+	Batch       []int
 }
 
 // Transcript is a loaded transcript.
@@ -160,26 +180,57 @@ func (w *TranscriptWriter) record(kind byte, payload []byte) (int64, error) {
 // WriteStep appends step t (steps must come in order 0, 1, …): the released
 // privatised gradient and the batch membership of the known points (nil = all).
 func (w *TranscriptWriter) WriteStep(t int, released []float64, knownMember []bool) error {
-	if t != w.next {
-		return fmt.Errorf("transcript: step %d written after step %d", t, w.next-1)
-	}
 	if len(released) != w.p {
 		return fmt.Errorf("transcript: step %d has %d values, want %d", t, len(released), w.p)
-	}
-	if knownMember != nil && len(knownMember) != w.known {
-		return fmt.Errorf("transcript: step %d membership has %d entries, want %d", t, len(knownMember), w.known)
 	}
 	for i, x := range released {
 		if math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) > math.MaxFloat32 {
 			return fmt.Errorf("transcript: step %d value %d is %v, not a finite float32", t, i, x)
 		}
 	}
-	b := make([]byte, 0, 12+4*w.p+(len(knownMember)+7)/8)
+	r32 := make([]float32, len(released))
+	for i, x := range released {
+		r32[i] = float32(x)
+	}
+	return w.writeStep(t, r32, knownMember, nil)
+}
+
+// WriteTrainStep appends step t of a training run: the released gradient exactly as
+// the trainer applied it (float32) and the dataset indices of the batch (possibly
+// empty). Known-point membership is not written (training headers list no known
+// points: the batch indices say who was in).
+func (w *TranscriptWriter) WriteTrainStep(t int, released []float32, batch []int) error {
+	if len(released) != w.p {
+		return fmt.Errorf("transcript: step %d has %d values, want %d", t, len(released), w.p)
+	}
+	for i, x := range released {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return fmt.Errorf("transcript: step %d value %d is %v, not finite", t, i, x)
+		}
+	}
+	for _, i := range batch {
+		if i < 0 || int64(i) > math.MaxUint32 {
+			return fmt.Errorf("transcript: step %d batch index %d out of range", t, i)
+		}
+	}
+	if batch == nil {
+		batch = []int{}
+	}
+	return w.writeStep(t, released, nil, batch)
+}
+
+// writeStep encodes and appends a step record; batch == nil omits the batch field.
+func (w *TranscriptWriter) writeStep(t int, released []float32, knownMember []bool, batch []int) error {
+	if t != w.next {
+		return fmt.Errorf("transcript: step %d written after step %d", t, w.next-1)
+	}
+	if knownMember != nil && len(knownMember) != w.known {
+		return fmt.Errorf("transcript: step %d membership has %d entries, want %d", t, len(knownMember), w.known)
+	}
+	b := make([]byte, 0, 12+4*w.p+(len(knownMember)+7)/8+4+4*len(batch))
 	b = binary.LittleEndian.AppendUint32(b, uint32(t))
 	b = binary.LittleEndian.AppendUint32(b, uint32(w.p))
-	for _, x := range released {
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(x)))
-	}
+	b = f32bytes(b, released)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(knownMember)))
 	bits := make([]byte, (len(knownMember)+7)/8)
 	for j, in := range knownMember {
@@ -188,6 +239,12 @@ func (w *TranscriptWriter) WriteStep(t int, released []float64, knownMember []bo
 		}
 	}
 	b = append(b, bits...)
+	if batch != nil {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(batch)))
+		for _, i := range batch {
+			b = binary.LittleEndian.AppendUint32(b, uint32(i))
+		}
+	}
 	off, err := w.record(recStep, b)
 	if err != nil {
 		return err
@@ -195,6 +252,82 @@ func (w *TranscriptWriter) WriteStep(t int, released []float64, knownMember []bo
 	w.offsets = append(w.offsets, uint64(off))
 	w.next++
 	return nil
+}
+
+// Steps is the number of steps written so far.
+func (w *TranscriptWriter) Steps() int { return w.next }
+
+// ResumeTranscript reopens the transcript at path to continue writing at step
+// `steps` (a run resumed from a checkpoint taken after that many steps): it checks
+// that the file's header equals h (as CreateTranscript would write it), keeps θ₀ and
+// the first `steps` step records, cuts off everything after them (steps recorded
+// after the checkpoint, the index and trailer of a closed file, a torn record) and
+// appends from there. The file must hold at least `steps` intact step records.
+func ResumeTranscript(path string, h TranscriptHeader, steps int) (*TranscriptWriter, error) {
+	h.Format = "dpfil-transcript"
+	if h.ClipMode == "" {
+		h.ClipMode = "hard"
+	}
+	if steps < 0 {
+		return nil, fmt.Errorf("transcript: resume at step %d", steps)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("transcript: resume: %w", err)
+	}
+	if len(data) < 8 || string(data[:4]) != transcriptMagic || binary.LittleEndian.Uint16(data[4:]) != transcriptVersion {
+		return nil, fmt.Errorf("transcript %s: resume: not a version-%d dpfil transcript", path, transcriptVersion)
+	}
+	tr := &Transcript{}
+	off := int64(8)
+	var offsets []uint64
+	for i := 0; i < 2+steps; i++ {
+		want := byte(recStep)
+		if i < 2 {
+			want = []byte{recHeader, recInit}[i]
+		}
+		kind, payload, next, err := readRecord(data, off)
+		if errors.Is(err, errTorn) {
+			return nil, fmt.Errorf("transcript %s: resume at step %d: the file holds only %d step records", path, steps, max(0, i-2))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("transcript %s: resume: %w", path, err)
+		}
+		if kind != want {
+			return nil, fmt.Errorf("transcript %s: resume at step %d: record at offset %d is a %s record, want %s", path, steps, off, recName(kind), recName(want))
+		}
+		if err := tr.apply(kind, payload); err != nil {
+			return nil, fmt.Errorf("transcript %s: resume: record at offset %d: %w", path, off, err)
+		}
+		if kind == recStep {
+			offsets = append(offsets, uint64(off))
+		}
+		off = next
+	}
+	got, err := json.Marshal(tr.Header)
+	if err != nil {
+		return nil, fmt.Errorf("transcript: resume: %w", err)
+	}
+	want, err := json.Marshal(h)
+	if err != nil {
+		return nil, fmt.Errorf("transcript: resume: %w", err)
+	}
+	if !bytes.Equal(got, want) {
+		return nil, fmt.Errorf("transcript %s was recorded for a different run: header %s, want %s", path, got, want)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("transcript: resume: %w", err)
+	}
+	if err := f.Truncate(off); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("transcript: resume: truncate: %w", err)
+	}
+	if _, err := f.Seek(off, 0); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("transcript: resume: %w", err)
+	}
+	return &TranscriptWriter{f: f, off: off, offsets: offsets, p: h.NumParams, known: len(h.Known), next: steps}, nil
 }
 
 // Close writes the index and the trailer and closes the file.
@@ -383,6 +516,9 @@ func (tr *Transcript) apply(kind byte, p []byte) error {
 		if h.Format != "dpfil-transcript" || h.NumParams <= 0 || h.Steps < 0 || !(h.Q > 0 && h.Q <= 1) || !(h.Clip > 0) || !(h.BatchDenominator > 0) {
 			return fmt.Errorf("header: implausible hyperparameters %+v", h)
 		}
+		if h.Update != UpdateSGD && h.Update != UpdateMomentum || !(h.Momentum >= 0 && h.Momentum < 1) || !(h.WeightDecay >= 0) || math.IsInf(h.WeightDecay, 0) || !(h.LR > 0) || math.IsInf(h.LR, 0) {
+			return fmt.Errorf("header: unknown update %q or implausible lr %v, momentum %v, weight decay %v", h.Update, h.LR, h.Momentum, h.WeightDecay)
+		}
 	case recInit:
 		if len(p) != 4*tr.Header.NumParams {
 			return fmt.Errorf("θ₀ has %d bytes, want %d", len(p), 4*tr.Header.NumParams)
@@ -412,8 +548,24 @@ func (tr *Transcript) apply(kind byte, p []byte) error {
 		if m != 0 && m != len(tr.Header.Known) {
 			return fmt.Errorf("step %d membership has %d entries, want %d", t, m, len(tr.Header.Known))
 		}
-		if len(rest) != 4+(m+7)/8 {
+		if len(rest) < 4+(m+7)/8 {
 			return fmt.Errorf("step %d membership has %d bytes, want %d", t, len(rest)-4, (m+7)/8)
+		}
+		if tail := rest[4+(m+7)/8:]; len(tail) > 0 {
+			if len(tail) < 4 {
+				return fmt.Errorf("step %d has %d stray bytes after its membership", t, len(tail))
+			}
+			nb := int(binary.LittleEndian.Uint32(tail))
+			if len(tail) != 4+4*nb {
+				return fmt.Errorf("step %d batch has %d bytes for %d indices", t, len(tail)-4, nb)
+			}
+			s.Batch = make([]int, nb)
+			for j := range s.Batch {
+				s.Batch[j] = int(binary.LittleEndian.Uint32(tail[4+4*j:]))
+				if n := tr.Header.NTrain; n > 0 && s.Batch[j] >= n {
+					return fmt.Errorf("step %d batch index %d ≥ N = %d", t, s.Batch[j], n)
+				}
+			}
 		}
 		if m > 0 {
 			s.KnownMember = make([]bool, m)
@@ -439,6 +591,12 @@ func (tr *Transcript) apply(kind byte, p []byte) error {
 func (tr *Transcript) Observations(net Net, knownX []float64, knownY []int) ([]Observation, error) {
 	h := tr.Header
 	P := h.NumParams
+	if len(h.Known) > 0 && h.ClipMode != "hard" {
+		return nil, fmt.Errorf("replay: the known points' gradients are subtracted with hard clipping, the transcript used %q clipping", h.ClipMode)
+	}
+	if net == nil {
+		return nil, fmt.Errorf("replay: no network")
+	}
 	if net.NumParams() != P {
 		return nil, fmt.Errorf("replay: network has %d parameters, transcript %d", net.NumParams(), P)
 	}
@@ -446,10 +604,8 @@ func (tr *Transcript) Observations(net Net, knownX []float64, knownY []int) ([]O
 	if len(knownY) != len(h.Known) || len(knownX) != len(knownY)*d {
 		return nil, fmt.Errorf("replay: %d known points given, transcript has %d", len(knownY), len(h.Known))
 	}
-	theta := make([]float64, P)
-	for i, v := range tr.Theta0 {
-		theta[i] = float64(v)
-	}
+	rp := tr.newReplayer()
+	theta := rp.theta
 	grads := make([]float64, gradChunk*P)
 	obs := make([]Observation, 0, len(tr.Steps))
 	for _, s := range tr.Steps {
@@ -492,12 +648,66 @@ func (tr *Transcript) Observations(net Net, knownX []float64, knownY []int) ([]O
 			return nil, err
 		}
 		obs = append(obs, o)
-		step := h.LR / h.BatchDenominator
-		for i, v := range s.Released {
-			theta[i] -= step * float64(v)
-		}
+		rp.step(s.Released)
 	}
 	return obs, nil
+}
+
+// replayer rebuilds θ_t from θ₀ and the released gradients with the header's update.
+type replayer struct {
+	h          TranscriptHeader
+	theta, vel []float64
+}
+
+func (tr *Transcript) newReplayer() *replayer {
+	r := &replayer{h: tr.Header, theta: make([]float64, len(tr.Theta0))}
+	for i, v := range tr.Theta0 {
+		r.theta[i] = float64(v)
+	}
+	if r.h.Update == UpdateMomentum {
+		r.vel = make([]float64, len(r.theta))
+	}
+	return r
+}
+
+// step applies one update. The momentum rule is written operation for operation
+// like dpfil train's optimiser (explicit conversions forbid fused multiply-adds),
+// so the replay is bit-identical to the trainer's float64 master parameters.
+func (r *replayer) step(released []float32) {
+	h := r.h
+	if h.Update == UpdateSGD {
+		step := h.LR / h.BatchDenominator
+		for i, v := range released {
+			r.theta[i] -= step * float64(v)
+		}
+		return
+	}
+	m, lr, wd, b := h.Momentum, h.LR, h.WeightDecay, h.BatchDenominator
+	for i, w := range r.theta {
+		g := float64(released[i])/b + float64(wd*w)
+		r.vel[i] = float64(m*r.vel[i]) + g
+		r.theta[i] = w - float64(lr*r.vel[i])
+	}
+}
+
+// Replay rebuilds the parameters from θ₀ and the released gradients: it calls each
+// (when non-nil) with θ_t before step t's update and returns θ_n after the last
+// recorded step, in float64 (dpfil train's master parameters; its params.npy holds
+// their float32 rounding).
+func (tr *Transcript) Replay(each func(t int, theta []float64) error) ([]float64, error) {
+	rp := tr.newReplayer()
+	for _, s := range tr.Steps {
+		if len(s.Released) != len(rp.theta) {
+			return nil, fmt.Errorf("replay: step %d has %d values, want %d", s.T, len(s.Released), len(rp.theta))
+		}
+		if each != nil {
+			if err := each(s.T, rp.theta); err != nil {
+				return nil, fmt.Errorf("replay step %d: %w", s.T, err)
+			}
+		}
+		rp.step(s.Released)
+	}
+	return rp.theta, nil
 }
 
 // PriorScores computes the prior-aware attacks' statistics (see Scores) of the

@@ -21,9 +21,11 @@ func (o *momentumSGD) step(params, grad []float64) {
 	m, lr, wd := o.momentum, o.lr, o.weightDecay
 	v := o.velocity[:len(params)]
 	grad = grad[:len(params)]
+	// The explicit conversions forbid fused multiply-adds, so the update rounds the
+	// same way on every platform (attack.Transcript.Replay repeats it bit for bit).
 	for i, w := range params {
-		g := grad[i] + wd*w
-		v[i] = m*v[i] + g
-		params[i] = w - lr*v[i]
+		g := grad[i] + float64(wd*w)
+		v[i] = float64(m*v[i]) + g
+		params[i] = w - float64(lr*v[i])
 	}
 }

@@ -35,6 +35,30 @@ type Options struct {
 	// Model, when set, replaces the engine model built from Config.Model; its input
 	// dimension must match the data. Tests use it to pin the optimizer glue.
 	Model models.Model
+
+	// OnStep, when set, is called at every DP-SGD step after the noise is drawn and
+	// before the update (e.g. to record the adversary's transcript). An error stops
+	// the run. A resumed run calls it from the checkpoint's step on, so a consumer
+	// that persists records must drop those past that step (see StepRecord.Step).
+	OnStep func(StepRecord) error
+}
+
+// StepRecord is what an informed adversary sees of one step. Its slices are the
+// trainer's buffers: valid only during the OnStep call, not to be modified.
+type StepRecord struct {
+	Repeat, Step, Steps int       // repeat, step t (0-based), T
+	Batch               []int     // training-set indices of the batch (may be empty)
+	Params              []float64 // θ_t, the master parameters before the update
+	// Released is the privatised gradient sum Σ clip(∇ℓ) + N(0, σ²C²I), rounded to
+	// float32 exactly as the trainer applies it: ḡ_t = float64(Released)/Denominator
+	// goes into the momentum update.
+	Released    []float32
+	Denominator float64 // the nominal batch size B
+	// Run facts for a transcript header.
+	N             int     // training-set size
+	Q             float64 // sampling rate B/N
+	Dataset       string
+	DatasetSHA256 string
 }
 
 // Event is one progress report.
@@ -272,6 +296,7 @@ type worker struct {
 	fidx   []int     // FIL members of the batch (when fil_rate < 1)
 	fx     []float32 // and their inputs and labels
 	fy     []int
+	onStep func(StepRecord) error
 }
 
 func (s *setup) newWorker(repeat int, st *repeatState) (*worker, error) {
@@ -385,16 +410,24 @@ func (w *worker) step() (int, error) {
 			}
 		}
 	}
-	// ḡ = (Σ g̃ + N(0, σ²C²I)) / B, B the nominal batch size (also for Poisson).
+	// ḡ = (Σ g̃ + N(0, σ²C²I)) / B, B the nominal batch size (also for Poisson). The
+	// released noisy sum is rounded to float32 (kept in w.sum) so that a transcript
+	// holds exactly the gradient that was applied.
 	b := float64(s.cfg.Batch)
 	if s.noiseStd > 0 {
 		r := w.noiseRNG.r
 		for i, v := range w.sum {
-			w.grad[i] = (float64(v) + s.noiseStd*r.NormFloat64()) / b
+			w.sum[i] = float32(float64(v) + s.noiseStd*r.NormFloat64())
 		}
-	} else {
-		for i, v := range w.sum {
-			w.grad[i] = float64(v) / b
+	}
+	for i, v := range w.sum {
+		w.grad[i] = float64(v) / b
+	}
+	if w.onStep != nil {
+		if err := w.onStep(StepRecord{Repeat: w.st.Repeat, Step: w.st.Step, Steps: s.steps, Batch: idx,
+			Params: w.st.Params, Released: w.sum, Denominator: b, N: s.n, Q: s.q,
+			Dataset: s.train.Name, DatasetSHA256: s.train.SHA256}); err != nil {
+			return 0, fmt.Errorf("step %d: %w", w.st.Step+1, err)
 		}
 	}
 	w.opt.step(w.st.Params, w.grad)
@@ -585,6 +618,7 @@ func (s *setup) run(ctx context.Context, ck *checkpoint, opt Options, logf func(
 		if err != nil {
 			return nil, err
 		}
+		w.onStep = opt.OnStep
 		ck.Cur = w.st
 		testAcc := math.NaN()
 		if n := len(w.st.History); n > 0 {

@@ -104,6 +104,12 @@ func interruptContext(parent context.Context) (context.Context, context.CancelFu
 
 // runTraining runs cfg into out with a progress report and explains interruptions.
 func runTraining(cmd *cobra.Command, cfg train.Config, out string, resume bool, ckEvery int, quiet bool) (*train.Result, error) {
+	return runTrainingRecorded(cmd, cfg, out, resume, ckEvery, quiet, false)
+}
+
+// runTrainingRecorded is runTraining, also writing the adversary's transcript into
+// out when record is set (or when out already holds one being resumed).
+func runTrainingRecorded(cmd *cobra.Command, cfg train.Config, out string, resume bool, ckEvery int, quiet, record bool) (*train.Result, error) {
 	ctx, stop := interruptContext(cmd.Context())
 	defer stop()
 	tp := &trainProgress{quiet: quiet}
@@ -112,10 +118,30 @@ func runTraining(cmd *cobra.Command, cfg train.Config, out string, resume bool, 
 			fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...)
 		}
 	}
-	res, err := train.Run(ctx, cfg, train.Options{
+	opt := train.Options{
 		Out: out, Resume: resume, CheckpointEvery: ckEvery, Logf: logf,
 		Progress: tp.event,
-	})
+	}
+	if resume && out != "" && !record {
+		var err error
+		if record, err = hasTranscript(out); err != nil {
+			return nil, err
+		}
+	}
+	var rec *transcriptRecorder
+	if record {
+		if out == "" {
+			return nil, fmt.Errorf("--record-transcript needs a run directory")
+		}
+		rec = newTranscriptRecorder(out, cfg)
+		opt.OnStep = rec.onStep
+	}
+	res, err := train.Run(ctx, cfg, opt)
+	if rec != nil {
+		if cerr := rec.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
 	tp.finish()
 	if err != nil {
 		if errors.Is(err, context.Canceled) && out != "" {
@@ -192,6 +218,7 @@ func newTrainCmd() *cobra.Command {
 	cfg := train.DefaultConfig()
 	var (
 		asJSON, describe, quiet bool
+		record                  bool
 		out, resume             string
 		ckEvery                 int
 	)
@@ -208,7 +235,13 @@ the MSE bounds 1/max dFIL and 1/median dFIL for an unbiased attacker.
 
 Writes DIR/result.json, DIR/dfil.npy (per-sample dFIL), DIR/params.npy and, while
 running, DIR/checkpoint.bin. Ctrl-C stops at a step boundary after a checkpoint;
---resume DIR continues and ends with the same result as an uninterrupted run.`,
+--resume DIR continues and ends with the same result as an uninterrupted run.
+
+--record-transcript also writes what an informed adversary sees to
+DIR/transcript.bin (repeat r > 0: transcript_r<r>.bin; format in docs/attacks.md):
+θ₀, every released noisy gradient sum (float32, exactly as applied), the batch's
+training indices and the hyperparameters; θ_t is regenerated exactly from these.
+A resumed run keeps recording into the same files.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if describe {
@@ -238,7 +271,7 @@ running, DIR/checkpoint.bin. Ctrl-C stops at a step boundary after a checkpoint;
 					out = filepath.Join("runs", cfg.Model+"-"+cfg.Hash())
 				}
 			}
-			res, err := runTraining(cmd, cfg, out, resume != "", ckEvery, quiet)
+			res, err := runTrainingRecorded(cmd, cfg, out, resume != "", ckEvery, quiet, record)
 			if err != nil {
 				return err
 			}
@@ -251,6 +284,7 @@ running, DIR/checkpoint.bin. Ctrl-C stops at a step boundary after a checkpoint;
 	cmd.Flags().IntVar(&ckEvery, "checkpoint-every", 0, "checkpoint every n steps (0 = every 2 minutes)")
 	cmd.Flags().BoolVar(&describe, "describe", false, "print the architecture of --model (layers, shapes, parameters, init) and exit")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress output on stderr")
+	cmd.Flags().BoolVar(&record, "record-transcript", false, "write the adversary's transcript (θ₀, released gradients, batches) to DIR/transcript.bin")
 	addJSONFlag(cmd, &asJSON)
 	return cmd
 }
