@@ -95,3 +95,77 @@ func TestFloat32WorkerCountBitIdentical(t *testing.T) {
 		})
 	}
 }
+
+// TestFloat32FastPathMatchesPlain compares the float32 CPU backend with its AVX2
+// kernels (packed GEMM, rational tanh, vector dots) against the same backend on
+// gonum and plain Go loops, end to end: per-sample gradients and FIL values.
+func TestFloat32FastPathMatchesPlain(t *testing.T) {
+	if !hasAVX2FMA() {
+		t.Log("no AVX2/FMA: both paths are the plain one")
+		return
+	}
+	for _, name := range []string{"mnist-cnn", "mnist-cnn-3x3", "mlp", "cifar-cnn"} {
+		t.Run(name, func(t *testing.T) {
+			arch, err := ArchByName(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const batch, k = 3, 4
+			p64 := InitParams(arch, 5)
+			params := make([]float32, len(p64))
+			for i, v := range p64 {
+				params[i] = float32(v)
+			}
+			rng := rand.New(rand.NewPCG(11, 11))
+			d := arch.InputDim()
+			x := make([]float32, batch*d)
+			for i := range x {
+				x[i] = rng.Float32()
+			}
+			y := make([]int, batch)
+			coords := make([][]int, batch)
+			for s := range y {
+				y[s] = rng.IntN(arch.Classes)
+				for j := 0; j < k; j++ {
+					coords[s] = append(coords[s], rng.IntN(d))
+				}
+			}
+			run := func(fast bool) ([]float32, []float64) {
+				be := &cpuBackend[float32]{workers: 2, tile: true}
+				if fast {
+					be.sg = &packedSgemm{}
+				}
+				net, err := NewNetwork(arch, Backend[float32](be))
+				if err != nil {
+					t.Fatal(err)
+				}
+				g, _, err := net.PerSampleGrads(params, x, y, batch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fil := make([]float64, batch)
+				if err := net.FILSqNorms(params, x, y, batch, Clip{C: 1}, coords, fil); err != nil {
+					t.Fatal(err)
+				}
+				return g, fil
+			}
+			g0, f0 := run(false)
+			g1, f1 := run(true)
+			var num, den float64
+			for i := range g0 {
+				num += (float64(g1[i]) - float64(g0[i])) * (float64(g1[i]) - float64(g0[i]))
+				den += float64(g0[i]) * float64(g0[i])
+			}
+			e := math.Sqrt(num / den)
+			if !(e < 1e-4) {
+				t.Errorf("per-sample gradients: relative error %.3g", e)
+			}
+			t.Logf("per-sample gradients: relative error %.3g", e)
+			for s := range f0 {
+				if e := math.Abs(f1[s]-f0[s]) / f0[s]; !(e < 1e-3) {
+					t.Errorf("FIL sample %d: %v vs %v (rel. %.3g)", s, f1[s], f0[s], e)
+				}
+			}
+		})
+	}
+}
