@@ -52,22 +52,23 @@ func (n *Network[T]) ClippedGradSum(params, x []T, y []int, batch int, clip Clip
 		axpy = cb.addScaled
 	}
 	n.firstOrder(params, x, y, batch, false, func(ws *workspace[T], s0, c int) {
-		if len(ws.acc) < P {
-			ws.acc = make([]float64, P)
-		}
-		acc := ws.acc[:P]
-		clear(acc)
+		var scales [64]float64
+		sc := scales[:0]
 		for s := 0; s < c; s++ {
-			sc, _ := clip.Scale(math.Sqrt(ws.gsq[s]))
-			axpy(acc, sc, ws.grads[s*P:(s+1)*P])
+			v, _ := clip.Scale(math.Sqrt(ws.gsq[s]))
+			sc = append(sc, v)
 			losses[s0+s] = float64(ws.losses[s])
 		}
+		// Chunks add their samples to total in batch order (each waits for its
+		// turn), so the float64 sum is the same for any number of workers. Adding
+		// straight into total saves clearing and re-reading a per-chunk accumulator
+		// (P float64 values: 4.4 MB for cifar-cnn).
 		mu.Lock()
 		for turn != s0/cs {
 			cond.Wait()
 		}
-		for i, v := range acc {
-			total[i] += v
+		for s := 0; s < c; s++ {
+			axpy(total, sc[s], ws.grads[s*P:(s+1)*P])
 		}
 		turn++
 		cond.Broadcast()

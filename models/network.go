@@ -171,7 +171,6 @@ type workspace[T Float] struct {
 	losses   []T       // cs losses
 	tg       []T       // kc×P gradient tangents of one sample
 	tp       []T       // cs·kc×P parameter tangents (only when pt)
-	acc      []float64 // P float64 accumulator
 	prob     []float64 // Classes softmax probabilities
 }
 
