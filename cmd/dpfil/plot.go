@@ -28,9 +28,10 @@ pixels (SVG/PDF: the same size in points at 96 px per inch).
   pareto   accuracy vs MSE lower bound of a sweep, with Pareto frontiers (seed 000 Fig. 5)
   hist     per-sample dFIL or MSE-bound histogram (Fig. 2)
   scatter  predicted vs realised MSE from a CSV file, log-log with y = x (Fig. 3)
-  images   grid of dataset samples, e.g. the highest/lowest-dFIL ones (Fig. 4, 6)`,
+  images   grid of dataset samples, e.g. the highest/lowest-dFIL ones (Fig. 4, 6)
+  attack   attack success with 95 % CIs and the ReRo bounds vs ε, K or q (seed 003 Fig. 2, 3, 5)`,
 	}
-	cmd.AddCommand(newPlotParetoCmd(), newPlotHistCmd(), newPlotScatterCmd(), newPlotImagesCmd())
+	cmd.AddCommand(newPlotParetoCmd(), newPlotHistCmd(), newPlotScatterCmd(), newPlotImagesCmd(), newPlotAttackCmd())
 	return cmd
 }
 
