@@ -76,7 +76,10 @@ func (g *packedSgemm) gemm(transA, transB bool, m, n, k int, alpha float32, a []
 				if need := mp * sgMR * kc; len(pk.a) < need {
 					pk.a = make([]float32, need)
 				}
-				packA(transA, mc, kc, alpha, a, lda, ic, pc, pk.a)
+				// Full panels of A are read in place when alpha = 1; the others are
+				// packed (alpha folded in).
+				aInPlace := alpha == 1
+				packA(transA, aInPlace, mc, kc, alpha, a, lda, ic, pc, pk.a)
 				for jr := 0; jr < np; jr++ {
 					j0 := jc + jr*sgNR
 					nr := min(sgNR, n-j0)
@@ -85,14 +88,21 @@ func (g *packedSgemm) gemm(transA, transB bool, m, n, k int, alpha float32, a []
 						bp, bld = &b[pc*ldb+j0], ldb
 					}
 					for ir := 0; ir < mp; ir++ {
-						ap := &pk.a[ir*sgMR*kc]
 						i0 := ic + ir*sgMR
 						mr := min(sgMR, m-i0)
+						ap, rsa, csa := &pk.a[ir*sgMR*kc], 1, sgMR
+						switch {
+						case !aInPlace || mr < sgMR:
+						case transA: // op(A)[i][p] = a[p*lda+i]
+							ap, rsa, csa = &a[pc*lda+i0], 1, lda
+						default:
+							ap, rsa, csa = &a[i0*lda+pc], lda, 1
+						}
 						if mr == sgMR && nr == sgNR {
-							sgemmKernel4x16(kc, ap, bp, bld, &c[i0*ldc+j0], ldc, add)
+							sgemmKernel4x16(kc, ap, rsa, csa, bp, bld, &c[i0*ldc+j0], ldc, add)
 							continue
 						}
-						sgemmKernel4x16(kc, ap, bp, bld, &pk.tile[0], sgNR, 0)
+						sgemmKernel4x16(kc, ap, rsa, csa, bp, bld, &pk.tile[0], sgNR, 0)
 						for i := 0; i < mr; i++ {
 							cr := c[(i0+i)*ldc+j0 : (i0+i)*ldc+j0+nr]
 							t := pk.tile[i*sgNR : i*sgNR+nr]
@@ -112,12 +122,16 @@ func (g *packedSgemm) gemm(transA, transB bool, m, n, k int, alpha float32, a []
 }
 
 // packA writes rows ic..ic+mc and columns pc..pc+kc of alpha·op(A) as 4-row panels
-// (panel r holds kc groups of 4 values, zero-padded past mc).
-func packA(trans bool, mc, kc int, alpha float32, a []float32, lda, ic, pc int, dst []float32) {
+// (panel r holds kc groups of 4 values, zero-padded past mc). With skipFull, full
+// panels are left out (the kernel reads them in place).
+func packA(trans, skipFull bool, mc, kc int, alpha float32, a []float32, lda, ic, pc int, dst []float32) {
 	for r := 0; r*sgMR < mc; r++ {
 		d := dst[r*sgMR*kc : (r+1)*sgMR*kc]
 		i0 := ic + r*sgMR
 		mr := min(sgMR, ic+mc-i0)
+		if skipFull && mr == sgMR {
+			continue
+		}
 		if mr < sgMR {
 			clear(d)
 		}

@@ -6,13 +6,14 @@ func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
 //go:noescape
 func xgetbv() (eax, edx uint32)
 
-// sgemmKernel4x16 adds the product of a packed 4-row panel of A (k×4, a[p*4+i]) and
-// a 16-column panel of B (k×16, b[p*ldb+j]: packed when ldb = 16, or read in place)
+// sgemmKernel4x16 adds the product of a 4-row panel of A (element (i, p) at
+// a[i*rsa+p*csa]: packed when rsa = 1 and csa = 4, or read in place) and a
+// 16-column panel of B (k×16, b[p*ldb+j]: packed when ldb = 16, or read in place)
 // to the 4×16 block of C at c (rows ldc floats apart), or, when add = 0, stores it
 // there. AVX2 and FMA only; see hasAVX2FMA.
 //
 //go:noescape
-func sgemmKernel4x16(k int, a, b *float32, ldb int, c *float32, ldc int, add int)
+func sgemmKernel4x16(k int, a *float32, rsa, csa int, b *float32, ldb int, c *float32, ldc int, add int)
 
 // hasAVX2FMA reports whether the CPU and the OS support AVX2 and FMA (YMM state
 // saved by the OS), i.e. whether sgemmKernel4x16 may run.

@@ -19,19 +19,25 @@ TEXT ·xgetbv(SB), NOSPLIT, $0-8
 	MOVL DX, edx+4(FP)
 	RET
 
-// func sgemmKernel4x16(k int, a, b *float32, ldb int, c *float32, ldc int, add int)
+// func sgemmKernel4x16(k int, a *float32, rsa, csa int, b *float32, ldb int, c *float32, ldc int, add int)
 //
-// C[i][j] (+)= Σ_p a[p*4+i]·b[p*ldb+j] for i < 4, j < 16, with C's rows ldc floats
+// C[i][j] (+)= Σ_p A[i][p]·b[p*ldb+j] for i < 4, j < 16, where A[i][p] is at
+// a[i*rsa+p*csa] (a packed panel has rsa = 1, csa = 4) and C's rows are ldc floats
 // apart. Each product is accumulated with FMA in p order, starting from zero; the
 // sum is added to C when add ≠ 0 and overwrites C otherwise.
-TEXT ·sgemmKernel4x16(SB), NOSPLIT, $0-56
+TEXT ·sgemmKernel4x16(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), DI
-	MOVQ ldb+24(FP), R9
+	MOVQ rsa+16(FP), R10
+	SHLQ $2, R10
+	LEAQ (R10)(R10*2), R11
+	MOVQ csa+24(FP), R12
+	SHLQ $2, R12
+	MOVQ b+32(FP), DI
+	MOVQ ldb+40(FP), R9
 	SHLQ $2, R9
-	MOVQ c+32(FP), DX
-	MOVQ ldc+40(FP), R8
+	MOVQ c+48(FP), DX
+	MOVQ ldc+56(FP), R8
 	SHLQ $2, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -48,24 +54,24 @@ loop:
 	VMOVUPS (DI), Y8
 	VMOVUPS 32(DI), Y9
 	VBROADCASTSS (SI), Y10
-	VBROADCASTSS 4(SI), Y11
+	VBROADCASTSS (SI)(R10*1), Y11
 	VFMADD231PS Y8, Y10, Y0
 	VFMADD231PS Y9, Y10, Y1
-	VBROADCASTSS 8(SI), Y12
+	VBROADCASTSS (SI)(R10*2), Y12
 	VFMADD231PS Y8, Y11, Y2
 	VFMADD231PS Y9, Y11, Y3
-	VBROADCASTSS 12(SI), Y13
+	VBROADCASTSS (SI)(R11*1), Y13
 	VFMADD231PS Y8, Y12, Y4
 	VFMADD231PS Y9, Y12, Y5
 	VFMADD231PS Y8, Y13, Y6
 	VFMADD231PS Y9, Y13, Y7
-	ADDQ $16, SI
+	ADDQ R12, SI
 	ADDQ R9, DI
 	DECQ CX
 	JNE loop
 
 store:
-	MOVQ add+48(FP), AX
+	MOVQ add+64(FP), AX
 	TESTQ AX, AX
 	JEQ overwrite
 	VADDPS (DX), Y0, Y0

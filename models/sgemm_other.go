@@ -10,7 +10,7 @@ func hasAVX2FMA() bool { return false }
 // sgemmKernel4x16 is the portable version of the amd64 micro-kernel (same packed
 // layouts, same summation order, but without fused multiply-adds). It keeps the
 // package building off amd64, where hasAVX2FMA is false and gonum runs instead.
-func sgemmKernel4x16(k int, a, b *float32, ldb int, c *float32, ldc int, add int) {
+func sgemmKernel4x16(k int, a *float32, rsa, csa int, b *float32, ldb int, c *float32, ldc int, add int) {
 	cs := unsafe.Slice(c, 3*ldc+16)
 	if add == 0 {
 		for i := 0; i < 4; i++ {
@@ -20,12 +20,12 @@ func sgemmKernel4x16(k int, a, b *float32, ldb int, c *float32, ldc int, add int
 	if k == 0 {
 		return
 	}
-	as := unsafe.Slice(a, 4*k)
+	as := unsafe.Slice(a, 3*rsa+(k-1)*csa+1)
 	bs := unsafe.Slice(b, (k-1)*ldb+16)
 	var acc [4][16]float32
 	for p := 0; p < k; p++ {
 		for i := 0; i < 4; i++ {
-			av := as[p*4+i]
+			av := as[i*rsa+p*csa]
 			for j := 0; j < 16; j++ {
 				acc[i][j] += av * bs[p*ldb+j]
 			}
