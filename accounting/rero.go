@@ -123,9 +123,14 @@ func (p *reroProgress) add(n int) {
 // ReRoResult is a Monte Carlo ReRo estimate with its confidence interval, the q = 1
 // closed form when it applies, and the RDP-based bound.
 type ReRoResult struct {
-	// Gamma is Hayes et al.'s estimator with the 1/N normalisation: (1/N)·Σ of the
-	// ⌈κN⌉ largest likelihood ratios among N draws from ν, capped at 1.
+	// Gamma is the reported blow-up: the q = 1 closed form when q = 1; otherwise
+	// GammaNu, unless GammaNu falls outside the confidence interval or is more than 0.1
+	// from GammaMu (the ν draws missed μ's mass), in which case GammaMu and Warning
+	// says so.
 	Gamma float64 `json:"gamma"`
+	// GammaNu is Hayes et al.'s estimator with the 1/N normalisation (SPEC 10):
+	// (1/N)·Σ of the ⌈κN⌉ largest likelihood ratios among N draws from ν, capped at 1.
+	GammaNu float64 `json:"gamma_nu"`
 	// GammaMu is the fraction of N draws from μ whose log-ratio reaches the empirical
 	// ν-quantile τ̂_κ (the same event, estimated under μ; bounded, so well behaved
 	// when r has a heavy tail under ν).
@@ -267,7 +272,7 @@ func reroMonteCarlo(cfg ReRoConfig, marginScale float64) (ReRoResult, error) {
 	if cfg.Q == 0 {
 		// μ = ν: r ≡ 1, no event is more likely under μ; γ = κ exactly (and every
 		// log-ratio would tie at 0, which the threshold selection cannot split).
-		res.Gamma, res.GammaMu, res.GammaLow, res.GammaHigh = cfg.Kappa, cfg.Kappa, cfg.Kappa, cfg.Kappa
+		res.Gamma, res.GammaNu, res.GammaMu, res.GammaLow, res.GammaHigh = cfg.Kappa, cfg.Kappa, cfg.Kappa, cfg.Kappa, cfg.Kappa
 		return res, nil
 	}
 	gen := newRatioGen(cfg.Q, cfg.Sigma, cfg.Steps)
@@ -334,8 +339,7 @@ func reroMonteCarlo(cfg ReRoConfig, marginScale float64) (ReRoResult, error) {
 	for _, l := range win[:k-above] {
 		g += math.Exp(l - logN)
 	}
-	res.Gamma = math.Min(1, g)
-	res.Advantage = Advantage(res.Gamma, cfg.Kappa)
+	res.GammaNu = math.Min(1, g)
 
 	// μ side: P̂_μ(log r ≥ τ) at τ̂_κ and the two DKW thresholds.
 	tauK := rank(k)
@@ -357,14 +361,23 @@ func reroMonteCarlo(cfg ReRoConfig, marginScale float64) (ReRoResult, error) {
 	if math.IsInf(tauLo, -1) {
 		res.GammaHigh = 1
 	}
+	res.Gamma = res.GammaNu
 	switch {
-	case res.Gamma < res.GammaLow || res.Gamma > res.GammaHigh:
+	case res.GammaNu < res.GammaLow || res.GammaNu > res.GammaHigh:
+		res.Gamma = res.GammaMu
 		res.Warning = fmt.Sprintf("the ν-sample estimate %.4g lies outside the confidence interval [%.4g, %.4g]: "+
-			"the draws from ν miss where μ puts its mass; use gamma_high (or gamma_mu) instead", res.Gamma, res.GammaLow, res.GammaHigh)
-	case math.Abs(res.Gamma-res.GammaMu) > 0.1:
+			"the draws from ν miss where μ puts its mass; gamma is the μ-sample estimate %.4g, and gamma_high the bound to quote",
+			res.GammaNu, res.GammaLow, res.GammaHigh, res.GammaMu)
+	case math.Abs(res.GammaNu-res.GammaMu) > 0.1:
+		res.Gamma = res.GammaMu
 		res.Warning = fmt.Sprintf("the ν-sample estimate %.4g and the μ-sample estimate %.4g of the same event disagree: "+
-			"the draws from ν miss where μ puts its mass; use gamma_high (or gamma_mu) instead", res.Gamma, res.GammaMu)
+			"the draws from ν miss where μ puts its mass; gamma is the μ-sample estimate, and gamma_high the bound to quote",
+			res.GammaNu, res.GammaMu)
 	}
+	if res.GammaExact != nil {
+		res.Gamma = *res.GammaExact
+	}
+	res.Advantage = Advantage(res.Gamma, cfg.Kappa)
 	return res, nil
 }
 

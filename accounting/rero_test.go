@@ -123,19 +123,19 @@ func TestReRoMonteCarloMatchesClosedForm(t *testing.T) {
 				t.Errorf("μ-side estimate %v far from the exact γ %v", res.GammaMu, exact)
 			}
 			if exact < res.GammaLow || exact > res.GammaHigh {
-				t.Errorf("exact γ %v outside the CI [%v, %v] (estimate %v)", exact, res.GammaLow, res.GammaHigh, res.Gamma)
+				t.Errorf("exact γ %v outside the CI [%v, %v] (estimate %v)", exact, res.GammaLow, res.GammaHigh, res.GammaNu)
 			}
 			if !(res.GammaLow <= res.GammaMu && res.GammaMu <= res.GammaHigh && res.GammaHigh <= 1) {
 				t.Errorf("inconsistent result %+v", res)
 			}
 			// The ν-sample estimator (SPEC 10) is accurate while r is not too heavy
 			// tailed under ν; otherwise it must say so.
-			inCI := res.GammaLow <= res.Gamma && res.Gamma <= res.GammaHigh
+			inCI := res.GammaLow <= res.GammaNu && res.GammaNu <= res.GammaHigh
 			if inCI == (res.Warning != "") {
-				t.Errorf("estimate %v, CI [%v, %v], warning %q", res.Gamma, res.GammaLow, res.GammaHigh, res.Warning)
+				t.Errorf("estimate %v, CI [%v, %v], warning %q", res.GammaNu, res.GammaLow, res.GammaHigh, res.Warning)
 			}
 			if exact < 0.5 && !inCI {
-				t.Errorf("moderate regime: estimate %v outside the CI", res.Gamma)
+				t.Errorf("moderate regime: estimate %v outside the CI", res.GammaNu)
 			}
 			// The CI is not vacuous: it is narrower than 0.1.
 			if res.GammaHigh-res.GammaLow > 0.1 {
@@ -188,8 +188,8 @@ func TestReRoMonteCarloExactSelection(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if math.Abs(res.Gamma-want) > 1e-11*want {
-				t.Errorf("scale %v workers %d: γ = %.15g, brute force %.15g", scale, workers, res.Gamma, want)
+			if math.Abs(res.GammaNu-want) > 1e-11*want {
+				t.Errorf("scale %v workers %d: γ = %.15g, brute force %.15g", scale, workers, res.GammaNu, want)
 			}
 			if scale == 1 && (res.Passes != 1 || res.Stored > reroPilot+cfg.Samples/10) {
 				t.Errorf("window: %d passes, %d stored", res.Passes, res.Stored)
@@ -212,19 +212,19 @@ func TestReRoMonteCarloReproducible(t *testing.T) {
 	if last != 40000 || calls < 10 {
 		t.Errorf("progress: last %d after %d calls", last, calls)
 	}
-	if a.Gamma != b.Gamma || a.GammaLow != b.GammaLow || a.GammaHigh != b.GammaHigh {
+	if a.GammaNu != b.GammaNu || a.GammaLow != b.GammaLow || a.GammaHigh != b.GammaHigh {
 		t.Errorf("results depend on the number of workers: %+v vs %+v", a, b)
 	}
 	// Fewer μ draws: same ν estimate, a wider interval.
 	cfg.MuSamples = 5000
 	d, _ := ReRoMonteCarlo(cfg)
-	if d.Gamma != a.Gamma || d.GammaHigh-d.GammaLow <= a.GammaHigh-a.GammaLow || d.MuSamples != 5000 {
+	if d.GammaNu != a.GammaNu || d.GammaHigh-d.GammaLow <= a.GammaHigh-a.GammaLow || d.MuSamples != 5000 {
 		t.Errorf("MuSamples: %+v vs %+v", d, a)
 	}
 	cfg.MuSamples = 0
 	cfg.Seed = 4
 	c, _ := ReRoMonteCarlo(cfg)
-	if c.Gamma == a.Gamma {
+	if c.GammaNu == a.GammaNu {
 		t.Error("a different seed gave the same estimate")
 	}
 }
@@ -266,7 +266,7 @@ func TestReRoMonotone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.GammaHigh != 1 || res.GammaMu < 0.99 || res.Warning == "" || res.Gamma > 1 {
+	if res.GammaHigh != 1 || res.GammaMu < 0.99 || res.Warning == "" || res.GammaNu > 1 {
 		t.Errorf("σ = 0.05: %+v", res)
 	}
 	// Closed form is monotone too.
@@ -428,5 +428,32 @@ func TestReRoCoverage(t *testing.T) {
 		if miss > 2 {
 			t.Errorf("q=%v: exact γ outside the 95%% CI in %d of 40 runs", q, miss)
 		}
+	}
+}
+
+// TestReRoReportedGamma pins which estimate `gamma` reports: the closed form at q = 1,
+// the ν-sample estimator when it is inside its interval, the μ-sample one otherwise.
+func TestReRoReportedGamma(t *testing.T) {
+	res, err := ReRoMonteCarlo(ReRoConfig{Q: 1, Sigma: 2, Steps: 100, Kappa: 0.1, Samples: 20000, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact, _ := ReRoClosedForm(2, 100, 0.1)
+	if res.Gamma != exact || res.Advantage != Advantage(exact, 0.1) {
+		t.Errorf("q = 1: gamma %v, advantage %v, want the closed form %v", res.Gamma, res.Advantage, exact)
+	}
+	res, err = ReRoMonteCarlo(ReRoConfig{Q: 0.5, Sigma: 0.05, Steps: 50, Kappa: 0.001, Samples: 20000, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.GammaMu-res.GammaNu < 0.5 || res.Gamma != res.GammaMu || res.Warning == "" {
+		t.Errorf("ν estimate far off: %+v", res)
+	}
+	res, err = ReRoMonteCarlo(ReRoConfig{Q: 0.1, Sigma: 1, Steps: 20, Kappa: 0.1, Samples: 20000, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Gamma != res.GammaNu || res.Warning != "" {
+		t.Errorf("moderate regime: %+v", res)
 	}
 }

@@ -57,7 +57,7 @@ func ComputeBounds(q, sigma float64, steps, priorSize int, delta float64, sample
 	if err != nil {
 		return Bounds{}, fmt.Errorf("bounds: ReRo: %w", err)
 	}
-	b.GammaMC, b.GammaRDP = r.Gamma, r.GammaRDP
+	b.GammaMC, b.GammaRDP = r.GammaNu, r.GammaRDP
 	b.Gamma, b.GammaCI = r.Gamma, [2]float64{r.GammaLow, r.GammaHigh}
 	if r.GammaExact != nil {
 		b.Gamma, b.GammaCI, b.Exact = *r.GammaExact, [2]float64{*r.GammaExact, *r.GammaExact}, true

@@ -341,9 +341,9 @@ chunks seeded from --seed, so the result does not depend on the number of cores.
 			out := accountReRoResult{Q: q, Sigma: sigma, Steps: steps, Seed: seed, ReRoResult: res}
 			return emit(cmd.OutOrStdout(), asJSON, out, func(w io.Writer) {
 				fmt.Fprintf(w, "q = %g, sigma = %g, steps = %d, kappa = %.6g, N = %d (seed %d)\n", q, sigma, steps, kappa, samples, seed)
-				fmt.Fprintf(w, "ReRo gamma (Monte Carlo): %.6g   %.0f%% CI [%.6g, %.6g]   advantage %.6g\n",
+				fmt.Fprintf(w, "ReRo gamma: %.6g   %.0f%% CI [%.6g, %.6g]   advantage %.6g\n",
 					res.Gamma, 100*res.Confidence, res.GammaLow, res.GammaHigh, res.Advantage)
-				fmt.Fprintf(w, "gamma from mixture draws: %.6g\n", res.GammaMu)
+				fmt.Fprintf(w, "Monte Carlo: %.6g from ν draws (Hayes et al.'s estimator), %.6g from mixture draws\n", res.GammaNu, res.GammaMu)
 				if res.GammaExact != nil {
 					fmt.Fprintf(w, "gamma exact (q = 1 closed form): %.6g\n", *res.GammaExact)
 				}
