@@ -113,7 +113,7 @@ func NewCPUBackend[T Float]() Backend[T] {
 	}
 	b := &cpuBackend[T]{workers: w, tile: w > 1}
 	if _, ok := any(b.Alloc(0)).([]float32); ok && hasAVX2FMA() {
-		b.sg = &packedSgemm{}
+		b.sg = &packedSgemm{wide: hasAVX512()}
 	}
 	return b
 }

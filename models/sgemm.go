@@ -25,6 +25,7 @@ type sgemmPack struct {
 // tiles or on which goroutine runs it.
 type packedSgemm struct {
 	pool sync.Pool // *sgemmPack
+	wide bool      // run pairs of full 16-column panels on the AVX-512 kernel
 }
 
 // gemm computes C = alpha·op(A)·op(B) + beta·C (row-major, op(A) m×k, op(B) k×n).
@@ -80,12 +81,21 @@ func (g *packedSgemm) gemm(transA, transB bool, m, n, k int, alpha float32, a []
 				// packed (alpha folded in).
 				aInPlace := alpha == 1
 				packA(transA, aInPlace, mc, kc, alpha, a, lda, ic, pc, pk.a)
-				for jr := 0; jr < np; jr++ {
+				for jr := 0; jr < np; {
 					j0 := jc + jr*sgNR
 					nr := min(sgNR, n-j0)
 					bp, bld := &pk.b[jr*sgNR*kc], sgNR
 					if inPlace && nr == sgNR {
 						bp, bld = &b[pc*ldb+j0], ldb
+					}
+					// Two full panels side by side go to the AVX-512 kernel.
+					pair := g.wide && j0+2*sgNR <= n && jr+1 < np
+					var bp1 *float32
+					if pair {
+						bp1 = &pk.b[(jr+1)*sgNR*kc]
+						if inPlace {
+							bp1 = &b[pc*ldb+j0+sgNR]
+						}
 					}
 					for ir := 0; ir < mp; ir++ {
 						i0 := ic + ir*sgMR
@@ -98,25 +108,42 @@ func (g *packedSgemm) gemm(transA, transB bool, m, n, k int, alpha float32, a []
 						default:
 							ap, rsa, csa = &a[i0*lda+pc], lda, 1
 						}
+						if mr == sgMR && pair {
+							sgemmKernel4x32(kc, ap, rsa, csa, bp, bp1, bld, &c[i0*ldc+j0], ldc, add)
+							continue
+						}
 						if mr == sgMR && nr == sgNR {
 							sgemmKernel4x16(kc, ap, rsa, csa, bp, bld, &c[i0*ldc+j0], ldc, add)
 							continue
 						}
-						sgemmKernel4x16(kc, ap, rsa, csa, bp, bld, &pk.tile[0], sgNR, 0)
-						for i := 0; i < mr; i++ {
-							cr := c[(i0+i)*ldc+j0 : (i0+i)*ldc+j0+nr]
-							t := pk.tile[i*sgNR : i*sgNR+nr]
-							if add == 0 {
-								copy(cr, t)
-								continue
-							}
-							for j := range cr {
-								cr[j] += t[j]
-							}
+						g.edge(kc, ap, rsa, csa, bp, bld, c[i0*ldc+j0:], ldc, mr, nr, add, pk)
+						if pair {
+							g.edge(kc, ap, rsa, csa, bp1, bld, c[i0*ldc+j0+sgNR:], ldc, mr, sgNR, add, pk)
 						}
+					}
+					jr++
+					if pair {
+						jr++
 					}
 				}
 			}
+		}
+	}
+}
+
+// edge computes an mr×nr corner block of C (mr ≤ 4, nr ≤ 16) through pk.tile with
+// the same kernel, so its values are bit-identical to those of a full block.
+func (g *packedSgemm) edge(kc int, ap *float32, rsa, csa int, bp *float32, bld int, c []float32, ldc, mr, nr, add int, pk *sgemmPack) {
+	sgemmKernel4x16(kc, ap, rsa, csa, bp, bld, &pk.tile[0], sgNR, 0)
+	for i := 0; i < mr; i++ {
+		cr := c[i*ldc : i*ldc+nr]
+		t := pk.tile[i*sgNR : i*sgNR+nr]
+		if add == 0 {
+			copy(cr, t)
+			continue
+		}
+		for j := range cr {
+			cr[j] += t[j]
 		}
 	}
 }

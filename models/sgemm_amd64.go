@@ -15,6 +15,26 @@ func xgetbv() (eax, edx uint32)
 //go:noescape
 func sgemmKernel4x16(k int, a *float32, rsa, csa int, b *float32, ldb int, c *float32, ldc int, add int)
 
+// sgemmKernel4x32 is sgemmKernel4x16 for a 4×32 block of C, with B's columns 0–15
+// read from b0 and 16–31 from b1 (row stride ldb each), on AVX-512. Each value is
+// bit-identical to sgemmKernel4x16's. AVX-512F only; see hasAVX512.
+//
+//go:noescape
+func sgemmKernel4x32(k int, a *float32, rsa, csa int, b0, b1 *float32, ldb int, c *float32, ldc int, add int)
+
+// hasAVX512 reports whether the CPU and the OS support AVX-512F (opmask and ZMM
+// state saved by the OS) on top of AVX2 and FMA, i.e. whether sgemmKernel4x32 may run.
+func hasAVX512() bool {
+	if !hasAVX2FMA() {
+		return false
+	}
+	if xcr0, _ := xgetbv(); xcr0&0xe6 != 0xe6 {
+		return false
+	}
+	_, ebx7, _, _ := cpuid(7, 0)
+	return ebx7&(1<<16) != 0
+}
+
 // hasAVX2FMA reports whether the CPU and the OS support AVX2 and FMA (YMM state
 // saved by the OS), i.e. whether sgemmKernel4x16 may run.
 func hasAVX2FMA() bool {

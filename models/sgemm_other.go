@@ -7,6 +7,15 @@ import "unsafe"
 // hasAVX2FMA is false off amd64: the packed float32 GEMM is not used there.
 func hasAVX2FMA() bool { return false }
 
+// hasAVX512 is false off amd64.
+func hasAVX512() bool { return false }
+
+// sgemmKernel4x32 is two sgemmKernel4x16 calls; never called off amd64.
+func sgemmKernel4x32(k int, a *float32, rsa, csa int, b0, b1 *float32, ldb int, c *float32, ldc int, add int) {
+	sgemmKernel4x16(k, a, rsa, csa, b0, ldb, c, ldc, add)
+	sgemmKernel4x16(k, a, rsa, csa, b1, ldb, (*float32)(unsafe.Add(unsafe.Pointer(c), 16*4)), ldc, add)
+}
+
 // sgemmKernel4x16 is the portable version of the amd64 micro-kernel (same packed
 // layouts, same summation order, but without fused multiply-adds). It keeps the
 // package building off amd64, where hasAVX2FMA is false and gonum runs instead.
