@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkSgemm1024 measures gonum's float32 GEMM rate, the basis of the FLOP floors
-// in docs/perf-engine.md (2·1024³ FLOP per op).
+// in docs/perf.md (engine section) (2·1024³ FLOP per op).
 func BenchmarkSgemm1024(b *testing.B) {
 	const n = 1024
 	a, bb, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
