@@ -252,8 +252,12 @@ func (e *notFoundError) Error() string {
 		names = append(names, f.Name)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "dataset %s not found: need the files %s (IDX files may also be uncompressed, without .gz); searched %s",
-		e.spec.Dir, strings.Join(names, ", "), strings.Join(e.dirs, ", "))
+	note := ""
+	if len(names) > 0 && strings.HasSuffix(names[0], ".gz") {
+		note = " (IDX files may also be uncompressed, without .gz)"
+	}
+	fmt.Fprintf(&b, "dataset %s not found: need the files %s%s; searched %s",
+		e.spec.Dir, strings.Join(names, ", "), note, strings.Join(e.dirs, ", "))
 	if len(e.partial) > 0 {
 		fmt.Fprintf(&b, " (incomplete: %s)", strings.Join(e.partial, "; "))
 	}

@@ -6,7 +6,8 @@ import (
 	"github.com/dpfil/dpfil/models"
 )
 
-// newCUDAModel reports that this binary has no CUDA backend for the trainer.
+// newCUDAModel reports that dpfil has no CUDA backend yet (the engine's kernels sit
+// behind models.Backend, which a CUDA backend will implement).
 func newCUDAModel(arch models.Arch) (models.Model, error) {
-	return nil, fmt.Errorf("device cuda: this dpfil binary has no CUDA backend for %s (build it with -tags cuda on a machine with an NVIDIA GPU); use --device cpu", arch.Name)
+	return nil, fmt.Errorf("device cuda: dpfil has no CUDA backend yet, so %s cannot run on a GPU; use --device cpu", arch.Name)
 }
