@@ -12,6 +12,8 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+
+	"github.com/dpfil/dpfil/internal/atomicfile"
 )
 
 // RunOptions controls a batch of trials.
@@ -176,12 +178,8 @@ func (g *Game) prepareOut(dir string, meta map[string]any) (map[int]TrialResult,
 	have, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, want, 0o644); err != nil {
-			return nil, fmt.Errorf("attack game: write %s: %w", GameFile, err)
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			return nil, fmt.Errorf("attack game: write %s: %w", GameFile, err)
+		if err := atomicfile.WriteFile(path, want); err != nil {
+			return nil, fmt.Errorf("attack game: %w", err)
 		}
 	case err != nil:
 		return nil, fmt.Errorf("attack game: read %s: %w", path, err)

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/dpfil/dpfil/internal/atomicfile"
 )
 
 // Files of a run directory.
@@ -28,38 +29,9 @@ func paramsFileName(r int) string {
 }
 
 // writeFileAtomic writes data to path so that a crash leaves either the old file or
-// the complete new one: temp file in the same directory, fsync, rename, fsync dir.
+// the complete new one.
 func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // best effort: not every file system supports syncing directories
-		d.Close()
-	}
-	return nil
+	return atomicfile.WriteFile(path, data)
 }
 
 // SaveParams writes a flat parameter vector as a little-endian float32 .npy file

@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dpfil/dpfil/internal/atomicfile"
 
 	"github.com/dpfil/dpfil/attack"
 	"github.com/dpfil/dpfil/data"
@@ -570,14 +571,7 @@ func attackWriteSweep(sr *attackSweepResult) error {
 }
 
 func attackWriteFile(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFile(path, b)
 }
 
 // attackReplayResult is the JSON result of 'attack replay'.
