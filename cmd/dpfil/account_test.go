@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -16,13 +15,7 @@ import (
 // runAccount runs 'dpfil account …' and returns stdout, stderr and the error.
 func runAccount(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	root := newRootCmd()
-	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetArgs(append([]string{"account"}, args...))
-	err := root.Execute()
-	return out.String(), errb.String(), err
+	return execCLI(t, append([]string{"account"}, args...)...)
 }
 
 // accountJSON runs a command with --json and decodes its single JSON object.

@@ -14,13 +14,8 @@ import (
 // runAttackCLI runs `dpfil attack …` and returns stdout and the error.
 func runAttackCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	root := newRootCmd()
-	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetArgs(append([]string{"attack"}, args...))
-	err := root.Execute()
-	return out.String(), err
+	out, _, err := execCLI(t, append([]string{"attack"}, args...)...)
+	return out, err
 }
 
 // a tiny game on the embedded MNIST: fast enough for tests

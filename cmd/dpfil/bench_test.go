@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -9,13 +8,8 @@ import (
 
 func runBenchCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	root := newRootCmd()
-	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetArgs(args)
-	err := root.Execute()
-	return out.String(), err
+	out, _, err := execCLI(t, args...)
+	return out, err
 }
 
 func TestBenchEngineJSON(t *testing.T) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"net/http"
@@ -16,13 +15,7 @@ import (
 // runDataCLI runs dpfil with args and returns stdout, stderr and the error.
 func runDataCLI(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	root := newRootCmd()
-	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetArgs(args)
-	err := root.Execute()
-	return out.String(), errb.String(), err
+	return execCLI(t, args...)
 }
 
 // isolateData points the cache at an empty directory and the mirror at a dead address,

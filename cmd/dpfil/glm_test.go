@@ -15,18 +15,14 @@ import (
 // runGLM executes 'dpfil glm …' and decodes its JSON output.
 func runGLM(t *testing.T, args ...string) map[string]any {
 	t.Helper()
-	var out, errb bytes.Buffer
-	root := newRootCmd()
-	root.SetArgs(append(args, "--json", "--quiet"))
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	if err := root.Execute(); err != nil {
-		t.Fatalf("dpfil %v: %v (stderr: %s)", args, err, errb.String())
+	out, errs, err := execCLI(t, append(args, "--json", "--quiet")...)
+	if err != nil {
+		t.Fatalf("dpfil %v: %v (stderr: %s)", args, err, errs)
 	}
 	var res map[string]any
-	dec := json.NewDecoder(&out)
+	dec := json.NewDecoder(strings.NewReader(out))
 	if err := dec.Decode(&res); err != nil {
-		t.Fatalf("decode JSON: %v; output %q", err, out.String())
+		t.Fatalf("decode JSON: %v; output %q", err, out)
 	}
 	if dec.More() {
 		t.Fatal("more than one JSON value on stdout")

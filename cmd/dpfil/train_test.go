@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"os"
@@ -10,16 +9,11 @@ import (
 	"testing"
 )
 
-// runCLI executes the command tree with args and returns stdout and the error.
+// runTrainCLI executes the command tree with args and returns stdout and the error.
 func runTrainCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	root := newRootCmd()
-	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetArgs(args)
-	err := root.Execute()
-	return out.String(), err
+	out, _, err := execCLI(t, args...)
+	return out, err
 }
 
 func TestTrainJSON(t *testing.T) {
