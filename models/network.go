@@ -251,27 +251,10 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 		n.ws[w] = ws
 	}
 	be := n.be
-	L := len(n.layers)
 	_, maxCol, maxOut := n.convFloats()
 	if ws.cs < cs {
 		ws.cs = cs
-		ws.acts = make([][]T, L+1)
-		ws.dlt = make([][]T, L+1)
-		ws.cols = make([][]T, L)
-		ws.acts[0] = be.Alloc(cs * n.d)
-		ws.dlt[0] = be.Alloc(cs * n.d)
-		for i, l := range n.layers {
-			if l.kind == KindFlatten {
-				ws.acts[i+1] = ws.acts[i]
-				ws.dlt[i+1] = ws.dlt[i]
-				continue
-			}
-			ws.acts[i+1] = be.Alloc(cs * l.outN)
-			ws.dlt[i+1] = be.Alloc(cs * l.outN)
-			if l.kind == KindConv {
-				ws.cols[i] = be.Alloc(cs * l.conv.CKK() * l.conv.HWo())
-			}
-		}
+		ws.acts, ws.dlt, ws.cols = n.layerBuffers(cs)
 		ws.grads = be.Alloc(cs * n.p)
 		ws.losses = be.Alloc(cs)
 		ws.gsq = make([]float64, cs)
@@ -282,23 +265,7 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 		ws.kc = max(kc, ws.kc)
 		ws.rows = rows
 		ws.pt = pt || ws.pt
-		ws.tacts = make([][]T, L+1)
-		ws.tdlt = make([][]T, L+1)
-		ws.tcols = make([][]T, L)
-		ws.tacts[0] = be.Alloc(rows * n.d)
-		ws.tdlt[0] = be.Alloc(rows * n.d)
-		for i, l := range n.layers {
-			if l.kind == KindFlatten {
-				ws.tacts[i+1] = ws.tacts[i]
-				ws.tdlt[i+1] = ws.tdlt[i]
-				continue
-			}
-			ws.tacts[i+1] = be.Alloc(rows * l.outN)
-			ws.tdlt[i+1] = be.Alloc(rows * l.outN)
-			if l.kind == KindConv {
-				ws.tcols[i] = be.Alloc(rows * l.conv.CKK() * l.conv.HWo())
-			}
-		}
+		ws.tacts, ws.tdlt, ws.tcols = n.layerBuffers(rows)
 		ws.spIdx = make([]int, rows)
 		ws.spVal = make([]T, rows)
 		ws.tg = be.Alloc(ws.kc * n.p)
@@ -663,4 +630,24 @@ func (n *Network[T]) firstOrder(params, x []T, y []int, batch int, inputGrad boo
 		n.backward(ws, params, c, inputGrad)
 		consume(ws, s0, c)
 	})
+}
+
+// layerBuffers allocates, for rows sample rows (or sample×direction rows), the
+// activation and delta buffers before and after every layer (Flatten shares its
+// input's) and the im2col patch buffers of the conv layers.
+func (n *Network[T]) layerBuffers(rows int) (acts, dlt, cols [][]T) {
+	L := len(n.layers)
+	acts, dlt, cols = make([][]T, L+1), make([][]T, L+1), make([][]T, L)
+	acts[0], dlt[0] = n.be.Alloc(rows*n.d), n.be.Alloc(rows*n.d)
+	for i, l := range n.layers {
+		if l.kind == KindFlatten {
+			acts[i+1], dlt[i+1] = acts[i], dlt[i]
+			continue
+		}
+		acts[i+1], dlt[i+1] = n.be.Alloc(rows*l.outN), n.be.Alloc(rows*l.outN)
+		if l.kind == KindConv {
+			cols[i] = n.be.Alloc(rows * l.conv.CKK() * l.conv.HWo())
+		}
+	}
+	return acts, dlt, cols
 }
