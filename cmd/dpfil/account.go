@@ -286,11 +286,13 @@ func newAccountReRoCmd() *cobra.Command {
 'steps' steps of DP-SGD (rate q, noise multiplier sigma) when a guess from the prior
 succeeds with probability κ (--kappa, or 1/K for a uniform prior of --prior-size K).
 
-gamma is the Monte Carlo blow-up estimate (1/N)·Σ of the top ⌈κN⌉ likelihood ratios
-of N draws from N(0, σ²I_T); [gamma_low, gamma_high] is a confidence interval (DKW
-under both distributions, --confidence); gamma_mu the same event estimated from
-draws of the mixture; gamma_rdp the RDP-based bound; gamma_exact the q = 1 closed
-form Φ(√T/σ − Φ⁻¹(1−κ)). advantage = (gamma − κ)/(1 − κ). The draws are split into
+gamma_nu is Hayes et al.'s Monte Carlo estimate (1/N)·Σ of the top ⌈κN⌉ likelihood
+ratios of N draws from N(0, σ²I_T); gamma_mu the same event estimated from draws of
+the mixture; [gamma_low, gamma_high] a confidence interval (DKW under both
+distributions, --confidence); gamma_exact the q = 1 closed form Φ(√T/σ − Φ⁻¹(1−κ));
+gamma_rdp the RDP-based bound. gamma, the number to read, is gamma_exact when q = 1,
+otherwise gamma_nu, or gamma_mu (with a warning) when gamma_nu is known to be off.
+advantage = (gamma − κ)/(1 − κ). The draws are split into
 chunks seeded from --seed, so the result does not depend on the number of cores.`,
 		Example: `  dpfil account rero --q 0.01 --sigma 1 --steps 1000 --prior-size 10
   dpfil account rero --q 1 --sigma 2 --steps 10 --kappa 0.01 --samples 1000000 --json`,
