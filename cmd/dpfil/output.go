@@ -97,9 +97,3 @@ func (p *progress) Finish() {
 		_ = p.bar.Finish()
 	}
 }
-
-// errNotImplemented is returned by command groups whose issue is still open, so that
-// they fail loudly with a non-zero exit instead of pretending to work.
-func errNotImplemented(name string) error {
-	return fmt.Errorf("'dpfil %s' is not implemented yet", name)
-}
