@@ -1,0 +1,386 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"unsafe"
+
+	"github.com/dpfil/dpfil/models"
+)
+
+// Launch shape of the elementwise and layout kernels: blockSize threads a block and
+// at most maxGrid blocks (the kernels loop grid-stride over the rest).
+const (
+	blockSize = 256
+	maxGrid   = 65535
+	// dotThreads is the number of partial sums of the first reduction stage (each in
+	// double, in a fixed order); dotFinal the number the second stage folds them into,
+	// which the host adds up in order. Fixed counts make dot products deterministic.
+	dotBlock  = 128
+	dotGrid   = 64
+	dotFinal  = 64
+	dotThread = dotBlock * dotGrid
+)
+
+// span is one managed allocation.
+type span struct{ start, end uintptr }
+
+// Backend is models.Backend[float32] over a Driver. Alloc hands out managed memory,
+// every kernel runs on the device and the call returns after the device finished, so
+// the network's host-side steps (bias adds, layout permutations, softmax, clipping)
+// read and write the same buffers correctly. Buffers that did not come from Alloc
+// (a caller's parameter vector) are staged through managed memory.
+//
+// models.Backend has no error returns: the first driver error is kept, every later
+// call does nothing, and Err reports it. Model (NewModel) checks Err after every
+// call, so an error never turns into a silently wrong number.
+type Backend struct {
+	drv Driver
+
+	mu     sync.Mutex
+	spans  []span           // sorted managed allocations
+	owned  []unsafe.Pointer // to free on Close
+	stage  [][]float32      // staging buffers for foreign slices, reused per call
+	nstage int              // staging buffers in use by the current call
+	back   []func()         // copy-backs of staged outputs after the current call
+	part   []float64        // dot-product partial sums (2·dotThread + 2·dotFinal)
+	err    error
+}
+
+// NewBackend returns a backend on drv.
+func NewBackend(drv Driver) (*Backend, error) {
+	if drv == nil {
+		return nil, errors.New("cuda: nil driver")
+	}
+	b := &Backend{drv: drv}
+	p := b.allocBytes(8 * (2*dotThread + 2*dotFinal))
+	if b.err != nil {
+		return nil, b.err
+	}
+	b.part = unsafe.Slice((*float64)(p), 2*dotThread+2*dotFinal)
+	return b, nil
+}
+
+// Name is "cuda" on a GPU and "cuda-emulator" on the emulator.
+func (b *Backend) Name() string {
+	if b.drv.Name() == "emulator" {
+		return "cuda-emulator"
+	}
+	return "cuda"
+}
+
+// Device names the driver's device.
+func (b *Backend) Device() string { return b.drv.Name() }
+
+// Workers is 1: the device runs one chunk at a time, in one stream.
+func (b *Backend) Workers() int { return 1 }
+
+// Err returns the first driver error, if any.
+func (b *Backend) Err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// Close frees every allocation and closes the driver. Slices from Alloc must not be
+// used afterwards.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var errs []error
+	for _, p := range b.owned {
+		if err := b.drv.Free(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	b.owned, b.spans, b.stage, b.part = nil, nil, nil, nil
+	if err := b.drv.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if b.err == nil {
+		b.err = errors.New("cuda: backend closed")
+	}
+	return errors.Join(errs...)
+}
+
+func (b *Backend) fail(err error) {
+	if b.err == nil && err != nil {
+		b.err = err
+	}
+}
+
+// allocBytes allocates n bytes of managed memory and records the span (b.mu held or
+// not needed).
+func (b *Backend) allocBytes(n int) unsafe.Pointer {
+	p, err := b.drv.AllocManaged(n)
+	if err != nil {
+		b.fail(fmt.Errorf("cuda: alloc %d bytes: %w", n, err))
+		return nil
+	}
+	s := span{uintptr(p), uintptr(p) + uintptr(n)}
+	i := sort.Search(len(b.spans), func(i int) bool { return b.spans[i].start >= s.start })
+	b.spans = append(b.spans, span{})
+	copy(b.spans[i+1:], b.spans[i:])
+	b.spans[i] = s
+	b.owned = append(b.owned, p)
+	return p
+}
+
+// Alloc returns n zeroed float32 of managed memory. After a driver error it returns
+// host memory, so callers keep running until they check Err.
+func (b *Backend) Alloc(n int) []float32 {
+	if n <= 0 {
+		return []float32{}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err == nil {
+		if p := b.allocBytes(4 * n); p != nil {
+			return unsafe.Slice((*float32)(p), n)
+		}
+	}
+	return make([]float32, n)
+}
+
+// owns reports whether the n bytes at p lie inside one managed allocation.
+func (b *Backend) owns(p unsafe.Pointer, n int) bool {
+	a := uintptr(p)
+	i := sort.Search(len(b.spans), func(i int) bool { return b.spans[i].end > a })
+	return i < len(b.spans) && b.spans[i].start <= a && a+uintptr(n) <= b.spans[i].end
+}
+
+// dev returns a device pointer for s: s itself when it is managed memory, else a
+// staging copy (copied back after the call when out). Nil for an empty slice.
+func (b *Backend) dev(s []float32, out bool) unsafe.Pointer {
+	if len(s) == 0 {
+		return nil
+	}
+	p := unsafe.Pointer(unsafe.SliceData(s))
+	if b.owns(p, 4*len(s)) {
+		return p
+	}
+	if b.nstage == len(b.stage) {
+		b.stage = append(b.stage, nil)
+	}
+	st := b.stage[b.nstage]
+	if len(st) < len(s) {
+		q := b.allocBytes(4 * len(s))
+		if q == nil {
+			return nil
+		}
+		st = unsafe.Slice((*float32)(q), len(s))
+		b.stage[b.nstage] = st
+	}
+	b.nstage++
+	st = st[:len(s)]
+	copy(st, s)
+	if out {
+		b.back = append(b.back, func() { copy(s, st) })
+	}
+	return unsafe.Pointer(unsafe.SliceData(st))
+}
+
+// begin starts a backend call: it locks b and reports whether the call may run.
+func (b *Backend) begin() bool {
+	b.mu.Lock()
+	b.nstage = 0
+	b.back = b.back[:0]
+	return b.err == nil
+}
+
+// end waits for the device, copies staged outputs back and unlocks b.
+func (b *Backend) end() {
+	if b.err == nil {
+		if err := b.drv.Sync(); err != nil {
+			b.fail(fmt.Errorf("cuda: synchronize: %w", err))
+		}
+	}
+	if b.err == nil {
+		for _, f := range b.back {
+			f()
+		}
+	}
+	b.mu.Unlock()
+}
+
+// launch runs a grid-stride kernel over n elements.
+func (b *Backend) launch(name string, n int, args ...any) {
+	if b.err != nil || n <= 0 {
+		return
+	}
+	g := min(maxGrid, (n+blockSize-1)/blockSize)
+	if err := b.drv.Launch(name, Dim3{uint32(g), 1, 1}, Dim3{blockSize, 1, 1}, Args(args...)); err != nil {
+		b.fail(fmt.Errorf("cuda: %s: %w", name, err))
+	}
+}
+
+// Gemm computes C = alpha·op(A)·op(B) + beta·C on the device (cuBLAS on a GPU).
+func (b *Backend) Gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, bb []float32, ldb int, beta float32, c []float32, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	if !b.begin() {
+		b.mu.Unlock()
+		return
+	}
+	defer b.end()
+	pa, pb, pc := b.dev(a, false), b.dev(bb, false), b.dev(c, true)
+	if b.err != nil {
+		return
+	}
+	if err := b.drv.Sgemm(transA, transB, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc); err != nil {
+		b.fail(fmt.Errorf("cuda: sgemm %d×%d×%d: %w", m, n, k, err))
+	}
+}
+
+// Im2col writes one sample's patch matrix (see models.Backend).
+func (b *Backend) Im2col(g models.ConvGeom, x []float32, cols []float32, ld int) {
+	if !b.begin() {
+		b.mu.Unlock()
+		return
+	}
+	defer b.end()
+	px, pc := b.dev(x, false), b.dev(cols, true)
+	b.launch("k_im2col", g.CKK()*g.HWo(), g.InC, g.H, g.W, g.KH, g.KW, g.Stride, g.PadT, g.PadL, g.OutH, g.OutW, px, pc, ld)
+}
+
+// Col2im adds a patch matrix back into one sample's input gradient.
+func (b *Backend) Col2im(g models.ConvGeom, cols []float32, ld int, dx []float32) {
+	if !b.begin() {
+		b.mu.Unlock()
+		return
+	}
+	defer b.end()
+	pc, pd := b.dev(cols, false), b.dev(dx, true)
+	b.launch("k_col2im", g.InC*g.H*g.W, g.InC, g.H, g.W, g.KH, g.KW, g.Stride, g.PadT, g.PadL, g.OutH, g.OutW, pc, ld, pd)
+}
+
+// AvgPool pools n samples.
+func (b *Backend) AvgPool(g models.PoolGeom, n int, x, y []float32) {
+	if !b.begin() {
+		b.mu.Unlock()
+		return
+	}
+	defer b.end()
+	px, py := b.dev(x, false), b.dev(y, true)
+	b.launch("k_avgpool", n*g.C*g.OutH*g.OutW, n*g.C, g.H, g.W, g.KH, g.KW, g.Stride, g.OutH, g.OutW, px, py)
+}
+
+// AvgPoolBack adds the adjoint of AvgPool for n samples.
+func (b *Backend) AvgPoolBack(g models.PoolGeom, n int, dy, dx []float32) {
+	if !b.begin() {
+		b.mu.Unlock()
+		return
+	}
+	defer b.end()
+	py, px := b.dev(dy, false), b.dev(dx, true)
+	b.launch("k_avgpool_back", n*g.C*g.H*g.W, n*g.C, g.H, g.W, g.KH, g.KW, g.Stride, g.OutH, g.OutW, py, px)
+}
+
+// ActForward computes y = f(x).
+func (b *Backend) ActForward(f models.Act, x, y []float32) {
+	if !b.begin() {
+		b.mu.Unlock()
+		return
+	}
+	defer b.end()
+	n := len(x)
+	px, py := b.dev(x, false), b.dev(y[:n], true)
+	b.launch("k_act_fwd", n, int(f), n, px, py)
+}
+
+// ActBackward computes dx = f'(x)·dy.
+func (b *Backend) ActBackward(f models.Act, x, y, dy, dx []float32) {
+	if !b.begin() {
+		b.mu.Unlock()
+		return
+	}
+	defer b.end()
+	n := len(dx)
+	px, py, pdy, pdx := b.dev(x[:n], false), b.dev(y[:n], false), b.dev(dy[:n], false), b.dev(dx, true)
+	b.launch("k_act_bwd", n, int(f), n, px, py, pdy, pdx)
+}
+
+// ActTangent computes the activation's forward tangent and/or backward-pass tangent
+// (see models.Backend).
+func (b *Backend) ActTangent(f models.Act, n, k, size int, x, y, dy, tx, ty, tdy, tdx []float32) {
+	if !b.begin() {
+		b.mu.Unlock()
+		return
+	}
+	defer b.end()
+	rows := n * k * size
+	px, py := b.dev(x[:n*size], false), b.dev(y[:n*size], false)
+	ptx := b.dev(tx[:rows], false)
+	var pty, pdy, ptdy, ptdx unsafe.Pointer
+	if ty != nil {
+		pty = b.dev(ty[:rows], true)
+	}
+	if tdy != nil {
+		pdy, ptdy, ptdx = b.dev(dy[:n*size], false), b.dev(tdy[:rows], false), b.dev(tdx[:rows], true)
+	}
+	b.launch("k_act_tangent", rows, int(f), n, k, size, px, py, pdy, ptx, pty, ptdy, ptdx)
+}
+
+// dot returns Σ x_i·y_i (0 when x is nil) and Σ y_i², reduced in double in a fixed
+// order: dotThread partial sums, folded into dotFinal on the device, added on the host.
+func (b *Backend) dot(x, y []float32, n int) (xy, yy float64) {
+	if n == 0 {
+		return 0, 0
+	}
+	if !b.begin() {
+		b.mu.Unlock()
+		return 0, 0
+	}
+	defer b.end()
+	var px unsafe.Pointer
+	if x != nil {
+		px = b.dev(x[:n], false)
+	}
+	py := b.dev(y[:n], false)
+	part := unsafe.Pointer(unsafe.SliceData(b.part))
+	fin := unsafe.Add(part, 8*2*dotThread)
+	if b.err != nil {
+		return 0, 0
+	}
+	steps := []struct {
+		name        string
+		grid, block uint32
+		args        []uint64
+	}{
+		{"k_dot_partial", dotGrid, dotBlock, Args(n, px, py, part)},
+		{"k_sum_strided", 1, dotFinal, Args(dotThread, part, fin)},
+		{"k_sum_strided", 1, dotFinal, Args(dotThread, unsafe.Add(part, 8*dotThread), unsafe.Add(fin, 8*dotFinal))},
+	}
+	for _, s := range steps {
+		if err := b.drv.Launch(s.name, Dim3{s.grid, 1, 1}, Dim3{s.block, 1, 1}, s.args); err != nil {
+			b.fail(fmt.Errorf("cuda: %s: %w", s.name, err))
+			return 0, 0
+		}
+	}
+	if err := b.drv.Sync(); err != nil {
+		b.fail(fmt.Errorf("cuda: synchronize: %w", err))
+		return 0, 0
+	}
+	f := b.part[2*dotThread:]
+	for t := 0; t < dotFinal; t++ {
+		xy += f[t]
+		yy += f[dotFinal+t]
+	}
+	return xy, yy
+}
+
+// Dot returns Σ x_i·y_i accumulated in double.
+func (b *Backend) Dot(x, y []float32) float64 {
+	xy, _ := b.dot(x, y, len(x))
+	return xy
+}
+
+// DotSq returns Σ x_i·y_i and Σ y_i² in one pass, accumulated in double.
+func (b *Backend) DotSq(x, y []float32) (xy, yy float64) {
+	return b.dot(x, y, len(x))
+}
+
+var _ models.Backend[float32] = (*Backend)(nil)

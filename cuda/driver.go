@@ -1,0 +1,75 @@
+// Package cuda runs the dpfil engine on an NVIDIA GPU.
+//
+// The package has three layers:
+//
+//   - kernels/dpfil.cu: the engine's own kernels (im2col/col2im, average pooling,
+//     tanh/ELU and their first and second derivatives, dot products, clipping,
+//     momentum update), compiled to PTX for compute_75 by `make ptx` and embedded.
+//     They are written in a C subset (no shared memory, no barriers, no atomics) so
+//     that the same source also compiles with the host C compiler.
+//   - Driver: what the backend needs from a device — managed memory, kernel launches,
+//     a row-major SGEMM and synchronisation. Two implementations: the GPU driver
+//     (build tag cuda: gorgonia.org/cu for the driver API, cuBLAS loaded at run time
+//     with dlopen) and the emulator (always built, cgo), which runs the same kernel
+//     source on the CPU one thread at a time. The emulator is how CI, which has no
+//     GPU, tests every kernel and the whole backend against the float64 reference.
+//   - Backend: models.Backend[float32] over a Driver, so a models.Network (and
+//     through it the trainer, FIL accounting and attacks) runs on the device.
+package cuda
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Dim3 is a CUDA grid or block shape.
+type Dim3 struct{ X, Y, Z uint32 }
+
+// Driver is the device interface of the backend. Pointers are device addresses of
+// managed memory, which the host may also read and write while no kernel runs.
+// Kernel arguments are 8-byte slots (see Arg): ints and floats in the low bytes,
+// pointers as addresses.
+type Driver interface {
+	// Name identifies the device, e.g. "NVIDIA H100 80GB HBM3 (sm_90)" or "emulator".
+	Name() string
+	// AllocManaged returns n zeroed bytes of managed memory.
+	AllocManaged(n int) (unsafe.Pointer, error)
+	// Free releases memory from AllocManaged.
+	Free(p unsafe.Pointer) error
+	// Launch runs kernel name on grid×block threads with the given argument slots.
+	Launch(name string, grid, block Dim3, args []uint64) error
+	// Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major float32 matrices
+	// (op(A) m×k, op(B) k×n), as models.Backend.Gemm.
+	Sgemm(transA, transB bool, m, n, k int, alpha float32, a unsafe.Pointer, lda int, b unsafe.Pointer, ldb int, beta float32, c unsafe.Pointer, ldc int) error
+	// Sync waits until every launched kernel and GEMM has finished.
+	Sync() error
+	// Close releases the device; the driver is unusable afterwards.
+	Close() error
+}
+
+// Arg packs a kernel argument into an 8-byte slot: int (passed as a 32-bit int),
+// float32, float64 or a device pointer.
+func Arg(v any) uint64 {
+	switch x := v.(type) {
+	case int:
+		return uint64(uint32(int32(x)))
+	case int32:
+		return uint64(uint32(x))
+	case float32:
+		return uint64(*(*uint32)(unsafe.Pointer(&x)))
+	case float64:
+		return *(*uint64)(unsafe.Pointer(&x))
+	case unsafe.Pointer:
+		return uint64(uintptr(x))
+	}
+	panic(fmt.Sprintf("cuda.Arg: unsupported kernel argument type %T", v))
+}
+
+// Args packs several kernel arguments (see Arg).
+func Args(vs ...any) []uint64 {
+	out := make([]uint64, len(vs))
+	for i, v := range vs {
+		out[i] = Arg(v)
+	}
+	return out
+}

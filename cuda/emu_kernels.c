@@ -1,0 +1,96 @@
+// The CPU emulator's half in C: dpfil.cu compiled for the host, a reference SGEMM,
+// and a launcher that runs every thread of a grid in order. See emu.go.
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/hostemu.h"
+
+dp_dim3 dp_emu_threadIdx, dp_emu_blockIdx, dp_emu_blockDim, dp_emu_gridDim;
+
+#include "kernels/dpfil.cu"
+
+#include "emu_kernels.h"
+
+// Argument slots: ints and floats in the low bytes, pointers as addresses (cuda.Arg).
+#define I(k) ((int)(int32_t)(uint32_t)a[k])
+#define F(k) slot_float(a[k])
+#define PF(k) ((float*)(uintptr_t)a[k])
+#define PD(k) ((double*)(uintptr_t)a[k])
+
+static float slot_float(uint64_t v) {
+	uint32_t u = (uint32_t)v;
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+static int call(int id, const uint64_t* a) {
+	switch (id) {
+	case EMU_K_IM2COL:
+		k_im2col(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), PF(10), PF(11), I(12));
+		return 0;
+	case EMU_K_COL2IM:
+		k_col2im(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), PF(10), I(11), PF(12));
+		return 0;
+	case EMU_K_AVGPOOL:
+		k_avgpool(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), PF(8), PF(9));
+		return 0;
+	case EMU_K_AVGPOOL_BACK:
+		k_avgpool_back(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), PF(8), PF(9));
+		return 0;
+	case EMU_K_ACT_FWD:
+		k_act_fwd(I(0), I(1), PF(2), PF(3));
+		return 0;
+	case EMU_K_ACT_BWD:
+		k_act_bwd(I(0), I(1), PF(2), PF(3), PF(4), PF(5));
+		return 0;
+	case EMU_K_ACT_TANGENT:
+		k_act_tangent(I(0), I(1), I(2), I(3), PF(4), PF(5), PF(6), PF(7), PF(8), PF(9), PF(10));
+		return 0;
+	case EMU_K_DOT_PARTIAL:
+		k_dot_partial(I(0), PF(1), PF(2), PD(3));
+		return 0;
+	case EMU_K_SUM_STRIDED:
+		k_sum_strided(I(0), PD(1), PD(2));
+		return 0;
+	}
+	return -1;
+}
+
+int emu_launch(int id, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+               const uint64_t* args) {
+	dp_dim3 g = {gx, gy, gz}, b = {bx, by, bz};
+	dp_emu_gridDim = g;
+	dp_emu_blockDim = b;
+	for (unsigned z = 0; z < gz; z++)
+		for (unsigned y = 0; y < gy; y++)
+			for (unsigned x = 0; x < gx; x++) {
+				dp_dim3 bi = {x, y, z};
+				dp_emu_blockIdx = bi;
+				for (unsigned tz = 0; tz < bz; tz++)
+					for (unsigned ty = 0; ty < by; ty++)
+						for (unsigned tx = 0; tx < bx; tx++) {
+							dp_dim3 ti = {tx, ty, tz};
+							dp_emu_threadIdx = ti;
+							if (call(id, args) != 0) return -1;
+						}
+			}
+	return 0;
+}
+
+// emu_sgemm: row-major C = alpha·op(A)·op(B) + beta·C, accumulated in double. With
+// beta = 0, C is not read (as in BLAS).
+void emu_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float* A, int lda,
+               const float* B, int ldb, float beta, float* C, int ldc) {
+	for (int i = 0; i < m; i++)
+		for (int j = 0; j < n; j++) {
+			double s = 0.0;
+			for (int p = 0; p < k; p++) {
+				double av = ta ? A[(long long)p * lda + i] : A[(long long)i * lda + p];
+				double bv = tb ? B[(long long)j * ldb + p] : B[(long long)p * ldb + j];
+				s += av * bv;
+			}
+			float* c = &C[(long long)i * ldc + j];
+			*c = beta == 0.0f ? (float)((double)alpha * s) : (float)((double)alpha * s + (double)beta * (double)*c);
+		}
+}

@@ -1,0 +1,24 @@
+// Kernel ids of the CPU emulator (emu_kernels.c); emu.go maps kernel names to them.
+#ifndef DPFIL_EMU_KERNELS_H
+#define DPFIL_EMU_KERNELS_H
+
+#include <stdint.h>
+
+enum {
+	EMU_K_IM2COL = 1,
+	EMU_K_COL2IM,
+	EMU_K_AVGPOOL,
+	EMU_K_AVGPOOL_BACK,
+	EMU_K_ACT_FWD,
+	EMU_K_ACT_BWD,
+	EMU_K_ACT_TANGENT,
+	EMU_K_DOT_PARTIAL,
+	EMU_K_SUM_STRIDED,
+};
+
+int emu_launch(int id, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+               const uint64_t* args);
+void emu_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float* A, int lda,
+               const float* B, int ldb, float beta, float* C, int ldc);
+
+#endif

@@ -1,0 +1,168 @@
+// dpfil's CUDA kernels: the engine's elementwise, layout and reduction work (GEMMs go
+// to cuBLAS). `make ptx` compiles this file to dpfil.ptx for compute_75, which the
+// cuda package embeds.
+//
+// Rules, so that the same source also compiles as C with hostemu.h and runs on the
+// CPU emulator (which runs the threads of a launch one after the other):
+//   - no __shared__ memory, no __syncthreads, no warp intrinsics, no atomics: every
+//     thread's work is independent of every other thread's;
+//   - plain C: no templates, references, overloading or C++ headers;
+//   - every kernel loops grid-stride over its index space, so any launch shape is
+//     correct;
+//   - integer arguments are int (32-bit), floating ones float or double, buffers
+//     float* or double*; a null buffer pointer means "absent" where documented.
+// Indices follow models.Backend: row-major, NCHW, patches ordered (c, kh, kw).
+
+#ifdef __CUDACC__
+#define KERNEL extern "C" __global__ void
+#define DEVFN static __device__ __forceinline__
+#else
+#include "hostemu.h"
+#endif
+
+#define GRID_STRIDE(i, n)                                                   \
+	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; \
+	     i < (long long)(n); i += (long long)gridDim.x * blockDim.x)
+
+// Activations: 0 = tanh, 1 = ELU (alpha 1). d1/d2 take x and y = f(x) like the CPU
+// backend (tanh' = 1 − y², tanh'' = −2y(1 − y²); ELU' = ELU'' = y + 1 for x ≤ 0).
+DEVFN float act_f(int f, float x) {
+	if (f == 0) return tanhf(x);
+	return x > 0.0f ? x : expm1f(x);
+}
+DEVFN float act_d1(int f, float x, float y) {
+	if (f == 0) return 1.0f - y * y;
+	return x > 0.0f ? 1.0f : y + 1.0f;
+}
+DEVFN float act_d2(int f, float x, float y) {
+	if (f == 0) return -2.0f * y * (1.0f - y * y);
+	return x > 0.0f ? 0.0f : y + 1.0f;
+}
+
+// k_im2col writes the CKK×HWo patch matrix of one sample x[InC][H][W] into cols
+// (row stride ld); taps outside the padded input are 0.
+KERNEL k_im2col(int inC, int h, int w, int kh, int kw, int stride, int padT, int padL,
+                int outH, int outW, const float* x, float* cols, int ld) {
+	int hwo = outH * outW;
+	GRID_STRIDE(i, (long long)inC * kh * kw * hwo) {
+		int pos = (int)(i % hwo);
+		int row = (int)(i / hwo);
+		int c = row / (kh * kw), t = row % (kh * kw);
+		int ki = t / kw, kj = t % kw;
+		int ih = (pos / outW) * stride - padT + ki;
+		int iw = (pos % outW) * stride - padL + kj;
+		float v = 0.0f;
+		if (ih >= 0 && ih < h && iw >= 0 && iw < w) v = x[((long long)c * h + ih) * w + iw];
+		cols[(long long)row * ld + pos] = v;
+	}
+}
+
+// k_col2im adds the CKK×HWo patch matrix cols (row stride ld) back into one sample's
+// dx[InC][H][W]: each thread gathers the taps that cover its pixel.
+KERNEL k_col2im(int inC, int h, int w, int kh, int kw, int stride, int padT, int padL,
+                int outH, int outW, const float* cols, int ld, float* dx) {
+	GRID_STRIDE(i, (long long)inC * h * w) {
+		int iw = (int)(i % w), ih = (int)((i / w) % h), c = (int)(i / ((long long)h * w));
+		float s = 0.0f;
+		for (int ki = 0; ki < kh; ki++) {
+			int t = ih + padT - ki;
+			if (t < 0 || t % stride != 0 || t / stride >= outH) continue;
+			int oh = t / stride;
+			for (int kj = 0; kj < kw; kj++) {
+				int u = iw + padL - kj;
+				if (u < 0 || u % stride != 0 || u / stride >= outW) continue;
+				int row = (c * kh + ki) * kw + kj;
+				s += cols[(long long)row * ld + oh * outW + u / stride];
+			}
+		}
+		dx[i] += s;
+	}
+}
+
+// k_avgpool: y[n][C][OutH][OutW] = mean over the KH×KW window of x[n][C][H][W].
+KERNEL k_avgpool(int nc, int h, int w, int kh, int kw, int stride, int outH, int outW,
+                 const float* x, float* y) {
+	float inv = 1.0f / (float)(kh * kw);
+	GRID_STRIDE(i, (long long)nc * outH * outW) {
+		int ow = (int)(i % outW), oh = (int)((i / outW) % outH);
+		long long sc = i / ((long long)outH * outW);
+		const float* xs = x + sc * h * w;
+		float s = 0.0f;
+		for (int ki = 0; ki < kh; ki++)
+			for (int kj = 0; kj < kw; kj++) s += xs[(oh * stride + ki) * w + ow * stride + kj];
+		y[i] = s * inv;
+	}
+}
+
+// k_avgpool_back: dx += poolᵀ(dy), gathered per input pixel.
+KERNEL k_avgpool_back(int nc, int h, int w, int kh, int kw, int stride, int outH, int outW,
+                      const float* dy, float* dx) {
+	float inv = 1.0f / (float)(kh * kw);
+	GRID_STRIDE(i, (long long)nc * h * w) {
+		int iw = (int)(i % w), ih = (int)((i / w) % h);
+		long long sc = i / ((long long)h * w);
+		const float* dys = dy + sc * outH * outW;
+		float s = 0.0f;
+		for (int ki = 0; ki < kh; ki++) {
+			int t = ih - ki;
+			if (t < 0 || t % stride != 0 || t / stride >= outH) continue;
+			for (int kj = 0; kj < kw; kj++) {
+				int u = iw - kj;
+				if (u < 0 || u % stride != 0 || u / stride >= outW) continue;
+				s += dys[(t / stride) * outW + u / stride] * inv;
+			}
+		}
+		dx[i] += s;
+	}
+}
+
+// k_act_fwd: y = f(x).
+KERNEL k_act_fwd(int f, int n, const float* x, float* y) {
+	GRID_STRIDE(i, n) { y[i] = act_f(f, x[i]); }
+}
+
+// k_act_bwd: dx = f'(x)·dy.
+KERNEL k_act_bwd(int f, int n, const float* x, const float* y, const float* dy, float* dx) {
+	GRID_STRIDE(i, n) { dx[i] = act_d1(f, x[i], y[i]) * dy[i]; }
+}
+
+// k_act_tangent: for n samples of size values with k directions each (row s·k+j of
+// tx/ty/tdy/tdx belongs to sample s): ty = f'(x)·tx when ty is not null, and
+// tdx = f'(x)·tdy + f''(x)·tx·dy when tdy is not null.
+KERNEL k_act_tangent(int f, int n, int k, int size, const float* x, const float* y,
+                     const float* dy, const float* tx, float* ty, const float* tdy, float* tdx) {
+	GRID_STRIDE(i, (long long)n * k * size) {
+		int e = (int)(i % size);
+		long long s = i / ((long long)k * size);
+		long long si = s * size + e;
+		float d1 = act_d1(f, x[si], y[si]);
+		if (ty) ty[i] = d1 * tx[i];
+		if (tdy) tdx[i] = d1 * tdy[i] + act_d2(f, x[si], y[si]) * tx[i] * dy[si];
+	}
+}
+
+// k_dot_partial: thread t of the launch writes part[t] = Σ x_i·y_i and
+// part[T + t] = Σ y_i² over its grid-stride indices (T threads in all), in double.
+// x may be null (then only the squares are meaningful and part[t] is 0).
+KERNEL k_dot_partial(int n, const float* x, const float* y, double* part) {
+	long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+	long long T = (long long)gridDim.x * blockDim.x;
+	double xy = 0.0, yy = 0.0;
+	GRID_STRIDE(i, n) {
+		double yv = (double)y[i];
+		if (x) xy += (double)x[i] * yv;
+		yy += yv * yv;
+	}
+	part[t] = xy;
+	part[T + t] = yy;
+}
+
+// k_sum_strided: out[t] = Σ_{j ≡ t mod m'} in[j] over j < n, for t < m' (m' = the
+// number of launched threads): a fixed-order second stage of a reduction.
+KERNEL k_sum_strided(int n, const double* in, double* out) {
+	long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+	long long T = (long long)gridDim.x * blockDim.x;
+	double s = 0.0;
+	for (long long j = t; j < n; j += T) s += in[j];
+	out[t] = s;
+}
