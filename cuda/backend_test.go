@@ -6,11 +6,19 @@ import (
 	"github.com/dpfil/dpfil/models"
 )
 
-// testDrivers returns the drivers this test binary can run: the emulator always, the
-// GPU too when built with -tags cuda (gpuDrivers in gpu_test.go).
+// testDrivers returns the drivers this test binary can run: the emulator always, and
+// the GPU too when built with -tags cuda (where a missing GPU fails the test).
 func testDrivers(t *testing.T) []Driver {
 	t.Helper()
-	return append([]Driver{NewEmulator()}, gpuDrivers(t)...)
+	drivers := []Driver{NewEmulator()}
+	if HasGPU() {
+		gpu, err := OpenDriver("cuda")
+		if err != nil {
+			t.Fatalf("cuda build without a usable GPU: %v", err)
+		}
+		drivers = append(drivers, gpu)
+	}
+	return drivers
 }
 
 // TestConformance runs the engine's backend conformance suite (logits, per-sample

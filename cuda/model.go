@@ -1,0 +1,96 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/dpfil/dpfil/models"
+)
+
+// Model is a models.Model whose network runs on a cuda Backend. After every call it
+// checks the backend's sticky error, so a failed launch or allocation surfaces as an
+// error instead of a wrong number.
+type Model struct {
+	inner models.Model
+	net   *models.Network[float32]
+	be    *Backend
+}
+
+// NewModel builds arch on be.
+func NewModel(arch models.Arch, be *Backend) (*Model, error) {
+	if be == nil {
+		return nil, fmt.Errorf("cuda model %s: nil backend", arch.Name)
+	}
+	inner, err := models.NewModel(arch, be)
+	if err != nil {
+		return nil, fmt.Errorf("cuda model: %w", err)
+	}
+	nm, ok := inner.(interface {
+		Network() *models.Network[float32]
+	})
+	if !ok {
+		return nil, fmt.Errorf("cuda model %s: engine model exposes no network", arch.Name)
+	}
+	return &Model{inner: inner, net: nm.Network(), be: be}, nil
+}
+
+// Open builds arch on a new backend over drv; Close releases both.
+func Open(arch models.Arch, drv Driver) (*Model, error) {
+	be, err := NewBackend(drv)
+	if err != nil {
+		return nil, err
+	}
+	m, err := NewModel(arch, be)
+	if err != nil {
+		be.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Model) check(what string, err error) error {
+	if err != nil {
+		return err
+	}
+	if err := m.be.Err(); err != nil {
+		return fmt.Errorf("%s on %s: %w", what, m.be.Device(), err)
+	}
+	return nil
+}
+
+// Arch returns the architecture.
+func (m *Model) Arch() models.Arch { return m.inner.Arch() }
+
+// NumParams is the length of the flat parameter vector.
+func (m *Model) NumParams() int { return m.inner.NumParams() }
+
+// InputDim is the number of input values per sample.
+func (m *Model) InputDim() int { return m.inner.InputDim() }
+
+// Init returns the stax-default initial parameters (drawn on the host).
+func (m *Model) Init(seed uint64) []float32 { return m.inner.Init(seed) }
+
+// Network returns the engine network (for options such as FIL w.r.t. normalised inputs).
+func (m *Model) Network() *models.Network[float32] { return m.net }
+
+// Backend returns the model's backend.
+func (m *Model) Backend() *Backend { return m.be }
+
+// Logits writes the n×Classes logits of x to out.
+func (m *Model) Logits(params, x []float32, n int, out []float32) error {
+	return m.check("logits", m.inner.Logits(params, x, n, out))
+}
+
+// ClippedGradSum writes the sum of the clipped per-sample gradients and the losses.
+func (m *Model) ClippedGradSum(params, x []float32, y []int, clip models.Clip, sum []float32, losses []float64) error {
+	return m.check("clipped gradient sum", m.inner.ClippedGradSum(params, x, y, clip, sum, losses))
+}
+
+// FILSqNorms writes each sample's Σ_j ‖J e_{i_j}‖² of the clipped gradient.
+func (m *Model) FILSqNorms(params, x []float32, y []int, clip models.Clip, coords [][]int, out []float64) error {
+	return m.check("FIL", m.inner.FILSqNorms(params, x, y, clip, coords, out))
+}
+
+// Close releases the backend and its driver.
+func (m *Model) Close() error { return m.be.Close() }
+
+var _ models.Model = (*Model)(nil)
