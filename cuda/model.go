@@ -72,6 +72,19 @@ func (m *Model) Init(seed uint64) []float32 { return m.inner.Init(seed) }
 // Network returns the engine network (for options such as FIL w.r.t. normalised inputs).
 func (m *Model) Network() *models.Network[float32] { return m.net }
 
+// Device names the device the model runs on.
+func (m *Model) Device() string { return m.be.Device() }
+
+// PeakGFLOPs is the device's peak FP32 rate (non-tensor-core FMA), in GFLOP/s, when
+// the driver knows it (the GPU driver computes it from SM count, clock and
+// architecture), else 0.
+func (m *Model) PeakGFLOPs() float64 {
+	if p, ok := m.be.drv.(interface{ PeakFP32GFLOPs() float64 }); ok {
+		return p.PeakFP32GFLOPs()
+	}
+	return 0
+}
+
 // Backend returns the model's backend.
 func (m *Model) Backend() *Backend { return m.be }
 

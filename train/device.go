@@ -11,6 +11,13 @@ import (
 	"github.com/dpfil/dpfil/models"
 )
 
+// NewModel builds the engine model of arch on a device: "cpu", or "cuda" (GPU 0, in a
+// binary built with the cuda tag). A model that holds device resources implements
+// io.Closer.
+func NewModel(arch models.Arch, device string) (models.Model, error) {
+	return newModel(arch, device)
+}
+
 // newModel builds the engine model of arch on a device.
 func newModel(arch models.Arch, device string) (models.Model, error) {
 	switch device {

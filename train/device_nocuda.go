@@ -1,3 +1,5 @@
+//go:build !dpfil_cuda
+
 package train
 
 import (
@@ -6,8 +8,8 @@ import (
 	"github.com/dpfil/dpfil/models"
 )
 
-// newCUDAModel reports that dpfil has no CUDA backend yet (the engine's kernels sit
-// behind models.Backend, which a CUDA backend will implement).
+// newCUDAModel reports that this binary has no GPU support: the cuda backend is
+// compiled only with the cuda build tag (make cuda builds bin/dpfil-cuda).
 func newCUDAModel(arch models.Arch) (models.Model, error) {
-	return nil, fmt.Errorf("device cuda: dpfil has no CUDA backend yet, so %s cannot run on a GPU; use --device cpu", arch.Name)
+	return nil, fmt.Errorf("device cuda: this dpfil binary was built without GPU support, so %s cannot run on a GPU; build bin/dpfil-cuda with `make cuda` (see README, CUDA) or use --device cpu", arch.Name)
 }

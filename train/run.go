@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -141,6 +142,12 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 	s, err := prepare(cfg, opt, logf)
 	if err != nil {
 		return nil, err
+	}
+	if c, ok := s.model.(io.Closer); ok && opt.Model == nil {
+		defer c.Close() // a device model built here holds device memory
+	}
+	if d, ok := s.model.(interface{ Device() string }); ok {
+		logf("device: %s", d.Device())
 	}
 	if ck == nil {
 		ck = &checkpoint{Config: cfg, ConfigHash: cfg.Hash()}

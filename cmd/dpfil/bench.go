@@ -13,6 +13,7 @@ import (
 
 	"github.com/dpfil/dpfil/models"
 	"github.com/dpfil/dpfil/models/oracle"
+	"github.com/dpfil/dpfil/train"
 )
 
 // newBenchCmd is the 'bench' command group.
@@ -63,6 +64,25 @@ type benchEngineResult struct {
 	GradSpeedupVsOracle float64 `json:"grad_speedup_vs_oracle,omitempty"`
 	// GradSpeedupVsOracleCPU is the same in CPU time per sample (load-insensitive).
 	GradSpeedupVsOracleCPU float64 `json:"grad_speedup_vs_oracle_cpu,omitempty"`
+	// Device is the second backend timed in the same run (--device), if any.
+	Device *benchDevice `json:"device,omitempty"`
+}
+
+// benchDevice is a device backend's throughput next to the CPU's, timed in rounds
+// interleaved with the CPU's.
+type benchDevice struct {
+	Device string    `json:"device"` // --device value
+	Name   string    `json:"name"`   // the device, e.g. "NVIDIA H100 80GB HBM3 (sm_90)"
+	Grad   benchRate `json:"per_sample_grad"`
+	FIL    benchRate `json:"fil_step"`
+	// GradSpeedupVsCPU and FILSpeedupVsCPU are device samples/s over the CPU's.
+	GradSpeedupVsCPU float64 `json:"grad_speedup_vs_cpu"`
+	FILSpeedupVsCPU  float64 `json:"fil_speedup_vs_cpu"`
+	// PeakGFLOPs is the device's peak FP32 rate (0: unknown); the floors are the
+	// FLOPs per sample at that rate and PctOfFloor* the measured rate over it.
+	PeakGFLOPs     float64 `json:"peak_gflop_per_s"`
+	PctOfFloorGrad float64 `json:"pct_of_floor_grad"`
+	PctOfFloorFIL  float64 `json:"pct_of_floor_fil"`
 }
 
 // benchEngineOptions configures one engine benchmark.
@@ -74,6 +94,9 @@ type benchEngineOptions struct {
 	seed     uint64
 	oracle   bool
 	filBatch int
+	device   string // "cpu", or a device timed next to the CPU (e.g. "cuda")
+	// openDevice builds the device model (nil: train.NewModel).
+	openDevice func(arch models.Arch, device string) (models.Model, error)
 	// compare, when set, prepares a competing per-sample-gradient route; the
 	// returned function processes some samples of the batch and says how many. It is
 	// timed in rounds interleaved with the engine's, so both see the same load.
@@ -109,6 +132,7 @@ SGEMM rate; times_floor is measured time over floor time.`,
 	f.IntVar(&o.filBatch, "fil-batch", 0, "samples of the batch used to time the FIL step (0 = all)")
 	f.Float64Var(&o.seconds, "seconds", 5, "minimum seconds per measurement (at least one call each)")
 	f.BoolVar(&o.oracle, "oracle", true, "also time the Gorgonia oracle's per-sample gradients")
+	f.StringVar(&o.device, "device", "cpu", "cpu, or cuda to also time the GPU backend in the same run (needs bin/dpfil-cuda)")
 	addSeedFlag(cmd, &o.seed)
 	addJSONFlag(cmd, &asJSON)
 	return cmd
@@ -177,6 +201,19 @@ func runBenchEngine(o benchEngineOptions) (*benchEngineResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench engine: %w", err)
 	}
+	var dm models.Model // the device model, timed next to the CPU's
+	if o.device != "" && o.device != "cpu" {
+		open := o.openDevice
+		if open == nil {
+			open = train.NewModel
+		}
+		if dm, err = open(arch, o.device); err != nil {
+			return nil, fmt.Errorf("bench engine: %w", err)
+		}
+		if c, ok := dm.(io.Closer); ok {
+			defer c.Close()
+		}
+	}
 	fl, err := models.CountFLOPs(arch, o.coords)
 	if err != nil {
 		return nil, fmt.Errorf("bench engine: %w", err)
@@ -211,10 +248,32 @@ func runBenchEngine(o benchEngineOptions) (*benchEngineResult, error) {
 		res.Oracle = &benchRate{FLOPsPerSample: fl.PerSampleGrad}
 	}
 	res.Grad = benchRate{FLOPsPerSample: fl.PerSampleGrad}
+	var dev *benchDevice
+	var devSum []float32
+	if dm != nil {
+		dev = &benchDevice{Device: o.device, Name: o.device,
+			Grad: benchRate{FLOPsPerSample: fl.PerSampleGrad}, FIL: benchRate{FLOPsPerSample: fl.FILStep}}
+		if d, ok := dm.(interface{ Device() string }); ok {
+			dev.Name = d.Device()
+		}
+		if p, ok := dm.(interface{ PeakGFLOPs() float64 }); ok {
+			dev.PeakGFLOPs = p.PeakGFLOPs()
+		}
+		devSum = make([]float32, m.NumParams())
+		res.Device = dev
+	}
 	const rounds = 3
 	for r := 0; r < rounds; r++ {
 		if err := timeLoop(o.seconds/rounds, &res.Grad, engine); err != nil {
 			return nil, fmt.Errorf("bench engine: per-sample gradients: %w", err)
+		}
+		if dev != nil {
+			err := timeLoop(o.seconds/rounds, &dev.Grad, func() (int, error) {
+				return o.batch, dm.ClippedGradSum(params, x, y, clip, devSum, losses)
+			})
+			if err != nil {
+				return nil, fmt.Errorf("bench engine: %s per-sample gradients: %w", o.device, err)
+			}
 		}
 		if other != nil {
 			if err := timeLoop(o.seconds/rounds, res.Oracle, other); err != nil {
@@ -233,16 +292,25 @@ func runBenchEngine(o benchEngineOptions) (*benchEngineResult, error) {
 	}
 	out := make([]float64, fb)
 	res.FIL = benchRate{FLOPsPerSample: fl.FILStep}
-	err = timeLoop(o.seconds, &res.FIL, func() (int, error) {
-		for _, c := range coords { // fresh coordinates per call, as in training
-			for j := range c {
-				c[j] = rng.IntN(d)
+	filStep := func(m models.Model) func() (int, error) {
+		return func() (int, error) {
+			for _, c := range coords { // fresh coordinates per call, as in training
+				for j := range c {
+					c[j] = rng.IntN(d)
+				}
+			}
+			return fb, m.FILSqNorms(params, x[:fb*d], y[:fb], clip, coords, out)
+		}
+	}
+	for r := 0; r < rounds; r++ {
+		if err := timeLoop(o.seconds/rounds, &res.FIL, filStep(m)); err != nil {
+			return nil, fmt.Errorf("bench engine: FIL step: %w", err)
+		}
+		if dev != nil {
+			if err := timeLoop(o.seconds/rounds, &dev.FIL, filStep(dm)); err != nil {
+				return nil, fmt.Errorf("bench engine: %s FIL step: %w", o.device, err)
 			}
 		}
-		return fb, m.FILSqNorms(params, x[:fb*d], y[:fb], clip, coords, out)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bench engine: FIL step: %w", err)
 	}
 
 	rate1, cpu1 := sgemmRate(gemmSec)
@@ -260,6 +328,22 @@ func runBenchEngine(o benchEngineOptions) (*benchEngineResult, error) {
 			r.CPUSecPerSample = r.CPUSeconds / float64(r.Samples)
 			r.FloorCPUSecPerSm = r.FLOPsPerSample / (res.SGEMMGFLOPPerCPUs * 1e9)
 			r.TimesFloorCPU = r.CPUSecPerSample / r.FloorCPUSecPerSm
+		}
+	}
+	if dev != nil {
+		for _, r := range []*benchRate{&dev.Grad, &dev.FIL} {
+			r.SamplesPerS = float64(r.Samples) / r.Seconds
+			r.GFLOPs = r.SamplesPerS * r.FLOPsPerSample / 1e9
+			if dev.PeakGFLOPs > 0 {
+				r.FloorSamplesPerS = dev.PeakGFLOPs * 1e9 / r.FLOPsPerSample
+				r.TimesFloor = r.FloorSamplesPerS / r.SamplesPerS
+			}
+		}
+		dev.GradSpeedupVsCPU = dev.Grad.SamplesPerS / res.Grad.SamplesPerS
+		dev.FILSpeedupVsCPU = dev.FIL.SamplesPerS / res.FIL.SamplesPerS
+		if dev.PeakGFLOPs > 0 {
+			dev.PctOfFloorGrad = 100 * dev.Grad.GFLOPs / dev.PeakGFLOPs
+			dev.PctOfFloorFIL = 100 * dev.FIL.GFLOPs / dev.PeakGFLOPs
 		}
 	}
 	if res.Oracle != nil {
@@ -309,5 +393,10 @@ func printBenchEngine(w io.Writer, r *benchEngineResult) {
 		line("Gorgonia per-sample route", *r.Oracle)
 		fmt.Fprintf(w, "engine per-sample gradients are %.1f× the Gorgonia route (%.1f× in CPU time per sample)\n",
 			r.GradSpeedupVsOracle, r.GradSpeedupVsOracleCPU)
+	}
+	if d := r.Device; d != nil {
+		fmt.Fprintf(w, "%s (%s), peak FP32 %.0f GFLOP/s:\n", d.Device, d.Name, d.PeakGFLOPs)
+		fmt.Fprintf(w, "  per-sample gradients %9.1f samples/s = %.2f× CPU, %.2f%% of the FP32 floor\n", d.Grad.SamplesPerS, d.GradSpeedupVsCPU, d.PctOfFloorGrad)
+		fmt.Fprintf(w, "  FIL step (k = %d)    %9.1f samples/s = %.2f× CPU, %.2f%% of the FP32 floor\n", r.Coords, d.FIL.SamplesPerS, d.FILSpeedupVsCPU, d.PctOfFloorFIL)
 	}
 }
