@@ -6,6 +6,7 @@ package cuda
 // everywhere.
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -99,19 +100,23 @@ func colMajorGemmStrided(transA, transB bool, m, n, k, lda, strideA, ldb, stride
 
 // cublasSonames are the cuBLAS libraries tried by name (the dynamic loader's search:
 // LD_LIBRARY_PATH, which scripts/gpu-run.sh sets, then the ld.so cache), newest first.
-var cublasSonames = [...]string{"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"}
+func cublasSonames() []string {
+	return []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"}
+}
 
 // cublasPipDirs are glob patterns of the folders where pip wheels put NVIDIA's
 // libraries: nvidia/cu13/lib for the CUDA 13 wheels, nvidia/cublas/lib for CUDA 11/12.
 // "~" stands for $HOME.
-var cublasPipDirs = [...]string{
-	"/opt/*/.venv/lib/python3*/site-packages/nvidia/*/lib",
-	"/usr/local/lib/python3*/dist-packages/nvidia/*/lib",
-	"/usr/local/lib/python3*/site-packages/nvidia/*/lib",
-	"/usr/lib/python3/dist-packages/nvidia/*/lib",
-	"/usr/lib/python3*/site-packages/nvidia/*/lib",
-	"~/.local/lib/python3*/site-packages/nvidia/*/lib",
-	"/usr/local/cuda/lib64",
+func cublasPipDirs() []string {
+	return []string{
+		"/opt/*/.venv/lib/python3*/site-packages/nvidia/*/lib",
+		"/usr/local/lib/python3*/dist-packages/nvidia/*/lib",
+		"/usr/local/lib/python3*/site-packages/nvidia/*/lib",
+		"/usr/lib/python3/dist-packages/nvidia/*/lib",
+		"/usr/lib/python3*/site-packages/nvidia/*/lib",
+		"~/.local/lib/python3*/site-packages/nvidia/*/lib",
+		"/usr/local/cuda/lib64",
+	}
 }
 
 // cublasSearch lists the libraries OpenGPU tries to dlopen, in order: the file named
@@ -128,10 +133,10 @@ func cublasSearch(getenv func(string) string, glob func(string) ([]string, error
 		}
 	}
 	add(getenv("DPFIL_CUBLAS"))
-	for _, s := range cublasSonames {
+	for _, s := range cublasSonames() {
 		add(s)
 	}
-	dirs := cublasPipDirs[:]
+	dirs := cublasPipDirs()
 	if venv := getenv("VIRTUAL_ENV"); venv != "" {
 		dirs = append([]string{filepath.Join(venv, "lib/python3*/site-packages/nvidia/*/lib")}, dirs...)
 	}
@@ -247,5 +252,5 @@ func cublasNotFound(tried, reasons []string) error {
 	}
 	b.WriteString("\nrun through scripts/gpu-run.sh (it puts pip's nvidia/*/lib folders on LD_LIBRARY_PATH)," +
 		" set DPFIL_CUBLAS=/path/to/libcublas.so.N, or install it: pip install nvidia-cublas-cu12 (CUDA 12) / nvidia-cublas (CUDA 13)")
-	return fmt.Errorf("%s", b.String())
+	return errors.New(b.String())
 }

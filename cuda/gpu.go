@@ -1,0 +1,327 @@
+//go:build dpfil_cuda
+
+package cuda
+
+// The GPU driver: the Driver interface on a real NVIDIA GPU, through the CUDA driver
+// API (gorgonia.org/cu) and cuBLAS (dlopen, cublas.go).
+//
+// Only for GPU hosts. gorgonia.org/cu initialises the driver in its package init()
+// and calls os.Exit(1) when that fails, so a binary built with -tags cuda exits at
+// start on a machine without an NVIDIA driver or GPU; there can be no "is a GPU
+// available?" probe in it. CI therefore only compiles this file (make cuda-check);
+// binaries built with make cuda are carried to a GPU host and run there through
+// scripts/gpu-run.sh.
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"gorgonia.org/cu"
+)
+
+// ptxModule is the engine's kernels, kernels/dpfil.cu compiled by `make ptx`.
+//
+//go:embed kernels/dpfil.ptx
+var ptxModule string
+
+// minComputeCapability is the PTX target of `make ptx` (compute_75, Turing); the
+// driver JIT-compiles the PTX for the device at hand, which must be at least that.
+const minComputeCapability = 75
+
+// GPU is the Driver of one NVIDIA GPU. Every method may be called from any goroutine:
+// each binds the device's primary context to its (locked) OS thread first. Kernels
+// and GEMMs go to the legacy default stream in issue order; Sync waits for them.
+// Besides Driver it offers SgemmStridedBatched.
+type GPU struct {
+	dev      cu.Device
+	ctx      cu.CUContext
+	mod      cu.Module
+	blas     *cublas
+	name     string
+	params   map[string][]int // kernel name → parameter sizes, from the PTX; read-only
+	ordinal  int
+	state    sync.RWMutex // held shared by every call, exclusively by Close
+	closed   bool         // guarded by state
+	fnMu     sync.Mutex
+	fnByName map[string]cu.Function // guarded by fnMu
+}
+
+// OpenGPU opens GPU number ordinal (0-based, in CUDA's order): it retains the
+// device's primary context (the one cuBLAS, a runtime-API library, uses too), loads
+// the embedded PTX and cuBLAS. The returned Driver is a *GPU.
+func OpenGPU(ordinal int) (Driver, error) {
+	params, err := ptxEntryParams(ptxModule)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: embedded PTX: %w", err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	n, err := cu.NumDevices()
+	if err != nil {
+		return nil, fmt.Errorf("cuda: count devices: %w", err)
+	}
+	if ordinal < 0 || ordinal >= n {
+		return nil, fmt.Errorf("cuda: device %d does not exist (%d CUDA device(s) present)", ordinal, n)
+	}
+	dev, err := cu.GetDevice(ordinal)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: device %d: %w", ordinal, err)
+	}
+	devName, err := dev.Name()
+	if err != nil {
+		return nil, fmt.Errorf("cuda: device %d: name: %w", ordinal, err)
+	}
+	major, minor, err := dev.ComputeCapability()
+	if err != nil {
+		return nil, fmt.Errorf("cuda: device %d (%s): compute capability: %w", ordinal, devName, err)
+	}
+	if major*10+minor < minComputeCapability {
+		return nil, fmt.Errorf("cuda: device %d (%s) has compute capability %d.%d; dpfil's kernels need %d.%d (Turing) or newer",
+			ordinal, devName, major, minor, minComputeCapability/10, minComputeCapability%10)
+	}
+	managed, err := dev.Attribute(cu.ManagedMemory)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: device %d (%s): managed-memory attribute: %w", ordinal, devName, err)
+	}
+	if managed == 0 {
+		return nil, fmt.Errorf("cuda: device %d (%s) cannot allocate managed memory, which the backend uses", ordinal, devName)
+	}
+
+	ctx, err := dev.RetainPrimaryCtx()
+	if err != nil {
+		return nil, fmt.Errorf("cuda: device %d (%s): retain primary context: %w", ordinal, devName, err)
+	}
+	g := &GPU{dev: dev, ctx: ctx, params: params, ordinal: ordinal, fnByName: map[string]cu.Function{}}
+	fail := func(err error) (Driver, error) {
+		if g.blas != nil {
+			_ = g.blas.close()
+		}
+		if g.mod != (cu.Module{}) {
+			_ = g.mod.Unload()
+		}
+		_ = dev.ReleasePrimaryCtx()
+		return nil, err
+	}
+	if err := cu.SetCurrentContext(ctx); err != nil {
+		return fail(fmt.Errorf("cuda: device %d: make the primary context current: %w", ordinal, err))
+	}
+	if g.mod, err = cu.LoadData(ptxModule); err != nil {
+		return fail(fmt.Errorf("cuda: device %d (%s): load the kernels' PTX (compute_75, from nvcc 11.8; needs an NVIDIA driver ≥ 520): %w",
+			ordinal, devName, err))
+	}
+	if g.blas, err = openCublas(); err != nil {
+		return fail(err)
+	}
+	g.name = fmt.Sprintf("%s (sm_%d%d) cuBLAS %s", devName, major, minor, cublasVersionString(g.blas.version))
+	return g, nil
+}
+
+// enter locks the calling goroutine to its OS thread, makes the device's context
+// current there and holds the driver open; the returned function undoes all three.
+func (g *GPU) enter(op string) (func(), error) {
+	g.state.RLock()
+	if g.closed {
+		g.state.RUnlock()
+		return nil, fmt.Errorf("cuda: %s: the GPU driver is closed", op)
+	}
+	runtime.LockOSThread()
+	if err := cu.SetCurrentContext(g.ctx); err != nil {
+		runtime.UnlockOSThread()
+		g.state.RUnlock()
+		return nil, fmt.Errorf("cuda: %s: make the context current: %w", op, err)
+	}
+	return func() {
+		runtime.UnlockOSThread()
+		g.state.RUnlock()
+	}, nil
+}
+
+// Name is the device's name, its compute capability and the cuBLAS version, e.g.
+// "NVIDIA H100 80GB HBM3 (sm_90) cuBLAS 13.1.0".
+func (g *GPU) Name() string { return g.name }
+
+// CublasPath is the cuBLAS library that was loaded (a path or a soname).
+func (g *GPU) CublasPath() string { return g.blas.path }
+
+// AllocManaged returns n > 0 zeroed bytes of managed memory. It refuses more than
+// the device's free memory: oversubscribed managed memory can stall the GPU rather
+// than fail.
+func (g *GPU) AllocManaged(n int) (unsafe.Pointer, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("cuda: alloc managed: size %d bytes", n)
+	}
+	leave, err := g.enter("alloc managed")
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	size := int64(n)
+	free, total, err := cu.MemInfo()
+	if err != nil {
+		return nil, fmt.Errorf("cuda: alloc managed %d bytes: memory info: %w", n, err)
+	}
+	if size > free {
+		return nil, fmt.Errorf("cuda: alloc managed %d bytes: only %d of the device's %d bytes are free", n, free, total)
+	}
+	dptr, err := cu.MemAllocManaged(size, cu.AttachGlobal)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: alloc managed %d bytes: %w", n, err)
+	}
+	if err := cu.MemsetD8(dptr, 0, size); err != nil {
+		_ = cu.MemFree(dptr)
+		return nil, fmt.Errorf("cuda: alloc managed %d bytes: zero it: %w", n, err)
+	}
+	if err := cu.Synchronize(); err != nil {
+		_ = cu.MemFree(dptr)
+		return nil, fmt.Errorf("cuda: alloc managed %d bytes: synchronize: %w", n, err)
+	}
+	// A device address held as a pointer: managed memory is host-addressable, and it
+	// lies outside the Go heap, so the garbage collector ignores it.
+	return *(*unsafe.Pointer)(unsafe.Pointer(&dptr)), nil
+}
+
+// Free releases memory from AllocManaged; nil is a no-op.
+func (g *GPU) Free(p unsafe.Pointer) error {
+	if p == nil {
+		return nil
+	}
+	leave, err := g.enter("free")
+	if err != nil {
+		return err
+	}
+	defer leave()
+	if err := cu.MemFree(cu.DevicePtr(uintptr(p))); err != nil {
+		return fmt.Errorf("cuda: free %p: %w", p, err)
+	}
+	return nil
+}
+
+// function returns kernel name, looked up in the module once.
+func (g *GPU) function(name string) (cu.Function, error) {
+	g.fnMu.Lock()
+	defer g.fnMu.Unlock()
+	if fn, ok := g.fnByName[name]; ok {
+		return fn, nil
+	}
+	fn, err := g.mod.Function(name)
+	if err != nil {
+		return cu.Function{}, err
+	}
+	g.fnByName[name] = fn
+	return fn, nil
+}
+
+// Launch runs kernel name on grid×block threads on the default stream. Each argument
+// slot is passed by address; the kernel reads its parameter's size (4 or 8 bytes) from
+// the slot's low bytes. Errors inside the kernel surface at the next Sync.
+func (g *GPU) Launch(name string, grid, block Dim3, args []uint64) error {
+	sizes, ok := g.params[name]
+	if !ok {
+		return fmt.Errorf("cuda: launch %s: no such kernel in the embedded PTX", name)
+	}
+	if err := checkLaunchArgs(name, sizes, len(args)); err != nil {
+		return fmt.Errorf("cuda: launch %s: %w", name, err)
+	}
+	if grid.X == 0 || grid.Y == 0 || grid.Z == 0 || block.X == 0 || block.Y == 0 || block.Z == 0 {
+		return fmt.Errorf("cuda: launch %s: empty grid %v or block %v", name, grid, block)
+	}
+	leave, err := g.enter("launch " + name)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	fn, err := g.function(name)
+	if err != nil {
+		return fmt.Errorf("cuda: launch %s: look up the kernel: %w", name, err)
+	}
+	params := make([]unsafe.Pointer, len(args))
+	for i := range args {
+		params[i] = unsafe.Pointer(&args[i])
+	}
+	if err := fn.Launch(int(grid.X), int(grid.Y), int(grid.Z), int(block.X), int(block.Y), int(block.Z),
+		0, cu.NoStream, params); err != nil {
+		return fmt.Errorf("cuda: launch %s (grid %v, block %v): %w", name, grid, block, err)
+	}
+	return nil
+}
+
+// Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major float32 matrices with
+// cuBLAS in true fp32 (CUBLAS_DEFAULT_MATH, no TF32), on the default stream.
+func (g *GPU) Sgemm(transA, transB bool, m, n, k int, alpha float32, a unsafe.Pointer, lda int, b unsafe.Pointer, ldb int, beta float32, c unsafe.Pointer, ldc int) error {
+	leave, err := g.enter("sgemm")
+	if err != nil {
+		return err
+	}
+	defer leave()
+	if err := g.blas.sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); err != nil {
+		return fmt.Errorf("cuda: %w (m %d, n %d, k %d)", err, m, n, k)
+	}
+	return nil
+}
+
+// SgemmStridedBatched computes, for i < batch, C_i = alpha·op(A_i)·op(B_i) + beta·C_i
+// with the row-major convention of Sgemm, where A_i starts strideA·i float32s after a
+// (likewise B_i, C_i). A stride of 0 shares one A or B across the batch.
+func (g *GPU) SgemmStridedBatched(transA, transB bool, m, n, k int, alpha float32, a unsafe.Pointer, lda, strideA int, b unsafe.Pointer, ldb, strideB int, beta float32, c unsafe.Pointer, ldc, strideC, batch int) error {
+	leave, err := g.enter("sgemm strided batched")
+	if err != nil {
+		return err
+	}
+	defer leave()
+	if err := g.blas.sgemmStridedBatched(transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb, strideB, beta, c, ldc, strideC, batch); err != nil {
+		return fmt.Errorf("cuda: %w (m %d, n %d, k %d, batch %d)", err, m, n, k, batch)
+	}
+	return nil
+}
+
+// Sync waits for every kernel and GEMM issued so far and reports the first
+// asynchronous error (a fault in a kernel, say).
+func (g *GPU) Sync() error {
+	leave, err := g.enter("sync")
+	if err != nil {
+		return err
+	}
+	defer leave()
+	if err := cu.Synchronize(); err != nil {
+		return fmt.Errorf("cuda: sync: %w", err)
+	}
+	return nil
+}
+
+// Close waits for the device, destroys the cuBLAS handle, unloads the kernels and
+// releases the primary context. Further calls fail; a second Close is a no-op.
+func (g *GPU) Close() error {
+	g.state.Lock()
+	defer g.state.Unlock()
+	if g.closed {
+		return nil
+	}
+	g.closed = true
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var errs []error
+	if err := cu.SetCurrentContext(g.ctx); err != nil {
+		errs = append(errs, fmt.Errorf("make the context current: %w", err))
+	}
+	if err := cu.Synchronize(); err != nil {
+		errs = append(errs, fmt.Errorf("synchronize: %w", err))
+	}
+	if err := g.blas.close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := g.mod.Unload(); err != nil {
+		errs = append(errs, fmt.Errorf("unload the kernels: %w", err))
+	}
+	if err := g.dev.ReleasePrimaryCtx(); err != nil {
+		errs = append(errs, fmt.Errorf("release the primary context: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cuda: close device %d: %w", g.ordinal, err)
+	}
+	return nil
+}
