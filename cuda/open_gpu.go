@@ -1,4 +1,4 @@
-//go:build cuda
+//go:build dpfil_cuda
 
 package cuda
 
