@@ -6,7 +6,7 @@ package cuda
 // API (gorgonia.org/cu) and cuBLAS (dlopen, cublas.go).
 //
 // Only for GPU hosts. gorgonia.org/cu initialises the driver in its package init()
-// and calls os.Exit(1) when that fails, so a binary built with -tags cuda exits at
+// and calls os.Exit(1) when that fails, so a binary built with -tags dpfil_cuda exits at
 // start on a machine without an NVIDIA driver or GPU; there can be no "is a GPU
 // available?" probe in it. CI therefore only compiles this file (make cuda-check);
 // binaries built with make cuda are carried to a GPU host and run there through

@@ -45,7 +45,7 @@ func addTrainConfigFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.IntVar(&cfg.Repeats, "repeats", cfg.Repeats, "independent runs R; dFIL is averaged per sample")
 	fs.IntVar(&cfg.EvalEvery, "eval-every", cfg.EvalEvery, "evaluate test accuracy every n steps (0 = only at the end)")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for every random draw (init, batches, FIL coordinates, noise)")
-	fs.StringVar(&cfg.Device, "device", cfg.Device, "cpu or cuda (needs a binary built with -tags cuda)")
+	fs.StringVar(&cfg.Device, "device", cfg.Device, "cpu or cuda (needs the GPU build bin/dpfil-cuda: make cuda, tag dpfil_cuda)")
 }
 
 // configFlagsChanged lists the config flags the user set explicitly.
