@@ -1,11 +1,12 @@
-//go:build dpfil_cuda
-
 package cuda
 
 // cuBLAS, loaded at run time with dlopen and never linked: the build machine's cuBLAS
 // (Debian's CUDA 11.8) has versioned symbols that the GPU hosts' CUDA 12/13 libraries
 // do not export, and the binary must run on either. Only the handful of entry points
 // below are used, declared here with plain C types so that no cuBLAS header is needed.
+// This file needs neither CUDA headers nor a GPU, so it is built everywhere and tested
+// against a stand-in library (testdata/fakecublas.c); the GPU driver (gpu.go, build
+// tag dpfil_cuda) is its user.
 
 /*
 #cgo LDFLAGS: -ldl
@@ -141,7 +142,12 @@ type cublas struct {
 // openCublas loads the first usable cuBLAS of cublasSearch and creates its handle.
 // The caller holds the OS thread with the device's context current.
 func openCublas() (*cublas, error) {
-	tried := cublasSearch(os.Getenv, filepath.Glob)
+	return openCublasFrom(cublasSearch(os.Getenv, filepath.Glob))
+}
+
+// openCublasFrom loads the first library of tried that dlopens, has every entry point
+// and creates a handle.
+func openCublasFrom(tried []string) (*cublas, error) {
 	reasons := make([]string, len(tried))
 	errBuf := (*C.char)(C.calloc(1024, 1))
 	defer C.free(unsafe.Pointer(errBuf))
