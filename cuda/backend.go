@@ -44,9 +44,36 @@ type Backend struct {
 	owned  []unsafe.Pointer // to free on Close
 	stage  [][]float32      // staging buffers for foreign slices, reused per call
 	nstage int              // staging buffers in use by the current call
+	synced bool             // the current call already waited for the device
 	back   []func()         // copy-backs of staged outputs after the current call
 	part   []float64        // dot-product partial sums (2·dotThread + 2·dotFinal)
+	stats  Stats
 	err    error
+}
+
+// Stats counts a backend's device work since it was created (or ResetStats): the
+// overheads that, next to the FLOPs, set its speed on a GPU (see docs/perf.md).
+type Stats struct {
+	Calls       int   `json:"calls"`        // backend calls (models.Backend methods)
+	Launches    int   `json:"launches"`     // kernel launches
+	Gemms       int   `json:"gemms"`        // SGEMM calls
+	Syncs       int   `json:"syncs"`        // device synchronisations
+	StagedBytes int64 `json:"staged_bytes"` // bytes copied through staging buffers (foreign slices)
+	DotReads    int   `json:"dot_reads"`    // reductions whose result the host waited for
+}
+
+// Stats returns the work counters.
+func (b *Backend) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stats
+}
+
+// ResetStats zeroes the work counters.
+func (b *Backend) ResetStats() {
+	b.mu.Lock()
+	b.stats = Stats{}
+	b.mu.Unlock()
 }
 
 // NewBackend returns a backend on drv.
@@ -176,8 +203,10 @@ func (b *Backend) dev(s []float32, out bool) unsafe.Pointer {
 	b.nstage++
 	st = st[:len(s)]
 	copy(st, s)
+	b.stats.StagedBytes += int64(4 * len(s))
 	if out {
 		b.back = append(b.back, func() { copy(s, st) })
+		b.stats.StagedBytes += int64(4 * len(s))
 	}
 	return unsafe.Pointer(unsafe.SliceData(st))
 }
@@ -186,13 +215,16 @@ func (b *Backend) dev(s []float32, out bool) unsafe.Pointer {
 func (b *Backend) begin() bool {
 	b.mu.Lock()
 	b.nstage = 0
+	b.synced = false
 	b.back = b.back[:0]
+	b.stats.Calls++
 	return b.err == nil
 }
 
 // end waits for the device, copies staged outputs back and unlocks b.
 func (b *Backend) end() {
-	if b.err == nil {
+	if b.err == nil && !b.synced {
+		b.stats.Syncs++
 		if err := b.drv.Sync(); err != nil {
 			b.fail(fmt.Errorf("cuda: synchronize: %w", err))
 		}
@@ -211,6 +243,7 @@ func (b *Backend) launch(name string, n int, args ...any) {
 		return
 	}
 	g := min(maxGrid, (n+blockSize-1)/blockSize)
+	b.stats.Launches++
 	if err := b.drv.Launch(name, Dim3{uint32(g), 1, 1}, Dim3{blockSize, 1, 1}, Args(args...)); err != nil {
 		b.fail(fmt.Errorf("cuda: %s: %w", name, err))
 	}
@@ -230,6 +263,7 @@ func (b *Backend) Gemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 	if b.err != nil {
 		return
 	}
+	b.stats.Gemms++
 	if err := b.drv.Sgemm(transA, transB, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc); err != nil {
 		b.fail(fmt.Errorf("cuda: sgemm %d×%d×%d: %w", m, n, k, err))
 	}
@@ -354,12 +388,16 @@ func (b *Backend) dot(x, y []float32, n int) (xy, yy float64) {
 		{"k_sum_strided", 1, dotFinal, Args(dotThread, part, fin)},
 		{"k_sum_strided", 1, dotFinal, Args(dotThread, unsafe.Add(part, 8*dotThread), unsafe.Add(fin, 8*dotFinal))},
 	}
+	b.stats.DotReads++
 	for _, s := range steps {
+		b.stats.Launches++
 		if err := b.drv.Launch(s.name, Dim3{s.grid, 1, 1}, Dim3{s.block, 1, 1}, s.args); err != nil {
 			b.fail(fmt.Errorf("cuda: %s: %w", s.name, err))
 			return 0, 0
 		}
 	}
+	b.stats.Syncs++
+	b.synced = true
 	if err := b.drv.Sync(); err != nil {
 		b.fail(fmt.Errorf("cuda: synchronize: %w", err))
 		return 0, 0

@@ -13,6 +13,9 @@ type Model struct {
 	inner models.Model
 	net   *models.Network[float32]
 	be    *Backend
+	// params is the device copy of the caller's parameters, written once per call:
+	// without it every GEMM that reads weights would stage them again.
+	params []float32
 }
 
 // NewModel builds arch on be.
@@ -30,7 +33,7 @@ func NewModel(arch models.Arch, be *Backend) (*Model, error) {
 	if !ok {
 		return nil, fmt.Errorf("cuda model %s: engine model exposes no network", arch.Name)
 	}
-	return &Model{inner: inner, net: nm.Network(), be: be}, nil
+	return &Model{inner: inner, net: nm.Network(), be: be, params: be.Alloc(inner.NumParams())}, nil
 }
 
 // Open builds arch on a new backend over drv; Close releases both.
@@ -45,6 +48,16 @@ func Open(arch models.Arch, drv Driver) (*Model, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// upload copies the caller's parameters to the device copy (wrong lengths are passed
+// through for the engine to report).
+func (m *Model) upload(params []float32) []float32 {
+	if len(params) != len(m.params) {
+		return params
+	}
+	copy(m.params, params)
+	return m.params
 }
 
 func (m *Model) check(what string, err error) error {
@@ -90,17 +103,17 @@ func (m *Model) Backend() *Backend { return m.be }
 
 // Logits writes the n×Classes logits of x to out.
 func (m *Model) Logits(params, x []float32, n int, out []float32) error {
-	return m.check("logits", m.inner.Logits(params, x, n, out))
+	return m.check("logits", m.inner.Logits(m.upload(params), x, n, out))
 }
 
 // ClippedGradSum writes the sum of the clipped per-sample gradients and the losses.
 func (m *Model) ClippedGradSum(params, x []float32, y []int, clip models.Clip, sum []float32, losses []float64) error {
-	return m.check("clipped gradient sum", m.inner.ClippedGradSum(params, x, y, clip, sum, losses))
+	return m.check("clipped gradient sum", m.inner.ClippedGradSum(m.upload(params), x, y, clip, sum, losses))
 }
 
 // FILSqNorms writes each sample's Σ_j ‖J e_{i_j}‖² of the clipped gradient.
 func (m *Model) FILSqNorms(params, x []float32, y []int, clip models.Clip, coords [][]int, out []float64) error {
-	return m.check("FIL", m.inner.FILSqNorms(params, x, y, clip, coords, out))
+	return m.check("FIL", m.inner.FILSqNorms(m.upload(params), x, y, clip, coords, out))
 }
 
 // Close releases the backend and its driver.
