@@ -7,7 +7,7 @@ import (
 )
 
 // testDrivers returns the drivers this test binary can run: the emulator always, and
-// the GPU too when built with -tags cuda (where a missing GPU fails the test).
+// the GPU too when built with -tags dpfil_cuda (where a missing GPU fails the test).
 func testDrivers(t *testing.T) []Driver {
 	t.Helper()
 	drivers := []Driver{NewEmulator()}

@@ -3,7 +3,7 @@ package cuda
 import "fmt"
 
 // OpenDriver opens a device by name: "cuda" is the first GPU (only in a binary built
-// with the cuda tag, see make cuda), "cuda-emu" the CPU emulator (for tests: correct
+// with the dpfil_cuda tag, see make cuda), "cuda-emu" the CPU emulator (for tests: correct
 // but very slow).
 func OpenDriver(device string) (Driver, error) {
 	switch device {
@@ -15,5 +15,5 @@ func OpenDriver(device string) (Driver, error) {
 	return nil, fmt.Errorf("cuda: unknown device %q (want cuda or cuda-emu)", device)
 }
 
-// HasGPU reports whether this binary was built with GPU support (the cuda tag).
+// HasGPU reports whether this binary was built with GPU support (the dpfil_cuda tag).
 func HasGPU() bool { return hasGPU }

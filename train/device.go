@@ -12,7 +12,7 @@ import (
 )
 
 // NewModel builds the engine model of arch on a device: "cpu", or "cuda" (GPU 0, in a
-// binary built with the cuda tag). A model that holds device resources implements
+// binary built with the dpfil_cuda tag). A model that holds device resources implements
 // io.Closer.
 func NewModel(arch models.Arch, device string) (models.Model, error) {
 	return newModel(arch, device)

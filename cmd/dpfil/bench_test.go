@@ -123,7 +123,7 @@ func TestBenchEngineDevice(t *testing.T) {
 	if !strings.Contains(buf.String(), "× CPU") {
 		t.Errorf("human output lacks the device lines:\n%s", buf.String())
 	}
-	// Without the cuda build tag, --device cuda explains how to get a GPU binary.
+	// Without the dpfil_cuda build tag, --device cuda explains how to get a GPU binary.
 	if _, err := runBenchCLI(t, "bench", "engine", "--model", "mlp", "--seconds", "0", "--oracle=false", "--device", "cuda"); err == nil || !strings.Contains(err.Error(), "make cuda") {
 		t.Errorf("--device cuda without GPU support: %v", err)
 	}
