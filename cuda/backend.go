@@ -49,6 +49,9 @@ type Backend struct {
 	part   []float64        // dot-product partial sums (2·dotThread + 2·dotFinal)
 	stats  Stats
 	err    error
+	// BlockedDotSq's scratch: the tensor table and the partial sums (grown as needed).
+	iblk  []int32
+	fpart []float64
 }
 
 // Stats counts a backend's device work since it was created (or ResetStats): the
@@ -269,6 +272,27 @@ func (b *Backend) Gemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 	}
 }
 
+// GemmStridedBatched runs batch GEMMs of one shape at fixed operand strides in one
+// device call (models.BatchedGemmer).
+func (b *Backend) GemmStridedBatched(transA, transB bool, m, n, k int, alpha float32, a []float32, lda, strideA int, bb []float32, ldb, strideB int, beta float32, c []float32, ldc, strideC, batch int) {
+	if m == 0 || n == 0 || batch == 0 {
+		return
+	}
+	if !b.begin() {
+		b.mu.Unlock()
+		return
+	}
+	defer b.end()
+	pa, pb, pc := b.dev(a, false), b.dev(bb, false), b.dev(c, true)
+	if b.err != nil {
+		return
+	}
+	b.stats.Gemms++
+	if err := b.drv.SgemmStridedBatched(transA, transB, m, n, k, alpha, pa, lda, strideA, pb, ldb, strideB, beta, pc, ldc, strideC, batch); err != nil {
+		b.fail(fmt.Errorf("cuda: strided-batched sgemm %d×(%d×%d×%d): %w", batch, m, n, k, err))
+	}
+}
+
 // Im2col writes one sample's patch matrix (see models.Backend).
 func (b *Backend) Im2col(g models.ConvGeom, x []float32, cols []float32, ld int) {
 	if !b.begin() {
@@ -421,4 +445,80 @@ func (b *Backend) DotSq(x, y []float32) (xy, yy float64) {
 	return b.dot(x, y, len(x))
 }
 
-var _ models.Backend[float32] = (*Backend)(nil)
+// BlockedDotSq reduces one sample's gradient against its nj gradient-tangent
+// directions in two launches and one synchronisation (models.BlockedDotSqer): stripes
+// of each direction are summed in double by separate threads, then each direction's
+// stripes in order, so the result is deterministic.
+func (b *Backend) BlockedDotSq(g, tg []float32, kc, nj int, blocks []int, gd, dd []float64) {
+	if nj <= 0 {
+		return
+	}
+	if !b.begin() {
+		b.mu.Unlock()
+		return
+	}
+	defer b.end()
+	nb := len(blocks) / 2
+	P := 0
+	for i := 1; i < len(blocks); i += 2 {
+		P += blocks[i]
+	}
+	stripes := min(1024, max(32, P/256))
+	if len(b.iblk) < len(blocks) {
+		p := b.allocBytes(4 * len(blocks))
+		if p == nil {
+			return
+		}
+		b.iblk = unsafe.Slice((*int32)(p), len(blocks))
+	}
+	for i, v := range blocks {
+		b.iblk[i] = int32(v)
+	}
+	need := 2*nj*stripes + 2*nj
+	if len(b.fpart) < need {
+		p := b.allocBytes(8 * need)
+		if p == nil {
+			return
+		}
+		b.fpart = unsafe.Slice((*float64)(p), need)
+	}
+	pg, ptg := b.dev(g, false), b.dev(tg, false)
+	part := unsafe.Pointer(unsafe.SliceData(b.fpart))
+	fin := unsafe.Add(part, 8*2*nj*stripes)
+	if b.err != nil {
+		return
+	}
+	threads := nj * stripes
+	steps := []struct {
+		name string
+		grid uint32
+		args []uint64
+	}{
+		{"k_blocked_dotsq", uint32((threads + dotBlock - 1) / dotBlock),
+			Args(kc, nj, stripes, nb, unsafe.Pointer(unsafe.SliceData(b.iblk)), pg, ptg, part)},
+		{"k_sum_rows", uint32((2*nj + dotBlock - 1) / dotBlock), Args(2*nj, stripes, part, fin)},
+	}
+	b.stats.DotReads++
+	for _, s := range steps {
+		b.stats.Launches++
+		if err := b.drv.Launch(s.name, Dim3{s.grid, 1, 1}, Dim3{dotBlock, 1, 1}, s.args); err != nil {
+			b.fail(fmt.Errorf("cuda: %s: %w", s.name, err))
+			return
+		}
+	}
+	b.stats.Syncs++
+	b.synced = true
+	if err := b.drv.Sync(); err != nil {
+		b.fail(fmt.Errorf("cuda: synchronize: %w", err))
+		return
+	}
+	f := b.fpart[2*nj*stripes:]
+	copy(gd[:nj], f[:nj])
+	copy(dd[:nj], f[nj:2*nj])
+}
+
+var (
+	_ models.Backend[float32]        = (*Backend)(nil)
+	_ models.BlockedDotSqer[float32] = (*Backend)(nil)
+	_ models.BatchedGemmer[float32]  = (*Backend)(nil)
+)

@@ -41,6 +41,9 @@ type Driver interface {
 	// Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major float32 matrices
 	// (op(A) m×k, op(B) k×n), as models.Backend.Gemm.
 	Sgemm(transA, transB bool, m, n, k int, alpha float32, a unsafe.Pointer, lda int, b unsafe.Pointer, ldb int, beta float32, c unsafe.Pointer, ldc int) error
+	// SgemmStridedBatched runs batch such GEMMs, operand i at a + i·strideA,
+	// b + i·strideB, c + i·strideC (strides in elements; 0 = the same matrix).
+	SgemmStridedBatched(transA, transB bool, m, n, k int, alpha float32, a unsafe.Pointer, lda, strideA int, b unsafe.Pointer, ldb, strideB int, beta float32, c unsafe.Pointer, ldc, strideC, batch int) error
 	// Sync waits until every launched kernel and GEMM has finished.
 	Sync() error
 	// Close releases the device; the driver is unusable afterwards.

@@ -27,15 +27,17 @@ var hostemuSource string
 
 // emuKernels maps kernel names to the emulator's ids (emu_kernels.h).
 var emuKernels = map[string]C.int{
-	"k_im2col":       C.EMU_K_IM2COL,
-	"k_col2im":       C.EMU_K_COL2IM,
-	"k_avgpool":      C.EMU_K_AVGPOOL,
-	"k_avgpool_back": C.EMU_K_AVGPOOL_BACK,
-	"k_act_fwd":      C.EMU_K_ACT_FWD,
-	"k_act_bwd":      C.EMU_K_ACT_BWD,
-	"k_act_tangent":  C.EMU_K_ACT_TANGENT,
-	"k_dot_partial":  C.EMU_K_DOT_PARTIAL,
-	"k_sum_strided":  C.EMU_K_SUM_STRIDED,
+	"k_im2col":        C.EMU_K_IM2COL,
+	"k_col2im":        C.EMU_K_COL2IM,
+	"k_avgpool":       C.EMU_K_AVGPOOL,
+	"k_avgpool_back":  C.EMU_K_AVGPOOL_BACK,
+	"k_act_fwd":       C.EMU_K_ACT_FWD,
+	"k_act_bwd":       C.EMU_K_ACT_BWD,
+	"k_act_tangent":   C.EMU_K_ACT_TANGENT,
+	"k_dot_partial":   C.EMU_K_DOT_PARTIAL,
+	"k_sum_strided":   C.EMU_K_SUM_STRIDED,
+	"k_blocked_dotsq": C.EMU_K_BLOCKED_DOTSQ,
+	"k_sum_rows":      C.EMU_K_SUM_ROWS,
 }
 
 // emulator is the CPU Driver: managed memory is C heap memory, a launch runs every
@@ -107,6 +109,20 @@ func (e *emulator) Sgemm(transA, transB bool, m, n, k int, alpha float32, a unsa
 	}
 	C.emu_sgemm(cbool(transA), cbool(transB), C.int(m), C.int(n), C.int(k), C.float(alpha),
 		(*C.float)(a), C.int(lda), (*C.float)(b), C.int(ldb), C.float(beta), (*C.float)(c), C.int(ldc))
+	return nil
+}
+
+func (e *emulator) SgemmStridedBatched(transA, transB bool, m, n, k int, alpha float32, a unsafe.Pointer, lda, strideA int, b unsafe.Pointer, ldb, strideB int, beta float32, c unsafe.Pointer, ldc, strideC, batch int) error {
+	if batch < 0 {
+		return fmt.Errorf("cuda emulator: sgemm batch %d", batch)
+	}
+	for i := 0; i < batch; i++ {
+		err := e.Sgemm(transA, transB, m, n, k, alpha, unsafe.Add(a, 4*i*strideA), lda,
+			unsafe.Add(b, 4*i*strideB), ldb, beta, unsafe.Add(c, 4*i*strideC), ldc)
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

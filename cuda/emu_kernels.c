@@ -16,6 +16,7 @@ dp_dim3 dp_emu_threadIdx, dp_emu_blockIdx, dp_emu_blockDim, dp_emu_gridDim;
 #define F(k) slot_float(a[k])
 #define PF(k) ((float*)(uintptr_t)a[k])
 #define PD(k) ((double*)(uintptr_t)a[k])
+#define PI(k) ((int*)(uintptr_t)a[k])
 
 static float slot_float(uint64_t v) {
 	uint32_t u = (uint32_t)v;
@@ -52,6 +53,12 @@ static int call(int id, const uint64_t* a) {
 		return 0;
 	case EMU_K_SUM_STRIDED:
 		k_sum_strided(I(0), PD(1), PD(2));
+		return 0;
+	case EMU_K_BLOCKED_DOTSQ:
+		k_blocked_dotsq(I(0), I(1), I(2), I(3), PI(4), PF(5), PF(6), PD(7));
+		return 0;
+	case EMU_K_SUM_ROWS:
+		k_sum_rows(I(0), I(1), PD(2), PD(3));
 		return 0;
 	}
 	return -1;

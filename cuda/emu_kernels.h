@@ -14,6 +14,8 @@ enum {
 	EMU_K_ACT_TANGENT,
 	EMU_K_DOT_PARTIAL,
 	EMU_K_SUM_STRIDED,
+	EMU_K_BLOCKED_DOTSQ,
+	EMU_K_SUM_ROWS,
 };
 
 int emu_launch(int id, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,

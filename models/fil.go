@@ -126,6 +126,14 @@ func (n *Network[T]) FILSqNorms(params, x []T, y []int, batch int, clip Clip, co
 	}
 	P := n.p
 	gg := make([]float64, batch)
+	// A device backend reduces all directions of a sample in one call (the network
+	// runs one worker then, so the buffers below are not shared).
+	bd, _ := n.be.(BlockedDotSqer[T])
+	var gdBuf, ddBuf []float64
+	var blocks []int
+	if bd != nil {
+		gdBuf, ddBuf, blocks = make([]float64, k), make([]float64, k), n.blocks()
+	}
 	n.run(&tangentRun[T]{
 		params: params, x: x, y: y, batch: batch, k: k, grads: true, coords: coords,
 		first: func(ws *workspace[T], s0, cs int) {
@@ -136,6 +144,18 @@ func (n *Network[T]) FILSqNorms(params, x []T, y []int, batch int, clip Clip, co
 			s := s0 + sl
 			g := ws.grads[sl*P : (sl+1)*P]
 			var acc float64
+			if bd != nil {
+				nj := min(kc, len(coords[s])-j0)
+				if nj <= 0 {
+					return
+				}
+				bd.BlockedDotSq(g, ws.tg, kc, nj, blocks, gdBuf[:nj], ddBuf[:nj])
+				for j := 0; j < nj; j++ {
+					acc += clippedTangentSqNorm(clip, gg[s], gdBuf[j], ddBuf[j])
+				}
+				out[s] += acc
+				return
+			}
 			for j := 0; j < kc && j0+j < len(coords[s]); j++ {
 				var gd, dd float64
 				for i := range n.layers {
@@ -214,4 +234,30 @@ func (n *Network[T]) InputGradOfClippedDot(params, x []T, y []int, batch int, v 
 		},
 	})
 	return out, nil
+}
+
+// BlockedDotSqer is an optional Backend extension for device backends: the FIL step's
+// reduction of one sample's gradient against all its gradient tangents in one call,
+// instead of one DotSq per direction and parameter tensor (each a round trip to the
+// device).
+type BlockedDotSqer[T Float] interface {
+	// BlockedDotSq writes, for each direction j < nj of the blocked gradient-tangent
+	// buffer tg (kc directions; see gradTangentAt),
+	//   gd[j] = Σ_t ⟨g[o_t : o_t+z_t], tg[kc·o_t + j·z_t :][:z_t]⟩ and
+	//   dd[j] = Σ_t ‖tg[kc·o_t + j·z_t :][:z_t]‖²,
+	// accumulated in float64, over the parameter tensors t given as
+	// blocks = (o_0, z_0, o_1, z_1, …).
+	BlockedDotSq(g, tg []T, kc, nj int, blocks []int, gd, dd []float64)
+}
+
+// blocks lists the parameter tensors as (offset, size) pairs in layer order, weights
+// before biases (the layout of BlockedDotSqer).
+func (n *Network[T]) blocks() []int {
+	var b []int
+	for i := range n.layers {
+		if l := &n.layers[i]; l.hasParams() {
+			b = append(b, l.wOff, l.nW, l.bOff, l.nB)
+		}
+	}
+	return b
 }

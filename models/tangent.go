@@ -362,29 +362,47 @@ func (n *Network[T]) gradTangents(ws *workspace[T], s, cs, kc int, sparse bool) 
 					})
 				}
 			} else {
-				for j := 0; j < kc; j++ {
-					be.Gemm(false, true, l.out.C, ckk, hwo, 1, D, hwo, ws.tcols[i][(r0+j)*hwo:], rows*hwo, 1, gw[j*l.nW:(j+1)*l.nW], ckk)
-				}
+				n.gemmBatched(false, true, l.out.C, ckk, hwo, 1, D, hwo, 0, ws.tcols[i][r0*hwo:], rows*hwo, hwo, 1, gw, ckk, l.nW, kc)
 			}
 			rowSums(tD, hwo, gb)
 		case KindDense:
 			a := ws.acts[i][s*l.inN : (s+1)*l.inN]
 			be.Gemm(false, false, kc*l.outN, l.inN, 1, 1, tD, 1, a, l.inN, 0, gw, l.inN)
-			for j := 0; j < kc; j++ {
-				gj := gw[j*l.nW : (j+1)*l.nW]
-				if first {
+			if first {
+				for j := 0; j < kc; j++ {
+					gj := gw[j*l.nW : (j+1)*l.nW]
 					if idx, v := ws.spIdx[r0+j], ws.spVal[r0+j]; idx >= 0 {
 						for o := 0; o < l.outN; o++ {
 							gj[o*l.inN+idx] += v * D[o]
 						}
 					}
-					continue
 				}
-				r := r0 + j
-				be.Gemm(false, false, l.outN, l.inN, 1, 1, D, 1, ws.tacts[i][r*l.inN:(r+1)*l.inN], l.inN, 1, gj, l.inN)
+			} else {
+				n.gemmBatched(false, false, l.outN, l.inN, 1, 1, D, 1, 0, ws.tacts[i][r0*l.inN:], l.inN, l.inN, 1, gw, l.inN, l.nW, kc)
 			}
 			copy(gb, tD)
 		}
+	}
+}
+
+// BatchedGemmer is an optional Backend extension for device backends: batch GEMMs
+// of the same shape whose operands lie at fixed strides (in elements; 0 = the same
+// matrix for every GEMM), as one call (cuBLAS's strided-batched SGEMM) instead of
+// batch calls.
+type BatchedGemmer[T Float] interface {
+	GemmStridedBatched(transA, transB bool, m, n, k int, alpha T, a []T, lda, strideA int, b []T, ldb, strideB int, beta T, c []T, ldc, strideC, batch int)
+}
+
+// gemmBatched runs batch GEMMs C_i = alpha·op(A_i)·op(B_i) + beta·C_i with
+// A_i = a[i·sa:], B_i = b[i·sb:], C_i = c[i·sc:]: in one call where the backend
+// batches, else as batch Gemm calls in order.
+func (n *Network[T]) gemmBatched(transA, transB bool, m, nn, k int, alpha T, a []T, lda, sa int, b []T, ldb, sb int, beta T, c []T, ldc, sc, batch int) {
+	if bg, ok := n.be.(BatchedGemmer[T]); ok {
+		bg.GemmStridedBatched(transA, transB, m, nn, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch)
+		return
+	}
+	for i := 0; i < batch; i++ {
+		n.be.Gemm(transA, transB, m, nn, k, alpha, a[i*sa:], lda, b[i*sb:], ldb, beta, c[i*sc:], ldc)
 	}
 }
 

@@ -166,3 +166,37 @@ KERNEL k_sum_strided(int n, const double* in, double* out) {
 	for (long long j = t; j < n; j += T) s += in[j];
 	out[t] = s;
 }
+
+// k_blocked_dotsq: the FIL step's reduction for one sample. The parameter tensors are
+// nb (offset, size) pairs in blocks; tg holds kc directions per tensor, direction j of
+// tensor t at tg[kc·o_t + j·z_t]. Thread t = j·S + c (S = stripes, j < nj) sums, over
+// every tensor, the elements i ≡ c (mod S) of ⟨g_t, tg_{t,j}⟩ and ‖tg_{t,j}‖² in double
+// and writes them to part[j·S + c] and part[nj·S + j·S + c].
+KERNEL k_blocked_dotsq(int kc, int nj, int stripes, int nb, const int* blocks, const float* g,
+                       const float* tg, double* part) {
+	GRID_STRIDE(t, (long long)nj * stripes) {
+		int j = (int)(t / stripes), c = (int)(t % stripes);
+		double gd = 0.0, dd = 0.0;
+		for (int b = 0; b < nb; b++) {
+			long long off = blocks[2 * b], size = blocks[2 * b + 1];
+			const float* gt = g + off;
+			const float* tt = tg + (long long)kc * off + (long long)j * size;
+			for (long long i = c; i < size; i += stripes) {
+				double v = (double)tt[i];
+				gd += (double)gt[i] * v;
+				dd += v * v;
+			}
+		}
+		part[t] = gd;
+		part[(long long)nj * stripes + t] = dd;
+	}
+}
+
+// k_sum_rows: out[r] = Σ_{c < m} in[r·m + c] for r < rows, in order.
+KERNEL k_sum_rows(int rows, int m, const double* in, double* out) {
+	GRID_STRIDE(r, rows) {
+		double s = 0.0;
+		for (int c = 0; c < m; c++) s += in[r * (long long)m + c];
+		out[r] = s;
+	}
+}
