@@ -104,6 +104,13 @@ func (b *Backend) Name() string {
 // Device names the driver's device.
 func (b *Backend) Device() string { return b.drv.Name() }
 
+// chunkBudget is the float32 values one network chunk may hold on the device (1 GiB):
+// large chunks amortise the per-call launch and synchronisation.
+const chunkBudget = 1 << 28
+
+// ChunkBudget sizes the network's chunks for the device (models.Chunker).
+func (b *Backend) ChunkBudget() int { return chunkBudget }
+
 // Workers is 1: the device runs one chunk at a time, in one stream.
 func (b *Backend) Workers() int { return 1 }
 
@@ -295,24 +302,36 @@ func (b *Backend) GemmStridedBatched(transA, transB bool, m, n, k int, alpha flo
 
 // Im2col writes one sample's patch matrix (see models.Backend).
 func (b *Backend) Im2col(g models.ConvGeom, x []float32, cols []float32, ld int) {
+	b.Im2colRows(g, 1, x, g.InC*g.H*g.W, cols, ld)
+}
+
+// Im2colRows writes the patch matrices of m samples (sample r at x[r·inN:]) side by
+// side into cols, sample r in columns r·HWo… (models.RowIm2coler): one launch.
+func (b *Backend) Im2colRows(g models.ConvGeom, m int, x []float32, inN int, cols []float32, ld int) {
 	if !b.begin() {
 		b.mu.Unlock()
 		return
 	}
 	defer b.end()
 	px, pc := b.dev(x, false), b.dev(cols, true)
-	b.launch("k_im2col", g.CKK()*g.HWo(), g.InC, g.H, g.W, g.KH, g.KW, g.Stride, g.PadT, g.PadL, g.OutH, g.OutW, px, pc, ld)
+	b.launch("k_im2col", m*g.CKK()*g.HWo(), m, inN, g.InC, g.H, g.W, g.KH, g.KW, g.Stride, g.PadT, g.PadL, g.OutH, g.OutW, px, pc, ld)
 }
 
 // Col2im adds a patch matrix back into one sample's input gradient.
 func (b *Backend) Col2im(g models.ConvGeom, cols []float32, ld int, dx []float32) {
+	b.Col2imRows(g, 1, cols, ld, dx, g.InC*g.H*g.W)
+}
+
+// Col2imRows adds the patch matrices of m samples (laid out as Im2colRows writes
+// them) into their input gradients dx[r·inN:] (models.RowIm2coler): one launch.
+func (b *Backend) Col2imRows(g models.ConvGeom, m int, cols []float32, ld int, dx []float32, inN int) {
 	if !b.begin() {
 		b.mu.Unlock()
 		return
 	}
 	defer b.end()
 	pc, pd := b.dev(cols, false), b.dev(dx, true)
-	b.launch("k_col2im", g.InC*g.H*g.W, g.InC, g.H, g.W, g.KH, g.KW, g.Stride, g.PadT, g.PadL, g.OutH, g.OutW, pc, ld, pd)
+	b.launch("k_col2im", m*g.InC*g.H*g.W, m, inN, g.InC, g.H, g.W, g.KH, g.KW, g.Stride, g.PadT, g.PadL, g.OutH, g.OutW, pc, ld, pd)
 }
 
 // AvgPool pools n samples.
@@ -445,6 +464,64 @@ func (b *Backend) DotSq(x, y []float32) (xy, yy float64) {
 	return b.dot(x, y, len(x))
 }
 
+// reduceScratch writes blocks to the device tensor table and makes room for need
+// partial sums; false after an allocation error.
+func (b *Backend) reduceScratch(blocks []int, need int) bool {
+	if len(b.iblk) < len(blocks) {
+		p := b.allocBytes(4 * len(blocks))
+		if p == nil {
+			return false
+		}
+		b.iblk = unsafe.Slice((*int32)(p), len(blocks))
+	}
+	for i, v := range blocks {
+		b.iblk[i] = int32(v)
+	}
+	if len(b.fpart) < need {
+		p := b.allocBytes(8 * need)
+		if p == nil {
+			return false
+		}
+		b.fpart = unsafe.Slice((*float64)(p), need)
+	}
+	return true
+}
+
+// stripesFor is the number of threads that share one reduction of n values.
+func stripesFor(n int) int { return min(1024, max(32, n/256)) }
+
+// reduce runs a two-stage reduction: kernel name writes rows·stripes partial sums to
+// b.fpart (args must end with that pointer), k_sum_rows folds each row's stripes in
+// order into b.fpart[rows·stripes:], and the device is waited for. It returns the rows
+// results (nil after an error).
+func (b *Backend) reduce(name string, rows, stripes int, args []uint64) []float64 {
+	part := unsafe.Pointer(unsafe.SliceData(b.fpart))
+	fin := unsafe.Add(part, 8*rows*stripes)
+	steps := []struct {
+		name string
+		grid uint32
+		args []uint64
+	}{
+		{name, uint32((rows*stripes + dotBlock - 1) / dotBlock), args},
+		{"k_sum_rows", uint32((rows + dotBlock - 1) / dotBlock), Args(rows, stripes, part, fin)},
+	}
+	b.stats.DotReads++
+	for _, s := range steps {
+		b.stats.Launches++
+		if err := b.drv.Launch(s.name, Dim3{s.grid, 1, 1}, Dim3{dotBlock, 1, 1}, s.args); err != nil {
+			b.fail(fmt.Errorf("cuda: %s: %w", s.name, err))
+			return nil
+		}
+	}
+	b.stats.Syncs++
+	b.synced = true
+	if err := b.drv.Sync(); err != nil {
+		b.fail(fmt.Errorf("cuda: synchronize: %w", err))
+		return nil
+	}
+	return b.fpart[rows*stripes : rows*stripes+rows]
+}
+
 // BlockedDotSq reduces one sample's gradient against its nj gradient-tangent
 // directions in two launches and one synchronisation (models.BlockedDotSqer): stripes
 // of each direction are summed in double by separate threads, then each direction's
@@ -458,67 +535,64 @@ func (b *Backend) BlockedDotSq(g, tg []float32, kc, nj int, blocks []int, gd, dd
 		return
 	}
 	defer b.end()
-	nb := len(blocks) / 2
 	P := 0
 	for i := 1; i < len(blocks); i += 2 {
 		P += blocks[i]
 	}
-	stripes := min(1024, max(32, P/256))
-	if len(b.iblk) < len(blocks) {
-		p := b.allocBytes(4 * len(blocks))
-		if p == nil {
-			return
-		}
-		b.iblk = unsafe.Slice((*int32)(p), len(blocks))
-	}
-	for i, v := range blocks {
-		b.iblk[i] = int32(v)
-	}
-	need := 2*nj*stripes + 2*nj
-	if len(b.fpart) < need {
-		p := b.allocBytes(8 * need)
-		if p == nil {
-			return
-		}
-		b.fpart = unsafe.Slice((*float64)(p), need)
+	stripes := stripesFor(P)
+	if !b.reduceScratch(blocks, 2*nj*stripes+2*nj) {
+		return
 	}
 	pg, ptg := b.dev(g, false), b.dev(tg, false)
-	part := unsafe.Pointer(unsafe.SliceData(b.fpart))
-	fin := unsafe.Add(part, 8*2*nj*stripes)
 	if b.err != nil {
 		return
 	}
-	threads := nj * stripes
-	steps := []struct {
-		name string
-		grid uint32
-		args []uint64
-	}{
-		{"k_blocked_dotsq", uint32((threads + dotBlock - 1) / dotBlock),
-			Args(kc, nj, stripes, nb, unsafe.Pointer(unsafe.SliceData(b.iblk)), pg, ptg, part)},
-		{"k_sum_rows", uint32((2*nj + dotBlock - 1) / dotBlock), Args(2*nj, stripes, part, fin)},
-	}
-	b.stats.DotReads++
-	for _, s := range steps {
-		b.stats.Launches++
-		if err := b.drv.Launch(s.name, Dim3{s.grid, 1, 1}, Dim3{dotBlock, 1, 1}, s.args); err != nil {
-			b.fail(fmt.Errorf("cuda: %s: %w", s.name, err))
-			return
-		}
-	}
-	b.stats.Syncs++
-	b.synced = true
-	if err := b.drv.Sync(); err != nil {
-		b.fail(fmt.Errorf("cuda: synchronize: %w", err))
+	part := unsafe.Pointer(unsafe.SliceData(b.fpart))
+	f := b.reduce("k_blocked_dotsq", 2*nj, stripes,
+		Args(kc, nj, stripes, len(blocks)/2, unsafe.Pointer(unsafe.SliceData(b.iblk)), pg, ptg, part))
+	if f == nil {
 		return
 	}
-	f := b.fpart[2*nj*stripes:]
 	copy(gd[:nj], f[:nj])
 	copy(dd[:nj], f[nj:2*nj])
+}
+
+// RowSqNorms adds to out[r] the squared norm of row r's blocks, for rows rows of
+// stride values, in one reduction (models.RowSqNormer).
+func (b *Backend) RowSqNorms(rows, stride int, blocks []int, x []float32, out []float64) {
+	if rows <= 0 {
+		return
+	}
+	if !b.begin() {
+		b.mu.Unlock()
+		return
+	}
+	defer b.end()
+	n := 0
+	for i := 1; i < len(blocks); i += 2 {
+		n += blocks[i]
+	}
+	stripes := stripesFor(n)
+	if !b.reduceScratch(blocks, rows*stripes+rows) {
+		return
+	}
+	px := b.dev(x, false)
+	if b.err != nil {
+		return
+	}
+	part := unsafe.Pointer(unsafe.SliceData(b.fpart))
+	f := b.reduce("k_row_sqnorm", rows, stripes,
+		Args(rows, stride, stripes, len(blocks)/2, unsafe.Pointer(unsafe.SliceData(b.iblk)), px, part))
+	for r, v := range f {
+		out[r] += v
+	}
 }
 
 var (
 	_ models.Backend[float32]        = (*Backend)(nil)
 	_ models.BlockedDotSqer[float32] = (*Backend)(nil)
 	_ models.BatchedGemmer[float32]  = (*Backend)(nil)
+	_ models.RowIm2coler[float32]    = (*Backend)(nil)
+	_ models.Chunker                 = (*Backend)(nil)
+	_ models.RowSqNormer[float32]    = (*Backend)(nil)
 )

@@ -33,6 +33,9 @@ func TestConformance(t *testing.T) {
 			}
 			defer be.Close()
 			if err := models.CheckBackend(be, 1e-4); err != nil {
+				if derr := be.Err(); derr != nil {
+					t.Fatalf("%v (after the driver error %v)", err, derr)
+				}
 				t.Fatal(err)
 			}
 			if err := be.Err(); err != nil {

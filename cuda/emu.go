@@ -38,6 +38,7 @@ var emuKernels = map[string]C.int{
 	"k_sum_strided":   C.EMU_K_SUM_STRIDED,
 	"k_blocked_dotsq": C.EMU_K_BLOCKED_DOTSQ,
 	"k_sum_rows":      C.EMU_K_SUM_ROWS,
+	"k_row_sqnorm":    C.EMU_K_ROW_SQNORM,
 }
 
 // emulator is the CPU Driver: managed memory is C heap memory, a launch runs every

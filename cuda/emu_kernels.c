@@ -28,10 +28,10 @@ static float slot_float(uint64_t v) {
 static int call(int id, const uint64_t* a) {
 	switch (id) {
 	case EMU_K_IM2COL:
-		k_im2col(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), PF(10), PF(11), I(12));
+		k_im2col(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10), I(11), PF(12), PF(13), I(14));
 		return 0;
 	case EMU_K_COL2IM:
-		k_col2im(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), PF(10), I(11), PF(12));
+		k_col2im(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10), I(11), PF(12), I(13), PF(14));
 		return 0;
 	case EMU_K_AVGPOOL:
 		k_avgpool(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), PF(8), PF(9));
@@ -59,6 +59,9 @@ static int call(int id, const uint64_t* a) {
 		return 0;
 	case EMU_K_SUM_ROWS:
 		k_sum_rows(I(0), I(1), PD(2), PD(3));
+		return 0;
+	case EMU_K_ROW_SQNORM:
+		k_row_sqnorm(I(0), I(1), I(2), I(3), PI(4), PF(5), PD(6));
 		return 0;
 	}
 	return -1;

@@ -16,6 +16,7 @@ enum {
 	EMU_K_SUM_STRIDED,
 	EMU_K_BLOCKED_DOTSQ,
 	EMU_K_SUM_ROWS,
+	EMU_K_ROW_SQNORM,
 };
 
 int emu_launch(int id, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,

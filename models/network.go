@@ -206,6 +206,9 @@ const firstOrderCacheFloats = 1 << 19
 // They depend only on the architecture, k and whether parameter tangents are used,
 // so results do not depend on the number of workers.
 func (n *Network[T]) chunkSizes(batch, k int, pt bool) (cs, kc int) {
+	if ch, ok := n.be.(Chunker); ok {
+		return n.deviceChunkSizes(ch.ChunkBudget(), batch, k, pt)
+	}
 	act := n.actFloats()
 	colT, maxCol, maxOut := n.convFloats()
 	first := 2*act + colT + maxCol + maxOut + n.p + 1
@@ -236,6 +239,46 @@ func (n *Network[T]) chunkSizes(batch, k int, pt bool) (cs, kc int) {
 		cs /= 2
 	}
 	return cs, kc
+}
+
+// RowSqNormer is an optional Backend extension for device backends: squared norms of
+// many rows' blocks in one call instead of a Dot per row and block.
+type RowSqNormer[T Float] interface {
+	// RowSqNorms adds to out[r], for r < rows, Σ over the blocks (o, z) of
+	// ‖x[r·stride + o :][:z]‖², accumulated in float64 (blocks = (o_0, z_0, o_1, z_1, …)).
+	RowSqNorms(rows, stride int, blocks []int, x []T, out []float64)
+}
+
+// Chunker is an optional Backend extension for device backends, whose per-call
+// overhead (a launch, a synchronisation) is paid per chunk: the CPU's chunk sizes are
+// tuned to its caches, a device's only to its memory.
+type Chunker interface {
+	// ChunkBudget is the number of values one chunk's buffers may hold.
+	ChunkBudget() int
+}
+
+// deviceChunkSizes is chunkSizes for a Chunker backend: as many samples per chunk,
+// and as many tangent directions per pass, as the budget holds.
+func (n *Network[T]) deviceChunkSizes(budget, batch, k int, pt bool) (cs, kc int) {
+	act := n.actFloats()
+	colT, maxCol, maxOut := n.convFloats()
+	first := 2*act + colT + maxCol + maxOut + n.p + 1
+	cs = max(1, min(budget/first, batch))
+	if k == 0 {
+		return cs, 0
+	}
+	row := 2*act + colT + maxCol + maxOut + 2
+	if pt {
+		row += n.p
+	}
+	for {
+		kc = (budget - cs*first) / (cs*row + n.p)
+		if kc >= k || cs == 1 {
+			break
+		}
+		cs /= 2
+	}
+	return cs, max(1, min(kc, k))
 }
 
 // workspaceFor returns worker w's workspace, grown to hold cs samples for the
@@ -289,8 +332,12 @@ func (n *Network[T]) convForwardRows(l *netLayer, W, in, out, cols, tmp []T, m i
 	g := l.conv
 	ckk, hwo, oc := g.CKK(), g.HWo(), l.out.C
 	ld := m * hwo
-	for r := 0; r < m; r++ {
-		be.Im2col(g, in[r*l.inN:(r+1)*l.inN], cols[r*hwo:], ld)
+	if ri, ok := be.(RowIm2coler[T]); ok {
+		ri.Im2colRows(g, m, in[:m*l.inN], l.inN, cols, ld)
+	} else {
+		for r := 0; r < m; r++ {
+			be.Im2col(g, in[r*l.inN:(r+1)*l.inN], cols[r*hwo:], ld)
+		}
 	}
 	be.Gemm(false, false, oc, ld, ckk, 1, W, ckk, cols, ld, 0, tmp, ld)
 	for o := 0; o < oc; o++ {
@@ -319,9 +366,22 @@ func (n *Network[T]) convBackwardRows(l *netLayer, W, dout, din, dcols, tmp []T,
 		extra(ld)
 	}
 	clear(din[:m*l.inN])
+	if ri, ok := be.(RowIm2coler[T]); ok {
+		ri.Col2imRows(g, m, dcols, ld, din[:m*l.inN], l.inN)
+		return
+	}
 	for r := 0; r < m; r++ {
 		be.Col2im(g, dcols[r*hwo:], ld, din[r*l.inN:(r+1)*l.inN])
 	}
+}
+
+// RowIm2coler is an optional Backend extension for device backends: im2col and
+// col2im of m samples (or tangent rows) at once, sample r at x[r·inN:] / dx[r·inN:]
+// and in columns r·HWo… of the side-by-side patch matrix (row stride ld), instead of
+// one call per sample.
+type RowIm2coler[T Float] interface {
+	Im2colRows(g ConvGeom, m int, x []T, inN int, cols []T, ld int)
+	Col2imRows(g ConvGeom, m int, cols []T, ld int, dx []T, inN int)
 }
 
 // checkFinite returns an error naming what when v holds a NaN or an infinity.
@@ -486,6 +546,13 @@ func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bo
 	be := n.be
 	P := n.p
 	clear(ws.gsq[:cs])
+	// A device backend that batches GEMMs and norms gets the batched form of the
+	// per-sample weight gradients; the CPU keeps the per-sample loop, whose blocks
+	// are still in cache when their norms are taken.
+	rs, dev := be.(RowSqNormer[T])
+	if _, ok := be.(BatchedGemmer[T]); !ok {
+		dev = false
+	}
 	for i := len(n.layers) - 1; i >= 0; i-- {
 		l := &n.layers[i]
 		needIn := n.paramsBelow[i] || inputGrad
@@ -495,7 +562,16 @@ func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bo
 		case KindConv:
 			ckk, hwo := l.conv.CKK(), l.conv.HWo()
 			ld := cs * hwo
-			for s := 0; s < cs; s++ {
+			if dev {
+				// One strided-batched GEMM for the batch's weight gradients, the bias
+				// gradients on the host, one reduction for the squared norms.
+				n.gemmBatched(false, true, l.out.C, ckk, hwo, 1, dout, hwo, l.outN, ws.cols[i], ld, hwo, 0, ws.grads[l.wOff:], ckk, P, cs)
+				for s := 0; s < cs; s++ {
+					rowSums(dout[s*l.outN:(s+1)*l.outN], hwo, ws.grads[s*P+l.bOff:s*P+l.bOff+l.nB])
+				}
+				rs.RowSqNorms(cs, P, []int{l.wOff, l.nW, l.bOff, l.nB}, ws.grads[:cs*P], ws.gsq[:cs])
+			}
+			for s := 0; s < cs && !dev; s++ {
 				D := dout[s*l.outN : (s+1)*l.outN]
 				gw := ws.grads[s*P+l.wOff : s*P+l.wOff+l.nW]
 				be.Gemm(false, true, l.out.C, ckk, hwo, 1, D, hwo, ws.cols[i][s*hwo:], ld, 0, gw, ckk)
@@ -508,7 +584,14 @@ func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bo
 			}
 		case KindDense:
 			W := params[l.wOff : l.wOff+l.nW]
-			for s := 0; s < cs; s++ {
+			if dev {
+				n.gemmBatched(false, false, l.outN, l.inN, 1, 1, dout, 1, l.outN, in, l.inN, l.inN, 0, ws.grads[l.wOff:], l.inN, P, cs)
+				for s := 0; s < cs; s++ {
+					copy(ws.grads[s*P+l.bOff:s*P+l.bOff+l.nB], dout[s*l.outN:(s+1)*l.outN])
+				}
+				rs.RowSqNorms(cs, P, []int{l.wOff, l.nW, l.bOff, l.nB}, ws.grads[:cs*P], ws.gsq[:cs])
+			}
+			for s := 0; s < cs && !dev; s++ {
 				D := dout[s*l.outN : (s+1)*l.outN]
 				a := in[s*l.inN : (s+1)*l.inN]
 				gw := ws.grads[s*P+l.wOff : s*P+l.wOff+l.nW]

@@ -39,30 +39,38 @@ DEVFN float act_d2(int f, float x, float y) {
 	return x > 0.0f ? 0.0f : y + 1.0f;
 }
 
-// k_im2col writes the CKK×HWo patch matrix of one sample x[InC][H][W] into cols
-// (row stride ld); taps outside the padded input are 0.
-KERNEL k_im2col(int inC, int h, int w, int kh, int kw, int stride, int padT, int padL,
-                int outH, int outW, const float* x, float* cols, int ld) {
+// k_im2col writes the CKK×HWo patch matrices of rows samples (row r's input at
+// x + r·inN, [InC][H][W]) side by side into cols (row stride ld, row r's patches in
+// columns r·HWo …); taps outside the padded input are 0.
+KERNEL k_im2col(int rows, int inN, int inC, int h, int w, int kh, int kw, int stride, int padT,
+                int padL, int outH, int outW, const float* x, float* cols, int ld) {
 	int hwo = outH * outW;
-	GRID_STRIDE(i, (long long)inC * kh * kw * hwo) {
+	GRID_STRIDE(i, (long long)rows * inC * kh * kw * hwo) {
 		int pos = (int)(i % hwo);
-		int row = (int)(i / hwo);
+		long long q = i / hwo;
+		int r = (int)(q % rows);
+		int row = (int)(q / rows);
 		int c = row / (kh * kw), t = row % (kh * kw);
 		int ki = t / kw, kj = t % kw;
 		int ih = (pos / outW) * stride - padT + ki;
 		int iw = (pos % outW) * stride - padL + kj;
 		float v = 0.0f;
-		if (ih >= 0 && ih < h && iw >= 0 && iw < w) v = x[((long long)c * h + ih) * w + iw];
-		cols[(long long)row * ld + pos] = v;
+		if (ih >= 0 && ih < h && iw >= 0 && iw < w) v = x[(long long)r * inN + ((long long)c * h + ih) * w + iw];
+		cols[(long long)row * ld + (long long)r * hwo + pos] = v;
 	}
 }
 
-// k_col2im adds the CKK×HWo patch matrix cols (row stride ld) back into one sample's
-// dx[InC][H][W]: each thread gathers the taps that cover its pixel.
-KERNEL k_col2im(int inC, int h, int w, int kh, int kw, int stride, int padT, int padL,
-                int outH, int outW, const float* cols, int ld, float* dx) {
-	GRID_STRIDE(i, (long long)inC * h * w) {
-		int iw = (int)(i % w), ih = (int)((i / w) % h), c = (int)(i / ((long long)h * w));
+// k_col2im adds the patch matrices of rows samples (as k_im2col lays them out) back
+// into their input gradients dx + r·inN: each thread gathers the taps that cover its
+// pixel.
+KERNEL k_col2im(int rows, int inN, int inC, int h, int w, int kh, int kw, int stride, int padT,
+                int padL, int outH, int outW, const float* cols, int ld, float* dx) {
+	int hwo = outH * outW;
+	GRID_STRIDE(i, (long long)rows * inC * h * w) {
+		long long chw = (long long)inC * h * w;
+		int r = (int)(i / chw);
+		long long p = i % chw;
+		int iw = (int)(p % w), ih = (int)((p / w) % h), c = (int)(p / ((long long)h * w));
 		float s = 0.0f;
 		for (int ki = 0; ki < kh; ki++) {
 			int t = ih + padT - ki;
@@ -72,10 +80,10 @@ KERNEL k_col2im(int inC, int h, int w, int kh, int kw, int stride, int padT, int
 				int u = iw + padL - kj;
 				if (u < 0 || u % stride != 0 || u / stride >= outW) continue;
 				int row = (c * kh + ki) * kw + kj;
-				s += cols[(long long)row * ld + oh * outW + u / stride];
+				s += cols[(long long)row * ld + (long long)r * hwo + oh * outW + u / stride];
 			}
 		}
-		dx[i] += s;
+		dx[(long long)r * inN + p] += s;
 	}
 }
 
@@ -198,5 +206,26 @@ KERNEL k_sum_rows(int rows, int m, const double* in, double* out) {
 		double s = 0.0;
 		for (int c = 0; c < m; c++) s += in[r * (long long)m + c];
 		out[r] = s;
+	}
+}
+
+// k_row_sqnorm: thread t = r·S + c (r < rows, S stripes) sums in double, over the nb
+// blocks (o, z) of blocks, the squares of x[r·stride + o + i] for i ≡ c (mod S), and
+// writes part[t].
+KERNEL k_row_sqnorm(int rows, int stride, int stripes, int nb, const int* blocks, const float* x,
+                    double* part) {
+	GRID_STRIDE(t, (long long)rows * stripes) {
+		long long r = t / stripes;
+		int c = (int)(t % stripes);
+		double ss = 0.0;
+		for (int b = 0; b < nb; b++) {
+			const float* xb = x + r * stride + blocks[2 * b];
+			int size = blocks[2 * b + 1];
+			for (int i = c; i < size; i += stripes) {
+				double v = (double)xb[i];
+				ss += v * v;
+			}
+		}
+		part[t] = ss;
 	}
 }
