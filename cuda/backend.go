@@ -52,6 +52,9 @@ type Backend struct {
 	// BlockedDotSq's scratch: the tensor table and the partial sums (grown as needed).
 	iblk  []int32
 	fpart []float64
+	// DeviceOps\' scratch: one-hot coordinates, row scales and row sums.
+	idx32 []int32
+	dscr  []float64
 }
 
 // Stats counts a backend's device work since it was created (or ResetStats): the
@@ -588,8 +591,145 @@ func (b *Backend) RowSqNorms(rows, stride int, blocks []int, x []float32, out []
 	}
 }
 
+// int32s copies idx to the device scratch for int arguments.
+func (b *Backend) int32s(idx []int) unsafe.Pointer {
+	if len(b.idx32) < len(idx) {
+		p := b.allocBytes(4 * max(len(idx), 1024))
+		if p == nil {
+			return nil
+		}
+		b.idx32 = unsafe.Slice((*int32)(p), max(len(idx), 1024))
+	}
+	for i, v := range idx {
+		b.idx32[i] = int32(v)
+	}
+	return unsafe.Pointer(unsafe.SliceData(b.idx32))
+}
+
+// float64s returns device scratch for n doubles.
+func (b *Backend) float64s(n int) []float64 {
+	if len(b.dscr) < n {
+		p := b.allocBytes(8 * n)
+		if p == nil {
+			return nil
+		}
+		b.dscr = unsafe.Slice((*float64)(p), n)
+	}
+	return b.dscr[:n]
+}
+
+// op runs one grid-stride kernel over n elements as a backend call; args are given
+// after the pointers they refer to are resolved by the caller.
+func (b *Backend) op(name string, n int, args func() []any) {
+	if n <= 0 {
+		return
+	}
+	if !b.begin() {
+		b.mu.Unlock()
+		return
+	}
+	defer b.end()
+	a := args()
+	if b.err != nil {
+		return
+	}
+	b.launch(name, n, a...)
+}
+
+// Zero sets x to 0 on the device.
+func (b *Backend) Zero(x []float32) {
+	b.op("k_zero", len(x), func() []any { return []any{len(x), b.dev(x, true)} })
+}
+
+// Transpose3 writes dst[j][i][:] = src[i][j][:] for src [a][b][hw].
+func (b *Backend) Transpose3(a, bb, hw int, src, dst []float32) {
+	n := a * bb * hw
+	b.op("k_transpose3", n, func() []any { return []any{a, bb, hw, b.dev(src[:n], false), b.dev(dst[:n], true)} })
+}
+
+// AddBias adds bias[c] to out[r][c][:] for rows rows of C×hw values.
+func (b *Backend) AddBias(rows, C, hw int, bias, out []float32) {
+	n := rows * C * hw
+	b.op("k_add_bias", n, func() []any { return []any{rows, C, hw, b.dev(bias[:C], false), b.dev(out[:n], true)} })
+}
+
+// RowSums writes dst[r·dstStride + c] = Σ_k src[r·srcStride + c·hw + k].
+func (b *Backend) RowSums(rows, C, hw int, src []float32, srcStride int, dst []float32, dstStride int) {
+	b.op("k_row_sums", rows*C, func() []any {
+		return []any{rows, C, hw, b.dev(src, false), srcStride, b.dev(dst, true), dstStride}
+	})
+}
+
+// SparseConvForward writes the conv (no bias) of rows one-hot inputs val[r]·e_{idx[r]}.
+func (b *Backend) SparseConvForward(g models.ConvGeom, outC, rows int, idx []int, val, W, out []float32) {
+	n := rows * outC * g.HWo()
+	b.op("k_sparse_conv_fwd", n, func() []any {
+		return []any{g.InC, g.H, g.W, g.KH, g.KW, g.Stride, g.PadT, g.PadL, g.OutH, g.OutW, outC, rows,
+			b.int32s(idx[:rows]), b.dev(val[:rows], false), b.dev(W, false), b.dev(out[:n], true)}
+	})
+}
+
+// SparseDenseForward writes W applied to rows one-hot inputs val[r]·e_{idx[r]}.
+func (b *Backend) SparseDenseForward(inN, outN, rows int, idx []int, val, W, out []float32) {
+	n := rows * outN
+	b.op("k_sparse_dense_fwd", n, func() []any {
+		return []any{inN, outN, rows, b.int32s(idx[:rows]), b.dev(val[:rows], false), b.dev(W, false), b.dev(out[:n], true)}
+	})
+}
+
+// SparseConvGradScatter adds the one-hot inputs' terms of kc conv weight-gradient
+// tangents (direction j at gw[j·nW:]).
+func (b *Backend) SparseConvGradScatter(g models.ConvGeom, outC, kc int, idx []int, val, D, gw []float32, nW int) {
+	b.op("k_sparse_conv_grad", kc*outC*g.KH*g.KW, func() []any {
+		return []any{g.InC, g.H, g.W, g.KH, g.KW, g.Stride, g.PadT, g.PadL, g.OutH, g.OutW, outC, kc,
+			b.int32s(idx[:kc]), b.dev(val[:kc], false), b.dev(D, false), b.dev(gw, true), nW}
+	})
+}
+
+// SparseDenseGradScatter adds the one-hot inputs' terms of kc dense weight-gradient
+// tangents.
+func (b *Backend) SparseDenseGradScatter(inN, outN, kc int, idx []int, val, D, gw []float32, nW int) {
+	b.op("k_sparse_dense_grad", kc*outN, func() []any {
+		return []any{inN, outN, kc, b.int32s(idx[:kc]), b.dev(val[:kc], false), b.dev(D, false), b.dev(gw, true), nW}
+	})
+}
+
+// ScaledRowSum adds Σ_r scale[r]·x[r·P:(r+1)·P] to acc, summed in double on the
+// device.
+func (b *Backend) ScaledRowSum(rows, P int, scale []float64, x []float32, acc []float64) {
+	if rows <= 0 || P <= 0 {
+		return
+	}
+	if !b.begin() {
+		b.mu.Unlock()
+		return
+	}
+	defer b.end()
+	d := b.float64s(rows + P)
+	px := b.dev(x[:rows*P], false)
+	if b.err != nil {
+		return
+	}
+	copy(d, scale[:rows])
+	ps := unsafe.Pointer(unsafe.SliceData(d))
+	b.launch("k_scaled_row_sum", P, rows, P, ps, px, unsafe.Add(ps, 8*rows))
+	if b.err != nil {
+		return
+	}
+	b.stats.Syncs++
+	b.synced = true
+	if err := b.drv.Sync(); err != nil {
+		b.fail(fmt.Errorf("cuda: synchronize: %w", err))
+		return
+	}
+	for p, v := range d[rows : rows+P] {
+		acc[p] += v
+	}
+}
+
 var (
 	_ models.Backend[float32]        = (*Backend)(nil)
+	_ models.DeviceOps[float32]      = (*Backend)(nil)
 	_ models.BlockedDotSqer[float32] = (*Backend)(nil)
 	_ models.BatchedGemmer[float32]  = (*Backend)(nil)
 	_ models.RowIm2coler[float32]    = (*Backend)(nil)

@@ -63,6 +63,33 @@ static int call(int id, const uint64_t* a) {
 	case EMU_K_ROW_SQNORM:
 		k_row_sqnorm(I(0), I(1), I(2), I(3), PI(4), PF(5), PD(6));
 		return 0;
+	case EMU_K_ZERO:
+		k_zero(I(0), PF(1));
+		return 0;
+	case EMU_K_TRANSPOSE3:
+		k_transpose3(I(0), I(1), I(2), PF(3), PF(4));
+		return 0;
+	case EMU_K_ADD_BIAS:
+		k_add_bias(I(0), I(1), I(2), PF(3), PF(4));
+		return 0;
+	case EMU_K_ROW_SUMS:
+		k_row_sums(I(0), I(1), I(2), PF(3), I(4), PF(5), I(6));
+		return 0;
+	case EMU_K_SPARSE_CONV_FWD:
+		k_sparse_conv_fwd(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10), I(11), PI(12), PF(13), PF(14), PF(15));
+		return 0;
+	case EMU_K_SPARSE_DENSE_FWD:
+		k_sparse_dense_fwd(I(0), I(1), I(2), PI(3), PF(4), PF(5), PF(6));
+		return 0;
+	case EMU_K_SPARSE_CONV_GRAD:
+		k_sparse_conv_grad(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10), I(11), PI(12), PF(13), PF(14), PF(15), I(16));
+		return 0;
+	case EMU_K_SPARSE_DENSE_GRAD:
+		k_sparse_dense_grad(I(0), I(1), I(2), PI(3), PF(4), PF(5), PF(6), I(7));
+		return 0;
+	case EMU_K_SCALED_ROW_SUM:
+		k_scaled_row_sum(I(0), I(1), PD(2), PF(3), PD(4));
+		return 0;
 	}
 	return -1;
 }

@@ -17,6 +17,15 @@ enum {
 	EMU_K_BLOCKED_DOTSQ,
 	EMU_K_SUM_ROWS,
 	EMU_K_ROW_SQNORM,
+	EMU_K_ZERO,
+	EMU_K_TRANSPOSE3,
+	EMU_K_ADD_BIAS,
+	EMU_K_ROW_SUMS,
+	EMU_K_SPARSE_CONV_FWD,
+	EMU_K_SPARSE_DENSE_FWD,
+	EMU_K_SPARSE_CONV_GRAD,
+	EMU_K_SPARSE_DENSE_GRAD,
+	EMU_K_SCALED_ROW_SUM,
 };
 
 int emu_launch(int id, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,

@@ -52,6 +52,15 @@ func (n *Network[T]) ClippedGradSum(params, x []T, y []int, batch int, clip Clip
 		axpy = cb.addScaled
 	}
 	n.firstOrder(params, x, y, batch, false, func(ws *workspace[T], s0, c int) {
+		if n.dops != nil { // one worker: chunks arrive in order
+			sc := make([]float64, c)
+			for s := range sc {
+				sc[s], _ = clip.Scale(math.Sqrt(ws.gsq[s]))
+				losses[s0+s] = float64(ws.losses[s])
+			}
+			n.dops.ScaledRowSum(c, P, sc, ws.grads, total)
+			return
+		}
 		var scales [64]float64
 		sc := scales[:0]
 		for s := 0; s < c; s++ {

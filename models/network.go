@@ -47,7 +47,8 @@ type Network[T Float] struct {
 	// budget is the number of T values a worker's chunk buffers may hold.
 	budget int
 	ws     []*workspace[T]
-	total  []float64 // ClippedGradSum's float64 accumulator
+	dops   DeviceOps[T] // the backend's device steps, nil on the CPU
+	total  []float64    // ClippedGradSum's float64 accumulator
 }
 
 // NewNetwork resolves arch for the backend be.
@@ -93,6 +94,7 @@ func NewNetwork[T Float](arch Arch, be Backend[T]) (*Network[T], error) {
 		n.layers = append(n.layers, l)
 	}
 	n.p = arch.NumParams()
+	n.dops, _ = be.(DeviceOps[T])
 	n.firstParam = -1
 	for i, l := range n.layers {
 		if l.hasParams() {
@@ -241,6 +243,34 @@ func (n *Network[T]) chunkSizes(batch, k int, pt bool) (cs, kc int) {
 	return cs, kc
 }
 
+// DeviceOps is an optional Backend extension for device backends: the network's
+// layout and bookkeeping steps (permutations around conv GEMMs, bias adds, bias
+// gradients, zeroing, the sparse one-hot first layer, the clipped sum) as device
+// kernels, so that the host never touches device buffers inside a call. Without it
+// the network runs the same steps as host loops (the CPU backend).
+type DeviceOps[T Float] interface {
+	// Zero sets x to 0.
+	Zero(x []T)
+	// Transpose3 writes dst[j][i][:] = src[i][j][:] for src [a][b][hw].
+	Transpose3(a, b, hw int, src, dst []T)
+	// AddBias adds bias[c] to out[r][c][:] for rows rows of C×hw values.
+	AddBias(rows, C, hw int, bias, out []T)
+	// RowSums writes dst[r·dstStride + c] = Σ_k src[r·srcStride + c·hw + k], summed in order.
+	RowSums(rows, C, hw int, src []T, srcStride int, dst []T, dstStride int)
+	// SparseConvForward writes out (rows × outC·HWo) = the convolution, without bias,
+	// of the one-hot inputs val[r]·e_{idx[r]} (idx[r] < 0: a zero row).
+	SparseConvForward(g ConvGeom, outC, rows int, idx []int, val, W, out []T)
+	// SparseDenseForward writes out (rows × outN) = W·(val[r]·e_{idx[r]}).
+	SparseDenseForward(inN, outN, rows int, idx []int, val, W, out []T)
+	// SparseConvGradScatter adds, for directions j < kc with one-hot input
+	// val[j]·e_{idx[j]}, its term val[j]·D ⊗ patch to gw[j·nW:] (a conv weight gradient).
+	SparseConvGradScatter(g ConvGeom, outC, kc int, idx []int, val, D, gw []T, nW int)
+	// SparseDenseGradScatter adds val[j]·D[o] to gw[j·nW + o·inN + idx[j]].
+	SparseDenseGradScatter(inN, outN, kc int, idx []int, val, D, gw []T, nW int)
+	// ScaledRowSum adds Σ_r scale[r]·x[r·P:(r+1)·P] to acc.
+	ScaledRowSum(rows, P int, scale []float64, x []T, acc []float64)
+}
+
 // RowSqNormer is an optional Backend extension for device backends: squared norms of
 // many rows' blocks in one call instead of a Dot per row and block.
 type RowSqNormer[T Float] interface {
@@ -310,7 +340,7 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 		ws.pt = pt || ws.pt
 		ws.tacts, ws.tdlt, ws.tcols = n.layerBuffers(rows)
 		ws.spIdx = make([]int, rows)
-		ws.spVal = make([]T, rows)
+		ws.spVal = be.Alloc(rows)
 		ws.tg = be.Alloc(ws.kc * n.p)
 		if ws.pt {
 			ws.tp = be.Alloc(rows * n.p)
@@ -340,6 +370,10 @@ func (n *Network[T]) convForwardRows(l *netLayer, W, in, out, cols, tmp []T, m i
 		}
 	}
 	be.Gemm(false, false, oc, ld, ckk, 1, W, ckk, cols, ld, 0, tmp, ld)
+	if n.dops != nil {
+		n.dops.Transpose3(oc, m, hwo, tmp, out)
+		return
+	}
 	for o := 0; o < oc; o++ {
 		for r := 0; r < m; r++ {
 			copy(out[r*l.outN+o*hwo:r*l.outN+(o+1)*hwo], tmp[o*ld+r*hwo:o*ld+(r+1)*hwo])
@@ -356,16 +390,20 @@ func (n *Network[T]) convBackwardRows(l *netLayer, W, dout, din, dcols, tmp []T,
 	g := l.conv
 	ckk, hwo, oc := g.CKK(), g.HWo(), l.out.C
 	ld := m * hwo
-	for o := 0; o < oc; o++ {
-		for r := 0; r < m; r++ {
-			copy(tmp[o*ld+r*hwo:o*ld+(r+1)*hwo], dout[r*l.outN+o*hwo:r*l.outN+(o+1)*hwo])
+	if n.dops != nil {
+		n.dops.Transpose3(m, oc, hwo, dout, tmp)
+	} else {
+		for o := 0; o < oc; o++ {
+			for r := 0; r < m; r++ {
+				copy(tmp[o*ld+r*hwo:o*ld+(r+1)*hwo], dout[r*l.outN+o*hwo:r*l.outN+(o+1)*hwo])
+			}
 		}
 	}
 	be.Gemm(true, false, ckk, ld, oc, 1, W, ckk, tmp, ld, 0, dcols, ld)
 	if extra != nil {
 		extra(ld)
 	}
-	clear(din[:m*l.inN])
+	n.zero(din[:m*l.inN])
 	if ri, ok := be.(RowIm2coler[T]); ok {
 		ri.Col2imRows(g, m, dcols, ld, din[:m*l.inN], l.inN)
 		return
@@ -471,6 +509,10 @@ func (n *Network[T]) forward(ws *workspace[T], params []T, cs int) {
 		switch l.kind {
 		case KindConv:
 			n.convForwardRows(l, params[l.wOff:l.wOff+l.nW], in, out, ws.cols[i], ws.scratch2, cs)
+			if n.dops != nil {
+				n.dops.AddBias(cs, l.out.C, l.conv.HWo(), params[l.bOff:l.bOff+l.nB], out)
+				break
+			}
 			for s := 0; s < cs; s++ {
 				addBiasRows(out[s*l.outN:(s+1)*l.outN], params[l.bOff:l.bOff+l.nB], l.conv.HWo())
 			}
@@ -478,6 +520,10 @@ func (n *Network[T]) forward(ws *workspace[T], params []T, cs int) {
 			W := params[l.wOff : l.wOff+l.nW]
 			be.Gemm(false, true, cs, l.outN, l.inN, 1, in, l.inN, W, l.inN, 0, out, l.outN)
 			b := params[l.bOff : l.bOff+l.nB]
+			if n.dops != nil {
+				n.dops.AddBias(cs, l.outN, 1, b, out)
+				break
+			}
 			for s := 0; s < cs; s++ {
 				o := out[s*l.outN : (s+1)*l.outN]
 				for j := range o {
@@ -566,9 +612,7 @@ func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bo
 				// One strided-batched GEMM for the batch's weight gradients, the bias
 				// gradients on the host, one reduction for the squared norms.
 				n.gemmBatched(false, true, l.out.C, ckk, hwo, 1, dout, hwo, l.outN, ws.cols[i], ld, hwo, 0, ws.grads[l.wOff:], ckk, P, cs)
-				for s := 0; s < cs; s++ {
-					rowSums(dout[s*l.outN:(s+1)*l.outN], hwo, ws.grads[s*P+l.bOff:s*P+l.bOff+l.nB])
-				}
+				n.rowSums(cs, l.out.C, hwo, dout, l.outN, ws.grads[l.bOff:], P)
 				rs.RowSqNorms(cs, P, []int{l.wOff, l.nW, l.bOff, l.nB}, ws.grads[:cs*P], ws.gsq[:cs])
 			}
 			for s := 0; s < cs && !dev; s++ {
@@ -586,9 +630,7 @@ func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bo
 			W := params[l.wOff : l.wOff+l.nW]
 			if dev {
 				n.gemmBatched(false, false, l.outN, l.inN, 1, 1, dout, 1, l.outN, in, l.inN, l.inN, 0, ws.grads[l.wOff:], l.inN, P, cs)
-				for s := 0; s < cs; s++ {
-					copy(ws.grads[s*P+l.bOff:s*P+l.bOff+l.nB], dout[s*l.outN:(s+1)*l.outN])
-				}
+				n.rowSums(cs, l.outN, 1, dout, l.outN, ws.grads[l.bOff:], P)
 				rs.RowSqNorms(cs, P, []int{l.wOff, l.nW, l.bOff, l.nB}, ws.grads[:cs*P], ws.gsq[:cs])
 			}
 			for s := 0; s < cs && !dev; s++ {
@@ -604,7 +646,7 @@ func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bo
 			}
 		case KindAvgPool:
 			if needIn {
-				clear(din)
+				n.zero(din)
 				be.AvgPoolBack(l.pool, cs, dout, din)
 			}
 		case KindTanh, KindELU:
@@ -626,6 +668,27 @@ func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bo
 			}
 		case KindFlatten:
 		}
+	}
+}
+
+// zero clears x (on the device when the backend has DeviceOps).
+func (n *Network[T]) zero(x []T) {
+	if n.dops != nil {
+		n.dops.Zero(x)
+		return
+	}
+	clear(x)
+}
+
+// rowSums writes, for rows r < rows, the C row sums (length hw) of
+// src[r·srcStride:] to dst[r·dstStride:] (see DeviceOps.RowSums).
+func (n *Network[T]) rowSums(rows, C, hw int, src []T, srcStride int, dst []T, dstStride int) {
+	if n.dops != nil {
+		n.dops.RowSums(rows, C, hw, src, srcStride, dst, dstStride)
+		return
+	}
+	for r := 0; r < rows; r++ {
+		rowSums(src[r*srcStride:r*srcStride+C*hw], hw, dst[r*dstStride:r*dstStride+C])
 	}
 }
 

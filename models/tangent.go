@@ -161,6 +161,14 @@ func (n *Network[T]) tangentForward(ws *workspace[T], params []T, cs, kc int, tp
 		tin, tout := ws.tacts[i][:rows*l.inN], ws.tacts[i+1][:rows*l.outN]
 		if sparse && i == start {
 			W := params[l.wOff : l.wOff+l.nW]
+			if n.dops != nil {
+				if l.kind == KindDense {
+					n.dops.SparseDenseForward(l.inN, l.outN, rows, ws.spIdx, ws.spVal, W, tout)
+				} else {
+					n.dops.SparseConvForward(l.conv, l.out.C, rows, ws.spIdx, ws.spVal, W, tout)
+				}
+				continue
+			}
 			clear(tout)
 			for r := 0; r < rows; r++ {
 				idx, v := ws.spIdx[r], ws.spVal[r]
@@ -301,7 +309,7 @@ func (n *Network[T]) tangentBackward(ws *workspace[T], params []T, cs, kc int, t
 				}
 			}
 		case KindAvgPool:
-			clear(tdin)
+			n.zero(tdin)
 			be.AvgPoolBack(l.pool, rows, tdout, tdin)
 		case KindTanh, KindELU:
 			be.ActTangent(l.act, cs, kc, l.inN, ws.acts[i], ws.acts[i+1], ws.dlt[i+1], ws.tacts[i], nil, tdout, tdin)
@@ -345,7 +353,9 @@ func (n *Network[T]) gradTangents(ws *workspace[T], s, cs, kc int, sparse bool) 
 			g := l.conv
 			ckk, hwo := g.CKK(), g.HWo()
 			be.Gemm(false, true, kc*l.out.C, ckk, hwo, 1, tD, hwo, ws.cols[i][s*hwo:], cs*hwo, 0, gw, ckk)
-			if first {
+			if first && n.dops != nil {
+				n.dops.SparseConvGradScatter(g, l.out.C, kc, ws.spIdx[r0:r0+kc], ws.spVal[r0:r0+kc], D, gw, l.nW)
+			} else if first {
 				hw := g.H * g.W
 				for j := 0; j < kc; j++ {
 					idx, v := ws.spIdx[r0+j], ws.spVal[r0+j]
@@ -364,11 +374,13 @@ func (n *Network[T]) gradTangents(ws *workspace[T], s, cs, kc int, sparse bool) 
 			} else {
 				n.gemmBatched(false, true, l.out.C, ckk, hwo, 1, D, hwo, 0, ws.tcols[i][r0*hwo:], rows*hwo, hwo, 1, gw, ckk, l.nW, kc)
 			}
-			rowSums(tD, hwo, gb)
+			n.rowSums(kc, l.out.C, hwo, tD, l.outN, gb, l.nB)
 		case KindDense:
 			a := ws.acts[i][s*l.inN : (s+1)*l.inN]
 			be.Gemm(false, false, kc*l.outN, l.inN, 1, 1, tD, 1, a, l.inN, 0, gw, l.inN)
-			if first {
+			if first && n.dops != nil {
+				n.dops.SparseDenseGradScatter(l.inN, l.outN, kc, ws.spIdx[r0:r0+kc], ws.spVal[r0:r0+kc], D, gw, l.nW)
+			} else if first {
 				for j := 0; j < kc; j++ {
 					gj := gw[j*l.nW : (j+1)*l.nW]
 					if idx, v := ws.spIdx[r0+j], ws.spVal[r0+j]; idx >= 0 {
@@ -380,7 +392,11 @@ func (n *Network[T]) gradTangents(ws *workspace[T], s, cs, kc int, sparse bool) 
 			} else {
 				n.gemmBatched(false, false, l.outN, l.inN, 1, 1, D, 1, 0, ws.tacts[i][r0*l.inN:], l.inN, l.inN, 1, gw, l.inN, l.nW, kc)
 			}
-			copy(gb, tD)
+			if n.dops != nil {
+				n.dops.RowSums(kc, l.outN, 1, tD, l.outN, gb, l.nB)
+			} else {
+				copy(gb, tD)
+			}
 		}
 	}
 }

@@ -229,3 +229,109 @@ KERNEL k_row_sqnorm(int rows, int stride, int stripes, int nb, const int* blocks
 		part[t] = ss;
 	}
 }
+
+// ---- layout and bookkeeping steps of the network (models.DeviceOps) ----
+
+// k_zero: x = 0.
+KERNEL k_zero(int n, float* x) {
+	GRID_STRIDE(i, n) { x[i] = 0.0f; }
+}
+
+// k_transpose3: dst[j][i][k] = src[i][j][k] for src [a][b][hw].
+KERNEL k_transpose3(int a, int b, int hw, const float* src, float* dst) {
+	GRID_STRIDE(t, (long long)a * b * hw) {
+		int k = (int)(t % hw);
+		long long q = t / hw;
+		int i = (int)(q % a), j = (int)(q / a);
+		dst[t] = src[((long long)i * b + j) * hw + k];
+	}
+}
+
+// k_add_bias: out[r][c][k] += bias[c] for rows rows of C×hw values.
+KERNEL k_add_bias(int rows, int C, int hw, const float* bias, float* out) {
+	GRID_STRIDE(t, (long long)rows * C * hw) { out[t] += bias[(t / hw) % C]; }
+}
+
+// k_row_sums: dst[r·dstStride + c] = Σ_k src[r·srcStride + c·hw + k], summed in order.
+KERNEL k_row_sums(int rows, int C, int hw, const float* src, int srcStride, float* dst, int dstStride) {
+	GRID_STRIDE(t, (long long)rows * C) {
+		long long r = t / C;
+		int c = (int)(t % C);
+		const float* s = src + r * srcStride + (long long)c * hw;
+		float acc = 0.0f;
+		for (int k = 0; k < hw; k++) acc += s[k];
+		dst[r * dstStride + c] = acc;
+	}
+}
+
+// k_sparse_conv_fwd: out[r][oc][pos] = val[r]·W[oc][c][kh][kw] for the one tap (kh, kw)
+// through which the one-hot input pixel idx[r] = (c, ih, iw) reaches output position
+// pos, 0 where there is none or idx[r] < 0 (no bias).
+KERNEL k_sparse_conv_fwd(int inC, int h, int w, int kh, int kw, int stride, int padT, int padL,
+                         int outH, int outW, int outC, int rows, const int* idx, const float* val,
+                         const float* W, float* out) {
+	int hwo = outH * outW, ckk = inC * kh * kw;
+	GRID_STRIDE(t, (long long)rows * outC * hwo) {
+		int pos = (int)(t % hwo);
+		int oc = (int)((t / hwo) % outC);
+		long long r = t / ((long long)hwo * outC);
+		float v = 0.0f;
+		int id = idx[r];
+		if (id >= 0) {
+			int c = id / (h * w), ih = (id % (h * w)) / w, iw = id % w;
+			int ki = ih + padT - (pos / outW) * stride, kj = iw + padL - (pos % outW) * stride;
+			if (ki >= 0 && ki < kh && kj >= 0 && kj < kw) v = val[r] * W[oc * ckk + (c * kh + ki) * kw + kj];
+		}
+		out[t] = v;
+	}
+}
+
+// k_sparse_dense_fwd: out[r][j] = val[r]·W[j][idx[r]] (0 when idx[r] < 0).
+KERNEL k_sparse_dense_fwd(int inN, int outN, int rows, const int* idx, const float* val, const float* W,
+                          float* out) {
+	GRID_STRIDE(t, (long long)rows * outN) {
+		long long r = t / outN;
+		int j = (int)(t % outN);
+		out[t] = idx[r] >= 0 ? val[r] * W[(long long)j * inN + idx[r]] : 0.0f;
+	}
+}
+
+// k_sparse_conv_grad: for direction j < kc with one-hot input pixel idx[j] = (c, ih, iw),
+// gw[j·nW + oc·CKK + (c, kh, kw)] += val[j]·D[oc][pos(kh, kw)] for every tap (kh, kw)
+// that reaches an output position.
+KERNEL k_sparse_conv_grad(int inC, int h, int w, int kh, int kw, int stride, int padT, int padL,
+                          int outH, int outW, int outC, int kc, const int* idx, const float* val,
+                          const float* D, float* gw, int nW) {
+	int hwo = outH * outW, ckk = inC * kh * kw;
+	GRID_STRIDE(t, (long long)kc * outC * kh * kw) {
+		int kj = (int)(t % kw), ki = (int)((t / kw) % kh);
+		int oc = (int)((t / ((long long)kw * kh)) % outC);
+		int j = (int)(t / ((long long)kw * kh * outC));
+		int id = idx[j];
+		if (id < 0) continue;
+		int c = id / (h * w), ih = (id % (h * w)) / w, iw = id % w;
+		int u = ih + padT - ki, v = iw + padL - kj;
+		if (u < 0 || u % stride != 0 || u / stride >= outH) continue;
+		if (v < 0 || v % stride != 0 || v / stride >= outW) continue;
+		int pos = (u / stride) * outW + v / stride;
+		gw[(long long)j * nW + oc * ckk + (c * kh + ki) * kw + kj] += val[j] * D[oc * hwo + pos];
+	}
+}
+
+// k_sparse_dense_grad: gw[j·nW + o·inN + idx[j]] += val[j]·D[o] for j < kc, o < outN.
+KERNEL k_sparse_dense_grad(int inN, int outN, int kc, const int* idx, const float* val, const float* D,
+                           float* gw, int nW) {
+	GRID_STRIDE(t, (long long)kc * outN) {
+		int j = (int)(t / outN), o = (int)(t % outN);
+		if (idx[j] >= 0) gw[(long long)j * nW + (long long)o * inN + idx[j]] += val[j] * D[o];
+	}
+}
+
+// k_scaled_row_sum: acc[p] = Σ_r scale[r]·x[r·P + p] in double, rows in order.
+KERNEL k_scaled_row_sum(int rows, int P, const double* scale, const float* x, double* acc) {
+	GRID_STRIDE(p, P) {
+		double s = 0.0;
+		for (int r = 0; r < rows; r++) s += scale[r] * (double)x[(long long)r * P + p];
+		acc[p] = s;
+	}
+}
