@@ -46,54 +46,74 @@ func TestConformance(t *testing.T) {
 }
 
 // TestWorkCounts counts the device work of the two hot calls on the emulator (the
-// counts do not depend on the device) and checks its bookkeeping: one synchronisation
-// per backend call, and nothing staged (Model uploads the parameters once per call,
-// every other buffer is the network's own managed memory). With -v it
-// prints the per-sample counts that docs/perf.md turns into the GPU's overhead model.
+// counts do not depend on the device) and checks the batching that makes a device
+// worth using: nothing staged (Model uploads the parameters once per call, every
+// other buffer is the network's own managed memory), one synchronisation per backend
+// call, a gradient step whose call count does not grow with the batch (one chunk),
+// and a FIL step that adds at most 3 calls per parameter layer and sample (its
+// per-sample gradient tangents: a GEMM, a batched GEMM and the bias sums) plus the
+// sample's reduction. With -v it
+// prints the counts that docs/perf.md turns into the GPU's overhead model.
 func TestWorkCounts(t *testing.T) {
 	for _, name := range []string{"mnist-cnn", "cifar-cnn"} {
 		arch, err := models.ArchByName(name)
 		if err != nil {
 			t.Fatal(err)
 		}
+		layers := 0
+		for _, l := range arch.Layers {
+			if l.Kind == models.KindConv || l.Kind == models.KindDense {
+				layers++
+			}
+		}
 		m, err := Open(arch, NewEmulator())
 		if err != nil {
 			t.Fatal(err)
 		}
-		const batch, k = 8, 2
-		params := m.Init(1)
-		x := make([]float32, batch*m.InputDim())
-		for i := range x {
-			x[i] = float32(i%17) / 17
+		const k = 2
+		count := func(batch int) (grad, fil Stats) {
+			params := m.Init(1)
+			x := make([]float32, batch*m.InputDim())
+			for i := range x {
+				x[i] = float32(i%17) / 17
+			}
+			y := make([]int, batch)
+			coords := make([][]int, batch)
+			for s := range coords {
+				coords[s] = []int{s, 3 * s}
+			}
+			clip := models.Clip{Mode: models.ClipSmooth, C: 1}
+			be := m.Backend()
+			be.ResetStats()
+			if err := m.ClippedGradSum(params, x, y, clip, make([]float32, m.NumParams()), make([]float64, batch)); err != nil {
+				t.Fatal(err)
+			}
+			grad = be.Stats()
+			be.ResetStats()
+			if err := m.FILSqNorms(params, x, y, clip, coords, make([]float64, batch)); err != nil {
+				t.Fatal(err)
+			}
+			return grad, be.Stats()
 		}
-		y := make([]int, batch)
-		coords := make([][]int, batch)
-		for s := range coords {
-			coords[s] = []int{s, 3 * s}
-		}
-		clip := models.Clip{Mode: models.ClipSmooth, C: 1}
-		be := m.Backend()
-		be.ResetStats()
-		if err := m.ClippedGradSum(params, x, y, clip, make([]float32, m.NumParams()), make([]float64, batch)); err != nil {
-			t.Fatal(err)
-		}
-		grad := be.Stats()
-		be.ResetStats()
-		if err := m.FILSqNorms(params, x, y, clip, coords, make([]float64, batch)); err != nil {
-			t.Fatal(err)
-		}
-		fil := be.Stats()
-		for what, s := range map[string]Stats{"gradient": grad, "FIL": fil} {
+		g8, f8 := count(4)
+		g16, f16 := count(8)
+		for what, s := range map[string]Stats{"gradient": g16, "FIL": f16} {
 			if s.Syncs != s.Calls || s.Gemms == 0 || s.Launches == 0 || s.DotReads == 0 {
 				t.Errorf("%s %s: inconsistent counts %+v", name, what, s)
 			}
 			if s.StagedBytes != 0 {
 				t.Errorf("%s %s: staged %d bytes through foreign slices", name, what, s.StagedBytes)
 			}
-			t.Logf("%s %s step, per sample (batch %d, k %d): %.1f calls, %.1f launches, %.1f GEMMs, %.1f syncs, %.1f dot reads, %.0f staged bytes",
-				name, what, batch, k, float64(s.Calls)/batch, float64(s.Launches)/batch, float64(s.Gemms)/batch,
-				float64(s.Syncs)/batch, float64(s.DotReads)/batch, float64(s.StagedBytes)/batch)
 		}
+		if g16.Calls != g8.Calls {
+			t.Errorf("%s gradient step: %d calls at batch 4, %d at batch 8: not batched", name, g8.Calls, g16.Calls)
+		}
+		perSample := float64(f16.Calls-f8.Calls) / 4
+		if perSample > float64(3*layers+1) {
+			t.Errorf("%s FIL step: %.1f calls per extra sample, more than 3 per parameter layer (%d layers) + 1", name, perSample, layers)
+		}
+		t.Logf("%s, k = %d: gradient step %d calls (%d launches, %d GEMMs, %d reductions) at batch 4 and 8; FIL step %d calls (%d launches, %d GEMMs, %d reductions) at batch 8, %.1f calls per extra sample",
+			name, k, g16.Calls, g16.Launches, g16.Gemms, g16.DotReads, f16.Calls, f16.Launches, f16.Gemms, f16.DotReads, perSample)
 		m.Close()
 	}
 }
