@@ -490,6 +490,15 @@ func (b *Backend) reduceScratch(blocks []int, need int) bool {
 	return true
 }
 
+// blockTotal is the number of values in the (offset, size) blocks.
+func blockTotal(blocks []int) int {
+	n := 0
+	for i := 1; i < len(blocks); i += 2 {
+		n += blocks[i]
+	}
+	return n
+}
+
 // stripesFor is the number of threads that share one reduction of n values.
 func stripesFor(n int) int { return min(1024, max(32, n/256)) }
 
@@ -538,11 +547,7 @@ func (b *Backend) BlockedDotSq(g, tg []float32, kc, nj int, blocks []int, gd, dd
 		return
 	}
 	defer b.end()
-	P := 0
-	for i := 1; i < len(blocks); i += 2 {
-		P += blocks[i]
-	}
-	stripes := stripesFor(P)
+	stripes := stripesFor(blockTotal(blocks))
 	if !b.reduceScratch(blocks, 2*nj*stripes+2*nj) {
 		return
 	}
@@ -571,11 +576,7 @@ func (b *Backend) RowSqNorms(rows, stride int, blocks []int, x []float32, out []
 		return
 	}
 	defer b.end()
-	n := 0
-	for i := 1; i < len(blocks); i += 2 {
-		n += blocks[i]
-	}
-	stripes := stripesFor(n)
+	stripes := stripesFor(blockTotal(blocks))
 	if !b.reduceScratch(blocks, rows*stripes+rows) {
 		return
 	}
