@@ -225,3 +225,188 @@ func TestErrorIsSticky(t *testing.T) {
 		t.Fatalf("ActForward ran after an error: y[0] = %v", y[0])
 	}
 }
+
+// TestDeviceOps checks the network-step kernels (models.DeviceOps and the batched
+// reductions) directly against definitions written out in Go: one-hot inputs through
+// the float64 CPU backend's im2col and GEMM for the sparse conv steps, plain loops for
+// the rest. Geometries include stride 3 and asymmetric padding.
+func TestDeviceOps(t *testing.T) {
+	ref := models.NewCPUBackend[float64]()
+	for _, drv := range testDrivers(t) {
+		be, err := NewBackend(drv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(3, 4))
+		check := func(name string, got []float32, want []float64) {
+			t.Helper()
+			if e := relErr(got, want); e > 1e-6 || math.IsNaN(e) {
+				t.Errorf("%s %s: relative error %.3g", drv.Name(), name, e)
+			}
+		}
+
+		x := f32(be, randVec(rng, 37))
+		be.Zero(x)
+		check("zero", x, make([]float64, 37))
+
+		a, b, hw := 3, 5, 7
+		src := randVec(rng, a*b*hw)
+		want := make([]float64, len(src))
+		for i := 0; i < a; i++ {
+			for j := 0; j < b; j++ {
+				for k := 0; k < hw; k++ {
+					want[(j*a+i)*hw+k] = src[(i*b+j)*hw+k]
+				}
+			}
+		}
+		dst := be.Alloc(len(src))
+		be.Transpose3(a, b, hw, f32(be, src), dst)
+		check("transpose3", dst, want)
+
+		rows, C := 4, 3
+		out, bias := randVec(rng, rows*C*hw), randVec(rng, C)
+		out32 := f32(be, out)
+		for i := range out {
+			out[i] += bias[(i/hw)%C]
+		}
+		be.AddBias(rows, C, hw, f32(be, bias), out32)
+		check("add bias", out32, out)
+
+		srcStride, dstStride := C*hw+2, C+3
+		rs := randVec(rng, rows*srcStride)
+		sums := make([]float64, rows*dstStride)
+		sums32 := f32(be, sums)
+		for r := 0; r < rows; r++ {
+			for c := 0; c < C; c++ {
+				var s float64
+				for k := 0; k < hw; k++ {
+					s += rs[r*srcStride+c*hw+k]
+				}
+				sums[r*dstStride+c] = s
+			}
+		}
+		be.RowSums(rows, C, hw, f32(be, rs), srcStride, sums32, dstStride)
+		check("row sums", sums32, sums)
+
+		g := models.ConvGeom{InC: 2, H: 8, W: 7, KH: 4, KW: 3, Stride: 3, PadT: 2, PadB: 1, PadL: 1, PadR: 0}
+		g.OutH = (g.H+g.PadT+g.PadB-g.KH)/g.Stride + 1
+		g.OutW = (g.W+g.PadL+g.PadR-g.KW)/g.Stride + 1
+		outC, ckk, hwo, inN := 3, g.CKK(), g.HWo(), g.InC*g.H*g.W
+		W := randVec(rng, outC*ckk)
+		idx := []int{0, 17, -1, inN - 1, 40, 55}
+		val := randVec(rng, len(idx))
+		// Reference: the one-hot inputs through im2col and W·cols.
+		onehot := func(r int) []float64 {
+			cols := make([]float64, ckk*hwo)
+			if idx[r] >= 0 {
+				in := make([]float64, inN)
+				in[idx[r]] = val[r]
+				ref.Im2col(g, in, cols, hwo)
+			}
+			return cols
+		}
+		fwd := make([]float64, len(idx)*outC*hwo)
+		for r := range idx {
+			ref.Gemm(false, false, outC, hwo, ckk, 1, W, ckk, onehot(r), hwo, 0, fwd[r*outC*hwo:], hwo)
+		}
+		fwd32 := be.Alloc(len(fwd))
+		be.SparseConvForward(g, outC, len(idx), idx, f32(be, val), f32(be, W), fwd32)
+		check("sparse conv forward", fwd32, fwd)
+
+		D := randVec(rng, outC*hwo)
+		nW := outC*ckk + 5
+		gw := randVec(rng, len(idx)*nW)
+		gw32 := f32(be, gw)
+		for j := range idx {
+			ref.Gemm(false, true, outC, ckk, hwo, 1, D, hwo, onehot(j), hwo, 1, gw[j*nW:], ckk)
+		}
+		be.SparseConvGradScatter(g, outC, len(idx), idx, f32(be, val), f32(be, D), gw32, nW)
+		check("sparse conv gradient scatter", gw32, gw)
+
+		dIn, dOut := 11, 4
+		Wd := randVec(rng, dOut*dIn)
+		didx := []int{3, -1, 10, 0}
+		dval := randVec(rng, len(didx))
+		dfwd := make([]float64, len(didx)*dOut)
+		for r, id := range didx {
+			for j := 0; j < dOut && id >= 0; j++ {
+				dfwd[r*dOut+j] = dval[r] * Wd[j*dIn+id]
+			}
+		}
+		dfwd32 := be.Alloc(len(dfwd))
+		be.SparseDenseForward(dIn, dOut, len(didx), didx, f32(be, dval), f32(be, Wd), dfwd32)
+		check("sparse dense forward", dfwd32, dfwd)
+
+		Dd := randVec(rng, dOut)
+		dnW := dOut*dIn + 1
+		dgw := randVec(rng, len(didx)*dnW)
+		dgw32 := f32(be, dgw)
+		for j, id := range didx {
+			for o := 0; o < dOut && id >= 0; o++ {
+				dgw[j*dnW+o*dIn+id] += dval[j] * Dd[o]
+			}
+		}
+		be.SparseDenseGradScatter(dIn, dOut, len(didx), didx, f32(be, dval), f32(be, Dd), dgw32, dnW)
+		check("sparse dense gradient scatter", dgw32, dgw)
+
+		P := 1000
+		xs, scale := randVec(rng, rows*P), randVec(rng, rows)
+		acc := randVec(rng, P)
+		wantAcc := append([]float64(nil), acc...)
+		for r := 0; r < rows; r++ {
+			for p := 0; p < P; p++ {
+				wantAcc[p] += scale[r] * xs[r*P+p]
+			}
+		}
+		be.ScaledRowSum(rows, P, scale, f32(be, xs), acc)
+		for p := range acc {
+			if math.Abs(acc[p]-wantAcc[p]) > 1e-9*(1+math.Abs(wantAcc[p])) {
+				t.Fatalf("%s scaled row sum [%d] = %v, want %v", drv.Name(), p, acc[p], wantAcc[p])
+			}
+		}
+
+		// The batched reductions: blocks of a row-major matrix and of a blocked
+		// gradient-tangent buffer (kc directions per tensor).
+		blocks := []int{0, 300, 310, 7, 400, 600}
+		stride := 1000
+		mx := randVec(rng, rows*stride)
+		norms := randVec(rng, rows)
+		wantN := append([]float64(nil), norms...)
+		for r := 0; r < rows; r++ {
+			for bi := 0; bi < len(blocks); bi += 2 {
+				for i := 0; i < blocks[bi+1]; i++ {
+					v := mx[r*stride+blocks[bi]+i]
+					wantN[r] += v * v
+				}
+			}
+		}
+		be.RowSqNorms(rows, stride, blocks, f32(be, mx), norms)
+		kc, nj := 5, 4
+		gv, tg := randVec(rng, stride), randVec(rng, kc*stride)
+		gd, dd := make([]float64, nj), make([]float64, nj)
+		be.BlockedDotSq(f32(be, gv), f32(be, tg), kc, nj, blocks, gd, dd)
+		for j := 0; j < nj; j++ {
+			var wgd, wdd float64
+			for bi := 0; bi < len(blocks); bi += 2 {
+				o, z := blocks[bi], blocks[bi+1]
+				for i := 0; i < z; i++ {
+					v := tg[kc*o+j*z+i]
+					wgd += gv[o+i] * v
+					wdd += v * v
+				}
+			}
+			if math.Abs(gd[j]-wgd) > 1e-9*(1+math.Abs(wgd)) || math.Abs(dd[j]-wdd) > 1e-9*wdd {
+				t.Errorf("%s blocked dot direction %d: (%v, %v), want (%v, %v)", drv.Name(), j, gd[j], dd[j], wgd, wdd)
+			}
+		}
+		for r := range norms {
+			if math.Abs(norms[r]-wantN[r]) > 1e-9*math.Abs(wantN[r]) {
+				t.Errorf("%s row squared norm %d = %v, want %v", drv.Name(), r, norms[r], wantN[r])
+			}
+		}
+		if err := be.Err(); err != nil {
+			t.Fatal(err)
+		}
+		be.Close()
+	}
+}
