@@ -42,6 +42,7 @@ type GPU struct {
 	mod      cu.Module
 	blas     *cublas
 	name     string
+	peak     float64          // peak FP32 GFLOP/s (0: unknown), see PeakFP32GFLOPs
 	params   map[string][]int // kernel name → parameter sizes, from the PTX; read-only
 	ordinal  int
 	state    sync.RWMutex // held shared by every call, exclusively by Close
@@ -118,8 +119,18 @@ func OpenGPU(ordinal int) (Driver, error) {
 		return fail(err)
 	}
 	g.name = fmt.Sprintf("%s (sm_%d%d) cuBLAS %s", devName, major, minor, cublasVersionString(g.blas.version))
+	// Best effort: CU_DEVICE_ATTRIBUTE_CLOCK_RATE is deprecated in CUDA 13, and a
+	// missing peak only leaves the benchmark's "% of FP32 floor" out.
+	if a, err := dev.Attributes(cu.MultiprocessorCount, cu.ClockRate); err == nil {
+		g.peak = peakFP32GFLOPs(a[0], a[1], major, minor)
+	}
 	return g, nil
 }
+
+// PeakFP32GFLOPs is the device's peak FP32 rate (non-tensor-core FMA) in GFLOP/s:
+// SMs × FP32 lanes per SM × 2 × maximum clock, read when the driver was opened; 0
+// when the architecture or the clock is unknown.
+func (g *GPU) PeakFP32GFLOPs() float64 { return g.peak }
 
 // enter locks the calling goroutine to its OS thread, makes the device's context
 // current there and holds the driver open; the returned function undoes all three.
@@ -325,3 +336,6 @@ func (g *GPU) Close() error {
 	}
 	return nil
 }
+
+// Model.PeakGFLOPs finds the peak through this interface.
+var _ interface{ PeakFP32GFLOPs() float64 } = (*GPU)(nil)

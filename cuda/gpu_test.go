@@ -19,7 +19,10 @@ func TestGPUDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := d.(*GPU)
-	t.Logf("device: %s, cuBLAS from %s", g.Name(), g.CublasPath())
+	t.Logf("device: %s, cuBLAS from %s, peak FP32 %.0f GFLOP/s", g.Name(), g.CublasPath(), g.PeakFP32GFLOPs())
+	if p := g.PeakFP32GFLOPs(); p < 0 || math.IsNaN(p) || (p == 0 && strings.Contains(g.Name(), "(sm_90)")) {
+		t.Errorf("PeakFP32GFLOPs() = %g on %s", p, g.Name())
+	}
 	if !strings.Contains(g.Name(), "(sm_") || !strings.Contains(g.Name(), "cuBLAS ") {
 		t.Errorf("Name() = %q, want the compute capability and the cuBLAS version", g.Name())
 	}
