@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/dpfil/dpfil/models"
@@ -36,10 +37,16 @@ func NewModel(arch models.Arch, be *Backend) (*Model, error) {
 	return &Model{inner: inner, net: nm.Network(), be: be, params: be.Alloc(inner.NumParams())}, nil
 }
 
-// Open builds arch on a new backend over drv; Close releases both.
+// Open builds arch on a new backend over drv; Close releases both. On an error drv
+// is closed too.
 func Open(arch models.Arch, drv Driver) (*Model, error) {
 	be, err := NewBackend(drv)
 	if err != nil {
+		if drv != nil {
+			if cerr := drv.Close(); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+		}
 		return nil, err
 	}
 	m, err := NewModel(arch, be)
