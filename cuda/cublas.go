@@ -85,11 +85,9 @@ static dpfil_cublas *dpfil_cublas_open(const char *path, const char *ltPath, cha
 	return b;
 }
 
-static void dpfil_cublas_close(dpfil_cublas *b) {
-	dlclose(b->lib);
-	if (b->lt) dlclose(b->lt);
-	free(b);
-}
+// The libraries stay loaded after close: unloading a library that embeds the CUDA
+// runtime can crash at thread exit, and a process keeps at most one handle's worth.
+static void dpfil_cublas_close(dpfil_cublas *b) { free(b); }
 
 static int dpfil_cublas_create(dpfil_cublas *b) { return b->create(&b->handle); }
 static int dpfil_cublas_destroy(dpfil_cublas *b) {

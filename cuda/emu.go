@@ -111,8 +111,10 @@ func cbool(b bool) C.int {
 }
 
 func (e *emulator) Sgemm(transA, transB bool, m, n, k int, alpha float32, a unsafe.Pointer, lda int, b unsafe.Pointer, ldb int, beta float32, c unsafe.Pointer, ldc int) error {
-	if m < 0 || n < 0 || k < 0 {
-		return fmt.Errorf("cuda emulator: sgemm with negative size %d×%d×%d", m, n, k)
+	// The GPU driver's argument checks (cuBLAS's, in row-major terms), so that a call
+	// the GPU would refuse fails here too.
+	if _, err := colMajorGemm(transA, transB, m, n, k, lda, ldb, ldc); err != nil {
+		return fmt.Errorf("cuda emulator: %w", err)
 	}
 	if m == 0 || n == 0 {
 		return nil
@@ -123,8 +125,8 @@ func (e *emulator) Sgemm(transA, transB bool, m, n, k int, alpha float32, a unsa
 }
 
 func (e *emulator) SgemmStridedBatched(transA, transB bool, m, n, k int, alpha float32, a unsafe.Pointer, lda, strideA int, b unsafe.Pointer, ldb, strideB int, beta float32, c unsafe.Pointer, ldc, strideC, batch int) error {
-	if batch < 0 {
-		return fmt.Errorf("cuda emulator: sgemm batch %d", batch)
+	if _, err := colMajorGemmStrided(transA, transB, m, n, k, lda, strideA, ldb, strideB, ldc, strideC, batch); err != nil {
+		return fmt.Errorf("cuda emulator: %w", err)
 	}
 	for i := 0; i < batch; i++ {
 		err := e.Sgemm(transA, transB, m, n, k, alpha, unsafe.Add(a, 4*i*strideA), lda,

@@ -410,3 +410,28 @@ func TestDeviceOps(t *testing.T) {
 		be.Close()
 	}
 }
+
+// TestEmulatorRefusesWhatCuBLASRefuses checks that the emulator applies the GPU
+// driver's GEMM argument checks, so a call the GPU would refuse fails in CI too.
+func TestEmulatorRefusesWhatCuBLASRefuses(t *testing.T) {
+	be, err := NewBackend(NewEmulator())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	a, b, c := be.Alloc(64), be.Alloc(64), be.Alloc(64)
+	be.Gemm(false, false, 4, 4, 4, 1, a, 3, b, 4, 0, c, 4) // lda 3 < k = 4
+	if err := be.Err(); err == nil || !strings.Contains(err.Error(), "lda") {
+		t.Fatalf("lda < k: Err() = %v", err)
+	}
+	be2, err := NewBackend(NewEmulator())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be2.Close()
+	a, b, c = be2.Alloc(64), be2.Alloc(64), be2.Alloc(64)
+	be2.GemmStridedBatched(false, false, 2, 2, 2, 1, a, 2, 4, b, 2, 4, 0, c, 2, 3, 2) // C matrices overlap
+	if err := be2.Err(); err == nil || !strings.Contains(err.Error(), "overlap") {
+		t.Fatalf("overlapping C: Err() = %v", err)
+	}
+}
