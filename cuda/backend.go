@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"unsafe"
@@ -253,6 +254,16 @@ func (b *Backend) end() {
 // launch runs a grid-stride kernel over n elements.
 func (b *Backend) launch(name string, n int, args ...any) {
 	if b.err != nil || n <= 0 {
+		return
+	}
+	for i, a := range args {
+		if v, ok := a.(int); ok && (v < math.MinInt32 || v > math.MaxInt32) {
+			b.fail(fmt.Errorf("cuda: %s: argument %d = %d does not fit the kernel's 32-bit int", name, i, v))
+			return
+		}
+	}
+	if n > math.MaxInt32 {
+		b.fail(fmt.Errorf("cuda: %s: %d elements exceed the kernels' 32-bit sizes", name, n))
 		return
 	}
 	g := min(maxGrid, (n+blockSize-1)/blockSize)

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/dpfil/dpfil/models"
 )
@@ -221,6 +222,20 @@ func TestErrorIsSticky(t *testing.T) {
 	y := be.Alloc(4)
 	x[0] = 1
 	be.ActForward(models.ActTanh, x, y)
+	if y[0] != 0 {
+		t.Fatalf("ActForward ran after an error: y[0] = %v", y[0])
+	}
+
+	// A size beyond the kernels' 32-bit ints is an error, not a truncated launch.
+	be2, err := NewBackend(NewEmulator())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be2.Close()
+	be2.launch("k_zero", 8, 1<<33, unsafe.Pointer(unsafe.SliceData(x)))
+	if be2.Err() == nil || !strings.Contains(be2.Err().Error(), "32-bit") {
+		t.Fatalf("oversized int argument: Err() = %v", be2.Err())
+	}
 	if y[0] != 0 {
 		t.Fatalf("ActForward ran after an error: y[0] = %v", y[0])
 	}
