@@ -550,7 +550,14 @@ func (b *Backend) reduce(name string, rows, stripes int, args []uint64) []float6
 // of each direction are summed in double by separate threads, then each direction's
 // stripes in order, so the result is deterministic.
 func (b *Backend) BlockedDotSq(g, tg []float32, kc, nj int, blocks []int, gd, dd []float64) {
-	if nj <= 0 {
+	b.BlockedDotSqBatch(g, len(g), tg, len(tg), 1, kc, nj, blocks, gd, dd)
+}
+
+// BlockedDotSqBatch is BlockedDotSq for cs samples at once (models.TangentBatcher):
+// sample s's gradient at g[s·P:], its gradient tangents at tg[s·tgStride:], results
+// for direction j of sample s at gd[s·nj + j], dd[s·nj + j].
+func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, tgStride, cs, kc, nj int, blocks []int, gd, dd []float64) {
+	if nj <= 0 || cs <= 0 {
 		return
 	}
 	if !b.begin() {
@@ -559,7 +566,8 @@ func (b *Backend) BlockedDotSq(g, tg []float32, kc, nj int, blocks []int, gd, dd
 	}
 	defer b.end()
 	stripes := stripesFor(blockTotal(blocks))
-	if !b.reduceScratch(blocks, 2*nj*stripes+2*nj) {
+	rows := cs * nj
+	if !b.reduceScratch(blocks, 2*rows*stripes+2*rows) {
 		return
 	}
 	pg, ptg := b.dev(g, false), b.dev(tg, false)
@@ -567,13 +575,13 @@ func (b *Backend) BlockedDotSq(g, tg []float32, kc, nj int, blocks []int, gd, dd
 		return
 	}
 	part := unsafe.Pointer(unsafe.SliceData(b.fpart))
-	f := b.reduce("k_blocked_dotsq", 2*nj, stripes,
-		Args(kc, nj, stripes, len(blocks)/2, unsafe.Pointer(unsafe.SliceData(b.iblk)), pg, ptg, part))
+	f := b.reduce("k_blocked_dotsq", 2*rows, stripes,
+		Args(cs, P, int64(tgStride), kc, nj, stripes, len(blocks)/2, unsafe.Pointer(unsafe.SliceData(b.iblk)), pg, ptg, part))
 	if f == nil {
 		return
 	}
-	copy(gd[:nj], f[:nj])
-	copy(dd[:nj], f[nj:2*nj])
+	copy(gd[:rows], f[:rows])
+	copy(dd[:rows], f[rows:2*rows])
 }
 
 // RowSqNorms adds to out[r] the squared norm of row r's blocks, for rows rows of
@@ -667,8 +675,14 @@ func (b *Backend) AddBias(rows, C, hw int, bias, out []float32) {
 
 // RowSums writes dst[r·dstStride + c] = Σ_k src[r·srcStride + c·hw + k].
 func (b *Backend) RowSums(rows, C, hw int, src []float32, srcStride int, dst []float32, dstStride int) {
+	b.RowSumsBlocked(rows, rows, C, hw, src, srcStride, dst, dstStride, 0)
+}
+
+// RowSumsBlocked is RowSums with rows in groups of kd: row r's sums go to
+// dst[(r/kd)·outer + (r%kd)·dstStride:] (models.TangentBatcher).
+func (b *Backend) RowSumsBlocked(rows, kd, C, hw int, src []float32, srcStride int, dst []float32, dstStride, outer int) {
 	b.op("k_row_sums", rows*C, func() []any {
-		return []any{rows, C, hw, b.dev(src, false), srcStride, b.dev(dst, true), dstStride}
+		return []any{rows, kd, C, hw, b.dev(src, false), srcStride, b.dev(dst, true), dstStride, int64(outer)}
 	})
 }
 
@@ -692,17 +706,31 @@ func (b *Backend) SparseDenseForward(inN, outN, rows int, idx []int, val, W, out
 // SparseConvGradScatter adds the one-hot inputs' terms of kc conv weight-gradient
 // tangents (direction j at gw[j·nW:]).
 func (b *Backend) SparseConvGradScatter(g models.ConvGeom, outC, kc int, idx []int, val, D, gw []float32, nW int) {
-	b.op("k_sparse_conv_grad", kc*outC*g.KH*g.KW, func() []any {
-		return []any{g.InC, g.H, g.W, g.KH, g.KW, g.Stride, g.PadT, g.PadL, g.OutH, g.OutW, outC, kc,
-			b.int32s(idx[:kc]), b.dev(val[:kc], false), b.dev(D, false), b.dev(gw, true), nW}
+	b.SparseConvGradScatterRows(g, outC, kc, kc, idx, val, D, 0, gw, nW, 0)
+}
+
+// SparseConvGradScatterRows is SparseConvGradScatter for rows = samples × kd
+// directions: row j belongs to sample j/kd, whose D is at D[(j/kd)·dStride:] and whose
+// gradient tangents start at gw[(j/kd)·gStride:] (models.TangentBatcher).
+func (b *Backend) SparseConvGradScatterRows(g models.ConvGeom, outC, rows, kd int, idx []int, val, D []float32, dStride int, gw []float32, nW, gStride int) {
+	b.op("k_sparse_conv_grad", rows*outC*g.KH*g.KW, func() []any {
+		return []any{g.InC, g.H, g.W, g.KH, g.KW, g.Stride, g.PadT, g.PadL, g.OutH, g.OutW, outC, rows, kd,
+			b.int32s(idx[:rows]), b.dev(val[:rows], false), b.dev(D, false), dStride, b.dev(gw, true), nW, int64(gStride)}
 	})
 }
 
 // SparseDenseGradScatter adds the one-hot inputs' terms of kc dense weight-gradient
 // tangents.
 func (b *Backend) SparseDenseGradScatter(inN, outN, kc int, idx []int, val, D, gw []float32, nW int) {
-	b.op("k_sparse_dense_grad", kc*outN, func() []any {
-		return []any{inN, outN, kc, b.int32s(idx[:kc]), b.dev(val[:kc], false), b.dev(D, false), b.dev(gw, true), nW}
+	b.SparseDenseGradScatterRows(inN, outN, kc, kc, idx, val, D, 0, gw, nW, 0)
+}
+
+// SparseDenseGradScatterRows is SparseDenseGradScatter for rows = samples × kd
+// directions (see SparseConvGradScatterRows).
+func (b *Backend) SparseDenseGradScatterRows(inN, outN, rows, kd int, idx []int, val, D []float32, dStride int, gw []float32, nW, gStride int) {
+	b.op("k_sparse_dense_grad", rows*outN, func() []any {
+		return []any{inN, outN, rows, kd, b.int32s(idx[:rows]), b.dev(val[:rows], false), b.dev(D, false), dStride,
+			b.dev(gw, true), nW, int64(gStride)}
 	})
 }
 
@@ -742,6 +770,7 @@ func (b *Backend) ScaledRowSum(rows, P int, scale []float64, x []float32, acc []
 var (
 	_ models.Backend[float32]        = (*Backend)(nil)
 	_ models.DeviceOps[float32]      = (*Backend)(nil)
+	_ models.TangentBatcher[float32] = (*Backend)(nil)
 	_ models.BlockedDotSqer[float32] = (*Backend)(nil)
 	_ models.BatchedGemmer[float32]  = (*Backend)(nil)
 	_ models.RowIm2coler[float32]    = (*Backend)(nil)

@@ -50,9 +50,9 @@ func TestConformance(t *testing.T) {
 // worth using: nothing staged (Model uploads the parameters once per call, every
 // other buffer is the network's own managed memory), one synchronisation per backend
 // call, a gradient step whose call count does not grow with the batch (one chunk),
-// and a FIL step that adds at most 3 calls per parameter layer and sample (its
-// per-sample gradient tangents: a GEMM, a batched GEMM and the bias sums) plus the
-// sample's reduction. With -v it
+// and a FIL step that adds at most one call per parameter layer and sample (the
+// batched second term of a layer's gradient tangents loops over the smaller of
+// samples and directions). With -v it
 // prints the counts that docs/perf.md turns into the GPU's overhead model.
 func TestWorkCounts(t *testing.T) {
 	for _, name := range []string{"mnist-cnn", "cifar-cnn"} {
@@ -109,8 +109,8 @@ func TestWorkCounts(t *testing.T) {
 			t.Errorf("%s gradient step: %d calls at batch 4, %d at batch 8: not batched", name, g8.Calls, g16.Calls)
 		}
 		perSample := float64(f16.Calls-f8.Calls) / 4
-		if perSample > float64(3*layers+1) {
-			t.Errorf("%s FIL step: %.1f calls per extra sample, more than 3 per parameter layer (%d layers) + 1", name, perSample, layers)
+		if perSample > float64(layers) {
+			t.Errorf("%s FIL step: %.1f calls per extra sample, more than one per parameter layer (%d layers)", name, perSample, layers)
 		}
 		t.Logf("%s, k = %d: gradient step %d calls (%d launches, %d GEMMs, %d reductions) at batch 4 and 8; FIL step %d calls (%d launches, %d GEMMs, %d reductions) at batch 8, %.1f calls per extra sample",
 			name, k, g16.Calls, g16.Launches, g16.Gemms, g16.DotReads, f16.Calls, f16.Launches, f16.Gemms, f16.DotReads, perSample)

@@ -51,13 +51,15 @@ type Driver interface {
 }
 
 // Arg packs a kernel argument into an 8-byte slot: int (passed as a 32-bit int),
-// float32, float64 or a device pointer.
+// int64 (a long long), float32, float64 or a device pointer.
 func Arg(v any) uint64 {
 	switch x := v.(type) {
 	case int:
 		return uint64(uint32(int32(x)))
 	case int32:
 		return uint64(uint32(x))
+	case int64:
+		return uint64(x)
 	case float32:
 		return uint64(*(*uint32)(unsafe.Pointer(&x)))
 	case float64:

@@ -17,6 +17,7 @@ dp_dim3 dp_emu_threadIdx, dp_emu_blockIdx, dp_emu_blockDim, dp_emu_gridDim;
 #define PF(k) ((float*)(uintptr_t)a[k])
 #define PD(k) ((double*)(uintptr_t)a[k])
 #define PI(k) ((int*)(uintptr_t)a[k])
+#define L(k) ((long long)a[k])
 
 static float slot_float(uint64_t v) {
 	uint32_t u = (uint32_t)v;
@@ -55,7 +56,7 @@ static int call(int id, const uint64_t* a) {
 		k_sum_strided(I(0), PD(1), PD(2));
 		return 0;
 	case EMU_K_BLOCKED_DOTSQ:
-		k_blocked_dotsq(I(0), I(1), I(2), I(3), PI(4), PF(5), PF(6), PD(7));
+		k_blocked_dotsq(I(0), I(1), L(2), I(3), I(4), I(5), I(6), PI(7), PF(8), PF(9), PD(10));
 		return 0;
 	case EMU_K_SUM_ROWS:
 		k_sum_rows(I(0), I(1), PD(2), PD(3));
@@ -73,7 +74,7 @@ static int call(int id, const uint64_t* a) {
 		k_add_bias(I(0), I(1), I(2), PF(3), PF(4));
 		return 0;
 	case EMU_K_ROW_SUMS:
-		k_row_sums(I(0), I(1), I(2), PF(3), I(4), PF(5), I(6));
+		k_row_sums(I(0), I(1), I(2), I(3), PF(4), I(5), PF(6), I(7), L(8));
 		return 0;
 	case EMU_K_SPARSE_CONV_FWD:
 		k_sparse_conv_fwd(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10), I(11), PI(12), PF(13), PF(14), PF(15));
@@ -82,10 +83,10 @@ static int call(int id, const uint64_t* a) {
 		k_sparse_dense_fwd(I(0), I(1), I(2), PI(3), PF(4), PF(5), PF(6));
 		return 0;
 	case EMU_K_SPARSE_CONV_GRAD:
-		k_sparse_conv_grad(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10), I(11), PI(12), PF(13), PF(14), PF(15), I(16));
+		k_sparse_conv_grad(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10), I(11), I(12), PI(13), PF(14), PF(15), I(16), PF(17), I(18), L(19));
 		return 0;
 	case EMU_K_SPARSE_DENSE_GRAD:
-		k_sparse_dense_grad(I(0), I(1), I(2), PI(3), PF(4), PF(5), PF(6), I(7));
+		k_sparse_dense_grad(I(0), I(1), I(2), I(3), PI(4), PF(5), PF(6), I(7), PF(8), I(9), L(10));
 		return 0;
 	case EMU_K_SCALED_ROW_SUM:
 		k_scaled_row_sum(I(0), I(1), PD(2), PF(3), PD(4));

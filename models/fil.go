@@ -140,11 +140,28 @@ func (n *Network[T]) FILSqNorms(params, x []T, y []int, batch int, clip Clip, co
 	bd, _ := n.be.(BlockedDotSqer[T])
 	var gdBuf, ddBuf []float64
 	var blocks []int
-	if bd != nil {
+	if bd != nil || n.tb != nil {
 		gdBuf, ddBuf, blocks = make([]float64, k), make([]float64, k), n.blocks()
 	}
+	var consumeChunk func(ws *workspace[T], s0, cs, j0, kc int)
+	if n.tb != nil {
+		consumeChunk = func(ws *workspace[T], s0, cs, j0, kc int) {
+			if len(gdBuf) < cs*kc {
+				gdBuf, ddBuf = make([]float64, cs*kc), make([]float64, cs*kc)
+			}
+			n.tb.BlockedDotSqBatch(ws.grads[:cs*P], P, ws.tgAll[:cs*kc*P], kc*P, cs, kc, kc, blocks, gdBuf, ddBuf)
+			for sl := 0; sl < cs; sl++ {
+				s := s0 + sl
+				var acc float64
+				for j := 0; j < min(kc, len(coords[s])-j0); j++ {
+					acc += clippedTangentSqNorm(clip, gg[s], gdBuf[sl*kc+j], ddBuf[sl*kc+j])
+				}
+				out[s] += acc
+			}
+		}
+	}
 	n.run(&tangentRun[T]{
-		params: params, x: x, y: y, batch: batch, k: k, grads: true, coords: coords,
+		params: params, x: x, y: y, batch: batch, k: k, grads: true, coords: coords, consumeChunk: consumeChunk,
 		first: func(ws *workspace[T], s0, cs int) {
 			copy(gg[s0:s0+cs], ws.gsq[:cs])
 		},

@@ -48,7 +48,10 @@ type Network[T Float] struct {
 	budget int
 	ws     []*workspace[T]
 	dops   DeviceOps[T] // the backend's device steps, nil on the CPU
-	total  []float64    // ClippedGradSum's float64 accumulator
+	// tb batches the FIL step's gradient tangents over a chunk (device backends with
+	// DeviceOps, BatchedGemmer and TangentBatcher), nil otherwise.
+	tb    TangentBatcher[T]
+	total []float64 // ClippedGradSum's float64 accumulator
 }
 
 // NewNetwork resolves arch for the backend be.
@@ -95,6 +98,11 @@ func NewNetwork[T Float](arch Arch, be Backend[T]) (*Network[T], error) {
 	}
 	n.p = arch.NumParams()
 	n.dops, _ = be.(DeviceOps[T])
+	if tb, ok := be.(TangentBatcher[T]); ok && n.dops != nil {
+		if _, ok := be.(BatchedGemmer[T]); ok {
+			n.tb = tb
+		}
+	}
 	n.firstParam = -1
 	for i, l := range n.layers {
 		if l.hasParams() {
@@ -173,6 +181,7 @@ type workspace[T Float] struct {
 	losses   []T       // cs losses
 	tg       []T       // kc×P gradient tangents of one sample
 	tp       []T       // cs·kc×P parameter tangents (only when pt)
+	tgAll    []T       // cs·kc×P gradient tangents of a whole chunk (only with TangentBatcher)
 	prob     []float64 // Classes softmax probabilities
 }
 
@@ -301,6 +310,9 @@ func (n *Network[T]) deviceChunkSizes(budget, batch, k int, pt bool) (cs, kc int
 	if pt {
 		row += n.p
 	}
+	if n.tb != nil {
+		row += n.p // the chunk's gradient tangents (ws.tgAll)
+	}
 	for {
 		kc = (budget - cs*first) / (cs*row + n.p)
 		if kc >= k || cs == 1 {
@@ -344,6 +356,9 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 		ws.tg = be.Alloc(ws.kc * n.p)
 		if ws.pt {
 			ws.tp = be.Alloc(rows * n.p)
+		}
+		if n.tb != nil {
+			ws.tgAll = be.Alloc(rows * n.p)
 		}
 	}
 	if need := max(ws.cs, ws.rows); len(ws.scratch) < maxCol*need {

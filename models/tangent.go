@@ -33,6 +33,10 @@ type tangentRun[T Float] struct {
 	// gradients and losses.
 	first   func(ws *workspace[T], s0, cs int)
 	consume tangentConsumer[T]
+	// consumeChunk, when set and the backend batches tangents (TangentBatcher), is
+	// called once per chunk and pass instead of consume per sample, with every
+	// sample's gradient tangents in ws.tgAll (sample s at s·kc·P, blocked as ws.tg).
+	consumeChunk func(ws *workspace[T], s0, cs, j0, kc int)
 }
 
 // gradTangentAt copies direction j of a blocked gradient-tangent buffer (kc
@@ -88,6 +92,11 @@ func (n *Network[T]) run(r *tangentRun[T]) {
 			n.tangentForward(ws, r.params, c, kk, tp, sparse)
 			n.tangentLoss(ws, r.y[s0:s0+c], c, kk)
 			n.tangentBackward(ws, r.params, c, kk, tp, r.inputGrad)
+			if r.consumeChunk != nil && r.grads && n.tb != nil {
+				n.gradTangentsAll(ws, c, kk, sparse)
+				r.consumeChunk(ws, s0, c, j0, kk)
+				continue
+			}
 			for s := 0; s < c; s++ {
 				if r.grads {
 					n.gradTangents(ws, s, c, kk, sparse)
@@ -397,6 +406,75 @@ func (n *Network[T]) gradTangents(ws *workspace[T], s, cs, kc int, sparse bool) 
 			} else {
 				copy(gb, tD)
 			}
+		}
+	}
+}
+
+// TangentBatcher is an optional Backend extension for device backends: the gradient
+// tangents of a whole chunk at once (instead of one sample at a time) and their FIL
+// reduction. Rows come in groups of kd (the directions of one sample).
+type TangentBatcher[T Float] interface {
+	// RowSumsBlocked is DeviceOps.RowSums with row r's sums written to
+	// dst[(r/kd)·outer + (r%kd)·dstStride:].
+	RowSumsBlocked(rows, kd, C, hw int, src []T, srcStride int, dst []T, dstStride, outer int)
+	// SparseConvGradScatterRows is DeviceOps.SparseConvGradScatter over rows rows,
+	// row j using D[(j/kd)·dStride:] and writing gw[(j/kd)·gStride + (j%kd)·nW:].
+	SparseConvGradScatterRows(g ConvGeom, outC, rows, kd int, idx []int, val, D []T, dStride int, gw []T, nW, gStride int)
+	// SparseDenseGradScatterRows is the same for a dense layer.
+	SparseDenseGradScatterRows(inN, outN, rows, kd int, idx []int, val, D []T, dStride int, gw []T, nW, gStride int)
+	// BlockedDotSqBatch is BlockedDotSqer.BlockedDotSq for cs samples: sample s's
+	// gradient at g[s·P:], its tangents at tg[s·tgStride:], results at gd[s·nj + j].
+	BlockedDotSqBatch(g []T, P int, tg []T, tgStride, cs, kc, nj int, blocks []int, gd, dd []float64)
+}
+
+// gradTangentsAll writes the kc gradient tangents of every sample of the chunk to
+// ws.tgAll (sample s at s·kc·P, each in gradTangents' blocked layout) with batched
+// device calls: the same terms as gradTangents, for all samples at once.
+func (n *Network[T]) gradTangentsAll(ws *workspace[T], cs, kc int, sparse bool) {
+	P := n.p
+	rows := cs * kc
+	sS := kc * P // one sample's gradient tangents
+	tg := ws.tgAll[:rows*P]
+	for i := range n.layers {
+		l := &n.layers[i]
+		if !l.hasParams() {
+			continue
+		}
+		tD := ws.tdlt[i+1][:rows*l.outN]
+		D := ws.dlt[i+1][:cs*l.outN]
+		gw := tg[kc*l.wOff:]
+		first := sparse && i == n.firstParam
+		switch l.kind {
+		case KindConv:
+			g := l.conv
+			ckk, hwo, oc := g.CKK(), g.HWo(), l.out.C
+			n.gemmBatched(false, true, kc*oc, ckk, hwo, 1, tD, hwo, kc*l.outN, ws.cols[i], cs*hwo, hwo, 0, gw, ckk, sS, cs)
+			if first {
+				n.tb.SparseConvGradScatterRows(g, oc, rows, kc, ws.spIdx[:rows], ws.spVal[:rows], D, l.outN, gw, l.nW, sS)
+			} else if cs <= kc {
+				for s := 0; s < cs; s++ {
+					n.gemmBatched(false, true, oc, ckk, hwo, 1, D[s*l.outN:], hwo, 0, ws.tcols[i][s*kc*hwo:], rows*hwo, hwo, 1, gw[s*sS:], ckk, l.nW, kc)
+				}
+			} else {
+				for j := 0; j < kc; j++ {
+					n.gemmBatched(false, true, oc, ckk, hwo, 1, D, hwo, l.outN, ws.tcols[i][j*hwo:], rows*hwo, kc*hwo, 1, gw[j*l.nW:], ckk, sS, cs)
+				}
+			}
+			n.tb.RowSumsBlocked(rows, kc, oc, hwo, tD, l.outN, tg[kc*l.bOff:], l.nB, sS)
+		case KindDense:
+			n.gemmBatched(false, false, kc*l.outN, l.inN, 1, 1, tD, 1, kc*l.outN, ws.acts[i], l.inN, l.inN, 0, gw, l.inN, sS, cs)
+			if first {
+				n.tb.SparseDenseGradScatterRows(l.inN, l.outN, rows, kc, ws.spIdx[:rows], ws.spVal[:rows], D, l.outN, gw, l.nW, sS)
+			} else if cs <= kc {
+				for s := 0; s < cs; s++ {
+					n.gemmBatched(false, false, l.outN, l.inN, 1, 1, D[s*l.outN:], 1, 0, ws.tacts[i][s*kc*l.inN:], l.inN, l.inN, 1, gw[s*sS:], l.inN, l.nW, kc)
+				}
+			} else {
+				for j := 0; j < kc; j++ {
+					n.gemmBatched(false, false, l.outN, l.inN, 1, 1, D, 1, l.outN, ws.tacts[i][j*l.inN:], l.inN, kc*l.inN, 1, gw[j*l.nW:], l.inN, sS, cs)
+				}
+			}
+			n.tb.RowSumsBlocked(rows, kc, l.outN, 1, tD, l.outN, tg[kc*l.bOff:], l.nB, sS)
 		}
 	}
 }

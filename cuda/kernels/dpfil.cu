@@ -175,20 +175,24 @@ KERNEL k_sum_strided(int n, const double* in, double* out) {
 	out[t] = s;
 }
 
-// k_blocked_dotsq: the FIL step's reduction for one sample. The parameter tensors are
-// nb (offset, size) pairs in blocks; tg holds kc directions per tensor, direction j of
-// tensor t at tg[kc·o_t + j·z_t]. Thread t = j·S + c (S = stripes, j < nj) sums, over
-// every tensor, the elements i ≡ c (mod S) of ⟨g_t, tg_{t,j}⟩ and ‖tg_{t,j}‖² in double
-// and writes them to part[j·S + c] and part[nj·S + j·S + c].
-KERNEL k_blocked_dotsq(int kc, int nj, int stripes, int nb, const int* blocks, const float* g,
-                       const float* tg, double* part) {
-	GRID_STRIDE(t, (long long)nj * stripes) {
-		int j = (int)(t / stripes), c = (int)(t % stripes);
+// k_blocked_dotsq: the FIL step's reduction for cs samples. The parameter tensors are
+// nb (offset, size) pairs in blocks; sample s's gradient is g + s·P and its gradient
+// tangents tg + s·tgStride hold kc directions per tensor, direction j of tensor t at
+// kc·o_t + j·z_t. Thread t = (s·nj + j)·S + c (S = stripes, j < nj) sums, over every
+// tensor, the elements i ≡ c (mod S) of ⟨g_t, tg_{t,j}⟩ and ‖tg_{t,j}‖² in double and writes
+// them to part[t] and part[cs·nj·S + t].
+KERNEL k_blocked_dotsq(int cs, int P, long long tgStride, int kc, int nj, int stripes, int nb,
+                       const int* blocks, const float* g, const float* tg, double* part) {
+	long long n = (long long)cs * nj * stripes;
+	GRID_STRIDE(t, n) {
+		long long q = t / stripes;
+		int c = (int)(t % stripes), j = (int)(q % nj);
+		long long s = q / nj;
 		double gd = 0.0, dd = 0.0;
 		for (int b = 0; b < nb; b++) {
 			long long off = blocks[2 * b], size = blocks[2 * b + 1];
-			const float* gt = g + off;
-			const float* tt = tg + (long long)kc * off + (long long)j * size;
+			const float* gt = g + s * P + off;
+			const float* tt = tg + s * tgStride + (long long)kc * off + (long long)j * size;
 			for (long long i = c; i < size; i += stripes) {
 				double v = (double)tt[i];
 				gd += (double)gt[i] * v;
@@ -196,7 +200,7 @@ KERNEL k_blocked_dotsq(int kc, int nj, int stripes, int nb, const int* blocks, c
 			}
 		}
 		part[t] = gd;
-		part[(long long)nj * stripes + t] = dd;
+		part[n + t] = dd;
 	}
 }
 
@@ -252,15 +256,17 @@ KERNEL k_add_bias(int rows, int C, int hw, const float* bias, float* out) {
 	GRID_STRIDE(t, (long long)rows * C * hw) { out[t] += bias[(t / hw) % C]; }
 }
 
-// k_row_sums: dst[r·dstStride + c] = Σ_k src[r·srcStride + c·hw + k], summed in order.
-KERNEL k_row_sums(int rows, int C, int hw, const float* src, int srcStride, float* dst, int dstStride) {
+// k_row_sums: dst[(r/kd)·outer + (r%kd)·dstStride + c] = Σ_k src[r·srcStride + c·hw + k]
+// for r < rows, c < C, summed in order (kd = rows, outer = 0: plain row strides).
+KERNEL k_row_sums(int rows, int kd, int C, int hw, const float* src, int srcStride, float* dst,
+                  int dstStride, long long outer) {
 	GRID_STRIDE(t, (long long)rows * C) {
 		long long r = t / C;
 		int c = (int)(t % C);
 		const float* s = src + r * srcStride + (long long)c * hw;
 		float acc = 0.0f;
 		for (int k = 0; k < hw; k++) acc += s[k];
-		dst[r * dstStride + c] = acc;
+		dst[(r / kd) * outer + (r % kd) * dstStride + c] = acc;
 	}
 }
 
@@ -296,14 +302,15 @@ KERNEL k_sparse_dense_fwd(int inN, int outN, int rows, const int* idx, const flo
 	}
 }
 
-// k_sparse_conv_grad: for direction j < kc with one-hot input pixel idx[j] = (c, ih, iw),
-// gw[j·nW + oc·CKK + (c, kh, kw)] += val[j]·D[oc][pos(kh, kw)] for every tap (kh, kw)
-// that reaches an output position.
+// k_sparse_conv_grad: for row j < rows (sample j/kd, direction j%kd) with one-hot input
+// pixel idx[j] = (c, ih, iw), adds val[j]·D_s[oc][pos(kh, kw)] to
+// gw[(j/kd)·gStride + (j%kd)·nW + oc·CKK + (c, kh, kw)] for every tap (kh, kw) that reaches
+// an output position; D_s = D + (j/kd)·dStride.
 KERNEL k_sparse_conv_grad(int inC, int h, int w, int kh, int kw, int stride, int padT, int padL,
-                          int outH, int outW, int outC, int kc, const int* idx, const float* val,
-                          const float* D, float* gw, int nW) {
+                          int outH, int outW, int outC, int rows, int kd, const int* idx, const float* val,
+                          const float* D, int dStride, float* gw, int nW, long long gStride) {
 	int hwo = outH * outW, ckk = inC * kh * kw;
-	GRID_STRIDE(t, (long long)kc * outC * kh * kw) {
+	GRID_STRIDE(t, (long long)rows * outC * kh * kw) {
 		int kj = (int)(t % kw), ki = (int)((t / kw) % kh);
 		int oc = (int)((t / ((long long)kw * kh)) % outC);
 		int j = (int)(t / ((long long)kw * kh * outC));
@@ -314,16 +321,21 @@ KERNEL k_sparse_conv_grad(int inC, int h, int w, int kh, int kw, int stride, int
 		if (u < 0 || u % stride != 0 || u / stride >= outH) continue;
 		if (v < 0 || v % stride != 0 || v / stride >= outW) continue;
 		int pos = (u / stride) * outW + v / stride;
-		gw[(long long)j * nW + oc * ckk + (c * kh + ki) * kw + kj] += val[j] * D[oc * hwo + pos];
+		long long s = j / kd;
+		gw[s * gStride + (long long)(j % kd) * nW + oc * ckk + (c * kh + ki) * kw + kj] +=
+			val[j] * D[s * dStride + oc * hwo + pos];
 	}
 }
 
-// k_sparse_dense_grad: gw[j·nW + o·inN + idx[j]] += val[j]·D[o] for j < kc, o < outN.
-KERNEL k_sparse_dense_grad(int inN, int outN, int kc, const int* idx, const float* val, const float* D,
-                           float* gw, int nW) {
-	GRID_STRIDE(t, (long long)kc * outN) {
+// k_sparse_dense_grad: gw[(j/kd)·gStride + (j%kd)·nW + o·inN + idx[j]] += val[j]·D_s[o] for
+// rows j < rows, o < outN (D_s = D + (j/kd)·dStride).
+KERNEL k_sparse_dense_grad(int inN, int outN, int rows, int kd, const int* idx, const float* val,
+                           const float* D, int dStride, float* gw, int nW, long long gStride) {
+	GRID_STRIDE(t, (long long)rows * outN) {
 		int j = (int)(t / outN), o = (int)(t % outN);
-		if (idx[j] >= 0) gw[(long long)j * nW + (long long)o * inN + idx[j]] += val[j] * D[o];
+		long long s = j / kd;
+		if (idx[j] >= 0)
+			gw[s * gStride + (long long)(j % kd) * nW + (long long)o * inN + idx[j]] += val[j] * D[s * dStride + o];
 	}
 }
 
