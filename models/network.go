@@ -47,9 +47,12 @@ type Network[T Float] struct {
 	// budget is the number of T values a worker's chunk buffers may hold.
 	budget int
 	ws     []*workspace[T]
-	dops   DeviceOps[T] // the backend's device steps, nil on the CPU
-	// tb batches the FIL step's gradient tangents over a chunk (device backends with
-	// DeviceOps, BatchedGemmer and TangentBatcher), nil otherwise.
+	// The backend's optional device extensions (all nil on the CPU backend); tb is
+	// set only when dops and bg are too, since the batched tangents use them.
+	dops  DeviceOps[T]
+	bg    BatchedGemmer[T]
+	ri    RowIm2coler[T]
+	rs    RowSqNormer[T]
 	tb    TangentBatcher[T]
 	total []float64 // ClippedGradSum's float64 accumulator
 }
@@ -98,10 +101,11 @@ func NewNetwork[T Float](arch Arch, be Backend[T]) (*Network[T], error) {
 	}
 	n.p = arch.NumParams()
 	n.dops, _ = be.(DeviceOps[T])
-	if tb, ok := be.(TangentBatcher[T]); ok && n.dops != nil {
-		if _, ok := be.(BatchedGemmer[T]); ok {
-			n.tb = tb
-		}
+	n.bg, _ = be.(BatchedGemmer[T])
+	n.ri, _ = be.(RowIm2coler[T])
+	n.rs, _ = be.(RowSqNormer[T])
+	if tb, ok := be.(TangentBatcher[T]); ok && n.dops != nil && n.bg != nil {
+		n.tb = tb
 	}
 	n.firstParam = -1
 	for i, l := range n.layers {
@@ -377,8 +381,8 @@ func (n *Network[T]) convForwardRows(l *netLayer, W, in, out, cols, tmp []T, m i
 	g := l.conv
 	ckk, hwo, oc := g.CKK(), g.HWo(), l.out.C
 	ld := m * hwo
-	if ri, ok := be.(RowIm2coler[T]); ok {
-		ri.Im2colRows(g, m, in[:m*l.inN], l.inN, cols, ld)
+	if n.ri != nil {
+		n.ri.Im2colRows(g, m, in[:m*l.inN], l.inN, cols, ld)
 	} else {
 		for r := 0; r < m; r++ {
 			be.Im2col(g, in[r*l.inN:(r+1)*l.inN], cols[r*hwo:], ld)
@@ -419,8 +423,8 @@ func (n *Network[T]) convBackwardRows(l *netLayer, W, dout, din, dcols, tmp []T,
 		extra(ld)
 	}
 	n.zero(din[:m*l.inN])
-	if ri, ok := be.(RowIm2coler[T]); ok {
-		ri.Col2imRows(g, m, dcols, ld, din[:m*l.inN], l.inN)
+	if n.ri != nil {
+		n.ri.Col2imRows(g, m, dcols, ld, din[:m*l.inN], l.inN)
 		return
 	}
 	for r := 0; r < m; r++ {
@@ -610,10 +614,7 @@ func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bo
 	// A device backend that batches GEMMs and norms gets the batched form of the
 	// per-sample weight gradients; the CPU keeps the per-sample loop, whose blocks
 	// are still in cache when their norms are taken.
-	rs, dev := be.(RowSqNormer[T])
-	if _, ok := be.(BatchedGemmer[T]); !ok {
-		dev = false
-	}
+	dev := n.rs != nil && n.bg != nil
 	for i := len(n.layers) - 1; i >= 0; i-- {
 		l := &n.layers[i]
 		needIn := n.paramsBelow[i] || inputGrad
@@ -625,10 +626,10 @@ func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bo
 			ld := cs * hwo
 			if dev {
 				// One strided-batched GEMM for the batch's weight gradients, the bias
-				// gradients on the host, one reduction for the squared norms.
+				// gradients (rowSums), one reduction for the squared norms.
 				n.gemmBatched(false, true, l.out.C, ckk, hwo, 1, dout, hwo, l.outN, ws.cols[i], ld, hwo, 0, ws.grads[l.wOff:], ckk, P, cs)
 				n.rowSums(cs, l.out.C, hwo, dout, l.outN, ws.grads[l.bOff:], P)
-				rs.RowSqNorms(cs, P, []int{l.wOff, l.nW, l.bOff, l.nB}, ws.grads[:cs*P], ws.gsq[:cs])
+				n.rs.RowSqNorms(cs, P, []int{l.wOff, l.nW, l.bOff, l.nB}, ws.grads[:cs*P], ws.gsq[:cs])
 			}
 			for s := 0; s < cs && !dev; s++ {
 				D := dout[s*l.outN : (s+1)*l.outN]
@@ -646,7 +647,7 @@ func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bo
 			if dev {
 				n.gemmBatched(false, false, l.outN, l.inN, 1, 1, dout, 1, l.outN, in, l.inN, l.inN, 0, ws.grads[l.wOff:], l.inN, P, cs)
 				n.rowSums(cs, l.outN, 1, dout, l.outN, ws.grads[l.bOff:], P)
-				rs.RowSqNorms(cs, P, []int{l.wOff, l.nW, l.bOff, l.nB}, ws.grads[:cs*P], ws.gsq[:cs])
+				n.rs.RowSqNorms(cs, P, []int{l.wOff, l.nW, l.bOff, l.nB}, ws.grads[:cs*P], ws.gsq[:cs])
 			}
 			for s := 0; s < cs && !dev; s++ {
 				D := dout[s*l.outN : (s+1)*l.outN]

@@ -491,8 +491,8 @@ type BatchedGemmer[T Float] interface {
 // A_i = a[i·sa:], B_i = b[i·sb:], C_i = c[i·sc:]: in one call where the backend
 // batches, else as batch Gemm calls in order.
 func (n *Network[T]) gemmBatched(transA, transB bool, m, nn, k int, alpha T, a []T, lda, sa int, b []T, ldb, sb int, beta T, c []T, ldc, sc, batch int) {
-	if bg, ok := n.be.(BatchedGemmer[T]); ok {
-		bg.GemmStridedBatched(transA, transB, m, nn, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch)
+	if n.bg != nil {
+		n.bg.GemmStridedBatched(transA, transB, m, nn, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch)
 		return
 	}
 	for i := 0; i < batch; i++ {
