@@ -50,12 +50,13 @@ const (
 // network runs Workers() goroutines, each on its own samples and buffers.
 //
 // A new backend plugs in with NewModel(arch, be) or NewNetwork(arch, be) and must pass
-// CheckBackend(be, 1e-4) in its own tests. Note for device backends: besides these
-// kernels the network code still reads and writes the buffers on the host (bias
-// adds, layout permutations around conv GEMMs, Normalize, softmax, the sparse first
-// layer, clipping and the FIL reductions' inputs), so Alloc must return
-// host-addressable memory (e.g. CUDA managed memory), or those steps must move
-// behind this interface first.
+// CheckBackend(be, 1e-4) in its own tests. Device backends: the optional extensions
+// DeviceOps, BatchedGemmer, RowIm2coler, RowSqNormer, BlockedDotSqer, TangentBatcher
+// and Chunker move the network's per-sample loops and host-side steps to the device;
+// even with all of them the network still reads and writes some buffers on the host
+// (inputs and outputs, softmax/cross-entropy and its tangent, Normalize, the seeds of
+// explicit input and parameter tangents), so Alloc must return host-addressable
+// memory (e.g. CUDA managed memory) and every call must finish before it returns.
 type Backend[T Float] interface {
 	// Name identifies the backend ("cpu", "cuda").
 	Name() string
