@@ -225,14 +225,19 @@ func (b *Backend) dev(s []float32, out bool) unsafe.Pointer {
 	return unsafe.Pointer(unsafe.SliceData(st))
 }
 
-// begin starts a backend call: it locks b and reports whether the call may run.
+// begin starts a backend call: it locks b and reports whether the call may run; when
+// it may not (an earlier error), it unlocks b again and the caller returns at once.
 func (b *Backend) begin() bool {
 	b.mu.Lock()
 	b.nstage = 0
 	b.synced = false
 	b.back = b.back[:0]
 	b.stats.Calls++
-	return b.err == nil
+	if b.err != nil {
+		b.mu.Unlock()
+		return false
+	}
+	return true
 }
 
 // end waits for the device, copies staged outputs back and unlocks b.
@@ -275,32 +280,16 @@ func (b *Backend) launch(name string, n int, args ...any) {
 
 // Gemm computes C = alpha·op(A)·op(B) + beta·C on the device (cuBLAS on a GPU).
 func (b *Backend) Gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, bb []float32, ldb int, beta float32, c []float32, ldc int) {
-	if m == 0 || n == 0 {
-		return
-	}
-	if !b.begin() {
-		b.mu.Unlock()
-		return
-	}
-	defer b.end()
-	pa, pb, pc := b.dev(a, false), b.dev(bb, false), b.dev(c, true)
-	if b.err != nil {
-		return
-	}
-	b.stats.Gemms++
-	if err := b.drv.Sgemm(transA, transB, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc); err != nil {
-		b.fail(fmt.Errorf("cuda: sgemm %d×%d×%d: %w", m, n, k, err))
-	}
+	b.GemmStridedBatched(transA, transB, m, n, k, alpha, a, lda, 0, bb, ldb, 0, beta, c, ldc, 0, 1)
 }
 
 // GemmStridedBatched runs batch GEMMs of one shape at fixed operand strides in one
-// device call (models.BatchedGemmer).
+// device call (models.BatchedGemmer); a batch of one is a plain SGEMM.
 func (b *Backend) GemmStridedBatched(transA, transB bool, m, n, k int, alpha float32, a []float32, lda, strideA int, bb []float32, ldb, strideB int, beta float32, c []float32, ldc, strideC, batch int) {
 	if m == 0 || n == 0 || batch == 0 {
 		return
 	}
 	if !b.begin() {
-		b.mu.Unlock()
 		return
 	}
 	defer b.end()
@@ -309,8 +298,14 @@ func (b *Backend) GemmStridedBatched(transA, transB bool, m, n, k int, alpha flo
 		return
 	}
 	b.stats.Gemms++
-	if err := b.drv.SgemmStridedBatched(transA, transB, m, n, k, alpha, pa, lda, strideA, pb, ldb, strideB, beta, pc, ldc, strideC, batch); err != nil {
-		b.fail(fmt.Errorf("cuda: strided-batched sgemm %d×(%d×%d×%d): %w", batch, m, n, k, err))
+	var err error
+	if batch == 1 {
+		err = b.drv.Sgemm(transA, transB, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc)
+	} else {
+		err = b.drv.SgemmStridedBatched(transA, transB, m, n, k, alpha, pa, lda, strideA, pb, ldb, strideB, beta, pc, ldc, strideC, batch)
+	}
+	if err != nil {
+		b.fail(fmt.Errorf("cuda: sgemm %d×(%d×%d×%d): %w", batch, m, n, k, err))
 	}
 }
 
@@ -323,7 +318,6 @@ func (b *Backend) Im2col(g models.ConvGeom, x []float32, cols []float32, ld int)
 // side into cols, sample r in columns r·HWo… (models.RowIm2coler): one launch.
 func (b *Backend) Im2colRows(g models.ConvGeom, m int, x []float32, inN int, cols []float32, ld int) {
 	if !b.begin() {
-		b.mu.Unlock()
 		return
 	}
 	defer b.end()
@@ -340,7 +334,6 @@ func (b *Backend) Col2im(g models.ConvGeom, cols []float32, ld int, dx []float32
 // them) into their input gradients dx[r·inN:] (models.RowIm2coler): one launch.
 func (b *Backend) Col2imRows(g models.ConvGeom, m int, cols []float32, ld int, dx []float32, inN int) {
 	if !b.begin() {
-		b.mu.Unlock()
 		return
 	}
 	defer b.end()
@@ -351,7 +344,6 @@ func (b *Backend) Col2imRows(g models.ConvGeom, m int, cols []float32, ld int, d
 // AvgPool pools n samples.
 func (b *Backend) AvgPool(g models.PoolGeom, n int, x, y []float32) {
 	if !b.begin() {
-		b.mu.Unlock()
 		return
 	}
 	defer b.end()
@@ -362,7 +354,6 @@ func (b *Backend) AvgPool(g models.PoolGeom, n int, x, y []float32) {
 // AvgPoolBack adds the adjoint of AvgPool for n samples.
 func (b *Backend) AvgPoolBack(g models.PoolGeom, n int, dy, dx []float32) {
 	if !b.begin() {
-		b.mu.Unlock()
 		return
 	}
 	defer b.end()
@@ -373,7 +364,6 @@ func (b *Backend) AvgPoolBack(g models.PoolGeom, n int, dy, dx []float32) {
 // ActForward computes y = f(x).
 func (b *Backend) ActForward(f models.Act, x, y []float32) {
 	if !b.begin() {
-		b.mu.Unlock()
 		return
 	}
 	defer b.end()
@@ -385,7 +375,6 @@ func (b *Backend) ActForward(f models.Act, x, y []float32) {
 // ActBackward computes dx = f'(x)·dy.
 func (b *Backend) ActBackward(f models.Act, x, y, dy, dx []float32) {
 	if !b.begin() {
-		b.mu.Unlock()
 		return
 	}
 	defer b.end()
@@ -398,7 +387,6 @@ func (b *Backend) ActBackward(f models.Act, x, y, dy, dx []float32) {
 // (see models.Backend).
 func (b *Backend) ActTangent(f models.Act, n, k, size int, x, y, dy, tx, ty, tdy, tdx []float32) {
 	if !b.begin() {
-		b.mu.Unlock()
 		return
 	}
 	defer b.end()
@@ -422,7 +410,6 @@ func (b *Backend) dot(x, y []float32, n int) (xy, yy float64) {
 		return 0, 0
 	}
 	if !b.begin() {
-		b.mu.Unlock()
 		return 0, 0
 	}
 	defer b.end()
@@ -561,7 +548,6 @@ func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, tgStride, 
 		return
 	}
 	if !b.begin() {
-		b.mu.Unlock()
 		return
 	}
 	defer b.end()
@@ -591,7 +577,6 @@ func (b *Backend) RowSqNorms(rows, stride int, blocks []int, x []float32, out []
 		return
 	}
 	if !b.begin() {
-		b.mu.Unlock()
 		return
 	}
 	defer b.end()
@@ -645,7 +630,6 @@ func (b *Backend) op(name string, n int, args func() []any) {
 		return
 	}
 	if !b.begin() {
-		b.mu.Unlock()
 		return
 	}
 	defer b.end()
@@ -741,7 +725,6 @@ func (b *Backend) ScaledRowSum(rows, P int, scale []float64, x []float32, acc []
 		return
 	}
 	if !b.begin() {
-		b.mu.Unlock()
 		return
 	}
 	defer b.end()
