@@ -16,13 +16,8 @@ import (
 const (
 	blockSize = 256
 	maxGrid   = 65535
-	// dotThreads is the number of partial sums of the first reduction stage (each in
-	// double, in a fixed order); dotFinal the number the second stage folds them into,
-	// which the host adds up in order. Fixed counts make dot products deterministic.
-	dotBlock  = 128
-	dotGrid   = 64
-	dotFinal  = 64
-	dotThread = dotBlock * dotGrid
+	// reduceBlock is the block size of the reductions' launches.
+	reduceBlock = 128
 )
 
 // span is one managed allocation.
@@ -47,10 +42,9 @@ type Backend struct {
 	nstage int              // staging buffers in use by the current call
 	synced bool             // the current call already waited for the device
 	back   []func()         // copy-backs of staged outputs after the current call
-	part   []float64        // dot-product partial sums (2·dotThread + 2·dotFinal)
 	stats  Stats
 	err    error
-	// BlockedDotSq's scratch: the tensor table and the partial sums (grown as needed).
+	// The reductions' scratch: the tensor table and the partial sums (grown as needed).
 	iblk  []int32
 	fpart []float64
 	// DeviceOps\' scratch: one-hot coordinates, row scales and row sums.
@@ -89,11 +83,6 @@ func NewBackend(drv Driver) (*Backend, error) {
 		return nil, errors.New("cuda: nil driver")
 	}
 	b := &Backend{drv: drv}
-	p := b.allocBytes(8 * (2*dotThread + 2*dotFinal))
-	if b.err != nil {
-		return nil, b.err
-	}
-	b.part = unsafe.Slice((*float64)(p), 2*dotThread+2*dotFinal)
 	return b, nil
 }
 
@@ -136,7 +125,7 @@ func (b *Backend) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	b.owned, b.spans, b.stage, b.part = nil, nil, nil, nil
+	b.owned, b.spans, b.stage = nil, nil, nil
 	if err := b.drv.Close(); err != nil {
 		errs = append(errs, err)
 	}
@@ -403,66 +392,22 @@ func (b *Backend) ActTangent(f models.Act, n, k, size int, x, y, dy, tx, ty, tdy
 	b.launch("k_act_tangent", rows, int(f), n, k, size, px, py, pdy, ptx, pty, ptdy, ptdx)
 }
 
-// dot returns Σ x_i·y_i (0 when x is nil) and Σ y_i², reduced in double in a fixed
-// order: dotThread partial sums, folded into dotFinal on the device, added on the host.
-func (b *Backend) dot(x, y []float32, n int) (xy, yy float64) {
-	if n == 0 {
-		return 0, 0
-	}
-	if !b.begin() {
-		return 0, 0
-	}
-	defer b.end()
-	var px unsafe.Pointer
-	if x != nil {
-		px = b.dev(x[:n], false)
-	}
-	py := b.dev(y[:n], false)
-	part := unsafe.Pointer(unsafe.SliceData(b.part))
-	fin := unsafe.Add(part, 8*2*dotThread)
-	if b.err != nil {
-		return 0, 0
-	}
-	steps := []struct {
-		name        string
-		grid, block uint32
-		args        []uint64
-	}{
-		{"k_dot_partial", dotGrid, dotBlock, Args(n, px, py, part)},
-		{"k_sum_strided", 1, dotFinal, Args(dotThread, part, fin)},
-		{"k_sum_strided", 1, dotFinal, Args(dotThread, unsafe.Add(part, 8*dotThread), unsafe.Add(fin, 8*dotFinal))},
-	}
-	b.stats.DotReads++
-	for _, s := range steps {
-		b.stats.Launches++
-		if err := b.drv.Launch(s.name, Dim3{s.grid, 1, 1}, Dim3{s.block, 1, 1}, s.args); err != nil {
-			b.fail(fmt.Errorf("cuda: %s: %w", s.name, err))
-			return 0, 0
-		}
-	}
-	b.stats.Syncs++
-	b.synced = true
-	if err := b.drv.Sync(); err != nil {
-		b.fail(fmt.Errorf("cuda: synchronize: %w", err))
-		return 0, 0
-	}
-	f := b.part[2*dotThread:]
-	for t := 0; t < dotFinal; t++ {
-		xy += f[t]
-		yy += f[dotFinal+t]
-	}
-	return xy, yy
-}
-
 // Dot returns Σ x_i·y_i accumulated in double.
 func (b *Backend) Dot(x, y []float32) float64 {
-	xy, _ := b.dot(x, y, len(x))
+	xy, _ := b.DotSq(x, y)
 	return xy
 }
 
-// DotSq returns Σ x_i·y_i and Σ y_i² in one pass, accumulated in double.
+// DotSq returns Σ x_i·y_i and Σ y_i² in one pass, accumulated in double: the blocked
+// reduction of the FIL step with one sample, one direction and one block.
 func (b *Backend) DotSq(x, y []float32) (xy, yy float64) {
-	return b.dot(x, y, len(x))
+	n := len(x)
+	if n == 0 {
+		return 0, 0
+	}
+	var gd, dd [1]float64
+	b.BlockedDotSqBatch(x, n, y[:n], n, 1, 1, 1, []int{0, n}, gd[:], dd[:])
+	return gd[0], dd[0]
 }
 
 // reduceScratch writes blocks to the device tensor table and makes room for need
@@ -512,13 +457,13 @@ func (b *Backend) reduce(name string, rows, stripes int, args []uint64) []float6
 		grid uint32
 		args []uint64
 	}{
-		{name, uint32((rows*stripes + dotBlock - 1) / dotBlock), args},
-		{"k_sum_rows", uint32((rows + dotBlock - 1) / dotBlock), Args(rows, stripes, part, fin)},
+		{name, uint32((rows*stripes + reduceBlock - 1) / reduceBlock), args},
+		{"k_sum_rows", uint32((rows + reduceBlock - 1) / reduceBlock), Args(rows, stripes, part, fin)},
 	}
 	b.stats.DotReads++
 	for _, s := range steps {
 		b.stats.Launches++
-		if err := b.drv.Launch(s.name, Dim3{s.grid, 1, 1}, Dim3{dotBlock, 1, 1}, s.args); err != nil {
+		if err := b.drv.Launch(s.name, Dim3{s.grid, 1, 1}, Dim3{reduceBlock, 1, 1}, s.args); err != nil {
 			b.fail(fmt.Errorf("cuda: %s: %w", s.name, err))
 			return nil
 		}
@@ -532,17 +477,12 @@ func (b *Backend) reduce(name string, rows, stripes int, args []uint64) []float6
 	return b.fpart[rows*stripes : rows*stripes+rows]
 }
 
-// BlockedDotSq reduces one sample's gradient against its nj gradient-tangent
-// directions in two launches and one synchronisation (models.BlockedDotSqer): stripes
-// of each direction are summed in double by separate threads, then each direction's
-// stripes in order, so the result is deterministic.
-func (b *Backend) BlockedDotSq(g, tg []float32, kc, nj int, blocks []int, gd, dd []float64) {
-	b.BlockedDotSqBatch(g, len(g), tg, len(tg), 1, kc, nj, blocks, gd, dd)
-}
-
-// BlockedDotSqBatch is BlockedDotSq for cs samples at once (models.TangentBatcher):
-// sample s's gradient at g[s·P:], its gradient tangents at tg[s·tgStride:], results
-// for direction j of sample s at gd[s·nj + j], dd[s·nj + j].
+// BlockedDotSqBatch reduces cs samples' gradients against their nj gradient-tangent
+// directions in two launches and one synchronisation (models.TangentBatcher): sample
+// s's gradient at g[s·P:], its gradient tangents at tg[s·tgStride:], results for
+// direction j of sample s at gd[s·nj + j], dd[s·nj + j]. Stripes of each direction are
+// summed in double by separate threads, then each direction's stripes in order, so
+// the result is deterministic.
 func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, tgStride, cs, kc, nj int, blocks []int, gd, dd []float64) {
 	if nj <= 0 || cs <= 0 {
 		return
@@ -754,7 +694,6 @@ var (
 	_ models.Backend[float32]        = (*Backend)(nil)
 	_ models.DeviceOps[float32]      = (*Backend)(nil)
 	_ models.TangentBatcher[float32] = (*Backend)(nil)
-	_ models.BlockedDotSqer[float32] = (*Backend)(nil)
 	_ models.BatchedGemmer[float32]  = (*Backend)(nil)
 	_ models.RowIm2coler[float32]    = (*Backend)(nil)
 	_ models.Chunker                 = (*Backend)(nil)

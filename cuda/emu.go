@@ -34,8 +34,6 @@ var emuKernels = map[string]C.int{
 	"k_act_fwd":           C.EMU_K_ACT_FWD,
 	"k_act_bwd":           C.EMU_K_ACT_BWD,
 	"k_act_tangent":       C.EMU_K_ACT_TANGENT,
-	"k_dot_partial":       C.EMU_K_DOT_PARTIAL,
-	"k_sum_strided":       C.EMU_K_SUM_STRIDED,
 	"k_blocked_dotsq":     C.EMU_K_BLOCKED_DOTSQ,
 	"k_sum_rows":          C.EMU_K_SUM_ROWS,
 	"k_row_sqnorm":        C.EMU_K_ROW_SQNORM,

@@ -49,12 +49,6 @@ static int call(int id, const uint64_t* a) {
 	case EMU_K_ACT_TANGENT:
 		k_act_tangent(I(0), I(1), I(2), I(3), PF(4), PF(5), PF(6), PF(7), PF(8), PF(9), PF(10));
 		return 0;
-	case EMU_K_DOT_PARTIAL:
-		k_dot_partial(I(0), PF(1), PF(2), PD(3));
-		return 0;
-	case EMU_K_SUM_STRIDED:
-		k_sum_strided(I(0), PD(1), PD(2));
-		return 0;
 	case EMU_K_BLOCKED_DOTSQ:
 		k_blocked_dotsq(I(0), I(1), L(2), I(3), I(4), I(5), I(6), PI(7), PF(8), PF(9), PD(10));
 		return 0;

@@ -168,7 +168,7 @@ func TestKernelsAgainstCPU(t *testing.T) {
 			check("act tangent ty", ty32, ty)
 			check("act tangent tdx", tdx32, tdx)
 		}
-		for _, n := range []int{1, 7, 1000, dotThread + 13, 3*dotThread + 1} {
+		for _, n := range []int{1, 7, 1000, 8205, 300001} {
 			x, y := randVec(rng, n), randVec(rng, n)
 			wxy, wyy := ref.DotSq(x, y)
 			xy, yy := be.DotSq(f32(be, x), f32(be, y))
@@ -399,7 +399,7 @@ func TestDeviceOps(t *testing.T) {
 		kc, nj := 5, 4
 		gv, tg := randVec(rng, stride), randVec(rng, kc*stride)
 		gd, dd := make([]float64, nj), make([]float64, nj)
-		be.BlockedDotSq(f32(be, gv), f32(be, tg), kc, nj, blocks, gd, dd)
+		be.BlockedDotSqBatch(f32(be, gv), stride, f32(be, tg), kc*stride, 1, kc, nj, blocks, gd, dd)
 		for j := 0; j < nj; j++ {
 			var wgd, wdd float64
 			for bi := 0; bi < len(blocks); bi += 2 {

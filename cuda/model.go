@@ -34,7 +34,11 @@ func NewModel(arch models.Arch, be *Backend) (*Model, error) {
 	if !ok {
 		return nil, fmt.Errorf("cuda model %s: engine model exposes no network", arch.Name)
 	}
-	return &Model{inner: inner, net: nm.Network(), be: be, params: be.Alloc(inner.NumParams())}, nil
+	params := be.Alloc(inner.NumParams())
+	if err := be.Err(); err != nil {
+		return nil, fmt.Errorf("cuda model %s: parameter buffer: %w", arch.Name, err)
+	}
+	return &Model{inner: inner, net: nm.Network(), be: be, params: params}, nil
 }
 
 // Open builds arch on a new backend over drv; Close releases both. On an error drv

@@ -29,9 +29,9 @@ func (d *allocFailDriver) Close() error {
 	return d.Driver.Close()
 }
 
-// TestOpenClosesTheDriverOnError: a driver that Open cannot build a backend on is
-// closed (on a GPU it holds the primary context, the kernels and a cuBLAS handle),
-// and so is one whose model cannot be built.
+// TestOpenClosesTheDriverOnError: a driver on which Open cannot allocate the model's
+// buffers is closed (on a GPU it holds the primary context, the kernels and a cuBLAS
+// handle), and so is one whose model cannot be built.
 func TestOpenClosesTheDriverOnError(t *testing.T) {
 	arch, err := models.ArchByName("mnist-cnn")
 	if err != nil {

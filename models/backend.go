@@ -51,7 +51,7 @@ const (
 //
 // A new backend plugs in with NewModel(arch, be) or NewNetwork(arch, be) and must pass
 // CheckBackend(be, 1e-4) in its own tests. Device backends: the optional extensions
-// DeviceOps, BatchedGemmer, RowIm2coler, RowSqNormer, BlockedDotSqer, TangentBatcher
+// DeviceOps, BatchedGemmer, RowIm2coler, RowSqNormer, TangentBatcher
 // and Chunker move the network's per-sample loops and host-side steps to the device;
 // even with all of them the network still reads and writes some buffers on the host
 // (inputs and outputs, softmax/cross-entropy and its tangent, Normalize, the seeds of

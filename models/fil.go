@@ -135,14 +135,10 @@ func (n *Network[T]) FILSqNorms(params, x []T, y []int, batch int, clip Clip, co
 	}
 	P := n.p
 	gg := make([]float64, batch)
-	// A device backend reduces all directions of a sample in one call (the network
-	// runs one worker then, so the buffers below are not shared).
-	bd, _ := n.be.(BlockedDotSqer[T])
+	// A device backend with TangentBatcher reduces a whole chunk in one call (the
+	// network runs one worker then, so these buffers are not shared).
 	var gdBuf, ddBuf []float64
-	var blocks []int
-	if bd != nil || n.tb != nil {
-		gdBuf, ddBuf, blocks = make([]float64, k), make([]float64, k), n.blocks()
-	}
+	blocks := n.blocks()
 	var consumeChunk func(ws *workspace[T], s0, cs, j0, kc int)
 	if n.tb != nil {
 		consumeChunk = func(ws *workspace[T], s0, cs, j0, kc int) {
@@ -170,18 +166,6 @@ func (n *Network[T]) FILSqNorms(params, x []T, y []int, batch int, clip Clip, co
 			s := s0 + sl
 			g := ws.grads[sl*P : (sl+1)*P]
 			var acc float64
-			if bd != nil {
-				nj := min(kc, len(coords[s])-j0)
-				if nj <= 0 {
-					return
-				}
-				bd.BlockedDotSq(g, ws.tg, kc, nj, blocks, gdBuf[:nj], ddBuf[:nj])
-				for j := 0; j < nj; j++ {
-					acc += clippedTangentSqNorm(clip, gg[s], gdBuf[j], ddBuf[j])
-				}
-				out[s] += acc
-				return
-			}
 			for j := 0; j < kc && j0+j < len(coords[s]); j++ {
 				var gd, dd float64
 				for i := range n.layers {
@@ -262,22 +246,8 @@ func (n *Network[T]) InputGradOfClippedDot(params, x []T, y []int, batch int, v 
 	return out, nil
 }
 
-// BlockedDotSqer is an optional Backend extension for device backends: the FIL step's
-// reduction of one sample's gradient against all its gradient tangents in one call,
-// instead of one DotSq per direction and parameter tensor (each a round trip to the
-// device).
-type BlockedDotSqer[T Float] interface {
-	// BlockedDotSq writes, for each direction j < nj of the blocked gradient-tangent
-	// buffer tg (kc directions; see gradTangentAt),
-	//   gd[j] = Σ_t ⟨g[o_t : o_t+z_t], tg[kc·o_t + j·z_t :][:z_t]⟩ and
-	//   dd[j] = Σ_t ‖tg[kc·o_t + j·z_t :][:z_t]‖²,
-	// accumulated in float64, over the parameter tensors t given as
-	// blocks = (o_0, z_0, o_1, z_1, …).
-	BlockedDotSq(g, tg []T, kc, nj int, blocks []int, gd, dd []float64)
-}
-
 // blocks lists the parameter tensors as (offset, size) pairs in layer order, weights
-// before biases (the layout of BlockedDotSqer).
+// before biases (the layout of TangentBatcher.BlockedDotSqBatch).
 func (n *Network[T]) blocks() []int {
 	var b []int
 	for i := range n.layers {

@@ -422,8 +422,12 @@ type TangentBatcher[T Float] interface {
 	SparseConvGradScatterRows(g ConvGeom, outC, rows, kd int, idx []int, val, D []T, dStride int, gw []T, nW, gStride int)
 	// SparseDenseGradScatterRows is the same for a dense layer.
 	SparseDenseGradScatterRows(inN, outN, rows, kd int, idx []int, val, D []T, dStride int, gw []T, nW, gStride int)
-	// BlockedDotSqBatch is BlockedDotSqer.BlockedDotSq for cs samples: sample s's
-	// gradient at g[s·P:], its tangents at tg[s·tgStride:], results at gd[s·nj + j].
+	// BlockedDotSqBatch writes, for cs samples and each direction j < nj of their
+	// blocked gradient tangents (kc directions; see gradTangentAt),
+	//   gd[s·nj + j] = Σ_t ⟨g_s[o_t : o_t+z_t], tg_s[kc·o_t + j·z_t :][:z_t]⟩ and
+	//   dd[s·nj + j] = Σ_t ‖tg_s[kc·o_t + j·z_t :][:z_t]‖²,
+	// accumulated in float64, with g_s = g[s·P:], tg_s = tg[s·tgStride:] and the
+	// parameter tensors t given as blocks = (o_0, z_0, o_1, z_1, …).
 	BlockedDotSqBatch(g []T, P int, tg []T, tgStride, cs, kc, nj int, blocks []int, gd, dd []float64)
 }
 

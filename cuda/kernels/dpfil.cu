@@ -149,32 +149,6 @@ KERNEL k_act_tangent(int f, int n, int k, int size, const float* x, const float*
 	}
 }
 
-// k_dot_partial: thread t of the launch writes part[t] = Σ x_i·y_i and
-// part[T + t] = Σ y_i² over its grid-stride indices (T threads in all), in double.
-// x may be null (then only the squares are meaningful and part[t] is 0).
-KERNEL k_dot_partial(int n, const float* x, const float* y, double* part) {
-	long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-	long long T = (long long)gridDim.x * blockDim.x;
-	double xy = 0.0, yy = 0.0;
-	GRID_STRIDE(i, n) {
-		double yv = (double)y[i];
-		if (x) xy += (double)x[i] * yv;
-		yy += yv * yv;
-	}
-	part[t] = xy;
-	part[T + t] = yy;
-}
-
-// k_sum_strided: out[t] = Σ_{j ≡ t mod m'} in[j] over j < n, for t < m' (m' = the
-// number of launched threads): a fixed-order second stage of a reduction.
-KERNEL k_sum_strided(int n, const double* in, double* out) {
-	long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-	long long T = (long long)gridDim.x * blockDim.x;
-	double s = 0.0;
-	for (long long j = t; j < n; j += T) s += in[j];
-	out[t] = s;
-}
-
 // k_blocked_dotsq: the FIL step's reduction for cs samples. The parameter tensors are
 // nb (offset, size) pairs in blocks; sample s's gradient is g + s·P and its gradient
 // tangents tg + s·tgStride hold kc directions per tensor, direction j of tensor t at
