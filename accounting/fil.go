@@ -9,23 +9,62 @@ import (
 
 // Kappa returns the FIL subsampling factor of Guo et al. (Theorem 4, eq. 3) for
 // DP-SGD with sampling rate q, noise multiplier sigma and clipping constant c
-// (‖g̃‖ ≤ c·C; c = 1 for hard clipping): ε₀ = c·2·√(2 ln(1.25/δ_f))/σ is the (ε₀, δ_f)-DP
-// of one Gaussian step under replace-one adjacency (sensitivity 2cC), and
-// κ = q/(q + (1−q)e^{−ε₀}). Use DefaultFILDelta for δ_f.
+// (‖g̃‖ ≤ c·C; c = 1 for hard clipping): ε₀ is the (ε₀, δ_f)-DP of one Gaussian step
+// under replace-one adjacency (sensitivity 2cC, noise σC), taken from the analytic
+// Gaussian mechanism (Balle & Wang 2018; GaussianEpsilon), which is valid for every
+// σ, and κ = q/(q + (1−q)e^{−ε₀}). Use DefaultFILDelta for δ_f. The paper's classical
+// ε₀ = c·2·√(2 ln(1.25/δ_f))/σ, valid only when it is below 1, is KappaClassic.
 func Kappa(q, sigma, c, deltaF float64) (float64, error) {
-	if err := checkQSigma(q, sigma); err != nil {
+	eps0, err := KappaEpsilon0(sigma, c, deltaF)
+	if err != nil {
 		return 0, err
 	}
+	return kappaFrom(q, sigma, eps0)
+}
+
+// KappaEpsilon0 is the ε₀ that Kappa uses: the analytic Gaussian mechanism's ε at
+// δ_f for sensitivity/noise ratio 2c/σ.
+func KappaEpsilon0(sigma, c, deltaF float64) (float64, error) {
+	if err := checkKappaArgs(sigma, c, deltaF); err != nil {
+		return 0, err
+	}
+	eps0, err := GaussianEpsilon(2*c/sigma, deltaF)
+	if err != nil {
+		return 0, fmt.Errorf("FIL ε₀: %w", err)
+	}
+	return eps0, nil
+}
+
+// KappaClassic is Kappa with the paper's classical Gaussian-mechanism ε₀ =
+// c·2·√(2 ln(1.25/δ_f))/σ. That formula is a valid (ε₀, δ_f) guarantee only for
+// ε₀ < 1; it is kept to compare with the paper.
+func KappaClassic(q, sigma, c, deltaF float64) (float64, error) {
+	if err := checkKappaArgs(sigma, c, deltaF); err != nil {
+		return 0, err
+	}
+	return kappaFrom(q, sigma, c*2*math.Sqrt(2*math.Log(1.25/deltaF))/sigma)
+}
+
+func checkKappaArgs(sigma, c, deltaF float64) error {
+	if err := checkQSigma(0, sigma); err != nil {
+		return err
+	}
 	if math.IsNaN(c) || math.IsInf(c, 0) || c <= 0 {
-		return 0, fmt.Errorf("clipping constant c = %v must be finite and > 0", c)
+		return fmt.Errorf("clipping constant c = %v must be finite and > 0", c)
 	}
 	if math.IsNaN(deltaF) || deltaF <= 0 || deltaF >= 1 {
-		return 0, fmt.Errorf("FIL failure probability delta_f = %v must be in (0, 1)", deltaF)
+		return fmt.Errorf("FIL failure probability delta_f = %v must be in (0, 1)", deltaF)
+	}
+	return nil
+}
+
+func kappaFrom(q, sigma, eps0 float64) (float64, error) {
+	if err := checkQSigma(q, sigma); err != nil {
+		return 0, err
 	}
 	if q == 0 {
 		return 0, nil
 	}
-	eps0 := c * 2 * math.Sqrt(2*math.Log(1.25/deltaF)) / sigma
 	return q / (q + (1-q)*math.Exp(-eps0)), nil
 }
 

@@ -23,7 +23,7 @@ func TestKappa(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			k, err := Kappa(tc.q, tc.sigma, tc.c, tc.delta)
+			k, err := KappaClassic(tc.q, tc.sigma, tc.c, tc.delta)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,7 +43,7 @@ func TestKappa(t *testing.T) {
 	}
 	// Hand-computed: δ_f = 1.25e^{−2} gives ε₀ = 2·√(2·2)/σ = 2 at σ = 2, so
 	// κ = 0.5/(0.5 + 0.5e^{−2}) = 1/(1 + e^{−2}) = 0.8807970779778823.
-	if k, _ := Kappa(0.5, 2, 1, 1.25*math.Exp(-2)); math.Abs(k-0.8807970779778823) > 1e-15 {
+	if k, _ := KappaClassic(0.5, 2, 1, 1.25*math.Exp(-2)); math.Abs(k-0.8807970779778823) > 1e-15 {
 		t.Errorf("hand-computed κ: got %v", k)
 	}
 	// κ grows as σ shrinks (ε₀ grows) and as q grows.
@@ -57,6 +57,9 @@ func TestKappa(t *testing.T) {
 		{0.1, 1, 1, 0}, {0.1, 1, 1, 1}, {math.NaN(), 1, 1, 1e-5}, {0.1, 1, math.Inf(1), 1e-5}} {
 		if _, err := Kappa(bad[0], bad[1], bad[2], bad[3]); err == nil {
 			t.Errorf("Kappa%v: want an error", bad)
+		}
+		if _, err := KappaClassic(bad[0], bad[1], bad[2], bad[3]); err == nil {
+			t.Errorf("KappaClassic%v: want an error", bad)
 		}
 	}
 	if d := DefaultFILDelta(100, 1000); d != 1e-5 {
@@ -309,5 +312,5 @@ func ExampleKappa() {
 	// q = B/N = 256/60000, σ = 1.1, hard clipping, δ_f = 1/(T·N) for 14062 steps.
 	k, _ := Kappa(256.0/60000, 1.1, 1, DefaultFILDelta(14062, 60000))
 	fmt.Printf("kappa=%.4f\n", k)
-	// Output: kappa=0.9981
+	// Output: kappa=0.9987
 }
