@@ -148,7 +148,9 @@ func (l *Ledger) Add(e Event, count int) error {
 }
 
 // Event returns the whole ledger as one ComposedEvent.
-func (l *Ledger) Event() ComposedEvent { return ComposedEvent{Events: append([]Event(nil), l.Events...)} }
+func (l *Ledger) Event() ComposedEvent {
+	return ComposedEvent{Events: append([]Event(nil), l.Events...)}
+}
 
 func eventsEqual(a, b Event) bool {
 	ja, err1 := marshalEvent(a)
