@@ -416,10 +416,10 @@ func composeSteps(adj Adjacency, steps []PLDStep, cfg PLDConfig, removeOnly bool
 		return nil, errors.New("PLD: the composed Gaussian's sensitivity/noise ratio overflows")
 	}
 	// Directions: 0 = P against Q as written below, 1 = reversed. Add/remove needs
-	// both; replace-one needs the reverse only for the uniform pairs (the Poisson
-	// pair and the Gaussian are symmetric).
+	// both (unless every step is a plain Gaussian); replace-one needs the reverse only
+	// for the uniform pairs (the Poisson pair and the Gaussian are symmetric).
 	ndir := 1
-	if (adj == AddRemove && !removeOnly) || (adj == ReplaceOne && uniform) {
+	if (adj == AddRemove && !removeOnly && len(groups) > 0) || (adj == ReplaceOne && uniform) {
 		ndir = 2
 	}
 	h, tail := cfg.Interval, cfg.TailMass
@@ -827,17 +827,26 @@ func discretise(pr lossPair, h, tail float64) (pldDirection, error) {
 	// u_j = (α_{j+1}Q_j − P_j)/(α_{j+1} − α_j), v_j = (P_j − α_jQ_j)/(α_{j+1} − α_j).
 	// Below the grid: all of P's mass to the first node. Above: δ(ε_last) to +∞ and
 	// α_last·Q(L > ε_last) to the last node.
+	// α_j = e^{ε_j} by a recurrence, recomputed exactly every 256 points.
+	alpha := make([]float64, k)
+	step := math.Exp(h)
+	for j := range alpha {
+		if j%256 == 0 {
+			alpha[j] = math.Exp(float64(i0+j) * h)
+		} else {
+			alpha[j] = alpha[j-1] * step
+		}
+	}
 	eh := math.Expm1(h) // (α_{j+1} − α_j)/α_j
 	pess := pmf{lo: i0, p: make([]float64, k)}
 	pess.p[0] = pBelow
 	for j := range k - 1 {
-		aq := math.Exp(float64(i0+j)*h) * Q[j]
+		aq := alpha[j] * Q[j]
 		lowPart := math.Min(P[j], math.Max(0, ((1+eh)*aq-P[j])/eh)) // α_j·u_j
 		pess.p[j] += lowPart
 		pess.p[j+1] += P[j] - lowPart // α_{j+1}·v_j
 	}
-	aLast := math.Exp(float64(i1) * h)
-	pess.inf = math.Max(0, pAbove-aLast*qAbove)
+	pess.inf = math.Max(0, pAbove-alpha[k-1]*qAbove)
 	pess.p[k-1] += pAbove - pess.inf
 
 	// Optimistic: from the top down, merge the current atom (likelihood ratio in
@@ -862,7 +871,7 @@ func discretise(pr lossPair, h, tail float64) (pldDirection, error) {
 			next--
 			continue
 		}
-		a := math.Exp(float64(i0+level) * h)
+		a := alpha[level]
 		need := cP - a*cQ
 		if need <= 0 {
 			opt.p[level] += cP
@@ -956,9 +965,17 @@ func directConvolve(a, b []float64) []float64 {
 
 // compose is the distribution of the sum of independent losses from d and e.
 func (d pmf) compose(e pmf, tail float64, pess bool) (pmf, error) {
+	if len(d.p) > len(e.p) {
+		d, e = e, d
+	}
 	n := len(d.p) + len(e.p) - 1
 	var out []float64
-	if len(d.p) == 1 || len(e.p) == 1 || len(d.p)*len(e.p) <= 1<<16 {
+	if len(d.p) == 1 {
+		out = make([]float64, n)
+		for i, v := range e.p {
+			out[i] = d.p[0] * v
+		}
+	} else if len(d.p)*len(e.p) <= 1<<16 {
 		out = directConvolve(d.p, e.p)
 	} else {
 		nf := goodFFTLen(n)
