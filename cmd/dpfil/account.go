@@ -32,7 +32,7 @@ func newAccountCmd() *cobra.Command {
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(newAccountRDPCmd(), newAccountReRoCmd(), newAccountFILCmd(), newAccountKappaCmd(), newAccountMSECmd())
+	cmd.AddCommand(newAccountRDPCmd(), newAccountPLDCmd(), newAccountReRoCmd(), newAccountFILCmd(), newAccountKappaCmd(), newAccountMSECmd())
 	return cmd
 }
 
