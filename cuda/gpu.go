@@ -5,12 +5,12 @@ package cuda
 // The GPU driver: the Driver interface on a real NVIDIA GPU, through the CUDA driver
 // API (gorgonia.org/cu) and cuBLAS (dlopen, cublas.go).
 //
-// Only for GPU hosts. gorgonia.org/cu initialises the driver in its package init()
-// and calls os.Exit(1) when that fails, so a binary built with -tags dpfil_cuda exits at
+// For GPU hosts. gorgonia.org/cu initialises the driver in its package init() and
+// calls os.Exit(1) when that fails, so a binary built with -tags dpfil_cuda exits at
 // start on a machine without an NVIDIA driver or GPU; there can be no "is a GPU
-// available?" probe in it. CI therefore only compiles this file (make cuda-check);
-// binaries built with make cuda are carried to a GPU host and run there through
-// scripts/gpu-run.sh.
+// available?" probe in it. Binaries built with make cuda are carried to a GPU host and
+// run there through scripts/gpu-run.sh. Without a GPU, CI runs them unmodified
+// against the strict stand-in libcuda.so.1 of cuda/standin (make cuda-standin-check).
 
 import (
 	_ "embed"
@@ -111,7 +111,7 @@ func OpenGPU(ordinal int) (Driver, error) {
 	if err := cu.SetCurrentContext(ctx); err != nil {
 		return fail(fmt.Errorf("cuda: device %d: make the primary context current: %w", ordinal, err))
 	}
-	if g.mod, err = cu.LoadData(ptxModule); err != nil {
+	if g.mod, err = loadPTX(ptxModule); err != nil {
 		return fail(fmt.Errorf("cuda: device %d (%s): load the kernels' PTX (compute_75, from nvcc 11.8; needs an NVIDIA driver ≥ 520): %w",
 			ordinal, devName, err))
 	}
@@ -125,6 +125,22 @@ func OpenGPU(ordinal int) (Driver, error) {
 		g.peak = peakFP32GFLOPs(a[0], a[1], major, minor)
 	}
 	return g, nil
+}
+
+// loadPTX loads a module from PTX text into the current context, with a JIT error log
+// (cuModuleLoadDataEx, CU_JIT_ERROR_LOG_BUFFER), so that a failure says why: the
+// driver's PTX compiler's messages (a too-old driver, an unsupported target, an
+// invalid instruction) follow the error code.
+func loadPTX(ptx string) (cu.Module, error) {
+	errLog := make([]byte, 16<<10)
+	mod, err := cu.LoadDataEx(ptx, &cu.JITErrorLogBuffer{Buffer: errLog})
+	if err != nil {
+		if msg := jitLog(errLog); msg != "" {
+			return mod, fmt.Errorf("%w; JIT error log:\n%s", err, msg)
+		}
+		return mod, fmt.Errorf("%w (the JIT error log is empty)", err)
+	}
+	return mod, nil
 }
 
 // PeakFP32GFLOPs is the device's peak FP32 rate (non-tensor-core FMA) in GFLOP/s:

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -124,4 +125,13 @@ func checkLaunchArgs(name string, sizes []int, nargs int) error {
 		}
 	}
 	return nil
+}
+
+// jitLog is the text a driver wrote into a JIT log buffer: up to the first NUL,
+// without surrounding blank space.
+func jitLog(buf []byte) string {
+	if i := bytes.IndexByte(buf, 0); i >= 0 {
+		buf = buf[:i]
+	}
+	return strings.TrimSpace(string(buf))
 }

@@ -80,6 +80,20 @@ func TestPtxEntryParams(t *testing.T) {
 	}
 }
 
+func TestJITLog(t *testing.T) {
+	buf := make([]byte, 64)
+	if got := jitLog(buf); got != "" {
+		t.Errorf("empty buffer: %q", got)
+	}
+	copy(buf, "  ptxas error: bad\n\x00stale bytes")
+	if got := jitLog(buf); got != "ptxas error: bad" {
+		t.Errorf("jitLog = %q", got)
+	}
+	if got := jitLog([]byte("no terminator")); got != "no terminator" {
+		t.Errorf("jitLog = %q", got)
+	}
+}
+
 func TestCheckLaunchArgs(t *testing.T) {
 	if err := checkLaunchArgs("k", []int{4, 8, 4}, 3); err != nil {
 		t.Fatal(err)

@@ -63,6 +63,20 @@ func TestGPUDriver(t *testing.T) {
 		}
 	}
 
+	// A negative element count is a valid launch that does nothing (the grid-stride
+	// loop's bound is the kernel's 32-bit int: a sign-extended 64-bit slot would be a
+	// different argument, which the stand-in driver refuses).
+	before := x[5]
+	if err := d.Launch("k_zero", Dim3{1, 1, 1}, Dim3{32, 1, 1}, Args(-5, ptr(x))); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if x[5] != before {
+		t.Fatalf("k_zero with n = -5 wrote x[5] = %v", x[5])
+	}
+
 	// Launches the PTX does not allow fail before reaching the device.
 	for _, bad := range []struct {
 		name string
@@ -168,6 +182,36 @@ func TestGPUDriver(t *testing.T) {
 	if _, err := d.AllocManaged(4); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Errorf("AllocManaged after Close: %v", err)
 	}
+}
+
+// TestGPUJITErrorLog: a module the driver's JIT rejects fails with the JIT's error
+// log in the error (here the PTX of k_act_fwd lacks its last parameter declaration,
+// which its body reads).
+func TestGPUJITErrorLog(t *testing.T) {
+	const whole = ",\n\t.param .u64 k_act_fwd_param_3\n)"
+	if !strings.Contains(ptxModule, whole) {
+		t.Fatal("the embedded PTX does not declare k_act_fwd's parameter 3 as expected")
+	}
+	bad := strings.Replace(ptxModule, whole, "\n)", 1)
+	d, err := OpenGPU(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	leave, err := d.(*GPU).enter("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leave()
+	mod, err := loadPTX(bad)
+	if err == nil {
+		_ = mod.Unload()
+		t.Fatal("the driver loaded PTX whose k_act_fwd reads an undeclared parameter")
+	}
+	if !strings.Contains(err.Error(), "JIT error log:") || !strings.Contains(err.Error(), "k_act_fwd") {
+		t.Fatalf("error without the JIT's reason: %v", err)
+	}
+	t.Logf("rejected as expected: %v", err)
 }
 
 // ExampleOpenGPU shows the driver's life cycle (it needs a GPU, so it is compiled but

@@ -1,0 +1,161 @@
+//go:build dpfil_cuda
+
+package cuda
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"gorgonia.org/cu"
+)
+
+// onStandin reports whether GPU 0 is the stand-in driver of cuda/standin (CI without
+// a GPU) rather than an NVIDIA GPU.
+func onStandin(t *testing.T) bool {
+	t.Helper()
+	dev, err := cu.GetDevice(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, err := dev.Name()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Contains(name, "dpfil stand-in")
+}
+
+// standinScenarios are GPU-only bugs, each done once on purpose, with what the
+// stand-in must say about it. Each runs in a child process (TestStandinScenario):
+// most crash the process or leave the context in a sticky error, as on a GPU.
+var standinScenarios = []struct {
+	name string
+	want []string
+}{
+	// The host reads a kernel's output before Sync: its memory is PROT_NONE while the
+	// launch is queued, so the read faults at this file's line.
+	{"host-read-before-sync", []string{"unexpected fault address", "standin_test.go"}},
+	// The same for a GEMM's output (the stand-in's cuBLAS is stream-ordered too).
+	{"host-read-before-sync-gemm", []string{"unexpected fault address", "standin_test.go"}},
+	// A kernel stores one element past the end of its buffer.
+	{"out-of-bounds-store", []string{"memcheck: kernel k_zero", "0 bytes past the end of allocation", "caught: cuda: sync: IllegalAddress"}},
+	// Two threads of one launch write one word (a duplicated grid dimension).
+	{"race-write-write", []string{"race: kernel k_zero", "was written by thread", "caught: cuda: sync: LaunchFailed"}},
+	// A thread writes a word that another thread of the launch reads (aliased operands).
+	{"race-read-write", []string{"race: kernel k_add_bias", "caught: cuda: sync"}},
+	// A Go pointer as a kernel argument, and as a GEMM operand.
+	{"go-pointer-kernel", []string{"argument 1 (float* x) is not device memory", "caught: cuda: launch k_zero"}},
+	{"go-pointer-gemm", []string{"is not inside one live device allocation", "caught: cuda: cublasSgemm"}},
+	// A 64-bit value in the slot of a 32-bit int parameter.
+	{"int-upper-bits", []string{"upper 4 are not 0", "caught: cuda: launch k_zero"}},
+	// A driver call from an OS thread without a current context.
+	{"no-context", []string{"no current context on this OS thread", "caught: InvalidContext"}},
+	// A kernel argument into memory that was freed.
+	{"use-after-free", []string{"which was freed", "caught: cuda: launch k_zero"}},
+}
+
+// TestStandinCatches runs every scenario of standinScenarios in a child process and
+// checks that it fails, saying what the stand-in must say. Skipped on a real GPU.
+func TestStandinCatches(t *testing.T) {
+	if !onStandin(t) {
+		t.Skip("GPU 0 is not the stand-in driver: these bugs are not caught the same way on a GPU")
+	}
+	for _, sc := range standinScenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestStandinScenario$", "-test.v", "-test.count=1")
+			cmd.Env = append(os.Environ(), "DPFIL_STANDIN_SCENARIO="+sc.name, "DPFIL_STANDIN_QUIET=1", "GOTRACEBACK=single")
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				t.Fatalf("the scenario did not fail (%v):\n%s", err, out)
+			}
+			for _, w := range sc.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("the output does not say %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+// TestStandinScenario does one scenario of standinScenarios (named by
+// $DPFIL_STANDIN_SCENARIO; skipped without it) and reports what was caught.
+func TestStandinScenario(t *testing.T) {
+	name := os.Getenv("DPFIL_STANDIN_SCENARIO")
+	if name == "" {
+		t.Skip("run by TestStandinCatches")
+	}
+	d, err := OpenGPU(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc := func(n int) []float32 {
+		p, err := d.AllocManaged(4 * n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return unsafe.Slice((*float32)(p), n)
+	}
+	ptr := func(s []float32) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) }
+	caught := func(err error) {
+		if err == nil {
+			t.Fatal("nothing was caught")
+		}
+		t.Fatalf("caught: %v", err)
+	}
+	launchAndSync := func(name string, grid, block Dim3, args []uint64) {
+		if err := d.Launch(name, grid, block, args); err != nil {
+			caught(err)
+		}
+		caught(d.Sync())
+	}
+	x, y := alloc(100), alloc(100)
+	switch name {
+	case "host-read-before-sync":
+		if err := d.Launch("k_act_fwd", Dim3{1, 1, 1}, Dim3{128, 1, 1}, Args(0, 100, ptr(x), ptr(y))); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("y[0] = %v", y[0]) // no Sync: faults
+	case "host-read-before-sync-gemm":
+		c := alloc(100)
+		if err := d.Sgemm(false, false, 10, 10, 10, 1, ptr(x), 10, ptr(y), 10, 0, ptr(c), 10); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("C[0] = %v", c[0]) // no Sync: faults
+	case "out-of-bounds-store":
+		launchAndSync("k_zero", Dim3{1, 1, 1}, Dim3{128, 1, 1}, Args(101, ptr(x)))
+	case "race-write-write":
+		launchAndSync("k_zero", Dim3{1, 2, 1}, Dim3{128, 1, 1}, Args(100, ptr(x)))
+	case "race-read-write":
+		// out[t] += bias[(t/hw)%C] with bias = out: thread 0 writes out[0], which the
+		// threads of channel 0 read.
+		launchAndSync("k_add_bias", Dim3{1, 1, 1}, Dim3{128, 1, 1}, Args(1, 4, 25, ptr(x), ptr(x)))
+	case "go-pointer-kernel":
+		host := make([]float32, 100)
+		launchAndSync("k_zero", Dim3{1, 1, 1}, Dim3{128, 1, 1}, Args(100, ptr(host)))
+	case "go-pointer-gemm":
+		host := make([]float32, 100)
+		caught(d.Sgemm(false, false, 10, 10, 10, 1, ptr(x), 10, ptr(host), 10, 0, ptr(y), 10))
+	case "int-upper-bits":
+		launchAndSync("k_zero", Dim3{1, 1, 1}, Dim3{128, 1, 1}, []uint64{1<<32 | 100, Arg(ptr(x))})
+	case "no-context":
+		runtime.LockOSThread()
+		if err := cu.SetCurrentContext(cu.CUContext{}); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := cu.MemInfo()
+		caught(err)
+	case "use-after-free":
+		if err := d.Free(ptr(y)); err != nil {
+			t.Fatal(err)
+		}
+		launchAndSync("k_zero", Dim3{1, 1, 1}, Dim3{128, 1, 1}, Args(100, ptr(y)))
+	default:
+		t.Fatalf("unknown scenario %q", name)
+	}
+	t.Fatal("the scenario ran to its end: nothing was caught")
+}
