@@ -5,7 +5,8 @@ BIN       ?= bin
 PKGS      := ./...
 TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all build demo test vet fmt bench clean ptx cuda cuda-check cuda-env
+.PHONY: all build demo test vet fmt bench clean ptx cuda cuda-check cuda-env \
+	cuda-standin cuda-standin-symbols cuda-standin-check cuda-ptxas
 
 all: build
 
@@ -73,3 +74,65 @@ cuda-check: cuda-env
 	$(CUDA_ENV) $(GO) build -tags $(CUDA_TAG) ./...
 	$(CUDA_ENV) $(GO) vet -tags $(CUDA_TAG) ./...
 	$(CUDA_ENV) $(GO) test -tags $(CUDA_TAG) -exec /bin/true ./...
+
+# ---- The GPU build without a GPU: the stand-in driver (cuda/standin, README "CUDA") ----
+# bin/standin/libcuda.so.1 is a strict CPU stand-in for the NVIDIA driver that runs
+# dpfil.cu's kernels compiled as C (twice: with -fsanitize=thread, whose hooks are the
+# stand-in's memcheck and race check, and plainly); bin/standin/libcublas.so.12 is the
+# stream-ordered fake cuBLAS. cuda-standin-check runs the unmodified dpfil_cuda
+# binaries against them: what CI runs.
+STANDIN         := $(BIN)/standin
+STANDIN_CC      ?= $(or $(filter-out cc,$(CC)),gcc)
+STANDIN_CFLAGS  := -O2 -g -fPIC -std=gnu11 -fno-strict-aliasing -fno-tree-vectorize -Wall -Wextra -Werror
+STANDIN_HIDDEN  := $(STANDIN_CFLAGS) -fvisibility=hidden
+STANDIN_ENV      = LD_LIBRARY_PATH=$(abspath $(STANDIN)) DPFIL_CUBLAS=$(abspath $(STANDIN))/libcublas.so.12
+STANDIN_RUNS    := $(STANDIN)/runs
+# A few DP-SGD steps with FIL, compared between --device cpu and --device cuda.
+STANDIN_TRAIN   := --model mnist-cnn --steps 5 --batch 64 --fil-coords 8 --seed 7 --quiet
+
+$(STANDIN)/libcuda.so.1: cuda/standin/driver.c cuda/standin/hooks.c cuda/standin/kernels.c \
+		cuda/standin/unsupported.c cuda/standin/standin.h cuda/standin/genkernels.go \
+		cuda/kernels/dpfil.cu cuda/kernels/hostemu.h | cuda-env
+	@mkdir -p $(STANDIN)
+	$(GO) run cuda/standin/genkernels.go cuda/kernels/dpfil.cu > $(STANDIN)/kernels_gen.h.tmp
+	mv $(STANDIN)/kernels_gen.h.tmp $(STANDIN)/kernels_gen.h
+	$(STANDIN_CC) $(STANDIN_HIDDEN) -I$(STANDIN) -fsanitize=thread -DSI_CHECKED -c cuda/standin/kernels.c -o $(STANDIN)/kernels_checked.o
+	$(STANDIN_CC) $(STANDIN_HIDDEN) -I$(STANDIN) -c cuda/standin/kernels.c -o $(STANDIN)/kernels_fast.o
+	$(STANDIN_CC) $(STANDIN_HIDDEN) -I$(CUDA_INCLUDE) -c cuda/standin/driver.c -o $(STANDIN)/driver.o
+	$(STANDIN_CC) $(STANDIN_HIDDEN) -c cuda/standin/hooks.c -o $(STANDIN)/hooks.o
+	$(STANDIN_CC) $(STANDIN_CFLAGS) -c cuda/standin/unsupported.c -o $(STANDIN)/unsupported.o
+	$(STANDIN_CC) -shared -Wl,-soname,libcuda.so.1 -Wl,--no-undefined -o $@ \
+	  $(addprefix $(STANDIN)/,kernels_checked.o kernels_fast.o driver.o hooks.o unsupported.o) -lm -lpthread
+
+$(STANDIN)/libcublas.so.12: cuda/standin/cublas.c cuda/testdata/fakecublas.c $(STANDIN)/libcuda.so.1
+	$(STANDIN_CC) $(STANDIN_CFLAGS) -shared -Wl,-soname,libcublas.so.12 -o $@ cuda/standin/cublas.c \
+	  -L$(STANDIN) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -lm
+
+cuda-standin: $(STANDIN)/libcuda.so.1 $(STANDIN)/libcublas.so.12
+
+# Every cu* symbol the dpfil_cuda binaries link must be exported by the stand-in.
+cuda-standin-symbols: cuda cuda-standin
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	  nm -D --undefined-only $(BIN)/dpfil-cuda $(BIN)/cuda.test | awk '$$2 ~ /^cu/ {print $$2}' | sort -u > "$$tmp/need"; \
+	  nm -D --defined-only $(STANDIN)/libcuda.so.1 | awk '{print $$3}' | sort -u > "$$tmp/have"; \
+	  missing=$$(comm -23 "$$tmp/need" "$$tmp/have"); \
+	  if [ -n "$$missing" ]; then echo "the stand-in libcuda.so.1 lacks: $$missing (add them to cuda/standin/unsupported.c)" >&2; exit 1; fi; \
+	  echo "stand-in libcuda.so.1 exports all $$(wc -l < "$$tmp/need") cu* symbols the dpfil_cuda binaries link"
+
+# The dpfil_cuda test binary with the stand-in's memcheck and race check on; then the
+# CLI with them off (DPFIL_STANDIN_CHECKS=0: everything else stays strict): a short
+# training run on cuda compared with the CPU run of the same seed, and a benchmark
+# smoke run (no speed claim: the stand-in is a CPU).
+cuda-standin-check: cuda-standin-symbols
+	cd cuda && $(STANDIN_ENV) DPFIL_STANDIN_QUIET=1 ../$(BIN)/cuda.test -test.count=1 -test.timeout 30m
+	rm -rf $(STANDIN_RUNS)
+	$(STANDIN_ENV) DPFIL_STANDIN_CHECKS=0 $(BIN)/dpfil-cuda train --device cpu $(STANDIN_TRAIN) --out $(STANDIN_RUNS)/cpu
+	$(STANDIN_ENV) DPFIL_STANDIN_CHECKS=0 $(BIN)/dpfil-cuda train --device cuda $(STANDIN_TRAIN) --out $(STANDIN_RUNS)/cuda
+	$(GO) run cuda/standin/cmpruns.go -rtol 1e-4 $(STANDIN_RUNS)/cpu $(STANDIN_RUNS)/cuda
+	$(STANDIN_ENV) DPFIL_STANDIN_CHECKS=0 $(BIN)/dpfil-cuda bench engine --device cuda --model mnist-cnn \
+	  --batch 32 --coords 4 --seconds 0.2 --oracle=false
+
+# ptxas (from Debian non-free's nvidia-cuda-toolkit .deb, unpacked, not installed) on
+# the committed PTX for sm_75 and sm_90, warnings as errors, registers × block ≤ 64 Ki.
+cuda-ptxas:
+	cuda/standin/ptxas-check.sh cuda/kernels/dpfil.ptx

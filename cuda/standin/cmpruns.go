@@ -3,12 +3,15 @@
 // cmpruns compares two `dpfil train` run directories of the same configuration and
 // seed, one on the CPU and one on a cuda device (make cuda-standin-check runs it on
 // bin/dpfil-cuda's CPU and stand-in runs):
+//
 //   - the test accuracy must be equal;
+//
 //   - every sample's dFIL must agree within -rtol (relative), and the same samples
 //     must have one;
+//
 //   - the final parameters must agree within -rtol in relative L2 norm.
 //
-//	go run cuda/standin/cmpruns.go [-rtol 1e-4] CPU_DIR DEVICE_DIR
+//     go run cuda/standin/cmpruns.go [-rtol 1e-4] CPU_DIR DEVICE_DIR
 package main
 
 import (

@@ -25,8 +25,8 @@
 
 // From the stand-in libcuda.so.1 (driver.c).
 int cuCtxGetCurrent(void **ctx);
-int dpfil_standin_enqueue(const char *what, void (*fn)(void *, int), void *arg, int n, const uintptr_t *base,
-			  const uint64_t *bytes);
+int dpfil_standin_enqueue(const char *what, void (*fn)(void *, int), void *arg, int n, const char *const *names,
+			  const uintptr_t *base, const uint64_t *bytes);
 void *dpfil_standin_device_view(const void *p);
 
 enum { EXECUTION_FAILED = 13 };
@@ -119,6 +119,8 @@ static int sgemm(const char *what, void *h, int ta, int tb, int m, int n, int k,
 	gemm_job *j = calloc(1, sizeof *j);
 	if (j == NULL) return ALLOC_FAILED;
 	*j = (gemm_job){ta, tb, m, n, k, lda, ldb, ldc, batch, *alpha, *beta, A, B, C, sA, sB, sC};
+	// cuBLAS's column-major names: dpfil's row-major product passes its B as A.
+	static const char *const names[3] = {"C", "A", "B"};
 	uintptr_t base[3];
 	uint64_t bytes[3];
 	int nr = 0;
@@ -127,7 +129,7 @@ static int sgemm(const char *what, void *h, int ta, int tb, int m, int n, int k,
 		base[nr] = (uintptr_t)A, bytes[nr++] = extent(ta ? k : m, ta ? m : k, lda, sA, batch);
 		base[nr] = (uintptr_t)B, bytes[nr++] = extent(tb ? n : k, tb ? k : n, ldb, sB, batch);
 	}
-	int r = dpfil_standin_enqueue(what, run_gemm, j, nr, base, bytes);
+	int r = dpfil_standin_enqueue(what, run_gemm, j, nr, names, base, bytes);
 	if (r == 0) return OK;
 	free(j);
 	if (r == 1 /* CUDA_ERROR_INVALID_VALUE */) return INVALID_VALUE;

@@ -1259,12 +1259,13 @@ out:
 // ---- for the stand-in cuBLAS (cublas.c): stream-ordered host work ----
 
 // dpfil_standin_enqueue queues fn(arg) on the calling thread's current context, after
-// checking that each of the n ranges (base[i], bytes[i]) lies inside one live
+// checking that each of the n ranges (base[i], bytes[i]), called names[i] in
+// messages, lies inside one live
 // allocation of that context; the ranges are inaccessible to the host until the work
 // ran. fn(arg, 1) runs at the next synchronising call; fn(arg, 0) instead when the
 // context failed before (so that fn can free arg). what names the call in messages.
-SI_EXPORT CUresult dpfil_standin_enqueue(const char *what, void (*fn)(void *, int), void *arg, int n, const uintptr_t *base,
-					 const uint64_t *bytes) {
+SI_EXPORT CUresult dpfil_standin_enqueue(const char *what, void (*fn)(void *, int), void *arg, int n, const char *const *names,
+					 const uintptr_t *base, const uint64_t *bytes) {
 	CUresult r;
 	pthread_mutex_lock(&g_mu);
 	si_ctx *c = need_ctx(&r, what);
@@ -1275,8 +1276,8 @@ SI_EXPORT CUresult dpfil_standin_enqueue(const char *what, void (*fn)(void *, in
 			if (as[i] == NULL) {
 				char d[256];
 				describe(d, sizeof d, c, base[i]);
-				si_log("%s: operand %d (%lu bytes at %#lx) is not inside one live device allocation: %s", what, i,
-				       (unsigned long)bytes[i], (unsigned long)base[i], d);
+				si_log("%s: operand %s (%lu bytes from %#lx) is not inside one live device allocation: %s", what,
+				       names[i], (unsigned long)bytes[i], (unsigned long)base[i], d);
 				r = CUDA_ERROR_INVALID_VALUE;
 				break;
 			}
