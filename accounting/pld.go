@@ -138,7 +138,8 @@ type PLDStep struct {
 // PLD is a privacy-loss-distribution accountant for one adjacency. Steps are
 // recorded by the Compose methods and the composed distributions are computed when
 // Epsilon or Delta first needs them (and cached). The exported fields are its whole
-// state: a PLD can be checkpointed as JSON and restored.
+// state: a PLD can be checkpointed as JSON and restored. A PLD is not safe for
+// concurrent use.
 type PLD struct {
 	Adjacency Adjacency `json:"adjacency"`
 	Config    PLDConfig `json:"config"`
@@ -458,26 +459,22 @@ func composeSteps(adj Adjacency, steps []PLDStep, cfg PLDConfig, removeOnly bool
 				}
 				discs = append(discs, d)
 			}
+			counts := make([]int, len(discs))
+			for i := range discs {
+				counts[i] = 1
+				if i < len(groups) {
+					counts[i] = groups[i].steps
+				}
+			}
 			chain := func(pess bool) (pmf, error) {
-				acc := identityPMF()
+				xs := make([]pmf, len(discs))
 				for i, d := range discs {
-					x := d.opt
+					xs[i] = d.opt
 					if pess {
-						x = d.pess
-					}
-					t := 1
-					if i < len(groups) {
-						t = groups[i].steps
-					}
-					var err error
-					if x, err = x.selfCompose(t, tail, pess); err != nil {
-						return pmf{}, err
-					}
-					if acc, err = acc.compose(x, tail, pess); err != nil {
-						return pmf{}, err
+						xs[i] = d.pess
 					}
 				}
-				return acc, nil
+				return composeAll(xs, counts, tail, pess)
 			}
 			var inner sync.WaitGroup
 			inner.Add(1)
@@ -1040,37 +1037,73 @@ func logMGFTop(p []float64, s float64) float64 {
 	return math.Log(sum) - s*float64(len(p)-1-jm)
 }
 
-// chernoffUpper returns an a with P(J ≥ a) ≤ tau, J the sum of t independent
-// indices drawn from the sub-probability p (0-based), and the s that gave it:
-// P(J ≥ a) ≤ exp(t·Λ(s) − s·a) for every s > 0, Λ(s) = log Σ_j p_j e^{sj}. The s
-// minimising a(s) = (tΛ(s) + log(1/τ))/s (unimodal) is located on a coarse copy of p
-// (at most 1024 blocks, each block's mass at its mean index); a is then exact for it.
-func chernoffUpper(p []float64, t int, tau float64) (a, sBest float64) {
+// mgfTerm is one summand group of a Chernoff bound: t independent indices drawn from
+// the sub-probability p (0-based), with a coarse copy (at most 1024 blocks, each
+// block's mass at its mean index, positions relative to the top index) to locate s.
+type mgfTerm struct {
+	p         []float64
+	t         int
+	pos, mass []float64
+}
+
+func newMGFTerm(p []float64, t int) mgfTerm {
 	n := len(p)
 	top := float64(n - 1)
 	bs := (n + 1023) / 1024
-	var pos, mass []float64
+	m := mgfTerm{p: p, t: t}
 	for b := 0; b < n; b += bs {
-		var m, mx float64
+		var w, wx float64
 		for j := b; j < min(n, b+bs); j++ {
-			m += p[j]
-			mx += p[j] * float64(j)
+			w += p[j]
+			wx += p[j] * float64(j)
 		}
-		if m > 0 {
-			pos, mass = append(pos, mx/m-top), append(mass, m)
+		if w > 0 {
+			m.pos, m.mass = append(m.pos, wx/w-top), append(m.mass, w)
 		}
 	}
-	ft := float64(t)
+	return m
+}
+
+// reversed is the term of the mirrored indices (n − 1 − j).
+func (m mgfTerm) reversed() mgfTerm {
+	r := make([]float64, len(m.p))
+	for j, v := range m.p {
+		r[len(r)-1-j] = v
+	}
+	return newMGFTerm(r, m.t)
+}
+
+// logMGF is t·log Σ_j p_j e^{sj}, exact or from the coarse copy.
+func (m mgfTerm) logMGF(s float64, exact bool) float64 {
+	top := float64(len(m.p) - 1)
+	if exact {
+		return float64(m.t) * (logMGFTop(m.p, s) + s*top)
+	}
+	if len(m.pos) == 0 {
+		return math.Inf(-1)
+	}
+	pmax := m.pos[len(m.pos)-1]
+	var sum float64
+	for i, x := range m.pos {
+		sum += m.mass[i] * math.Exp(s*(x-pmax))
+	}
+	return float64(m.t) * (math.Log(sum) + s*(pmax+top))
+}
+
+// chernoffSum returns an a with P(J ≥ a) ≤ tau for J the sum over the terms, and the
+// s that gave it: P(J ≥ a) ≤ exp(Σ_g t_g·Λ_g(s) − s·a) for every s > 0. The s
+// minimising a(s) = (ΣΛ + log(1/τ))/s (unimodal) is located on the coarse copies; a
+// is then exact for it.
+func chernoffSum(terms []mgfTerm, tau float64) (a, sBest float64) {
 	lt := -math.Log(tau)
-	pmax := pos[len(pos)-1]
-	f := func(ls float64) float64 {
-		s := math.Exp(ls)
-		var sum float64
-		for i, x := range pos {
-			sum += mass[i] * math.Exp(s*(x-pmax))
+	aOf := func(s float64, exact bool) float64 {
+		var e float64
+		for _, m := range terms {
+			e += m.logMGF(s, exact)
 		}
-		return ft*(top+pmax) + (ft*math.Log(sum)+lt)/s
+		return (e + lt) / s
 	}
+	f := func(ls float64) float64 { return aOf(math.Exp(ls), false) }
 	lo, hi := math.Log(1e-12), math.Log(50.0)
 	const nScan = 24
 	step := (hi - lo) / nScan
@@ -1103,50 +1136,75 @@ func chernoffUpper(p []float64, t int, tau float64) (a, sBest float64) {
 		bestL = x2
 	}
 	s := math.Exp(bestL)
-	return ft*top + (ft*logMGFTop(p, s)+lt)/s, s
+	return aOf(s, true), s
 }
 
-// chernoffTail bounds P(J ≥ a) at the given s.
-func chernoffTail(p []float64, t int, s, a float64) float64 {
-	top := float64(len(p) - 1)
-	return math.Min(1, math.Exp(float64(t)*(logMGFTop(p, s)+s*top)-s*a))
+// chernoffSumTail bounds P(J ≥ a) at the given s.
+func chernoffSumTail(terms []mgfTerm, s, a float64) float64 {
+	var e float64
+	for _, m := range terms {
+		e += m.logMGF(s, true)
+	}
+	return math.Min(1, math.Exp(e-s*a))
 }
 
-// selfCompose is the t-fold composition: one FFT of the window that holds all but a
-// Chernoff-bounded mass (≤ tail per side), a pointwise t-th power, one inverse FFT.
-// Mass outside the window wraps around into it; pessimistically the mass above the
-// window is added to +∞ (the wrapped copies only add), optimistically the mass below
-// it (whose wrapped copies land too high) is counted as spurious.
+// selfCompose is the t-fold composition of d (composeAll of one distribution).
 func (d pmf) selfCompose(t int, tail float64, pess bool) (pmf, error) {
-	if t == 1 {
-		return d, nil
+	return composeAll([]pmf{d}, []int{t}, tail, pess)
+}
+
+// composeAll is the distribution of the sum of counts[g] independent losses from
+// every ds[g]: one real FFT of each distribution, their pointwise powers (repeated
+// squaring) multiplied, one inverse FFT. The FFT covers only the window of the
+// composed index that holds all but a Chernoff-bounded mass (≤ tail per side). Mass
+// outside the window wraps around into it: pessimistically the bound on the mass
+// above the window is added to +∞ (the wrapped copies only add to δ);
+// optimistically the bound on the mass below it (whose copies land too high) is
+// counted as spurious (excess). Supports of at most 2^16 points are used whole.
+func composeAll(ds []pmf, counts []int, tail float64, pess bool) (pmf, error) {
+	var terms []mgfTerm
+	r := pmf{}
+	full := 1
+	logSurv, logExc := 0.0, 0.0
+	single := 1.0
+	for g, d := range ds {
+		t := counts[g]
+		if t == 0 {
+			continue
+		}
+		r.lo += t * d.lo
+		full += t * (len(d.p) - 1)
+		ft := float64(t)
+		logSurv += ft * math.Log1p(-d.inf)
+		logExc += ft * math.Log1p(d.excess)
+		if len(d.p) == 1 {
+			single *= math.Pow(d.p[0], ft)
+			continue
+		}
+		terms = append(terms, mgfTerm{p: d.p, t: t})
 	}
-	if t == 0 {
-		return identityPMF(), nil
-	}
-	n := len(d.p)
-	full := t*(n-1) + 1
-	if n == 1 {
-		r := pmf{lo: t * d.lo, p: []float64{math.Pow(d.p[0], float64(t))}}
-		r.inf = -math.Expm1(float64(t) * math.Log1p(-d.inf))
+	r.inf = -math.Expm1(logSurv)
+	r.excess = math.Expm1(logExc)
+	if len(terms) == 0 {
+		r.p = []float64{single}
 		return r, nil
 	}
 	jlo, jhi := 0, full-1
+	var up, down []mgfTerm
 	var sUp, sLo float64
 	if full > 1<<16 {
-		a, s := chernoffUpper(d.p, t, tail)
-		sUp = s
+		for _, m := range terms {
+			m = newMGFTerm(m.p, m.t)
+			up, down = append(up, m), append(down, m.reversed())
+		}
+		var a, b float64
+		a, sUp = chernoffSum(up, tail)
+		b, sLo = chernoffSum(down, tail)
 		if a < float64(jhi) {
 			jhi = int(math.Ceil(a))
 		}
-		rev := make([]float64, n)
-		for j, v := range d.p {
-			rev[n-1-j] = v
-		}
-		b, s2 := chernoffUpper(rev, t, tail)
-		sLo = s2
-		if lo := float64(full-1) - b; lo > 0 {
-			jlo = int(math.Floor(lo))
+		if l := float64(full-1) - b; l > 0 {
+			jlo = int(math.Floor(l))
 		}
 		if jlo > jhi {
 			jlo, jhi = 0, full-1
@@ -1154,39 +1212,41 @@ func (d pmf) selfCompose(t int, tail float64, pess bool) (pmf, error) {
 	}
 	nf := goodFFTLen(jhi - jlo + 1)
 	if nf > pldMaxPoints {
-		return pmf{}, fmt.Errorf("PLD: %d-fold composition needs an FFT of %d points; use a larger interval", t, nf)
-	}
-	buf := make([]float64, nf)
-	for j, v := range d.p {
-		buf[j%nf] += v
+		return pmf{}, fmt.Errorf("PLD: composition needs an FFT of %d points; use a larger interval", nf)
 	}
 	fft := fourier.NewFFT(nf)
-	c := fft.Coefficients(nil, buf)
-	ft := float64(t)
-	for i, v := range c {
-		c[i] = cpow(v, t)
+	buf := make([]float64, nf)
+	var acc, c []complex128
+	for i, m := range terms {
+		clear(buf)
+		for j, v := range m.p {
+			buf[j%nf] += v
+		}
+		c = fft.Coefficients(c, buf)
+		if i == 0 {
+			acc = make([]complex128, len(c))
+			for k, v := range c {
+				acc[k] = complex(single, 0) * cpow(v, m.t)
+			}
+			continue
+		}
+		for k, v := range c {
+			acc[k] *= cpow(v, m.t)
+		}
 	}
-	y := fft.Sequence(buf, c)
+	y := fft.Sequence(buf, acc)
 	top := min(jlo+nf-1, full-1)
-	out := make([]float64, top-jlo+1)
+	r.p = make([]float64, top-jlo+1)
 	inv := 1 / float64(nf)
 	for j := jlo; j <= top; j++ {
-		out[j-jlo] = y[j%nf] * inv
+		r.p[j-jlo] = y[j%nf] * inv
 	}
-	r := pmf{lo: t*d.lo + jlo, p: out, excess: d.excess}
-	r.inf = -math.Expm1(ft * math.Log1p(-d.inf))
-	if d.excess > 0 {
-		r.excess = math.Expm1(ft * math.Log1p(d.excess))
-	}
+	r.lo += jlo
 	if pess && top < full-1 {
-		r.inf += chernoffTail(d.p, t, sUp, float64(top+1))
+		r.inf += chernoffSumTail(up, sUp, float64(top+1))
 	}
 	if !pess && jlo > 0 {
-		rev := make([]float64, n)
-		for j, v := range d.p {
-			rev[n-1-j] = v
-		}
-		r.excess += chernoffTail(rev, t, sLo, float64(full-1-(jlo-1)))
+		r.excess += chernoffSumTail(down, sLo, float64(full-1-(jlo-1)))
 	}
 	r.clampNegative(pess)
 	return r.trim(tail, pess), nil

@@ -364,6 +364,44 @@ func TestPLDSelfComposeMatchesConvolution(t *testing.T) {
 	}
 }
 
+// Several groups composed in one Fourier product over a Chernoff window equal the
+// groups self-composed and convolved one after the other.
+func TestPLDComposeAllMatchesSequential(t *testing.T) {
+	a, err := discretise(newMixPair(0.05, 1, false), 1e-4, 1e-17)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := discretise(newMixPair(0.2, 0.5, false), 1e-4, 1e-17)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pess := range []bool{true, false} {
+		x, y := a.opt, b.opt
+		if pess {
+			x, y = a.pess, b.pess
+		}
+		all, err := composeAll([]pmf{x, y}, []int{30, 40}, 1e-15, pess)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full := 30*(len(x.p)-1) + 40*(len(y.p)-1) + 1; full <= 1<<16 || len(all.p) >= full {
+			t.Fatalf("the test must exercise the Chernoff window: support %d, window %d", full, len(all.p))
+		}
+		sx, _ := x.selfCompose(30, 1e-15, pess)
+		sy, _ := y.selfCompose(40, 1e-15, pess)
+		seq, err := sx.compose(sy, 1e-15, pess)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, eps := range []float64{0, 0.5, 1, 2, 4} {
+			u, v := all.delta(1e-4, eps), seq.delta(1e-4, eps)
+			if math.Abs(u-v) > 1e-13+1e-9*v {
+				t.Errorf("pess=%v ε=%v: one product %v, sequential %v", pess, eps, u, v)
+			}
+		}
+	}
+}
+
 // The inverse loss functions invert the losses.
 func TestPLDLossInverse(t *testing.T) {
 	pairs := []lossPair{
