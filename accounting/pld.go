@@ -771,7 +771,13 @@ func discretise(pr lossPair, h, tail float64) (pldDirection, error) {
 			}
 			return math.Inf(-1)
 		}
-		return pr.inv(l)
+		x := pr.inv(l)
+		if math.IsNaN(x) {
+			// Round-off just inside a finite end of the loss range (log(1 − q) or
+			// −log(1 − q) for the mixture pairs), which both lie at x → −∞.
+			x = math.Inf(-1)
+		}
+		return x
 	}
 	P := make([]float64, k-1)
 	Q := make([]float64, k-1)
