@@ -416,3 +416,9 @@ func KappaOf(e Event, deltaF float64, shuffle ShuffleAccounting) (float64, error
 	}
 	return 0, fmt.Errorf("κ is defined for one step's event, not %T", e)
 }
+
+// MarshalBinary is the JSON form (so the ledger can sit in gob checkpoints).
+func (l Ledger) MarshalBinary() ([]byte, error) { return l.MarshalJSON() }
+
+// UnmarshalBinary reads the JSON form.
+func (l *Ledger) UnmarshalBinary(b []byte) error { return l.UnmarshalJSON(b) }

@@ -305,7 +305,7 @@ func ExampleFIL() {
 	_ = f.AddStep([]int{0, 2}, []float64{784, 392})
 	s := SummarizeDFIL(f.DFIL())
 	fmt.Printf("kappa=%.6f max dFIL=%.4f MSE bound (worst sample)=%.4f\n", kappa, s.Max, s.MSEBoundMax)
-	// Output: kappa=0.999740 max dFIL=0.9997 MSE bound (worst sample)=1.0003
+	// Output: kappa=0.999772 max dFIL=0.9998 MSE bound (worst sample)=1.0002
 }
 
 func ExampleKappa() {

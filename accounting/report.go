@@ -1,0 +1,440 @@
+package accounting
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// DPSGD describes the releases of a DP-SGD run for the accountants: T steps with
+// batches of nominal size B drawn from N records by Sampling, each adding Gaussian
+// noise with NoiseMultiplier σ/c relative to the clipped-gradient bound c·C.
+type DPSGD struct {
+	Sampling        Sampling
+	N, Batch, Steps int
+	NoiseMultiplier float64
+}
+
+// Q is the sampling rate B/N.
+func (d DPSGD) Q() float64 { return float64(d.Batch) / float64(d.N) }
+
+func (d DPSGD) check() error {
+	if d.N < 1 || d.Batch < 1 || d.Batch > d.N {
+		return fmt.Errorf("DP-SGD: batch %d must be in [1, N = %d]", d.Batch, d.N)
+	}
+	if d.Steps < 0 {
+		return fmt.Errorf("DP-SGD: steps %d must be ≥ 0", d.Steps)
+	}
+	if err := checkQSigma(d.Q(), d.NoiseMultiplier); err != nil {
+		return fmt.Errorf("DP-SGD: %w", err)
+	}
+	if d.Sampling < SamplingPoisson || d.Sampling > SamplingShuffle {
+		return fmt.Errorf("DP-SGD: unknown sampling %v", d.Sampling)
+	}
+	return nil
+}
+
+// StepEvent is the event that step t (0-based) starts: one per step for Poisson and
+// uniform sampling; for shuffled batches one ShuffledEpochEvent at the first step of
+// each epoch (⌊N/B⌋ batches of one permutation, the remainder dropped) and none at
+// the other steps.
+func (d DPSGD) StepEvent(t int) (Event, bool) {
+	g := GaussianEvent{NoiseMultiplier: d.NoiseMultiplier}
+	switch d.Sampling {
+	case SamplingPoisson:
+		return PoissonSampledEvent{Q: d.Q(), Event: g}, true
+	case SamplingUniform:
+		return SampledWithoutReplacementEvent{Q: d.Q(), Event: g}, true
+	}
+	per := d.N / d.Batch
+	if t%per != 0 {
+		return nil, false
+	}
+	return ShuffledEpochEvent{Q: d.Q(), Steps: min(per, d.Steps-t), Event: g}, true
+}
+
+// Ledger is the ledger of the whole run, as the trainer emits it step by step.
+func (d DPSGD) Ledger() (Ledger, error) {
+	var l Ledger
+	if err := d.check(); err != nil {
+		return l, err
+	}
+	for t := 0; t < d.Steps; t++ {
+		if e, ok := d.StepEvent(t); ok {
+			if err := l.Add(e, 1); err != nil {
+				return l, err
+			}
+		}
+	}
+	return l, nil
+}
+
+// DefaultAdjacency is the relation ε is reported under for a sampling: the usual
+// add-remove, except for fixed-size subsets drawn without replacement, which are
+// defined (and accounted) under replace-one.
+func DefaultAdjacency(s Sampling) Adjacency {
+	if s == SamplingUniform {
+		return ReplaceOne
+	}
+	return AddRemove
+}
+
+// Accountant names (ReportOptions.Accountant).
+const (
+	AccountantAuto = "auto" // the tighter of PLD and RDP (both valid upper bounds)
+	AccountantPLD  = "pld"
+	AccountantRDP  = "rdp"
+)
+
+// ReportOptions configures NewReport. The zero value of each field is its default.
+type ReportOptions struct {
+	Delta      float64    // δ for ε (required)
+	Accountant string     // auto (default), pld or rdp
+	Adjacency  *Adjacency // nil: DefaultAdjacency of the sampling
+	// FILDelta is κ's δ_f; 0 leaves κ out of the report.
+	FILDelta float64
+	// ClipConstant c turns the events' σ/c back into σ for κ's ε₀ (default 1).
+	ClipConstant float64
+}
+
+// Report is what a DP-SGD run's privacy numbers hold for. Every ε names its
+// accountant, adjacency and sampling; all are derived from Events.
+type Report struct {
+	// Epsilon at Delta: a proven upper bound from Accountant under Adjacency for the
+	// run's Sampling (shuffled batches: claiming no amplification).
+	Epsilon    float64 `json:"epsilon"`
+	Delta      float64 `json:"delta"`
+	Accountant string  `json:"accountant"`
+	Adjacency  string  `json:"adjacency"`
+	Sampling   string  `json:"sampling"`
+	// ShuffleAccounting is "no-amplification" for shuffled batches.
+	ShuffleAccounting string `json:"shuffle_accounting,omitempty"`
+
+	EpsilonPLD      *float64 `json:"epsilon_pld"`       // PLD, pessimistic discretisation (upper bound); null if not computed
+	EpsilonPLDLower *float64 `json:"epsilon_pld_lower"` // PLD, optimistic discretisation: the exact ε is ≥ this
+	EpsilonRDP      *float64 `json:"epsilon_rdp"`       // RDP upper bound; null where RDP has none (replace-one Poisson)
+	EpsilonRDPOrder *float64 `json:"epsilon_rdp_order"`
+	Conversion      string   `json:"conversion"` // RDP → (ε, δ)
+	Orders          string   `json:"orders"`     // RDP orders
+	// EpsilonPoissonApprox (shuffle only) accounts each shuffled step as Poisson
+	// sampling at q = B/N, as the papers did: an approximation, not a proven bound.
+	EpsilonPoissonApprox *float64 `json:"epsilon_poisson_approximation,omitempty"`
+
+	Theorem1 Theorem1Report `json:"theorem1"`
+
+	// Kappa is the FIL factor κ under the same sampling (1 for shuffled batches: no
+	// amplification); KappaPoissonApprox (shuffle only) is the approximation's. Omitted
+	// when ReportOptions.FILDelta is 0.
+	Kappa              *float64 `json:"kappa,omitempty"`
+	KappaEpsilon0      *float64 `json:"kappa_epsilon0,omitempty"` // one step's ε₀ at δ_f
+	KappaMethod        string   `json:"kappa_method,omitempty"`
+	KappaPoissonApprox *float64 `json:"kappa_poisson_approximation,omitempty"`
+
+	Events Ledger `json:"events"`
+}
+
+// Theorem1Report is Guo et al.'s Theorem 1 input: the order-2 RDP of the whole run
+// under replace-one adjacency, which the theorem's proof needs, and the add-remove
+// Poisson value the paper's code used (for comparison only: not a valid bound).
+type Theorem1Report struct {
+	Adjacency        string  `json:"adjacency"` // replace-one
+	RDPOrder2        float64 `json:"rdp_order2"`
+	MSEBoundRDP      float64 `json:"mse_bound_rdp"`
+	PaperRDPOrder2   float64 `json:"paper_rdp_order2_add_remove"`
+	PaperMSEBoundRDP float64 `json:"paper_mse_bound_rdp_add_remove"`
+}
+
+// ledgerSampling returns the sampling of the ledger's step events (an error when
+// they mix samplings) and its first step event.
+func ledgerSampling(l Ledger) (Sampling, Event, error) {
+	var s Sampling
+	var first Event
+	var walk func(e Event) error
+	set := func(x Sampling, e Event) error {
+		if first != nil && x != s {
+			return errors.New("ledger mixes samplings")
+		}
+		if first == nil {
+			first = e
+		}
+		s = x
+		return nil
+	}
+	walk = func(e Event) error {
+		switch ev := e.(type) {
+		case PoissonSampledEvent:
+			return set(SamplingPoisson, ev)
+		case SampledWithoutReplacementEvent:
+			return set(SamplingUniform, ev)
+		case ShuffledEpochEvent:
+			return set(SamplingShuffle, ev)
+		case SelfComposedEvent:
+			return walk(ev.Event)
+		case ComposedEvent:
+			for _, x := range ev.Events {
+				if err := walk(x); err != nil {
+					return err
+				}
+			}
+		case GaussianEvent:
+			return errors.New("ledger holds an unsampled Gaussian release; report it with the RDP or PLD accountant directly")
+		}
+		return nil
+	}
+	if err := walk(l.Event()); err != nil {
+		return 0, nil, err
+	}
+	if first == nil {
+		return 0, nil, errors.New("empty privacy ledger")
+	}
+	return s, first, nil
+}
+
+// epsilonsOf composes the event under adj/sh and returns (PLD upper, PLD lower, RDP,
+// RDP order); unavailable values are nil.
+func epsilonsOf(e Event, adj Adjacency, sh ShuffleAccounting, delta float64, pld bool) (pu, pl, r, ro *float64, err error) {
+	ra := NewRDPAccountant(adj, sh, nil)
+	if err := ra.Compose(e); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if v, o, err := ra.Epsilon(delta); err == nil {
+		r, ro = &v, &o
+	}
+	if pld {
+		pa := NewPLDAccountant(adj, sh, nil)
+		if err := pa.Compose(e); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		b, err := pa.Epsilon(delta)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		pu, pl = &b.Upper, &b.Lower
+	}
+	return pu, pl, r, ro, nil
+}
+
+// NewReport derives a run's privacy report from its ledger.
+func NewReport(l Ledger, opt ReportOptions) (*Report, error) {
+	if err := checkDelta(opt.Delta); err != nil {
+		return nil, err
+	}
+	acct := opt.Accountant
+	if acct == "" {
+		acct = AccountantAuto
+	}
+	if acct != AccountantAuto && acct != AccountantPLD && acct != AccountantRDP {
+		return nil, fmt.Errorf("unknown accountant %q (want auto, pld or rdp)", acct)
+	}
+	s, first, err := ledgerSampling(l)
+	if err != nil {
+		return nil, err
+	}
+	adj := DefaultAdjacency(s)
+	if opt.Adjacency != nil {
+		adj = *opt.Adjacency
+	}
+	if s == SamplingUniform && adj == AddRemove {
+		return nil, errors.New("uniform (fixed-size, without replacement) sampling is accounted under replace-one adjacency only")
+	}
+	ev := l.Event()
+	p := &Report{Delta: opt.Delta, Adjacency: adj.String(), Sampling: s.String(),
+		Conversion: ConversionImproved.String(), Orders: "1.1, 1.2, …, 10.9, 11, …, 63, 128, 256, 512, 1024",
+		Events: l}
+	if s == SamplingShuffle {
+		p.ShuffleAccounting = ShuffleRigorous.String()
+	}
+	p.EpsilonPLD, p.EpsilonPLDLower, p.EpsilonRDP, p.EpsilonRDPOrder, err = epsilonsOf(ev, adj, ShuffleRigorous, opt.Delta, acct != AccountantRDP)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case acct == AccountantRDP && p.EpsilonRDP == nil:
+		return nil, errors.New("the RDP accountant has no ε bound under replace-one adjacency with Poisson sampling; use the PLD accountant")
+	case acct == AccountantRDP, acct == AccountantAuto && p.EpsilonRDP != nil && *p.EpsilonRDP < *p.EpsilonPLD:
+		p.Accountant, p.Epsilon = AccountantRDP, *p.EpsilonRDP
+	default:
+		p.Accountant, p.Epsilon = AccountantPLD, *p.EpsilonPLD
+	}
+	if s == SamplingShuffle {
+		au, _, ar, _, err := epsilonsOf(ev, adj, ShufflePoissonApprox, opt.Delta, acct != AccountantRDP)
+		if err != nil {
+			return nil, fmt.Errorf("Poisson approximation: %w", err)
+		}
+		if au != nil && (ar == nil || *au <= *ar) {
+			p.EpsilonPoissonApprox = au
+		} else {
+			p.EpsilonPoissonApprox = ar
+		}
+	}
+	t1 := NewRDPAccountant(ReplaceOne, ShuffleRigorous, nil)
+	paper := NewRDPAccountant(AddRemove, ShufflePoissonApprox, nil)
+	if err := t1.Compose(ev); err != nil {
+		return nil, fmt.Errorf("Theorem 1: %w", err)
+	}
+	if err := paper.Compose(asPoisson(ev)); err != nil {
+		return nil, fmt.Errorf("Theorem 1 (paper's value): %w", err)
+	}
+	p.Theorem1 = Theorem1Report{Adjacency: ReplaceOne.String(),
+		RDPOrder2: t1.Order2(), MSEBoundRDP: MSEBoundRDP(t1.Order2()),
+		PaperRDPOrder2: paper.Order2(), PaperMSEBoundRDP: MSEBoundRDP(paper.Order2())}
+	if opt.FILDelta != 0 {
+		c := opt.ClipConstant
+		if c == 0 {
+			c = 1
+		}
+		k, err := KappaOf(first, opt.FILDelta, ShuffleRigorous)
+		if err != nil {
+			return nil, fmt.Errorf("κ: %w", err)
+		}
+		nm := noiseOf(first)
+		e0, err := KappaEpsilon0(nm*c, c, opt.FILDelta)
+		if err != nil {
+			return nil, fmt.Errorf("κ: %w", err)
+		}
+		p.Kappa, p.KappaEpsilon0 = &k, &e0
+		p.KappaMethod = "ε₀ from the analytic Gaussian mechanism (Balle & Wang 2018) at replace-one sensitivity 2cC"
+		if s == SamplingShuffle {
+			ka, err := KappaOf(first, opt.FILDelta, ShufflePoissonApprox)
+			if err != nil {
+				return nil, fmt.Errorf("κ: %w", err)
+			}
+			p.KappaPoissonApprox = &ka
+		}
+	}
+	return p, nil
+}
+
+func noiseOf(e Event) float64 {
+	switch ev := e.(type) {
+	case PoissonSampledEvent:
+		return ev.Event.NoiseMultiplier
+	case SampledWithoutReplacementEvent:
+		return ev.Event.NoiseMultiplier
+	case ShuffledEpochEvent:
+		return ev.Event.NoiseMultiplier
+	case GaussianEvent:
+		return ev.NoiseMultiplier
+	}
+	return math.NaN()
+}
+
+// asPoisson rewrites every sampled step as a Poisson step (the paper's accounting).
+func asPoisson(e Event) Event {
+	switch ev := e.(type) {
+	case SampledWithoutReplacementEvent:
+		return PoissonSampledEvent{Q: ev.Q, Event: ev.Event}
+	case SelfComposedEvent:
+		return SelfComposedEvent{Event: asPoisson(ev.Event), Count: ev.Count}
+	case ComposedEvent:
+		out := ComposedEvent{}
+		for _, x := range ev.Events {
+			out.Events = append(out.Events, asPoisson(x))
+		}
+		return out
+	}
+	return e
+}
+
+// CalibrateNoise returns the smallest noise multiplier σ/c (to a relative 1e-4)
+// whose report ε at opt.Delta is at most target, for the run d (its
+// NoiseMultiplier is ignored). Bisection in log σ; the returned σ meets the target.
+func CalibrateNoise(d DPSGD, opt ReportOptions, target float64) (float64, error) {
+	if !(target > 0) || math.IsInf(target, 0) {
+		return 0, fmt.Errorf("target ε = %v must be finite and > 0", target)
+	}
+	opt.FILDelta = 0
+	eps := func(nm float64) (float64, error) {
+		d.NoiseMultiplier = nm
+		l, err := d.Ledger()
+		if err != nil {
+			return 0, err
+		}
+		r, err := NewReport(l, opt)
+		if err != nil {
+			return 0, err
+		}
+		return r.Epsilon, nil
+	}
+	lo, hi := 0.25, 4.0
+	for {
+		e, err := eps(hi)
+		if err != nil {
+			return 0, err
+		}
+		if e <= target {
+			break
+		}
+		lo, hi = hi, hi*4
+		if hi > 1e6 {
+			return 0, fmt.Errorf("no noise multiplier ≤ 1e6 reaches ε = %v", target)
+		}
+	}
+	for {
+		e, err := eps(lo)
+		if err != nil {
+			return 0, err
+		}
+		if e > target {
+			break
+		}
+		hi, lo = lo, lo/4
+		if lo < 1e-4 {
+			return hi, nil
+		}
+	}
+	for hi/lo > 1+1e-4 {
+		mid := math.Sqrt(lo * hi)
+		e, err := eps(mid)
+		if err != nil {
+			return 0, err
+		}
+		if e > target {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi, nil
+}
+
+// MarshalJSON writes an infinite MSE bound (no leakage) as null.
+func (t Theorem1Report) MarshalJSON() ([]byte, error) {
+	type alias Theorem1Report
+	return json.Marshal(struct {
+		alias
+		MSEBoundRDP      *float64 `json:"mse_bound_rdp"`
+		PaperMSEBoundRDP *float64 `json:"paper_mse_bound_rdp_add_remove"`
+	}{alias(t), finiteOrNil(t.MSEBoundRDP), finiteOrNil(t.PaperMSEBoundRDP)})
+}
+
+// UnmarshalJSON reads a null MSE bound as +Inf.
+func (t *Theorem1Report) UnmarshalJSON(b []byte) error {
+	type alias Theorem1Report
+	var in struct {
+		alias
+		MSEBoundRDP      *float64 `json:"mse_bound_rdp"`
+		PaperMSEBoundRDP *float64 `json:"paper_mse_bound_rdp_add_remove"`
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*t = Theorem1Report(in.alias)
+	t.MSEBoundRDP, t.PaperMSEBoundRDP = infIfNil(in.MSEBoundRDP), infIfNil(in.PaperMSEBoundRDP)
+	return nil
+}
+
+func finiteOrNil(x float64) *float64 {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return nil
+	}
+	return &x
+}
+
+func infIfNil(p *float64) float64 {
+	if p == nil {
+		return math.Inf(1)
+	}
+	return *p
+}

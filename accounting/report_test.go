@@ -1,0 +1,134 @@
+package accounting
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+)
+
+func TestDPSGDLedger(t *testing.T) {
+	// 1000 records, batch 300: 3 batches per epoch (100 dropped); 10 steps = 4 epochs,
+	// the last holding 1 step.
+	d := DPSGD{Sampling: SamplingShuffle, N: 1000, Batch: 300, Steps: 10, NoiseMultiplier: 2}
+	l, err := d.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(l)
+	want := `[{"kind":"self_composed","count":3,"event":{"kind":"shuffled_epoch","noise_multiplier":2,"q":0.3,"steps":3}},{"kind":"self_composed","count":1,"event":{"kind":"shuffled_epoch","noise_multiplier":2,"q":0.3,"steps":1}}]`
+	if string(b) != want {
+		t.Errorf("shuffle ledger\n%s\nwant\n%s", b, want)
+	}
+	d.Sampling = SamplingPoisson
+	l, _ = d.Ledger()
+	if len(l.Events) != 1 || l.Events[0].(SelfComposedEvent).Count != 10 {
+		t.Errorf("poisson ledger %+v", l.Events)
+	}
+	for _, bad := range []DPSGD{{N: 10, Batch: 11, Steps: 1, NoiseMultiplier: 1}, {N: 10, Batch: 1, Steps: -1, NoiseMultiplier: 1},
+		{N: 10, Batch: 1, Steps: 1, NoiseMultiplier: 0}, {Sampling: 9, N: 10, Batch: 1, Steps: 1, NoiseMultiplier: 1}} {
+		if _, err := bad.Ledger(); err == nil {
+			t.Errorf("%+v: want an error", bad)
+		}
+	}
+}
+
+func TestNewReportLabelsAndChoice(t *testing.T) {
+	for _, tc := range []struct {
+		sampling Sampling
+		adj      string
+	}{{SamplingPoisson, "add-remove"}, {SamplingUniform, "replace-one"}, {SamplingShuffle, "add-remove"}} {
+		d := DPSGD{Sampling: tc.sampling, N: 10000, Batch: 100, Steps: 300, NoiseMultiplier: 1.2}
+		l, err := d.Ledger()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := NewReport(l, ReportOptions{Delta: 1e-5, FILDelta: 1e-8, ClipConstant: 1.1})
+		if err != nil {
+			t.Fatalf("%v: %v", tc.sampling, err)
+		}
+		if r.Adjacency != tc.adj || r.Sampling != tc.sampling.String() || r.Theorem1.Adjacency != "replace-one" {
+			t.Errorf("%v: labels %s %s %s", tc.sampling, r.Adjacency, r.Sampling, r.Theorem1.Adjacency)
+		}
+		if r.EpsilonPLD == nil || r.EpsilonRDP == nil {
+			t.Fatalf("%v: PLD %v RDP %v", tc.sampling, r.EpsilonPLD, r.EpsilonRDP)
+		}
+		// auto: the tighter valid bound; PLD brackets itself.
+		if r.Epsilon != math.Min(*r.EpsilonPLD, *r.EpsilonRDP) || *r.EpsilonPLDLower > *r.EpsilonPLD {
+			t.Errorf("%v: ε %v, PLD [%v, %v], RDP %v", tc.sampling, r.Epsilon, *r.EpsilonPLDLower, *r.EpsilonPLD, *r.EpsilonRDP)
+		}
+		if (tc.sampling == SamplingShuffle) != (r.EpsilonPoissonApprox != nil) || (tc.sampling == SamplingShuffle) != (r.KappaPoissonApprox != nil) {
+			t.Errorf("%v: Poisson approximation only for shuffle: %v %v", tc.sampling, r.EpsilonPoissonApprox, r.KappaPoissonApprox)
+		}
+		if tc.sampling == SamplingShuffle {
+			// 3 epochs of one Gaussian release each: the rigorous ε exceeds the approximation.
+			if !(*r.EpsilonPoissonApprox < r.Epsilon) || *r.Kappa != 1 {
+				t.Errorf("shuffle: approximation %v vs rigorous %v, κ %v", *r.EpsilonPoissonApprox, r.Epsilon, *r.Kappa)
+			}
+		}
+		o2, _ := Order2StepRDP(ReplaceOne, pick(tc.sampling), d.Q(), 1.2)
+		want := 300 * o2
+		if tc.sampling == SamplingShuffle {
+			want = 3 * 4 / (1.2 * 1.2)
+		}
+		if math.Abs(r.Theorem1.RDPOrder2-want) > 1e-12*want || r.Theorem1.MSEBoundRDP != MSEBoundRDP(r.Theorem1.RDPOrder2) {
+			t.Errorf("%v: Theorem 1 ε₂ %v, want %v", tc.sampling, r.Theorem1.RDPOrder2, want)
+		}
+		for _, acct := range []string{AccountantRDP, AccountantPLD} {
+			ra, err := NewReport(l, ReportOptions{Delta: 1e-5, Accountant: acct})
+			if err != nil || ra.Accountant != acct {
+				t.Errorf("%v --accountant %s: %v %v", tc.sampling, acct, ra, err)
+			}
+		}
+	}
+	// replace-one Poisson: RDP has no ε; auto and pld work, rdp explains.
+	d := DPSGD{Sampling: SamplingPoisson, N: 1000, Batch: 10, Steps: 50, NoiseMultiplier: 1}
+	l, _ := d.Ledger()
+	ro := ReplaceOne
+	if r, err := NewReport(l, ReportOptions{Delta: 1e-5, Adjacency: &ro}); err != nil || r.Accountant != AccountantPLD || r.EpsilonRDP != nil {
+		t.Errorf("replace-one Poisson auto: %+v %v", r, err)
+	}
+	if _, err := NewReport(l, ReportOptions{Delta: 1e-5, Adjacency: &ro, Accountant: AccountantRDP}); err == nil {
+		t.Error("replace-one Poisson with RDP: want an error")
+	}
+	if _, err := NewReport(l, ReportOptions{Delta: 0}); err == nil {
+		t.Error("δ = 0: want an error")
+	}
+	if _, err := NewReport(Ledger{}, ReportOptions{Delta: 1e-5}); err == nil {
+		t.Error("empty ledger: want an error")
+	}
+}
+
+// pick maps shuffle to the per-step sampling whose Order2StepRDP the test uses.
+func pick(s Sampling) Sampling {
+	if s == SamplingShuffle {
+		return SamplingPoisson
+	}
+	return s
+}
+
+func TestCalibrateNoise(t *testing.T) {
+	for _, tc := range []struct {
+		s      Sampling
+		acct   string
+		target float64
+	}{{SamplingPoisson, AccountantAuto, 2}, {SamplingPoisson, AccountantRDP, 8}, {SamplingUniform, AccountantPLD, 1}, {SamplingShuffle, AccountantAuto, 4}} {
+		d := DPSGD{Sampling: tc.s, N: 20000, Batch: 200, Steps: 400}
+		opt := ReportOptions{Delta: 1e-5, Accountant: tc.acct}
+		nm, err := CalibrateNoise(d, opt, tc.target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.NoiseMultiplier = nm
+		l, _ := d.Ledger()
+		r, err := NewReport(l, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Epsilon > tc.target || r.Epsilon < 0.99*tc.target {
+			t.Errorf("%v/%s: σ %v gives ε %v for target %v", tc.s, tc.acct, nm, r.Epsilon, tc.target)
+		}
+	}
+	if _, err := CalibrateNoise(DPSGD{N: 10, Batch: 1, Steps: 1}, ReportOptions{Delta: 1e-5}, -1); err == nil {
+		t.Error("negative target: want an error")
+	}
+}
