@@ -41,7 +41,7 @@ type repeatState struct {
 	CoordsRNG []byte
 	NoiseRNG  []byte
 	FIL       *accounting.FIL // nil when FIL is off
-	RDP       *accounting.RDP // RDP composed over the Step steps done (nil when σ = 0)
+	Ledger    []byte          // JSON privacy ledger of the Step steps done
 	Samples   int64           // Σ_t |B_t| so far
 	LastLoss  float64
 	History   []EvalPoint

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/models"
 )
 
@@ -31,14 +32,21 @@ type Config struct {
 	LR          float64 `json:"lr"`
 	Momentum    float64 `json:"momentum"` // default 0.5
 	WeightDecay float64 `json:"weight_decay,omitempty"`
-	Sigma       float64 `json:"sigma"`               // noise multiplier
-	Clip        float64 `json:"clip"`                // C
-	ClipMode    string  `json:"clip_mode"`           // smooth (default) | hard
-	Sampling    string  `json:"sampling"`            // shuffle (default) | poisson
-	Delta       float64 `json:"delta"`               // for ε, default 1e-5
-	FILDelta    float64 `json:"fil_delta,omitempty"` // κ's δ_f, default 1/(T·N)
-	FILCoords   int     `json:"fil_coords"`          // default 50; 0 = FIL off
-	FILExact    bool    `json:"fil_exact,omitempty"` // exact trace (all d coordinates)
+	Sigma       float64 `json:"sigma"` // noise multiplier (0 with TargetEpsilon: solved for)
+	// TargetEpsilon, when > 0, solves for the smallest σ whose reported ε at Delta
+	// (the chosen accountant, adjacency and sampling, with the clip constant c of
+	// ClipMode) is at most this value; Sigma must then be 0. Result.Sigma is the σ used.
+	TargetEpsilon float64 `json:"target_epsilon,omitempty"`
+	Clip          float64 `json:"clip"`      // C
+	ClipMode      string  `json:"clip_mode"` // smooth (default) | hard
+	Sampling      string  `json:"sampling"`  // poisson (default) | uniform | shuffle
+	Delta         float64 `json:"delta"`     // for ε, default 1e-5
+	// Accountant picks the accountant behind the reported ε: auto (default: the
+	// tighter of PLD and RDP, both valid upper bounds), pld or rdp.
+	Accountant string  `json:"accountant,omitempty"`
+	FILDelta   float64 `json:"fil_delta,omitempty"` // κ's δ_f, default 1/(T·N)
+	FILCoords  int     `json:"fil_coords"`          // default 50; 0 = FIL off
+	FILExact   bool    `json:"fil_exact,omitempty"` // exact trace (all d coordinates)
 	// FILRate is the probability that a batch member's FIL is computed at a step
 	// (independently per sample and step, weighted by 1/FILRate so that dFIL stays an
 	// unbiased Monte Carlo estimate); 0 or 1 = every member of every batch. It trades
@@ -57,8 +65,16 @@ type Config struct {
 
 // Sampling schemes.
 const (
-	SamplingShuffle = "shuffle" // fixed-size batches without replacement, reshuffled per epoch
-	SamplingPoisson = "poisson" // each sample independently with probability q = B/N
+	SamplingPoisson = "poisson" // each sample independently with probability q = B/N (exact accounting)
+	SamplingUniform = "uniform" // an independent fixed-size subset of B without replacement each step
+	SamplingShuffle = "shuffle" // fixed-size batches of one permutation per epoch (the papers'; see Result.Privacy)
+)
+
+// Accountants (Config.Accountant).
+const (
+	AccountantAuto = accounting.AccountantAuto
+	AccountantPLD  = accounting.AccountantPLD
+	AccountantRDP  = accounting.AccountantRDP
 )
 
 // Clip modes (Config.ClipMode).
@@ -69,7 +85,8 @@ const (
 
 // DefaultConfig is the paper's MNIST setting (seed 000 Table 3: batch 600, momentum
 // 0.5) on the embedded MNIST with σ = 1, C = 1, lr 0.1, T = 1000, smooth clipping,
-// shuffled batches, FIL with k = 50 coordinates and δ = 1e-5.
+// Poisson sampling (exact accounting; the paper shuffled), FIL with k = 50
+// coordinates and δ = 1e-5.
 func DefaultConfig() Config {
 	return Config{
 		Model:     "mnist-cnn",
@@ -81,7 +98,7 @@ func DefaultConfig() Config {
 		Sigma:     1,
 		Clip:      1,
 		ClipMode:  ClipModeSmooth,
-		Sampling:  SamplingShuffle,
+		Sampling:  SamplingPoisson,
 		Delta:     1e-5,
 		FILCoords: 50,
 		Repeats:   1,
@@ -132,8 +149,13 @@ func (c Config) Validate() error {
 	if _, err := c.clip(); err != nil {
 		return err
 	}
-	if c.Sampling != SamplingShuffle && c.Sampling != SamplingPoisson {
-		return fmt.Errorf("config: sampling = %q, want %q or %q", c.Sampling, SamplingShuffle, SamplingPoisson)
+	if c.Sampling != SamplingShuffle && c.Sampling != SamplingPoisson && c.Sampling != SamplingUniform {
+		return fmt.Errorf("config: sampling = %q, want %q, %q or %q", c.Sampling, SamplingPoisson, SamplingUniform, SamplingShuffle)
+	}
+	switch c.Accountant {
+	case "", AccountantAuto, AccountantPLD, AccountantRDP:
+	default:
+		return fmt.Errorf("config: accountant = %q, want %q, %q or %q", c.Accountant, AccountantAuto, AccountantPLD, AccountantRDP)
 	}
 	if !(c.Delta > 0 && c.Delta < 1) {
 		return fmt.Errorf("config: delta = %v must be in (0, 1)", c.Delta)
@@ -147,7 +169,13 @@ func (c Config) Validate() error {
 	if !finite(c.FILRate) || c.FILRate < 0 || c.FILRate > 1 {
 		return fmt.Errorf("config: fil_rate = %v must be in (0, 1], or 0 for every step", c.FILRate)
 	}
-	if c.FILEnabled() && c.Sigma == 0 {
+	if !finite(c.TargetEpsilon) || c.TargetEpsilon < 0 {
+		return fmt.Errorf("config: target_epsilon = %v must be > 0 and finite (or 0: use sigma)", c.TargetEpsilon)
+	}
+	if c.TargetEpsilon > 0 && c.Sigma != 0 {
+		return fmt.Errorf("config: give sigma or target_epsilon, not both (sigma = %v, target_epsilon = %v)", c.Sigma, c.TargetEpsilon)
+	}
+	if c.FILEnabled() && c.Sigma == 0 && c.TargetEpsilon == 0 {
 		return fmt.Errorf("config: FIL is infinite without noise (sigma = 0); set sigma > 0 or fil_coords = 0")
 	}
 	if c.Repeats < 1 {
@@ -199,4 +227,15 @@ func (c Config) Hash() string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// ClipConstant returns c (‖g̃‖ ≤ c·C) of a clip mode: 1 for hard clipping, ≈ 1.115
+// for smooth clipping with the exact GELU. Accountants take the noise multiplier σ/c.
+func ClipConstant(mode string) (float64, error) {
+	c := Config{ClipMode: mode, Clip: 1}
+	cl, err := c.clip()
+	if err != nil {
+		return 0, err
+	}
+	return cl.Constant(), nil
 }

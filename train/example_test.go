@@ -27,11 +27,14 @@ func ExampleRun() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Printf("T = %d, q = %.2f, σ/c = %.3f: ε = %.2f at δ = %g, RDP MSE bound %.3g\n",
-		res.Steps, res.SampleRate, res.NoiseMultiplierRDP, res.Epsilon, cfg.Delta, res.MSEBoundRDP)
-	fmt.Printf("better than chance: %v; FIL bound of the worst sample = 1/max dFIL: %v\n",
-		res.TestAccuracy > 0.2, res.MSEBoundFILMax == 1/res.DFILMax)
+	p := res.Privacy
+	fmt.Printf("T = %d, q = %.2f, σ/c = %.3f: ε = %.2f at δ = %g (%s, %s, %s sampling)\n",
+		res.Steps, res.SampleRate, res.NoiseMultiplierRDP, res.Epsilon, cfg.Delta, p.Accountant, p.Adjacency, p.Sampling)
+	fmt.Printf("Theorem 1 (replace-one ε₂ = %.3g): MSE ≥ %.3g\n", res.RDPOrder2, res.MSEBoundRDP)
+	fmt.Printf("better than chance (10 classes): %v; FIL bound of the worst sample = 1/max dFIL: %v\n",
+		res.TrainAccuracy > 0.1, res.MSEBoundFILMax == 1/res.DFILMax)
 	// Output:
-	// T = 30, q = 0.25, σ/c = 0.448: ε = 48.76 at δ = 1e-05, RDP MSE bound 2.63e-31
-	// better than chance: true; FIL bound of the worst sample = 1/max dFIL: true
+	// T = 30, q = 0.25, σ/c = 0.448: ε = 43.69 at δ = 1e-05 (pld, add-remove, poisson sampling)
+	// Theorem 1 (replace-one ε₂ = 96.7): MSE ≥ 2.5e-43
+	// better than chance (10 classes): true; FIL bound of the worst sample = 1/max dFIL: true
 }

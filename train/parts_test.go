@@ -80,7 +80,8 @@ func TestHash(t *testing.T) {
 	seen := map[string]string{a.Hash(): "default"}
 	for name, mod := range map[string]func(*Config){
 		"sigma": func(c *Config) { c.Sigma = 2 }, "seed": func(c *Config) { c.Seed = 2 },
-		"sampling": func(c *Config) { c.Sampling = SamplingPoisson }, "fil": func(c *Config) { c.FILExact = true },
+		"sampling": func(c *Config) { c.Sampling = SamplingShuffle }, "uniform": func(c *Config) { c.Sampling = SamplingUniform },
+		"accountant": func(c *Config) { c.Accountant = AccountantRDP }, "fil": func(c *Config) { c.FILExact = true },
 		"lr": func(c *Config) { c.LR = 0.01 }, "model": func(c *Config) { c.Model = "mlp" },
 	} {
 		c := DefaultConfig()
@@ -168,10 +169,53 @@ func TestPoissonSampler(t *testing.T) {
 	}
 }
 
+// TestUniformSampler: every batch holds B distinct indices; over many steps each
+// index is drawn with probability B/N per step, and each pair of indices with
+// probability B(B−1)/(N(N−1)) (what a uniform B-subset gives, unlike a shuffle).
+func TestUniformSampler(t *testing.T) {
+	const n, b, steps = 20, 5, 40000
+	s, err := newUniformSampler(n, b, newRNG(newStream(4, 0, streamSampler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := make([]int, n)
+	pair := 0 // batches holding both 0 and 1
+	for i := 0; i < steps; i++ {
+		batch := s.next()
+		seen := map[int]bool{}
+		for _, j := range batch {
+			if seen[j] || j < 0 || j >= n {
+				t.Fatalf("batch %v: repeated or invalid index", batch)
+			}
+			seen[j] = true
+			counts[j]++
+		}
+		if len(batch) != b {
+			t.Fatalf("batch of %d, want %d", len(batch), b)
+		}
+		if seen[0] && seen[1] {
+			pair++
+		}
+	}
+	// Per index: Binomial(steps, 1/4): mean 10000, sd ≈ 87.
+	for j, c := range counts {
+		if math.Abs(float64(c)-steps*float64(b)/n) > 5*87 {
+			t.Errorf("index %d drawn %d times, want ≈ %d", j, c, steps*b/n)
+		}
+	}
+	// Pair: p = 5·4/(20·19) = 1/19, mean ≈ 2105, sd ≈ 45.
+	if want := float64(steps) * b * (b - 1) / (n * (n - 1)); math.Abs(float64(pair)-want) > 5*45 {
+		t.Errorf("pair drawn together %d times, want ≈ %v", pair, want)
+	}
+	if _, err := newUniformSampler(3, 4, newRNG(newStream(1, 0, 1))); err == nil {
+		t.Error("batch > N: want an error")
+	}
+}
+
 // TestSamplerStateRestore: a sampler restored from a snapshot continues exactly as the
 // original.
 func TestSamplerStateRestore(t *testing.T) {
-	for _, kind := range []string{SamplingShuffle, SamplingPoisson} {
+	for _, kind := range []string{SamplingShuffle, SamplingPoisson, SamplingUniform} {
 		a, _ := newSampler(kind, 17, 4, newRNG(newStream(5, 1, streamSampler)))
 		for i := 0; i < 6; i++ {
 			a.next()
@@ -191,7 +235,7 @@ func TestSamplerStateRestore(t *testing.T) {
 		}
 		other := SamplingPoisson
 		if kind == SamplingPoisson {
-			other = SamplingShuffle
+			other = SamplingUniform
 		}
 		c, _ := newSampler(other, 17, 4, newRNG(newStream(1, 0, 1)))
 		if err := c.restore(st); err == nil {

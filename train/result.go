@@ -3,6 +3,7 @@ package train
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/dpfil/dpfil/accounting"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,30 +13,32 @@ import (
 // noise, the FIL MSE bounds 1/dFIL when dFIL = 0) are written as JSON null and read
 // back as +Inf.
 type Result struct {
-	Config            Config    `json:"config"`
-	TestAccuracy      float64   `json:"test_accuracy"`   // mean over repeats
-	TestAccuracies    []float64 `json:"test_accuracies"` // per repeat
-	Epsilon           float64   `json:"epsilon"`         // at Config.Delta (improved conversion)
-	RDPOrder2         float64   `json:"rdp_order2"`      // ε₂: composed RDP at order 2
-	MSEBoundRDP       float64   `json:"mse_bound_rdp"`   // 1/(4(e^ε₂ − 1))
-	DFILMax           float64   `json:"dfil_max"`
-	DFILMedian        float64   `json:"dfil_median"`
-	DFILMean          float64   `json:"dfil_mean"`
-	MSEBoundFILMax    float64   `json:"mse_bound_fil_max"`    // 1/dfil_max
-	MSEBoundFILMedian float64   `json:"mse_bound_fil_median"` // 1/dfil_median
+	Config            Config             `json:"config"`
+	TestAccuracy      float64            `json:"test_accuracy"`   // mean over repeats
+	TestAccuracies    []float64          `json:"test_accuracies"` // per repeat
+	Epsilon           float64            `json:"epsilon"`         // at Config.Delta: Privacy.Epsilon (see Privacy for accountant, adjacency, sampling)
+	RDPOrder2         float64            `json:"rdp_order2"`      // ε₂ for Theorem 1: proven order-2 RDP under replace-one
+	MSEBoundRDP       float64            `json:"mse_bound_rdp"`   // 1/(4(e^ε₂ − 1)), Theorem 1 with the replace-one ε₂
+	Privacy           *accounting.Report `json:"privacy"`         // what every privacy number holds for (null without noise)
+	DFILMax           float64            `json:"dfil_max"`
+	DFILMedian        float64            `json:"dfil_median"`
+	DFILMean          float64            `json:"dfil_mean"`
+	MSEBoundFILMax    float64            `json:"mse_bound_fil_max"`    // 1/dfil_max
+	MSEBoundFILMedian float64            `json:"mse_bound_fil_median"` // 1/dfil_median
 
-	EpsilonOrder       float64            `json:"epsilon_order"`        // RDP order that attains ε
+	EpsilonOrder       float64            `json:"epsilon_order"`        // RDP order that attains the RDP ε (null when ε is not from RDP)
 	Conversion         string             `json:"conversion"`           // RDP → (ε, δ) conversion used
+	Sigma              float64            `json:"sigma"`                // noise multiplier σ used (solved when config.target_epsilon is set)
 	NoiseMultiplierRDP float64            `json:"noise_multiplier_rdp"` // σ/c given to the RDP accountant
 	ClipConstant       float64            `json:"clip_constant"`        // c: ‖g̃‖ ≤ c·C (1 for hard clipping)
 	SampleRate         float64            `json:"sample_rate"`          // q = B/N
 	Steps              int                `json:"steps"`                // T (resolved from epochs if given)
-	Sampling           string             `json:"sampling"`             // shuffle | poisson
+	Sampling           string             `json:"sampling"`             // poisson | uniform | shuffle
 	FIL                bool               `json:"fil"`                  // whether FIL was accounted
 	FILCoordsUsed      int                `json:"fil_coords_used"`      // k per sample and step (d when exact)
 	FILRate            float64            `json:"fil_rate"`             // probability a batch member's FIL was computed (weighted 1/rate)
 	FILInput           string             `json:"fil_input"`            // what FIL is taken w.r.t.: "raw_pixels" or "normalized_inputs"
-	Kappa              float64            `json:"kappa"`                // subsampling factor κ
+	Kappa              float64            `json:"kappa"`                // FIL factor κ under the run's sampling (Privacy.Kappa)
 	FILDelta           float64            `json:"fil_delta"`            // δ_f used for κ
 	DFILQuantiles      map[string]float64 `json:"dfil_quantiles,omitempty"`
 	TrainLoss          float64            `json:"train_loss"`         // final loss on the first ≤ 10 000 training samples, mean over repeats
@@ -59,19 +62,20 @@ type Result struct {
 
 // RepeatResult is one of the R independent runs.
 type RepeatResult struct {
-	Repeat           int         `json:"repeat"`
-	InitSeed         uint64      `json:"init_seed"` // seed given to Model.Init
-	TestAccuracy     float64     `json:"test_accuracy"`
-	TestLoss         float64     `json:"test_loss"`
-	PerClassAccuracy Floats      `json:"per_class_accuracy"`
-	TrainLoss        float64     `json:"train_loss"`
-	TrainAccuracy    float64     `json:"train_accuracy"`
-	SamplesSeen      int64       `json:"samples_seen"` // Σ_t |B_t|
-	DFILMax          float64     `json:"dfil_max"`
-	DFILMedian       float64     `json:"dfil_median"`
-	History          []EvalPoint `json:"history,omitempty"`
-	DFIL             []float64   `json:"-"` // per-sample dFIL of this repeat
-	Params           []float32   `json:"-"` // final parameters
+	Repeat           int               `json:"repeat"`
+	InitSeed         uint64            `json:"init_seed"` // seed given to Model.Init
+	TestAccuracy     float64           `json:"test_accuracy"`
+	TestLoss         float64           `json:"test_loss"`
+	PerClassAccuracy Floats            `json:"per_class_accuracy"`
+	TrainLoss        float64           `json:"train_loss"`
+	TrainAccuracy    float64           `json:"train_accuracy"`
+	SamplesSeen      int64             `json:"samples_seen"` // Σ_t |B_t|
+	DFILMax          float64           `json:"dfil_max"`
+	DFILMedian       float64           `json:"dfil_median"`
+	History          []EvalPoint       `json:"history,omitempty"`
+	DFIL             []float64         `json:"-"` // per-sample dFIL of this repeat
+	Params           []float32         `json:"-"` // final parameters
+	Ledger           accounting.Ledger `json:"-"` // privacy events this repeat emitted
 }
 
 // EvalPoint is one evaluation during training.

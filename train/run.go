@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -75,26 +76,22 @@ type Event struct {
 
 // setup is everything a run derives from its config and data before training.
 type setup struct {
-	cfg        Config
-	arch       models.Arch
-	model      models.Model
-	train      *data.Dataset
-	test       *data.Dataset
-	n, d, p    int
-	steps      int
-	q          float64
-	clip       models.Clip
-	c          float64 // clip constant
-	noiseStd   float64 // σC
-	kappa      float64
-	filDelta   float64
-	filK       int     // coordinates per sample and step (d when exact); 0 = off
-	filRate    float64 // probability a batch member's FIL is computed (1 = all)
-	eps        float64
-	epsOrder   float64
-	rdp2       float64
-	oneStepRDP []float64 // per-order RDP of one step (nil when σ = 0)
-	orders     []float64
+	cfg      Config // with Sigma solved when TargetEpsilon is set
+	userCfg  Config // as given (what the result and the hash record)
+	arch     models.Arch
+	model    models.Model
+	train    *data.Dataset
+	test     *data.Dataset
+	n, d, p  int
+	steps    int
+	q        float64
+	clip     models.Clip
+	c        float64 // clip constant
+	noiseStd float64 // σC
+	kappa    float64 // FIL factor κ under the run's sampling (1 for shuffle)
+	filDelta float64
+	filK     int     // coordinates per sample and step (d when exact); 0 = off
+	filRate  float64 // probability a batch member's FIL is computed (1 = all)
 }
 
 // Run trains cfg.Repeats independent models with DP-SGD and returns the result, also
@@ -159,7 +156,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 
 // prepare loads the data and the model and computes the accounting constants.
 func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error) {
-	s := &setup{cfg: cfg}
+	s := &setup{cfg: cfg, userCfg: cfg}
 	var err error
 	if s.arch, err = models.ArchByName(cfg.Model); err != nil {
 		return nil, err
@@ -225,31 +222,29 @@ func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error)
 	if !(s.c >= 1) || math.IsInf(s.c, 0) {
 		return nil, fmt.Errorf("clip constant c = %v must be finite and ≥ 1", s.c)
 	}
+	if cfg.TargetEpsilon > 0 {
+		d := accounting.DPSGD{Batch: cfg.Batch, N: s.n, Steps: s.steps}
+		d.Sampling, _ = accounting.ParseSampling(cfg.Sampling)
+		nm, err := accounting.CalibrateNoise(d, accounting.ReportOptions{Delta: cfg.Delta, Accountant: cfg.Accountant}, cfg.TargetEpsilon)
+		if err != nil {
+			return nil, fmt.Errorf("target_epsilon: %w", err)
+		}
+		cfg.Sigma = nm * s.c
+		s.cfg.Sigma = cfg.Sigma
+		logf("target ε = %g at δ = %g: noise multiplier σ = %.6g (σ/c = %.6g)", cfg.TargetEpsilon, cfg.Delta, cfg.Sigma, nm)
+	}
 	s.noiseStd = cfg.Sigma * cfg.Clip
 	s.filDelta = cfg.FILDelta
 	if s.filDelta == 0 {
 		s.filDelta = accounting.DefaultFILDelta(s.steps, s.n)
 	}
-	s.orders = accounting.DefaultOrders()
 	if cfg.Sigma > 0 {
-		rdp := accounting.NewRDP(s.orders)
-		if err := rdp.Compose(s.q, cfg.Sigma/s.c, s.steps); err != nil {
-			return nil, fmt.Errorf("RDP accounting: %w", err)
-		}
-		if s.eps, s.epsOrder, err = rdp.Epsilon(cfg.Delta, accounting.ConversionImproved); err != nil {
-			return nil, fmt.Errorf("RDP accounting: %w", err)
-		}
-		if s.rdp2, err = rdp.At(2); err != nil {
-			return nil, fmt.Errorf("RDP accounting: %w", err)
-		}
-		if s.oneStepRDP, err = accounting.StepRDP(s.q, cfg.Sigma/s.c, s.orders); err != nil {
-			return nil, fmt.Errorf("RDP accounting: %w", err)
-		}
-		if s.kappa, err = accounting.Kappa(s.q, cfg.Sigma, s.c, s.filDelta); err != nil {
+		e0, _ := s.dpsgd().StepEvent(0)
+		if s.kappa, err = accounting.KappaOf(e0, s.filDelta, accounting.ShuffleRigorous); err != nil {
 			return nil, fmt.Errorf("FIL accounting: %w", err)
 		}
 	} else {
-		s.eps, s.epsOrder, s.rdp2, s.kappa = math.Inf(1), math.NaN(), math.Inf(1), 1
+		s.kappa = 1
 	}
 	s.filRate = cfg.FILRate
 	if s.filRate == 0 {
@@ -264,16 +259,13 @@ func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error)
 	return s, nil
 }
 
-// epsilonAfter is ε at δ after t steps (for progress reports).
-func (s *setup) epsilonAfter(t int) float64 {
-	if s.oneStepRDP == nil {
+// progressEpsilon is ε at δ of the steps done so far (RDP, for progress reports; the
+// result's ε comes from PrivacyReport).
+func (w *worker) progressEpsilon() float64 {
+	if w.progress == nil {
 		return math.Inf(1)
 	}
-	r := accounting.RDP{Orders: s.orders, Values: make([]float64, len(s.orders))}
-	for i, v := range s.oneStepRDP {
-		r.Values[i] = float64(t) * v
-	}
-	eps, _, err := r.Epsilon(s.cfg.Delta, accounting.ConversionImproved)
+	eps, _, err := w.progress.Epsilon(w.s.cfg.Delta)
 	if err != nil {
 		return math.NaN()
 	}
@@ -289,7 +281,8 @@ type worker struct {
 	coordRNG *rngState
 	noiseRNG *rngState
 	fil      *accounting.FIL
-	rdp      *accounting.RDP
+	ledger   accounting.Ledger         // the privacy events emitted so far
+	progress *accounting.RDPAccountant // the same events in RDP, for progress (nil when σ = 0)
 
 	p32    []float32
 	x      []float32
@@ -333,9 +326,6 @@ func (s *setup) newWorker(repeat int, st *repeatState) (*worker, error) {
 				return nil, fmt.Errorf("FIL accounting: %w", err)
 			}
 		}
-		if s.oneStepRDP != nil {
-			st.RDP = accounting.NewRDP(s.orders)
-		}
 	} else {
 		if st.Repeat != repeat || len(st.Params) != s.p || len(st.Velocity) != s.p || st.Step < 0 || st.Step > s.steps {
 			return nil, fmt.Errorf("checkpoint state does not fit the run (repeat %d, %d params, step %d)", st.Repeat, len(st.Params), st.Step)
@@ -343,8 +333,8 @@ func (s *setup) newWorker(repeat int, st *repeatState) (*worker, error) {
 		if (st.FIL != nil) != (s.filK > 0) || st.FIL != nil && (st.FIL.N != s.n || st.FIL.D != s.d || len(st.FIL.Sum) != s.n) {
 			return nil, fmt.Errorf("checkpoint FIL state does not fit the run")
 		}
-		if (st.RDP != nil) != (s.oneStepRDP != nil) {
-			return nil, fmt.Errorf("checkpoint RDP state does not fit the run")
+		if err := json.Unmarshal(st.Ledger, &w.ledger); err != nil {
+			return nil, fmt.Errorf("checkpoint privacy ledger: %w", err)
 		}
 		if err := w.sampler.restore(st.Sampler); err != nil {
 			return nil, err
@@ -357,7 +347,13 @@ func (s *setup) newWorker(repeat int, st *repeatState) (*worker, error) {
 		}
 		w.opt.velocity = st.Velocity
 	}
-	w.st, w.fil, w.rdp = st, st.FIL, st.RDP
+	w.st, w.fil = st, st.FIL
+	if s.cfg.Sigma > 0 {
+		w.progress = accounting.NewRDPAccountant(accounting.DefaultAdjacency(s.dpsgd().Sampling), accounting.ShuffleRigorous, nil)
+		if err := w.progress.Compose(w.ledger.Event()); err != nil {
+			return nil, fmt.Errorf("checkpoint privacy ledger: %w", err)
+		}
+	}
 	w.p32 = make([]float32, s.p)
 	w.syncParams()
 	w.sum = make([]float32, s.p)
@@ -375,6 +371,9 @@ func (w *worker) syncParams() {
 // snapshot captures the RNG and sampler states into w.st (for a checkpoint).
 func (w *worker) snapshot() error {
 	var err error
+	if w.st.Ledger, err = json.Marshal(w.ledger); err != nil {
+		return fmt.Errorf("privacy ledger: %w", err)
+	}
 	if w.st.Sampler, err = w.sampler.state(); err != nil {
 		return err
 	}
@@ -444,10 +443,8 @@ func (w *worker) step() (int, error) {
 		}
 	}
 	w.syncParams()
-	if w.rdp != nil {
-		if err := w.rdp.Compose(s.q, s.cfg.Sigma/s.c, 1); err != nil {
-			return 0, fmt.Errorf("step %d: RDP accounting: %w", w.st.Step+1, err)
-		}
+	if err := w.emit(w.st.Step); err != nil {
+		return 0, fmt.Errorf("step %d: privacy accounting: %w", w.st.Step+1, err)
 	}
 	w.st.Step++
 	w.st.Samples += int64(nb)
@@ -657,7 +654,7 @@ func (s *setup) run(ctx context.Context, ck *checkpoint, opt Options, logf func(
 			if opt.Progress != nil && (t%progressEvery == 0 || t == s.steps) {
 				mx, med := w.dfilStats()
 				opt.Progress(Event{Repeat: r, Repeats: s.cfg.Repeats, Step: t, Steps: s.steps, Loss: w.st.LastLoss,
-					TestAccuracy: testAcc, Epsilon: s.epsilonAfter(t), DFILMax: mx, DFILMedian: med})
+					TestAccuracy: testAcc, Epsilon: w.progressEpsilon(), DFILMax: mx, DFILMedian: med})
 			}
 			due := opt.CheckpointEvery > 0 && t%opt.CheckpointEvery == 0 ||
 				opt.CheckpointEvery == 0 && time.Since(lastCk) >= interval
@@ -718,7 +715,7 @@ func (s *setup) finishRepeat(w *worker) (RepeatResult, error) {
 		TestAccuracy: te.Accuracy, TestLoss: te.Loss, PerClassAccuracy: te.PerClass,
 		TrainLoss: tr.Loss, TrainAccuracy: tr.Accuracy, SamplesSeen: w.st.Samples,
 		DFILMax: mx, DFILMedian: med, History: w.st.History,
-		Params: slices.Clone(w.p32),
+		Params: slices.Clone(w.p32), Ledger: w.ledger,
 	}
 	if w.fil != nil {
 		rr.DFIL = w.fil.DFIL()
@@ -730,8 +727,8 @@ func (s *setup) finishRepeat(w *worker) (RepeatResult, error) {
 func (s *setup) result(ck *checkpoint, wallSec, stepSec float64, samples int64) (*Result, error) {
 	cfg := s.cfg
 	res := &Result{
-		Config: cfg, Epsilon: s.eps, EpsilonOrder: s.epsOrder, RDPOrder2: s.rdp2,
-		MSEBoundRDP: accounting.MSEBoundRDP(s.rdp2), Conversion: accounting.ConversionImproved.String(),
+		Config: s.userCfg, Sigma: cfg.Sigma, Epsilon: math.Inf(1), EpsilonOrder: math.NaN(), RDPOrder2: math.Inf(1),
+		Conversion:         accounting.ConversionImproved.String(),
 		NoiseMultiplierRDP: cfg.Sigma / s.c, ClipConstant: s.c, SampleRate: s.q, Steps: s.steps,
 		Sampling: cfg.Sampling, FIL: s.filK > 0, FILCoordsUsed: s.filK, FILRate: s.filRate, FILInput: filInput(cfg),
 		Kappa: s.kappa, FILDelta: s.filDelta, Repeats: ck.Done, NumParams: s.p, InputDim: s.d,
@@ -746,7 +743,25 @@ func (s *setup) result(ck *checkpoint, wallSec, stepSec float64, samples int64) 
 		res.SamplesPerSec = float64(samples) / stepSec
 	}
 	if cfg.Sigma == 0 {
-		res.MSEBoundRDP = 0
+		res.MSEBoundRDP = 0 // no noise: no reconstruction bound
+	} else {
+		l := ck.Done[0].Ledger
+		for _, rr := range ck.Done[1:] {
+			a, _ := json.Marshal(rr.Ledger)
+			b, _ := json.Marshal(l)
+			if string(a) != string(b) {
+				return nil, fmt.Errorf("privacy accounting: repeat %d emitted other events than repeat 0", rr.Repeat)
+			}
+		}
+		p, err := s.privacy(l)
+		if err != nil {
+			return nil, err
+		}
+		res.Privacy = p
+		res.Epsilon, res.RDPOrder2, res.MSEBoundRDP, res.Kappa = p.Epsilon, p.Theorem1.RDPOrder2, p.Theorem1.MSEBoundRDP, *p.Kappa
+		if p.Accountant == AccountantRDP && p.EpsilonRDPOrder != nil {
+			res.EpsilonOrder = *p.EpsilonRDPOrder
+		}
 	}
 	k := float64(len(ck.Done))
 	res.PerClassAccuracy = make(Floats, len(ck.Done[0].PerClassAccuracy))

@@ -137,8 +137,66 @@ func newSampler(kind string, n, b int, rng *rngState) (sampler, error) {
 	switch kind {
 	case SamplingShuffle:
 		return newShuffleSampler(n, b, rng)
+	case SamplingUniform:
+		return newUniformSampler(n, b, rng)
 	case SamplingPoisson:
 		return newPoissonSampler(n, b, rng)
 	}
 	return nil, fmt.Errorf("unknown sampling scheme %q", kind)
+}
+
+// uniformSampler draws an independent subset of exactly B of the N indices at every
+// step, uniformly without replacement (a partial Fisher–Yates shuffle of a
+// persistent permutation, which stays a uniform permutation after every step).
+type uniformSampler struct {
+	n, b int
+	rng  *rngState
+	perm []int32
+	out  []int
+}
+
+func newUniformSampler(n, b int, rng *rngState) (*uniformSampler, error) {
+	if b < 1 || b > n {
+		return nil, fmt.Errorf("uniform sampler: batch %d must be in [1, N = %d]", b, n)
+	}
+	p := make([]int32, n)
+	for i := range p {
+		p[i] = int32(i)
+	}
+	return &uniformSampler{n: n, b: b, rng: rng, perm: p, out: make([]int, b)}, nil
+}
+
+func (s *uniformSampler) next() []int {
+	for i := 0; i < s.b; i++ {
+		j := i + s.rng.r.IntN(s.n-i)
+		s.perm[i], s.perm[j] = s.perm[j], s.perm[i]
+		s.out[i] = int(s.perm[i])
+	}
+	return s.out
+}
+
+func (s *uniformSampler) state() (samplerState, error) {
+	b, err := s.rng.marshal()
+	if err != nil {
+		return samplerState{}, err
+	}
+	return samplerState{Kind: SamplingUniform, RNG: b, Perm: append([]int32(nil), s.perm...)}, nil
+}
+
+func (s *uniformSampler) restore(st samplerState) error {
+	if st.Kind != SamplingUniform {
+		return fmt.Errorf("restore sampler: checkpoint has %q, run uses %q", st.Kind, SamplingUniform)
+	}
+	if len(st.Perm) != s.n {
+		return fmt.Errorf("restore sampler: uniform permutation has %d entries, want %d", len(st.Perm), s.n)
+	}
+	seen := make([]bool, s.n)
+	for _, v := range st.Perm {
+		if v < 0 || int(v) >= s.n || seen[v] {
+			return fmt.Errorf("restore sampler: uniform permutation is not a permutation of 0…%d", s.n-1)
+		}
+		seen[v] = true
+	}
+	copy(s.perm, st.Perm)
+	return s.rng.unmarshal(st.RNG)
 }

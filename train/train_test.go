@@ -124,6 +124,7 @@ func TestNoNoiseHugeClipIsPlainSGD(t *testing.T) {
 			split := imageToyData(40, 20, 3)
 			cfg := DefaultConfig()
 			cfg.Model, cfg.Dataset, cfg.Sigma, cfg.Clip, cfg.ClipMode = model, "toy", 0, 1e9, ClipModeHard
+			cfg.Sampling = SamplingShuffle // fixed-size batches: the oracle's batch is 8
 			cfg.FILCoords, cfg.Batch, cfg.Steps, cfg.LR, cfg.Momentum, cfg.Seed = 0, 8, 6, 0.2, 0.5, 7
 			res, err := Run(context.Background(), cfg, Options{Data: split})
 			if err != nil {
@@ -206,6 +207,9 @@ func TestFILMatchesHandFedAccountant(t *testing.T) {
 			kappa, err := accounting.Kappa(q, cfg.Sigma, c, 1/float64(cfg.Steps*n))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.sampling == SamplingShuffle {
+				kappa = 1 // shuffled batches: no amplification claimed
 			}
 			if res.Kappa != kappa {
 				t.Fatalf("kappa %v, want %v", res.Kappa, kappa)
@@ -305,16 +309,16 @@ func TestFILExactEqualsFrobenius(t *testing.T) {
 // compares result.json (minus timings), dfil.npy and the parameter files with an
 // uninterrupted run.
 func TestResumeIsBitIdentical(t *testing.T) {
-	for _, model := range []string{"mlp", "mnist-cnn"} {
-		t.Run(model, func(t *testing.T) { testResume(t, model) })
+	for _, tc := range [][2]string{{"mlp", SamplingUniform}, {"mlp", SamplingShuffle}, {"mnist-cnn", SamplingPoisson}} {
+		t.Run(tc[0]+"-"+tc[1], func(t *testing.T) { testResume(t, tc[0], tc[1]) })
 	}
 }
 
-func testResume(t *testing.T, model string) {
+func testResume(t *testing.T, model, sampling string) {
 	split := imageToyData(60, 20, 4)
 	cfg := DefaultConfig()
 	cfg.Model, cfg.Dataset, cfg.Batch, cfg.Steps, cfg.Repeats, cfg.FILCoords, cfg.Sigma = model, "toy", 10, 12, 2, 3, 0.9
-	cfg.Sampling, cfg.EvalEvery = SamplingPoisson, 5
+	cfg.Sampling, cfg.EvalEvery = sampling, 5 // shuffle: 6 batches per epoch, killed mid-epoch
 	full := t.TempDir()
 	if _, err := Run(context.Background(), cfg, Options{Out: full, Data: split}); err != nil {
 		t.Fatal(err)
@@ -445,31 +449,63 @@ func TestSigmaZeroNoFIL(t *testing.T) {
 	}
 }
 
-// TestAccountingFields checks ε, ε₂ and the RDP bound against the accountant called
-// directly with noise multiplier σ/c.
+// TestAccountingFields checks ε, ε₂ and the RDP bound of every sampling against the
+// accountants called directly with noise multiplier σ/c.
 func TestAccountingFields(t *testing.T) {
 	m := &softmaxModel{d: 4, k: 2}
 	split := toyData(50, 5, 4, 2, 1)
+	const T = 7
 	for _, mode := range []string{ClipModeSmooth, ClipModeHard} {
-		cfg := tinyConfig()
-		cfg.ClipMode, cfg.Batch, cfg.Steps, cfg.Sigma, cfg.FILCoords = mode, 5, 7, 1.1, 2
-		res, err := Run(context.Background(), cfg, Options{Model: m, Data: split})
-		if err != nil {
-			t.Fatal(err)
-		}
-		clip, _ := cfg.clip()
-		c := clip.Constant()
-		if mode == ClipModeHard && c != 1 || mode == ClipModeSmooth && !(c > 1.1 && c < 1.12) {
-			t.Fatalf("%s: clip constant %v", mode, c)
-		}
-		r := accounting.NewRDP(nil)
-		if err := r.Compose(0.1, 1.1/c, 7); err != nil {
-			t.Fatal(err)
-		}
-		eps, _, _ := r.Epsilon(1e-5, accounting.ConversionImproved)
-		e2, _ := r.At(2)
-		if res.Epsilon != eps || res.RDPOrder2 != e2 || res.MSEBoundRDP != accounting.MSEBoundRDP(e2) || res.NoiseMultiplierRDP != 1.1/c {
-			t.Fatalf("%s: eps %v/%v, eps2 %v/%v", mode, res.Epsilon, eps, res.RDPOrder2, e2)
+		for _, sampling := range []string{SamplingPoisson, SamplingUniform, SamplingShuffle} {
+			cfg := tinyConfig()
+			cfg.ClipMode, cfg.Batch, cfg.Steps, cfg.Sigma, cfg.FILCoords, cfg.Sampling = mode, 5, T, 1.1, 2, sampling
+			res, err := Run(context.Background(), cfg, Options{Model: m, Data: split})
+			if err != nil {
+				t.Fatal(err)
+			}
+			clip, _ := cfg.clip()
+			c := clip.Constant()
+			if mode == ClipModeHard && c != 1 || mode == ClipModeSmooth && !(c > 1.1 && c < 1.12) {
+				t.Fatalf("%s: clip constant %v", mode, c)
+			}
+			nm, q := 1.1/c, 0.1
+			p := res.Privacy
+			if p == nil || res.NoiseMultiplierRDP != nm || p.Sampling != sampling {
+				t.Fatalf("%s/%s: privacy %+v, noise multiplier %v", mode, sampling, p, res.NoiseMultiplierRDP)
+			}
+			var wantRDP, wantO2 float64
+			wantAdj := "add-remove"
+			switch sampling {
+			case SamplingPoisson:
+				wantRDP, _, _ = accounting.EpsilonFor(q, nm, T, 1e-5, nil, accounting.ConversionImproved)
+				o2, _ := accounting.Order2StepRDP(accounting.ReplaceOne, accounting.SamplingPoisson, q, nm)
+				wantO2 = T * o2
+			case SamplingUniform:
+				wantAdj = "replace-one"
+				wantRDP, _, _ = accounting.EpsilonFor(q, nm/2, T, 1e-5, nil, accounting.ConversionImproved)
+				o2, _ := accounting.Order2StepRDP(accounting.ReplaceOne, accounting.SamplingUniform, q, nm)
+				wantO2 = T * o2
+			case SamplingShuffle: // T = 7 < 10 batches per epoch: one epoch, one Gaussian release
+				wantRDP, _, _ = accounting.EpsilonFor(1, nm, 1, 1e-5, nil, accounting.ConversionImproved)
+				wantO2 = 4 / (nm * nm)
+				approx, _, _ := accounting.EpsilonFor(q, nm, T, 1e-5, nil, accounting.ConversionImproved)
+				if p.EpsilonPoissonApprox == nil || *p.EpsilonPoissonApprox > approx || p.ShuffleAccounting != "no-amplification" {
+					t.Errorf("%s/shuffle: Poisson approximation %v (RDP %v), accounting %q", mode, p.EpsilonPoissonApprox, approx, p.ShuffleAccounting)
+				}
+			}
+			if p.EpsilonRDP == nil || math.Abs(*p.EpsilonRDP-wantRDP) > 1e-12*wantRDP || p.Adjacency != wantAdj {
+				t.Errorf("%s/%s: RDP ε %v, want %v (adjacency %s, want %s)", mode, sampling, p.EpsilonRDP, wantRDP, p.Adjacency, wantAdj)
+			}
+			if res.Epsilon != p.Epsilon || p.Epsilon > *p.EpsilonRDP || p.EpsilonPLD != nil && p.Epsilon > *p.EpsilonPLD {
+				t.Errorf("%s/%s: ε %v is not the tighter of RDP %v and PLD %v", mode, sampling, res.Epsilon, *p.EpsilonRDP, p.EpsilonPLD)
+			}
+			if math.Abs(res.RDPOrder2-wantO2) > 1e-12*wantO2 || res.MSEBoundRDP != accounting.MSEBoundRDP(res.RDPOrder2) || p.Theorem1.Adjacency != "replace-one" {
+				t.Errorf("%s/%s: ε₂ %v, want %v", mode, sampling, res.RDPOrder2, wantO2)
+			}
+			paper, _ := accounting.SampledGaussianRDP(q, nm, 2)
+			if math.Abs(p.Theorem1.PaperRDPOrder2-T*paper) > 1e-12 || !(p.Theorem1.PaperMSEBoundRDP > res.MSEBoundRDP) {
+				t.Errorf("%s/%s: paper ε₂ %v, want %v; its bound %v must exceed the replace-one %v", mode, sampling, p.Theorem1.PaperRDPOrder2, T*paper, p.Theorem1.PaperMSEBoundRDP, res.MSEBoundRDP)
+			}
 		}
 	}
 }

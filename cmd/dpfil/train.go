@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/models"
 	"github.com/dpfil/dpfil/train"
@@ -35,8 +36,10 @@ func addTrainConfigFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.Float64Var(&cfg.Sigma, "sigma", cfg.Sigma, "noise multiplier σ (noise N(0, σ²C²I) on the summed clipped gradients)")
 	fs.Float64Var(&cfg.Clip, "clip", cfg.Clip, "per-sample clipping norm C")
 	fs.StringVar(&cfg.ClipMode, "clip-mode", cfg.ClipMode, "clipping: smooth (GELU, differentiable: the paper's choice for FIL) or hard")
-	fs.StringVar(&cfg.Sampling, "sampling", cfg.Sampling, "batches: shuffle (fixed size, without replacement, per epoch) or poisson")
+	fs.StringVar(&cfg.Sampling, "sampling", cfg.Sampling, "batches: poisson (exact accounting), uniform (fixed size B without replacement each step; replace-one accounting) or shuffle (the papers'; ε claims no amplification, the Poisson approximation is reported beside it)")
 	fs.Float64Var(&cfg.Delta, "delta", cfg.Delta, "δ at which ε is reported")
+	fs.StringVar(&cfg.Accountant, "accountant", cfg.Accountant, "accountant behind the reported ε: auto (the tighter of pld and rdp), pld or rdp")
+	fs.Float64Var(&cfg.TargetEpsilon, "target-epsilon", cfg.TargetEpsilon, "solve for the smallest σ reaching this ε at --delta (with the chosen accountant and clip mode); replaces --sigma")
 	fs.Float64Var(&cfg.FILDelta, "fil-delta", cfg.FILDelta, "failure probability δ_f of κ (0 = 1/(T·N))")
 	fs.IntVar(&cfg.FILCoords, "fil-coords", cfg.FILCoords, "input coordinates k per sample and step for the FIL trace estimate (0 = FIL off)")
 	fs.BoolVar(&cfg.FILExact, "fil-exact", cfg.FILExact, "exact FIL trace over all d input coordinates")
@@ -155,16 +158,15 @@ func runTrainingRecorded(cmd *cobra.Command, cfg train.Config, out string, resum
 // printResult is the human summary of a training result.
 func printResult(w io.Writer, res *train.Result, dir string) {
 	cfg := res.Config
-	fmt.Fprintf(w, "%s on %s (%d train / %d test), %d steps × batch %d (%s), σ = %g, C = %g (%s clipping, c = %.4f), lr %g, momentum %g\n",
+	fmt.Fprintf(w, "%s on %s (%d train / %d test), %d steps × batch %d (%s), σ = %.4g, C = %g (%s clipping, c = %.4f), lr %g, momentum %g\n",
 		cfg.Model, res.Dataset.Name, res.Dataset.NTrain, res.Dataset.NTest, res.Steps, cfg.Batch, res.Sampling,
-		cfg.Sigma, cfg.Clip, cfg.ClipMode, res.ClipConstant, cfg.LR, cfg.Momentum)
+		res.Sigma, cfg.Clip, cfg.ClipMode, res.ClipConstant, cfg.LR, cfg.Momentum)
 	fmt.Fprintf(w, "test accuracy      %.4f", res.TestAccuracy)
 	if len(res.TestAccuracies) > 1 {
 		fmt.Fprintf(w, " (mean of %d repeats: %v)", len(res.TestAccuracies), res.TestAccuracies)
 	}
 	fmt.Fprintf(w, "\ntrain loss         %.4f (train accuracy %.4f)\n", res.TrainLoss, res.TrainAccuracy)
-	fmt.Fprintf(w, "RDP                ε = %.4g at δ = %g (order %g), ε₂ = %.4g → MSE ≥ %.4g\n",
-		res.Epsilon, cfg.Delta, res.EpsilonOrder, res.RDPOrder2, res.MSEBoundRDP)
+	printPrivacy(w, res.Privacy)
 	if res.FIL {
 		fmt.Fprintf(w, "FIL (k = %d, κ = %.4g) dFIL max %.4g, median %.4g, mean %.4g → MSE ≥ %.4g (worst sample), %.4g (median sample)\n",
 			res.FILCoordsUsed, res.Kappa, res.DFILMax, res.DFILMedian, res.DFILMean, res.MSEBoundFILMax, res.MSEBoundFILMedian)
@@ -264,6 +266,9 @@ A resumed run keeps recording into the same files.`,
 				if cmd.Flags().Changed("epochs") && !cmd.Flags().Changed("steps") {
 					cfg.Steps = 0
 				}
+				if cmd.Flags().Changed("target-epsilon") {
+					cfg.Sigma = 0 // solved for
+				}
 				if err := cfg.Validate(); err != nil {
 					return err
 				}
@@ -279,6 +284,7 @@ A resumed run keeps recording into the same files.`,
 		},
 	}
 	addTrainConfigFlags(cmd.Flags(), &cfg)
+	cmd.MarkFlagsMutuallyExclusive("sigma", "target-epsilon")
 	cmd.Flags().StringVar(&out, "out", "", "run directory (default runs/<model>-<config hash>)")
 	cmd.Flags().StringVar(&resume, "resume", "", "continue the run in this directory from its checkpoint")
 	cmd.Flags().IntVar(&ckEvery, "checkpoint-every", 0, "checkpoint every n steps (0 = every 2 minutes)")
@@ -287,4 +293,26 @@ A resumed run keeps recording into the same files.`,
 	cmd.Flags().BoolVar(&record, "record-transcript", false, "write the adversary's transcript (θ₀, released gradients, batches) to DIR/transcript.bin")
 	addJSONFlag(cmd, &asJSON)
 	return cmd
+}
+
+// printPrivacy is the human summary of a privacy report: each ε with what it holds for.
+func printPrivacy(w io.Writer, p *accounting.Report) {
+	if p == nil {
+		fmt.Fprintln(w, "privacy            none (σ = 0)")
+		return
+	}
+	fmt.Fprintf(w, "privacy            ε = %.4g at δ = %g (%s accountant, %s adjacency, %s sampling", p.Epsilon, p.Delta, p.Accountant, p.Adjacency, p.Sampling)
+	if p.ShuffleAccounting != "" {
+		fmt.Fprintf(w, ", %s", p.ShuffleAccounting)
+	}
+	fmt.Fprintln(w, ")")
+	if p.EpsilonPLD != nil && p.EpsilonRDP != nil {
+		fmt.Fprintf(w, "                   PLD ε ∈ [%.4g, %.4g], RDP ε = %.4g (order %g)\n", *p.EpsilonPLDLower, *p.EpsilonPLD, *p.EpsilonRDP, *p.EpsilonRDPOrder)
+	}
+	if p.EpsilonPoissonApprox != nil {
+		fmt.Fprintf(w, "                   ε = %.4g if shuffled batches were Poisson-sampled (the papers' approximation, not a proven bound)\n", *p.EpsilonPoissonApprox)
+	}
+	t := p.Theorem1
+	fmt.Fprintf(w, "Theorem 1 (RDP)    ε₂ = %.4g (%s) → MSE ≥ %.4g   [paper's add-remove ε₂ = %.4g → %.4g, not a valid bound]\n",
+		t.RDPOrder2, t.Adjacency, t.MSEBoundRDP, t.PaperRDPOrder2, t.PaperMSEBoundRDP)
 }

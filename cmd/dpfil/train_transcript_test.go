@@ -24,7 +24,7 @@ func TestTrainRecordTranscript(t *testing.T) {
 	_, err := runTrainCLI(t, "train", "--model", "mlp", "--steps", fmt.Sprint(steps), "--batch", fmt.Sprint(batch),
 		"--train-subset", fmt.Sprint(n), "--fil-coords", "0", "--sigma", "0.8", "--clip", "0.5", "--clip-mode", "hard",
 		"--lr", "0.3", "--momentum", "0.7", "--weight-decay", "0.01", "--repeats", "2", "--seed", "5",
-		"--record-transcript", "--quiet", "--out", dir)
+		"--sampling", "shuffle", "--record-transcript", "--quiet", "--out", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
