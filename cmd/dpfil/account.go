@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/dpfil/dpfil/accounting"
+	"github.com/dpfil/dpfil/train"
 	"github.com/spf13/cobra"
 )
 
@@ -32,7 +33,7 @@ func newAccountCmd() *cobra.Command {
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(newAccountRDPCmd(), newAccountPLDCmd(), newAccountReRoCmd(), newAccountFILCmd(), newAccountKappaCmd(), newAccountMSECmd())
+	cmd.AddCommand(newAccountRDPCmd(), newAccountPLDCmd(), newAccountDPSGDCmd(), newAccountReRoCmd(), newAccountFILCmd(), newAccountKappaCmd(), newAccountMSECmd())
 	return cmd
 }
 
@@ -99,19 +100,124 @@ func acctParseSchedule(s string) ([]accounting.Step, error) {
 
 // accountRDPResult is the JSON of 'account rdp' (q and sigma absent with --schedule).
 type accountRDPResult struct {
-	Q          *float64          `json:"q,omitempty"`
-	Sigma      *float64          `json:"sigma,omitempty"`
-	Schedule   []accounting.Step `json:"schedule,omitempty"`
-	Steps      int               `json:"steps"`
-	Delta      float64           `json:"delta"`
-	Conversion string            `json:"conversion"`
-	Epsilon    float64           `json:"epsilon"`
-	Order      float64           `json:"order"`
-	RDPOrder2  float64           `json:"rdp_order2"`
-	// MSEBoundRDP is null when the order-2 RDP is 0 (no leakage: the bound is +∞).
-	MSEBoundRDP *float64 `json:"mse_bound_rdp"`
+	Q               *float64          `json:"q,omitempty"`
+	Sigma           *float64          `json:"sigma,omitempty"`
+	Schedule        []accounting.Step `json:"schedule,omitempty"`
+	Steps           int               `json:"steps"`
+	Delta           float64           `json:"delta"`
+	Accountant      string            `json:"accountant"` // rdp
+	Adjacency       string            `json:"adjacency"`
+	Sampling        string            `json:"sampling"`
+	ClipMode        string            `json:"clip_mode"`
+	ClipConstant    float64           `json:"clip_constant"`
+	NoiseMultiplier *float64          `json:"noise_multiplier,omitempty"` // σ/c, what the accountant takes
+	Conversion      string            `json:"conversion"`
+	Epsilon         float64           `json:"epsilon"`
+	Order           float64           `json:"order"`
+	// RDPOrder2 is the order-2 RDP of the run under Adjacency.
+	RDPOrder2 float64 `json:"rdp_order2"`
+	// MSEBoundRDP (Theorem 1) uses Theorem1.RDPOrder2, the replace-one value; null
+	// when it is 0 (no leakage: the bound is +∞).
+	MSEBoundRDP *float64                  `json:"mse_bound_rdp"`
+	Theorem1    accounting.Theorem1Report `json:"theorem1"`
 	// TargetEpsilon is set when sigma was solved for.
 	TargetEpsilon *float64 `json:"target_epsilon,omitempty"`
+}
+
+// acctRDPSetting is the adjacency, sampling and clipping of 'account rdp'.
+type acctRDPSetting struct {
+	adj  accounting.Adjacency
+	samp accounting.Sampling
+	mode string
+	c    float64
+}
+
+func parseRDPSetting(adjS, sampS, mode string) (acctRDPSetting, error) {
+	var st acctRDPSetting
+	var err error
+	if st.adj, err = accounting.ParseAdjacency(adjS); err != nil {
+		return st, fmt.Errorf("--adjacency: %w", err)
+	}
+	if st.samp, err = accounting.ParseSampling(sampS); err != nil {
+		return st, fmt.Errorf("--sampling: %w", err)
+	}
+	if st.samp == accounting.SamplingShuffle {
+		return st, fmt.Errorf("--sampling shuffle has no per-step RDP; use 'account dpsgd --sampling shuffle' (per-epoch accounting)")
+	}
+	if st.c, err = train.ClipConstant(mode); err != nil {
+		return st, fmt.Errorf("--clip-mode: %w", err)
+	}
+	st.mode = mode
+	return st, nil
+}
+
+// event is the privacy event of n steps at (q, σ/c).
+func (st acctRDPSetting) event(q, nm float64, n int) accounting.Event {
+	g := accounting.GaussianEvent{NoiseMultiplier: nm}
+	var e accounting.Event = accounting.PoissonSampledEvent{Q: q, Event: g}
+	if st.samp == accounting.SamplingUniform {
+		e = accounting.SampledWithoutReplacementEvent{Q: q, Event: g}
+	}
+	return accounting.SelfComposedEvent{Event: e, Count: n}
+}
+
+// account composes ev into res: ε, rdp_order2 and Theorem 1.
+func (st acctRDPSetting) account(res *accountRDPResult, ev accounting.Event, orders []float64, conv accounting.Conversion) error {
+	a := accounting.NewRDPAccountant(st.adj, accounting.ShuffleRigorous, orders)
+	a.Conversion = conv
+	if err := a.Compose(ev); err != nil {
+		return fmt.Errorf("RDP accountant: %w", err)
+	}
+	var err error
+	if res.Epsilon, res.Order, err = a.Epsilon(res.Delta); err != nil {
+		return fmt.Errorf("RDP accountant: %w", err)
+	}
+	res.RDPOrder2 = a.Order2()
+	t1 := accounting.NewRDPAccountant(accounting.ReplaceOne, accounting.ShuffleRigorous, orders)
+	if err := t1.Compose(ev); err != nil {
+		return fmt.Errorf("Theorem 1: %w", err)
+	}
+	paper := accounting.NewRDPAccountant(accounting.AddRemove, accounting.ShuffleRigorous, orders)
+	if err := paper.Compose(poissonOf(ev)); err != nil {
+		return fmt.Errorf("Theorem 1: %w", err)
+	}
+	res.Theorem1 = accounting.Theorem1Report{Adjacency: accounting.ReplaceOne.String(),
+		RDPOrder2: t1.Order2(), MSEBoundRDP: accounting.MSEBoundRDP(t1.Order2()),
+		PaperRDPOrder2: paper.Order2(), PaperMSEBoundRDP: accounting.MSEBoundRDP(paper.Order2())}
+	if mse := res.Theorem1.MSEBoundRDP; !math.IsInf(mse, 1) {
+		res.MSEBoundRDP = &mse
+	}
+	res.Accountant, res.Adjacency, res.Sampling = accounting.AccountantRDP, st.adj.String(), st.samp.String()
+	res.ClipMode, res.ClipConstant, res.Conversion = st.mode, st.c, conv.String()
+	return nil
+}
+
+// poissonOf rewrites sampled-without-replacement steps as Poisson steps (the
+// paper's add-remove accounting).
+func poissonOf(e accounting.Event) accounting.Event {
+	switch ev := e.(type) {
+	case accounting.SampledWithoutReplacementEvent:
+		return accounting.PoissonSampledEvent{Q: ev.Q, Event: ev.Event}
+	case accounting.SelfComposedEvent:
+		return accounting.SelfComposedEvent{Event: poissonOf(ev.Event), Count: ev.Count}
+	case accounting.ComposedEvent:
+		out := accounting.ComposedEvent{}
+		for _, x := range ev.Events {
+			out.Events = append(out.Events, poissonOf(x))
+		}
+		return out
+	}
+	return e
+}
+
+// printRDP is the human summary of 'account rdp'.
+func printRDP(w io.Writer, res accountRDPResult, head string) {
+	fmt.Fprintf(w, "%s: (%.4g, %g)-DP (RDP, %s adjacency, %s sampling, %s conversion, order %g)\n",
+		head, res.Epsilon, res.Delta, res.Adjacency, res.Sampling, res.Conversion, res.Order)
+	fmt.Fprintf(w, "order-2 RDP of the run (%s): %.6g\n", res.Adjacency, res.RDPOrder2)
+	t := res.Theorem1
+	fmt.Fprintf(w, "Theorem 1 MSE lower bound on [0,1]^d (unbiased attacker): %.6g (ε₂ = %.6g, replace-one)\n", t.MSEBoundRDP, t.RDPOrder2)
+	fmt.Fprintf(w, "  the paper's add-remove ε₂ = %.6g would give %.6g (not a valid bound)\n", t.PaperRDPOrder2, t.PaperMSEBoundRDP)
 }
 
 func newAccountRDPCmd() *cobra.Command {
@@ -119,44 +225,46 @@ func newAccountRDPCmd() *cobra.Command {
 		q, sigma, delta, target float64
 		steps                   int
 		ordersS, convS, sched   string
+		adjS, sampS, clipMode   string
 		asJSON                  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "rdp",
 		Short: "RDP of DP-SGD (sampled Gaussian) → (ε, δ), order-2 RDP and the Theorem 1 MSE bound",
-		Long: `Composes 'steps' steps of the sampled Gaussian mechanism (Poisson rate q, noise
-multiplier sigma) in Rényi DP and converts to (ε, δ)-DP, minimising over the orders
-(improved conversion by default). rdp_order2 is the order-2 RDP of the whole run and
-mse_bound_rdp = 1/(4(e^rdp_order2 − 1)) the Theorem 1 MSE lower bound on [0,1]^d.
+		Long: `Composes 'steps' steps of the sampled Gaussian mechanism (rate q, noise multiplier
+sigma) in Rényi DP and converts to (ε, δ)-DP, minimising over the orders (improved
+conversion by default). --adjacency add-remove (default, the usual DP-SGD ε) or
+replace-one; --sampling poisson (default) or uniform (fixed-size batches without
+replacement, replace-one only); --clip-mode smooth divides sigma by the smooth
+clipping constant c ≈ 1.115 as 'train' does (hard: c = 1, the plain noise
+multiplier). rdp_order2 is the order-2 RDP under the adjacency; mse_bound_rdp =
+1/(4(e^ε₂ − 1)) is Theorem 1's MSE lower bound on [0,1]^d with the replace-one ε₂
+its proof needs (theorem1; the paper's add-remove value is shown beside it).
 With --target-epsilon instead of --sigma it solves for the smallest sigma reaching
 that ε (bisection to 1e-6 relative). --schedule composes a heterogeneous run
-(segments q:sigma:steps, e.g. a noise multiplier decaying during training) instead
-of --q/--sigma/--steps.`,
+(segments q:sigma:steps) instead of --q/--sigma/--steps. The PLD accountant
+('account pld') is tighter; 'account dpsgd' reports both as 'train' does.`,
 		Example: `  dpfil account rdp --q 0.004267 --sigma 1.1 --steps 14062 --delta 1e-5
   dpfil account rdp --q 0.01 --steps 1000 --delta 1e-5 --target-epsilon 2 --json
+  dpfil account rdp --q 0.01 --sigma 1 --steps 1000 --delta 1e-5 --clip-mode smooth --sampling uniform --adjacency replace-one
   dpfil account rdp --schedule 0.01:2:500,0.01:1.5:500,0.02:1:1000 --delta 1e-5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := parseRDPSetting(adjS, sampS, clipMode)
+			if err != nil {
+				return err
+			}
 			if cmd.Flags().Changed("schedule") {
-				for _, f := range []string{"q", "sigma", "steps", "target-epsilon"} {
-					if cmd.Flags().Changed(f) {
-						return fmt.Errorf("--schedule replaces --%s; give one or the other", f)
-					}
-				}
-				if err := acctRequireFlags(cmd, "delta"); err != nil {
-					return err
-				}
-				return runRDPSchedule(cmd, sched, delta, ordersS, convS, asJSON)
+				return runRDPSchedule(cmd, st, sched, delta, ordersS, convS, asJSON)
 			}
 			if err := acctRequireFlags(cmd, "q", "steps", "delta"); err != nil {
 				return err
 			}
-			hasSigma, hasTarget := cmd.Flags().Changed("sigma"), cmd.Flags().Changed("target-epsilon")
-			if hasSigma == hasTarget {
-				return fmt.Errorf("give exactly one of --sigma and --target-epsilon")
-			}
-			for name, v := range map[string]float64{"q": q, "delta": delta, "sigma": sigma, "target-epsilon": target} {
-				if err := acctCheckFinite(name, v); err != nil {
+			for _, v := range []struct {
+				name string
+				x    float64
+			}{{"q", q}, {"sigma", sigma}, {"delta", delta}, {"target-epsilon", target}} {
+				if err := acctCheckFinite(v.name, v.x); err != nil {
 					return err
 				}
 			}
@@ -171,36 +279,35 @@ of --q/--sigma/--steps.`,
 			if err != nil {
 				return fmt.Errorf("--conversion: %w", err)
 			}
-			res := accountRDPResult{Q: &q, Steps: steps, Delta: delta, Conversion: conv.String()}
+			res := accountRDPResult{Q: &q, Steps: steps, Delta: delta}
+			hasTarget := cmd.Flags().Changed("target-epsilon")
 			if hasTarget {
+				if st.adj == accounting.ReplaceOne && st.samp == accounting.SamplingPoisson {
+					return fmt.Errorf("--target-epsilon: RDP has no ε bound under replace-one with Poisson sampling; use 'account pld' or 'account dpsgd'")
+				}
+				if st.adj == accounting.AddRemove && st.samp == accounting.SamplingUniform {
+					return fmt.Errorf("uniform sampling is accounted under replace-one adjacency only")
+				}
 				s, err := accounting.SigmaForEpsilon(q, steps, delta, target, orders, conv)
 				if err != nil {
 					return fmt.Errorf("solve for sigma: %w", err)
 				}
-				sigma = s
+				if st.samp == accounting.SamplingUniform { // the dominating pair is the sampled Gaussian at σ/2
+					s *= 2
+				}
+				sigma = s * st.c
 				res.TargetEpsilon = &target
 			}
-			res.Sigma = &sigma
-			if res.Epsilon, res.Order, err = accounting.EpsilonFor(q, sigma, steps, delta, orders, conv); err != nil {
-				return fmt.Errorf("RDP accountant: %w", err)
-			}
-			r2, err := accounting.SampledGaussianRDP(q, sigma, 2)
-			if err != nil {
-				return fmt.Errorf("order-2 RDP: %w", err)
-			}
-			res.RDPOrder2 = float64(steps) * r2
-			mse := accounting.MSEBoundRDP(res.RDPOrder2)
-			if !math.IsInf(mse, 1) {
-				res.MSEBoundRDP = &mse
+			nm := sigma / st.c
+			res.Sigma, res.NoiseMultiplier = &sigma, &nm
+			if err := st.account(&res, st.event(q, nm, steps), orders, conv); err != nil {
+				return err
 			}
 			return emit(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) {
 				if hasTarget {
 					fmt.Fprintf(w, "noise multiplier sigma = %.6g reaches epsilon ≤ %g\n", sigma, target)
 				}
-				fmt.Fprintf(w, "q = %g, sigma = %g, steps = %d: (%.4g, %g)-DP (%s conversion, order %g)\n",
-					q, sigma, steps, res.Epsilon, delta, res.Conversion, res.Order)
-				fmt.Fprintf(w, "order-2 RDP of the run: %.6g\n", res.RDPOrder2)
-				fmt.Fprintf(w, "Theorem 1 MSE lower bound on [0,1]^d (unbiased attacker): %.6g\n", mse)
+				printRDP(w, res, fmt.Sprintf("q = %g, sigma = %g (%s clipping, c = %.4f), steps = %d", q, sigma, st.mode, st.c, steps))
 			})
 		},
 	}
@@ -213,12 +320,24 @@ of --q/--sigma/--steps.`,
 	f.StringVar(&ordersS, "orders", "", "comma-separated Rényi orders > 1 (default 1.1…10.9, 11…63, 128…1024)")
 	f.StringVar(&convS, "conversion", "improved", "RDP → (ε, δ) conversion: improved or classic")
 	f.StringVar(&sched, "schedule", "", "heterogeneous run: comma-separated q:sigma:steps segments (instead of --q/--sigma/--steps)")
+	f.StringVar(&adjS, "adjacency", "add-remove", "neighbouring relation of ε: add-remove or replace-one")
+	f.StringVar(&sampS, "sampling", "poisson", "poisson or uniform (fixed-size batches without replacement; replace-one only)")
+	f.StringVar(&clipMode, "clip-mode", "hard", "hard (sigma is the noise multiplier) or smooth (divide by c ≈ 1.115, as train's default)")
+	cmd.MarkFlagsMutuallyExclusive("sigma", "target-epsilon")
+	cmd.MarkFlagsOneRequired("sigma", "target-epsilon", "schedule")
+	cmd.MarkFlagsMutuallyExclusive("schedule", "q")
+	cmd.MarkFlagsMutuallyExclusive("schedule", "sigma")
+	cmd.MarkFlagsMutuallyExclusive("schedule", "steps")
+	cmd.MarkFlagsMutuallyExclusive("schedule", "target-epsilon")
 	addJSONFlag(cmd, &asJSON)
 	return cmd
 }
 
 // runRDPSchedule is 'account rdp --schedule'.
-func runRDPSchedule(cmd *cobra.Command, sched string, delta float64, ordersS, convS string, asJSON bool) error {
+func runRDPSchedule(cmd *cobra.Command, st acctRDPSetting, sched string, delta float64, ordersS, convS string, asJSON bool) error {
+	if err := acctRequireFlags(cmd, "delta"); err != nil {
+		return err
+	}
 	if err := acctCheckFinite("delta", delta); err != nil {
 		return err
 	}
@@ -234,31 +353,23 @@ func runRDPSchedule(cmd *cobra.Command, sched string, delta float64, ordersS, co
 	if err != nil {
 		return fmt.Errorf("--conversion: %w", err)
 	}
-	r := accounting.NewRDP(orders)
-	if err := r.ComposeSchedule(segs); err != nil {
-		return fmt.Errorf("--schedule: %w", err)
-	}
-	res := accountRDPResult{Schedule: segs, Delta: delta, Conversion: conv.String()}
-	if res.Epsilon, res.Order, err = r.Epsilon(delta, conv); err != nil {
-		return fmt.Errorf("RDP accountant: %w", err)
-	}
-	for _, s := range segs {
-		r2, err := accounting.SampledGaussianRDP(s.Q, s.Sigma, 2)
-		if err != nil {
-			return fmt.Errorf("order-2 RDP: %w", err)
+	res := accountRDPResult{Schedule: segs, Delta: delta}
+	var ev accounting.ComposedEvent
+	for i, s := range segs {
+		if s.Steps < 0 {
+			return fmt.Errorf("--schedule: segment %d: number of steps %d must be ≥ 0", i, s.Steps)
 		}
-		res.RDPOrder2 += float64(s.Steps) * r2
+		if _, err := accounting.SampledGaussianRDP(s.Q, s.Sigma, 2); err != nil {
+			return fmt.Errorf("--schedule: segment %d: %w", i, err)
+		}
+		ev.Events = append(ev.Events, st.event(s.Q, s.Sigma/st.c, s.Steps))
 		res.Steps += s.Steps
 	}
-	mse := accounting.MSEBoundRDP(res.RDPOrder2)
-	if !math.IsInf(mse, 1) {
-		res.MSEBoundRDP = &mse
+	if err := st.account(&res, ev, orders, conv); err != nil {
+		return fmt.Errorf("--schedule: %w", err)
 	}
 	return emit(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) {
-		fmt.Fprintf(w, "schedule of %d segments, %d steps: (%.4g, %g)-DP (%s conversion, order %g)\n",
-			len(segs), res.Steps, res.Epsilon, delta, res.Conversion, res.Order)
-		fmt.Fprintf(w, "order-2 RDP of the run: %.6g\n", res.RDPOrder2)
-		fmt.Fprintf(w, "Theorem 1 MSE lower bound on [0,1]^d (unbiased attacker): %.6g\n", mse)
+		printRDP(w, res, fmt.Sprintf("schedule of %d segments, %d steps", len(segs), res.Steps))
 	})
 }
 
@@ -269,6 +380,11 @@ type accountReRoResult struct {
 	Steps int     `json:"steps"`
 	Seed  uint64  `json:"seed"`
 	accounting.ReRoResult
+	// GammaTradeoff is the ReRo bound from the PLD trade-off curve (no sampling
+	// error; a rigorous upper bound) and GammaTradeoffLower its discretisation's
+	// lower end. Adjacency add-remove, Poisson sampling, as Hayes et al.
+	GammaTradeoff      float64 `json:"gamma_tradeoff"`
+	GammaTradeoffLower float64 `json:"gamma_tradeoff_lower"`
 }
 
 func newAccountReRoCmd() *cobra.Command {
@@ -340,7 +456,12 @@ chunks seeded from --seed, so the result does not depend on the number of cores.
 			if err != nil {
 				return fmt.Errorf("ReRo: %w", err)
 			}
-			out := accountReRoResult{Q: q, Sigma: sigma, Steps: steps, Seed: seed, ReRoResult: res}
+			tr, err := accounting.ReRoTradeoff(q, sigma, steps, kappa, nil)
+			if err != nil {
+				return fmt.Errorf("ReRo from the trade-off curve: %w", err)
+			}
+			out := accountReRoResult{Q: q, Sigma: sigma, Steps: steps, Seed: seed, ReRoResult: res,
+				GammaTradeoff: tr.Gamma, GammaTradeoffLower: tr.GammaLower}
 			return emit(cmd.OutOrStdout(), asJSON, out, func(w io.Writer) {
 				fmt.Fprintf(w, "q = %g, sigma = %g, steps = %d, kappa = %.6g, N = %d (seed %d)\n", q, sigma, steps, kappa, samples, seed)
 				fmt.Fprintf(w, "ReRo gamma: %.6g   %.0f%% CI [%.6g, %.6g]   advantage %.6g\n",
@@ -349,6 +470,7 @@ chunks seeded from --seed, so the result does not depend on the number of cores.
 				if res.GammaExact != nil {
 					fmt.Fprintf(w, "gamma exact (q = 1 closed form): %.6g\n", *res.GammaExact)
 				}
+				fmt.Fprintf(w, "gamma from the PLD trade-off curve: %.6g (rigorous upper bound; discretisation lower end %.6g)\n", tr.Gamma, tr.GammaLower)
 				fmt.Fprintf(w, "gamma from RDP: %.6g (order %g)\n", res.GammaRDP, res.RDPOrder)
 				if res.Warning != "" {
 					fmt.Fprintf(w, "warning: %s\n", res.Warning)
@@ -447,20 +569,31 @@ type accountKappaResult struct {
 	ClipConstant float64 `json:"clip_constant"`
 	DeltaF       float64 `json:"delta_f"`
 	Kappa        float64 `json:"kappa"`
+	Epsilon0     float64 `json:"epsilon0"` // one step's ε₀ at δ_f (replace-one)
+	// Epsilon0Method names how ε₀ was computed.
+	Epsilon0Method string `json:"epsilon0_method"`
+	// PaperEpsilon0 and PaperKappa use the classical Gaussian-mechanism formula
+	// (valid only when PaperEpsilon0 < 1), as the paper did.
+	PaperEpsilon0 float64 `json:"paper_epsilon0_classical"`
+	PaperKappa    float64 `json:"paper_kappa_classical"`
 }
 
 func newAccountKappaCmd() *cobra.Command {
 	var (
 		q, sigma, c, deltaF float64
 		steps, n            int
+		clipMode            string
 		asJSON              bool
 	)
 	cmd := &cobra.Command{
 		Use:   "kappa",
 		Short: "FIL subsampling factor κ = q/(q + (1−q)e^{−ε₀}) (Guo et al. Theorem 4)",
-		Long: `ε₀ = c·2·√(2 ln(1.25/δ_f))/σ is the per-step (ε₀, δ_f)-DP of the Gaussian mechanism
-(replace-one sensitivity 2cC, c the clipping constant: 1 hard, ≈1.115 smooth).
-δ_f is --delta-f, or 1/(T·N) from --steps and --n.`,
+		Long: `ε₀ is the per-step (ε₀, δ_f)-DP of the Gaussian mechanism under replace-one
+adjacency (sensitivity 2cC, noise σC; c the clipping constant: 1 hard, ≈1.115 smooth),
+from the analytic Gaussian mechanism (Balle & Wang 2018), valid for every σ. The
+paper's classical ε₀ = c·2·√(2 ln(1.25/δ_f))/σ (valid only when < 1) is shown beside
+it. δ_f is --delta-f, or 1/(T·N) from --steps and --n. --clip-mode sets c as 'train'
+does (instead of --clip-constant).`,
 		Example: `  dpfil account kappa --q 0.0043 --sigma 1.1 --steps 14062 --n 60000`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -473,13 +606,34 @@ func newAccountKappaCmd() *cobra.Command {
 				}
 				deltaF = accounting.DefaultFILDelta(steps, n)
 			}
+			if cmd.Flags().Changed("clip-mode") {
+				var err error
+				if c, err = train.ClipConstant(clipMode); err != nil {
+					return fmt.Errorf("--clip-mode: %w", err)
+				}
+			}
 			k, err := accounting.Kappa(q, sigma, c, deltaF)
 			if err != nil {
 				return fmt.Errorf("kappa: %w", err)
 			}
-			res := accountKappaResult{Q: q, Sigma: sigma, ClipConstant: c, DeltaF: deltaF, Kappa: k}
+			eps0, err := accounting.KappaEpsilon0(sigma, c, deltaF)
+			if err != nil {
+				return fmt.Errorf("kappa: %w", err)
+			}
+			kc, err := accounting.KappaClassic(q, sigma, c, deltaF)
+			if err != nil {
+				return fmt.Errorf("kappa: %w", err)
+			}
+			res := accountKappaResult{Q: q, Sigma: sigma, ClipConstant: c, DeltaF: deltaF, Kappa: k, Epsilon0: eps0,
+				Epsilon0Method: "analytic Gaussian mechanism (Balle & Wang 2018)",
+				PaperEpsilon0:  c * 2 * math.Sqrt(2*math.Log(1.25/deltaF)) / sigma, PaperKappa: kc}
 			return emit(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) {
-				fmt.Fprintf(w, "kappa = %.6g (q = %g, sigma = %g, c = %g, delta_f = %.3g)\n", k, q, sigma, c, deltaF)
+				fmt.Fprintf(w, "kappa = %.6g (q = %g, sigma = %g, c = %g, delta_f = %.3g; ε₀ = %.4g, analytic Gaussian mechanism)\n", k, q, sigma, c, deltaF, eps0)
+				valid := "valid"
+				if res.PaperEpsilon0 >= 1 {
+					valid = "not valid: ≥ 1"
+				}
+				fmt.Fprintf(w, "the paper's classical ε₀ = %.4g (%s) would give kappa = %.6g\n", res.PaperEpsilon0, valid, kc)
 			})
 		},
 	}
@@ -487,6 +641,8 @@ func newAccountKappaCmd() *cobra.Command {
 	f.Float64Var(&q, "q", 0, "sampling rate in [0, 1] (required)")
 	f.Float64Var(&sigma, "sigma", 0, "noise multiplier > 0 (required)")
 	f.Float64Var(&c, "clip-constant", 1, "clipping constant c (1 hard clipping; ≈1.115 smooth)")
+	f.StringVar(&clipMode, "clip-mode", "", "hard or smooth: the clipping constant of train's clip mode (instead of --clip-constant)")
+	cmd.MarkFlagsMutuallyExclusive("clip-constant", "clip-mode")
 	f.Float64Var(&deltaF, "delta-f", 0, "per-step failure probability δ_f in (0, 1)")
 	f.IntVar(&steps, "steps", 0, "number of steps T (for δ_f = 1/(T·N))")
 	f.IntVar(&n, "n", 0, "training set size N (for δ_f = 1/(T·N))")

@@ -58,8 +58,17 @@ func TestAccountRDP(t *testing.T) {
 	if math.Abs(acctNum(t, m, "rdp_order2")-1000*r2) > 1e-12 {
 		t.Errorf("rdp_order2 %v, want %v", m["rdp_order2"], 1000*r2)
 	}
-	if want := 1 / (4 * (math.Exp(1000*r2) - 1)); math.Abs(acctNum(t, m, "mse_bound_rdp")-want) > 1e-9*want {
+	// Theorem 1 takes the replace-one ε₂; the paper's add-remove value is labelled beside it.
+	rr, _ := accounting.Order2StepRDP(accounting.ReplaceOne, accounting.SamplingPoisson, 0.01, 1.1)
+	if want := 1 / (4 * (math.Exp(1000*rr) - 1)); math.Abs(acctNum(t, m, "mse_bound_rdp")-want) > 1e-9*want {
 		t.Errorf("mse_bound_rdp %v, want %v", m["mse_bound_rdp"], want)
+	}
+	t1 := m["theorem1"].(map[string]any)
+	if want := 1 / (4 * (math.Exp(1000*r2) - 1)); t1["adjacency"] != "replace-one" || math.Abs(acctNum(t, t1, "paper_mse_bound_rdp_add_remove")-want) > 1e-9*want {
+		t.Errorf("theorem1 %v, paper bound want %v", t1, want)
+	}
+	if m["adjacency"] != "add-remove" || m["sampling"] != "poisson" || m["accountant"] != "rdp" {
+		t.Errorf("labels: %v %v %v", m["adjacency"], m["sampling"], m["accountant"])
 	}
 	// Classic conversion and explicit orders.
 	c := accountJSON(t, "rdp", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--delta", "1e-5",
@@ -149,6 +158,14 @@ func TestAccountReRo(t *testing.T) {
 	}
 	if acctNum(t, m, "gamma_rdp") < exact {
 		t.Errorf("gamma_rdp %v below exact %v", m["gamma_rdp"], exact)
+	}
+	if gt, gl := acctNum(t, m, "gamma_tradeoff"), acctNum(t, m, "gamma_tradeoff_lower"); math.Abs(gt-exact) > 1e-3 || gl > gt {
+		t.Errorf("gamma_tradeoff [%v, %v], exact %v", gl, gt, exact)
+	}
+	// q < 1: the trade-off bound lies inside the Monte Carlo interval.
+	p := accountJSON(t, "rero", "--q", "0.1", "--sigma", "1", "--steps", "30", "--kappa", "0.05", "--samples", "100000", "--seed", "4")
+	if gt := acctNum(t, p, "gamma_tradeoff"); gt < acctNum(t, p, "gamma_low") || gt > acctNum(t, p, "gamma_high") {
+		t.Errorf("gamma_tradeoff %v outside the Monte Carlo interval [%v, %v]", gt, p["gamma_low"], p["gamma_high"])
 	}
 	// Prior size K ⇔ κ = 1/K; same seed, same result; workers do not matter.
 	a := accountJSON(t, "rero", "--q", "0.05", "--sigma", "1", "--steps", "50", "--prior-size", "100", "--samples", "20000", "--workers", "1")
@@ -269,15 +286,15 @@ func TestAccountErrors(t *testing.T) {
 		{"rdp delta NaN", []string{"rdp", "--steps", "100", "--delta", "NaN", "--q", "0.1", "--sigma", "1"}, "finite"},
 		{"rdp missing q", append(rdp, "--sigma", "1"), "--q"},
 		{"rdp missing delta", []string{"rdp", "--q", "0.1", "--sigma", "1", "--steps", "10"}, "--delta"},
-		{"rdp sigma and target", append(rdp, "--q", "0.1", "--sigma", "1", "--target-epsilon", "1"), "exactly one"},
-		{"rdp neither sigma nor target", append(rdp, "--q", "0.1"), "exactly one"},
+		{"rdp sigma and target", append(rdp, "--q", "0.1", "--sigma", "1", "--target-epsilon", "1"), "none of the others"},
+		{"rdp neither sigma nor target", append(rdp, "--q", "0.1"), "at least one of the flags in the group [sigma target-epsilon schedule]"},
 		{"rdp bad target", append(rdp, "--q", "0.1", "--target-epsilon", "-1"), "epsilon"},
 		{"rdp target q=0", append(rdp, "--q", "0", "--target-epsilon", "1"), "q"},
 		{"rdp negative steps", []string{"rdp", "--q", "0.1", "--sigma", "1", "--steps", "-1", "--delta", "1e-5"}, "steps"},
 		{"rdp bad orders", append(rdp, "--q", "0.1", "--sigma", "1", "--orders", "2,x"), "orders"},
 		{"rdp order ≤ 1", append(rdp, "--q", "0.1", "--sigma", "1", "--orders", "0.5,2"), "orders"},
 		{"rdp bad conversion", append(rdp, "--q", "0.1", "--sigma", "1", "--conversion", "fancy"), "conversion"},
-		{"schedule with q", []string{"rdp", "--schedule", "0.1:1:10", "--q", "0.1", "--delta", "1e-5"}, "--q"},
+		{"schedule with q", []string{"rdp", "--schedule", "0.1:1:10", "--q", "0.1", "--delta", "1e-5"}, "[schedule q]"},
 		{"schedule bad segment", []string{"rdp", "--schedule", "0.1:1", "--delta", "1e-5"}, "q:sigma:steps"},
 		{"schedule not numbers", []string{"rdp", "--schedule", "0.1:x:10", "--delta", "1e-5"}, "q:sigma:steps"},
 		{"schedule NaN", []string{"rdp", "--schedule", "NaN:1:10", "--delta", "1e-5"}, "non-finite"},
