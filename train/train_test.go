@@ -587,3 +587,30 @@ func TestRepeatsAverage(t *testing.T) {
 		t.Fatalf("test accuracy %v, mean of repeats %v", res.TestAccuracy, mean)
 	}
 }
+
+// TestTargetEpsilon: with target_epsilon the run solves for σ (clip constant and
+// accountant included) and reports an ε within 1 % below the target; the result
+// keeps the config as given and records the σ used.
+func TestTargetEpsilon(t *testing.T) {
+	m := &softmaxModel{d: 4, k: 2}
+	split := toyData(500, 5, 4, 2, 1)
+	for _, acct := range []string{AccountantAuto, AccountantRDP} {
+		cfg := tinyConfig()
+		cfg.Batch, cfg.Steps, cfg.Sigma, cfg.TargetEpsilon, cfg.FILCoords, cfg.Accountant = 10, 40, 0, 3, 2, acct
+		res, err := Run(context.Background(), cfg, Options{Model: m, Data: split})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Epsilon > 3 || res.Epsilon < 0.99*3 || res.Config.Sigma != 0 || res.Config.TargetEpsilon != 3 {
+			t.Errorf("%s: ε %v for target 3 (config σ %v, target %v)", acct, res.Epsilon, res.Config.Sigma, res.Config.TargetEpsilon)
+		}
+		if res.Sigma <= 0 || math.Abs(res.NoiseMultiplierRDP-res.Sigma/res.ClipConstant) > 1e-15 || res.Privacy.Accountant == "" {
+			t.Errorf("%s: σ %v, σ/c %v, accountant %q", acct, res.Sigma, res.NoiseMultiplierRDP, res.Privacy.Accountant)
+		}
+	}
+	cfg := tinyConfig()
+	cfg.TargetEpsilon = 2
+	if err := cfg.Validate(); err == nil {
+		t.Error("sigma and target_epsilon together: want an error")
+	}
+}

@@ -11,7 +11,7 @@ import (
 // demoReading is the one-sentence guide to the demo's bounds.
 const demoReading = "How to read the bounds: no unbiased reconstruction attack can recover a training image " +
 	"with a per-pixel mean squared error below them (pixels in [0,1]; MSE = 1 is the largest per-pixel error possible on [0,1] images, " +
-	"so a bound ≥ 1 means perfect privacy); the RDP bound holds for every sample, the FIL bounds for the " +
+	"so a bound ≥ 1 means perfect privacy); the RDP bound (Theorem 1, from the order-2 RDP under replace-one adjacency) holds for every sample, the FIL bounds for the " +
 	"worst-leaking (max dFIL) and the typical (median dFIL) training sample."
 
 // demoConfig is the demo's run: mnist-cnn on the embedded MNIST, privately, with
