@@ -6,6 +6,8 @@
 #   2. `bench engine --device cuda` for mnist-cnn (batch 600, k = 50) and cifar-cnn
 #      (batch 200, k = 50): GPU vs CPU in one run, % of the FP32 floor;
 #   3. a 20-step mnist-cnn DP-SGD run with FIL on cpu and on cuda (same seed);
+#   4. which of the cuBLAS entry points dpfil loads (cuda/cublas.go) the host's
+#      libcublas exports, with their symbol versions;
 # writes everything under $OUT (default out/gpu-check) and prints a table last.
 # Usage: scripts/gpu-check.sh [SECONDS_PER_BENCH]   (default 20)
 set -eu
@@ -37,6 +39,31 @@ for dev in cpu cuda; do
     --seed 7 --quiet --out "$OUT/train-$dev" --json > "$OUT/train-$dev.json" 2> "$OUT/train-$dev.log" || echo "train $dev failed: see $OUT/train-$dev.log"
 done
 
+echo "== 4. cuBLAS symbols"
+# The library gpu-run.sh finds (DPFIL_CUBLAS, or the soname search on its path).
+lib=$($RUN true 2>&1 | sed -n 's/^gpu-run: cuBLAS: \([^ ]*\).*/\1/p' | head -n 1)
+: > "$OUT/cublas-symbols.txt"
+if [ -z "$lib" ] || [ ! -e "$lib" ]; then
+  echo "no libcublas found (see gpu-run's warning)" | tee "$OUT/cublas-symbols.txt"
+else
+  echo "library: $(readlink -f "$lib")" >> "$OUT/cublas-symbols.txt"
+  for sym in cublasCreate_v2 cublasDestroy_v2 cublasSetStream_v2 cublasSetMathMode cublasGetVersion_v2 \
+             cublasSgemm_v2 cublasSgemmStridedBatched; do
+    if command -v nm >/dev/null 2>&1; then
+      found=$(nm -D --defined-only "$lib" 2>/dev/null | awk -v s="$sym" '{split($3, n, "@"); if (n[1] == s) {print $3; exit}}')
+    else # no binutils on the host: ask the dynamic linker
+      found=$($RUN python3 -c 'import ctypes, sys
+l = ctypes.CDLL(sys.argv[1])
+print(sys.argv[2] if hasattr(l, sys.argv[2]) else "")' "$lib" "$sym" 2>/dev/null || true)
+    fi
+    echo "$sym ${found:-MISSING}" >> "$OUT/cublas-symbols.txt"
+  done
+  if command -v nm >/dev/null 2>&1; then
+    echo "exported cublas* symbols: $(nm -D --defined-only "$lib" 2>/dev/null | awk '$3 ~ /^cublas/' | wc -l)" >> "$OUT/cublas-symbols.txt"
+  fi
+  cat "$OUT/cublas-symbols.txt"
+fi
+
 python3 - "$OUT" "$status" <<'PY'
 import json, os, sys
 out, status = sys.argv[1], sys.argv[2]
@@ -62,4 +89,14 @@ else:
         a, b = c.get(k), g.get(k)
         rel = abs(a - b) / abs(a) if a else abs(b)
         print(f"| train 20 steps {k} | cpu {a:.6g}, cuda {b:.6g}, rel. diff {rel:.2e} |")
+try:
+    with open(os.path.join(out, "cublas-symbols.txt")) as f:
+        lines = [l.strip() for l in f if l.strip()]
+    syms = [l.split() for l in lines if l.startswith("cublas") and not l.startswith("cublas* ")]
+    missing = [s[0] for s in syms if s[1] == "MISSING"]
+    lib = next((l[len("library: "):] for l in lines if l.startswith("library: ")), "not found")
+    print(f"| cuBLAS symbols ({lib}) | {len(syms) - len(missing)}/{len(syms)} found: {', '.join(s[1] for s in syms if s[1] != 'MISSING')}"
+          + (f"; MISSING: {', '.join(missing)}" if missing else "") + " |")
+except Exception as e:
+    print(f"| cuBLAS symbols | {e} |")
 PY
