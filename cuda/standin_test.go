@@ -33,29 +33,30 @@ func onStandin(t *testing.T) bool {
 // stand-in must say about it. Each runs in a child process (TestStandinScenario):
 // most crash the process or leave the context in a sticky error, as on a GPU.
 var standinScenarios = []struct {
-	name string
-	want []string
+	name   string
+	want   []string
+	checks bool // needs the stand-in's kernel checks (off with DPFIL_STANDIN_CHECKS=0)
 }{
 	// The host reads a kernel's output before Sync: its memory is PROT_NONE while the
 	// launch is queued, so the read faults at this file's line.
-	{"host-read-before-sync", []string{"unexpected fault address", "standin_test.go"}},
+	{"host-read-before-sync", []string{"unexpected fault address", "standin_test.go"}, false},
 	// The same for a GEMM's output (the stand-in's cuBLAS is stream-ordered too).
-	{"host-read-before-sync-gemm", []string{"unexpected fault address", "standin_test.go"}},
+	{"host-read-before-sync-gemm", []string{"unexpected fault address", "standin_test.go"}, false},
 	// A kernel stores one element past the end of its buffer.
-	{"out-of-bounds-store", []string{"memcheck: kernel k_zero", "0 bytes past the end of allocation", "caught: cuda: sync: IllegalAddress"}},
+	{"out-of-bounds-store", []string{"memcheck: kernel k_zero", "0 bytes past the end of allocation", "caught: cuda: sync: IllegalAddress"}, true},
 	// Two threads of one launch write one word (a duplicated grid dimension).
-	{"race-write-write", []string{"race: kernel k_zero", "was written by thread", "caught: cuda: sync: LaunchFailed"}},
+	{"race-write-write", []string{"race: kernel k_zero", "was written by thread", "caught: cuda: sync: LaunchFailed"}, true},
 	// A thread writes a word that another thread of the launch reads (aliased operands).
-	{"race-read-write", []string{"race: kernel k_add_bias", "caught: cuda: sync"}},
+	{"race-read-write", []string{"race: kernel k_add_bias", "caught: cuda: sync"}, true},
 	// A Go pointer as a kernel argument, and as a GEMM operand.
-	{"go-pointer-kernel", []string{"argument 1 (float* x) is not device memory", "caught: cuda: launch k_zero"}},
-	{"go-pointer-gemm", []string{"is not inside one live device allocation", "caught: cuda: cublasSgemm"}},
+	{"go-pointer-kernel", []string{"argument 1 (float* x) is not device memory", "caught: cuda: launch k_zero"}, false},
+	{"go-pointer-gemm", []string{"is not inside one live device allocation", "caught: cuda: cublasSgemm"}, false},
 	// A 64-bit value in the slot of a 32-bit int parameter.
-	{"int-upper-bits", []string{"upper 4 are not 0", "caught: cuda: launch k_zero"}},
+	{"int-upper-bits", []string{"upper 4 are not 0", "caught: cuda: launch k_zero"}, false},
 	// A driver call from an OS thread without a current context.
-	{"no-context", []string{"no current context on this OS thread", "caught: InvalidContext"}},
+	{"no-context", []string{"no current context on this OS thread", "caught: InvalidContext"}, false},
 	// A kernel argument into memory that was freed.
-	{"use-after-free", []string{"which was freed", "caught: cuda: launch k_zero"}},
+	{"use-after-free", []string{"which was freed", "caught: cuda: launch k_zero"}, false},
 }
 
 // TestStandinCatches runs every scenario of standinScenarios in a child process and
@@ -64,8 +65,12 @@ func TestStandinCatches(t *testing.T) {
 	if !onStandin(t) {
 		t.Skip("GPU 0 is not the stand-in driver: these bugs are not caught the same way on a GPU")
 	}
+	checks := os.Getenv("DPFIL_STANDIN_CHECKS") != "0" && os.Getenv("DPFIL_STANDIN_CHECKS") != "off"
 	for _, sc := range standinScenarios {
 		t.Run(sc.name, func(t *testing.T) {
+			if sc.checks && !checks {
+				t.Skip("needs the stand-in's kernel checks (DPFIL_STANDIN_CHECKS=0)")
+			}
 			cmd := exec.Command(os.Args[0], "-test.run=^TestStandinScenario$", "-test.v", "-test.count=1")
 			cmd.Env = append(os.Environ(), "DPFIL_STANDIN_SCENARIO="+sc.name, "DPFIL_STANDIN_QUIET=1", "GOTRACEBACK=single")
 			out, err := cmd.CombinedOutput()
