@@ -11,16 +11,9 @@ import (
 // LayerKind names a layer type of an architecture.
 type LayerKind string
 
-// The layer kinds an Arch can use.
-const (
-	KindConv      LayerKind = "conv"      // 2-D convolution with bias
-	KindAvgPool   LayerKind = "avgpool"   // average pooling (VALID, divides by the kernel area)
-	KindTanh      LayerKind = "tanh"      // elementwise tanh
-	KindELU       LayerKind = "elu"       // elementwise ELU with alpha = 1
-	KindDense     LayerKind = "dense"     // fully connected with bias
-	KindFlatten   LayerKind = "flatten"   // [C][H][W] -> [C*H*W], row-major
-	KindNormalize LayerKind = "normalize" // fixed per-channel (x - mean) / std
-)
+// The layer kinds are registered by their files (layer_<kind>.go): KindConv,
+// KindAvgPool, KindTanh, KindELU, KindReLU, KindDense, KindFlatten, KindNormalize;
+// LayerKinds lists them.
 
 // LayerSpec describes one layer. Only the fields of its Kind are used.
 //
@@ -65,6 +58,7 @@ type Arch struct {
 // parameter vector.
 type ParamShape struct {
 	Layer  int    // index into Arch.Layers
+	Tensor int    // index among the layer's tensors (Layer.Params)
 	Name   string // e.g. "conv0.W", "dense3.b"
 	Dims   []int  // conv W: [Out InC KH KW]; dense W: [Out In]; biases: [Out]
 	Offset int    // offset in the flat parameter vector
@@ -169,52 +163,21 @@ func ArchByName(name string) (Arch, error) {
 // Shapes returns the per-sample activation shape before layer 0 (the input) and after
 // every layer, or an error when the layers do not fit the input.
 func (a Arch) Shapes() ([]Shape, error) {
+	if a.Input.C <= 0 || a.Input.H <= 0 || a.Input.W <= 0 {
+		return nil, fmt.Errorf("%s: input shape %dx%dx%d must be positive", a.Name, a.Input.C, a.Input.H, a.Input.W)
+	}
+	if a.Classes < 1 {
+		return nil, fmt.Errorf("%s: %d classes, want at least 1", a.Name, a.Classes)
+	}
 	shapes := []Shape{a.Input}
 	s := a.Input
 	for i, l := range a.Layers {
-		switch l.Kind {
-		case KindConv:
-			if l.Out <= 0 || l.KH <= 0 || l.KW <= 0 || l.Stride <= 0 {
-				return nil, fmt.Errorf("%s layer %d: conv needs positive out, kernel and stride", a.Name, i)
-			}
-			h := (s.H+l.PadT+l.PadB-l.KH)/l.Stride + 1
-			w := (s.W+l.PadL+l.PadR-l.KW)/l.Stride + 1
-			if h <= 0 || w <= 0 {
-				return nil, fmt.Errorf("%s layer %d: conv %dx%d does not fit input %dx%d", a.Name, i, l.KH, l.KW, s.H, s.W)
-			}
-			s = Shape{C: l.Out, H: h, W: w}
-		case KindAvgPool:
-			if l.KH <= 0 || l.KW <= 0 || l.Stride <= 0 {
-				return nil, fmt.Errorf("%s layer %d: avgpool needs positive kernel and stride", a.Name, i)
-			}
-			h := (s.H-l.KH)/l.Stride + 1
-			w := (s.W-l.KW)/l.Stride + 1
-			if h <= 0 || w <= 0 {
-				return nil, fmt.Errorf("%s layer %d: avgpool %dx%d does not fit input %dx%d", a.Name, i, l.KH, l.KW, s.H, s.W)
-			}
-			s = Shape{C: s.C, H: h, W: w}
-		case KindTanh, KindELU:
-		case KindFlatten:
-			s = Shape{C: s.Size(), H: 1, W: 1}
-		case KindDense:
-			if s.H != 1 || s.W != 1 {
-				return nil, fmt.Errorf("%s layer %d: dense needs a flattened input, got %dx%dx%d", a.Name, i, s.C, s.H, s.W)
-			}
-			if l.Out <= 0 {
-				return nil, fmt.Errorf("%s layer %d: dense needs positive out", a.Name, i)
-			}
-			s = Shape{C: l.Out, H: 1, W: 1}
-		case KindNormalize:
-			if len(l.Mean) != s.C || len(l.Std) != s.C {
-				return nil, fmt.Errorf("%s layer %d: normalize needs %d means and stds", a.Name, i, s.C)
-			}
-			for _, sd := range l.Std {
-				if !(sd > 0) {
-					return nil, fmt.Errorf("%s layer %d: normalize std must be positive", a.Name, i)
-				}
-			}
-		default:
-			return nil, fmt.Errorf("%s layer %d: unknown layer kind %q", a.Name, i, l.Kind)
+		kind, err := LayerOf(l.Kind)
+		if err != nil {
+			return nil, fmt.Errorf("%s layer %d: %w", a.Name, i, err)
+		}
+		if s, err = kind.OutShape(l, s); err != nil {
+			return nil, fmt.Errorf("%s layer %d: %w", a.Name, i, err)
 		}
 		shapes = append(shapes, s)
 	}
@@ -224,7 +187,8 @@ func (a Arch) Shapes() ([]Shape, error) {
 	return shapes, nil
 }
 
-// Params returns the parameter tensors in flat-vector order (see LayerSpec).
+// Params returns the parameter tensors in flat-vector order (see LayerSpec), named
+// <kind><layer index>.<tensor> (e.g. "conv0.W", "dense9.b").
 func (a Arch) Params() ([]ParamShape, error) {
 	shapes, err := a.Shapes()
 	if err != nil {
@@ -232,23 +196,15 @@ func (a Arch) Params() ([]ParamShape, error) {
 	}
 	var ps []ParamShape
 	off := 0
-	add := func(layer int, name string, dims ...int) {
-		n := 1
-		for _, d := range dims {
-			n *= d
-		}
-		ps = append(ps, ParamShape{Layer: layer, Name: name, Dims: dims, Offset: off, Size: n})
-		off += n
-	}
 	for i, l := range a.Layers {
-		in := shapes[i]
-		switch l.Kind {
-		case KindConv:
-			add(i, fmt.Sprintf("conv%d.W", i), l.Out, in.C, l.KH, l.KW)
-			add(i, fmt.Sprintf("conv%d.b", i), l.Out)
-		case KindDense:
-			add(i, fmt.Sprintf("dense%d.W", i), l.Out, in.Size())
-			add(i, fmt.Sprintf("dense%d.b", i), l.Out)
+		kind, _ := LayerOf(l.Kind) // known: Shapes checked it
+		for t, pt := range kind.Params(l, shapes[i]) {
+			n := 1
+			for _, d := range pt.Dims {
+				n *= d
+			}
+			ps = append(ps, ParamShape{Layer: i, Tensor: t, Name: fmt.Sprintf("%s%d.%s", l.Kind, i, pt.Name), Dims: pt.Dims, Offset: off, Size: n})
+			off += n
 		}
 	}
 	return ps, nil

@@ -169,13 +169,9 @@ func (n *Network[T]) FILSqNorms(params, x []T, y []int, batch int, clip Clip, co
 			for j := 0; j < kc && j0+j < len(coords[s]); j++ {
 				var gd, dd float64
 				for i := range n.layers {
-					l := &n.layers[i]
-					if !l.hasParams() {
-						continue
-					}
-					for _, t := range [2][2]int{{l.wOff, l.nW}, {l.bOff, l.nB}} {
-						gt := ws.tg[kc*t[0]+j*t[1] : kc*t[0]+(j+1)*t[1]]
-						a, b := n.be.DotSq(g[t[0]:t[0]+t[1]], gt)
+					for _, t := range n.layers[i].params {
+						gt := ws.tg[kc*t.off+j*t.size : kc*t.off+(j+1)*t.size]
+						a, b := n.be.DotSq(g[t.off:t.off+t.size], gt)
 						gd += a
 						dd += b
 					}
@@ -251,8 +247,8 @@ func (n *Network[T]) InputGradOfClippedDot(params, x []T, y []int, batch int, v 
 func (n *Network[T]) blocks() []int {
 	var b []int
 	for i := range n.layers {
-		if l := &n.layers[i]; l.hasParams() {
-			b = append(b, l.wOff, l.nW, l.bOff, l.nB)
+		for _, t := range n.layers[i].params {
+			b = append(b, t.off, t.size)
 		}
 	}
 	return b

@@ -26,29 +26,9 @@ func CountFLOPs(arch Arch, k int) (FLOPCount, error) {
 	}
 	var c FLOPCount
 	for i, l := range n.layers {
-		var mac float64 // one GEMM-equivalent of the layer: Out·CKK·HWo or Out·In
-		switch l.kind {
-		case KindConv:
-			mac = float64(l.out.C * l.conv.CKK() * l.conv.HWo())
-		case KindDense:
-			mac = float64(l.outN * l.inN)
-		default:
-			continue
-		}
-		below := 0.0
-		if n.paramsBelow[i] {
-			below = 1
-		}
-		sparse := n.sparseFirst && i == n.firstParam
-		// forward + weight gradient + input gradient
-		c.PerSampleGrad += 2 * mac * (2 + below)
-		// tangent forward (dense unless the sparse first layer) + tangent backward +
-		// two gradient-tangent terms (the second a scatter for the sparse layer)
-		dense := 1.0
-		if sparse {
-			dense = 0
-		}
-		c.FILDirection += 2 * mac * (dense + below + 1 + dense)
+		g, d := l.kind.FLOPs(l.spec, l.in, l.out, FLOPContext{ParamsBelow: n.paramsBelow[i], SparseFirst: n.sparseFirst && i == n.firstParam})
+		c.PerSampleGrad += g
+		c.FILDirection += d
 	}
 	c.FILDirection += 4 * float64(n.p)
 	c.FILStep = c.PerSampleGrad + float64(k)*c.FILDirection

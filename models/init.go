@@ -1,7 +1,6 @@
 package models
 
 import (
-	"math"
 	"math/rand/v2"
 )
 
@@ -10,8 +9,9 @@ import (
 // variance.
 const truncNormalStd = 0.87962566103423978
 
-// InitParams draws the initial parameters of arch deterministically from seed with
-// the defaults of jax.example_libraries.stax, which the reference code used:
+// InitParams draws the initial parameters of arch deterministically from seed; each
+// layer kind fills its own tensors (Layer.InitParam). The built-in kinds use the
+// defaults of jax.example_libraries.stax, which the reference code used:
 //
 //   - weights: Glorot normal = variance_scaling(1, "fan_avg", "truncated_normal"):
 //     w = t·√(2/(fan_in+fan_out))/0.8796…, t a standard normal truncated to [−2, 2]
@@ -32,32 +32,8 @@ func InitParams(arch Arch, seed uint64) []float64 {
 	out := make([]float64, arch.NumParams())
 	for _, p := range ps {
 		spec := arch.Layers[p.Layer]
-		dst := out[p.Offset : p.Offset+p.Size]
-		if len(p.Dims) == 1 { // bias
-			sd := 1e-2
-			if spec.Kind == KindConv {
-				sd = 1e-6
-			}
-			for i := range dst {
-				dst[i] = sd * rng.NormFloat64()
-			}
-			continue
-		}
-		var fanIn, fanOut int
-		if spec.Kind == KindConv {
-			rf := spec.KH * spec.KW
-			fanIn, fanOut = shapes[p.Layer].C*rf, spec.Out*rf
-		} else {
-			fanIn, fanOut = p.Dims[1], p.Dims[0]
-		}
-		sd := math.Sqrt(2/float64(fanIn+fanOut)) / truncNormalStd
-		for i := range dst {
-			t := rng.NormFloat64()
-			for t < -2 || t > 2 {
-				t = rng.NormFloat64()
-			}
-			dst[i] = sd * t
-		}
+		kind, _ := LayerOf(spec.Kind) // known: Params checked it
+		kind.InitParam(spec, shapes[p.Layer], p.Tensor, rng, out[p.Offset:p.Offset+p.Size])
 	}
 	return out
 }

@@ -6,20 +6,12 @@ import (
 	"sync"
 )
 
-// netLayer is one resolved layer of a Network: shapes, parameter offsets, geometry.
-type netLayer struct {
-	kind      LayerKind
-	in, out   Shape
-	inN, outN int // per-sample sizes
-	wOff, nW  int // weight offset and size in the flat parameter vector
-	bOff, nB  int // bias offset and size
-	conv      ConvGeom
-	pool      PoolGeom
-	act       Act
-	mean, inv []float64 // normalize: per-channel mean and 1/std
+// netLayer is one layer of a Network: its geometry and its kind's engine passes.
+type netLayer[T Float] struct {
+	*resolved
+	ops engineLayer[T]
+	pl  paramEngineLayer[T] // the same passes when the layer has parameters, else nil
 }
-
-func (l *netLayer) hasParams() bool { return l.kind == KindConv || l.kind == KindDense }
 
 // Network is an architecture evaluated by a backend in precision T: batched forward,
 // per-sample gradients, and forward-over-reverse tangents (directional derivatives of
@@ -29,7 +21,7 @@ func (l *netLayer) hasParams() bool { return l.kind == KindConv || l.kind == Kin
 type Network[T Float] struct {
 	arch    Arch
 	be      Backend[T]
-	layers  []netLayer
+	layers  []netLayer[T]
 	shapes  []Shape
 	p, d    int
 	classes int
@@ -73,29 +65,27 @@ func NewNetwork[T Float](arch Arch, be Backend[T]) (*Network[T], error) {
 	n := &Network[T]{arch: arch, be: be, shapes: shapes, d: arch.InputDim(), classes: arch.Classes, budget: 1 << 24}
 	pi := 0
 	for i, spec := range arch.Layers {
+		kind, err := LayerOf(spec.Kind)
+		if err != nil {
+			return nil, fmt.Errorf("network %s layer %d: %w", arch.Name, i, err)
+		}
 		in, out := shapes[i], shapes[i+1]
-		l := netLayer{kind: spec.Kind, in: in, out: out, inN: in.Size(), outN: out.Size()}
-		switch spec.Kind {
-		case KindConv:
-			l.conv = ConvGeom{InC: in.C, H: in.H, W: in.W, KH: spec.KH, KW: spec.KW, Stride: spec.Stride,
-				PadT: spec.PadT, PadB: spec.PadB, PadL: spec.PadL, PadR: spec.PadR, OutH: out.H, OutW: out.W}
-			fallthrough
-		case KindDense:
-			l.wOff, l.nW = ps[pi].Offset, ps[pi].Size
-			l.bOff, l.nB = ps[pi+1].Offset, ps[pi+1].Size
-			pi += 2
-		case KindAvgPool:
-			l.pool = PoolGeom{C: in.C, H: in.H, W: in.W, KH: spec.KH, KW: spec.KW, Stride: spec.Stride, OutH: out.H, OutW: out.W}
-		case KindTanh:
-			l.act = ActTanh
-		case KindELU:
-			l.act = ActELU
-		case KindNormalize:
-			l.mean = append([]float64(nil), spec.Mean...)
-			l.inv = make([]float64, len(spec.Std))
-			for c, s := range spec.Std {
-				l.inv[c] = 1 / s
+		r := &resolved{kind: kind, spec: spec, in: in, out: out, inN: in.Size(), outN: out.Size()}
+		for range kind.Params(spec, in) {
+			r.params = append(r.params, tensorRange{off: ps[pi].Offset, size: ps[pi].Size})
+			pi++
+		}
+		ops, err := pickEngine[T](kind.engine(r))
+		if err != nil {
+			return nil, fmt.Errorf("network %s: %w", arch.Name, err)
+		}
+		l := netLayer[T]{resolved: r, ops: ops}
+		if r.hasParams() {
+			pl, ok := ops.(paramEngineLayer[T])
+			if !ok {
+				return nil, fmt.Errorf("network %s layer %d: %s has parameters but no gradient tangents", arch.Name, i, spec.Kind)
 			}
+			l.pl = pl
 		}
 		n.layers = append(n.layers, l)
 	}
@@ -116,7 +106,7 @@ func NewNetwork[T Float](arch Arch, be Backend[T]) (*Network[T], error) {
 	}
 	n.sparseFirst = n.firstParam >= 0
 	for i := 0; i < n.firstParam; i++ {
-		if k := n.layers[i].kind; k != KindNormalize && k != KindFlatten {
+		if l := &n.layers[i]; !l.oneHot() {
 			n.sparseFirst = false
 		}
 	}
@@ -141,13 +131,11 @@ func (n *Network[T]) coordScale(idx int) float64 {
 		return s
 	}
 	for _, l := range n.layers {
-		switch l.kind {
-		case KindNormalize:
-			s /= l.inv[idx/(l.in.H*l.in.W)]
-		case KindFlatten:
-		default:
+		sc, ok := l.kind.OneHotScale(l.spec, l.in, idx)
+		if !ok {
 			return s
 		}
+		s /= sc
 	}
 	return s
 }
@@ -199,14 +187,14 @@ func (n *Network[T]) actFloats() int {
 }
 
 // convFloats returns, per sample or tangent row, the total patch-matrix size over
-// the conv layers, the largest one, and the largest conv output.
+// the layers (conv layers have one), the largest one, and the largest
+// output-layout scratch.
 func (n *Network[T]) convFloats() (total, maxCol, maxOut int) {
 	for _, l := range n.layers {
-		if l.kind == KindConv {
-			c := l.conv.CKK() * l.conv.HWo()
-			total += c
-			maxCol = max(maxCol, c)
-			maxOut = max(maxOut, l.outN)
+		if l.cols > 0 {
+			total += l.cols
+			maxCol = max(maxCol, l.cols)
+			maxOut = max(maxOut, l.scratch)
 		}
 	}
 	return total, maxCol, maxOut
@@ -372,66 +360,6 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 	return ws
 }
 
-// convForwardRows computes the conv layer l for m rows of input in (m×inN) into out
-// (m×outN) without bias: their patch matrices go side by side into cols
-// (CKK×(m·HWo)), one GEMM multiplies them by W, and the result is permuted from
-// [Out][m][HWo] to [m][Out][HWo] through tmp.
-func (n *Network[T]) convForwardRows(l *netLayer, W, in, out, cols, tmp []T, m int) {
-	be := n.be
-	g := l.conv
-	ckk, hwo, oc := g.CKK(), g.HWo(), l.out.C
-	ld := m * hwo
-	if n.ri != nil {
-		n.ri.Im2colRows(g, m, in[:m*l.inN], l.inN, cols, ld)
-	} else {
-		for r := 0; r < m; r++ {
-			be.Im2col(g, in[r*l.inN:(r+1)*l.inN], cols[r*hwo:], ld)
-		}
-	}
-	be.Gemm(false, false, oc, ld, ckk, 1, W, ckk, cols, ld, 0, tmp, ld)
-	if n.dops != nil {
-		n.dops.Transpose3(oc, m, hwo, tmp, out)
-		return
-	}
-	for o := 0; o < oc; o++ {
-		for r := 0; r < m; r++ {
-			copy(out[r*l.outN+o*hwo:r*l.outN+(o+1)*hwo], tmp[o*ld+r*hwo:o*ld+(r+1)*hwo])
-		}
-	}
-}
-
-// convBackwardRows computes, for m rows of output gradients dout (m×outN), the
-// patch-matrix gradients Wᵀ·D side by side in dcols (CKK×(m·HWo)), permuting dout
-// to [Out][m][HWo] through tmp. extra, when not nil, is called to add more terms to
-// dcols before they are scattered back; the input gradients (m×inN) are overwritten.
-func (n *Network[T]) convBackwardRows(l *netLayer, W, dout, din, dcols, tmp []T, m int, extra func(ld int)) {
-	be := n.be
-	g := l.conv
-	ckk, hwo, oc := g.CKK(), g.HWo(), l.out.C
-	ld := m * hwo
-	if n.dops != nil {
-		n.dops.Transpose3(m, oc, hwo, dout, tmp)
-	} else {
-		for o := 0; o < oc; o++ {
-			for r := 0; r < m; r++ {
-				copy(tmp[o*ld+r*hwo:o*ld+(r+1)*hwo], dout[r*l.outN+o*hwo:r*l.outN+(o+1)*hwo])
-			}
-		}
-	}
-	be.Gemm(true, false, ckk, ld, oc, 1, W, ckk, tmp, ld, 0, dcols, ld)
-	if extra != nil {
-		extra(ld)
-	}
-	n.zero(din[:m*l.inN])
-	if n.ri != nil {
-		n.ri.Col2imRows(g, m, dcols, ld, din[:m*l.inN], l.inN)
-		return
-	}
-	for r := 0; r < m; r++ {
-		be.Col2im(g, dcols[r*hwo:], ld, din[r*l.inN:(r+1)*l.inN])
-	}
-}
-
 // RowIm2coler is an optional Backend extension for device backends: im2col and
 // col2im of m samples (or tangent rows) at once, sample r at x[r·inN:] / dx[r·inN:]
 // and in columns r·HWo… of the side-by-side patch matrix (row stride ld), instead of
@@ -521,51 +449,8 @@ func (n *Network[T]) parallelChunks(batch, cs int, fn func(w, s0, cs int)) {
 
 // forward runs the layers on the cs samples in ws.acts[0].
 func (n *Network[T]) forward(ws *workspace[T], params []T, cs int) {
-	be := n.be
 	for i := range n.layers {
-		l := &n.layers[i]
-		in, out := ws.acts[i][:cs*l.inN], ws.acts[i+1][:cs*l.outN]
-		switch l.kind {
-		case KindConv:
-			n.convForwardRows(l, params[l.wOff:l.wOff+l.nW], in, out, ws.cols[i], ws.scratch2, cs)
-			if n.dops != nil {
-				n.dops.AddBias(cs, l.out.C, l.conv.HWo(), params[l.bOff:l.bOff+l.nB], out)
-				break
-			}
-			for s := 0; s < cs; s++ {
-				addBiasRows(out[s*l.outN:(s+1)*l.outN], params[l.bOff:l.bOff+l.nB], l.conv.HWo())
-			}
-		case KindDense:
-			W := params[l.wOff : l.wOff+l.nW]
-			be.Gemm(false, true, cs, l.outN, l.inN, 1, in, l.inN, W, l.inN, 0, out, l.outN)
-			b := params[l.bOff : l.bOff+l.nB]
-			if n.dops != nil {
-				n.dops.AddBias(cs, l.outN, 1, b, out)
-				break
-			}
-			for s := 0; s < cs; s++ {
-				o := out[s*l.outN : (s+1)*l.outN]
-				for j := range o {
-					o[j] += b[j]
-				}
-			}
-		case KindAvgPool:
-			be.AvgPool(l.pool, cs, in, out)
-		case KindTanh, KindELU:
-			be.ActForward(l.act, in, out)
-		case KindNormalize:
-			hw := l.in.H * l.in.W
-			for s := 0; s < cs; s++ {
-				for c := 0; c < l.in.C; c++ {
-					off := s*l.inN + c*hw
-					m, iv := T(l.mean[c]), T(l.inv[c])
-					for j := off; j < off+hw; j++ {
-						out[j] = (in[j] - m) * iv
-					}
-				}
-			}
-		case KindFlatten:
-		}
+		n.layers[i].ops.forward(n, ws, i, params, cs)
 	}
 }
 
@@ -608,82 +493,13 @@ func (n *Network[T]) lossAndDelta(ws *workspace[T], y []int, cs int) {
 // ws.grads (cs×P) and their squared norms (float64, summed while each layer's block
 // is still in cache) to ws.gsq. The gradient w.r.t. the input is computed only when inputGrad.
 func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bool) {
-	be := n.be
-	P := n.p
 	clear(ws.gsq[:cs])
 	// A device backend that batches GEMMs and norms gets the batched form of the
 	// per-sample weight gradients; the CPU keeps the per-sample loop, whose blocks
 	// are still in cache when their norms are taken.
 	dev := n.rs != nil && n.bg != nil
 	for i := len(n.layers) - 1; i >= 0; i-- {
-		l := &n.layers[i]
-		needIn := n.paramsBelow[i] || inputGrad
-		din, dout := ws.dlt[i][:cs*l.inN], ws.dlt[i+1][:cs*l.outN]
-		in := ws.acts[i][:cs*l.inN]
-		switch l.kind {
-		case KindConv:
-			ckk, hwo := l.conv.CKK(), l.conv.HWo()
-			ld := cs * hwo
-			if dev {
-				// One strided-batched GEMM for the batch's weight gradients, the bias
-				// gradients (rowSums), one reduction for the squared norms.
-				n.gemmBatched(false, true, l.out.C, ckk, hwo, 1, dout, hwo, l.outN, ws.cols[i], ld, hwo, 0, ws.grads[l.wOff:], ckk, P, cs)
-				n.rowSums(cs, l.out.C, hwo, dout, l.outN, ws.grads[l.bOff:], P)
-				n.rs.RowSqNorms(cs, P, []int{l.wOff, l.nW, l.bOff, l.nB}, ws.grads[:cs*P], ws.gsq[:cs])
-			}
-			for s := 0; s < cs && !dev; s++ {
-				D := dout[s*l.outN : (s+1)*l.outN]
-				gw := ws.grads[s*P+l.wOff : s*P+l.wOff+l.nW]
-				be.Gemm(false, true, l.out.C, ckk, hwo, 1, D, hwo, ws.cols[i][s*hwo:], ld, 0, gw, ckk)
-				gb := ws.grads[s*P+l.bOff : s*P+l.bOff+l.nB]
-				rowSums(D, hwo, gb)
-				ws.gsq[s] += be.Dot(gw, gw) + be.Dot(gb, gb)
-			}
-			if needIn {
-				n.convBackwardRows(l, params[l.wOff:l.wOff+l.nW], dout, din, ws.scratch, ws.scratch2, cs, nil)
-			}
-		case KindDense:
-			W := params[l.wOff : l.wOff+l.nW]
-			if dev {
-				n.gemmBatched(false, false, l.outN, l.inN, 1, 1, dout, 1, l.outN, in, l.inN, l.inN, 0, ws.grads[l.wOff:], l.inN, P, cs)
-				n.rowSums(cs, l.outN, 1, dout, l.outN, ws.grads[l.bOff:], P)
-				n.rs.RowSqNorms(cs, P, []int{l.wOff, l.nW, l.bOff, l.nB}, ws.grads[:cs*P], ws.gsq[:cs])
-			}
-			for s := 0; s < cs && !dev; s++ {
-				D := dout[s*l.outN : (s+1)*l.outN]
-				a := in[s*l.inN : (s+1)*l.inN]
-				gw := ws.grads[s*P+l.wOff : s*P+l.wOff+l.nW]
-				be.Gemm(false, false, l.outN, l.inN, 1, 1, D, 1, a, l.inN, 0, gw, l.inN)
-				copy(ws.grads[s*P+l.bOff:s*P+l.bOff+l.nB], D)
-				ws.gsq[s] += be.Dot(gw, gw) + be.Dot(D, D)
-			}
-			if needIn {
-				be.Gemm(false, false, cs, l.inN, l.outN, 1, dout, l.outN, W, l.inN, 0, din, l.inN)
-			}
-		case KindAvgPool:
-			if needIn {
-				n.zero(din)
-				be.AvgPoolBack(l.pool, cs, dout, din)
-			}
-		case KindTanh, KindELU:
-			if needIn {
-				be.ActBackward(l.act, in, ws.acts[i+1][:cs*l.outN], dout, din)
-			}
-		case KindNormalize:
-			if needIn {
-				hw := l.in.H * l.in.W
-				for s := 0; s < cs; s++ {
-					for c := 0; c < l.in.C; c++ {
-						off := s*l.inN + c*hw
-						iv := T(l.inv[c])
-						for j := off; j < off+hw; j++ {
-							din[j] = dout[j] * iv
-						}
-					}
-				}
-			}
-		case KindFlatten:
-		}
+		n.layers[i].ops.backward(n, ws, i, params, cs, n.paramsBelow[i] || inputGrad, dev)
 	}
 }
 
@@ -795,20 +611,20 @@ func (n *Network[T]) firstOrder(params, x []T, y []int, batch int, inputGrad boo
 }
 
 // layerBuffers allocates, for rows sample rows (or sample×direction rows), the
-// activation and delta buffers before and after every layer (Flatten shares its
-// input's) and the im2col patch buffers of the conv layers.
+// activation and delta buffers before and after every layer (a view layer such as
+// flatten shares its input's) and the patch buffers (im2col) of the layers that keep one.
 func (n *Network[T]) layerBuffers(rows int) (acts, dlt, cols [][]T) {
 	L := len(n.layers)
 	acts, dlt, cols = make([][]T, L+1), make([][]T, L+1), make([][]T, L)
 	acts[0], dlt[0] = n.be.Alloc(rows*n.d), n.be.Alloc(rows*n.d)
 	for i, l := range n.layers {
-		if l.kind == KindFlatten {
+		if l.view {
 			acts[i+1], dlt[i+1] = acts[i], dlt[i]
 			continue
 		}
 		acts[i+1], dlt[i+1] = n.be.Alloc(rows*l.outN), n.be.Alloc(rows*l.outN)
-		if l.kind == KindConv {
-			cols[i] = n.be.Alloc(rows * l.conv.CKK() * l.conv.HWo())
+		if l.cols > 0 {
+			cols[i] = n.be.Alloc(rows * l.cols)
 		}
 	}
 	return acts, dlt, cols

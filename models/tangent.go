@@ -44,12 +44,9 @@ type tangentRun[T Float] struct {
 // off and size sz holds direction j at tg[kc·off + j·sz:].
 func (n *Network[T]) gradTangentAt(tg []T, kc, j int, dst []T) {
 	for i := range n.layers {
-		l := &n.layers[i]
-		if !l.hasParams() {
-			continue
+		for _, t := range n.layers[i].params {
+			copy(dst[t.off:t.off+t.size], tg[kc*t.off+j*t.size:])
 		}
-		copy(dst[l.wOff:l.wOff+l.nW], tg[kc*l.wOff+j*l.nW:])
-		copy(dst[l.bOff:l.bOff+l.nB], tg[kc*l.bOff+j*l.nB:])
 	}
 }
 
@@ -125,31 +122,11 @@ func (n *Network[T]) sparseSeeds(ws *workspace[T], coords [][]int, s0, cs, j0, k
 			idx := cl[j0+j]
 			v := n.coordScale(idx)
 			for i := 0; i < n.firstParam; i++ {
-				if l := &n.layers[i]; l.kind == KindNormalize {
-					v *= l.inv[idx/(l.in.H*l.in.W)]
-				}
+				l := &n.layers[i]
+				sc, _ := l.kind.OneHotScale(l.spec, l.in, idx)
+				v *= sc
 			}
 			ws.spIdx[r], ws.spVal[r] = idx, T(v)
-		}
-	}
-}
-
-// forEachTap calls fn(o, kh, kw, outPos) for every output position outPos = oh·OutW+ow
-// of conv geometry g whose receptive field covers input pixel (ih, iw) through kernel
-// tap (kh, kw).
-func forEachTap(g ConvGeom, ih, iw int, fn func(kh, kw, pos int)) {
-	for kh := 0; kh < g.KH; kh++ {
-		t := ih + g.PadT - kh
-		if t < 0 || t%g.Stride != 0 || t/g.Stride >= g.OutH {
-			continue
-		}
-		oh := t / g.Stride
-		for kw := 0; kw < g.KW; kw++ {
-			u := iw + g.PadL - kw
-			if u < 0 || u%g.Stride != 0 || u/g.Stride >= g.OutW {
-				continue
-			}
-			fn(kh, kw, oh*g.OutW+u/g.Stride)
 		}
 	}
 }
@@ -158,97 +135,14 @@ func forEachTap(g ConvGeom, ih, iw int, fn func(kh, kw, pos int)) {
 // one-hot tangents of ws.spIdx/spVal from the first parameter layer on) and the
 // parameter tangents tp through the layers: rows s·kc+j.
 func (n *Network[T]) tangentForward(ws *workspace[T], params []T, cs, kc int, tp []T, sparse bool) {
-	be := n.be
-	rows := cs * kc
-	P := n.p
 	start := 0
 	if sparse {
 		start = n.firstParam
+		n.layers[start].pl.sparseForward(n, ws, start, params, cs*kc)
+		start++
 	}
 	for i := start; i < len(n.layers); i++ {
-		l := &n.layers[i]
-		tin, tout := ws.tacts[i][:rows*l.inN], ws.tacts[i+1][:rows*l.outN]
-		if sparse && i == start {
-			W := params[l.wOff : l.wOff+l.nW]
-			if n.dops != nil {
-				if l.kind == KindDense {
-					n.dops.SparseDenseForward(l.inN, l.outN, rows, ws.spIdx, ws.spVal, W, tout)
-				} else {
-					n.dops.SparseConvForward(l.conv, l.out.C, rows, ws.spIdx, ws.spVal, W, tout)
-				}
-				continue
-			}
-			clear(tout)
-			for r := 0; r < rows; r++ {
-				idx, v := ws.spIdx[r], ws.spVal[r]
-				if idx < 0 {
-					continue
-				}
-				o := tout[r*l.outN : (r+1)*l.outN]
-				if l.kind == KindDense {
-					for j := range o {
-						o[j] = v * W[j*l.inN+idx]
-					}
-					continue
-				}
-				g := l.conv
-				hw := g.H * g.W
-				c, ih, iw := idx/hw, (idx%hw)/g.W, idx%g.W
-				ckk, hwo := g.CKK(), g.HWo()
-				forEachTap(g, ih, iw, func(kh, kw, pos int) {
-					wi := (c*g.KH+kh)*g.KW + kw
-					for oc := 0; oc < l.out.C; oc++ {
-						o[oc*hwo+pos] += v * W[oc*ckk+wi]
-					}
-				})
-			}
-			continue
-		}
-		switch l.kind {
-		case KindConv:
-			hwo := l.conv.HWo()
-			n.convForwardRows(l, params[l.wOff:l.wOff+l.nW], tin, tout, ws.tcols[i], ws.scratch2, rows)
-			if tp != nil {
-				ckk := l.conv.CKK()
-				for r := 0; r < rows; r++ {
-					s := r / kc
-					o := tout[r*l.outN : (r+1)*l.outN]
-					be.Gemm(false, false, l.out.C, hwo, ckk, 1, tp[r*P+l.wOff:r*P+l.wOff+l.nW], ckk, ws.cols[i][s*hwo:], cs*hwo, 1, o, hwo)
-					addBiasRows(o, tp[r*P+l.bOff:r*P+l.bOff+l.nB], hwo)
-				}
-			}
-		case KindDense:
-			W := params[l.wOff : l.wOff+l.nW]
-			be.Gemm(false, true, rows, l.outN, l.inN, 1, tin, l.inN, W, l.inN, 0, tout, l.outN)
-			if tp != nil {
-				in := ws.acts[i]
-				for r := 0; r < rows; r++ {
-					s := r / kc
-					o := tout[r*l.outN : (r+1)*l.outN]
-					be.Gemm(false, false, l.outN, 1, l.inN, 1, tp[r*P+l.wOff:r*P+l.wOff+l.nW], l.inN, in[s*l.inN:(s+1)*l.inN], 1, 1, o, 1)
-					b := tp[r*P+l.bOff : r*P+l.bOff+l.nB]
-					for j := range o {
-						o[j] += b[j]
-					}
-				}
-			}
-		case KindAvgPool:
-			be.AvgPool(l.pool, rows, tin, tout)
-		case KindTanh, KindELU:
-			be.ActTangent(l.act, cs, kc, l.inN, ws.acts[i], ws.acts[i+1], nil, tin, tout, nil, nil)
-		case KindNormalize:
-			hw := l.in.H * l.in.W
-			for r := 0; r < rows; r++ {
-				for c := 0; c < l.in.C; c++ {
-					off := r*l.inN + c*hw
-					iv := T(l.inv[c])
-					for j := off; j < off+hw; j++ {
-						tout[j] = tin[j] * iv
-					}
-				}
-			}
-		case KindFlatten:
-		}
+		n.layers[i].ops.tangentForward(n, ws, i, params, cs, kc, tp)
 	}
 }
 
@@ -284,57 +178,11 @@ func (n *Network[T]) tangentLoss(ws *workspace[T], y []int, cs, kc int) {
 // tangentBackward propagates the tangent of the loss gradient down the layers. The
 // tangent of the input gradient (ws.tdlt[0]) is computed only when inputGrad.
 func (n *Network[T]) tangentBackward(ws *workspace[T], params []T, cs, kc int, tp []T, inputGrad bool) {
-	be := n.be
-	rows := cs * kc
-	P := n.p
 	for i := len(n.layers) - 1; i >= 0; i-- {
-		l := &n.layers[i]
 		if !n.paramsBelow[i] && !inputGrad {
 			return
 		}
-		tdin, tdout := ws.tdlt[i][:rows*l.inN], ws.tdlt[i+1][:rows*l.outN]
-		switch l.kind {
-		case KindConv:
-			var extra func(ld int)
-			if tp != nil {
-				ckk, hwo := l.conv.CKK(), l.conv.HWo()
-				extra = func(ld int) {
-					for r := 0; r < rows; r++ {
-						s := r / kc
-						D := ws.dlt[i+1][s*l.outN : (s+1)*l.outN]
-						be.Gemm(true, false, ckk, hwo, l.out.C, 1, tp[r*P+l.wOff:r*P+l.wOff+l.nW], ckk, D, hwo, 1, ws.scratch[r*hwo:], ld)
-					}
-				}
-			}
-			n.convBackwardRows(l, params[l.wOff:l.wOff+l.nW], tdout, tdin, ws.scratch, ws.scratch2, rows, extra)
-		case KindDense:
-			W := params[l.wOff : l.wOff+l.nW]
-			be.Gemm(false, false, rows, l.inN, l.outN, 1, tdout, l.outN, W, l.inN, 0, tdin, l.inN)
-			if tp != nil {
-				for r := 0; r < rows; r++ {
-					s := r / kc
-					D := ws.dlt[i+1][s*l.outN : (s+1)*l.outN]
-					be.Gemm(true, false, l.inN, 1, l.outN, 1, tp[r*P+l.wOff:r*P+l.wOff+l.nW], l.inN, D, 1, 1, tdin[r*l.inN:(r+1)*l.inN], 1)
-				}
-			}
-		case KindAvgPool:
-			n.zero(tdin)
-			be.AvgPoolBack(l.pool, rows, tdout, tdin)
-		case KindTanh, KindELU:
-			be.ActTangent(l.act, cs, kc, l.inN, ws.acts[i], ws.acts[i+1], ws.dlt[i+1], ws.tacts[i], nil, tdout, tdin)
-		case KindNormalize:
-			hw := l.in.H * l.in.W
-			for r := 0; r < rows; r++ {
-				for c := 0; c < l.in.C; c++ {
-					off := r*l.inN + c*hw
-					iv := T(l.inv[c])
-					for j := off; j < off+hw; j++ {
-						tdin[j] = tdout[j] * iv
-					}
-				}
-			}
-		case KindFlatten:
-		}
+		n.layers[i].ops.tangentBackward(n, ws, i, params, cs, kc, tp)
 	}
 }
 
@@ -343,69 +191,9 @@ func (n *Network[T]) tangentBackward(ws *workspace[T], params []T, cs, kc int, t
 // sparse, the first parameter layer's input tangents are the one-hot rows of
 // ws.spIdx/spVal and its second term is a scatter.
 func (n *Network[T]) gradTangents(ws *workspace[T], s, cs, kc int, sparse bool) {
-	be := n.be
-	tg := ws.tg
-	rows := cs * kc
 	for i := range n.layers {
-		l := &n.layers[i]
-		if !l.hasParams() {
-			continue
-		}
-		r0 := s * kc
-		tD := ws.tdlt[i+1][r0*l.outN : (r0+kc)*l.outN] // kc·Out rows
-		D := ws.dlt[i+1][s*l.outN : (s+1)*l.outN]
-		gw := tg[kc*l.wOff : kc*l.wOff+kc*l.nW]
-		gb := tg[kc*l.bOff : kc*l.bOff+kc*l.nB]
-		first := sparse && i == n.firstParam
-		switch l.kind {
-		case KindConv:
-			g := l.conv
-			ckk, hwo := g.CKK(), g.HWo()
-			be.Gemm(false, true, kc*l.out.C, ckk, hwo, 1, tD, hwo, ws.cols[i][s*hwo:], cs*hwo, 0, gw, ckk)
-			if first && n.dops != nil {
-				n.dops.SparseConvGradScatter(g, l.out.C, kc, ws.spIdx[r0:r0+kc], ws.spVal[r0:r0+kc], D, gw, l.nW)
-			} else if first {
-				hw := g.H * g.W
-				for j := 0; j < kc; j++ {
-					idx, v := ws.spIdx[r0+j], ws.spVal[r0+j]
-					if idx < 0 {
-						continue
-					}
-					gj := gw[j*l.nW : (j+1)*l.nW]
-					c, ih, iw := idx/hw, (idx%hw)/g.W, idx%g.W
-					forEachTap(g, ih, iw, func(kh, kw, pos int) {
-						wi := (c*g.KH+kh)*g.KW + kw
-						for oc := 0; oc < l.out.C; oc++ {
-							gj[oc*ckk+wi] += v * D[oc*hwo+pos]
-						}
-					})
-				}
-			} else {
-				n.gemmBatched(false, true, l.out.C, ckk, hwo, 1, D, hwo, 0, ws.tcols[i][r0*hwo:], rows*hwo, hwo, 1, gw, ckk, l.nW, kc)
-			}
-			n.rowSums(kc, l.out.C, hwo, tD, l.outN, gb, l.nB)
-		case KindDense:
-			a := ws.acts[i][s*l.inN : (s+1)*l.inN]
-			be.Gemm(false, false, kc*l.outN, l.inN, 1, 1, tD, 1, a, l.inN, 0, gw, l.inN)
-			if first && n.dops != nil {
-				n.dops.SparseDenseGradScatter(l.inN, l.outN, kc, ws.spIdx[r0:r0+kc], ws.spVal[r0:r0+kc], D, gw, l.nW)
-			} else if first {
-				for j := 0; j < kc; j++ {
-					gj := gw[j*l.nW : (j+1)*l.nW]
-					if idx, v := ws.spIdx[r0+j], ws.spVal[r0+j]; idx >= 0 {
-						for o := 0; o < l.outN; o++ {
-							gj[o*l.inN+idx] += v * D[o]
-						}
-					}
-				}
-			} else {
-				n.gemmBatched(false, false, l.outN, l.inN, 1, 1, D, 1, 0, ws.tacts[i][r0*l.inN:], l.inN, l.inN, 1, gw, l.inN, l.nW, kc)
-			}
-			if n.dops != nil {
-				n.dops.RowSums(kc, l.outN, 1, tD, l.outN, gb, l.nB)
-			} else {
-				copy(gb, tD)
-			}
+		if l := &n.layers[i]; l.pl != nil {
+			l.pl.gradTangents(n, ws, i, s, cs, kc, sparse && i == n.firstParam)
 		}
 	}
 }
@@ -435,50 +223,9 @@ type TangentBatcher[T Float] interface {
 // ws.tgAll (sample s at s·kc·P, each in gradTangents' blocked layout) with batched
 // device calls: the same terms as gradTangents, for all samples at once.
 func (n *Network[T]) gradTangentsAll(ws *workspace[T], cs, kc int, sparse bool) {
-	P := n.p
-	rows := cs * kc
-	sS := kc * P // one sample's gradient tangents
-	tg := ws.tgAll[:rows*P]
 	for i := range n.layers {
-		l := &n.layers[i]
-		if !l.hasParams() {
-			continue
-		}
-		tD := ws.tdlt[i+1][:rows*l.outN]
-		D := ws.dlt[i+1][:cs*l.outN]
-		gw := tg[kc*l.wOff:]
-		first := sparse && i == n.firstParam
-		switch l.kind {
-		case KindConv:
-			g := l.conv
-			ckk, hwo, oc := g.CKK(), g.HWo(), l.out.C
-			n.gemmBatched(false, true, kc*oc, ckk, hwo, 1, tD, hwo, kc*l.outN, ws.cols[i], cs*hwo, hwo, 0, gw, ckk, sS, cs)
-			if first {
-				n.tb.SparseConvGradScatterRows(g, oc, rows, kc, ws.spIdx[:rows], ws.spVal[:rows], D, l.outN, gw, l.nW, sS)
-			} else if cs <= kc {
-				for s := 0; s < cs; s++ {
-					n.gemmBatched(false, true, oc, ckk, hwo, 1, D[s*l.outN:], hwo, 0, ws.tcols[i][s*kc*hwo:], rows*hwo, hwo, 1, gw[s*sS:], ckk, l.nW, kc)
-				}
-			} else {
-				for j := 0; j < kc; j++ {
-					n.gemmBatched(false, true, oc, ckk, hwo, 1, D, hwo, l.outN, ws.tcols[i][j*hwo:], rows*hwo, kc*hwo, 1, gw[j*l.nW:], ckk, sS, cs)
-				}
-			}
-			n.tb.RowSumsBlocked(rows, kc, oc, hwo, tD, l.outN, tg[kc*l.bOff:], l.nB, sS)
-		case KindDense:
-			n.gemmBatched(false, false, kc*l.outN, l.inN, 1, 1, tD, 1, kc*l.outN, ws.acts[i], l.inN, l.inN, 0, gw, l.inN, sS, cs)
-			if first {
-				n.tb.SparseDenseGradScatterRows(l.inN, l.outN, rows, kc, ws.spIdx[:rows], ws.spVal[:rows], D, l.outN, gw, l.nW, sS)
-			} else if cs <= kc {
-				for s := 0; s < cs; s++ {
-					n.gemmBatched(false, false, l.outN, l.inN, 1, 1, D[s*l.outN:], 1, 0, ws.tacts[i][s*kc*l.inN:], l.inN, l.inN, 1, gw[s*sS:], l.inN, l.nW, kc)
-				}
-			} else {
-				for j := 0; j < kc; j++ {
-					n.gemmBatched(false, false, l.outN, l.inN, 1, 1, D, 1, l.outN, ws.tacts[i][j*l.inN:], l.inN, kc*l.inN, 1, gw[j*l.nW:], l.inN, sS, cs)
-				}
-			}
-			n.tb.RowSumsBlocked(rows, kc, l.outN, 1, tD, l.outN, tg[kc*l.bOff:], l.nB, sS)
+		if l := &n.layers[i]; l.pl != nil {
+			l.pl.gradTangentsAll(n, ws, i, cs, kc, sparse && i == n.firstParam)
 		}
 	}
 }

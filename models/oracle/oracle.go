@@ -11,21 +11,25 @@
 // batch loss is the SUM (not the mean) of the per-sample losses, so the batch gradient
 // equals the sum of the per-sample gradients.
 //
-// Gorgonia v0.9.18 defects worked around here (the first two are pinned by tests):
+// Each layer adds its own nodes (models.Layer.Gorgonia, in the layer kind's file),
+// working around these Gorgonia v0.9.18 defects (pinned by the tests in
+// gorgonia_defects_test.go):
 //   - AveragePool2D divides by the input width instead of the kernel area, and its
 //     stride-2 backward puts the whole gradient in the top-left corner: average
 //     pooling is a depthwise Conv2d with a fixed, named, non-differentiated kernel of
 //     1/(kh·kw), channels folded into the batch axis by Reshape.
 //   - A graph identifies a constant tensor by a hash of its printed value, which is
 //     truncated for long vectors, so distinct constants can be merged silently, names
-//     notwithstanding (and same-named constants are merged too). Every constant here
-//     is named and uniform (zeros, 1/(kh·kw)), so a merge is harmless; the non-uniform
+//     notwithstanding (and same-named constants are merged too). Every constant is
+//     named and uniform (zeros, 1/(kh·kw)), so a merge is harmless; the non-uniform
 //     Normalize mean and std are bound to named input nodes that are never
 //     differentiated.
 //   - Conv2d only pads symmetrically: every padding (e.g. SAME with PadT≠PadB) is
 //     applied by concatenating named zero constants, followed by a VALID convolution.
 //   - Constants must be added to the graph (AddNode) before broadcasting ops, or
 //     building fails with "No Graph Supplied".
+//   - Grad of a Grad (second-order derivatives) returns silently wrong values: the
+//     oracle checks first-order and per-sample gradients only.
 //   - There is no softmax cross-entropy with integer labels: it is built from Max,
 //     Exp, Sum, Log and a one-hot label input.
 //   - Gorgonia panics on some errors: building and running recover panics into errors.
@@ -134,56 +138,13 @@ func (gr *Graph) build(shapes []models.Shape) (err error) {
 
 	h := gr.x // current activation, (B, C, H, W) or (B, F) after flatten
 	for i, l := range a.Layers {
-		s := shapes[i]
-		switch l.Kind {
-		case models.KindConv:
-			w := param(false, l.Out, s.C, l.KH, l.KW)
-			b := param(false, 1, l.Out, 1, 1)
-			if h, err = pad2D(g, h, i, l.PadT, l.PadB, l.PadL, l.PadR); err != nil {
-				return fmt.Errorf("layer %d pad: %w", i, err)
-			}
-			if h, err = G.Conv2d(h, w, tensor.Shape{l.KH, l.KW}, []int{0, 0}, []int{l.Stride, l.Stride}, []int{1, 1}); err != nil {
-				return fmt.Errorf("layer %d conv: %w", i, err)
-			}
-			if h, err = G.BroadcastAdd(h, b, nil, []byte{0, 2, 3}); err != nil {
-				return fmt.Errorf("layer %d conv bias: %w", i, err)
-			}
-		case models.KindAvgPool:
-			if h, err = avgPool(g, h, i, B, s, l); err != nil {
-				return fmt.Errorf("layer %d avgpool: %w", i, err)
-			}
-		case models.KindTanh:
-			if h, err = G.Tanh(h); err != nil {
-				return fmt.Errorf("layer %d tanh: %w", i, err)
-			}
-		case models.KindELU:
-			if h, err = elu(h); err != nil {
-				return fmt.Errorf("layer %d elu: %w", i, err)
-			}
-		case models.KindFlatten:
-			if h, err = G.Reshape(h, tensor.Shape{B, s.Size()}); err != nil {
-				return fmt.Errorf("layer %d flatten: %w", i, err)
-			}
-		case models.KindDense:
-			wt := param(true, s.Size(), l.Out) // Wᵀ, see transT
-			b := param(false, 1, l.Out)
-			if h.Dims() != 2 {
-				if h, err = G.Reshape(h, tensor.Shape{B, s.Size()}); err != nil {
-					return fmt.Errorf("layer %d dense input: %w", i, err)
-				}
-			}
-			if h, err = G.Mul(h, wt); err != nil {
-				return fmt.Errorf("layer %d dense matmul: %w", i, err)
-			}
-			if h, err = G.BroadcastAdd(h, b, nil, []byte{0}); err != nil {
-				return fmt.Errorf("layer %d dense bias: %w", i, err)
-			}
-		case models.KindNormalize:
-			if h, err = normalize(g, h, i, s, l); err != nil {
-				return fmt.Errorf("layer %d normalize: %w", i, err)
-			}
-		default:
-			return fmt.Errorf("layer %d: unsupported kind %q", i, l.Kind)
+		kind, err := models.LayerOf(l.Kind)
+		if err != nil {
+			return fmt.Errorf("layer %d: %w", i, err)
+		}
+		c := &models.GorgoniaLayer{Graph: g, Batch: B, Index: i, Spec: l, In: shapes[i], Out: shapes[i+1], Param: param}
+		if h, err = kind.Gorgonia(c, h); err != nil {
+			return fmt.Errorf("layer %d %s: %w", i, l.Kind, err)
 		}
 	}
 	if h.Dims() != 2 {
@@ -205,104 +166,6 @@ func (gr *Graph) build(shapes []models.Shape) (err error) {
 	}
 	gr.vm = G.NewTapeMachine(g)
 	return nil
-}
-
-// pad2D zero-pads the last two axes of h (B, C, H, W) by concatenating named zero
-// constants (Gorgonia's Conv2d only pads symmetrically).
-func pad2D(g *G.ExprGraph, h *G.Node, layer, top, bottom, left, right int) (*G.Node, error) {
-	zeros := func(side string, shape ...int) *G.Node {
-		t := tensor.New(tensor.WithShape(shape...), tensor.Of(tensor.Float64))
-		return g.AddNode(G.NewConstant(t, G.WithName(fmt.Sprintf("pad%d_%s_zeros", layer, side))))
-	}
-	var err error
-	sh := h.Shape()
-	b, c, hh, ww := sh[0], sh[1], sh[2], sh[3]
-	if top > 0 || bottom > 0 {
-		parts := G.Nodes{}
-		if top > 0 {
-			parts = append(parts, zeros("top", b, c, top, ww))
-		}
-		parts = append(parts, h)
-		if bottom > 0 {
-			parts = append(parts, zeros("bottom", b, c, bottom, ww))
-		}
-		if h, err = G.Concat(2, parts...); err != nil {
-			return nil, err
-		}
-		hh += top + bottom
-	}
-	if left > 0 || right > 0 {
-		parts := G.Nodes{}
-		if left > 0 {
-			parts = append(parts, zeros("left", b, c, hh, left))
-		}
-		parts = append(parts, h)
-		if right > 0 {
-			parts = append(parts, zeros("right", b, c, hh, right))
-		}
-		if h, err = G.Concat(3, parts...); err != nil {
-			return nil, err
-		}
-	}
-	return h, nil
-}
-
-// avgPool is VALID average pooling as a depthwise convolution: (B, C, H, W) is
-// reshaped to (B·C, 1, H, W) and convolved with a fixed, named kernel of 1/(kh·kw)
-// (Gorgonia's AveragePool2D is wrong, see the package comment).
-func avgPool(g *G.ExprGraph, h *G.Node, layer, B int, s models.Shape, l models.LayerSpec) (*G.Node, error) {
-	k := make([]float64, l.KH*l.KW)
-	for i := range k {
-		k[i] = 1 / float64(l.KH*l.KW)
-	}
-	kt := tensor.New(tensor.WithShape(1, 1, l.KH, l.KW), tensor.WithBacking(k))
-	kernel := g.AddNode(G.NewConstant(kt, G.WithName(fmt.Sprintf("avgpool%d_kernel", layer))))
-	folded, err := G.Reshape(h, tensor.Shape{B * s.C, 1, s.H, s.W})
-	if err != nil {
-		return nil, err
-	}
-	out, err := G.Conv2d(folded, kernel, tensor.Shape{l.KH, l.KW}, []int{0, 0}, []int{l.Stride, l.Stride}, []int{1, 1})
-	if err != nil {
-		return nil, err
-	}
-	ho := (s.H-l.KH)/l.Stride + 1
-	wo := (s.W-l.KW)/l.Stride + 1
-	return G.Reshape(out, tensor.Shape{B, s.C, ho, wo})
-}
-
-// elu is ELU with α = 1 from primitives: relu(x) + expm1(x − relu(x)).
-func elu(x *G.Node) (*G.Node, error) {
-	r, err := G.Rectify(x)
-	if err != nil {
-		return nil, err
-	}
-	neg, err := G.Sub(x, r) // min(x, 0)
-	if err != nil {
-		return nil, err
-	}
-	e, err := G.Expm1(neg)
-	if err != nil {
-		return nil, err
-	}
-	return G.Add(r, e)
-}
-
-// normalize is the fixed per-channel (x − mean)/std on (B, C, H, W).
-func normalize(g *G.ExprGraph, h *G.Node, layer int, s models.Shape, l models.LayerSpec) (*G.Node, error) {
-	mean := append([]float64(nil), l.Mean...)
-	std := append([]float64(nil), l.Std...)
-	// Non-uniform constants are bound to named input nodes that are never
-	// differentiated: Gorgonia identifies constant tensors by their printed value,
-	// which is truncated for large tensors, so distinct constants can be merged.
-	mc := G.NewTensor(g, G.Float64, 4, G.WithShape(1, s.C, 1, 1), G.WithName(fmt.Sprintf("normalize%d_mean", layer)),
-		G.WithValue(tensor.New(tensor.WithShape(1, s.C, 1, 1), tensor.WithBacking(mean))))
-	sc := G.NewTensor(g, G.Float64, 4, G.WithShape(1, s.C, 1, 1), G.WithName(fmt.Sprintf("normalize%d_std", layer)),
-		G.WithValue(tensor.New(tensor.WithShape(1, s.C, 1, 1), tensor.WithBacking(std))))
-	d, err := G.BroadcastSub(h, mc, nil, []byte{0, 2, 3})
-	if err != nil {
-		return nil, err
-	}
-	return G.BroadcastHadamardDiv(d, sc, nil, []byte{0, 2, 3})
 }
 
 // crossEntropy returns the per-sample losses logsumexp(z_i) − ⟨z_i, y_i⟩ of logits z

@@ -1,0 +1,99 @@
+package models
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// KindAvgPool is VALID average pooling over a KH×KW window with Stride; it divides
+// by the kernel area.
+const KindAvgPool LayerKind = "avgpool"
+
+func init() { registerLayer(avgPoolLayer{}) }
+
+type avgPoolLayer struct{}
+
+func (avgPoolLayer) Kind() LayerKind { return KindAvgPool }
+
+func (avgPoolLayer) Doc() string {
+	return "VALID average pooling over a kh×kw window with stride (divides by the kernel area)"
+}
+
+func (avgPoolLayer) OutShape(l LayerSpec, s Shape) (Shape, error) {
+	if err := positive(KindAvgPool, "kernel and stride", l.KH, l.KW, l.Stride); err != nil {
+		return Shape{}, err
+	}
+	if l.KH > s.H || l.KW > s.W {
+		return Shape{}, fmt.Errorf("avgpool %dx%d does not fit input %dx%d", l.KH, l.KW, s.H, s.W)
+	}
+	return Shape{C: s.C, H: (s.H-l.KH)/l.Stride + 1, W: (s.W-l.KW)/l.Stride + 1}, nil
+}
+
+func (avgPoolLayer) Params(LayerSpec, Shape) []ParamTensor                         { return nil }
+func (avgPoolLayer) InitParam(LayerSpec, Shape, int, *rand.Rand, []float64)        {}
+func (avgPoolLayer) OneHotScale(LayerSpec, Shape, int) (float64, bool)             { return 0, false }
+func (avgPoolLayer) FLOPs(LayerSpec, Shape, Shape, FLOPContext) (float64, float64) { return 0, 0 }
+
+func (avgPoolLayer) Describe(l LayerSpec) string {
+	return fmt.Sprintf("avgpool %dx%d stride %d", l.KH, l.KW, l.Stride)
+}
+
+// Gorgonia is a depthwise convolution with a fixed, named, non-differentiated kernel
+// of 1/(kh·kw), the channels folded into the batch axis: Gorgonia v0.9.18's
+// AveragePool2D divides by the input width instead of the kernel area and its
+// stride-2 backward is wrong (pinned in models/oracle's defect tests).
+func (avgPoolLayer) Gorgonia(c *GorgoniaLayer, h *G.Node) (*G.Node, error) {
+	l, s := c.Spec, c.In
+	k := make([]float64, l.KH*l.KW)
+	for i := range k {
+		k[i] = 1 / float64(l.KH*l.KW)
+	}
+	kt := tensor.New(tensor.WithShape(1, 1, l.KH, l.KW), tensor.WithBacking(k))
+	kernel := c.Graph.AddNode(G.NewConstant(kt, G.WithName(fmt.Sprintf("avgpool%d_kernel", c.Index))))
+	folded, err := G.Reshape(h, tensor.Shape{c.Batch * s.C, 1, s.H, s.W})
+	if err != nil {
+		return nil, err
+	}
+	out, err := G.Conv2d(folded, kernel, tensor.Shape{l.KH, l.KW}, []int{0, 0}, []int{l.Stride, l.Stride}, []int{1, 1})
+	if err != nil {
+		return nil, err
+	}
+	return G.Reshape(out, tensor.Shape{c.Batch, s.C, c.Out.H, c.Out.W})
+}
+
+func (avgPoolLayer) engine(r *resolved) engines {
+	p := PoolGeom{C: r.in.C, H: r.in.H, W: r.in.W, KH: r.spec.KH, KW: r.spec.KW, Stride: r.spec.Stride, OutH: r.out.H, OutW: r.out.W}
+	return engines{&avgPoolOps[float32]{r, p}, &avgPoolOps[float64]{r, p}}
+}
+
+type avgPoolOps[T Float] struct {
+	*resolved
+	pool PoolGeom
+}
+
+func (a *avgPoolOps[T]) forward(n *Network[T], ws *workspace[T], i int, _ []T, cs int) {
+	n.be.AvgPool(a.pool, cs, ws.acts[i][:cs*a.inN], ws.acts[i+1][:cs*a.outN])
+}
+
+func (a *avgPoolOps[T]) backward(n *Network[T], ws *workspace[T], i int, _ []T, cs int, needIn, _ bool) {
+	if needIn {
+		din := ws.dlt[i][:cs*a.inN]
+		n.zero(din)
+		n.be.AvgPoolBack(a.pool, cs, ws.dlt[i+1][:cs*a.outN], din)
+	}
+}
+
+func (a *avgPoolOps[T]) tangentForward(n *Network[T], ws *workspace[T], i int, _ []T, cs, kc int, _ []T) {
+	rows := cs * kc
+	n.be.AvgPool(a.pool, rows, ws.tacts[i][:rows*a.inN], ws.tacts[i+1][:rows*a.outN])
+}
+
+func (a *avgPoolOps[T]) tangentBackward(n *Network[T], ws *workspace[T], i int, _ []T, cs, kc int, _ []T) {
+	rows := cs * kc
+	tdin := ws.tdlt[i][:rows*a.inN]
+	n.zero(tdin)
+	n.be.AvgPoolBack(a.pool, rows, ws.tdlt[i+1][:rows*a.outN], tdin)
+}

@@ -1,0 +1,387 @@
+package models
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// KindConv is a 2-D convolution with bias: Out filters of KH×KW, Stride, explicit
+// padding PadT/PadB/PadL/PadR (ConvSame resolves TensorFlow's SAME). Parameters: W
+// [Out][InC][KH][KW], then b [Out].
+const KindConv LayerKind = "conv"
+
+func init() { registerLayer(convLayer{}) }
+
+type convLayer struct{}
+
+func (convLayer) Kind() LayerKind { return KindConv }
+
+func (convLayer) Doc() string {
+	return "2-D convolution with bias: out filters of kh×kw, stride, explicit padding pad_t/pad_b/pad_l/pad_r"
+}
+
+func (convLayer) OutShape(l LayerSpec, s Shape) (Shape, error) {
+	if err := positive(KindConv, "out, kernel and stride", l.Out, l.KH, l.KW, l.Stride); err != nil {
+		return Shape{}, err
+	}
+	if l.PadT < 0 || l.PadB < 0 || l.PadL < 0 || l.PadR < 0 {
+		return Shape{}, fmt.Errorf("conv padding must be ≥ 0")
+	}
+	h := (s.H+l.PadT+l.PadB-l.KH)/l.Stride + 1
+	w := (s.W+l.PadL+l.PadR-l.KW)/l.Stride + 1
+	if s.H+l.PadT+l.PadB < l.KH || s.W+l.PadL+l.PadR < l.KW || h <= 0 || w <= 0 {
+		return Shape{}, fmt.Errorf("conv %dx%d does not fit input %dx%d", l.KH, l.KW, s.H, s.W)
+	}
+	return Shape{C: l.Out, H: h, W: w}, nil
+}
+
+func (convLayer) Params(l LayerSpec, in Shape) []ParamTensor {
+	return []ParamTensor{{Name: "W", Dims: []int{l.Out, in.C, l.KH, l.KW}}, {Name: "b", Dims: []int{l.Out}}}
+}
+
+// InitParam is stax.Conv's default: Glorot normal weights (fan_in = InC·KH·KW,
+// fan_out = Out·KH·KW), biases N(0, (1e-6)²).
+func (convLayer) InitParam(l LayerSpec, in Shape, t int, rng *rand.Rand, dst []float64) {
+	if t == 1 {
+		initNormal(dst, 1e-6, rng)
+		return
+	}
+	rf := l.KH * l.KW
+	initGlorot(dst, in.C*rf, l.Out*rf, rng)
+}
+
+func (convLayer) OneHotScale(LayerSpec, Shape, int) (float64, bool) { return 0, false }
+
+func (convLayer) Describe(l LayerSpec) string {
+	return fmt.Sprintf("conv %d×%dx%d stride %d pad (t%d b%d l%d r%d)", l.Out, l.KH, l.KW, l.Stride, l.PadT, l.PadB, l.PadL, l.PadR)
+}
+
+func (convLayer) FLOPs(l LayerSpec, in, out Shape, f FLOPContext) (float64, float64) {
+	return gemmLayerFLOPs(float64(out.C*in.C*l.KH*l.KW*out.H*out.W), f)
+}
+
+// Gorgonia pads by concatenating named zero constants (Gorgonia's Conv2d pads only
+// symmetrically), then convolves VALID and adds the bias.
+func (convLayer) Gorgonia(c *GorgoniaLayer, h *G.Node) (*G.Node, error) {
+	l := c.Spec
+	w := c.Param(false, l.Out, c.In.C, l.KH, l.KW)
+	b := c.Param(false, 1, l.Out, 1, 1)
+	h, err := GorgoniaPad2D(c.Graph, h, fmt.Sprintf("pad%d", c.Index), l.PadT, l.PadB, l.PadL, l.PadR)
+	if err != nil {
+		return nil, fmt.Errorf("pad: %w", err)
+	}
+	if h, err = G.Conv2d(h, w, tensor.Shape{l.KH, l.KW}, []int{0, 0}, []int{l.Stride, l.Stride}, []int{1, 1}); err != nil {
+		return nil, err
+	}
+	return G.BroadcastAdd(h, b, nil, []byte{0, 2, 3})
+}
+
+// GorgoniaPad2D zero-pads the last two axes of h (B, C, H, W) by concatenating
+// named zero constants (name+"_top_zeros", …): Gorgonia v0.9.18's Conv2d and
+// pooling pad only symmetrically, so asymmetric (SAME) padding is done here and
+// the convolution runs VALID.
+func GorgoniaPad2D(g *G.ExprGraph, h *G.Node, name string, top, bottom, left, right int) (*G.Node, error) {
+	zeros := func(side string, shape ...int) *G.Node {
+		t := tensor.New(tensor.WithShape(shape...), tensor.Of(h.Dtype()))
+		return g.AddNode(G.NewConstant(t, G.WithName(fmt.Sprintf("%s_%s_zeros", name, side))))
+	}
+	var err error
+	sh := h.Shape()
+	if len(sh) != 4 {
+		return nil, fmt.Errorf("pad: want a (B, C, H, W) node, got shape %v", sh)
+	}
+	b, c, hh, ww := sh[0], sh[1], sh[2], sh[3]
+	if top > 0 || bottom > 0 {
+		parts := G.Nodes{}
+		if top > 0 {
+			parts = append(parts, zeros("top", b, c, top, ww))
+		}
+		parts = append(parts, h)
+		if bottom > 0 {
+			parts = append(parts, zeros("bottom", b, c, bottom, ww))
+		}
+		if h, err = G.Concat(2, parts...); err != nil {
+			return nil, err
+		}
+		hh += top + bottom
+	}
+	if left > 0 || right > 0 {
+		parts := G.Nodes{}
+		if left > 0 {
+			parts = append(parts, zeros("left", b, c, hh, left))
+		}
+		parts = append(parts, h)
+		if right > 0 {
+			parts = append(parts, zeros("right", b, c, hh, right))
+		}
+		if h, err = G.Concat(3, parts...); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+func (convLayer) engine(r *resolved) engines {
+	g := ConvGeom{InC: r.in.C, H: r.in.H, W: r.in.W, KH: r.spec.KH, KW: r.spec.KW, Stride: r.spec.Stride,
+		PadT: r.spec.PadT, PadB: r.spec.PadB, PadL: r.spec.PadL, PadR: r.spec.PadR, OutH: r.out.H, OutW: r.out.W}
+	r.cols = g.CKK() * g.HWo()
+	r.scratch = r.outN
+	c := convGeomOf{resolved: r, g: g, wOff: r.params[0].off, nW: r.params[0].size, bOff: r.params[1].off, nB: r.params[1].size}
+	return engines{&convOps[float32]{c}, &convOps[float64]{c}}
+}
+
+// convGeomOf is a resolved conv layer.
+type convGeomOf struct {
+	*resolved
+	g                  ConvGeom
+	wOff, nW, bOff, nB int
+}
+
+type convOps[T Float] struct{ convGeomOf }
+
+func (c *convOps[T]) forward(n *Network[T], ws *workspace[T], i int, params []T, cs int) {
+	in, out := ws.acts[i][:cs*c.inN], ws.acts[i+1][:cs*c.outN]
+	c.forwardRows(n, params[c.wOff:c.wOff+c.nW], in, out, ws.cols[i], ws.scratch2, cs)
+	if n.dops != nil {
+		n.dops.AddBias(cs, c.out.C, c.g.HWo(), params[c.bOff:c.bOff+c.nB], out)
+		return
+	}
+	for s := 0; s < cs; s++ {
+		addBiasRows(out[s*c.outN:(s+1)*c.outN], params[c.bOff:c.bOff+c.nB], c.g.HWo())
+	}
+}
+
+// forwardRows computes the layer for m rows of input in (m×inN) into out (m×outN)
+// without bias: their patch matrices go side by side into cols (CKK×(m·HWo)), one
+// GEMM multiplies them by W, and the result is permuted from [Out][m][HWo] to
+// [m][Out][HWo] through tmp.
+func (c *convOps[T]) forwardRows(n *Network[T], W, in, out, cols, tmp []T, m int) {
+	be := n.be
+	g := c.g
+	ckk, hwo, oc := g.CKK(), g.HWo(), c.out.C
+	ld := m * hwo
+	if n.ri != nil {
+		n.ri.Im2colRows(g, m, in[:m*c.inN], c.inN, cols, ld)
+	} else {
+		for r := 0; r < m; r++ {
+			be.Im2col(g, in[r*c.inN:(r+1)*c.inN], cols[r*hwo:], ld)
+		}
+	}
+	be.Gemm(false, false, oc, ld, ckk, 1, W, ckk, cols, ld, 0, tmp, ld)
+	if n.dops != nil {
+		n.dops.Transpose3(oc, m, hwo, tmp, out)
+		return
+	}
+	for o := 0; o < oc; o++ {
+		for r := 0; r < m; r++ {
+			copy(out[r*c.outN+o*hwo:r*c.outN+(o+1)*hwo], tmp[o*ld+r*hwo:o*ld+(r+1)*hwo])
+		}
+	}
+}
+
+// backwardRows computes, for m rows of output gradients dout (m×outN), the
+// patch-matrix gradients Wᵀ·D side by side in dcols (CKK×(m·HWo)), permuting dout to
+// [Out][m][HWo] through tmp. extra, when not nil, is called to add more terms to dcols
+// before they are scattered back; the input gradients (m×inN) are overwritten.
+func (c *convOps[T]) backwardRows(n *Network[T], W, dout, din, dcols, tmp []T, m int, extra func(ld int)) {
+	be := n.be
+	g := c.g
+	ckk, hwo, oc := g.CKK(), g.HWo(), c.out.C
+	ld := m * hwo
+	if n.dops != nil {
+		n.dops.Transpose3(m, oc, hwo, dout, tmp)
+	} else {
+		for o := 0; o < oc; o++ {
+			for r := 0; r < m; r++ {
+				copy(tmp[o*ld+r*hwo:o*ld+(r+1)*hwo], dout[r*c.outN+o*hwo:r*c.outN+(o+1)*hwo])
+			}
+		}
+	}
+	be.Gemm(true, false, ckk, ld, oc, 1, W, ckk, tmp, ld, 0, dcols, ld)
+	if extra != nil {
+		extra(ld)
+	}
+	n.zero(din[:m*c.inN])
+	if n.ri != nil {
+		n.ri.Col2imRows(g, m, dcols, ld, din[:m*c.inN], c.inN)
+		return
+	}
+	for r := 0; r < m; r++ {
+		be.Col2im(g, dcols[r*hwo:], ld, din[r*c.inN:(r+1)*c.inN])
+	}
+}
+
+func (c *convOps[T]) backward(n *Network[T], ws *workspace[T], i int, params []T, cs int, needIn, dev bool) {
+	be := n.be
+	P := n.p
+	din, dout := ws.dlt[i][:cs*c.inN], ws.dlt[i+1][:cs*c.outN]
+	ckk, hwo := c.g.CKK(), c.g.HWo()
+	ld := cs * hwo
+	if dev {
+		// One strided-batched GEMM for the batch's weight gradients, the bias
+		// gradients (rowSums), one reduction for the squared norms.
+		n.gemmBatched(false, true, c.out.C, ckk, hwo, 1, dout, hwo, c.outN, ws.cols[i], ld, hwo, 0, ws.grads[c.wOff:], ckk, P, cs)
+		n.rowSums(cs, c.out.C, hwo, dout, c.outN, ws.grads[c.bOff:], P)
+		n.rs.RowSqNorms(cs, P, []int{c.wOff, c.nW, c.bOff, c.nB}, ws.grads[:cs*P], ws.gsq[:cs])
+	}
+	for s := 0; s < cs && !dev; s++ {
+		D := dout[s*c.outN : (s+1)*c.outN]
+		gw := ws.grads[s*P+c.wOff : s*P+c.wOff+c.nW]
+		be.Gemm(false, true, c.out.C, ckk, hwo, 1, D, hwo, ws.cols[i][s*hwo:], ld, 0, gw, ckk)
+		gb := ws.grads[s*P+c.bOff : s*P+c.bOff+c.nB]
+		rowSums(D, hwo, gb)
+		ws.gsq[s] += be.Dot(gw, gw) + be.Dot(gb, gb)
+	}
+	if needIn {
+		c.backwardRows(n, params[c.wOff:c.wOff+c.nW], dout, din, ws.scratch, ws.scratch2, cs, nil)
+	}
+}
+
+func (c *convOps[T]) tangentForward(n *Network[T], ws *workspace[T], i int, params []T, cs, kc int, tp []T) {
+	rows := cs * kc
+	P := n.p
+	tin, tout := ws.tacts[i][:rows*c.inN], ws.tacts[i+1][:rows*c.outN]
+	hwo := c.g.HWo()
+	c.forwardRows(n, params[c.wOff:c.wOff+c.nW], tin, tout, ws.tcols[i], ws.scratch2, rows)
+	if tp == nil {
+		return
+	}
+	ckk := c.g.CKK()
+	for r := 0; r < rows; r++ {
+		s := r / kc
+		o := tout[r*c.outN : (r+1)*c.outN]
+		n.be.Gemm(false, false, c.out.C, hwo, ckk, 1, tp[r*P+c.wOff:r*P+c.wOff+c.nW], ckk, ws.cols[i][s*hwo:], cs*hwo, 1, o, hwo)
+		addBiasRows(o, tp[r*P+c.bOff:r*P+c.bOff+c.nB], hwo)
+	}
+}
+
+func (c *convOps[T]) sparseForward(n *Network[T], ws *workspace[T], i int, params []T, rows int) {
+	W := params[c.wOff : c.wOff+c.nW]
+	tout := ws.tacts[i+1][:rows*c.outN]
+	if n.dops != nil {
+		n.dops.SparseConvForward(c.g, c.out.C, rows, ws.spIdx, ws.spVal, W, tout)
+		return
+	}
+	clear(tout)
+	g := c.g
+	hw := g.H * g.W
+	ckk, hwo := g.CKK(), g.HWo()
+	for r := 0; r < rows; r++ {
+		idx, v := ws.spIdx[r], ws.spVal[r]
+		if idx < 0 {
+			continue
+		}
+		o := tout[r*c.outN : (r+1)*c.outN]
+		ch, ih, iw := idx/hw, (idx%hw)/g.W, idx%g.W
+		forEachTap(g, ih, iw, func(kh, kw, pos int) {
+			wi := (ch*g.KH+kh)*g.KW + kw
+			for oc := 0; oc < c.out.C; oc++ {
+				o[oc*hwo+pos] += v * W[oc*ckk+wi]
+			}
+		})
+	}
+}
+
+// forEachTap calls fn(kh, kw, outPos) for every output position outPos = oh·OutW+ow
+// of conv geometry g whose receptive field covers input pixel (ih, iw) through kernel
+// tap (kh, kw).
+func forEachTap(g ConvGeom, ih, iw int, fn func(kh, kw, pos int)) {
+	for kh := 0; kh < g.KH; kh++ {
+		t := ih + g.PadT - kh
+		if t < 0 || t%g.Stride != 0 || t/g.Stride >= g.OutH {
+			continue
+		}
+		oh := t / g.Stride
+		for kw := 0; kw < g.KW; kw++ {
+			u := iw + g.PadL - kw
+			if u < 0 || u%g.Stride != 0 || u/g.Stride >= g.OutW {
+				continue
+			}
+			fn(kh, kw, oh*g.OutW+u/g.Stride)
+		}
+	}
+}
+
+func (c *convOps[T]) tangentBackward(n *Network[T], ws *workspace[T], i int, params []T, cs, kc int, tp []T) {
+	rows := cs * kc
+	P := n.p
+	tdin, tdout := ws.tdlt[i][:rows*c.inN], ws.tdlt[i+1][:rows*c.outN]
+	var extra func(ld int)
+	if tp != nil {
+		ckk, hwo := c.g.CKK(), c.g.HWo()
+		extra = func(ld int) {
+			for r := 0; r < rows; r++ {
+				s := r / kc
+				D := ws.dlt[i+1][s*c.outN : (s+1)*c.outN]
+				n.be.Gemm(true, false, ckk, hwo, c.out.C, 1, tp[r*P+c.wOff:r*P+c.wOff+c.nW], ckk, D, hwo, 1, ws.scratch[r*hwo:], ld)
+			}
+		}
+	}
+	c.backwardRows(n, params[c.wOff:c.wOff+c.nW], tdout, tdin, ws.scratch, ws.scratch2, rows, extra)
+}
+
+// gradTangents: ġ_W = Ḋ·colᵀ + D·ċolᵀ, ġ_b = row sums of Ḋ; for the sparse first
+// layer the second term is a scatter of the one-hot input tangents.
+func (c *convOps[T]) gradTangents(n *Network[T], ws *workspace[T], i, s, cs, kc int, first bool) {
+	be := n.be
+	tg := ws.tg
+	rows := cs * kc
+	r0 := s * kc
+	tD := ws.tdlt[i+1][r0*c.outN : (r0+kc)*c.outN] // kc·Out rows
+	D := ws.dlt[i+1][s*c.outN : (s+1)*c.outN]
+	gw := tg[kc*c.wOff : kc*c.wOff+kc*c.nW]
+	gb := tg[kc*c.bOff : kc*c.bOff+kc*c.nB]
+	g := c.g
+	ckk, hwo := g.CKK(), g.HWo()
+	be.Gemm(false, true, kc*c.out.C, ckk, hwo, 1, tD, hwo, ws.cols[i][s*hwo:], cs*hwo, 0, gw, ckk)
+	if first && n.dops != nil {
+		n.dops.SparseConvGradScatter(g, c.out.C, kc, ws.spIdx[r0:r0+kc], ws.spVal[r0:r0+kc], D, gw, c.nW)
+	} else if first {
+		hw := g.H * g.W
+		for j := 0; j < kc; j++ {
+			idx, v := ws.spIdx[r0+j], ws.spVal[r0+j]
+			if idx < 0 {
+				continue
+			}
+			gj := gw[j*c.nW : (j+1)*c.nW]
+			ch, ih, iw := idx/hw, (idx%hw)/g.W, idx%g.W
+			forEachTap(g, ih, iw, func(kh, kw, pos int) {
+				wi := (ch*g.KH+kh)*g.KW + kw
+				for oc := 0; oc < c.out.C; oc++ {
+					gj[oc*ckk+wi] += v * D[oc*hwo+pos]
+				}
+			})
+		}
+	} else {
+		n.gemmBatched(false, true, c.out.C, ckk, hwo, 1, D, hwo, 0, ws.tcols[i][r0*hwo:], rows*hwo, hwo, 1, gw, ckk, c.nW, kc)
+	}
+	n.rowSums(kc, c.out.C, hwo, tD, c.outN, gb, c.nB)
+}
+
+func (c *convOps[T]) gradTangentsAll(n *Network[T], ws *workspace[T], i, cs, kc int, first bool) {
+	P := n.p
+	rows := cs * kc
+	sS := kc * P // one sample's gradient tangents
+	tg := ws.tgAll[:rows*P]
+	tD := ws.tdlt[i+1][:rows*c.outN]
+	D := ws.dlt[i+1][:cs*c.outN]
+	gw := tg[kc*c.wOff:]
+	g := c.g
+	ckk, hwo, oc := g.CKK(), g.HWo(), c.out.C
+	n.gemmBatched(false, true, kc*oc, ckk, hwo, 1, tD, hwo, kc*c.outN, ws.cols[i], cs*hwo, hwo, 0, gw, ckk, sS, cs)
+	if first {
+		n.tb.SparseConvGradScatterRows(g, oc, rows, kc, ws.spIdx[:rows], ws.spVal[:rows], D, c.outN, gw, c.nW, sS)
+	} else if cs <= kc {
+		for s := 0; s < cs; s++ {
+			n.gemmBatched(false, true, oc, ckk, hwo, 1, D[s*c.outN:], hwo, 0, ws.tcols[i][s*kc*hwo:], rows*hwo, hwo, 1, gw[s*sS:], ckk, c.nW, kc)
+		}
+	} else {
+		for j := 0; j < kc; j++ {
+			n.gemmBatched(false, true, oc, ckk, hwo, 1, D, hwo, c.outN, ws.tcols[i][j*hwo:], rows*hwo, kc*hwo, 1, gw[j*c.nW:], ckk, sS, cs)
+		}
+	}
+	n.tb.RowSumsBlocked(rows, kc, oc, hwo, tD, c.outN, tg[kc*c.bOff:], c.nB, sS)
+}

@@ -1,0 +1,238 @@
+package models
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// KindDense is a fully connected layer with bias on a flattened input. Parameters: W
+// [Out][In], then b [Out].
+const KindDense LayerKind = "dense"
+
+func init() { registerLayer(denseLayer{}) }
+
+type denseLayer struct{}
+
+func (denseLayer) Kind() LayerKind { return KindDense }
+
+func (denseLayer) Doc() string {
+	return "fully connected with bias: out units (needs a flattened input)"
+}
+
+func (denseLayer) OutShape(l LayerSpec, s Shape) (Shape, error) {
+	if s.H != 1 || s.W != 1 {
+		return Shape{}, fmt.Errorf("dense needs a flattened input, got %dx%dx%d", s.C, s.H, s.W)
+	}
+	if l.Out <= 0 {
+		return Shape{}, fmt.Errorf("dense needs positive out")
+	}
+	return Shape{C: l.Out, H: 1, W: 1}, nil
+}
+
+func (denseLayer) Params(l LayerSpec, in Shape) []ParamTensor {
+	return []ParamTensor{{Name: "W", Dims: []int{l.Out, in.Size()}}, {Name: "b", Dims: []int{l.Out}}}
+}
+
+// InitParam is stax.Dense's default: Glorot normal weights (fan_in = In, fan_out =
+// Out), biases N(0, (1e-2)²).
+func (denseLayer) InitParam(l LayerSpec, in Shape, t int, rng *rand.Rand, dst []float64) {
+	if t == 1 {
+		initNormal(dst, 1e-2, rng)
+		return
+	}
+	initGlorot(dst, in.Size(), l.Out, rng)
+}
+
+func (denseLayer) OneHotScale(LayerSpec, Shape, int) (float64, bool) { return 0, false }
+
+func (denseLayer) Describe(l LayerSpec) string { return fmt.Sprintf("dense %d", l.Out) }
+
+func (denseLayer) FLOPs(l LayerSpec, in, out Shape, f FLOPContext) (float64, float64) {
+	return gemmLayerFLOPs(float64(out.Size()*in.Size()), f)
+}
+
+// Gorgonia multiplies by a node holding Wᵀ (In, Out), so that no Transpose op is
+// needed, and adds the bias.
+func (denseLayer) Gorgonia(c *GorgoniaLayer, h *G.Node) (*G.Node, error) {
+	wt := c.Param(true, c.In.Size(), c.Spec.Out)
+	b := c.Param(false, 1, c.Spec.Out)
+	var err error
+	if h.Dims() != 2 {
+		if h, err = G.Reshape(h, tensor.Shape{c.Batch, c.In.Size()}); err != nil {
+			return nil, fmt.Errorf("input: %w", err)
+		}
+	}
+	if h, err = G.Mul(h, wt); err != nil {
+		return nil, err
+	}
+	return G.BroadcastAdd(h, b, nil, []byte{0})
+}
+
+func (denseLayer) engine(r *resolved) engines {
+	d := denseOf{resolved: r, wOff: r.params[0].off, nW: r.params[0].size, bOff: r.params[1].off, nB: r.params[1].size}
+	return engines{&denseOps[float32]{d}, &denseOps[float64]{d}}
+}
+
+// denseOf is a resolved dense layer.
+type denseOf struct {
+	*resolved
+	wOff, nW, bOff, nB int
+}
+
+type denseOps[T Float] struct{ denseOf }
+
+func (d *denseOps[T]) forward(n *Network[T], ws *workspace[T], i int, params []T, cs int) {
+	in, out := ws.acts[i][:cs*d.inN], ws.acts[i+1][:cs*d.outN]
+	W := params[d.wOff : d.wOff+d.nW]
+	n.be.Gemm(false, true, cs, d.outN, d.inN, 1, in, d.inN, W, d.inN, 0, out, d.outN)
+	b := params[d.bOff : d.bOff+d.nB]
+	if n.dops != nil {
+		n.dops.AddBias(cs, d.outN, 1, b, out)
+		return
+	}
+	for s := 0; s < cs; s++ {
+		o := out[s*d.outN : (s+1)*d.outN]
+		for j := range o {
+			o[j] += b[j]
+		}
+	}
+}
+
+func (d *denseOps[T]) backward(n *Network[T], ws *workspace[T], i int, params []T, cs int, needIn, dev bool) {
+	be := n.be
+	P := n.p
+	din, dout := ws.dlt[i][:cs*d.inN], ws.dlt[i+1][:cs*d.outN]
+	in := ws.acts[i][:cs*d.inN]
+	W := params[d.wOff : d.wOff+d.nW]
+	if dev {
+		n.gemmBatched(false, false, d.outN, d.inN, 1, 1, dout, 1, d.outN, in, d.inN, d.inN, 0, ws.grads[d.wOff:], d.inN, P, cs)
+		n.rowSums(cs, d.outN, 1, dout, d.outN, ws.grads[d.bOff:], P)
+		n.rs.RowSqNorms(cs, P, []int{d.wOff, d.nW, d.bOff, d.nB}, ws.grads[:cs*P], ws.gsq[:cs])
+	}
+	for s := 0; s < cs && !dev; s++ {
+		D := dout[s*d.outN : (s+1)*d.outN]
+		a := in[s*d.inN : (s+1)*d.inN]
+		gw := ws.grads[s*P+d.wOff : s*P+d.wOff+d.nW]
+		be.Gemm(false, false, d.outN, d.inN, 1, 1, D, 1, a, d.inN, 0, gw, d.inN)
+		copy(ws.grads[s*P+d.bOff:s*P+d.bOff+d.nB], D)
+		ws.gsq[s] += be.Dot(gw, gw) + be.Dot(D, D)
+	}
+	if needIn {
+		be.Gemm(false, false, cs, d.inN, d.outN, 1, dout, d.outN, W, d.inN, 0, din, d.inN)
+	}
+}
+
+func (d *denseOps[T]) tangentForward(n *Network[T], ws *workspace[T], i int, params []T, cs, kc int, tp []T) {
+	rows := cs * kc
+	P := n.p
+	tin, tout := ws.tacts[i][:rows*d.inN], ws.tacts[i+1][:rows*d.outN]
+	W := params[d.wOff : d.wOff+d.nW]
+	n.be.Gemm(false, true, rows, d.outN, d.inN, 1, tin, d.inN, W, d.inN, 0, tout, d.outN)
+	if tp == nil {
+		return
+	}
+	in := ws.acts[i]
+	for r := 0; r < rows; r++ {
+		s := r / kc
+		o := tout[r*d.outN : (r+1)*d.outN]
+		n.be.Gemm(false, false, d.outN, 1, d.inN, 1, tp[r*P+d.wOff:r*P+d.wOff+d.nW], d.inN, in[s*d.inN:(s+1)*d.inN], 1, 1, o, 1)
+		b := tp[r*P+d.bOff : r*P+d.bOff+d.nB]
+		for j := range o {
+			o[j] += b[j]
+		}
+	}
+}
+
+func (d *denseOps[T]) sparseForward(n *Network[T], ws *workspace[T], i int, params []T, rows int) {
+	W := params[d.wOff : d.wOff+d.nW]
+	tout := ws.tacts[i+1][:rows*d.outN]
+	if n.dops != nil {
+		n.dops.SparseDenseForward(d.inN, d.outN, rows, ws.spIdx, ws.spVal, W, tout)
+		return
+	}
+	clear(tout)
+	for r := 0; r < rows; r++ {
+		idx, v := ws.spIdx[r], ws.spVal[r]
+		if idx < 0 {
+			continue
+		}
+		o := tout[r*d.outN : (r+1)*d.outN]
+		for j := range o {
+			o[j] = v * W[j*d.inN+idx]
+		}
+	}
+}
+
+func (d *denseOps[T]) tangentBackward(n *Network[T], ws *workspace[T], i int, params []T, cs, kc int, tp []T) {
+	rows := cs * kc
+	P := n.p
+	tdin, tdout := ws.tdlt[i][:rows*d.inN], ws.tdlt[i+1][:rows*d.outN]
+	W := params[d.wOff : d.wOff+d.nW]
+	n.be.Gemm(false, false, rows, d.inN, d.outN, 1, tdout, d.outN, W, d.inN, 0, tdin, d.inN)
+	if tp == nil {
+		return
+	}
+	for r := 0; r < rows; r++ {
+		s := r / kc
+		D := ws.dlt[i+1][s*d.outN : (s+1)*d.outN]
+		n.be.Gemm(true, false, d.inN, 1, d.outN, 1, tp[r*P+d.wOff:r*P+d.wOff+d.nW], d.inN, D, 1, 1, tdin[r*d.inN:(r+1)*d.inN], 1)
+	}
+}
+
+// gradTangents: ġ_W = δ̇⊗a + δ⊗ȧ, ġ_b = δ̇; for the sparse first layer the second
+// term is a scatter of the one-hot input tangents.
+func (d *denseOps[T]) gradTangents(n *Network[T], ws *workspace[T], i, s, cs, kc int, first bool) {
+	tg := ws.tg
+	r0 := s * kc
+	tD := ws.tdlt[i+1][r0*d.outN : (r0+kc)*d.outN] // kc·Out rows
+	D := ws.dlt[i+1][s*d.outN : (s+1)*d.outN]
+	gw := tg[kc*d.wOff : kc*d.wOff+kc*d.nW]
+	gb := tg[kc*d.bOff : kc*d.bOff+kc*d.nB]
+	a := ws.acts[i][s*d.inN : (s+1)*d.inN]
+	n.be.Gemm(false, false, kc*d.outN, d.inN, 1, 1, tD, 1, a, d.inN, 0, gw, d.inN)
+	if first && n.dops != nil {
+		n.dops.SparseDenseGradScatter(d.inN, d.outN, kc, ws.spIdx[r0:r0+kc], ws.spVal[r0:r0+kc], D, gw, d.nW)
+	} else if first {
+		for j := 0; j < kc; j++ {
+			gj := gw[j*d.nW : (j+1)*d.nW]
+			if idx, v := ws.spIdx[r0+j], ws.spVal[r0+j]; idx >= 0 {
+				for o := 0; o < d.outN; o++ {
+					gj[o*d.inN+idx] += v * D[o]
+				}
+			}
+		}
+	} else {
+		n.gemmBatched(false, false, d.outN, d.inN, 1, 1, D, 1, 0, ws.tacts[i][r0*d.inN:], d.inN, d.inN, 1, gw, d.inN, d.nW, kc)
+	}
+	if n.dops != nil {
+		n.dops.RowSums(kc, d.outN, 1, tD, d.outN, gb, d.nB)
+	} else {
+		copy(gb, tD)
+	}
+}
+
+func (d *denseOps[T]) gradTangentsAll(n *Network[T], ws *workspace[T], i, cs, kc int, first bool) {
+	P := n.p
+	rows := cs * kc
+	sS := kc * P
+	tg := ws.tgAll[:rows*P]
+	tD := ws.tdlt[i+1][:rows*d.outN]
+	D := ws.dlt[i+1][:cs*d.outN]
+	gw := tg[kc*d.wOff:]
+	n.gemmBatched(false, false, kc*d.outN, d.inN, 1, 1, tD, 1, kc*d.outN, ws.acts[i], d.inN, d.inN, 0, gw, d.inN, sS, cs)
+	if first {
+		n.tb.SparseDenseGradScatterRows(d.inN, d.outN, rows, kc, ws.spIdx[:rows], ws.spVal[:rows], D, d.outN, gw, d.nW, sS)
+	} else if cs <= kc {
+		for s := 0; s < cs; s++ {
+			n.gemmBatched(false, false, d.outN, d.inN, 1, 1, D[s*d.outN:], 1, 0, ws.tacts[i][s*kc*d.inN:], d.inN, d.inN, 1, gw[s*sS:], d.inN, d.nW, kc)
+		}
+	} else {
+		for j := 0; j < kc; j++ {
+			n.gemmBatched(false, false, d.outN, d.inN, 1, 1, D, 1, d.outN, ws.tacts[i][j*d.inN:], d.inN, kc*d.inN, 1, gw[j*d.nW:], d.inN, sS, cs)
+		}
+	}
+	n.tb.RowSumsBlocked(rows, kc, d.outN, 1, tD, d.outN, tg[kc*d.bOff:], d.nB, sS)
+}

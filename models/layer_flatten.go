@@ -1,0 +1,44 @@
+package models
+
+import (
+	"math/rand/v2"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// KindFlatten reshapes [C][H][W] to [C·H·W] (row-major): no values change, the
+// engine's output buffer is the input's.
+const KindFlatten LayerKind = "flatten"
+
+func init() { registerLayer(flattenLayer{}) }
+
+type flattenLayer struct{}
+
+func (flattenLayer) Kind() LayerKind { return KindFlatten }
+func (flattenLayer) Doc() string     { return "reshape [C][H][W] to [C*H*W], row-major" }
+func (flattenLayer) OutShape(_ LayerSpec, s Shape) (Shape, error) {
+	return Shape{C: s.Size(), H: 1, W: 1}, nil
+}
+func (flattenLayer) Params(LayerSpec, Shape) []ParamTensor                         { return nil }
+func (flattenLayer) InitParam(LayerSpec, Shape, int, *rand.Rand, []float64)        {}
+func (flattenLayer) OneHotScale(LayerSpec, Shape, int) (float64, bool)             { return 1, true }
+func (flattenLayer) Describe(LayerSpec) string                                     { return "flatten" }
+func (flattenLayer) FLOPs(LayerSpec, Shape, Shape, FLOPContext) (float64, float64) { return 0, 0 }
+
+func (flattenLayer) Gorgonia(c *GorgoniaLayer, h *G.Node) (*G.Node, error) {
+	return G.Reshape(h, tensor.Shape{c.Batch, c.In.Size()})
+}
+
+func (flattenLayer) engine(r *resolved) engines {
+	r.view = true
+	return engines{flattenOps[float32]{}, flattenOps[float64]{}}
+}
+
+// flattenOps does nothing: the layer's buffers are its input's (resolved.view).
+type flattenOps[T Float] struct{}
+
+func (flattenOps[T]) forward(*Network[T], *workspace[T], int, []T, int)                   {}
+func (flattenOps[T]) backward(*Network[T], *workspace[T], int, []T, int, bool, bool)      {}
+func (flattenOps[T]) tangentForward(*Network[T], *workspace[T], int, []T, int, int, []T)  {}
+func (flattenOps[T]) tangentBackward(*Network[T], *workspace[T], int, []T, int, int, []T) {}

@@ -1,0 +1,123 @@
+package models
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// KindNormalize is the fixed per-channel (x − Mean[c]) / Std[c]: a layer of the model,
+// so that inputs, and FIL, stay in raw [0,1] pixels (SPEC 5).
+const KindNormalize LayerKind = "normalize"
+
+func init() { registerLayer(normalizeLayer{}) }
+
+type normalizeLayer struct{}
+
+func (normalizeLayer) Kind() LayerKind { return KindNormalize }
+func (normalizeLayer) Doc() string {
+	return "fixed per-channel (x - mean[c]) / std[c] (mean, std: one value per input channel)"
+}
+
+func (normalizeLayer) OutShape(l LayerSpec, s Shape) (Shape, error) {
+	if len(l.Mean) != s.C || len(l.Std) != s.C {
+		return Shape{}, fmt.Errorf("normalize needs %d means and stds", s.C)
+	}
+	for _, sd := range l.Std {
+		if !(sd > 0) {
+			return Shape{}, fmt.Errorf("normalize std must be positive")
+		}
+	}
+	return s, nil
+}
+
+func (normalizeLayer) Params(LayerSpec, Shape) []ParamTensor                         { return nil }
+func (normalizeLayer) InitParam(LayerSpec, Shape, int, *rand.Rand, []float64)        {}
+func (normalizeLayer) FLOPs(LayerSpec, Shape, Shape, FLOPContext) (float64, float64) { return 0, 0 }
+
+// OneHotScale: e_idx maps to e_idx/std of idx's channel.
+func (normalizeLayer) OneHotScale(l LayerSpec, in Shape, idx int) (float64, bool) {
+	return 1 / l.Std[idx/(in.H*in.W)], true
+}
+
+func (normalizeLayer) Describe(l LayerSpec) string {
+	return fmt.Sprintf("normalize mean %v std %v", l.Mean, l.Std)
+}
+
+// Gorgonia binds mean and std to named input nodes that are never differentiated:
+// Gorgonia identifies constant tensors by their printed value, which is truncated
+// for long vectors, so distinct constants could be merged (pinned in models/oracle).
+func (normalizeLayer) Gorgonia(c *GorgoniaLayer, h *G.Node) (*G.Node, error) {
+	C := c.In.C
+	mean := append([]float64(nil), c.Spec.Mean...)
+	std := append([]float64(nil), c.Spec.Std...)
+	mc := G.NewTensor(c.Graph, G.Float64, 4, G.WithShape(1, C, 1, 1), G.WithName(fmt.Sprintf("normalize%d_mean", c.Index)),
+		G.WithValue(tensor.New(tensor.WithShape(1, C, 1, 1), tensor.WithBacking(mean))))
+	sc := G.NewTensor(c.Graph, G.Float64, 4, G.WithShape(1, C, 1, 1), G.WithName(fmt.Sprintf("normalize%d_std", c.Index)),
+		G.WithValue(tensor.New(tensor.WithShape(1, C, 1, 1), tensor.WithBacking(std))))
+	d, err := G.BroadcastSub(h, mc, nil, []byte{0, 2, 3})
+	if err != nil {
+		return nil, err
+	}
+	return G.BroadcastHadamardDiv(d, sc, nil, []byte{0, 2, 3})
+}
+
+func (normalizeLayer) engine(r *resolved) engines {
+	z := normalizeOf{resolved: r, mean: append([]float64(nil), r.spec.Mean...), inv: make([]float64, len(r.spec.Std))}
+	for c, s := range r.spec.Std {
+		z.inv[c] = 1 / s
+	}
+	return engines{&normalizeOps[float32]{z}, &normalizeOps[float64]{z}}
+}
+
+// normalizeOf is a resolved normalize layer: per-channel mean and 1/std.
+type normalizeOf struct {
+	*resolved
+	mean, inv []float64
+}
+
+type normalizeOps[T Float] struct{ normalizeOf }
+
+func (z *normalizeOps[T]) forward(_ *Network[T], ws *workspace[T], i int, _ []T, cs int) {
+	in, out := ws.acts[i], ws.acts[i+1]
+	hw := z.in.H * z.in.W
+	for s := 0; s < cs; s++ {
+		for c := 0; c < z.in.C; c++ {
+			off := s*z.inN + c*hw
+			m, iv := T(z.mean[c]), T(z.inv[c])
+			for j := off; j < off+hw; j++ {
+				out[j] = (in[j] - m) * iv
+			}
+		}
+	}
+}
+
+// scale writes dst = src/std per channel for rows rows.
+func (z *normalizeOps[T]) scale(rows int, src, dst []T) {
+	hw := z.in.H * z.in.W
+	for r := 0; r < rows; r++ {
+		for c := 0; c < z.in.C; c++ {
+			off := r*z.inN + c*hw
+			iv := T(z.inv[c])
+			for j := off; j < off+hw; j++ {
+				dst[j] = src[j] * iv
+			}
+		}
+	}
+}
+
+func (z *normalizeOps[T]) backward(_ *Network[T], ws *workspace[T], i int, _ []T, cs int, needIn, _ bool) {
+	if needIn {
+		z.scale(cs, ws.dlt[i+1], ws.dlt[i])
+	}
+}
+
+func (z *normalizeOps[T]) tangentForward(_ *Network[T], ws *workspace[T], i int, _ []T, cs, kc int, _ []T) {
+	z.scale(cs*kc, ws.tacts[i], ws.tacts[i+1])
+}
+
+func (z *normalizeOps[T]) tangentBackward(_ *Network[T], ws *workspace[T], i int, _ []T, cs, kc int, _ []T) {
+	z.scale(cs*kc, ws.tdlt[i+1], ws.tdlt[i])
+}
