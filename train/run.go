@@ -15,6 +15,7 @@ import (
 
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
+	"github.com/dpfil/dpfil/internal/dirlock"
 	"github.com/dpfil/dpfil/models"
 )
 
@@ -25,9 +26,10 @@ type Options struct {
 	Progress func(Event)          // optional progress sink (step, loss, acc, eps, dfil max/median)
 	Logf     func(string, ...any) // optional log sink
 
-	// CheckpointEvery writes a checkpoint every n steps (> 0); 0 checkpoints every
-	// CheckpointInterval of wall time (default 2 minutes); < 0 only on cancellation
-	// and between repeats.
+	// CheckpointEvery writes a checkpoint every n steps (> 0); 0 checkpoints after
+	// the first step and then every CheckpointInterval of wall time (default 1
+	// minute, so a kill loses at most about a minute of work); < 0 only on
+	// cancellation and between repeats.
 	CheckpointEvery    int
 	CheckpointInterval time.Duration
 
@@ -107,10 +109,14 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 	}
 	var ck *checkpoint
 	if opt.Out != "" {
-		if err := os.MkdirAll(opt.Out, 0o755); err != nil {
-			return nil, fmt.Errorf("create run directory: %w", err)
+		unlock, err := dirlock.Lock(opt.Out)
+		if errors.Is(err, dirlock.ErrLocked) {
+			return nil, fmt.Errorf("run directory %s is in use by another dpfil process (one run per directory): %w", opt.Out, err)
 		}
-		var err error
+		if err != nil {
+			return nil, fmt.Errorf("run directory: %w", err)
+		}
+		defer unlock()
 		if ck, err = loadCheckpoint(opt.Out); err != nil {
 			return nil, err
 		}
@@ -249,6 +255,9 @@ func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error)
 	s.filRate = cfg.FILRate
 	if s.filRate == 0 {
 		s.filRate = 1
+	}
+	if cfg.FILCoords > s.d && !cfg.FILExact {
+		return nil, fmt.Errorf("fil_coords = %d exceeds the %d input values of %s: at most %d coordinates per sample and step, or fil_exact for the exact trace", cfg.FILCoords, s.d, cfg.Dataset, s.d)
 	}
 	if cfg.FILEnabled() {
 		s.filK = cfg.FILCoords
@@ -590,7 +599,7 @@ func (s *setup) run(ctx context.Context, ck *checkpoint, opt Options, logf func(
 	wall := func() float64 { return ck.Wall + time.Since(segStart).Seconds() }
 	interval := opt.CheckpointInterval
 	if interval <= 0 {
-		interval = 2 * time.Minute
+		interval = time.Minute
 	}
 	lastCk := time.Now()
 	save := func(w *worker) error {
@@ -657,7 +666,7 @@ func (s *setup) run(ctx context.Context, ck *checkpoint, opt Options, logf func(
 					TestAccuracy: testAcc, Epsilon: w.progressEpsilon(), DFILMax: mx, DFILMedian: med})
 			}
 			due := opt.CheckpointEvery > 0 && t%opt.CheckpointEvery == 0 ||
-				opt.CheckpointEvery == 0 && time.Since(lastCk) >= interval
+				opt.CheckpointEvery == 0 && (t == 1 || time.Since(lastCk) >= interval)
 			if due && t < s.steps {
 				if err := save(w); err != nil {
 					return nil, err

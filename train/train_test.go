@@ -10,10 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
+	"github.com/dpfil/dpfil/internal/dirlock"
 	"github.com/dpfil/dpfil/models"
 	"github.com/dpfil/dpfil/models/oracle"
 )
@@ -612,5 +615,57 @@ func TestTargetEpsilon(t *testing.T) {
 	cfg.TargetEpsilon = 2
 	if err := cfg.Validate(); err == nil {
 		t.Error("sigma and target_epsilon together: want an error")
+	}
+}
+
+// TestRunDirectoryLocked: a run directory held by another process (here: its lock
+// taken) is refused with a clear error, and nothing in it is touched.
+func TestRunDirectoryLocked(t *testing.T) {
+	dir := t.TempDir()
+	unlock, err := dirlock.Lock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := tinyConfig()
+	cfg.Batch, cfg.Steps = 5, 3
+	_, err = Run(context.Background(), cfg, Options{Out: dir, Model: &softmaxModel{d: 4, k: 2}, Data: toyData(50, 5, 4, 2, 1)})
+	if !errors.Is(err, dirlock.ErrLocked) || !strings.Contains(err.Error(), "in use by another dpfil process") {
+		t.Fatalf("run into a locked directory: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ResultFile)); err == nil {
+		t.Fatal("result written into a locked directory")
+	}
+	unlock()
+	if _, err := Run(context.Background(), cfg, Options{Out: dir, Model: &softmaxModel{d: 4, k: 2}, Data: toyData(50, 5, 4, 2, 1)}); err != nil {
+		t.Fatalf("after unlock: %v", err)
+	}
+}
+
+// TestFirstCheckpointAfterFirstStep: with the default schedule a checkpoint exists
+// as soon as one step is done (a kill after it loses at most that step's work).
+func TestFirstCheckpointAfterFirstStep(t *testing.T) {
+	dir := t.TempDir()
+	cfg := tinyConfig()
+	cfg.Batch, cfg.Steps = 5, 6
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var seen *checkpoint
+	_, _ = Run(ctx, cfg, Options{Out: dir, Model: &softmaxModel{d: 4, k: 2}, Data: toyData(50, 5, 4, 2, 1),
+		CheckpointInterval: time.Hour, Progress: func(e Event) {
+			if e.Step == 2 && seen == nil {
+				seen, _ = loadCheckpoint(dir) // before step 2's own work could write one
+			}
+		}})
+	if seen == nil || seen.Cur == nil || seen.Cur.Step != 1 {
+		t.Fatalf("checkpoint seen after step 2's progress: %+v", seen)
+	}
+}
+
+func TestFILCoordsAboveInputDim(t *testing.T) {
+	cfg := tinyConfig()
+	cfg.Batch, cfg.Steps, cfg.FILCoords = 5, 2, 5 // the toy inputs have 4 values
+	_, err := Run(context.Background(), cfg, Options{Model: &softmaxModel{d: 4, k: 2}, Data: toyData(50, 5, 4, 2, 1)})
+	if err == nil || !strings.Contains(err.Error(), "fil_exact") {
+		t.Fatalf("fil_coords > d: %v", err)
 	}
 }
