@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
+	"github.com/dpfil/dpfil/internal/dirlock"
 	"github.com/dpfil/dpfil/sweep"
 	"github.com/spf13/cobra"
 )
@@ -31,7 +35,7 @@ func newSweepCmdWith(deps sweepDeps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sweep",
 		Short: "Hyperparameter sweeps on one machine or a cluster",
-		Long: `Hyperparameter sweeps over train configurations (seed 000 Fig. 5, Appendix C).
+		Long: `Hyperparameter sweeps over train configurations (Guo et al. (2022) Fig. 5, Appendix C).
 
 A grid file (YAML, or JSON) lists fixed settings under 'base' and swept settings
 under 'grid', with train flag names as keys ('-' or '_'):
@@ -100,30 +104,42 @@ rerun the same command to continue.`,
 			}
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			errw := cmd.ErrOrStderr()
-			logf := func(format string, a ...any) {
-				if !quiet {
-					fmt.Fprintf(errw, format+"\n", a...)
-				}
-			}
-			var trainLog func(string, ...any)
-			if verbose {
-				trainLog = logf
-			}
 			st, err := sweep.StatusOf(jobs, sh, out)
 			if err != nil {
 				return err
 			}
 			bar := newProgress(int64(st.Pending), "sweep "+sh.String(), quiet || st.Pending == 0)
 			defer bar.Finish()
+			logf := func(format string, a ...any) {
+				if !quiet {
+					bar.Logf(format, a...) // above the bar, never on its line
+				}
+			}
+			var trainLog func(string, ...any)
+			if verbose {
+				trainLog = logf
+			}
+			var mu sync.Mutex
+			var points []sweepPoint
 			sum, runErr := sweep.Run(ctx, jobs, sweep.Options{
 				Out: out, Shard: sh, Workers: workers, Grid: g.Name,
 				Runner: deps.runner(trainLog), Logf: logf,
-				OnDone: func(r sweep.Record) { bar.Add(1, r.Hash) },
+				OnDone: func(r sweep.Record) {
+					bar.Add(1, r.Hash)
+					mu.Lock()
+					points = append(points, pointOf(r))
+					mu.Unlock()
+				},
 			})
-			if err := emit(cmd.OutOrStdout(), asJSON, sum, func(w io.Writer) {
+			if errors.Is(runErr, dirlock.ErrLocked) {
+				return runErr // nothing ran: no summary that could read as "nothing pending"
+			}
+			sort.Slice(points, func(i, j int) bool { return points[i].Index < points[j].Index })
+			res := sweepRunResult{Summary: sum, Points: points}
+			if err := emit(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) {
 				fmt.Fprintf(w, "sweep %s shard %s: %d runs, %d already done, %d ran, %d failed, %d pending (%.1f s)\n",
 					g.Name, sum.Shard, sum.Jobs, sum.AlreadyDone, sum.Ran, len(sum.Failed), sum.Pending, sum.Seconds)
+				printSweepPoints(w, points)
 				for _, f := range sum.Failed {
 					fmt.Fprintf(w, "  failed: run %d (%s): %s\n", f.Index, f.Hash, f.Error)
 				}
@@ -441,4 +457,56 @@ same hash with different metrics are a conflict: it is reported and, unless
 	cmd.Flags().BoolVar(&keepFirst, "keep-first", false, "on conflicts keep the first record and write anyway")
 	addJSONFlag(cmd, &asJSON)
 	return cmd
+}
+
+// sweepRunResult is the JSON of 'sweep run': the counts and the points it ran.
+type sweepRunResult struct {
+	sweep.Summary
+	Points []sweepPoint `json:"points"`
+}
+
+// sweepPoint is one finished run's headline numbers (null: +∞ or not computed).
+type sweepPoint struct {
+	Index             int      `json:"index"`
+	Hash              string   `json:"hash"`
+	TestAccuracy      *float64 `json:"test_accuracy"`
+	Epsilon           *float64 `json:"epsilon"`
+	MSEBoundRDP       *float64 `json:"mse_bound_rdp"`
+	MSEBoundFILMax    *float64 `json:"mse_bound_fil_max"`
+	MSEBoundFILMedian *float64 `json:"mse_bound_fil_median"`
+}
+
+func pointOf(r sweep.Record) sweepPoint {
+	p := sweepPoint{Index: r.Index, Hash: r.Hash}
+	m, err := r.Metrics()
+	if err != nil {
+		return p
+	}
+	fin := func(x float64) *float64 {
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return nil
+		}
+		return &x
+	}
+	p.TestAccuracy, p.Epsilon, p.MSEBoundRDP = fin(m.TestAccuracy), fin(m.Epsilon), fin(m.MSEBoundRDP)
+	p.MSEBoundFILMax, p.MSEBoundFILMedian = fin(m.MSEBoundFILMax), fin(m.MSEBoundFILMedian)
+	return p
+}
+
+// printSweepPoints is the table of the points a sweep ran.
+func printSweepPoints(w io.Writer, points []sweepPoint) {
+	if len(points) == 0 {
+		return
+	}
+	f := func(p *float64) string {
+		if p == nil {
+			return "∞"
+		}
+		return fmt.Sprintf("%.3g", *p)
+	}
+	fmt.Fprintf(w, "  %5s  %-16s  %8s  %8s  %12s  %12s  %12s\n", "run", "hash", "test acc", "ε", "MSE≥ RDP", "MSE≥ FIL max", "MSE≥ FIL med")
+	for _, p := range points {
+		fmt.Fprintf(w, "  %5d  %-16s  %8s  %8s  %12s  %12s  %12s\n", p.Index, p.Hash, f(p.TestAccuracy), f(p.Epsilon), f(p.MSEBoundRDP), f(p.MSEBoundFILMax), f(p.MSEBoundFILMedian))
+	}
+	fmt.Fprintln(w, "  (MSE≥: lower bounds on a reconstruction attack's per-pixel MSE; ∞: no leakage measured, e.g. FIL off)")
 }

@@ -127,12 +127,33 @@ func TestSweepRunStatusList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sum sweep.Summary
+	var sum sweepRunResult
 	if err := json.Unmarshal([]byte(s), &sum); err != nil {
 		t.Fatalf("not one JSON object: %v\n%s", err, s)
 	}
-	if sum.Jobs != 12 || sum.Ran != 12 || sum.Pending != 0 {
+	if sum.Jobs != 12 || sum.Ran != 12 || sum.Pending != 0 || len(sum.Points) != 12 || sum.Points[3].Index != 3 || sum.Points[3].TestAccuracy == nil {
 		t.Fatalf("summary %+v", sum)
+	}
+	// A second sweep process on the same directory is refused with an error and no
+	// summary that could read as "nothing pending".
+	grid2 := filepath.Join(t.TempDir(), "g.yaml")
+	if err := os.WriteFile(grid2, []byte(strings.Replace(testGrid, "name: ", "name: other-", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	busy := t.TempDir()
+	unlock, err := sweep.LockDir(busy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = runCLI(t, rootWithFakeSweep(), "sweep", "run", grid, "--out", busy, "--json", "-q")
+	unlock()
+	if err == nil || !strings.Contains(err.Error(), "another sweep process") || strings.TrimSpace(s) != "" {
+		t.Fatalf("sweep run on a locked directory: err %v, stdout %q", err, s)
+	}
+	// Human output ends with a table of the points run.
+	s, err = runCLI(t, rootWithFakeSweep(), "sweep", "run", grid2, "--out", t.TempDir(), "-q")
+	if err != nil || !strings.Contains(s, "test acc") || strings.Count(s, "\n") < 14 {
+		t.Fatalf("human sweep run output: %v\n%s", err, s)
 	}
 	s, err = runCLI(t, newRootCmd(), "sweep", "status", grid, "--out", out, "--json")
 	if err != nil {
