@@ -14,6 +14,22 @@ const demoReading = "How to read the bounds: no unbiased reconstruction attack c
 	"so a bound ≥ 1 means perfect privacy); the RDP bound (Theorem 1, from the order-2 RDP under replace-one adjacency) holds for every sample, the FIL bounds for the " +
 	"worst-leaking (max dFIL) and the typical (median dFIL) training sample."
 
+// demoGlossary explains, one line per concept, the words the summary uses.
+const demoGlossary = `
+What the words mean:
+  ε, δ        the run is (ε, δ)-differentially private: smaller ε is more private; δ = 1e-5 is the
+              chance the guarantee fails. "pld"/"rdp" name the accountant that computed ε; "add-remove"
+              means it protects against adding or removing one training image; "poisson" how batches are drawn.
+  ε₂          the Rényi-DP of order 2 between two trainings that differ in one image (replace-one);
+              Theorem 1 turns it into the RDP MSE bound.
+  κ (kappa)   the weight of a step in which a sample was in the batch, after the privacy gained by
+              sampling batches at random (≤ 1).
+  dFIL        a sample's Fisher information leakage per pixel, summed over training; its MSE bound is 1/dFIL.
+  MSE bound   a lower bound on the per-pixel mean squared error of any unbiased reconstruction of a
+              training image (pixels in [0,1]): ≥ 1 is perfect privacy, +Inf means no leakage was measured.
+  Read more:  docs/accounting.md (every bound, its assumptions and its source).
+`
+
 // demoConfig is the demo's run: mnist-cnn on the embedded MNIST, privately, with
 // smooth clipping and FIL from k = 8 coordinates on a random 10 % of the batch
 // members (weighted ×4, unbiased), so that it takes a few minutes on 2 cores.
@@ -47,7 +63,7 @@ the binary; no network) with DP-SGD, smooth clipping and both accountants, then 
 the test accuracy, ε, the RDP MSE bound and the FIL MSE bounds of the worst and the
 median training sample.
 
-Settings: σ = 1, C = 8, lr 0.1, batch 600, momentum 0.5 (seed 000 Table 3 values),
+Settings: σ = 1, C = 8, lr 0.1, batch 600, momentum 0.5 (Guo et al. (2022) Table 3 values),
 200 steps, FIL from k = 8 random pixel coordinates for a random 25 % of the batch
 members at each step (weighted ×4, an unbiased estimate; use 'dpfil train' with
 --fil-coords 50 --fil-rate 1 for the paper's estimator).`,
@@ -66,6 +82,7 @@ members at each step (weighted ×4, an unbiased estimate; use 'dpfil train' with
 				fmt.Fprintf(w, "\nMSE lower bounds: RDP %.4g, FIL worst sample %.4g, FIL median sample %.4g\n",
 					res.MSEBoundRDP, res.MSEBoundFILMax, res.MSEBoundFILMedian)
 				fmt.Fprintln(w, demoReading)
+				fmt.Fprint(w, demoGlossary)
 			})
 		},
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// newGLMCmd is the 'glm' command group: output-perturbed GLMs (seed 000 Sec. 7.1–7.2,
+// newGLMCmd is the 'glm' command group: output-perturbed GLMs (Guo et al. (2022) Sec. 7.1–7.2,
 // seed 001).
 func newGLMCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -64,7 +64,7 @@ func (f *glmFlags) register(cmd *cobra.Command, sigma float64, bias bool, out st
 	fl.StringVar(&f.loss, "loss", "logistic", "loss: logistic (labels 0/1) or lsq (least squares, targets ±1)")
 	fl.StringVar(&f.out, "out", out, "output directory for CSV and PNG files")
 	fl.IntVar(&f.trainSubset, "train-subset", 0, "use only the first N training examples (0 = all)")
-	fl.Float64Var(&f.radius, "radius", 0, "input norm bound R for the RDP accounting, incl. the bias feature (0 = max ‖x̃‖ over the training data, SPEC 8; use √d or √(d+1) for the whole [0,1]^d domain)")
+	fl.Float64Var(&f.radius, "radius", 0, "input norm bound R for the RDP accounting, incl. the bias feature (0 = max ‖x̃‖ over the training data, see docs/glm.md; use √d or √(d+1) for the whole [0,1]^d domain)")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress output on stderr")
 	addJSONFlag(cmd, &f.asJSON)
 }
@@ -284,7 +284,7 @@ func glmWriteCSV(path string, header []string, rows [][]string) error {
 func glmFmt(v float64) string { return strconv.FormatFloat(v, 'g', 10, 64) }
 
 // extremes returns the positions of the k largest and k smallest values (largest first,
-// smallest last, as in seed 000 Fig. 4: decreasing order).
+// smallest last, as in Guo et al. (2022) Fig. 4: decreasing order).
 func glmExtremes(v []float64, k int) (top, bottom []int) {
 	order := make([]int, len(v))
 	for i := range order {
@@ -335,7 +335,7 @@ func newGLMFilCmd() *cobra.Command {
 	var columns string
 	cmd := &cobra.Command{
 		Use:   "fil",
-		Short: "Per-example dFIL and η of an output-perturbed GLM, and the RDP bound (seed 000 Fig. 2)",
+		Short: "Per-example dFIL and η of an output-perturbed GLM, and the RDP bound (Guo et al. (2022) Fig. 2)",
 		Long: `Fits the GLM exactly, then computes for every training example the Jacobian of the
 minimiser w.r.t. its pixels (labels public), dFIL = ‖J‖_F²/(σ²d), η = ‖J‖₂/σ and the
 unbiased-attacker MSE bound 1/dFIL; and the order-2 RDP ε₂ = Δ²/σ² with its bound
@@ -343,7 +343,7 @@ unbiased-attacker MSE bound 1/dFIL; and the order-2 RDP ε₂ = Δ²/σ² with i
 pixels, no bias). Writes DIR/glm_fil.csv and PNG grids of the 8 highest- and
 8 lowest-dFIL training images (DIR/glm_fil_top8.png, DIR/glm_fil_bottom8.png).
 With --columns (e.g. 350-360,406) it also computes attribute-level FIL of that subset S
-of pixels for every example (seed 001 Sec. 3.1: the FIM block of those inputs),
+of pixels for every example (Hannun et al. (2021) Sec. 3.1: the FIM block of those inputs),
 dFIL_S = ‖J[:,S]‖_F²/(σ²|S|) and η_S = ‖J[:,S]‖₂/σ, into DIR/glm_fil_attr.csv.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -473,7 +473,7 @@ func newGLMAttackCmd() *cobra.Command {
 	var seed uint64
 	cmd := &cobra.Command{
 		Use:   "attack",
-		Short: "The GLM reconstruction attack (Balle et al.) vs the per-example FIL bound (seed 000 Fig. 3–4)",
+		Short: "The GLM reconstruction attack (Balle et al.) vs the per-example FIL bound (Guo et al. (2022) Fig. 3–4)",
 		Long: `Releases w̃ = w* + N(0, σ²I) --trials times (fresh noise each) and, for each target,
 reconstructs its image from w̃ and the other n−1 examples (label known), reporting the
 expected MSE over trials next to the FIL bound 1/dFIL. The closed-form attack needs the
@@ -683,12 +683,12 @@ func newGLMIRFILCmd() *cobra.Command {
 	var clamp string
 	cmd := &cobra.Command{
 		Use:   "irfil",
-		Short: "Iteratively reweighted FIL (seed 001 Algorithm 1): equalise per-example η",
+		Short: "Iteratively reweighted FIL (Hannun et al. (2021) Algorithm 1): equalise per-example η",
 		Long: `Runs IRFIL: refit with per-example weights ω, compute every η_i = ‖J_i‖₂/σ of the
 weighted model, update ω_i ← n(ω_i/η_i)/Σ_j(ω_j/η_j), optionally clamp the weights to
 [lo, hi], repeat. Reports the η spread (std/mean) and accuracy per iteration and writes
 DIR/glm_irfil.csv (per iteration) and DIR/glm_irfil_weights.csv (final weights and η).
-σ defaults to 1 as in seed 001 (η then equals ‖J‖₂).`,
+σ defaults to 1 as in Hannun et al. (2021) (η then equals ‖J‖₂).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			lo, hi, err := glmParseClamp(clamp)

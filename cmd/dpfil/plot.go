@@ -25,11 +25,11 @@ func newPlotCmd() *cobra.Command {
 		Long: `Figures as PNG, SVG or PDF (chosen by the -o extension) at --width × --height
 pixels (SVG/PDF: the same size in points at 96 px per inch).
 
-  pareto   accuracy vs MSE lower bound of a sweep, with Pareto frontiers (seed 000 Fig. 5)
+  pareto   accuracy vs MSE lower bound of a sweep, with Pareto frontiers (Guo et al. (2022) Fig. 5)
   hist     per-sample dFIL or MSE-bound histogram (Fig. 2)
   scatter  predicted vs realised MSE from a CSV file, log-log with y = x (Fig. 3)
   images   grid of dataset samples, e.g. the highest/lowest-dFIL ones (Fig. 4, 6)
-  attack   attack success with 95 % CIs and the ReRo bounds vs ε, K or q (seed 003 Fig. 2, 3, 5)`,
+  attack   attack success with 95 % CIs and the ReRo bounds vs ε, K or q (Hayes et al. 2023, Fig. 2, 3, 5)`,
 	}
 	cmd.AddCommand(newPlotParetoCmd(), newPlotHistCmd(), newPlotScatterCmd(), newPlotImagesCmd(), newPlotAttackCmd())
 	return cmd
@@ -120,7 +120,7 @@ func newPlotParetoCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pareto RESULTS.jsonl|SWEEPDIR... -o pareto.png",
 		Short: "Test accuracy vs MSE lower bounds (RDP, FIL max, FIL median) with Pareto frontiers",
-		Long: `Seed 000 Fig. 5: test accuracy on x, MSE lower bound on a log y axis, one series per
+		Long: `Guo et al. (2022) Fig. 5: test accuracy on x, MSE lower bound on a log y axis, one series per
 bound (RDP: 1/(4(e^ε₂−1)); FIL: 1/max dFIL and 1/median dFIL), each with its Pareto
 frontier (no other run is both at least as accurate and at least as private) as a
 dashed line, and the MSE = 1 "perfect privacy" line. Runs whose bound is infinite or
@@ -186,7 +186,7 @@ func newPlotHistCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "hist --dfil DFIL.npy -o hist.png",
 		Short: "Histogram of per-sample dFIL or of the per-sample MSE bound 1/dFIL",
-		Long: `Seed 000 Fig. 2: the distribution over training samples of dFIL (--what dfil) or
+		Long: `Guo et al. (2022) Fig. 2: the distribution over training samples of dFIL (--what dfil) or
 of the MSE lower bound 1/dFIL of an unbiased reconstruction attack (--what mse), from
 the dfil.npy a training run writes. Log10 x by default (--linear to turn off); a
 dashed line marks MSE = 1 (dFIL = 1), "perfect privacy".`,
@@ -248,7 +248,7 @@ func newPlotScatterCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scatter --csv FILE --x COL --y COL -o scatter.png",
 		Short: "Scatter plot of two CSV columns, e.g. predicted vs realised MSE (log-log, y = x)",
-		Long: `Seed 000 Fig. 3: the MSE lower bound predicted from dFIL (x) against the MSE the
+		Long: `Guo et al. (2022) Fig. 3: the MSE lower bound predicted from dFIL (x) against the MSE the
 attack realised (y), log-log, with the y = x cut-off; points below it (the attack did
 better than the bound) are red and counted as violations.`,
 		Args: cobra.NoArgs,
@@ -341,7 +341,7 @@ func newPlotImagesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "images (--indices LIST | --dfil DFIL.npy --top K --bottom K) -o grid.png",
 		Short: "Grid of dataset samples, e.g. those with the highest and lowest dFIL",
-		Long: `Seed 000 Fig. 4 and 6: a grid of training (or test) images. Pick samples with
+		Long: `Guo et al. (2022) Fig. 4 and 6: a grid of training (or test) images. Pick samples with
 --indices (e.g. 0,5,10-15), or with --dfil (a run's dfil.npy, indexed like the
 training split) the --top K samples of highest dFIL (most exposed) followed by the
 --bottom K of lowest dFIL. Writes a PNG at --scale pixels per image pixel; --width and

@@ -37,7 +37,7 @@ func newPlotAttackCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "attack SWEEP.json|SWEEP.csv -o attack.png",
 		Short: "Attack success (95 % CI) and the ReRo / RDP-ReRo bounds vs ε, K or q",
-		Long: `Seed 003 (Hayes et al.) Fig. 2, 3 and 5 from the sweep.json or sweep.csv of
+		Long: `Hayes et al. (2023) Fig. 2, 3 and 5 from the sweep.json or sweep.csv of
 'dpfil attack sweep-eps|sweep-k|sweep-q': the sweep variable on x (log10 when it
 spans a factor 10 or more; --log-x / --linear-x to force), the success rate of every
 attack variant in the file with its 95 % Clopper–Pearson interval as error bars

@@ -117,7 +117,11 @@ func runTrainingRecorded(cmd *cobra.Command, cfg train.Config, out string, resum
 	defer stop()
 	tp := &trainProgress{quiet: quiet}
 	logf := func(format string, args ...any) {
-		if !quiet {
+		switch {
+		case quiet:
+		case tp.p != nil:
+			tp.p.Logf(format, args...) // above the bar, never on its line
+		default:
 			fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...)
 		}
 	}
@@ -170,6 +174,9 @@ func printResult(w io.Writer, res *train.Result, dir string) {
 	if res.FIL {
 		fmt.Fprintf(w, "FIL (k = %d, κ = %.4g) dFIL max %.4g, median %.4g, mean %.4g → MSE ≥ %.4g (worst sample), %.4g (median sample)\n",
 			res.FILCoordsUsed, res.Kappa, res.DFILMax, res.DFILMedian, res.DFILMean, res.MSEBoundFILMax, res.MSEBoundFILMedian)
+		if math.IsInf(res.MSEBoundFILMedian, 1) {
+			fmt.Fprintln(w, "                   median bound +Inf: more than half of the training samples had no FIL measured (never in a batch, or not picked by --fil-rate), so no leakage was recorded for them; train longer or raise --fil-rate")
+		}
 	} else {
 		fmt.Fprintln(w, "FIL                off (--fil-coords 0)")
 	}
@@ -253,6 +260,9 @@ A resumed run keeps recording into the same files.`,
 				}
 				return describeArch(cmd.OutOrStdout(), arch)
 			}
+			if ckEvery < 0 {
+				return fmt.Errorf("--checkpoint-every = %d must be ≥ 0 (0: after the first step, then every minute)", ckEvery)
+			}
 			if resume != "" {
 				if ch := configFlagsChanged(cmd.Flags()); len(ch) > 0 {
 					return fmt.Errorf("--resume takes the configuration from %s; do not also give %s", resume, strings.Join(ch, " "))
@@ -287,7 +297,7 @@ A resumed run keeps recording into the same files.`,
 	cmd.MarkFlagsMutuallyExclusive("sigma", "target-epsilon")
 	cmd.Flags().StringVar(&out, "out", "", "run directory (default runs/<model>-<config hash>)")
 	cmd.Flags().StringVar(&resume, "resume", "", "continue the run in this directory from its checkpoint")
-	cmd.Flags().IntVar(&ckEvery, "checkpoint-every", 0, "checkpoint every n steps (0 = every 2 minutes)")
+	cmd.Flags().IntVar(&ckEvery, "checkpoint-every", 0, "checkpoint every n steps (0 = after the first step, then every minute)")
 	cmd.Flags().BoolVar(&describe, "describe", false, "print the architecture of --model (layers, shapes, parameters, init) and exit")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress output on stderr")
 	cmd.Flags().BoolVar(&record, "record-transcript", false, "write the adversary's transcript (θ₀, released gradients, batches) to DIR/transcript.bin")

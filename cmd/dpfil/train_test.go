@@ -158,12 +158,32 @@ func TestDemoJSON(t *testing.T) {
 	}
 }
 
+// TestTrainFlagValidation: flags whose value makes no sense are refused.
+func TestTrainFlagValidation(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--checkpoint-every", "-1"}, "--checkpoint-every"},
+		{[]string{"--fil-coords", "5000"}, "fil_exact"},
+		{[]string{"--sigma", "1", "--target-epsilon", "2"}, "none of the others"},
+		{[]string{"--accountant", "moments"}, "accountant"},
+		{[]string{"--sampling", "bernoulli"}, "sampling"},
+	} {
+		args := append([]string{"train", "--model", "linear", "--steps", "2", "--batch", "10", "--train-subset", "50", "--quiet", "--out", t.TempDir()}, tc.args...)
+		if _, err := runTrainCLI(t, args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one mentioning %q", tc.args, err, tc.want)
+		}
+	}
+}
+
 func TestDemoHuman(t *testing.T) {
 	out, err := runTrainCLI(t, "demo", "--steps", "1", "--fil-coords", "1", "--quiet")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"test accuracy", "MSE lower bounds: RDP", "FIL worst sample", "perfect privacy"} {
+	for _, want := range []string{"test accuracy", "MSE lower bounds: RDP", "FIL worst sample", "perfect privacy",
+		"κ (kappa)", "+Inf means no leakage", "docs/accounting.md", "median bound +Inf: more than half"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out)
 		}
