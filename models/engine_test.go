@@ -193,6 +193,10 @@ func richardson(f func(e float64) []float64, h float64) []float64 {
 	return out
 }
 
+// fdStep is the step of checkGradsFD's and checkTangentsFD's finite differences; a
+// test of a piecewise-linear layer (ReLU) shrinks it so that no kink is crossed.
+var fdStep = 1e-3
+
 // TestPerSampleGradsFD checks every sample's gradient against central finite
 // differences of the forward-only loss, along random parameter directions and on
 // single coordinates of every parameter tensor, for every network and backend.
@@ -229,7 +233,7 @@ func checkGradsFD(t *testing.T, n *Network[float64], params, x []float64, y []in
 		r := randVec(rng, P)
 		fd := richardson(func(e float64) []float64 {
 			return []float64{sampleLoss(t, n, axpy(e, r, params), xs, y[s])}
-		}, 1e-3)
+		}, fdStep)
 		if got := dot(g, r); math.Abs(got-fd[0]) > 1e-7*math.Max(1e-3, math.Abs(fd[0])) {
 			t.Errorf("sample %d: gᵀr = %v, finite difference %v", s, got, fd[0])
 		}
@@ -239,7 +243,7 @@ func checkGradsFD(t *testing.T, n *Network[float64], params, x []float64, y []in
 				e[i] = 1
 				fd := richardson(func(h float64) []float64 {
 					return []float64{sampleLoss(t, n, axpy(h, e, params), xs, y[s])}
-				}, 1e-3)
+				}, fdStep)
 				if math.Abs(g[i]-fd[0]) > 1e-7*math.Max(1e-4, math.Abs(fd[0])) {
 					t.Errorf("sample %d %s[%d]: grad %v, finite difference %v", s, p.Name, i-p.Offset, g[i], fd[0])
 				}
@@ -317,7 +321,7 @@ func checkTangentsFD(t *testing.T, n *Network[float64], params, x []float64, y [
 						t.Fatal(err)
 					}
 					return g
-				}, 1e-3)
+				}, fdStep)
 				if e := relErr(res.GradDots[row*P:(row+1)*P], fdG); e > 1e-6 {
 					t.Errorf("%s seeds, sample %d dir %d: gradient tangent rel. error %.3g", sd.name, s, j, e)
 				}
@@ -328,7 +332,7 @@ func checkTangentsFD(t *testing.T, n *Network[float64], params, x []float64, y [
 						t.Fatal(err)
 					}
 					return g
-				}, 1e-3)
+				}, fdStep)
 				if e := relErr(res.InputGradDots[row*D:(row+1)*D], fdX); e > 1e-6 {
 					t.Errorf("%s seeds, sample %d dir %d: input-gradient tangent rel. error %.3g", sd.name, s, j, e)
 				}
