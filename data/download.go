@@ -77,9 +77,18 @@ func Fetch(name string, opt Options) (*FetchResult, error) {
 	return res, nil
 }
 
-// fetchInto downloads into dir the files of s that are not there yet and returns the
-// URLs it downloaded.
+// fetchInto downloads into dir the files of s that are missing there, or present but
+// corrupt (not matching the known digests: such a file is set aside as
+// NAME.corrupt-<time>, never used), and returns the URLs it downloaded. Each file is
+// tried on every mirror in turn; the files no mirror served are then taken from the
+// dataset's Go module (s.GoModule) through the Go module proxies, if it has one.
+// Where each installed file came from is recorded in dir's provenance file.
 func fetchInto(s spec, opt Options, dir string) ([]string, error) {
+	if st, err := os.Stat(dir); err == nil && st.IsDir() {
+		if _, err := quarantineCorrupt(s, dir, opt); err != nil {
+			return nil, err
+		}
+	}
 	if _, missing := findIn(s, dir); len(missing) == 0 {
 		return nil, nil
 	}
@@ -87,7 +96,8 @@ func fetchInto(s spec, opt Options, dir string) ([]string, error) {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
 	bases := mirrors(s, opt)
-	if len(bases) == 0 {
+	nMirrors := len(bases)
+	if len(bases) == 0 && s.GoModule == nil {
 		return nil, fmt.Errorf("dataset %s: no download mirror", s.Name)
 	}
 	var got []string
@@ -103,20 +113,60 @@ func fetchInto(s spec, opt Options, dir string) ([]string, error) {
 		return append(got, url), nil
 	}
 	_, missing := findIn(s, dir)
+	origins := map[string]Origin{}
+	var failed []string
+	var mirrorErrs []error
 	for _, f := range s.Files {
 		if !contains(missing, f.Name) {
 			continue
 		}
+		if len(bases) == 0 {
+			failed = append(failed, f.Name)
+			continue
+		}
 		tmp, url, err := download(opt, bases, f, dir)
 		if err != nil {
-			return got, err
+			failed = append(failed, f.Name)
+			mirrorErrs = append(mirrorErrs, err)
+			bases = reachable(bases, err)
+			continue
 		}
 		final := filepath.Join(dir, f.Name)
+		if err := os.Chmod(tmp, 0o644); err != nil {
+			os.Remove(tmp)
+			return got, fmt.Errorf("download %s: %w", url, err)
+		}
 		if err := os.Rename(tmp, final); err != nil {
 			os.Remove(tmp)
 			return got, fmt.Errorf("move %s into place: %w", final, err)
 		}
 		got = append(got, url)
+		sha, _, err := hashFile(final)
+		if err != nil {
+			return got, err
+		}
+		origins[f.Name] = Origin{Via: OriginMirror, URL: url, SHA256: sha, Fetched: time.Now().UTC().Truncate(time.Second)}
+	}
+	if len(failed) > 0 && s.GoModule != nil {
+		if nMirrors > 0 {
+			logf(opt, "the mirrors did not serve %s; trying the Go module proxy (%s)", strings.Join(failed, ", "), s.GoModule.ModuleVersion())
+		}
+		url, from, err := fetchGoModule(s, opt, dir, failed)
+		if err != nil {
+			mirrorErrs = append(mirrorErrs, err)
+		} else {
+			failed = nil
+			got = append(got, url)
+			for k, v := range from {
+				origins[k] = v
+			}
+		}
+	}
+	if err := recordProvenance(dir, s.Dir, origins); err != nil {
+		return got, err
+	}
+	if len(failed) > 0 {
+		return got, errors.Join(mirrorErrs...)
 	}
 	return got, nil
 }
@@ -147,6 +197,42 @@ func download(opt Options, bases []string, f fileSpec, dir string) (tmpPath, url
 	return "", "", errors.Join(errs...)
 }
 
+// unreachableError is a download that failed before any HTTP response (DNS, connect,
+// TLS): the mirror is not tried again for the dataset's other files.
+type unreachableError struct{ err error }
+
+func (e *unreachableError) Error() string { return e.err.Error() }
+func (e *unreachableError) Unwrap() error { return e.err }
+
+// reachable drops from bases those that err (from download) says are unreachable.
+func reachable(bases []string, err error) []string {
+	var out []string
+	for _, b := range bases {
+		dead := false
+		for _, e := range unwrapJoined(err) {
+			var ue *unreachableError
+			if errors.As(e, &ue) && strings.Contains(e.Error(), " "+b) {
+				dead = true
+			}
+		}
+		if !dead {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// unwrapJoined lists the errors joined in err (err itself if it is not a join).
+func unwrapJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
+}
+
 func joinURL(base, name string) string {
 	if strings.HasSuffix(base, "/") {
 		return base + name
@@ -171,7 +257,7 @@ func downloadOne(opt Options, url string, f fileSpec, dir string) (string, error
 	}
 	resp, err := client.Get(url)
 	if err != nil {
-		return "", fmt.Errorf("download %s: %w", url, err)
+		return "", &unreachableError{fmt.Errorf("download %s: %w", url, err)}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -142,12 +142,15 @@ func TestDownload(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkPart(t, l.Train, fx.trainPix, fx.trainLabels, 1, 28, 28)
-			if got := dirEntries(t, dir); len(got) != 4 {
-				t.Errorf("cache holds %v, want the 4 files and nothing else", got)
+			if got := dirEntries(t, dir); len(got) != 5 {
+				t.Errorf("cache holds %v, want the 4 files and the provenance record, nothing else", got)
 			}
 			for _, fi := range l.Files {
 				if fi.Verified != "sha256" {
 					t.Errorf("%s verified %q", fi.Path, fi.Verified)
+				}
+				if o := fi.Origin; o == nil || o.Via != OriginMirror || o.SHA256 != fi.SHA256 || !strings.HasSuffix(o.URL, "/"+filepath.Base(fi.Path)) {
+					t.Errorf("%s origin %+v", fi.Path, o)
 				}
 			}
 			if !strings.Contains(strings.Join(logs, "\n"), "verified") {

@@ -32,6 +32,9 @@ type FileInfo struct {
 	// "content-sha256" (same content, different compression, e.g. Debian's), or "" when
 	// no known digest matched (a user's own file: loaded after format validation only).
 	Verified string `json:"verified"`
+	// Origin is where the file was fetched from, when dpfil fetched it (nil for files
+	// put there by hand, Debian's, or the embedded ones).
+	Origin *Origin `json:"origin,omitempty"`
 }
 
 // Loaded is a dataset with the description of the files it came from.
@@ -129,7 +132,12 @@ func loadEmbedded() (*Loaded, error) {
 // loadFromDisk locates (or downloads) the files of s and decodes them.
 func loadFromDisk(s spec, opt Options, cifarRecords int) (*Loaded, error) {
 	paths, err := locate(s, opt)
-	if err != nil {
+	if err == nil {
+		paths, err = checkCache(s, opt, paths)
+		if err != nil {
+			return nil, err
+		}
+	} else {
 		var nf *notFoundError
 		if !errors.As(err, &nf) || opt.NoDownload {
 			return nil, err
@@ -178,14 +186,55 @@ func loadFromDisk(s spec, opt Options, cifarRecords int) (*Loaded, error) {
 	default:
 		return nil, fmt.Errorf("dataset %s: unsupported format", s.Name)
 	}
+	prov := readProvenance(l.Dir)
 	for i, p := range paths {
 		fi, err := describeFile(p, s.Files[i], content[i])
 		if err != nil {
 			return nil, err
 		}
+		if o, ok := prov.Files[s.Files[i].Name]; ok && o.SHA256 == fi.SHA256 && filepath.Base(p) == s.Files[i].Name {
+			fi.Origin = &o
+		}
 		l.Files = append(l.Files, fi)
 	}
 	return l, nil
+}
+
+// checkCache verifies the files found in the cache directory against the known
+// digests (files in a user's --data-dir or a system directory are only reported,
+// see FileInfo.Verified). A corrupt cached file is an error naming it; unless
+// opt.NoDownload it is set aside and fetched again. It returns the files' paths.
+func checkCache(s spec, opt Options, paths []string) ([]string, error) {
+	root, err := cacheRoot(opt)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(root, s.Dir)
+	if len(paths) == 0 || filepath.Dir(paths[0]) != dir {
+		return paths, nil
+	}
+	bad, err := verifyDir(s, dir)
+	if err != nil || len(bad) == 0 {
+		return paths, err
+	}
+	var errs []error
+	for _, f := range s.Files {
+		if e, ok := bad[f.Name]; ok {
+			errs = append(errs, e)
+		}
+	}
+	if opt.NoDownload {
+		return nil, fmt.Errorf("dataset %s: corrupt file(s) in the cache: %w. Remedy: run 'dpfil data fetch --dataset %s' (it sets corrupt files aside and fetches verified copies), or delete them", s.Dir, errors.Join(errs...), s.Dir)
+	}
+	logf(opt, "dataset %s: corrupt file(s) in the cache, fetching them again: %v", s.Dir, errors.Join(errs...))
+	if _, err := fetchInto(s, opt, dir); err != nil {
+		return nil, fmt.Errorf("dataset %s: corrupt file(s) in the cache (%v), and fetching them again failed: %w", s.Dir, errors.Join(errs...), err)
+	}
+	paths, missing := findIn(s, dir)
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("dataset %s: files %v still missing in %s after download", s.Dir, missing, dir)
+	}
+	return paths, nil
 }
 
 // describeFile hashes a source file and checks it, and its content digest (if any),

