@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
@@ -104,12 +106,43 @@ func readResultInputs(paths []string) ([]sweep.Record, sweep.MergeReport, error)
 		if err != nil {
 			return nil, sweep.MergeReport{}, err
 		}
+		if len(recs) == 0 {
+			return nil, sweep.MergeReport{}, explainNoRecords(file, b)
+		}
 		bad = append(bad, b...)
 		srcs = append(srcs, sweep.Source{Name: file, Records: recs})
 	}
 	recs, rep, err := sweep.Merge(srcs)
 	rep.BadLines = append(rep.BadLines, bad...)
 	return recs, rep, err
+}
+
+// explainNoRecords says why a results file gave no run: empty, not a results file
+// (binary), or every line unusable (the first reason).
+func explainNoRecords(file string, bad []sweep.BadLine) error {
+	head := make([]byte, 512)
+	f, err := os.Open(file)
+	if err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	n, _ := f.Read(head)
+	f.Close()
+	switch {
+	case n == 0 || len(bytes.TrimSpace(head[:n])) == 0:
+		return fmt.Errorf("%s is empty: no run recorded yet (has the sweep finished a run? see 'dpfil sweep status')", file)
+	case bytes.IndexByte(head[:n], 0) >= 0 || !utf8.Valid(head[:n-min(n, 3)]): // a rune may be cut at the end
+		return fmt.Errorf("%s is not a results file: it holds binary data (want the results.jsonl a sweep writes, one JSON record per line)", file)
+	case len(bad) > 0:
+		return fmt.Errorf("%s has no usable record: %d unusable lines, the first %s", file, len(bad), bad[0])
+	}
+	return fmt.Errorf("%s has no record", file)
+}
+
+// warnBadLines reports skipped lines on stderr (human and --json output alike).
+func warnBadLines(w io.Writer, bad []sweep.BadLine) {
+	for _, b := range bad {
+		fmt.Fprintf(w, "warning: skipped unusable line %s\n", b)
+	}
 }
 
 func newPlotParetoCmd() *cobra.Command {
@@ -138,6 +171,7 @@ prints the frontier points.`,
 			for _, c := range rep.Conflicts {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: config %s has different results in %s and %s (%s); using the first\n", c.Hash, c.Kept, c.Other, strings.Join(c.Fields, ", "))
 			}
+			warnBadLines(cmd.ErrOrStderr(), rep.BadLines)
 			series, err := plot.ParetoData(recs)
 			if err != nil {
 				return err
@@ -159,7 +193,11 @@ prints the frontier points.`,
 				res.Series = append(res.Series, so)
 			}
 			return emit(cmd.OutOrStdout(), ff.asJSON, res, func(w io.Writer) {
-				fmt.Fprintf(w, "wrote %s (%d×%d px) from %d runs\n", ff.out, ff.width, ff.height, len(recs))
+				fmt.Fprintf(w, "wrote %s (%d×%d px) from %d runs", ff.out, ff.width, ff.height, len(recs))
+				if len(rep.BadLines) > 0 {
+					fmt.Fprintf(w, " (%d unusable lines skipped, listed on stderr)", len(rep.BadLines))
+				}
+				fmt.Fprintln(w)
 				for _, s := range res.Series {
 					fmt.Fprintf(w, "%-24s %4d points (%d dropped), frontier:", s.Label, s.Points, s.Dropped)
 					for _, q := range s.Frontier {

@@ -30,6 +30,42 @@ func pngSize(t *testing.T, path string) (int, int) {
 	return cfg.Width, cfg.Height
 }
 
+// Each kind of unusable results file gets its own explanation, and skipped lines of
+// an otherwise good file are reported, in human output too.
+func TestPlotParetoBadInputs(t *testing.T) {
+	dir := t.TempDir()
+	good := `{"hash":"h1","index":0,"config":{},"result":{"test_accuracy":0.5,"mse_bound_rdp":2,"mse_bound_fil_max":20,"mse_bound_fil_median":200}}` + "\n"
+	files := map[string]string{
+		"empty.jsonl":   "",
+		"binary.jsonl":  "\x00\x01\x02\xff\xfe binary",
+		"corrupt.jsonl": `{"hash": "x", broken` + "\n",
+		"torn.jsonl":    good[:40],
+		"partial.jsonl": good + good[:40],
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, want := range map[string]string{"empty.jsonl": "is empty", "binary.jsonl": "binary data",
+		"corrupt.jsonl": "invalid JSON", "torn.jsonl": "torn last line"} {
+		_, err := runCLI(t, newRootCmd(), "plot", "pareto", filepath.Join(dir, name), "-o", filepath.Join(dir, "p.png"))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", name, err, want)
+		}
+	}
+	var stdout, stderr strings.Builder
+	cmd := newRootCmd()
+	cmd.SetArgs([]string{"plot", "pareto", filepath.Join(dir, "partial.jsonl"), "-o", filepath.Join(dir, "p.png")})
+	cmd.SetOut(&stdout)
+	cmd.SetErr(&stderr)
+	err := cmd.Execute()
+	out := stdout.String()
+	if err != nil || !strings.Contains(out, "1 unusable lines skipped") || !strings.Contains(stderr.String(), "partial.jsonl:2: torn last line") {
+		t.Fatalf("partial file: err %v\nstdout %s\nstderr %s", err, out, stderr.String())
+	}
+}
+
 func TestPlotParetoCommand(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(11, 12))
