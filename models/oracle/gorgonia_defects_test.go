@@ -100,3 +100,70 @@ func TestGorgoniaConstantMergeDefect(t *testing.T) {
 		}
 	}
 }
+
+// TestGorgoniaGradOfGradDefect: Gorgonia's Grad applied to the output of Grad (a
+// second-order derivative) returns silently wrong values, because the second pass
+// reuses the first pass's adjoints: for Σx³ it gives 2x instead of 6x, and for
+// Σtanh(x) it gives the first derivative 1 − tanh²(x) again instead of
+// −2·tanh(x)·(1 − tanh²(x)). This is why the engine's second-order (FIL) passes are
+// hand-written forward-over-reverse and Gorgonia serves only as a first-order oracle.
+func TestGorgoniaGradOfGradDefect(t *testing.T) {
+	xv := []float64{0.5, -1.5, 2}
+	for _, c := range []struct {
+		name     string
+		f        func(x *G.Node) (*G.Node, error)
+		right    func(x float64) float64 // the true d²/dx² of the summand
+		gorgonia func(x float64) float64 // what v0.9.18 returns
+	}{
+		{"cube", func(x *G.Node) (*G.Node, error) {
+			x2, err := G.HadamardProd(x, x)
+			if err != nil {
+				return nil, err
+			}
+			return G.HadamardProd(x2, x)
+		}, func(x float64) float64 { return 6 * x }, func(x float64) float64 { return 2 * x }},
+		{"tanh", G.Tanh, func(x float64) float64 {
+			th := math.Tanh(x)
+			return -2 * th * (1 - th*th)
+		}, func(x float64) float64 {
+			th := math.Tanh(x)
+			return 1 - th*th
+		}},
+	} {
+		g := G.NewGraph()
+		x := G.NewVector(g, G.Float64, G.WithShape(3), G.WithName("x"),
+			G.WithValue(tensor.New(tensor.WithShape(3), tensor.WithBacking(append([]float64(nil), xv...)))))
+		y, err := c.f(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := G.Sum(y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g1, err := G.Grad(s, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s2, err := G.Sum(g1[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		g2, err := G.Grad(s2, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vm := G.NewTapeMachine(g)
+		if err := vm.RunAll(); err != nil {
+			t.Fatal(err)
+		}
+		got := g2[0].Value().Data().([]float64)
+		for i, xi := range xv {
+			if math.Abs(got[i]-c.right(xi)) < 1e-12 {
+				t.Errorf("%s: Grad of Grad at %v = %v is right now; the defect is gone, revisit the engine's use of Gorgonia", c.name, xi, got[i])
+			} else if math.Abs(got[i]-c.gorgonia(xi)) > 1e-12 {
+				t.Errorf("%s: Grad of Grad at %v = %v, neither right (%v) nor the known wrong value (%v)", c.name, xi, got[i], c.right(xi), c.gorgonia(xi))
+			}
+		}
+	}
+}

@@ -54,6 +54,8 @@ type Graph struct {
 	batch   int
 	nparams int
 	pshapes []models.ParamShape
+	shapes  []models.Shape // per-sample shape of the input and of every layer's output
+	last    *G.Node        // the last layer's output (the input node before any layer)
 
 	g      *G.ExprGraph
 	x      *G.Node   // (B, C, H, W)
@@ -77,52 +79,88 @@ type Graph struct {
 
 // Build returns the Gorgonia graph of arch for batches of exactly batch samples.
 func Build(arch models.Arch, batch int) (*Graph, error) {
-	if batch <= 0 {
-		return nil, fmt.Errorf("oracle: batch must be positive, got %d", batch)
-	}
-	shapes, err := arch.Shapes()
-	if err != nil {
+	if _, err := arch.Shapes(); err != nil {
 		return nil, fmt.Errorf("oracle: %w", err)
 	}
-	pshapes, err := arch.Params()
+	gr, err := NewGraph(arch.Name, arch.Input, arch.Classes, batch)
 	if err != nil {
-		return nil, fmt.Errorf("oracle: %w", err)
+		return nil, err
 	}
-	gr := &Graph{arch: arch, batch: batch, pshapes: pshapes, nparams: arch.NumParams()}
-	if err := gr.build(shapes); err != nil {
-		return nil, fmt.Errorf("oracle: building %s: %w", arch.Name, err)
+	h := gr.Input() // current activation, (B, C, H, W) or (B, F) after flatten
+	for _, l := range arch.Layers {
+		if h, err = gr.Append(l, h); err != nil {
+			return nil, err
+		}
+	}
+	if err := gr.Finish(h); err != nil {
+		return nil, err
 	}
 	return gr, nil
 }
 
-// Arch returns the architecture of the graph.
-func (gr *Graph) Arch() models.Arch { return gr.arch }
-
-// Batch returns the batch size the graph was built for.
-func (gr *Graph) Batch() int { return gr.batch }
-
-// NumParams is the length of the flat parameter vector.
-func (gr *Graph) NumParams() int { return gr.nparams }
-
-func (gr *Graph) build(shapes []models.Shape) (err error) {
+// NewGraph starts the graph of a network with per-sample input shape in and classes
+// outputs, for batches of exactly batch samples: the input node (batch, C, H, W) and
+// the one-hot label node. Append adds layers, Finish the loss and its gradients.
+func NewGraph(name string, in models.Shape, classes, batch int) (gr *Graph, err error) {
+	if batch <= 0 {
+		return nil, fmt.Errorf("oracle: batch must be positive, got %d", batch)
+	}
+	if in.C <= 0 || in.H <= 0 || in.W <= 0 || classes <= 0 {
+		return nil, fmt.Errorf("oracle: %s: input %dx%dx%d and %d classes must be positive", name, in.C, in.H, in.W, classes)
+	}
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("gorgonia panicked: %v", r)
+			err = fmt.Errorf("oracle: %s: gorgonia panicked: %v", name, r)
 		}
 	}()
-	B, a := gr.batch, gr.arch
+	gr = &Graph{arch: models.Arch{Name: name, Input: in, Classes: classes}, batch: batch, shapes: []models.Shape{in}}
 	g := G.NewGraph()
 	gr.g = g
-	in := a.Input
+	B := batch
 	gr.xT = tensor.New(tensor.WithShape(B, in.C, in.H, in.W), tensor.Of(tensor.Float64))
 	gr.x = G.NewTensor(g, G.Float64, 4, G.WithShape(B, in.C, in.H, in.W), G.WithName("x"), G.WithValue(gr.xT))
-	gr.yT = tensor.New(tensor.WithShape(B, a.Classes), tensor.Of(tensor.Float64))
-	gr.y = G.NewMatrix(g, G.Float64, G.WithShape(B, a.Classes), G.WithName("y_onehot"), G.WithValue(gr.yT))
+	gr.yT = tensor.New(tensor.WithShape(B, classes), tensor.Of(tensor.Float64))
+	gr.y = G.NewMatrix(g, G.Float64, G.WithShape(B, classes), G.WithName("y_onehot"), G.WithValue(gr.yT))
+	gr.last = gr.x
+	return gr, nil
+}
 
-	pi := 0 // next ParamShape
+// Append adds one layer to the graph: h must be the output of the previous layer
+// (the input node for the first). It returns the layer's output node.
+func (gr *Graph) Append(l models.LayerSpec, h *G.Node) (out *G.Node, err error) {
+	i := len(gr.arch.Layers)
+	switch {
+	case gr.vm != nil:
+		return nil, fmt.Errorf("oracle: %s layer %d: the graph is finished", gr.arch.Name, i)
+	case h == nil || h != gr.last:
+		return nil, fmt.Errorf("oracle: %s layer %d: the input must be the previous layer's output node", gr.arch.Name, i)
+	}
+	kind, err := models.LayerOf(l.Kind)
+	if err != nil {
+		return nil, fmt.Errorf("oracle: %s layer %d: %w", gr.arch.Name, i, err)
+	}
+	in := gr.shapes[i]
+	outShape, err := kind.OutShape(l, in)
+	if err != nil {
+		return nil, fmt.Errorf("oracle: %s layer %d: %w", gr.arch.Name, i, err)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("oracle: %s layer %d %s: gorgonia panicked: %v", gr.arch.Name, i, l.Kind, r)
+		}
+	}()
+	tensors := kind.Params(l, in)
+	ti := 0
 	param := func(transposed bool, nodeShape ...int) *G.Node {
-		ps := gr.pshapes[pi]
-		pi++
+		pt := tensors[ti]
+		size := 1
+		for _, d := range pt.Dims {
+			size *= d
+		}
+		gr.pshapes = append(gr.pshapes, models.ParamShape{Layer: i, Tensor: ti, Name: fmt.Sprintf("%s%d.%s", l.Kind, i, pt.Name),
+			Dims: pt.Dims, Offset: gr.nparams, Size: size})
+		gr.nparams += size
+		ti++
 		t := tensor.New(tensor.WithShape(nodeShape...), tensor.Of(tensor.Float64))
 		gr.paramsT = append(gr.paramsT, t)
 		gr.transT = append(gr.transT, transposed)
@@ -131,42 +169,95 @@ func (gr *Graph) build(shapes []models.Shape) (err error) {
 		} else {
 			gr.rows, gr.cols = append(gr.rows, 0), append(gr.cols, 0)
 		}
-		n := G.NewTensor(g, G.Float64, len(nodeShape), G.WithShape(nodeShape...), G.WithName(ps.Name), G.WithValue(t))
+		n := G.NewTensor(gr.g, G.Float64, len(nodeShape), G.WithShape(nodeShape...), G.WithName(gr.pshapes[len(gr.pshapes)-1].Name), G.WithValue(t))
 		gr.params = append(gr.params, n)
 		return n
 	}
-
-	h := gr.x // current activation, (B, C, H, W) or (B, F) after flatten
-	for i, l := range a.Layers {
-		kind, err := models.LayerOf(l.Kind)
-		if err != nil {
-			return fmt.Errorf("layer %d: %w", i, err)
-		}
-		c := &models.GorgoniaLayer{Graph: g, Batch: B, Index: i, Spec: l, In: shapes[i], Out: shapes[i+1], Param: param}
-		if h, err = kind.Gorgonia(c, h); err != nil {
-			return fmt.Errorf("layer %d %s: %w", i, l.Kind, err)
-		}
+	c := &models.GorgoniaLayer{Graph: gr.g, Batch: gr.batch, Index: i, Spec: l, In: in, Out: outShape, Param: param}
+	if out, err = kind.Gorgonia(c, h); err != nil {
+		return nil, fmt.Errorf("oracle: %s layer %d %s: %w", gr.arch.Name, i, l.Kind, err)
 	}
+	if ti != len(tensors) {
+		return nil, fmt.Errorf("oracle: %s layer %d %s: made %d parameter nodes, want %d", gr.arch.Name, i, l.Kind, ti, len(tensors))
+	}
+	if want := outShape.Size() * gr.batch; out.Shape().TotalSize() != want {
+		return nil, fmt.Errorf("oracle: %s layer %d %s: node shape %v, want %d values", gr.arch.Name, i, l.Kind, out.Shape(), want)
+	}
+	gr.arch.Layers = append(gr.arch.Layers, l)
+	gr.shapes = append(gr.shapes, outShape)
+	gr.last = out
+	return out, nil
+}
+
+// Finish adds the per-sample losses, their sum and its gradient w.r.t. every
+// parameter node, and compiles the graph. logits must be the last layer's output.
+func (gr *Graph) Finish(logits *G.Node) (err error) {
+	if gr.vm != nil {
+		return fmt.Errorf("oracle: %s: the graph is finished", gr.arch.Name)
+	}
+	if logits == nil || logits != gr.last {
+		return fmt.Errorf("oracle: %s: the logits must be the last layer's output node", gr.arch.Name)
+	}
+	if _, err := gr.arch.Shapes(); err != nil {
+		return fmt.Errorf("oracle: %w", err)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("oracle: building %s: gorgonia panicked: %v", gr.arch.Name, r)
+		}
+	}()
+	B, h := gr.batch, logits
 	if h.Dims() != 2 {
-		if h, err = G.Reshape(h, tensor.Shape{B, a.Classes}); err != nil {
-			return fmt.Errorf("logits: %w", err)
+		if h, err = G.Reshape(h, tensor.Shape{B, gr.arch.Classes}); err != nil {
+			return fmt.Errorf("oracle: building %s: logits: %w", gr.arch.Name, err)
 		}
 	}
 	gr.logits = h
 	if gr.losses, err = crossEntropy(h, gr.y, B); err != nil {
-		return fmt.Errorf("loss: %w", err)
+		return fmt.Errorf("oracle: building %s: loss: %w", gr.arch.Name, err)
 	}
 	if gr.loss, err = G.Sum(gr.losses); err != nil {
-		return fmt.Errorf("loss sum: %w", err)
+		return fmt.Errorf("oracle: building %s: loss sum: %w", gr.arch.Name, err)
 	}
 	if len(gr.params) > 0 {
 		if gr.grads, err = G.Grad(gr.loss, gr.params...); err != nil {
-			return fmt.Errorf("gradient: %w", err)
+			return fmt.Errorf("oracle: building %s: gradient: %w", gr.arch.Name, err)
 		}
 	}
-	gr.vm = G.NewTapeMachine(g)
+	gr.vm = G.NewTapeMachine(gr.g)
 	return nil
 }
+
+// Arch returns the architecture of the graph (the layers appended so far).
+func (gr *Graph) Arch() models.Arch { return gr.arch }
+
+// Batch returns the batch size the graph was built for.
+func (gr *Graph) Batch() int { return gr.batch }
+
+// NumParams is the length of the flat parameter vector.
+func (gr *Graph) NumParams() int { return gr.nparams }
+
+// ExprGraph is the Gorgonia expression graph.
+func (gr *Graph) ExprGraph() *G.ExprGraph { return gr.g }
+
+// Input is the input node (batch, C, H, W); its value is bound by the graph's runs.
+func (gr *Graph) Input() *G.Node { return gr.x }
+
+// Labels is the one-hot label node (batch, classes).
+func (gr *Graph) Labels() *G.Node { return gr.y }
+
+// Logits is the (batch, classes) logits node (nil before Finish).
+func (gr *Graph) Logits() *G.Node { return gr.logits }
+
+// Loss is the summed loss node (nil before Finish).
+func (gr *Graph) Loss() *G.Node { return gr.loss }
+
+// ParamNodes are the parameter nodes in flat-vector order (a dense layer's W node
+// holds Wᵀ, see models.GorgoniaLayer.Param), and Gradients their gradient nodes.
+func (gr *Graph) ParamNodes() []*G.Node { return gr.params }
+
+// Gradients are the gradient nodes of the summed loss w.r.t. ParamNodes.
+func (gr *Graph) Gradients() G.Nodes { return gr.grads }
 
 // crossEntropy returns the per-sample losses logsumexp(z_i) − ⟨z_i, y_i⟩ of logits z
 // (B, K) and one-hot labels y (B, K), with the row max subtracted inside the exp.
@@ -280,6 +371,9 @@ func checkFinite(what string, v []float64) error {
 
 // run executes the tape once, turning Gorgonia panics into errors.
 func (gr *Graph) run() (err error) {
+	if gr.vm == nil {
+		return fmt.Errorf("oracle: %s: the graph is not finished (call Finish)", gr.arch.Name)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("oracle: gorgonia panicked: %v", r)
@@ -391,4 +485,31 @@ func (gr *Graph) runGradInto(grad, losses []float64) error {
 	}
 	copy(losses, l)
 	return nil
+}
+
+// PerSampleGrads runs a batch-1 graph once per sample (Gorgonia's per-sample route)
+// and returns the n×P per-sample gradients (row i is ∇_θ ℓ(x_i, y_i)) and losses.
+func (gr *Graph) PerSampleGrads(params, x []float64, y []int, n int) (grads, losses []float64, err error) {
+	if gr.batch != 1 {
+		return nil, nil, fmt.Errorf("oracle: per-sample gradients need a batch-1 graph, %s has batch %d", gr.arch.Name, gr.batch)
+	}
+	d := gr.arch.InputDim()
+	if n <= 0 || len(x) != n*d || len(y) != n {
+		return nil, nil, fmt.Errorf("oracle: %d samples need %d input values and %d labels, got %d and %d", n, n*d, n, len(x), len(y))
+	}
+	if err := gr.checkParams(params); err != nil {
+		return nil, nil, err
+	}
+	gr.setParams(params)
+	P := gr.nparams
+	grads, losses = make([]float64, n*P), make([]float64, n)
+	for i := 0; i < n; i++ {
+		if err := gr.setData(x[i*d:(i+1)*d], y[i:i+1]); err != nil {
+			return nil, nil, fmt.Errorf("sample %d: %w", i, err)
+		}
+		if err := gr.runGradInto(grads[i*P:(i+1)*P], losses[i:i+1]); err != nil {
+			return nil, nil, fmt.Errorf("sample %d: %w", i, err)
+		}
+	}
+	return grads, losses, nil
 }
