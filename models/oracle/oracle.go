@@ -237,6 +237,10 @@ func (gr *Graph) Batch() int { return gr.batch }
 // NumParams is the length of the flat parameter vector.
 func (gr *Graph) NumParams() int { return gr.nparams }
 
+// OutShape is the per-sample shape of the last layer's output (the input shape
+// before any layer).
+func (gr *Graph) OutShape() models.Shape { return gr.shapes[len(gr.shapes)-1] }
+
 // ExprGraph is the Gorgonia expression graph.
 func (gr *Graph) ExprGraph() *G.ExprGraph { return gr.g }
 
