@@ -26,6 +26,9 @@ type Layer interface {
 	Kind() LayerKind
 	// Doc is a one-line description of the kind and the LayerSpec fields it uses.
 	Doc() string
+	// Fields are the JSON names of the LayerSpec fields the kind uses (architecture
+	// files may set only these).
+	Fields() []string
 	// OutShape checks spec against the per-sample input shape and returns the
 	// output shape.
 	OutShape(spec LayerSpec, in Shape) (Shape, error)

@@ -16,7 +16,8 @@ func init() { registerLayer(avgPoolLayer{}) }
 
 type avgPoolLayer struct{}
 
-func (avgPoolLayer) Kind() LayerKind { return KindAvgPool }
+func (avgPoolLayer) Kind() LayerKind  { return KindAvgPool }
+func (avgPoolLayer) Fields() []string { return []string{"kh", "kw", "stride"} }
 
 func (avgPoolLayer) Doc() string {
 	return "VALID average pooling over a kh×kw window with stride (divides by the kernel area)"

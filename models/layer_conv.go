@@ -18,6 +18,9 @@ func init() { registerLayer(convLayer{}) }
 type convLayer struct{}
 
 func (convLayer) Kind() LayerKind { return KindConv }
+func (convLayer) Fields() []string {
+	return []string{"out", "kh", "kw", "stride", "pad_t", "pad_b", "pad_l", "pad_r"}
+}
 
 func (convLayer) Doc() string {
 	return "2-D convolution with bias: out filters of kh×kw, stride, explicit padding pad_t/pad_b/pad_l/pad_r"

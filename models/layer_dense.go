@@ -16,7 +16,8 @@ func init() { registerLayer(denseLayer{}) }
 
 type denseLayer struct{}
 
-func (denseLayer) Kind() LayerKind { return KindDense }
+func (denseLayer) Kind() LayerKind  { return KindDense }
+func (denseLayer) Fields() []string { return []string{"out"} }
 
 func (denseLayer) Doc() string {
 	return "fully connected with bias: out units (needs a flattened input)"

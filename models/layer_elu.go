@@ -14,6 +14,7 @@ func init() { registerLayer(eluLayer{}) }
 type eluLayer struct{}
 
 func (eluLayer) Kind() LayerKind                                               { return KindELU }
+func (eluLayer) Fields() []string                                              { return nil }
 func (eluLayer) Doc() string                                                   { return "elementwise ELU with alpha = 1" }
 func (eluLayer) OutShape(_ LayerSpec, s Shape) (Shape, error)                  { return s, nil }
 func (eluLayer) Params(LayerSpec, Shape) []ParamTensor                         { return nil }

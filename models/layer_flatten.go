@@ -15,8 +15,9 @@ func init() { registerLayer(flattenLayer{}) }
 
 type flattenLayer struct{}
 
-func (flattenLayer) Kind() LayerKind { return KindFlatten }
-func (flattenLayer) Doc() string     { return "reshape [C][H][W] to [C*H*W], row-major" }
+func (flattenLayer) Kind() LayerKind  { return KindFlatten }
+func (flattenLayer) Fields() []string { return nil }
+func (flattenLayer) Doc() string      { return "reshape [C][H][W] to [C*H*W], row-major" }
 func (flattenLayer) OutShape(_ LayerSpec, s Shape) (Shape, error) {
 	return Shape{C: s.Size(), H: 1, W: 1}, nil
 }

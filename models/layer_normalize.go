@@ -16,7 +16,8 @@ func init() { registerLayer(normalizeLayer{}) }
 
 type normalizeLayer struct{}
 
-func (normalizeLayer) Kind() LayerKind { return KindNormalize }
+func (normalizeLayer) Kind() LayerKind  { return KindNormalize }
+func (normalizeLayer) Fields() []string { return []string{"mean", "std"} }
 func (normalizeLayer) Doc() string {
 	return "fixed per-channel (x - mean[c]) / std[c] (mean, std: one value per input channel)"
 }

@@ -16,6 +16,7 @@ func init() { registerLayer(reluLayer{}) }
 type reluLayer struct{}
 
 func (reluLayer) Kind() LayerKind                                               { return KindReLU }
+func (reluLayer) Fields() []string                                              { return nil }
 func (reluLayer) Doc() string                                                   { return "elementwise max(x, 0)" }
 func (reluLayer) OutShape(_ LayerSpec, s Shape) (Shape, error)                  { return s, nil }
 func (reluLayer) Params(LayerSpec, Shape) []ParamTensor                         { return nil }

@@ -14,6 +14,7 @@ func init() { registerLayer(tanhLayer{}) }
 type tanhLayer struct{}
 
 func (tanhLayer) Kind() LayerKind                                               { return KindTanh }
+func (tanhLayer) Fields() []string                                              { return nil }
 func (tanhLayer) Doc() string                                                   { return "elementwise tanh" }
 func (tanhLayer) OutShape(_ LayerSpec, s Shape) (Shape, error)                  { return s, nil }
 func (tanhLayer) Params(LayerSpec, Shape) []ParamTensor                         { return nil }
