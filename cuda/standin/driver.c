@@ -796,14 +796,18 @@ typedef struct {
 } logbuf;
 
 static void logf_(logbuf *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// logf_ writes a module-load message into the caller's JIT error log, or to stderr
+// when the caller gave none (as cuModuleLoadData's callers cannot).
 static void logf_(logbuf *l, const char *fmt, ...) {
 	char msg[1024];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	si_log("%s", msg);
-	if (l == NULL || l->buf == NULL || l->cap == 0) return;
+	if (l == NULL || l->buf == NULL || l->cap == 0) {
+		si_log("%s", msg);
+		return;
+	}
 	size_t room = l->cap - l->used;
 	if (room <= 1) return;
 	int w = snprintf(l->buf + l->used, room, "%s%s", l->used ? "\n" : "", msg);
