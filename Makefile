@@ -23,7 +23,10 @@ demo: build
 data: build
 	$(BIN)/dpfil data fetch --dataset mnist
 
+# scripts/test-deps.sh installs gcc and Debian's dataset-fashion-mnist when it can
+# (root or passwordless sudo) and otherwise prints the one apt-get line to run.
 test:
+	scripts/test-deps.sh
 	$(GO) vet $(PKGS)
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
