@@ -523,8 +523,8 @@ SI_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice d)
 	return CUDA_SUCCESS;
 }
 
-static si_module *modules[4096];
-static int nmodules;
+static si_module **modules; // every module ever loaded (kept: stale handles stay detectable)
+static int nmodules, capmodules;
 
 SI_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice d) {
 	if (!g_init) return CUDA_ERROR_NOT_INITIALIZED;
@@ -1026,10 +1026,16 @@ static CUresult load_ptx(si_ctx *ctx, const char *image, si_module **out, logbuf
 	m->nfuncs = nf;
 	m->funcs = funcs;
 	for (int i = 0; i < nf; i++) funcs[i].mod = m;
-	if (nmodules == (int)(sizeof modules / sizeof modules[0])) {
-		logf_(elog, "too many modules loaded in one process");
-		free(m);
-		goto fail;
+	if (nmodules == capmodules) {
+		int c = capmodules ? 2 * capmodules : 64;
+		si_module **nm = realloc(modules, (size_t)c * sizeof *nm);
+		if (nm == NULL) {
+			free(m);
+			free(funcs);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		modules = nm;
+		capmodules = c;
 	}
 	modules[nmodules++] = m;
 	if (ilog && ilog->buf && ilog->cap) {
