@@ -164,3 +164,41 @@ func TestStandinScenario(t *testing.T) {
 	}
 	t.Fatal("the scenario ran to its end: nothing was caught")
 }
+
+// TestStandinPTXChecks: the stand-in refuses PTX that it cannot honestly stand in for,
+// each time with the reason in the JIT error log. Skipped on a real GPU.
+func TestStandinPTXChecks(t *testing.T) {
+	if !onStandin(t) {
+		t.Skip("GPU 0 is not the stand-in driver")
+	}
+	d, err := OpenGPU(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	leave, err := d.(*GPU).enter("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leave()
+	for _, tc := range []struct{ old, new, want string }{
+		{".target sm_75", ".target sm_99", ".target sm_99 is newer than the device"},
+		{".version 7.8", ".version 9.9", "newer than this driver"},
+		{".address_size 64", "", "no .address_size 64"},
+		{".entry k_act_fwd(", ".entry k_act_fwd_v2(", "PTX entry k_act_fwd_v2 has no kernel of that name in dpfil.cu"},
+		{".param .u32 k_act_fwd_param_1", ".param .u64 k_act_fwd_param_1", "parameter 1 is 8 bytes, but dpfil.cu's is 4 (int n)"},
+	} {
+		if !strings.Contains(ptxModule, tc.old) {
+			t.Fatalf("the embedded PTX has no %q", tc.old)
+		}
+		mod, err := loadPTX(strings.Replace(ptxModule, tc.old, tc.new, 1))
+		if err == nil {
+			_ = mod.Unload()
+			t.Errorf("%q → %q: loaded", tc.old, tc.new)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q → %q: %v; want a JIT log saying %q", tc.old, tc.new, err, tc.want)
+		}
+	}
+}
