@@ -31,6 +31,7 @@ type Dataset struct {
 	Classes    int       // number of classes (10, or 2 for binary variants)
 	Images     []float32 // N*C*H*W values in [0,1], NCHW, row-major
 	Labels     []int     // N labels in [0, Classes)
+	ClassNames []string  // names of the classes when the data has them (image folders), else nil
 }
 
 // Split is a dataset's training and test parts.
@@ -60,7 +61,7 @@ func (d *Dataset) Subset(idx []int) *Dataset {
 func (d *Dataset) Select(idx []int) (*Dataset, error) {
 	dim := d.Dim()
 	out := &Dataset{
-		Name: d.Name, Source: d.Source, N: len(idx), C: d.C, H: d.H, W: d.W, Classes: d.Classes,
+		Name: d.Name, Source: d.Source, N: len(idx), C: d.C, H: d.H, W: d.W, Classes: d.Classes, ClassNames: d.ClassNames,
 		Images: make([]float32, len(idx)*dim),
 		Labels: make([]int, len(idx)),
 	}

@@ -58,6 +58,9 @@ func Load(name string, opt Options) (*Split, error) {
 // LoadFiles is Load that also reports where the data came from and the checksums of
 // the source files.
 func LoadFiles(name string, opt Options) (*Loaded, error) {
+	if l, ok, err := loadUserData(name, opt); ok { // scheme:path, see userdata.go
+		return l, err
+	}
 	s, err := lookup(name)
 	if err != nil {
 		return nil, err
