@@ -1,6 +1,10 @@
 package accounting
 
-import "math"
+import (
+	"math"
+
+	"github.com/dpfil/dpfil/internal/splitmix"
+)
 
 // Fast kernels for the ReRo Monte Carlo hot loop (T·N normal draws and exponentials):
 // an inlinable xoshiro256++ generator, the Marsaglia–Tsang ziggurat for N(0, 1), and a
@@ -11,13 +15,7 @@ import "math"
 // xoshiro is xoshiro256++ (Blackman & Vigna 2019).
 type xoshiro struct{ s0, s1, s2, s3 uint64 }
 
-func splitmix64(x *uint64) uint64 {
-	*x += 0x9E3779B97F4A7C15
-	z := *x
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
-	return z ^ (z >> 31)
-}
+func splitmix64(x *uint64) uint64 { return splitmix.Next(x) }
 
 // newXoshiro seeds a generator for stream `stream` of a user seed: splitmix64 of the
 // seed, offset by the stream index, expanded by splitmix64 into the 256-bit state.

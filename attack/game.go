@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+
+	"github.com/dpfil/dpfil/internal/splitmix"
 )
 
 // Net is the per-sample gradient oracle the attack game trains and attacks with:
@@ -184,12 +186,7 @@ func (g *Game) Theta0() []float64 { return slices.Clone(g.theta0) }
 
 // deriveSeed mixes a base seed and an index into an independent 64-bit seed
 // (SplitMix64 finaliser).
-func deriveSeed(seed, i uint64) uint64 {
-	z := seed ^ (i+1)*0x9e3779b97f4a7c15
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
+func deriveSeed(seed, i uint64) uint64 { return splitmix.Mix(seed ^ (i+1)*splitmix.Golden) }
 
 // TrialResult is one finished trial: one JSON line of trials.jsonl.
 type TrialResult struct {

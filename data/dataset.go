@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/dpfil/dpfil/internal/splitmix"
 )
 
 // Dataset is a set of images with their labels, all in memory.
@@ -333,10 +335,4 @@ func Permutation(n int, seed uint64) []int {
 // splitmix64.c).
 type splitMix64 struct{ state uint64 }
 
-func (r *splitMix64) next() uint64 {
-	r.state += 0x9e3779b97f4a7c15
-	z := r.state
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
+func (r *splitMix64) next() uint64 { return splitmix.Next(&r.state) }

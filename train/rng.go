@@ -3,6 +3,8 @@ package train
 import (
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/dpfil/dpfil/internal/splitmix"
 )
 
 // Stream identifiers: each kind of randomness of a repeat has its own PCG stream so
@@ -14,13 +16,9 @@ const (
 	streamNoise
 )
 
-// splitmix64 is one step of the SplitMix64 generator, used as a seed mixer.
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
+// splitmix64 is one step of the SplitMix64 generator from state x, used as a seed
+// mixer.
+func splitmix64(x uint64) uint64 { return splitmix.Next(&x) }
 
 // deriveSeed maps (root seed, repeat, stream) to a 64-bit seed; distinct inputs give
 // statistically independent seeds.
