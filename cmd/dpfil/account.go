@@ -76,6 +76,17 @@ func acctCheckFinite(name string, v float64) error {
 	return nil
 }
 
+// acctCheckFiniteAll checks the named values in the given order (a deterministic
+// first error, unlike iterating over a map).
+func acctCheckFiniteAll(names []string, vals ...float64) error {
+	for i, v := range vals {
+		if err := acctCheckFinite(names[i], v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // acctParseSchedule parses "q:sigma:steps,q:sigma:steps,…".
 func acctParseSchedule(s string) ([]accounting.Step, error) {
 	var out []accounting.Step
@@ -421,10 +432,8 @@ chunks seeded from --seed, so the result does not depend on the number of cores.
 			if hasK == hasP {
 				return fmt.Errorf("give exactly one of --kappa and --prior-size")
 			}
-			for name, v := range map[string]float64{"q": q, "sigma": sigma, "kappa": kappa, "confidence": conf} {
-				if err := acctCheckFinite(name, v); err != nil {
-					return err
-				}
+			if err := acctCheckFiniteAll([]string{"q", "sigma", "kappa", "confidence"}, q, sigma, kappa, conf); err != nil {
+				return err
 			}
 			if hasP {
 				k, err := accounting.KappaFromPriorSize(prior)

@@ -65,10 +65,8 @@ run, for comparison. Pairs, discretisation and errors: docs/accounting.md.`,
 			if err := acctRequireFlags(cmd, "q", "sigma", "steps", "delta"); err != nil {
 				return err
 			}
-			for name, v := range map[string]float64{"q": q, "sigma": sigma, "delta": delta, "interval": interval} {
-				if err := acctCheckFinite(name, v); err != nil {
-					return err
-				}
+			if err := acctCheckFiniteAll([]string{"q", "sigma", "delta", "interval"}, q, sigma, delta, interval); err != nil {
+				return err
 			}
 			if steps < 0 {
 				return fmt.Errorf("--steps = %d must be ≥ 0", steps)

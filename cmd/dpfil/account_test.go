@@ -357,3 +357,27 @@ func TestAccountErrors(t *testing.T) {
 		t.Errorf("length mismatch: %v", err)
 	}
 }
+
+// The same bad input gives the same error message every time (validation runs in a
+// fixed order, not over a Go map).
+func TestAccountErrorsDeterministic(t *testing.T) {
+	for _, args := range [][]string{
+		{"rdp", "--q", "NaN", "--delta", "NaN", "--sigma", "Inf", "--steps", "10"},
+		{"rero", "--q", "NaN", "--sigma", "Inf", "--steps", "10", "--kappa", "NaN", "--confidence", "NaN"},
+		{"pld", "--q", "NaN", "--sigma", "Inf", "--steps", "10", "--delta", "NaN", "--interval", "NaN"},
+		{"dpsgd", "--n", "10", "--batch", "1", "--steps", "1", "--sigma", "Inf", "--delta", "NaN"},
+	} {
+		first := ""
+		for i := 0; i < 20; i++ {
+			_, _, err := runAccount(t, args...)
+			if err == nil {
+				t.Fatalf("%v: want an error", args)
+			}
+			if i == 0 {
+				first = err.Error()
+			} else if err.Error() != first {
+				t.Fatalf("%v: run %d says %q, run 0 said %q", args, i, err, first)
+			}
+		}
+	}
+}
