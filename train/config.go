@@ -61,6 +61,13 @@ type Config struct {
 	Seed                uint64 `json:"seed"`                   // root of every random draw
 	Device              string `json:"device"`                 // cpu (default) | cuda
 	TrainSubset         int    `json:"train_subset,omitempty"` // use only the first n training samples (0 = all)
+	// Arch, when set, is a custom architecture (an architecture file, models.ArchSpec)
+	// trained instead of a built-in Model; Model must then be its name or empty
+	// (WithArch sets both). Input shape and classes may come from the data.
+	Arch *models.ArchSpec `json:"arch,omitempty"`
+	// DataSHA256, when set, pins the data: the run refuses a dataset whose fingerprint
+	// (data.Split.Fingerprint, recorded as result.dataset.fingerprint) differs.
+	DataSHA256 string `json:"data_sha256,omitempty"`
 }
 
 // Sampling schemes.
@@ -112,8 +119,8 @@ func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 // Validate checks the hyperparameters that do not depend on the dataset (batch ≤ N
 // and the training subset size are checked by Run once the data is loaded).
 func (c Config) Validate() error {
-	if _, err := models.ArchByName(c.Model); err != nil {
-		return fmt.Errorf("config: %w", err)
+	if err := c.validateArch(); err != nil {
+		return err
 	}
 	if c.Dataset == "" {
 		return fmt.Errorf("config: dataset is empty")
@@ -217,8 +224,9 @@ func (c Config) ResolveSteps(n int) int {
 }
 
 // Hash is a stable short hex hash of the config (the sweep dedupe key). It covers
-// every field that can change the result; DataDir (where the named dataset is read
-// from) is left out.
+// every field that can change the result, the architecture spec (Arch) and the data
+// pin (DataSHA256) included; DataDir (where the named dataset is read from) is left
+// out.
 func (c Config) Hash() string {
 	c.DataDir = ""
 	b, err := json.Marshal(c)

@@ -1,12 +1,7 @@
 package train
 
 import (
-	"context"
 	"fmt"
-	"os/exec"
-	"runtime/debug"
-	"strings"
-	"time"
 
 	"github.com/dpfil/dpfil/models"
 )
@@ -33,31 +28,16 @@ func newModel(arch models.Arch, device string) (models.Model, error) {
 	return nil, fmt.Errorf("unknown device %q (want cpu or cuda)", device)
 }
 
-// gitCommit identifies the code that produced a result: the VCS revision stamped
-// into the binary, else `git rev-parse HEAD` in the working directory, else "unknown".
+// gitCommit is the VCS revision stamped into the binary when dpfil is the main
+// module ("-dirty" when the tree had local changes), else "". It never runs git:
+// the working directory may be the caller's repository, not dpfil's.
 func gitCommit() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		rev, dirty := "", false
-		for _, s := range info.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				dirty = s.Value == "true"
-			}
-		}
-		if rev != "" {
-			if dirty {
-				rev += "-dirty"
-			}
-			return rev
-		}
+	v := Version()
+	if v.Revision == "" {
+		return ""
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "git", "rev-parse", "HEAD").Output()
-	if err != nil {
-		return "unknown"
+	if v.Modified {
+		return v.Revision + "-dirty"
 	}
-	return strings.TrimSpace(string(out))
+	return v.Revision
 }

@@ -3,10 +3,12 @@ package train
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/dpfil/dpfil/accounting"
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/dpfil/dpfil/accounting"
+	"github.com/dpfil/dpfil/models"
 )
 
 // Result is what DIR/result.json holds. Values that are infinite (ε and ε₂ without
@@ -49,7 +51,11 @@ type Result struct {
 	NumParams          int                `json:"num_params"`
 	InputDim           int                `json:"input_dim"`
 	Dataset            DatasetInfo        `json:"dataset"`
-	GitCommit          string             `json:"git_commit"`
+	GitCommit          string             `json:"git_commit"` // VCS revision stamped into the binary ("" when none)
+	Version            BuildVersion       `json:"dpfil"`      // dpfil's build version (build info, not the caller's git)
+	Arch               *models.Arch       `json:"arch,omitempty"`
+	ArchHash           string             `json:"arch_hash,omitempty"` // models.Arch.Hash of Arch
+	ParamsNPZPath      string             `json:"params_npz_path,omitempty"`
 	DFILPath           string             `json:"dfil_path,omitempty"` // file names inside the run directory
 	ParamsPath         string             `json:"params_path,omitempty"`
 	DFIL               []float64          `json:"-"` // per-sample dFIL averaged over repeats (nil when FIL is off)
@@ -94,6 +100,12 @@ type DatasetInfo struct {
 	NTrain  int    `json:"n_train"`
 	NTest   int    `json:"n_test"`
 	Classes int    `json:"classes"`
+	// TestSHA256 is the test part's content fingerprint, Fingerprint the split's
+	// (data.Split.Fingerprint: what config.data_sha256 pins).
+	TestSHA256  string   `json:"test_sha256,omitempty"`
+	Fingerprint string   `json:"fingerprint,omitempty"`
+	InputShape  []int    `json:"input_shape,omitempty"` // C, H, W
+	ClassNames  []string `json:"class_names,omitempty"`
 }
 
 // Floats is a float64 slice whose NaN and infinite entries are JSON null (read back

@@ -164,9 +164,6 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error) {
 	s := &setup{cfg: cfg, userCfg: cfg}
 	var err error
-	if s.arch, err = models.ArchByName(cfg.Model); err != nil {
-		return nil, err
-	}
 	split := opt.Data
 	if split == nil {
 		split, err = data.Load(cfg.Dataset, data.Options{DataDir: cfg.DataDir, Logf: logf})
@@ -178,6 +175,9 @@ func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error)
 		return nil, fmt.Errorf("dataset %s has no training samples", cfg.Dataset)
 	}
 	s.train, s.test = split.Train, split.Test
+	if s.arch, err = resolveArch(cfg, split); err != nil {
+		return nil, err
+	}
 	if cfg.TrainSubset > 0 {
 		if cfg.TrainSubset > s.train.N {
 			return nil, fmt.Errorf("train_subset = %d exceeds the %d training samples of %s", cfg.TrainSubset, s.train.N, cfg.Dataset)
@@ -748,6 +748,7 @@ func (s *setup) result(ck *checkpoint, wallSec, stepSec float64, samples int64) 
 	if s.test != nil {
 		res.Dataset.NTest = s.test.N
 	}
+	s.describe(res)
 	if stepSec > 0 {
 		res.SamplesPerSec = float64(samples) / stepSec
 	}
@@ -819,6 +820,9 @@ func (s *setup) writeOutputs(dir string, ck *checkpoint, res *Result) error {
 		}
 	}
 	res.ParamsPath = ParamsFile
+	if err := s.saveNamedParams(dir, ck, res); err != nil {
+		return err
+	}
 	if err := WriteResult(dir, res); err != nil {
 		return err
 	}

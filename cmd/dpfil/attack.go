@@ -55,31 +55,39 @@ type attackGameOptions struct {
 	transcripts, quiet                 bool
 }
 
+// defaultAttackGameOptions are the defaults of 'attack game' (the sweeps change a few).
+func defaultAttackGameOptions() attackGameOptions {
+	return attackGameOptions{epsilon: 10, delta: 1e-5, q: 1, steps: 100, priorSize: 10, known: 999, trials: 100,
+		attackName: attack.AttackPrior, dataset: "mnist-embedded", model: "mlp", clip: 0.1, lr: 10,
+		reroSamples: 1_000_000, gradIters: 300, gradRestarts: 2, gradLR: 0.01, seed: 1}
+}
+
+// addAttackGameFlags binds the game's flags to o, with o's values as the defaults.
 func addAttackGameFlags(cmd *cobra.Command, o *attackGameOptions) {
 	f := cmd.Flags()
-	f.Float64Var(&o.epsilon, "epsilon", 10, "target ε at --delta; σ is solved with the RDP accountant (ignored when --sigma is given)")
-	f.Float64Var(&o.sigma, "sigma", 0, "noise multiplier σ (instead of --epsilon)")
-	f.Float64Var(&o.delta, "delta", 1e-5, "δ of the (ε, δ) guarantee")
-	f.Float64Var(&o.q, "q", 1, "Poisson sampling rate in (0, 1]; 1 = full batch")
-	f.IntVar(&o.steps, "steps", 100, "DP-SGD steps T")
-	f.IntVar(&o.priorSize, "prior-size", 10, "prior size K (κ = 1/K)")
-	f.IntVar(&o.known, "known", 999, "|D₋|, the examples the adversary knows")
-	f.IntVar(&o.trials, "trials", 100, "trials (fresh prior, target and noise each)")
-	f.StringVar(&o.attackName, "attack", attack.AttackPrior, "attack to report: "+strings.Join(attack.AttackNames(), ", ")+" (the prior-aware ones are always all run)")
-	f.StringVar(&o.dataset, "dataset", "mnist-embedded", "dataset (its training split is the pool): "+strings.Join(data.Names(), ", "))
-	f.StringVar(&o.dataDir, "data-dir", "", "directory holding the dataset's files")
-	f.StringVar(&o.model, "model", "mlp", "architecture: "+strings.Join(models.ArchNames(), ", ")+" (mlp uses the hand-derived float64 MLP, others the engine)")
-	f.Float64Var(&o.clip, "clip", 0.1, "hard clipping norm C")
-	f.Float64Var(&o.lr, "lr", 10, "SGD learning rate on the mean gradient g_t/(qN) (10 reaches ≈ 80 % test accuracy with the mlp at ε = 10)")
-	f.StringVar(&o.out, "out", "", "directory for game.json and trials.jsonl (makes the run resumable)")
-	f.IntVar(&o.workers, "workers", 0, "parallel trials (0 = all cores)")
-	f.IntVar(&o.reroSamples, "rero-samples", 1_000_000, "Monte Carlo samples of the ReRo estimate (q < 1)")
-	f.IntVar(&o.gradIters, "grad-iters", 300, "gradient attack: Adam steps per restart")
-	f.IntVar(&o.gradRestarts, "grad-restarts", 2, "gradient attack: random restarts")
-	f.Float64Var(&o.gradLR, "grad-lr", 0.01, "gradient attack: Adam step size")
-	f.BoolVar(&o.transcripts, "record-transcripts", false, "write each trial's transcript to --out/transcripts/")
-	f.BoolVar(&o.quiet, "quiet", false, "no progress on stderr")
-	addSeedFlag(cmd, &o.seed)
+	f.Float64Var(&o.epsilon, "epsilon", o.epsilon, "target ε at --delta; σ is solved with the RDP accountant (ignored when --sigma is given)")
+	f.Float64Var(&o.sigma, "sigma", o.sigma, "noise multiplier σ (instead of --epsilon)")
+	f.Float64Var(&o.delta, "delta", o.delta, "δ of the (ε, δ) guarantee")
+	f.Float64Var(&o.q, "q", o.q, "Poisson sampling rate in (0, 1]; 1 = full batch")
+	f.IntVar(&o.steps, "steps", o.steps, "DP-SGD steps T")
+	f.IntVar(&o.priorSize, "prior-size", o.priorSize, "prior size K (κ = 1/K)")
+	f.IntVar(&o.known, "known", o.known, "|D₋|, the examples the adversary knows")
+	f.IntVar(&o.trials, "trials", o.trials, "trials (fresh prior, target and noise each)")
+	f.StringVar(&o.attackName, "attack", o.attackName, "attack to report: "+strings.Join(attack.AttackNames(), ", ")+" (the prior-aware ones are always all run)")
+	f.StringVar(&o.dataset, "dataset", o.dataset, "dataset (its training split is the pool): "+strings.Join(data.Names(), ", "))
+	f.StringVar(&o.dataDir, "data-dir", o.dataDir, "directory holding the dataset's files")
+	f.StringVar(&o.model, "model", o.model, "architecture: "+strings.Join(models.ArchNames(), ", ")+" (mlp uses the hand-derived float64 MLP, others the engine)")
+	f.Float64Var(&o.clip, "clip", o.clip, "hard clipping norm C")
+	f.Float64Var(&o.lr, "lr", o.lr, "SGD learning rate on the mean gradient g_t/(qN) (10 reaches ≈ 80 % test accuracy with the mlp at ε = 10)")
+	f.StringVar(&o.out, "out", o.out, "directory for game.json and trials.jsonl (makes the run resumable)")
+	f.IntVar(&o.workers, "workers", o.workers, "parallel trials (0 = all cores)")
+	f.IntVar(&o.reroSamples, "rero-samples", o.reroSamples, "Monte Carlo samples of the ReRo estimate (q < 1)")
+	f.IntVar(&o.gradIters, "grad-iters", o.gradIters, "gradient attack: Adam steps per restart")
+	f.IntVar(&o.gradRestarts, "grad-restarts", o.gradRestarts, "gradient attack: random restarts")
+	f.Float64Var(&o.gradLR, "grad-lr", o.gradLR, "gradient attack: Adam step size")
+	f.BoolVar(&o.transcripts, "record-transcripts", o.transcripts, "write each trial's transcript to --out/transcripts/")
+	f.BoolVar(&o.quiet, "quiet", o.quiet, "no progress on stderr")
+	f.Uint64Var(&o.seed, "seed", o.seed, "seed for every random draw")
 }
 
 // attackGameResult is the JSON result of 'attack game'.
@@ -357,7 +365,7 @@ func (r *attackGameResult) human(w io.Writer) {
 }
 
 func newAttackGameCmd() *cobra.Command {
-	var o attackGameOptions
+	o := defaultAttackGameOptions()
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "game",
@@ -434,7 +442,11 @@ func attackParseValues(s string, integer bool) ([]float64, error) {
 }
 
 func newAttackSweepCmd(kind string) *cobra.Command {
-	var o attackGameOptions
+	o := defaultAttackGameOptions()
+	o.trials = 50 // cheap defaults for sweeps
+	if kind == "q" {
+		o.epsilon, o.attackName = 4, attack.AttackPriorTopK
+	}
 	var asJSON bool
 	var values string
 	use, short, defVals := "", "", ""
@@ -519,18 +531,6 @@ tight intervals.`,
 	addAttackGameFlags(cmd, &o)
 	addJSONFlag(cmd, &asJSON)
 	cmd.Flags().StringVar(&values, "values", defVals, "comma-separated values of the swept parameter")
-	// cheap defaults for sweeps
-	_ = cmd.Flags().Set("trials", "50")
-	cmd.Flags().Lookup("trials").DefValue = "50"
-	cmd.Flags().Lookup("trials").Changed = false
-	if kind == "q" {
-		_ = cmd.Flags().Set("epsilon", "4")
-		cmd.Flags().Lookup("epsilon").DefValue = "4"
-		cmd.Flags().Lookup("epsilon").Changed = false
-		_ = cmd.Flags().Set("attack", attack.AttackPriorTopK)
-		cmd.Flags().Lookup("attack").DefValue = attack.AttackPriorTopK
-		cmd.Flags().Lookup("attack").Changed = false
-	}
 	return cmd
 }
 

@@ -1,0 +1,223 @@
+package train
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+
+	"github.com/dpfil/dpfil/data"
+	"github.com/dpfil/dpfil/internal/npy"
+	"github.com/dpfil/dpfil/models"
+)
+
+// ModulePath is dpfil's Go module path (how the build info names it).
+const ModulePath = "github.com/dpfil/dpfil"
+
+// ParamsNPZFile holds the final parameters of repeat 0 as named tensors
+// (<kind><layer>.W / .b with their shapes, float32): numpy.load reads it.
+const ParamsNPZFile = "params.npz"
+
+// ModelName is the name of the model the config trains: its architecture's name
+// when Arch is set, else Model.
+func (c Config) ModelName() string {
+	if c.Arch != nil {
+		return c.Arch.Name
+	}
+	return c.Model
+}
+
+// WithArch returns c training the architecture spec a (Model set to its name).
+func (c Config) WithArch(a *models.ArchSpec) Config {
+	c.Arch = a
+	c.Model = a.Name
+	return c
+}
+
+// validateArch checks the model part of the config: a built-in Model, or an Arch
+// spec (whose input and classes may come from the data) with Model empty or its name.
+func (c Config) validateArch() error {
+	if c.Arch == nil {
+		if _, err := models.ArchByName(c.Model); err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		return nil
+	}
+	if err := c.Arch.Check(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if c.Model != "" && c.Model != c.Arch.Name {
+		return fmt.Errorf("config: model = %q but arch is %q: set model to %q (or leave it empty) so that results name what ran", c.Model, c.Arch.Name, c.Arch.Name)
+	}
+	return nil
+}
+
+// DataFingerprint is the fingerprint of a split: the hex SHA-256 of the content
+// fingerprints (data.Dataset.Fingerprint) of its training and test parts.
+func DataFingerprint(s *data.Split) string { return s.Fingerprint() }
+
+// resolveArch returns the architecture of the run: the built-in Model, or the Arch
+// spec resolved for the data's shape and classes. A pinned DataSHA256 must match.
+func resolveArch(cfg Config, split *data.Split) (models.Arch, error) {
+	if cfg.DataSHA256 != "" {
+		if got := split.Fingerprint(); got != cfg.DataSHA256 {
+			return models.Arch{}, fmt.Errorf("dataset %s has fingerprint %s, the config pins %s: the data changed", cfg.Dataset, got, cfg.DataSHA256)
+		}
+	}
+	if cfg.Arch == nil {
+		return models.ArchByName(cfg.Model)
+	}
+	tr := split.Train
+	a, err := cfg.Arch.Resolve(models.Shape{C: tr.C, H: tr.H, W: tr.W}, tr.Classes)
+	if err != nil {
+		return models.Arch{}, fmt.Errorf("dataset %s: %w", cfg.Dataset, err)
+	}
+	return a, nil
+}
+
+// BuildVersion identifies the dpfil code that produced a result, from the
+// binary's build information (never from a VCS in the working directory, which
+// may be the caller's repository).
+type BuildVersion struct {
+	Module    string `json:"module"`
+	Version   string `json:"version"`            // module version, "(devel)" for a local build
+	Revision  string `json:"revision,omitempty"` // VCS revision stamped at build time (dpfil built as the main module)
+	Modified  bool   `json:"modified,omitempty"` // the working tree had local changes
+	GoVersion string `json:"go_version"`
+	Main      bool   `json:"main"` // dpfil is the main module (false: a library of Main)
+	MainPath  string `json:"main_path,omitempty"`
+}
+
+// Version returns dpfil's build version: the main module's when dpfil was built as
+// the program, else the version of the dpfil dependency of the program.
+func Version() BuildVersion {
+	v := BuildVersion{Module: ModulePath, Version: "unknown"}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	v.GoVersion = info.GoVersion
+	if info.Main.Path == ModulePath {
+		v.Main, v.Version = true, info.Main.Version
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				v.Revision = s.Value
+			case "vcs.modified":
+				v.Modified = s.Value == "true"
+			}
+		}
+		return v
+	}
+	v.MainPath = info.Main.Path
+	for _, d := range info.Deps {
+		if d.Path == ModulePath {
+			v.Version = d.Version
+			if d.Replace != nil {
+				v.Version += " => " + d.Replace.Path
+				if d.Replace.Version != "" {
+					v.Version += " " + d.Replace.Version
+				}
+			}
+		}
+	}
+	return v
+}
+
+// describe records what ran in the result: the architecture and its hash, the
+// data's fingerprints and shape, dpfil's build version.
+func (s *setup) describe(res *Result) {
+	a := s.arch
+	res.Arch = &a
+	res.ArchHash = a.Hash()
+	res.Version = Version()
+	res.Dataset.InputShape = []int{s.train.C, s.train.H, s.train.W}
+	res.Dataset.ClassNames = s.train.ClassNames
+	sp := &data.Split{Train: s.train, Test: s.test}
+	if s.test != nil {
+		res.Dataset.TestSHA256 = s.test.SHA256
+	}
+	res.Dataset.Fingerprint = sp.Fingerprint()
+}
+
+// saveNamedParams writes repeat 0's final parameters as named tensors (params.npz).
+func (s *setup) saveNamedParams(dir string, ck *checkpoint, res *Result) error {
+	if len(ck.Done) == 0 {
+		return nil
+	}
+	if err := SaveParamsNPZ(filepath.Join(dir, ParamsNPZFile), s.arch, ck.Done[0].Params); err != nil {
+		return err
+	}
+	res.ParamsNPZPath = ParamsNPZFile
+	return nil
+}
+
+// SaveParamsNPZ writes a flat parameter vector of arch as an .npz of named float32
+// tensors (models.Arch.Params: "conv0.W" with shape [Out InC KH KW], …), atomically.
+func SaveParamsNPZ(path string, arch models.Arch, params []float32) error {
+	ps, err := arch.Params()
+	if err != nil {
+		return fmt.Errorf("save params: %w", err)
+	}
+	if len(params) != arch.NumParams() {
+		return fmt.Errorf("save params: %d values for the %d parameters of %s", len(params), arch.NumParams(), arch.Name)
+	}
+	var entries []npy.Entry
+	for _, p := range ps {
+		b, err := npy.EncodeFloat32(p.Dims, params[p.Offset:p.Offset+p.Size])
+		if err != nil {
+			return fmt.Errorf("save params %s: %w", p.Name, err)
+		}
+		entries = append(entries, npy.Entry{Name: p.Name, NPY: b})
+	}
+	var buf bytes.Buffer
+	if err := npy.WriteNPZ(&buf, entries); err != nil {
+		return fmt.Errorf("save params: %w", err)
+	}
+	return writeFileAtomic(path, buf.Bytes())
+}
+
+// LoadParamsNPZ reads an .npz of named tensors back into arch's flat parameter
+// vector, checking that every tensor is present with its shape and nothing else is.
+func LoadParamsNPZ(path string, arch models.Arch) ([]float32, error) {
+	ps, err := arch.Params()
+	if err != nil {
+		return nil, fmt.Errorf("load params: %w", err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load params: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("load params: %w", err)
+	}
+	arrs, err := npy.ReadNPZ(f, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("load params %s: %w", path, err)
+	}
+	byName := map[string]*npy.Array{}
+	for _, a := range arrs {
+		byName[a.Name] = a
+	}
+	out := make([]float32, arch.NumParams())
+	for _, p := range ps {
+		a, ok := byName[p.Name]
+		if !ok {
+			return nil, fmt.Errorf("load params %s: no tensor %s (%s has %d tensors)", path, p.Name, arch.Name, len(ps))
+		}
+		delete(byName, p.Name)
+		if fmt.Sprint(a.Shape) != fmt.Sprint(p.Dims) {
+			return nil, fmt.Errorf("load params %s: %s has shape %v, want %v", path, p.Name, a.Shape, p.Dims)
+		}
+		for i, v := range a.Data {
+			out[p.Offset+i] = float32(v)
+		}
+	}
+	for name := range byName {
+		return nil, fmt.Errorf("load params %s: tensor %s is not a parameter of %s", path, name, arch.Name)
+	}
+	return out, nil
+}
