@@ -231,8 +231,11 @@ func finitePtr(v float64) *float64 {
 	return &v
 }
 
-// quantileSorted is the linear-interpolation quantile (numpy "linear") of sorted s.
-func quantileSorted(s []float64, p float64) float64 {
+// QuantileSorted is the linear-interpolation quantile of sorted s at p ∈ [0, 1]:
+// numpy's default ("linear", Hyndman & Fan type 7), s[⌊h⌋] + (h − ⌊h⌋)(s[⌊h⌋+1] − s[⌊h⌋])
+// with h = p(n − 1). (gonum's stat.Quantile offers the empirical CDF and type 4, not
+// this one, and users compare dFIL quantiles with numpy.) NaN for an empty s.
+func QuantileSorted(s []float64, p float64) float64 {
 	if len(s) == 0 {
 		return math.NaN()
 	}
@@ -261,9 +264,9 @@ func SummarizeDFIL(dfil []float64) FILSummary {
 	}
 	out.Min, out.Max = s[0], s[len(s)-1]
 	out.Mean = sum / float64(len(s))
-	out.Median = quantileSorted(s, 0.5)
+	out.Median = QuantileSorted(s, 0.5)
 	for _, p := range SummaryQuantiles() {
-		out.Quantiles[fmt.Sprintf("p%02d", int(math.Round(p*100)))] = quantileSorted(s, p)
+		out.Quantiles[fmt.Sprintf("p%02d", int(math.Round(p*100)))] = QuantileSorted(s, p)
 	}
 	out.MSEBoundMax = MSEBoundFIL(out.Max)
 	out.MSEBoundMedian = MSEBoundFIL(out.Median)

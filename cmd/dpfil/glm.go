@@ -22,6 +22,7 @@ import (
 	"github.com/dpfil/dpfil/internal/atomicfile"
 	"github.com/dpfil/dpfil/plot"
 	"github.com/spf13/cobra"
+	"gonum.org/v1/gonum/stat"
 )
 
 // newGLMCmd is the 'glm' command group: output-perturbed GLMs (Guo et al. (2022) Sec. 7.1–7.2,
@@ -244,28 +245,10 @@ func (s *glmSyncProgress) add(n int) {
 	s.mu.Unlock()
 }
 
-func glmQuantile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	pos := q * float64(len(sorted)-1)
-	lo := int(math.Floor(pos))
-	hi := int(math.Ceil(pos))
-	return sorted[lo] + (pos-float64(lo))*(sorted[hi]-sorted[lo])
-}
-
 func glmSorted(v []float64) []float64 {
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
 	return s
-}
-
-func glmMean(v []float64) float64 {
-	s := 0.0
-	for _, x := range v {
-		s += x
-	}
-	return s / float64(len(v))
 }
 
 // writeCSV writes rows atomically to path.
@@ -390,7 +373,7 @@ dFIL_S = ‖J[:,S]‖_F²/(σ²|S|) and η_S = ‖J[:,S]‖₂/σ, into DIR/glm_
 				}
 				sa := glmSorted(attr.DFIL)
 				res.AttrColumns = len(cols)
-				res.AttrDFILMax, res.AttrDFILMedian, res.AttrDFILMean = glmNum(sa[len(sa)-1]), glmNum(glmQuantile(sa, 0.5)), glmNum(glmMean(sa))
+				res.AttrDFILMax, res.AttrDFILMedian, res.AttrDFILMean = glmNum(sa[len(sa)-1]), glmNum(accounting.QuantileSorted(sa, 0.5)), glmNum(stat.Mean(sa, nil))
 				res.Files = append(res.Files, p)
 			}
 			res.glmCommon = c
@@ -433,9 +416,9 @@ type glmFILResult struct {
 func glmWriteFILOutputs(f glmFlags, s *glmSetup, fil *glm.FILResult) (*glmFILResult, error) {
 	sd := glmSorted(fil.DFIL)
 	se := glmSorted(fil.Eta)
-	res := &glmFILResult{DFILMax: glmNum(sd[len(sd)-1]), DFILMedian: glmNum(glmQuantile(sd, 0.5)), DFILMean: glmNum(glmMean(sd)),
-		MSEBoundFILMin: glmNum(1 / sd[len(sd)-1]), MSEBoundFILMedian: glmNum(1 / glmQuantile(sd, 0.5)),
-		EtaMax: glmNum(se[len(se)-1]), EtaMedian: glmNum(glmQuantile(se, 0.5)),
+	res := &glmFILResult{DFILMax: glmNum(sd[len(sd)-1]), DFILMedian: glmNum(accounting.QuantileSorted(sd, 0.5)), DFILMean: glmNum(stat.Mean(sd, nil)),
+		MSEBoundFILMin: glmNum(1 / sd[len(sd)-1]), MSEBoundFILMedian: glmNum(1 / accounting.QuantileSorted(sd, 0.5)),
+		EtaMax: glmNum(se[len(se)-1]), EtaMedian: glmNum(accounting.QuantileSorted(se, 0.5)),
 		LanczosMaxSteps: fil.LanczosMaxSteps, LanczosFallbacks: fil.DenseFallbacks, LanczosNotConv: fil.NotConverged}
 	rows := make([][]string, len(fil.DFIL))
 	for k, i := range fil.Indices {
@@ -610,12 +593,12 @@ func (res *glmAttackResult) fill(f glmFlags, s *glmSetup, tidx []int, fil *glm.F
 			glmFmt(att.MSEStdErr[k]), strconv.Itoa(att.Finite[k]), strconv.FormatBool(viol)}
 	}
 	sd := glmSorted(fil.DFIL)
-	res.DFILMax, res.DFILMedian, res.DFILMean = glmNum(sd[len(sd)-1]), glmNum(glmQuantile(sd, 0.5)), glmNum(glmMean(sd))
-	res.BoundMedian = glmNum(1 / glmQuantile(sd, 0.5))
+	res.DFILMax, res.DFILMedian, res.DFILMean = glmNum(sd[len(sd)-1]), glmNum(accounting.QuantileSorted(sd, 0.5)), glmNum(stat.Mean(sd, nil))
+	res.BoundMedian = glmNum(1 / accounting.QuantileSorted(sd, 0.5))
 	sm := glmSorted(finiteMSE)
-	res.MSEMedian, res.MSEMean = glmNum(glmQuantile(sm, 0.5)), glmNum(math.NaN())
+	res.MSEMedian, res.MSEMean = glmNum(accounting.QuantileSorted(sm, 0.5)), glmNum(math.NaN())
 	if len(sm) > 0 {
-		res.MSEMean = glmNum(glmMean(sm))
+		res.MSEMean = glmNum(stat.Mean(sm, nil))
 	}
 	res.LogCorr = glmNum(glmPearson(lb, lm))
 	path := filepath.Join(f.out, "glm_attack.csv")
@@ -647,14 +630,7 @@ func glmPearson(x, y []float64) float64 {
 	if len(x) < 2 {
 		return math.NaN()
 	}
-	mx, my := glmMean(x), glmMean(y)
-	var sxy, sxx, syy float64
-	for i := range x {
-		sxy += (x[i] - mx) * (y[i] - my)
-		sxx += (x[i] - mx) * (x[i] - mx)
-		syy += (y[i] - my) * (y[i] - my)
-	}
-	return sxy / math.Sqrt(sxx*syy)
+	return stat.Correlation(x, y, nil)
 }
 
 func glmParseClamp(s string) (lo, hi float64, err error) {
