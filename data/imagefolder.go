@@ -186,3 +186,38 @@ func pixels(img image.Image, C int, dst []float32) {
 		}
 	}
 }
+
+// ReadImage decodes one PNG, JPEG or GIF image as C×H×W values in [0,1] (byte/255):
+// it must be h×w pixels (no resizing); for c = 1 a colour image is accepted only
+// when its channels are equal (gray stored as RGB), for c = 3 a gray one is
+// replicated into the three channels.
+func ReadImage(path string, c, h, w int) ([]float32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	img, _, err := image.Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a PNG, JPEG or GIF image (%w)", path, err)
+	}
+	b := img.Bounds()
+	if b.Dx() != w || b.Dy() != h {
+		return nil, fmt.Errorf("%s: %dx%d pixels, the model takes %dx%d (resize it first)", path, b.Dx(), b.Dy(), w, h)
+	}
+	if c != 1 && c != 3 {
+		return nil, fmt.Errorf("%s: the model takes %d channels; images give 1 or 3", path, c)
+	}
+	rgb := make([]float32, 3*h*w)
+	pixels(img, 3, rgb)
+	if c == 3 {
+		return rgb, nil
+	}
+	hw := h * w
+	for k := 0; k < hw; k++ {
+		if rgb[k] != rgb[hw+k] || rgb[k] != rgb[2*hw+k] {
+			return nil, fmt.Errorf("%s: a colour image, the model takes gray (1 channel)", path)
+		}
+	}
+	return rgb[:hw], nil
+}

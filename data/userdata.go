@@ -291,3 +291,43 @@ func readNPYParts(dir string) (*userParts, error) {
 	}
 	return &userParts{train: train, test: test, files: files}, nil
 }
+
+// ReadNPYBatch reads a batch of inputs from an .npy file: shape (N, C, H, W), or
+// (C, H, W), (H, W) or (N, H, W) when C (and N) are 1 as far as the model's input
+// c×h×w tells; uint8 (divided by 255) or floats in [0,1]. It returns N and the
+// N·c·h·w values.
+func ReadNPYBatch(path string, c, h, w int) (int, []float32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer f.Close()
+	a, err := npy.Read(f)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	sh := a.Shape
+	n := -1
+	switch {
+	case len(sh) == 4 && sh[1] == c && sh[2] == h && sh[3] == w:
+		n = sh[0]
+	case len(sh) == 3 && sh[0] == c && sh[1] == h && sh[2] == w:
+		n = 1
+	case len(sh) == 3 && c == 1 && sh[1] == h && sh[2] == w:
+		n = sh[0]
+	case len(sh) == 2 && c == 1 && sh[0] == h && sh[1] == w:
+		n = 1
+	case len(sh) == 2 && h == 1 && w == 1 && sh[1] == c:
+		n = sh[0]
+	}
+	if n <= 0 {
+		return 0, nil, fmt.Errorf("%s: shape %v does not hold inputs of %dx%dx%d (want (N, %d, %d, %d))", path, sh, c, h, w, c, h, w)
+	}
+	y := &npy.Array{Dtype: "<i8", Shape: []int{n}, Data: make([]float64, n)}
+	x := &npy.Array{Dtype: a.Dtype, Shape: []int{n, c, h, w}, Data: a.Data}
+	d, err := arraysToDataset(x, y, path)
+	if err != nil {
+		return 0, nil, err
+	}
+	return n, d.Images, nil
+}

@@ -221,3 +221,83 @@ func LoadParamsNPZ(path string, arch models.Arch) ([]float32, error) {
 	}
 	return out, nil
 }
+
+// Evaluation is a model's accuracy, mean cross-entropy and per-class accuracy on a
+// dataset.
+type Evaluation struct {
+	N        int     `json:"n"`
+	Accuracy float64 `json:"accuracy"`
+	Loss     float64 `json:"loss"`
+	PerClass Floats  `json:"per_class_accuracy"` // null: class absent
+}
+
+// Evaluate computes what a run reports as its test accuracy and loss, the same way
+// (float32 logits in chunks of 500, float64 loss), for params of m on ds.
+func Evaluate(m models.Model, params []float32, ds *data.Dataset) (Evaluation, error) {
+	if len(params) != m.NumParams() {
+		return Evaluation{}, fmt.Errorf("evaluate: %d parameters for a model of %d", len(params), m.NumParams())
+	}
+	a := m.Arch()
+	if ds.Dim() != m.InputDim() {
+		return Evaluation{}, fmt.Errorf("evaluate: dataset %s has %dx%dx%d inputs, model %s takes %dx%dx%d", ds.Name, ds.C, ds.H, ds.W, a.Name, a.Input.C, a.Input.H, a.Input.W)
+	}
+	if ds.Classes > a.Classes {
+		return Evaluation{}, fmt.Errorf("evaluate: dataset %s has %d classes, model %s only %d outputs", ds.Name, ds.Classes, a.Name, a.Classes)
+	}
+	ev, err := evaluate(m, params, ds, a.Classes)
+	if err != nil {
+		return Evaluation{}, err
+	}
+	return Evaluation{N: ds.N, Accuracy: ev.Accuracy, Loss: ev.Loss, PerClass: ev.PerClass}, nil
+}
+
+// FinishedRun is a finished run read back from its directory: the result, the architecture
+// that ran and the final parameters of one repeat.
+type FinishedRun struct {
+	Dir    string
+	Result *Result
+	Arch   models.Arch
+	Repeat int
+	Params []float32
+	// ParamsFile is the file the parameters were read from.
+	ParamsFile string
+}
+
+// LoadRun reads a finished run: result.json, its architecture (recorded, or the
+// built-in Model of results that predate the record) and the final parameters of
+// repeat r (params.npz for repeat 0 when present, else params.npy / params_r<r>.npy).
+func LoadRun(dir string, r int) (*FinishedRun, error) {
+	res, err := ReadResult(dir)
+	if err != nil {
+		return nil, err
+	}
+	fr := &FinishedRun{Dir: dir, Result: res, Repeat: r}
+	switch {
+	case res.Arch != nil:
+		fr.Arch = *res.Arch
+	default:
+		if fr.Arch, err = models.ArchByName(res.Config.Model); err != nil {
+			return nil, fmt.Errorf("run %s: %w", dir, err)
+		}
+	}
+	if res.ArchHash != "" && fr.Arch.Hash() != res.ArchHash {
+		return nil, fmt.Errorf("run %s: the recorded architecture has hash %s, result.json says %s", dir, fr.Arch.Hash(), res.ArchHash)
+	}
+	if r < 0 || r >= max(1, len(res.Repeats)) {
+		return nil, fmt.Errorf("run %s: repeat %d, the run has %d", dir, r, len(res.Repeats))
+	}
+	if r == 0 && res.ParamsNPZPath != "" {
+		fr.ParamsFile = filepath.Join(dir, res.ParamsNPZPath)
+		fr.Params, err = LoadParamsNPZ(fr.ParamsFile, fr.Arch)
+	} else {
+		fr.ParamsFile = filepath.Join(dir, paramsFileName(r))
+		fr.Params, err = LoadParams(fr.ParamsFile)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", dir, err)
+	}
+	if len(fr.Params) != fr.Arch.NumParams() {
+		return nil, fmt.Errorf("run %s: %s holds %d parameters, %s has %d", dir, fr.ParamsFile, len(fr.Params), fr.Arch.Name, fr.Arch.NumParams())
+	}
+	return fr, nil
+}

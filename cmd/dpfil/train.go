@@ -188,38 +188,10 @@ func printResult(w io.Writer, res *train.Result, dir string) {
 
 // describeArch prints an architecture: layers, shapes, parameters, init scheme.
 func describeArch(w io.Writer, arch models.Arch) error {
-	shapes, err := arch.Shapes()
-	if err != nil {
+	if err := arch.Describe(w); err != nil {
 		return err
 	}
-	params, err := arch.Params()
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "%s: input %dx%dx%d, %d classes\n", arch.Name, arch.Input.C, arch.Input.H, arch.Input.W, arch.Classes)
-	for i, l := range arch.Layers {
-		desc := string(l.Kind)
-		switch l.Kind {
-		case models.KindConv:
-			desc = fmt.Sprintf("conv %d×%dx%d stride %d pad (t%d b%d l%d r%d)", l.Out, l.KH, l.KW, l.Stride, l.PadT, l.PadB, l.PadL, l.PadR)
-		case models.KindAvgPool:
-			desc = fmt.Sprintf("avgpool %dx%d stride %d", l.KH, l.KW, l.Stride)
-		case models.KindDense:
-			desc = fmt.Sprintf("dense %d", l.Out)
-		case models.KindNormalize:
-			desc = fmt.Sprintf("normalize mean %v std %v", l.Mean, l.Std)
-		}
-		np := 0
-		for _, p := range params {
-			if p.Layer == i {
-				np += p.Size
-			}
-		}
-		s := shapes[i+1]
-		fmt.Fprintf(w, "  %2d %-44s → %dx%dx%d  params %d\n", i, desc, s.C, s.H, s.W, np)
-	}
-	fmt.Fprintf(w, "parameters: %d\n", arch.NumParams())
-	fmt.Fprintln(w, "init: stax defaults — weights Glorot normal (truncated to ±2, rescaled to the Glorot variance), biases normal with std 1e-6 (conv) and 1e-2 (dense)")
+	fmt.Fprintln(w, initDoc)
 	return nil
 }
 
@@ -230,6 +202,7 @@ func newTrainCmd() *cobra.Command {
 		record                  bool
 		out, resume             string
 		ckEvery                 int
+		archFile                string
 	)
 	cmd := &cobra.Command{
 		Use:   "train",
@@ -254,11 +227,10 @@ A resumed run keeps recording into the same files.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if describe {
-				arch, err := models.ArchByName(cfg.Model)
-				if err != nil {
-					return err
-				}
-				return describeArch(cmd.OutOrStdout(), arch)
+				return describeModel(cmd, cfg, archFile, asJSON, trainLogf(cmd, quiet))
+			}
+			if resume != "" && archFile != "" {
+				return fmt.Errorf("--resume takes the architecture from %s; do not also give --arch", resume)
 			}
 			if ckEvery < 0 {
 				return fmt.Errorf("--checkpoint-every = %d must be ≥ 0 (0: after the first step, then every minute)", ckEvery)
@@ -282,6 +254,10 @@ A resumed run keeps recording into the same files.`,
 				if err := cfg.Validate(); err != nil {
 					return err
 				}
+				var err error
+				if cfg, err = prepareCustom(cfg, archFile, trainLogf(cmd, quiet)); err != nil {
+					return err
+				}
 				if out == "" {
 					out = filepath.Join("runs", cfg.Model+"-"+cfg.Hash())
 				}
@@ -298,7 +274,9 @@ A resumed run keeps recording into the same files.`,
 	cmd.Flags().StringVar(&out, "out", "", "run directory (default runs/<model>-<config hash>)")
 	cmd.Flags().StringVar(&resume, "resume", "", "continue the run in this directory from its checkpoint")
 	cmd.Flags().IntVar(&ckEvery, "checkpoint-every", 0, "checkpoint every n steps (0 = after the first step, then every minute)")
-	cmd.Flags().BoolVar(&describe, "describe", false, "print the architecture of --model (layers, shapes, parameters, init) and exit")
+	cmd.Flags().BoolVar(&describe, "describe", false, "print the architecture of --model or --arch (layers, shapes, parameters, init; JSON with --json) and exit")
+	cmd.Flags().StringVar(&archFile, "arch", "", archFlagHelp)
+	cmd.MarkFlagsMutuallyExclusive("model", "arch")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress output on stderr")
 	cmd.Flags().BoolVar(&record, "record-transcript", false, "write the adversary's transcript (θ₀, released gradients, batches) to DIR/transcript.bin")
 	addJSONFlag(cmd, &asJSON)
