@@ -45,6 +45,10 @@ type repeatState struct {
 	Samples   int64           // Σ_t |B_t| so far
 	LastLoss  float64
 	History   []EvalPoint
+
+	// η² (D = 1), label dFIL (D = K) and label η² (D = 1) accountants; nil when off.
+	Eta, LabelFIL, LabelEta *accounting.FIL
+	EtaRelChange            float64 // largest last-iteration relative change of η so far
 }
 
 // encodeCheckpoint serialises ck as magic, SHA-256 of the payload, gob payload.

@@ -68,6 +68,17 @@ type Config struct {
 	// DataSHA256, when set, pins the data: the run refuses a dataset whose fingerprint
 	// (data.Split.Fingerprint, recorded as result.dataset.fingerprint) differs.
 	DataSHA256 string `json:"data_sha256,omitempty"`
+
+	// FILEta, when > 0, also computes η per FIL member and step: ‖J_t‖₂², the top
+	// eigenvalue of J_tᵀJ_t, by FILEta power iterations (each a JVP and a
+	// vector-Jacobian product, about two single-direction FIL coordinates' cost), giving
+	// η²(z) = κ·Σ_t ‖J_t‖₂²/(σC)² and the MSE bound 1/η² (Result.Eta; train/eta.go).
+	// Omitted from JSON when 0, so older configs keep their hashes.
+	FILEta int `json:"fil_eta,omitempty"`
+	// FILLabel also accounts the FIL of each sample's label, taken as a continuous
+	// one-hot vector (Result.LabelFIL; train/labelfil.go): K extra first-order passes
+	// per FIL member and step.
+	FILLabel bool `json:"fil_label,omitempty"`
 }
 
 // Sampling schemes.
@@ -182,7 +193,10 @@ func (c Config) Validate() error {
 	if c.TargetEpsilon > 0 && c.Sigma != 0 {
 		return fmt.Errorf("config: give sigma or target_epsilon, not both (sigma = %v, target_epsilon = %v)", c.Sigma, c.TargetEpsilon)
 	}
-	if c.FILEnabled() && c.Sigma == 0 && c.TargetEpsilon == 0 {
+	if c.FILEta < 0 || c.FILEta > maxFILEta {
+		return fmt.Errorf("config: fil_eta = %d power iterations must be in [0, %d] (0 = η off)", c.FILEta, maxFILEta)
+	}
+	if (c.FILEnabled() || c.FILEta > 0 || c.FILLabel) && c.Sigma == 0 && c.TargetEpsilon == 0 {
 		return fmt.Errorf("config: FIL is infinite without noise (sigma = 0); set sigma > 0 or fil_coords = 0")
 	}
 	if c.Repeats < 1 {
@@ -199,6 +213,9 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// maxFILEta caps fil_eta (power iterations per FIL member and step).
+const maxFILEta = 10000
 
 // FILEnabled reports whether the run accounts FIL (fil_coords > 0 or fil_exact).
 func (c Config) FILEnabled() bool { return c.FILCoords > 0 || c.FILExact }

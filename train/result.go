@@ -59,6 +59,10 @@ type Result struct {
 	DFILPath           string             `json:"dfil_path,omitempty"` // file names inside the run directory
 	ParamsPath         string             `json:"params_path,omitempty"`
 	DFIL               []float64          `json:"-"` // per-sample dFIL averaged over repeats (nil when FIL is off)
+	// Eta is η, the spectral-norm FIL, and its MSE bounds (config.fil_eta > 0).
+	Eta *EtaResult `json:"eta,omitempty"`
+	// LabelFIL is the FIL of the labels (config.fil_label).
+	LabelFIL *LabelFILResult `json:"label_fil,omitempty"`
 
 	// Timings (the only fields that differ between identical runs).
 	WallSeconds   float64 `json:"wall_seconds"`    // run time (steps, evaluations, checkpoints), summed over resumed segments
@@ -82,6 +86,11 @@ type RepeatResult struct {
 	DFIL             []float64         `json:"-"` // per-sample dFIL of this repeat
 	Params           []float32         `json:"-"` // final parameters
 	Ledger           accounting.Ledger `json:"-"` // privacy events this repeat emitted
+
+	// Per-sample η² and label dFIL / η² of this repeat (nil when off), and the
+	// largest last-iteration relative change of the power iteration.
+	Eta, LabelDFIL, LabelEta []float64 `json:"-"`
+	EtaRelChange             float64   `json:"eta_rel_change,omitempty"`
 }
 
 // EvalPoint is one evaluation during training.

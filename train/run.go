@@ -94,6 +94,9 @@ type setup struct {
 	filDelta float64
 	filK     int     // coordinates per sample and step (d when exact); 0 = off
 	filRate  float64 // probability a batch member's FIL is computed (1 = all)
+
+	net      *models.Network[float32] // engine network for η and label FIL (extrafil.go)
+	etaScale []float64                // input scale of their directions (nil: raw pixels)
 }
 
 // Run trains cfg.Repeats independent models with DP-SGD and returns the result, also
@@ -256,6 +259,9 @@ func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error)
 	if s.filRate == 0 {
 		s.filRate = 1
 	}
+	if err := s.prepareExtraFIL(); err != nil {
+		return nil, err
+	}
 	if cfg.FILCoords > s.d && !cfg.FILExact {
 		return nil, fmt.Errorf("fil_coords = %d exceeds the %d input values of %s: at most %d coordinates per sample and step, or fil_exact for the exact trace", cfg.FILCoords, s.d, cfg.Dataset, s.d)
 	}
@@ -335,12 +341,18 @@ func (s *setup) newWorker(repeat int, st *repeatState) (*worker, error) {
 				return nil, fmt.Errorf("FIL accounting: %w", err)
 			}
 		}
+		if err := s.initExtraFIL(st, true); err != nil {
+			return nil, err
+		}
 	} else {
 		if st.Repeat != repeat || len(st.Params) != s.p || len(st.Velocity) != s.p || st.Step < 0 || st.Step > s.steps {
 			return nil, fmt.Errorf("checkpoint state does not fit the run (repeat %d, %d params, step %d)", st.Repeat, len(st.Params), st.Step)
 		}
 		if (st.FIL != nil) != (s.filK > 0) || st.FIL != nil && (st.FIL.N != s.n || st.FIL.D != s.d || len(st.FIL.Sum) != s.n) {
 			return nil, fmt.Errorf("checkpoint FIL state does not fit the run")
+		}
+		if err := s.initExtraFIL(st, false); err != nil {
+			return nil, err
 		}
 		if err := json.Unmarshal(st.Ledger, &w.ledger); err != nil {
 			return nil, fmt.Errorf("checkpoint privacy ledger: %w", err)
@@ -419,7 +431,7 @@ func (w *worker) step() (int, error) {
 			loss += l
 		}
 		w.st.LastLoss = loss / float64(nb)
-		if s.filK > 0 {
+		if s.filK > 0 || s.extraFILOn() {
 			if err := w.filStep(idx); err != nil {
 				return 0, fmt.Errorf("step %d: %w", w.st.Step+1, err)
 			}
@@ -482,6 +494,12 @@ func (w *worker) filStep(idx []int) error {
 		if len(idx) == 0 {
 			return nil
 		}
+	}
+	if err := w.extraFILStep(idx, x, y); err != nil {
+		return err
+	}
+	if k == 0 {
+		return nil
 	}
 	nb := len(idx)
 	if cap(w.coords) < nb {
@@ -729,6 +747,7 @@ func (s *setup) finishRepeat(w *worker) (RepeatResult, error) {
 	if w.fil != nil {
 		rr.DFIL = w.fil.DFIL()
 	}
+	w.finishExtraFIL(&rr)
 	return rr, nil
 }
 
@@ -802,6 +821,9 @@ func (s *setup) result(ck *checkpoint, wallSec, stepSec float64, samples int64) 
 	} else {
 		res.MSEBoundFILMax, res.MSEBoundFILMedian = math.Inf(1), math.Inf(1)
 	}
+	if err := s.extraFILResult(res, ck.Done); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 
@@ -813,6 +835,9 @@ func (s *setup) writeOutputs(dir string, ck *checkpoint, res *Result) error {
 			return fmt.Errorf("save dFIL: %w", err)
 		}
 		res.DFILPath = DFILFile
+	}
+	if err := writeExtraFIL(dir, res); err != nil {
+		return err
 	}
 	for _, rr := range ck.Done {
 		if err := SaveParams(filepath.Join(dir, paramsFileName(rr.Repeat)), rr.Params); err != nil {

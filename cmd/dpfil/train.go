@@ -45,6 +45,8 @@ func addTrainConfigFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.BoolVar(&cfg.FILExact, "fil-exact", cfg.FILExact, "exact FIL trace over all d input coordinates")
 	fs.Float64Var(&cfg.FILRate, "fil-rate", cfg.FILRate, "probability a batch member's FIL is computed at a step, weighted 1/rate (0 = always)")
 	fs.BoolVar(&cfg.FILNormalizedInputs, "fil-normalized-inputs", cfg.FILNormalizedInputs, "take FIL w.r.t. the normalised inputs (reference code) instead of raw [0,1] pixels")
+	fs.IntVar(&cfg.FILEta, "fil-eta", cfg.FILEta, "also compute η, the spectral-norm FIL (MSE ≥ 1/η²), by this many power iterations on JᵀJ per FIL member and step (0 = off; result.json reports the last iteration's relative change)")
+	fs.BoolVar(&cfg.FILLabel, "fil-label", cfg.FILLabel, "also compute the FIL of each sample's label (one-hot vector; MSE bounds on reconstructing it)")
 	fs.IntVar(&cfg.Repeats, "repeats", cfg.Repeats, "independent runs R; dFIL is averaged per sample")
 	fs.IntVar(&cfg.EvalEvery, "eval-every", cfg.EvalEvery, "evaluate test accuracy every n steps (0 = only at the end)")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for every random draw (init, batches, FIL coordinates, noise)")
@@ -180,6 +182,7 @@ func printResult(w io.Writer, res *train.Result, dir string) {
 	} else {
 		fmt.Fprintln(w, "FIL                off (--fil-coords 0)")
 	}
+	printExtraFIL(w, res)
 	fmt.Fprintf(w, "time               %.1f s (%.1f s in DP-SGD steps, %.3g samples/s)\n", res.WallSeconds, res.StepSeconds, res.SamplesPerSec)
 	if dir != "" {
 		fmt.Fprintf(w, "results in         %s\n", dir)
