@@ -36,7 +36,7 @@ dataset (mnist01-embedded, mnist01, fashion01): w̃ = w* + N(0, σ²I) with
 w* = argmin Σℓ(wᵀx̃_i, y_i) + (nλ/2)‖w‖², features = raw pixels in [0,1]
 (optionally with a constant-1 bias feature).`,
 	}
-	cmd.AddCommand(newGLMFilCmd(), newGLMAttackCmd(), newGLMIRFILCmd())
+	cmd.AddCommand(newGLMFilCmd(), newGLMAttackCmd(), newGLMIRFILCmd(), newGLMInvertCmd())
 	return cmd
 }
 
