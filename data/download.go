@@ -11,6 +11,7 @@ import (
 	"hash"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -62,6 +63,23 @@ func Fetch(name string, opt Options) (*FetchResult, error) {
 		dir = filepath.Join(root, s.Dir)
 	}
 	res.Dir = dir
+	if opt.DataDir == "" {
+		// An installed system copy (Debian's dataset-fashion-mnist) that verifies is
+		// used as it is: nothing to download.
+		for _, sd := range s.SystemDirs {
+			if _, missing := findIn(s, sd); len(missing) > 0 {
+				continue
+			}
+			local := opt
+			local.DataDir, local.NoDownload = sd, true
+			if l, err := loadSpec(s, local, cifarRecordsPerBin); err == nil && allVerified(l.Files) {
+				res.Dir = sd
+				res.Note = "installed system copy in " + sd + " (verified); nothing to download"
+				res.Files, res.Train, res.Test, res.Fingerprint = l.Files, l.Train.N, l.Test.N, l.Train.SHA256
+				return res, nil
+			}
+		}
+	}
 	if !opt.NoDownload {
 		if res.Downloaded, err = fetchInto(s, opt, dir); err != nil {
 			return nil, err
@@ -104,7 +122,7 @@ func fetchInto(s spec, opt Options, dir string) ([]string, error) {
 	if s.Archive != nil {
 		tmp, url, err := download(opt, bases, *s.Archive, dir)
 		if err != nil {
-			return nil, err
+			return nil, &downloadFailedError{spec: s, failed: []string{s.Archive.Name}, errs: []error{err}}
 		}
 		defer os.Remove(tmp)
 		if err := extractTarGz(tmp, url, s, dir); err != nil {
@@ -166,10 +184,41 @@ func fetchInto(s spec, opt Options, dir string) ([]string, error) {
 		return got, err
 	}
 	if len(failed) > 0 {
-		return got, errors.Join(mirrorErrs...)
+		return got, &downloadFailedError{spec: s, failed: failed, errs: mirrorErrs}
 	}
 	return got, nil
 }
+
+// downloadFailedError is a dataset whose files no source served: one message with
+// the remedy (each attempt was already logged on its own line).
+type downloadFailedError struct {
+	spec   spec
+	failed []string
+	errs   []error
+}
+
+func (e *downloadFailedError) Error() string {
+	last := "no source configured"
+	if n := len(e.errs); n > 0 {
+		last = e.errs[n-1].Error()
+		var ue *neturl.Error
+		if errors.As(e.errs[n-1], &ue) { // the cause, without the URL logged above
+			last = ue.Err.Error()
+		}
+	}
+	remedy := fmt.Sprintf("offline? put %s into a directory and pass --data-dir DIR", strings.Join(e.failed, ", "))
+	if e.spec.GoModule != nil {
+		remedy += " (MNIST also comes through the Go module proxy: 'make data' where it is reachable)"
+	}
+	if len(e.spec.SystemDirs) > 0 {
+		remedy += fmt.Sprintf(", or install the system copy (%s)", e.spec.SystemDirs[0])
+	}
+	return fmt.Sprintf("could not download %s: no source served %s (%d attempt(s), each logged above; the last failed with: %s); %s",
+		e.spec.Name, strings.Join(e.failed, ", "), len(e.errs), last, remedy)
+}
+
+// Unwrap gives the attempts' errors to errors.Is/As.
+func (e *downloadFailedError) Unwrap() []error { return e.errs }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
@@ -457,4 +506,13 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 		}
 	}
 	return len(b), nil
+}
+
+func allVerified(fs []FileInfo) bool {
+	for _, f := range fs {
+		if f.Verified == "" {
+			return false
+		}
+	}
+	return len(fs) > 0
 }

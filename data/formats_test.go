@@ -350,7 +350,6 @@ func TestSourceOrder(t *testing.T) {
 		{"data dir first", Options{DataDir: user, CacheDir: cache}, 11, user},
 		{"cache dir", Options{CacheDir: cache}, 12, cache},
 		{"$DPFIL_DATA", Options{}, 13, env},
-		{"data dir lacking files falls back to cache", Options{DataDir: t.TempDir(), CacheDir: cache}, 12, cache},
 	}
 	// The fixtures are not the real MNIST: a cached copy is verified against the known
 	// digests (TestCorruptCache), so the lookup order is checked with a digest-free
@@ -379,6 +378,21 @@ func TestSourceOrder(t *testing.T) {
 				t.Errorf("N=%d from %s, want %d from %s", sp.Train.N, sp.Train.Source, c.wantN, c.source)
 			}
 		})
+	}
+	// A --data-dir lacking files is an error naming them, never a silent fall back to
+	// the complete copy in the cache (or a download elsewhere).
+	partial := t.TempDir()
+	newMNISTFixture(14, 5, 4).write(t, partial, true)
+	for _, f := range []string{"t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"} {
+		if err := os.Remove(filepath.Join(partial, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, nd := range []bool{true, false} {
+		_, err := loadSpec(s, Options{DataDir: partial, CacheDir: cache, NoDownload: nd}, 0)
+		if err == nil || !strings.Contains(err.Error(), partial+" lacks t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz") {
+			t.Errorf("incomplete --data-dir (no download %v): %v", nd, err)
+		}
 	}
 	empty := t.TempDir()
 	_, err = Load("mnist", Options{DataDir: empty, CacheDir: empty, NoDownload: true})

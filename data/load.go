@@ -142,8 +142,8 @@ func loadFromDisk(s spec, opt Options, cifarRecords int) (*Loaded, error) {
 		}
 	} else {
 		var nf *notFoundError
-		if !errors.As(err, &nf) || opt.NoDownload {
-			return nil, err
+		if !errors.As(err, &nf) || opt.NoDownload || opt.DataDir != "" {
+			return nil, err // with --data-dir nothing is fetched elsewhere
 		}
 		root, rerr := cacheRoot(opt)
 		if rerr != nil {
@@ -188,6 +188,9 @@ func loadFromDisk(s spec, opt Options, cifarRecords int) (*Loaded, error) {
 		l.Train, l.Test = train, test
 	default:
 		return nil, fmt.Errorf("dataset %s: unsupported format", s.Name)
+	}
+	if err := checkNotOtherDataset(s, paths, content); err != nil {
+		return nil, err
 	}
 	prov := readProvenance(l.Dir)
 	for i, p := range paths {
@@ -264,4 +267,39 @@ func idxDims(name string) int {
 		return 3
 	}
 	return 1
+}
+
+// checkNotOtherDataset refuses files that are, by their digests, another known
+// dataset's (Fashion-MNIST given as --dataset mnist trains happily and would be
+// labelled "mnist"). Files matching no known digest pass (user copies, format-checked).
+func checkNotOtherDataset(s spec, paths, content []string) error {
+	if s.Format != formatIDX {
+		return nil
+	}
+	matches := func(o spec) bool {
+		for i, p := range paths {
+			sum, _, err := hashFile(p)
+			if err != nil {
+				return false
+			}
+			f := o.Files[i]
+			if !(f.SHA256 != "" && sum == f.SHA256 || f.ContentSHA256 != "" && content[i] == f.ContentSHA256) {
+				return false
+			}
+		}
+		return true
+	}
+	if matches(s) {
+		return nil
+	}
+	for _, name := range Names() {
+		o, err := lookup(name)
+		if err != nil || o.Format != formatIDX || o.Dir == s.Dir || len(o.Files) != len(paths) || o.Base != "" {
+			continue
+		}
+		if matches(o) {
+			return fmt.Errorf("dataset %s: the files in %s are %s's (their SHA-256 match its known digests), not %s's; use --dataset %s", s.Name, filepath.Dir(paths[0]), o.Name, s.Dir, o.Name)
+		}
+	}
+	return nil
 }

@@ -191,8 +191,11 @@ func candidateDirs(s spec, opt Options) ([]string, error) {
 		}
 	}
 	if opt.DataDir != "" {
+		// A directory the user names is the only place looked at: files missing
+		// there are an error, never a silent fall back to another copy.
 		add(opt.DataDir)
 		add(filepath.Join(opt.DataDir, s.Dir))
+		return dirs, nil
 	}
 	root, err := cacheRoot(opt)
 	if err != nil {
