@@ -10,8 +10,12 @@ TESTFLAGS ?= -count=1 -timeout 20m
 
 all: build
 
+# Stamp the git commit into the binary (dpfil version, result.json's "dpfil") when
+# git works here; a checkout git refuses (e.g. another owner) builds unstamped.
+BUILDVCS  := $(shell git status --porcelain >/dev/null 2>&1 && echo auto || echo false)
+
 build:
-	$(GO) build -o $(BIN)/dpfil ./cmd/dpfil
+	$(GO) build -buildvcs=$(BUILDVCS) -o $(BIN)/dpfil ./cmd/dpfil
 
 demo: build
 	$(BIN)/dpfil demo

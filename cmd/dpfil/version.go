@@ -4,31 +4,28 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"runtime/debug"
+
+	"github.com/dpfil/dpfil/train"
 
 	"github.com/spf13/cobra"
 )
 
-// buildInfo describes the binary: module version, VCS commit when stamped, Go version.
+// buildInfo describes the binary: module version, VCS commit when stamped, Go version
+// (the same build information result.json records under "dpfil").
 type buildInfo struct {
 	Version   string `json:"version"`
 	Commit    string `json:"commit,omitempty"`
+	Modified  bool   `json:"modified,omitempty"`
 	GoVersion string `json:"go_version"`
 	OS        string `json:"os"`
 	Arch      string `json:"arch"`
 }
 
 func readBuildInfo() buildInfo {
-	bi := buildInfo{Version: "devel", GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
-	if info, ok := debug.ReadBuildInfo(); ok {
-		if info.Main.Version != "" && info.Main.Version != "(devel)" {
-			bi.Version = info.Main.Version
-		}
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" {
-				bi.Commit = s.Value
-			}
-		}
+	v := train.Version()
+	bi := buildInfo{Version: v.Version, Commit: v.Revision, Modified: v.Modified, GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	if bi.Version == "" || bi.Version == "(devel)" || bi.Version == "unknown" {
+		bi.Version = "devel"
 	}
 	return bi
 }
@@ -43,8 +40,13 @@ func newVersionCmd() *cobra.Command {
 			bi := readBuildInfo()
 			return emit(cmd.OutOrStdout(), asJSON, bi, func(w io.Writer) {
 				fmt.Fprintf(w, "dpfil %s", bi.Version)
-				if bi.Commit != "" {
-					fmt.Fprintf(w, " (%s)", bi.Commit)
+				switch {
+				case bi.Commit != "" && bi.Modified:
+					fmt.Fprintf(w, " (commit %s, with local changes)", bi.Commit)
+				case bi.Commit != "":
+					fmt.Fprintf(w, " (commit %s)", bi.Commit)
+				default:
+					fmt.Fprint(w, " (no commit stamped: built with -buildvcs=false or outside a git checkout; 'make build' stamps it)")
 				}
 				fmt.Fprintf(w, " %s %s/%s\n", bi.GoVersion, bi.OS, bi.Arch)
 			})
