@@ -9,11 +9,11 @@ import (
 )
 
 // chi2Quad2D is χ²(P‖Q) = ∫ (P − Q)²/Q for two mixtures of isotropic 2-D Gaussians
-// with noise σ (weights w, means m), by a product Gauss–Legendre rule over
-// [−L, L]², L = 4 + 12σ (all means lie in the unit-norm-sum range ≤ 3).
+// with noise σ (weights w, means m), by a product Gauss–Legendre rule (12 nodes per
+// panel of width σ) over [−L, L]², L = 4 + 10σ (all means lie within norm 3).
 func chi2Quad2D(sigma float64, wp []float64, mp [][2]float64, wq []float64, mq [][2]float64) float64 {
-	L := 4 + 12*sigma
-	panels := int(math.Ceil(2 * L / (sigma / 2)))
+	L := 4 + 10*sigma
+	panels := int(math.Ceil(2 * L / sigma))
 	h := 2 * L / float64(panels)
 	xs, ws := make([]float64, 12), make([]float64, 12)
 	quad.Legendre{}.FixedLocations(xs, ws, 0, h)

@@ -340,63 +340,99 @@ func asPoisson(e Event) Event {
 // CalibrateNoise returns the smallest noise multiplier σ/c (to a relative 1e-4)
 // whose report ε at opt.Delta is at most target, for the run d (its
 // NoiseMultiplier is ignored). Bisection in log σ; the returned σ meets the target.
+// The cheap RDP solution brackets the PLD one (PLD ε ≤ RDP ε), so the PLD is only
+// evaluated near the answer.
 func CalibrateNoise(d DPSGD, opt ReportOptions, target float64) (float64, error) {
 	if !(target > 0) || math.IsInf(target, 0) {
 		return 0, fmt.Errorf("target ε = %v must be finite and > 0", target)
 	}
-	opt.FILDelta = 0
-	eps := func(nm float64) (float64, error) {
+	if err := checkDelta(opt.Delta); err != nil {
+		return 0, err
+	}
+	adj := DefaultAdjacency(d.Sampling)
+	if opt.Adjacency != nil {
+		adj = *opt.Adjacency
+	}
+	acct := opt.Accountant
+	if acct == "" {
+		acct = AccountantAuto
+	}
+	eps := func(nm float64, pld bool) (float64, bool, error) { // ε of the chosen accountant; ok = defined
 		d.NoiseMultiplier = nm
 		l, err := d.Ledger()
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
-		r, err := NewReport(l, opt)
-		if err != nil {
-			return 0, err
+		pu, _, r, _, err := epsilonsOf(l.Event(), adj, ShuffleRigorous, opt.Delta, pld)
+		switch {
+		case err != nil:
+			return 0, false, err
+		case !pld:
+			if r == nil {
+				return 0, false, nil
+			}
+			return *r, true, nil
+		case r != nil && *r < *pu:
+			return *r, true, nil
 		}
-		return r.Epsilon, nil
+		return *pu, true, nil
 	}
-	lo, hi := 0.25, 4.0
-	for {
-		e, err := eps(hi)
-		if err != nil {
-			return 0, err
+	solve := func(pld bool, lo, hi float64) (float64, bool, error) {
+		for { // hi meets the target
+			e, ok, err := eps(hi, pld)
+			if err != nil || !ok {
+				return 0, ok, err
+			}
+			if e <= target {
+				break
+			}
+			lo, hi = hi, hi*4
+			if hi > 1e6 {
+				return 0, true, fmt.Errorf("no noise multiplier ≤ 1e6 reaches ε = %v", target)
+			}
 		}
-		if e <= target {
-			break
+		for { // lo misses it
+			e, _, err := eps(lo, pld)
+			if err != nil {
+				return 0, true, err
+			}
+			if e > target {
+				break
+			}
+			hi, lo = lo, lo/2
+			if lo < 1e-4 {
+				return hi, true, nil
+			}
 		}
-		lo, hi = hi, hi*4
-		if hi > 1e6 {
-			return 0, fmt.Errorf("no noise multiplier ≤ 1e6 reaches ε = %v", target)
+		for hi/lo > 1+1e-4 {
+			mid := math.Sqrt(lo * hi)
+			e, _, err := eps(mid, pld)
+			if err != nil {
+				return 0, true, err
+			}
+			if e > target {
+				lo = mid
+			} else {
+				hi = mid
+			}
 		}
+		return hi, true, nil
 	}
-	for {
-		e, err := eps(lo)
-		if err != nil {
-			return 0, err
-		}
-		if e > target {
-			break
-		}
-		hi, lo = lo, lo/4
-		if lo < 1e-4 {
-			return hi, nil
-		}
+	nm, ok, err := solve(false, 0.5, 2)
+	if err != nil {
+		return 0, err
 	}
-	for hi/lo > 1+1e-4 {
-		mid := math.Sqrt(lo * hi)
-		e, err := eps(mid)
-		if err != nil {
-			return 0, err
-		}
-		if e > target {
-			lo = mid
-		} else {
-			hi = mid
-		}
+	switch {
+	case acct == AccountantRDP && !ok:
+		return 0, errors.New("the RDP accountant has no ε bound under replace-one adjacency with Poisson sampling; use the PLD accountant")
+	case acct == AccountantRDP:
+		return nm, nil
+	case ok: // PLD ≤ RDP: the RDP solution meets the target; the answer is at most it
+		nm, _, err = solve(true, nm*0.8, nm)
+	default:
+		nm, _, err = solve(true, 0.5, 2)
 	}
-	return hi, nil
+	return nm, err
 }
 
 // MarshalJSON writes an infinite MSE bound (no leakage) as null.
