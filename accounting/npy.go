@@ -8,11 +8,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/dpfil/dpfil/internal/atomicfile"
+	"github.com/dpfil/dpfil/internal/npy"
 )
 
 const npyMagic = "\x93NUMPY"
@@ -49,108 +48,26 @@ func EncodeNPY(w io.Writer, x []float64) error {
 	return nil
 }
 
-var (
-	reDescr   = regexp.MustCompile(`'descr'\s*:\s*'([^']*)'`)
-	reFortran = regexp.MustCompile(`'fortran_order'\s*:\s*(True|False)`)
-	reShape   = regexp.MustCompile(`'shape'\s*:\s*\(([^)]*)\)`)
-)
-
 // DecodeNPY reads a 1-D (or N×1) float64 or float32 little-endian .npy array
-// (format 1.x, 2.x or 3.x) and validates the header and the data length.
+// (format 1.x, 2.x or 3.x; parsed by internal/npy) and validates the dtype, the shape
+// and the data length.
 func DecodeNPY(r io.Reader) ([]float64, error) {
-	pre := make([]byte, 8)
-	if _, err := io.ReadFull(r, pre); err != nil {
-		return nil, fmt.Errorf("npy: read magic: %w", err)
+	a, err := npy.Read(r)
+	if err != nil {
+		return nil, err
 	}
-	if string(pre[:6]) != npyMagic {
-		return nil, errors.New("npy: bad magic (not a .npy file)")
+	if a.Dtype != "<f8" && a.Dtype != "<f4" {
+		return nil, fmt.Errorf("npy: unsupported dtype %q (want <f8 or <f4)", a.Dtype)
 	}
-	var hlen int
-	switch pre[6] {
-	case 1:
-		var b [2]byte
-		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return nil, fmt.Errorf("npy: read header length: %w", err)
-		}
-		hlen = int(binary.LittleEndian.Uint16(b[:]))
-	case 2, 3:
-		var b [4]byte
-		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return nil, fmt.Errorf("npy: read header length: %w", err)
-		}
-		hlen = int(binary.LittleEndian.Uint32(b[:]))
-	default:
-		return nil, fmt.Errorf("npy: unsupported format version %d.%d", pre[6], pre[7])
-	}
-	if hlen <= 0 || hlen > 1<<20 {
-		return nil, fmt.Errorf("npy: implausible header length %d", hlen)
-	}
-	hb := make([]byte, hlen)
-	if _, err := io.ReadFull(r, hb); err != nil {
-		return nil, fmt.Errorf("npy: read header: %w", err)
-	}
-	h := string(hb)
-	m := reDescr.FindStringSubmatch(h)
-	if m == nil {
-		return nil, errors.New("npy: header has no descr")
-	}
-	var size int
-	switch m[1] {
-	case "<f8":
-		size = 8
-	case "<f4":
-		size = 4
-	default:
-		return nil, fmt.Errorf("npy: unsupported dtype %q (want <f8 or <f4)", m[1])
-	}
-	if f := reFortran.FindStringSubmatch(h); f == nil {
-		return nil, errors.New("npy: header has no fortran_order")
-	}
-	sm := reShape.FindStringSubmatch(h)
-	if sm == nil {
-		return nil, errors.New("npy: header has no shape")
-	}
-	var dims []int
-	for _, p := range strings.Split(sm[1], ",") {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			continue
-		}
-		v, err := strconv.Atoi(p)
-		if err != nil || v < 0 {
-			return nil, fmt.Errorf("npy: bad shape entry %q", p)
-		}
-		dims = append(dims, v)
-	}
-	var n int
 	switch {
-	case len(dims) == 1:
-		n = dims[0]
-	case len(dims) == 2 && dims[1] == 1:
-		n = dims[0]
+	case len(a.Shape) == 1, len(a.Shape) == 2 && a.Shape[1] == 1:
 	default:
-		return nil, fmt.Errorf("npy: shape %v is not a vector", dims)
+		return nil, fmt.Errorf("npy: shape %v is not a vector", a.Shape)
 	}
-	if n > maxNPYElements {
-		return nil, fmt.Errorf("npy: %d elements is more than the supported %d", n, maxNPYElements)
+	if len(a.Data) > maxNPYElements {
+		return nil, fmt.Errorf("npy: %d elements is more than the supported %d", len(a.Data), maxNPYElements)
 	}
-	data := make([]byte, n*size)
-	if _, err := io.ReadFull(r, data); err != nil {
-		return nil, fmt.Errorf("npy: data truncated (want %d values): %w", n, err)
-	}
-	var extra [1]byte
-	if k, _ := r.Read(extra[:]); k > 0 {
-		return nil, fmt.Errorf("npy: trailing bytes after %d values", n)
-	}
-	out := make([]float64, n)
-	for i := range out {
-		if size == 8 {
-			out[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:]))
-		} else {
-			out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:])))
-		}
-	}
-	return out, nil
+	return a.Data, nil
 }
 
 // SaveDFIL writes per-sample dFIL as a .npy float64 vector, atomically (a temporary
