@@ -100,7 +100,7 @@ STANDIN_CC      ?= $(or $(filter-out cc,$(CC)),gcc)
 STANDIN_CFLAGS  := -O2 -g -fPIC -std=gnu11 -fno-strict-aliasing -fno-tree-vectorize -Wall -Wextra -Werror
 STANDIN_HIDDEN  := $(STANDIN_CFLAGS) -fvisibility=hidden
 # dpfil.cu is GPU code compiled as C: an unused kernel parameter is not an error there.
-STANDIN_KERNEL  := $(STANDIN_HIDDEN) -Wno-unused-parameter
+STANDIN_KERNEL  := $(STANDIN_HIDDEN) -Wno-unused-parameter -ffp-contract=off
 STANDIN_ENV      = LD_LIBRARY_PATH=$(abspath $(STANDIN)) DPFIL_CUBLAS=$(abspath $(STANDIN))/libcublas.so.12
 STANDIN_RUNS    := $(STANDIN)/runs
 # A few DP-SGD steps with FIL, compared between --device cpu and --device cuda.

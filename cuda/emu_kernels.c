@@ -18,12 +18,20 @@ dp_dim3 dp_emu_threadIdx, dp_emu_blockIdx, dp_emu_blockDim, dp_emu_gridDim;
 #define PD(k) ((double*)(uintptr_t)a[k])
 #define PI(k) ((int*)(uintptr_t)a[k])
 #define L(k) ((long long)a[k])
+#define D(k) slot_double(a[k])
+#define PU8(k) ((unsigned char*)(uintptr_t)a[k])
 
 static float slot_float(uint64_t v) {
 	uint32_t u = (uint32_t)v;
 	float f;
 	memcpy(&f, &u, sizeof f);
 	return f;
+}
+
+static double slot_double(uint64_t v) {
+	double d;
+	memcpy(&d, &v, sizeof d);
+	return d;
 }
 
 static int call(int id, const uint64_t* a) {
@@ -84,6 +92,45 @@ static int call(int id, const uint64_t* a) {
 		return 0;
 	case EMU_K_SCALED_ROW_SUM:
 		k_scaled_row_sum(I(0), I(1), PD(2), PF(3), PD(4));
+		return 0;
+	case EMU_K_SOFTMAX_XENT:
+		k_softmax_xent(I(0), I(1), PF(2), PI(3), PF(4), PF(5));
+		return 0;
+	case EMU_K_SOFTMAX_XENT_TANGENT:
+		k_softmax_xent_tangent(I(0), I(1), I(2), PI(3), PF(4), PF(5), PF(6));
+		return 0;
+	case EMU_K_CLIP_SCALE:
+		k_clip_scale(I(0), I(1), D(2), I(3), PD(4), PD(5));
+		return 0;
+	case EMU_K_FIL_COMBINE:
+		k_fil_combine(I(0), I(1), I(2), D(3), I(4), PD(5), PD(6), PD(7), PD(8));
+		return 0;
+	case EMU_K_SUM_ROWS_ADD:
+		k_sum_rows_add(I(0), I(1), PD(2), PD(3));
+		return 0;
+	case EMU_K_SCALED_ROW_SUM_ADD:
+		k_scaled_row_sum_add(I(0), I(1), PD(2), PF(3), PD(4));
+		return 0;
+	case EMU_K_F64_TO_F32:
+		k_f64_to_f32(I(0), PD(1), PF(2));
+		return 0;
+	case EMU_K_ZERO_F64:
+		k_zero_f64(I(0), PD(1));
+		return 0;
+	case EMU_K_CHANNEL_AFFINE:
+		k_channel_affine(I(0), I(1), I(2), PF(3), PF(4), PF(5), PF(6));
+		return 0;
+	case EMU_K_GATHER_F32:
+		k_gather_f32(I(0), I(1), PI(2), PF(3), PF(4));
+		return 0;
+	case EMU_K_GATHER_U8:
+		k_gather_u8(I(0), I(1), PI(2), PU8(3), PF(4));
+		return 0;
+	case EMU_K_NORMALS:
+		k_normals(I(0), L(1), L(2), PD(3));
+		return 0;
+	case EMU_K_DPSGD_UPDATE:
+		k_dpsgd_update(I(0), L(1), L(2), D(3), D(4), D(5), D(6), D(7), PF(8), PD(9), PD(10), PF(11), PD(12));
 		return 0;
 	}
 	return -1;

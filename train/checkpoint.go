@@ -18,7 +18,8 @@ const checkpointMagic = "DPFILCK1"
 
 // checkpoint is everything needed to continue a run bit-identically: the config, the
 // finished repeats, and the current repeat's parameters, momentum buffer, step, RNG
-// states (sampler, FIL coordinates, noise), sampler state, accountants and metrics.
+// states (sampler, FIL coordinates; the noise is counter-based: the step is its
+// state), sampler state, accountants and metrics.
 type checkpoint struct {
 	Config      Config
 	ConfigHash  string
@@ -39,7 +40,7 @@ type repeatState struct {
 	Velocity  []float64
 	Sampler   samplerState
 	CoordsRNG []byte
-	NoiseRNG  []byte
+	Noise     string          // NoiseGenerator (counter-based: the step says where the noise stands)
 	FIL       *accounting.FIL // nil when FIL is off
 	Ledger    []byte          // JSON privacy ledger of the Step steps done
 	Samples   int64           // Σ_t |B_t| so far

@@ -294,7 +294,7 @@ type worker struct {
 	opt      *momentumSGD
 	sampler  sampler
 	coordRNG *rngState
-	noiseRNG *rngState
+	noiseKey [2]uint32 // Philox key of the repeat's noise (noise.go)
 	fil      *accounting.FIL
 	ledger   accounting.Ledger         // the privacy events emitted so far
 	progress *accounting.RDPAccountant // the same events in RDP, for progress (nil when σ = 0)
@@ -319,7 +319,7 @@ func (s *setup) newWorker(repeat int, st *repeatState) (*worker, error) {
 	w.sampler = nil
 	samplerRNG := newRNG(newStream(s.cfg.Seed, repeat, streamSampler))
 	w.coordRNG = newRNG(newStream(s.cfg.Seed, repeat, streamCoords))
-	w.noiseRNG = newRNG(newStream(s.cfg.Seed, repeat, streamNoise))
+	w.noiseKey = noiseKey(s.cfg.Seed, repeat)
 	var err error
 	if w.sampler, err = newSampler(s.cfg.Sampling, s.n, s.cfg.Batch, samplerRNG); err != nil {
 		return nil, err
@@ -363,8 +363,8 @@ func (s *setup) newWorker(repeat int, st *repeatState) (*worker, error) {
 		if err := w.coordRNG.unmarshal(st.CoordsRNG); err != nil {
 			return nil, err
 		}
-		if err := w.noiseRNG.unmarshal(st.NoiseRNG); err != nil {
-			return nil, err
+		if st.Noise != NoiseGenerator {
+			return nil, fmt.Errorf("checkpoint drew its noise with %q, this dpfil with %q: it cannot continue the run bit-identically (start it again)", st.Noise, NoiseGenerator)
 		}
 		w.opt.velocity = st.Velocity
 	}
@@ -401,9 +401,7 @@ func (w *worker) snapshot() error {
 	if w.st.CoordsRNG, err = w.coordRNG.marshal(); err != nil {
 		return err
 	}
-	if w.st.NoiseRNG, err = w.noiseRNG.marshal(); err != nil {
-		return err
-	}
+	w.st.Noise = NoiseGenerator
 	return nil
 }
 
@@ -442,10 +440,7 @@ func (w *worker) step() (int, error) {
 	// holds exactly the gradient that was applied.
 	b := float64(s.cfg.Batch)
 	if s.noiseStd > 0 {
-		r := w.noiseRNG.r
-		for i, v := range w.sum {
-			w.sum[i] = float32(float64(v) + s.noiseStd*r.NormFloat64())
-		}
+		addNoise(w.sum, s.noiseStd, w.noiseKey, w.st.Step)
 	}
 	for i, v := range w.sum {
 		w.grad[i] = float64(v) / b

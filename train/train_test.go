@@ -17,6 +17,7 @@ import (
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/internal/dirlock"
+	"github.com/dpfil/dpfil/internal/philox"
 	"github.com/dpfil/dpfil/models"
 	"github.com/dpfil/dpfil/models/oracle"
 )
@@ -82,9 +83,9 @@ func TestStepMatchesHandComputed(t *testing.T) {
 				w[i] = float64(v)
 			}
 			v := make([]float64, len(w))
-			noise := newRNG(newStream(cfg.Seed, 0, streamNoise)).r
+			key := noiseKey(cfg.Seed, 0) // coordinate j of step t: philox.Normal(key, t, j)
 			sawEmpty := false
-			for _, idx := range batchesOf(t, cfg, 0, split.Train.N, cfg.Steps) {
+			for step, idx := range batchesOf(t, cfg, 0, split.Train.N, cfg.Steps) {
 				sawEmpty = sawEmpty || len(idx) == 0
 				sum := make([]float64, len(w))
 				for _, i := range idx {
@@ -96,7 +97,7 @@ func TestStepMatchesHandComputed(t *testing.T) {
 				for j := range w {
 					gbar := sum[j] / float64(cfg.Batch)
 					if cfg.Sigma > 0 {
-						gbar += cfg.Sigma * cfg.Clip * noise.NormFloat64() / float64(cfg.Batch)
+						gbar += cfg.Sigma * cfg.Clip * philox.Normal(key, uint64(step), uint64(j)) / float64(cfg.Batch)
 					}
 					gbar += cfg.WeightDecay * w[j]
 					v[j] = cfg.Momentum*v[j] + gbar

@@ -9,13 +9,23 @@
 //   - plain C: no templates, references, overloading or C++ headers;
 //   - every kernel loops grid-stride over its index space, so any launch shape is
 //     correct;
-//   - integer arguments are int (32-bit), floating ones float or double, buffers
-//     float* or double*; a null buffer pointer means "absent" where documented.
+//   - integer arguments are int (32-bit) or long long, floating ones float or double,
+//     buffers float*, double*, int* or unsigned char*; a null buffer pointer means
+//     "absent" where documented.
 // Indices follow models.Backend: row-major, NCHW, patches ordered (c, kh, kw).
 
 #ifdef __CUDACC__
 #define KERNEL extern "C" __global__ void
 #define DEVFN static __device__ __forceinline__
+// Individually rounded double operations (never fused into an FMA) and a double's bits,
+// for the noise generator (hostemu.h has the C builds' versions).
+#define DP_ADD(a, b) __dadd_rn((a), (b))
+#define DP_SUB(a, b) __dsub_rn((a), (b))
+#define DP_MUL(a, b) __dmul_rn((a), (b))
+#define DP_DIV(a, b) __ddiv_rn((a), (b))
+#define DP_SQRT(a) __dsqrt_rn(a)
+#define DP_BITS(x) ((unsigned long long)__double_as_longlong(x))
+#define DP_FROM_BITS(u) __longlong_as_double((long long)(u))
 #else
 #include "hostemu.h"
 #endif
@@ -320,4 +330,311 @@ KERNEL k_scaled_row_sum(int rows, int P, const double* scale, const float* x, do
 		for (int r = 0; r < rows; r++) s += scale[r] * (double)x[(long long)r * P + p];
 		acc[p] = s;
 	}
+}
+
+// ---- plain device memory: the network's last host-side steps (models.DeviceMemory) ----
+
+// k_softmax_xent: for row r < rows of classes logits z, losses[r] = logsumexp(z) − z[y[r]]
+// and dz = softmax(z) − onehot(y[r]), in double as the CPU's lossAndDelta.
+KERNEL k_softmax_xent(int rows, int classes, const float* z, const int* y, float* losses, float* dz) {
+	GRID_STRIDE(r, rows) {
+		const float* zr = z + r * classes;
+		float* dr = dz + r * classes;
+		double mx = (double)zr[0];
+		for (int j = 1; j < classes; j++) mx = fmax(mx, (double)zr[j]);
+		double sum = 0.0;
+		for (int j = 0; j < classes; j++) sum += exp((double)zr[j] - mx);
+		double lse = mx + log(sum);
+		int yr = y[r];
+		losses[r] = (float)(lse - (double)zr[yr]);
+		for (int j = 0; j < classes; j++) dr[j] = (float)exp((double)zr[j] - lse);
+		dr[yr] -= 1.0f;
+	}
+}
+
+// k_softmax_xent_tangent: the tangent of the logits' gradient for cs samples with kc
+// directions each (row s·kc+d): p = dz_s + onehot(y_s) (the softmax), pz = pᵀż and
+// tdz = p ⊙ (ż − pz), in double as the CPU's tangentLoss.
+KERNEL k_softmax_xent_tangent(int cs, int kc, int classes, const int* y, const float* dz, const float* tz,
+                              float* tdz) {
+	GRID_STRIDE(r, (long long)cs * kc) {
+		long long s = r / kc;
+		const float* ds = dz + s * classes;
+		const float* zr = tz + r * classes;
+		float* dr = tdz + r * classes;
+		int ys = y[s];
+		double pz = 0.0;
+		for (int j = 0; j < classes; j++) pz += ((double)ds[j] + (j == ys ? 1.0 : 0.0)) * (double)zr[j];
+		for (int j = 0; j < classes; j++) {
+			double p = (double)ds[j] + (j == ys ? 1.0 : 0.0);
+			dr[j] = (float)(p * ((double)zr[j] - pz));
+		}
+	}
+}
+
+// dp_clip_scale returns the clip factor s(‖g‖) (models.Clip.Scale) for mode 0 (smooth:
+// 1/(GELU(‖g‖/C − 1) + 1), GELU exact (gelu 0) or its tanh approximation (gelu 1)) or
+// mode 1 (hard: min(1, C/‖g‖)), and its derivative in *ds.
+DEVFN double dp_clip_scale(int mode, double C, int gelu, double norm, double* ds) {
+	if (mode == 1) {
+		if (norm <= C) {
+			*ds = 0.0;
+			return 1.0;
+		}
+		*ds = -C / (norm * norm);
+		return C / norm;
+	}
+	double x = norm / C - 1.0, g, dg;
+	if (gelu == 1) {
+		const double a = 0.044715, k = 0.79788456080286535588; // √(2/π)
+		double u = k * (x + a * x * x * x);
+		double th = tanh(u);
+		g = 0.5 * x * (1.0 + th);
+		dg = 0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * k * (1.0 + 3.0 * a * x * x);
+	} else {
+		double phi = 0.5 * (1.0 + erf(x / 1.41421356237309504880));
+		double pdf = exp(-0.5 * x * x) / 2.50662827463100050242;
+		g = x * phi;
+		dg = phi + x * pdf;
+	}
+	double s = 1.0 / (g + 1.0);
+	*ds = -s * s * dg / C;
+	return s;
+}
+
+// k_clip_scale: scale[r] = s(√sq[r]) for the squared gradient norms sq.
+KERNEL k_clip_scale(int rows, int mode, double C, int gelu, const double* sq, double* scale) {
+	GRID_STRIDE(r, rows) {
+		double ds;
+		scale[r] = dp_clip_scale(mode, C, gelu, sqrt(sq[r]), &ds);
+	}
+}
+
+// k_fil_combine: out[s] += Σ_{j<kc} ‖ġ̃_{s,j}‖² for cs samples, where the clipped
+// tangent's squared norm is s²‖ġ‖² + 2s·c·gᵀġ + c²‖g‖² with c = s′·gᵀġ/‖g‖ (0 when
+// g = 0), from sq = ‖g‖², gd = gᵀġ and dd = ‖ġ‖² (row s·kc + j), negative rounding
+// clamped to 0 (models' clippedTangentSqNorm; an absent direction, gd = dd = 0, adds 0).
+KERNEL k_fil_combine(int cs, int kc, int mode, double C, int gelu, const double* sq, const double* gd,
+                     const double* dd, double* out) {
+	GRID_STRIDE(s, cs) {
+		double gg = sq[s], norm = sqrt(gg), ds;
+		double sc = dp_clip_scale(mode, C, gelu, norm, &ds);
+		double acc = 0.0;
+		for (int j = 0; j < kc; j++) {
+			double a = gd[s * kc + j], b = dd[s * kc + j];
+			double coef = norm > 0.0 ? ds * a / norm : 0.0;
+			double v = sc * sc * b + 2.0 * sc * coef * a + coef * coef * gg;
+			acc += v < 0.0 ? 0.0 : v;
+		}
+		out[s] += acc;
+	}
+}
+
+// k_sum_rows_add: out[r] += Σ_{c < m} in[r·m + c] (the stripes in order).
+KERNEL k_sum_rows_add(int rows, int m, const double* in, double* out) {
+	GRID_STRIDE(r, rows) {
+		double s = 0.0;
+		for (int c = 0; c < m; c++) s += in[r * (long long)m + c];
+		out[r] += s;
+	}
+}
+
+// k_scaled_row_sum_add: acc[p] += Σ_r scale[r]·x[r·P + p], the chunk's sum in double
+// (rows in order) added once.
+KERNEL k_scaled_row_sum_add(int rows, int P, const double* scale, const float* x, double* acc) {
+	GRID_STRIDE(p, P) {
+		double s = 0.0;
+		for (int r = 0; r < rows; r++) s += scale[r] * (double)x[(long long)r * P + p];
+		acc[p] += s;
+	}
+}
+
+// k_f64_to_f32: dst = (float)src.
+KERNEL k_f64_to_f32(int n, const double* src, float* dst) {
+	GRID_STRIDE(i, n) { dst[i] = (float)src[i]; }
+}
+
+// k_zero_f64: x = 0.
+KERNEL k_zero_f64(int n, double* x) {
+	GRID_STRIDE(i, n) { x[i] = 0.0; }
+}
+
+// k_channel_affine: dst[r][c][k] = (src[r][c][k] − shift[c])·mul[c] for rows rows of C×hw
+// values (a Normalize layer: shift = mean, mul = 1/std; its adjoint: shift = 0).
+KERNEL k_channel_affine(int rows, int C, int hw, const float* shift, const float* mul, const float* src,
+                        float* dst) {
+	GRID_STRIDE(t, (long long)rows * C * hw) {
+		int c = (int)((t / hw) % C);
+		dst[t] = (src[t] - shift[c]) * mul[c];
+	}
+}
+
+// ---- device-resident DP-SGD (cuda.Trainer) ----
+
+// k_gather_f32: dst[r] = src[idx[r]] for rows rows of d values (the batch from the
+// training set on the device).
+KERNEL k_gather_f32(int rows, int d, const int* idx, const float* src, float* dst) {
+	GRID_STRIDE(t, (long long)rows * d) {
+		long long r = t / d;
+		dst[t] = src[(long long)idx[r] * d + t % d];
+	}
+}
+
+// k_gather_u8: the same from a training set of bytes b, as b/255 (float division, as
+// the data loaders' float32(b)/255).
+KERNEL k_gather_u8(int rows, int d, const int* idx, const unsigned char* src, float* dst) {
+	GRID_STRIDE(t, (long long)rows * d) {
+		long long r = t / d;
+		dst[t] = (float)src[(long long)idx[r] * d + t % d] / 255.0f;
+	}
+}
+
+// The counter-based Gaussian noise: internal/philox's arithmetic, operation for
+// operation. Every double operation is rounded on its own (DP_ADD…: __dadd_rn etc. on
+// the GPU, which nvcc never fuses into an FMA; plain operators in the C builds, which
+// are compiled with -ffp-contract=off), and the logarithm and sine/cosine are the
+// polynomials below, not a math library's, so CPU and GPU draw the same bits.
+DEVFN unsigned int dp_mulhi32(unsigned int a, unsigned int b) {
+	return (unsigned int)(((unsigned long long)a * b) >> 32);
+}
+
+// dp_philox: Philox4x32-10 of counter c under key (k0, k1), in place.
+DEVFN void dp_philox(unsigned int c[4], unsigned int k0, unsigned int k1) {
+	for (int r = 0; r < 10; r++) {
+		if (r > 0) {
+			k0 += 0x9E3779B9u;
+			k1 += 0xBB67AE85u;
+		}
+		unsigned int a0 = c[0], a2 = c[2];
+		unsigned int hi0 = dp_mulhi32(0xD2511F53u, a0), lo0 = 0xD2511F53u * a0;
+		unsigned int hi1 = dp_mulhi32(0xCD9E8D57u, a2), lo1 = 0xCD9E8D57u * a2;
+		c[0] = hi1 ^ c[1] ^ k0;
+		c[1] = lo1;
+		c[2] = hi0 ^ c[3] ^ k1;
+		c[3] = lo0;
+	}
+}
+
+// dp_log: philox.Log (e_log.c's reduction and polynomial) for positive normal x.
+DEVFN double dp_log(double x) {
+	unsigned long long bits = DP_BITS(x);
+	long long k = (long long)((bits >> 52) & 0x7ff) - 1022;
+	double m = DP_FROM_BITS((bits & ~(0x7ffull << 52)) | (1022ull << 52));
+	if (m < 0.70710678118654752440) {
+		m = DP_MUL(m, 2.0);
+		k--;
+	}
+	double f = DP_SUB(m, 1.0), kf = (double)k;
+	double s = DP_DIV(f, DP_ADD(2.0, f));
+	double s2 = DP_MUL(s, s), s4 = DP_MUL(s2, s2);
+	double t1 = DP_ADD(1.818357216161805012e-01, DP_MUL(s4, 1.479819860511658591e-01)); // lg5 + s4·lg7
+	t1 = DP_ADD(2.857142874366239149e-01, DP_MUL(s4, t1));                            // lg3 + s4·…
+	t1 = DP_MUL(s2, DP_ADD(6.666666666666735130e-01, DP_MUL(s4, t1)));                // s2·(lg1 + s4·…)
+	double t2 = DP_ADD(2.222219843214978396e-01, DP_MUL(s4, 1.531383769920937332e-01)); // lg4 + s4·lg6
+	t2 = DP_MUL(s4, DP_ADD(3.999999999940941908e-01, DP_MUL(s4, t2)));                  // s4·(lg2 + s4·…)
+	double R = DP_ADD(t1, t2);
+	double hfsq = DP_MUL(DP_MUL(0.5, f), f);
+	double inner = DP_SUB(hfsq, DP_ADD(DP_MUL(s, DP_ADD(hfsq, R)), DP_MUL(kf, 1.90821492927058770002e-10)));
+	return DP_SUB(DP_MUL(kf, 6.93147180369123816490e-01), DP_SUB(inner, f));
+}
+
+// dp_ksin, dp_kcos: k_sin.c and k_cos.c on [−π/4, π/4] (philox.kernelSin/kernelCos).
+DEVFN double dp_ksin(double x) {
+	double z = DP_MUL(x, x), v = DP_MUL(z, x);
+	double r = DP_ADD(-2.50507602534068634195e-08, DP_MUL(z, 1.58969099521155010221e-10)); // s5 + z·s6
+	r = DP_ADD(2.75573137070700676789e-06, DP_MUL(z, r));                                 // s4 + z·…
+	r = DP_ADD(-1.98412698298579493134e-04, DP_MUL(z, r));                                // s3 + z·…
+	r = DP_ADD(8.33333333332248946124e-03, DP_MUL(z, r));                                 // s2 + z·…
+	return DP_ADD(x, DP_MUL(v, DP_ADD(-1.66666666666666324348e-01, DP_MUL(z, r))));
+}
+
+DEVFN double dp_kcos(double x) {
+	double z = DP_MUL(x, x);
+	double r = DP_ADD(2.08757232129817482790e-09, DP_MUL(z, -1.13596475577881948265e-11)); // c5 + z·c6
+	r = DP_ADD(-2.75573143513906633035e-07, DP_MUL(z, r));                                // c4 + z·…
+	r = DP_ADD(2.48015872894767294178e-05, DP_MUL(z, r));                                 // c3 + z·…
+	r = DP_ADD(-1.38888888888741095749e-03, DP_MUL(z, r));                                // c2 + z·…
+	r = DP_MUL(z, DP_ADD(4.16666666666666019037e-02, DP_MUL(z, r)));                      // z·(c1 + z·…)
+	double hz = DP_MUL(0.5, z), w = DP_SUB(1.0, hz);
+	return DP_ADD(w, DP_ADD(DP_SUB(DP_SUB(1.0, w), hz), DP_MUL(z, r)));
+}
+
+// dp_gauss_pair: philox.Pair — the two standard normals of counter (pair p, block b)
+// under the 64-bit key: 53-bit uniforms u1 ∈ (0, 1], u2 ∈ [0, 1), then Box–Muller.
+DEVFN void dp_gauss_pair(unsigned long long key, unsigned long long b, unsigned long long p, double* z0,
+                         double* z1) {
+	unsigned int c[4] = {(unsigned int)p, (unsigned int)(p >> 32), (unsigned int)b, (unsigned int)(b >> 32)};
+	dp_philox(c, (unsigned int)key, (unsigned int)(key >> 32));
+	unsigned long long a = ((unsigned long long)c[1] << 32 | c[0]) >> 11;
+	unsigned long long bb = ((unsigned long long)c[3] << 32 | c[2]) >> 11;
+	double u1 = DP_MUL((double)(a + 1), 1.1102230246251565404e-16); // 2⁻⁵³
+	double u2 = DP_MUL((double)bb, 1.1102230246251565404e-16);
+	double r = DP_SQRT(DP_MUL(-2.0, dp_log(u1)));
+	double t = DP_MUL(u2, 8.0);
+	int o = (int)t;
+	double f = DP_SUB(t, (double)o);
+	if (o & 1) f = DP_SUB(1.0, f);
+	double an = DP_MUL(f, 0.78539816339744830962); // π/4
+	double sa = dp_ksin(an), ca = dp_kcos(an), sn, cs;
+	switch (o & 7) {
+	case 0: sn = sa; cs = ca; break;
+	case 1: sn = ca; cs = sa; break;
+	case 2: sn = ca; cs = -sa; break;
+	case 3: sn = sa; cs = -ca; break;
+	case 4: sn = -sa; cs = -ca; break;
+	case 5: sn = -ca; cs = -sa; break;
+	case 6: sn = -ca; cs = sa; break;
+	default: sn = -sa; cs = ca; break;
+	}
+	*z0 = DP_MUL(r, cs);
+	*z1 = DP_MUL(r, sn);
+}
+
+// k_normals: out[i] = the standard normal of coordinate i at block b (component i mod 2
+// of pair i/2): the generator on its own, for the tests against internal/philox.
+KERNEL k_normals(int n, long long key, long long b, double* out) {
+	GRID_STRIDE(p, ((long long)n + 1) / 2) {
+		double z0, z1;
+		dp_gauss_pair((unsigned long long)key, (unsigned long long)b, (unsigned long long)p, &z0, &z1);
+		out[2 * p] = z0;
+		if (2 * p + 1 < n) out[2 * p + 1] = z1;
+	}
+}
+
+// dp_update1: one coordinate of the DP-SGD step (train's step and momentumSGD, the
+// same roundings): the released sum float32(sum + std·z) (std = 0: the sum), the
+// gradient released/denom, then g = ḡ + wd·w, v = mom·v + g, w = w − lr·v, and the
+// float32 copy of w. Returns 1 when w is not finite.
+DEVFN double dp_update1(long long i, double z, double std, double denom, double lr, double mom, double wd,
+                        float* sum, double* w, double* v, float* w32) {
+	float rel = sum[i];
+	if (std > 0.0) rel = (float)DP_ADD((double)rel, DP_MUL(std, z));
+	sum[i] = rel;
+	double g = DP_DIV((double)rel, denom);
+	double wi = w[i];
+	g = DP_ADD(g, DP_MUL(wd, wi));
+	double vi = DP_ADD(DP_MUL(mom, v[i]), g);
+	wi = DP_SUB(wi, DP_MUL(lr, vi));
+	v[i] = vi;
+	w[i] = wi;
+	w32[i] = (float)wi;
+	return isfinite(wi) ? 0.0 : 1.0;
+}
+
+// k_dpsgd_update: the noise, momentum update and float32 parameters of one DP-SGD step
+// for n parameters, in place: sum (the clipped sum in, the released noisy sum out), w
+// and v (float64 master parameters and momentum), w32. Thread t handles the pairs
+// t, t + T, … (T = all threads of the launch) and writes how many of its parameters
+// are not finite to bad[t].
+KERNEL k_dpsgd_update(int n, long long key, long long step, double std, double denom, double lr, double mom,
+                      double wd, float* sum, double* w, double* v, float* w32, double* bad) {
+	long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+	double nb = 0.0;
+	GRID_STRIDE(p, ((long long)n + 1) / 2) {
+		double z0 = 0.0, z1 = 0.0;
+		if (std > 0.0) dp_gauss_pair((unsigned long long)key, (unsigned long long)step, (unsigned long long)p, &z0, &z1);
+		nb += dp_update1(2 * p, z0, std, denom, lr, mom, wd, sum, w, v, w32);
+		if (2 * p + 1 < n) nb += dp_update1(2 * p + 1, z1, std, denom, lr, mom, wd, sum, w, v, w32);
+	}
+	bad[tid] = nb;
 }

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 typedef struct {
 	unsigned int x, y, z;
@@ -21,5 +22,29 @@ extern dp_dim3 dp_emu_threadIdx, dp_emu_blockIdx, dp_emu_blockDim, dp_emu_gridDi
 
 #define KERNEL static void
 #define DEVFN static inline
+
+// The noise generator's individually rounded double operations: plain operators, with
+// floating-point contraction off below so that no multiply-add is fused (cgo refuses
+// -ffp-contract=off as a flag), and a double's bits.
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+#define DP_ADD(a, b) ((a) + (b))
+#define DP_SUB(a, b) ((a) - (b))
+#define DP_MUL(a, b) ((a) * (b))
+#define DP_DIV(a, b) ((a) / (b))
+#define DP_SQRT(a) sqrt(a)
+static inline unsigned long long DP_BITS(double x) {
+	unsigned long long u;
+	memcpy(&u, &x, sizeof u);
+	return u;
+}
+static inline double DP_FROM_BITS(unsigned long long u) {
+	double x;
+	memcpy(&x, &u, sizeof x);
+	return x;
+}
 
 #endif

@@ -48,16 +48,19 @@ func parseParam(decl string) (param, error) {
 	if strings.Contains(ctype, "*") {
 		base := strings.TrimSpace(strings.ReplaceAll(strings.TrimPrefix(ctype, "const "), "*", ""))
 		switch base {
-		case "float", "double", "int", "long long":
+		case "float", "double", "int", "long long", "unsigned char":
 		default:
-			return param{}, fmt.Errorf("pointer parameter %q: base type %q is not float, double, int or long long", decl, base)
+			return param{}, fmt.Errorf("pointer parameter %q: base type %q is not float, double, int, long long or unsigned char", decl, base)
 		}
 		if strings.Count(ctype, "*") != 1 {
 			return param{}, fmt.Errorf("parameter %q: only single pointers are supported", decl)
 		}
 		elem := 4
-		if base == "double" || base == "long long" {
+		switch base {
+		case "double", "long long":
 			elem = 8
+		case "unsigned char":
+			elem = 1
 		}
 		return param{"SI_PTR", 8, elem, ctype, decl}, nil
 	}
