@@ -79,6 +79,10 @@ type Config struct {
 	// one-hot vector (Result.LabelFIL; train/labelfil.go): K extra first-order passes
 	// per FIL member and step.
 	FILLabel bool `json:"fil_label,omitempty"`
+
+	// Tuning is seed 002's public-data pretraining, pruning, freezing and learned
+	// noise (train/tuning.go); the zero value (all off) is omitted from JSON.
+	Tuning TuningConfig `json:"tuning,omitzero"`
 }
 
 // Sampling schemes.

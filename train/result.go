@@ -63,6 +63,8 @@ type Result struct {
 	Eta *EtaResult `json:"eta,omitempty"`
 	// LabelFIL is the FIL of the labels (config.fil_label).
 	LabelFIL *LabelFILResult `json:"label_fil,omitempty"`
+	// Tuning reports pretraining, pruning, freezing and learned noise (config.tuning).
+	Tuning *TuningResult `json:"tuning,omitempty"`
 
 	// Timings (the only fields that differ between identical runs).
 	WallSeconds   float64 `json:"wall_seconds"`    // run time (steps, evaluations, checkpoints), summed over resumed segments

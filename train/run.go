@@ -97,6 +97,8 @@ type setup struct {
 
 	net      *models.Network[float32] // engine network for η and label FIL (extrafil.go)
 	etaScale []float64                // input scale of their directions (nil: raw pixels)
+
+	tune *tuning // pretraining, pruning, freezing, learned noise (tuning.go); nil = off
 }
 
 // Run trains cfg.Repeats independent models with DP-SGD and returns the result, also
@@ -206,6 +208,9 @@ func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error)
 		}
 		nm.Network().SetFILNormalizedInputs(true)
 	}
+	if err := s.prepareTuning(); err != nil {
+		return nil, err
+	}
 	s.n, s.d, s.p = s.train.N, s.train.Dim(), s.model.NumParams()
 	if s.model.InputDim() != s.d {
 		return nil, fmt.Errorf("model %s takes %d input values, dataset %s has %d (%dx%dx%d)", s.arch.Name, s.model.InputDim(), cfg.Dataset, s.d, s.train.C, s.train.H, s.train.W)
@@ -241,6 +246,9 @@ func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error)
 		cfg.Sigma = nm * s.c
 		s.cfg.Sigma = cfg.Sigma
 		logf("target ε = %g at δ = %g: noise multiplier σ = %.6g (σ/c = %.6g)", cfg.TargetEpsilon, cfg.Delta, cfg.Sigma, nm)
+	}
+	if err := s.tuneSigma(&cfg); err != nil {
+		return nil, err
 	}
 	s.noiseStd = cfg.Sigma * cfg.Clip
 	s.filDelta = cfg.FILDelta
@@ -369,6 +377,9 @@ func (s *setup) newWorker(repeat int, st *repeatState) (*worker, error) {
 		w.opt.velocity = st.Velocity
 	}
 	w.st, w.fil = st, st.FIL
+	if err := s.startTuning(st); err != nil {
+		return nil, err
+	}
 	if s.cfg.Sigma > 0 {
 		w.progress = accounting.NewRDPAccountant(accounting.DefaultAdjacency(s.dpsgd().Sampling), accounting.ShuffleRigorous, nil)
 		if err := w.progress.Compose(w.ledger.Event()); err != nil {
@@ -409,6 +420,9 @@ func (w *worker) snapshot() error {
 // batch size.
 func (w *worker) step() (int, error) {
 	s := w.s
+	if err := w.tuneStep(); err != nil {
+		return 0, err
+	}
 	idx := w.sampler.next()
 	nb := len(idx)
 	clear(w.sum)
@@ -442,6 +456,7 @@ func (w *worker) step() (int, error) {
 	if s.noiseStd > 0 {
 		addNoise(w.sum, s.noiseStd, w.noiseKey, w.st.Step)
 	}
+	w.tuneRelease()
 	for i, v := range w.sum {
 		w.grad[i] = float64(v) / b
 	}
@@ -816,6 +831,7 @@ func (s *setup) result(ck *checkpoint, wallSec, stepSec float64, samples int64) 
 	} else {
 		res.MSEBoundFILMax, res.MSEBoundFILMedian = math.Inf(1), math.Inf(1)
 	}
+	s.tuningResult(res)
 	if err := s.extraFILResult(res, ck.Done); err != nil {
 		return nil, err
 	}

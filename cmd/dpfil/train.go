@@ -51,6 +51,7 @@ func addTrainConfigFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.IntVar(&cfg.EvalEvery, "eval-every", cfg.EvalEvery, "evaluate test accuracy every n steps (0 = only at the end)")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for every random draw (init, batches, FIL coordinates, noise)")
 	fs.StringVar(&cfg.Device, "device", cfg.Device, "cpu or cuda (needs the GPU build bin/dpfil-cuda: make cuda, tag dpfil_cuda)")
+	addTuningFlags(fs, cfg)
 }
 
 // configFlagsChanged lists the config flags the user set explicitly.
@@ -183,6 +184,7 @@ func printResult(w io.Writer, res *train.Result, dir string) {
 		fmt.Fprintln(w, "FIL                off (--fil-coords 0)")
 	}
 	printExtraFIL(w, res)
+	printTuning(w, res)
 	fmt.Fprintf(w, "time               %.1f s (%.1f s in DP-SGD steps, %.3g samples/s)\n", res.WallSeconds, res.StepSeconds, res.SamplesPerSec)
 	if dir != "" {
 		fmt.Fprintf(w, "results in         %s\n", dir)

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/dpfil/dpfil/train"
+	"github.com/spf13/pflag"
+)
+
+// addTuningFlags registers the flags of train.TuningConfig (seed 002: public-data
+// pretraining, pruning, freezing, learned noise).
+func addTuningFlags(fs *pflag.FlagSet, cfg *train.Config) {
+	t := &cfg.Tuning
+	fs.Float64Var(&t.PretrainPublic, "pretrain-public", t.PretrainPublic, "hold out this fraction of the training set as public data and pretrain on it without privacy before DP-SGD on the rest (0 = off; seed 002)")
+	fs.IntVar(&t.PretrainSteps, "pretrain-steps", t.PretrainSteps, "non-private pretraining steps on the public part (0 = 200; -1 = hold the public part out without pretraining)")
+	fs.IntVar(&t.PretrainBatch, "pretrain-batch", t.PretrainBatch, "pretraining batch size (0 = --batch)")
+	fs.Float64Var(&t.PretrainLR, "pretrain-lr", t.PretrainLR, "pretraining learning rate (0 = --lr)")
+	fs.Float64Var(&t.PruneFraction, "prune-fraction", t.PruneFraction, "freeze this fraction of the parameters, those of smallest magnitude after pretraining (seed 002's magnitude pruning)")
+	fs.StringVar(&t.PruneMode, "prune-mode", t.PruneMode, "freeze (keep the pruned values, the thesis's choice; default) or zero (set them to 0)")
+	fs.StringVar(&t.Freeze, "freeze", t.Freeze, "layers not trained: indices into the architecture's layers or tensor names (e.g. 0 or conv0,dense9.b)")
+	fs.IntVar(&t.NoiseRank, "noise-rank", t.NoiseRank, "learned gradient noise: add noise along the top r directions of the public data's gradient FIM (needs --pretrain-public; 0 = isotropic noise)")
+	fs.Float64Var(&t.NoiseScale, "noise-scale", t.NoiseScale, "learned noise strength α: extra variance α·λ_i/λ_1·σ²C² along direction i (0 = 100)")
+	fs.Float64Var(&t.NoiseBase, "noise-base", t.NoiseBase, "learned noise base β ∈ (0,1]: isotropic part β²σ²C² (ε is that of σ_eff = β·σ; 0 = 1)")
+	fs.IntVar(&t.NoiseSamples, "noise-samples", t.NoiseSamples, "public samples per FIM estimate (0 = 128)")
+	fs.IntVar(&t.NoiseEvery, "noise-every", t.NoiseEvery, "re-estimate the noise directions every n steps at the current parameters (0 = once)")
+}
+
+// printTuning prints the tuning lines of a training result.
+func printTuning(w io.Writer, res *train.Result) {
+	t := res.Tuning
+	if t == nil {
+		return
+	}
+	var parts []string
+	if t.NPublic > 0 {
+		s := fmt.Sprintf("public %d / private %d samples", t.NPublic, t.NPrivate)
+		if t.PretrainSteps > 0 {
+			s += fmt.Sprintf(", pretrained %d steps (test accuracy %.4f)", t.PretrainSteps, t.PretrainAccuracy)
+		}
+		parts = append(parts, s)
+	}
+	if t.Frozen > 0 {
+		s := fmt.Sprintf("%d of %d parameters frozen", t.Frozen, t.Frozen+t.Released)
+		if len(t.FrozenTensors) > 0 {
+			s += " (" + strings.Join(t.FrozenTensors, ",") + ")"
+		}
+		parts = append(parts, s)
+	}
+	fmt.Fprintf(w, "tuning             %s\n", strings.Join(parts, "; "))
+	if n := t.Noise; n != nil {
+		fmt.Fprintf(w, "learned noise      rank %d, α=%g, β=%g: σ=%g → σ_eff=%g (the accounted multiplier); extra noise power %.3g× isotropic; captures %.1f%% of the public FIM trace\n",
+			n.Rank, n.Scale, n.Base, n.SigmaNominal, n.SigmaEffective, n.ExtraNoisePower, 100*n.Captured)
+	}
+}

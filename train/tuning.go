@@ -1,0 +1,405 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dpfil/dpfil/data"
+	"github.com/dpfil/dpfil/models"
+)
+
+// TuningConfig holds seed 002's (Edmunds) additions to DP-SGD: public-data
+// pretraining, magnitude pruning and layer freezing during private training, and
+// learned (FIM-shaped) gradient noise. The zero value turns all of them off and is
+// omitted from JSON, so configs without them keep their hashes.
+//
+//   - Pretraining (PretrainPublic > 0): a fraction of the training set, drawn from
+//     the config seed, becomes public data; the model is first trained on it without
+//     privacy (PretrainSteps steps of momentum SGD on mini-batches) and then fine-tuned
+//     with DP-SGD on the private remainder (N, q, ε and dFIL refer to the private part).
+//   - Pruning (PruneFraction > 0): after pretraining, the fraction of parameters with
+//     the smallest magnitude is frozen (PruneMode "freeze", the thesis's choice) or set
+//     to zero and frozen ("zero").
+//   - Freezing (Freeze): the listed layers' parameters are not trained.
+//
+// Frozen coordinates are removed from every per-sample gradient before clipping (the
+// clip norm is the norm of the released coordinates), from the noise, and from the
+// FIL Jacobian; the released mechanism is the Gaussian mechanism on the remaining
+// coordinates, with the same sensitivity c·C.
+//
+// Learned noise (NoiseRank > 0, train/noise_fim.go) replaces N(0, σ²C²I) by
+// N(0, σ²C²(β²I + U·diag(a)·Uᵀ)) on the released coordinates.
+type TuningConfig struct {
+	PretrainPublic float64 `json:"pretrain_public,omitempty"` // fraction of the training set made public (0 = none)
+	PretrainSteps  int     `json:"pretrain_steps,omitempty"`  // non-private steps on the public part (0 = 200; < 0 = none)
+	PretrainBatch  int     `json:"pretrain_batch,omitempty"`  // their batch size (0 = the config's batch, at most the public size)
+	PretrainLR     float64 `json:"pretrain_lr,omitempty"`     // their learning rate (0 = the config's lr)
+	PruneFraction  float64 `json:"prune_fraction,omitempty"`  // fraction of all parameters frozen by magnitude
+	PruneMode      string  `json:"prune_mode,omitempty"`      // freeze (default) or zero
+	Freeze         string  `json:"freeze,omitempty"`          // layers frozen: indices into the architecture's layers or tensor names (conv0, dense9.b), comma-separated
+
+	NoiseRank    int     `json:"noise_rank,omitempty"`    // r: learned noise directions (0 = isotropic noise)
+	NoiseScale   float64 `json:"noise_scale,omitempty"`   // α: a_i = α·λ_i/λ_1 (default 100)
+	NoiseBase    float64 `json:"noise_base,omitempty"`    // β ∈ (0, 1] (default 1: same ε as isotropic noise)
+	NoiseSamples int     `json:"noise_samples,omitempty"` // public samples per FIM estimate (default 128)
+	NoiseEvery   int     `json:"noise_every,omitempty"`   // re-estimate U every n steps (0 = once, at the start)
+}
+
+// Tuning defaults.
+const (
+	defaultPretrainSteps = 200
+	defaultNoiseScale    = 100
+	defaultNoiseSamples  = 128
+	PruneFreeze          = "freeze"
+	PruneZero            = "zero"
+)
+
+// On reports whether any of the tuning features is on.
+func (t TuningConfig) On() bool {
+	return t.PretrainPublic > 0 || t.PruneFraction > 0 || t.Freeze != "" || t.NoiseRank > 0
+}
+
+// validate checks the tuning fields that do not depend on the data.
+func (t TuningConfig) validate(c Config) error {
+	if !finite(t.PretrainPublic) || t.PretrainPublic < 0 || t.PretrainPublic >= 1 {
+		return fmt.Errorf("config: pretrain_public = %v must be in [0, 1)", t.PretrainPublic)
+	}
+	if t.PretrainBatch < 0 || !finite(t.PretrainLR) || t.PretrainLR < 0 {
+		return fmt.Errorf("config: pretrain_batch = %d and pretrain_lr = %v must be ≥ 0", t.PretrainBatch, t.PretrainLR)
+	}
+	if t.PretrainPublic == 0 && (t.PretrainSteps > 0 || t.PretrainBatch > 0 || t.PretrainLR > 0) {
+		return fmt.Errorf("config: pretraining needs public data: set pretrain_public > 0")
+	}
+	if !finite(t.PruneFraction) || t.PruneFraction < 0 || t.PruneFraction >= 1 {
+		return fmt.Errorf("config: prune_fraction = %v must be in [0, 1)", t.PruneFraction)
+	}
+	switch t.PruneMode {
+	case "", PruneFreeze, PruneZero:
+	default:
+		return fmt.Errorf("config: prune_mode = %q, want %q or %q", t.PruneMode, PruneFreeze, PruneZero)
+	}
+	if (t.PruneFraction > 0 || t.Freeze != "") && c.WeightDecay != 0 {
+		return fmt.Errorf("config: weight_decay would move frozen parameters; use weight_decay = 0 with pruning or freezing")
+	}
+	if t.NoiseRank < 0 || t.NoiseSamples < 0 || t.NoiseEvery < 0 {
+		return fmt.Errorf("config: noise_rank, noise_samples and noise_every must be ≥ 0")
+	}
+	if !finite(t.NoiseScale) || t.NoiseScale < 0 || !finite(t.NoiseBase) || t.NoiseBase < 0 || t.NoiseBase > 1 {
+		return fmt.Errorf("config: noise_scale = %v must be ≥ 0 and noise_base = %v in (0, 1] (0 = 1)", t.NoiseScale, t.NoiseBase)
+	}
+	if t.NoiseRank > 0 && t.PretrainPublic == 0 {
+		return fmt.Errorf("config: learned noise (noise_rank > 0) is estimated on public data: set pretrain_public > 0")
+	}
+	if t.NoiseRank == 0 && (t.NoiseScale != 0 || t.NoiseBase != 0 || t.NoiseSamples != 0 || t.NoiseEvery != 0) {
+		return fmt.Errorf("config: noise_scale/base/samples/every need noise_rank > 0")
+	}
+	if t.On() && c.Sigma == 0 && c.TargetEpsilon == 0 && t.NoiseRank > 0 {
+		return fmt.Errorf("config: learned noise needs sigma > 0")
+	}
+	if t.On() && c.FILNormalizedInputs {
+		return fmt.Errorf("config: pretraining/pruning/freezing/learned noise take FIL w.r.t. raw inputs; drop fil_normalized_inputs")
+	}
+	return nil
+}
+
+func (t TuningConfig) pretrainSteps() int {
+	switch {
+	case t.PretrainPublic == 0 || t.PretrainSteps < 0:
+		return 0
+	case t.PretrainSteps == 0:
+		return defaultPretrainSteps
+	}
+	return t.PretrainSteps
+}
+
+func (t TuningConfig) noiseScale() float64 {
+	if t.NoiseScale == 0 {
+		return defaultNoiseScale
+	}
+	return t.NoiseScale
+}
+
+func (t TuningConfig) noiseBase() float64 {
+	if t.NoiseBase == 0 {
+		return 1
+	}
+	return t.NoiseBase
+}
+
+func (t TuningConfig) noiseSamples() int {
+	if t.NoiseSamples == 0 {
+		return defaultNoiseSamples
+	}
+	return t.NoiseSamples
+}
+
+// TuningResult is result.json's "tuning": what pretraining, pruning, freezing and
+// learned noise did.
+type TuningResult struct {
+	NPublic  int `json:"n_public"`  // public samples (not part of the private training set)
+	NPrivate int `json:"n_private"` // private samples (= dataset.n_train)
+	// PretrainSteps is the number of non-private steps on the public part;
+	// PretrainAccuracy the test accuracy after them (mean over repeats; the thesis's
+	// "Pretrain" row).
+	PretrainSteps    int     `json:"pretrain_steps"`
+	PretrainAccuracy float64 `json:"pretrain_accuracy,omitempty"`
+	// Released is the number of trained (released) coordinates, Frozen the rest.
+	Released int `json:"released_params"`
+	Frozen   int `json:"frozen_params"`
+	// FrozenTensors names the tensors frozen by Freeze.
+	FrozenTensors []string `json:"frozen_tensors,omitempty"`
+	// Noise describes learned noise (nil when isotropic).
+	Noise *NoiseFIMResult `json:"noise,omitempty"`
+}
+
+// tuning is the run-time state of the tuning features.
+type tuning struct {
+	cfg      TuningConfig
+	public   *data.Dataset
+	net      *models.Network[float32] // the engine network (masked gradients and FIL)
+	base     models.Model
+	frozen   []bool // static freeze mask from Freeze (nil: none)
+	tensors  []string
+	steps    int // pretraining steps
+	momentum float64
+	lr       float64
+	batch    int
+	p        int
+	clip     models.Clip
+
+	// Per repeat (the repeat being trained).
+	cache    map[uint64]*tunedRepeat // by init seed
+	cur      *tunedRepeat
+	noise    *noiseFIM
+	pretrAcc map[int]float64 // by repeat
+	test     *data.Dataset
+	classes  int
+}
+
+// tunedRepeat is what a repeat's start derives from its init seed.
+type tunedRepeat struct {
+	params  []float32 // initial parameters of the private phase (pretrained, pruned)
+	mask    []bool    // released coordinates (nil: all)
+	acc     float64   // test accuracy of params
+	nFrozen int
+}
+
+// prepareTuning splits the training set into public and private parts, resolves the
+// frozen layers and wraps the model (run.go's prepare, before N is read).
+func (s *setup) prepareTuning() error {
+	t := s.cfg.Tuning
+	if t == (TuningConfig{}) {
+		return nil
+	}
+	if err := t.validate(s.cfg); err != nil {
+		return err
+	}
+	if !t.On() {
+		return nil
+	}
+	tu := &tuning{cfg: t, base: s.model, p: s.model.NumParams(), momentum: s.cfg.Momentum,
+		cache: map[uint64]*tunedRepeat{}, pretrAcc: map[int]float64{}, test: s.test, classes: s.arch.Classes}
+	var err error
+	if tu.clip, err = s.cfg.clip(); err != nil {
+		return err
+	}
+	nm, ok := s.model.(interface {
+		Network() *models.Network[float32]
+	})
+	if ok {
+		tu.net = nm.Network()
+	} else if t.PruneFraction > 0 || t.Freeze != "" || t.NoiseRank > 0 {
+		return fmt.Errorf("pruning, freezing and learned noise need the engine's per-sample passes; model %s on device %s does not offer them (use --device cpu)", s.arch.Name, s.cfg.Device)
+	}
+	if t.PretrainPublic > 0 {
+		n := s.train.N
+		nPub := int(math.Floor(t.PretrainPublic * float64(n)))
+		if nPub < 1 || n-nPub < s.cfg.Batch {
+			return fmt.Errorf("pretrain_public = %v of %d samples leaves %d public and %d private samples (need ≥ 1 public and ≥ batch = %d private)", t.PretrainPublic, n, nPub, n-nPub, s.cfg.Batch)
+		}
+		perm := data.Permutation(n, deriveSeed(s.cfg.Seed, 0, streamTuneSplit))
+		pub := slices.Clone(perm[:nPub])
+		priv := slices.Clone(perm[nPub:])
+		slices.Sort(pub)
+		slices.Sort(priv)
+		if tu.public, err = s.train.Select(pub); err != nil {
+			return fmt.Errorf("public split: %w", err)
+		}
+		if s.train, err = s.train.Select(priv); err != nil {
+			return fmt.Errorf("private split: %w", err)
+		}
+		tu.steps = t.pretrainSteps()
+		tu.lr = t.PretrainLR
+		if tu.lr == 0 {
+			tu.lr = s.cfg.LR
+		}
+		tu.batch = t.PretrainBatch
+		if tu.batch == 0 {
+			tu.batch = s.cfg.Batch
+		}
+		tu.batch = min(tu.batch, tu.public.N)
+	}
+	if t.Freeze != "" {
+		if tu.frozen, tu.tensors, err = freezeMask(s.arch, t.Freeze); err != nil {
+			return err
+		}
+	}
+	s.tune = tu
+	s.model = &tunedModel{base: s.model, t: tu}
+	return nil
+}
+
+// Stream of the public/private split (per run, not per repeat) and of the tuning
+// draws of each repeat (pretraining batches, FIM samples, learned noise).
+const (
+	streamTuneSplit uint64 = 0x7475_6e65_0001
+	streamTuneDraws uint64 = 0x7475_6e65_0002
+)
+
+// tuneSigma turns the noise multiplier into the effective one the accountants and the
+// FIL normalisation use (run.go's prepare, after σ is known): with learned noise of
+// base β the released covariance σ²C²(β²I + UAUᵀ) has smallest eigenvalue β²σ²C² on
+// the released coordinates (noise_fim.go), so σ_eff = βσ; with target_epsilon the
+// calibrated σ is σ_eff and σ = σ_eff/β.
+func (s *setup) tuneSigma(cfg *Config) error {
+	if s.tune == nil || s.tune.cfg.NoiseRank == 0 {
+		return nil
+	}
+	beta := s.tune.cfg.noiseBase()
+	nominal := cfg.Sigma
+	if cfg.TargetEpsilon > 0 {
+		nominal = cfg.Sigma / beta
+	} else {
+		cfg.Sigma = beta * nominal
+	}
+	s.cfg.Sigma = cfg.Sigma
+	s.tune.noise = &noiseFIM{rank: s.tune.cfg.NoiseRank, scale: s.tune.cfg.noiseScale(), beta: beta,
+		samples: s.tune.cfg.noiseSamples(), every: s.tune.cfg.NoiseEvery, nominal: nominal, clipC: cfg.Clip}
+	return nil
+}
+
+// freezeMask resolves the freeze list to a parameter mask (true = frozen).
+func freezeMask(arch models.Arch, spec string) ([]bool, []string, error) {
+	ps, err := arch.Params()
+	if err != nil {
+		return nil, nil, err
+	}
+	p := arch.NumParams()
+	mask := make([]bool, p)
+	var names []string
+	for _, tok := range strings.Split(spec, ",") {
+		tok = strings.TrimSpace(tok)
+		if tok == "" {
+			continue
+		}
+		hit := false
+		idx, numErr := strconv.Atoi(tok)
+		for _, t := range ps {
+			match := numErr == nil && t.Layer == idx ||
+				numErr != nil && (t.Name == tok || strings.HasPrefix(t.Name, tok+"."))
+			if !match {
+				continue
+			}
+			hit = true
+			for i := t.Offset; i < t.Offset+t.Size; i++ {
+				mask[i] = true
+			}
+			if !slices.Contains(names, t.Name) {
+				names = append(names, t.Name)
+			}
+		}
+		if !hit {
+			var all []string
+			for _, t := range ps {
+				all = append(all, fmt.Sprintf("%d:%s", t.Layer, t.Name))
+			}
+			return nil, nil, fmt.Errorf("freeze: %q names no parameter tensor of %s (layer:tensor = %s)", tok, arch.Name, strings.Join(all, ", "))
+		}
+	}
+	frozen := 0
+	for _, f := range mask {
+		if f {
+			frozen++
+		}
+	}
+	if frozen == p {
+		return nil, nil, fmt.Errorf("freeze %q freezes all %d parameters of %s", spec, p, arch.Name)
+	}
+	return mask, names, nil
+}
+
+// startTuning derives the repeat's tuning state from its init seed (run.go's
+// newWorker, after the state is known): the pretrained parameters and the mask. A
+// fresh repeat already took its parameters from tunedModel.Init; a resumed one
+// recomputes the (deterministic) pretraining for its mask.
+func (s *setup) startTuning(st *repeatState) error {
+	if s.tune == nil {
+		return nil
+	}
+	tr, err := s.tune.repeat(st.InitSeed)
+	if err != nil {
+		return err
+	}
+	s.tune.cur = tr
+	s.tune.pretrAcc[st.Repeat] = tr.acc
+	if s.tune.noise != nil {
+		s.tune.noise.start(s.cfg.Seed, st.Repeat, tr.mask)
+	}
+	return nil
+}
+
+// tuneStep runs at the start of every DP-SGD step (learned noise: re-estimate U).
+func (w *worker) tuneStep() error {
+	if w.s.tune == nil || w.s.tune.noise == nil {
+		return nil
+	}
+	return w.s.tune.noise.refresh(w.s.tune, w.st.Step, w.p32)
+}
+
+// tuneRelease shapes the released noisy sum of the step (run.go's step, after the
+// isotropic noise): it adds the learned noise component and zeroes the frozen
+// coordinates, which are neither released nor updated.
+func (w *worker) tuneRelease() {
+	tu := w.s.tune
+	if tu == nil {
+		return
+	}
+	if tu.noise != nil {
+		tu.noise.add(w.st.Step, w.sum)
+	}
+	if m := tu.cur.mask; m != nil {
+		for i, on := range m {
+			if !on {
+				w.sum[i] = 0
+			}
+		}
+	}
+}
+
+// tuningResult fills result.json's "tuning".
+func (s *setup) tuningResult(res *Result) {
+	tu := s.tune
+	if tu == nil {
+		return
+	}
+	tr := &TuningResult{NPrivate: s.n, PretrainSteps: tu.steps, FrozenTensors: tu.tensors, Released: tu.p}
+	if tu.public != nil {
+		tr.NPublic = tu.public.N
+	}
+	if tu.cur != nil {
+		tr.Frozen = tu.cur.nFrozen
+		tr.Released = tu.p - tu.cur.nFrozen
+	}
+	if tu.steps > 0 && len(tu.pretrAcc) > 0 {
+		for _, a := range tu.pretrAcc {
+			tr.PretrainAccuracy += a / float64(len(tu.pretrAcc))
+		}
+	}
+	if tu.noise != nil {
+		tr.Noise = tu.noise.result(s.cfg.Sigma)
+	}
+	res.Tuning = tr
+}

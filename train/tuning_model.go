@@ -1,0 +1,197 @@
+package train
+
+import (
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/dpfil/dpfil/models"
+)
+
+// tunedModel is the model the trainer sees when tuning is on: initialisation from
+// the pretrained (and pruned) parameters, gradients and FIL restricted to the released
+// coordinates, FIL in the metric of the learned noise.
+type tunedModel struct {
+	base models.Model
+	t    *tuning
+}
+
+func (m *tunedModel) Arch() models.Arch { return m.base.Arch() }
+func (m *tunedModel) NumParams() int    { return m.base.NumParams() }
+func (m *tunedModel) InputDim() int     { return m.base.InputDim() }
+
+// Close releases the base model's resources (device memory) when it holds any.
+func (m *tunedModel) Close() error {
+	if c, ok := m.base.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// Init returns the repeat's pretrained (and pruned) parameters. On an error it
+// returns the plain initialisation; startTuning, which the trainer calls next,
+// repeats the computation and reports the error.
+func (m *tunedModel) Init(seed uint64) []float32 {
+	tr, err := m.t.repeat(seed)
+	if err != nil {
+		return m.base.Init(seed)
+	}
+	return append([]float32(nil), tr.params...)
+}
+
+func (m *tunedModel) Logits(params, x []float32, n int, out []float32) error {
+	return m.base.Logits(params, x, n, out)
+}
+
+// mask returns the released coordinates of the current repeat (nil: all).
+func (m *tunedModel) mask() []bool {
+	if m.t.cur == nil {
+		return nil
+	}
+	return m.t.cur.mask
+}
+
+// ClippedGradSum clips each sample's gradient restricted to the released coordinates
+// (frozen coordinates are neither clipped against nor summed).
+func (m *tunedModel) ClippedGradSum(params, x []float32, y []int, clip models.Clip, sum []float32, losses []float64) error {
+	mask := m.mask()
+	if mask == nil {
+		return m.base.ClippedGradSum(params, x, y, clip, sum, losses)
+	}
+	net, P, D := m.t.net, m.t.p, m.base.InputDim()
+	batch := len(y)
+	if len(sum) != P || len(losses) != batch || len(x) != batch*D {
+		return fmt.Errorf("masked clipped gradients: buffers of %d, %d, %d values for %d samples", len(sum), len(losses), len(x), batch)
+	}
+	acc := make([]float64, P)
+	const chunk = 64
+	for s0 := 0; s0 < batch; s0 += chunk {
+		c := min(chunk, batch-s0)
+		grads, ls, err := net.PerSampleGrads(params, x[s0*D:(s0+c)*D], y[s0:s0+c], c)
+		if err != nil {
+			return err
+		}
+		for s := 0; s < c; s++ {
+			g := grads[s*P : (s+1)*P]
+			ss := 0.0
+			for i, on := range mask {
+				if on {
+					ss += float64(g[i]) * float64(g[i])
+				}
+			}
+			sc, _ := clip.Scale(math.Sqrt(ss))
+			for i, on := range mask {
+				if on {
+					acc[i] += sc * float64(g[i])
+				}
+			}
+			losses[s0+s] = float64(ls[s])
+		}
+	}
+	for i, v := range acc {
+		sum[i] = float32(v)
+	}
+	return nil
+}
+
+// FILSqNorms returns Σ_j ‖J e_j‖² in the metric of the released noise: J is the
+// Jacobian of the sample's clipped released gradient (frozen coordinates removed
+// before clipping), and the norm is ‖v‖² − Σ_i c_i(u_iᵀv)² under learned noise. With
+// g the masked gradient, ġ its masked tangent along e_j, s = s(‖g‖) the clip scale and
+// coef = s'(‖g‖)·gᵀġ/‖g‖, the clipped tangent is v = s·ġ + coef·g, so one fused pass
+// over the parameters (gᵀġ, ‖ġ‖², Uᵀġ) gives ‖v‖² and Uᵀv without forming v.
+func (m *tunedModel) FILSqNorms(params, x []float32, y []int, clip models.Clip, coords [][]int, out []float64) error {
+	mask := m.mask()
+	nf := m.t.noise
+	shaped := nf != nil && len(nf.u) > 0
+	if mask == nil && !shaped {
+		return m.base.FILSqNorms(params, x, y, clip, coords, out)
+	}
+	net, P, D := m.t.net, m.t.p, m.base.InputDim()
+	batch := len(y)
+	if len(coords) != batch || len(out) != batch {
+		return fmt.Errorf("FIL: %d coordinate lists and %d outputs for %d samples", len(coords), len(out), batch)
+	}
+	k := 0
+	for s, cs := range coords {
+		for _, c := range cs {
+			if c < 0 || c >= D {
+				return fmt.Errorf("FIL coordinate %d of sample %d outside [0,%d)", c, s, D)
+			}
+		}
+		k = max(k, len(cs))
+	}
+	clear(out)
+	if k == 0 {
+		return nil
+	}
+	var r int
+	var ut, cc []float64 // U as P×r rows, c_i
+	if shaped {
+		r, ut, cc = len(nf.u), nf.rows(), nf.c
+	}
+	mk := make([]float64, P) // 1 on released coordinates
+	for i := range mk {
+		if mask == nil || mask[i] {
+			mk[i] = 1
+		}
+	}
+	// Samples per Tangent call: at most ~4M tangent values.
+	cs := max(1, min(batch, (4<<20)/(k*P)))
+	g := make([]float64, P)
+	ug := make([]float64, r)
+	ud := make([]float64, r)
+	for s0 := 0; s0 < batch; s0 += cs {
+		c := min(cs, batch-s0)
+		xdot := make([]float32, c*k*D)
+		for s := 0; s < c; s++ {
+			for j, coord := range coords[s0+s] {
+				xdot[(s*k+j)*D+coord] = 1
+			}
+		}
+		tg, err := net.Tangent(params, x[s0*D:(s0+c)*D], y[s0:s0+c], c, k, xdot, nil, false)
+		if err != nil {
+			return err
+		}
+		for s := 0; s < c; s++ {
+			gg := 0.0
+			clear(ug)
+			for i := 0; i < P; i++ {
+				v := mk[i] * float64(tg.Grads[s*P+i])
+				g[i] = v
+				gg += v * v
+				for q := 0; q < r; q++ {
+					ug[q] += ut[i*r+q] * v
+				}
+			}
+			norm := math.Sqrt(gg)
+			sc, ds := clip.Scale(norm)
+			acc := 0.0
+			for j := 0; j < len(coords[s0+s]); j++ {
+				row := tg.GradDots[(s*k+j)*P : (s*k+j+1)*P]
+				var gd, dd float64
+				clear(ud)
+				for i := 0; i < P; i++ {
+					v := mk[i] * float64(row[i])
+					gd += g[i] * v
+					dd += v * v
+					for q := 0; q < r; q++ {
+						ud[q] += ut[i*r+q] * v
+					}
+				}
+				coef := 0.0
+				if norm > 0 {
+					coef = ds * gd / norm
+				}
+				val := sc*sc*dd + 2*sc*coef*gd + coef*coef*gg
+				for q := 0; q < r; q++ {
+					p := sc*ud[q] + coef*ug[q]
+					val -= cc[q] * p * p
+				}
+				acc += math.Max(val, 0)
+			}
+			out[s0+s] = acc
+		}
+	}
+	return nil
+}
