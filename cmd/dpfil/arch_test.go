@@ -235,3 +235,25 @@ func TestArchCLIRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestExampleArchs: every architecture file in examples/ parses and resolves for
+// MNIST-shaped data, and describes through the CLI.
+func TestExampleArchs(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example architectures: %v", err)
+	}
+	for _, f := range files {
+		spec, err := models.LoadArchSpec(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if _, err := spec.Resolve(models.Shape{C: 1, H: 28, W: 28}, 10); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+		if out, _, err := execCLI(t, "train", "--arch", f, "--describe"); err != nil || !strings.Contains(out, spec.Name) {
+			t.Errorf("%s --describe: %v\n%s", f, err, out)
+		}
+	}
+}

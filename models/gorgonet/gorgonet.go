@@ -313,3 +313,7 @@ func (n *Net) Model() (models.Model, error) { return models.NewCPUModel(n.Arch) 
 func (n *Net) Network64() (*models.Network[float64], error) {
 	return models.NewNetwork(n.Arch, models.NewCPUBackend[float64]())
 }
+
+// Spec is the network as an architecture spec (train.Config.WithArch; the file
+// form of train --arch).
+func (n *Net) Spec() *models.ArchSpec { return models.SpecOf(n.Arch) }
