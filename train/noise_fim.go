@@ -21,8 +21,12 @@ import (
 // gradient, G = E_z[J_z J_zᵀ] (J_z = ∂g̃(θ, z)/∂x, estimated from JVPs J_z·u with
 // Gaussian input directions u on NoiseSamples public samples, at the current θ, with
 // the mean public gradient direction projected out so the descent direction gets no
-// extra noise), and a_i = α·λ_i/λ_1. More noise goes where the gradients carry the
-// most information about their inputs: the per-sample FIL becomes
+// extra noise). The extra variances a_i spend a noise-power budget Σ_i a_i =
+// ρ·β²·(released dimension) (NoisePower ρ: the learned part's power relative to the
+// isotropic part's) where it lowers the public FIL most: maximising
+// Σ_i λ_i·a_i/(β² + a_i) under that budget gives the water-filling
+// a_i = max(0, β·√(λ_i/μ) − β²). More noise goes where the gradients carry the most
+// information about their inputs: the per-sample FIL becomes
 // Tr(Jᵀ Σ⁻¹ J) = (‖J‖_F² − Σ_i a_i/(β² + a_i)·‖Jᵀu_i‖²)/(β²σ²C²) instead of ‖J‖_F²/(σ²C²).
 //
 // Accounting. For Gaussian noise N(0, Σ) on a sum whose replace-one / add-remove
@@ -43,7 +47,7 @@ import (
 // noiseFIM is the learned-noise state of the repeat being trained.
 type noiseFIM struct {
 	rank    int
-	scale   float64 // α
+	power   float64 // ρ
 	beta    float64 // β
 	samples int
 	every   int
@@ -59,33 +63,17 @@ type noiseFIM struct {
 	estimated int         // step of the current estimate (−1: none)
 	refreshes int
 	captured  float64 // sum over refreshes of the captured fraction of public FIL energy
+	reduction float64 // sum over refreshes of Σ c_i λ_i / Tr
+	heldOut   float64 // sum over refreshes of the held-out reduction
+	heldN     int
 	released  int
 	extra     []float64
-	ut        []float64 // U as P×r rows (built lazily)
-}
-
-// rows returns U as a row-major P×r matrix.
-func (nf *noiseFIM) rows() []float64 {
-	r := len(nf.u)
-	if r == 0 {
-		return nil
-	}
-	P := len(nf.u[0])
-	if len(nf.ut) != P*r {
-		nf.ut = make([]float64, P*r)
-		for q, u := range nf.u {
-			for i, v := range u {
-				nf.ut[i*r+q] = v
-			}
-		}
-	}
-	return nf.ut
 }
 
 // NoiseFIMResult is result.json's "tuning.noise".
 type NoiseFIMResult struct {
-	Rank    int     `json:"rank"`  // r actually used (≤ noise_rank: directions with λ > 0)
-	Scale   float64 `json:"scale"` // α
+	Rank    int     `json:"rank"`  // r actually used (≤ noise_rank: directions with a_i > 0)
+	Power   float64 `json:"power"` // ρ
 	Base    float64 `json:"base"`  // β
 	Samples int     `json:"samples"`
 	Every   int     `json:"every"`
@@ -94,10 +82,17 @@ type NoiseFIMResult struct {
 	SigmaNominal   float64 `json:"sigma_nominal"`
 	SigmaEffective float64 `json:"sigma_effective"`
 	// ExtraNoisePower is Σ_i a_i/(β²·released): the learned component's share of
-	// noise power relative to the isotropic part.
+	// noise power relative to the isotropic part (= power).
 	ExtraNoisePower float64 `json:"extra_noise_power"`
-	// Captured is the mean fraction of the public FIL energy Tr(G) in span(U).
-	Captured  float64 `json:"captured"`
+	// Captured is the mean fraction of the public sample's FIL energy in span(U), and
+	// PublicReduction the mean fraction by which the learned metric lowers it
+	// (Σ_i c_i λ_i / Tr): the in-sample prediction of the dFIL reduction.
+	Captured        float64 `json:"captured"`
+	PublicReduction float64 `json:"public_reduction"`
+	// HeldOutReduction is the same reduction measured on as many other public samples
+	// (not used to estimate U): what to expect for unseen (private) data; 0 when the
+	// public part has fewer than 2·samples samples.
+	HeldOutReduction float64 `json:"held_out_reduction"`
 	Refreshes int     `json:"refreshes"`
 }
 
@@ -147,7 +142,7 @@ const (
 // start resets the state for a repeat.
 func (nf *noiseFIM) start(seed uint64, repeat int, mask []bool) {
 	nf.seed, nf.repeat, nf.mask = seed, repeat, mask
-	nf.u, nf.a, nf.c, nf.ut = nil, nil, nil, nil
+	nf.u, nf.a, nf.c = nil, nil, nil
 	nf.estimated = -1
 }
 
@@ -174,13 +169,12 @@ func (nf *noiseFIM) refresh(tu *tuning, step int, params []float32) error {
 	return nil
 }
 
-// released reports whether coordinate i is released.
+// on reports whether coordinate i is released.
 func (nf *noiseFIM) on(i int) bool { return nf.mask == nil || nf.mask[i] }
 
 // estimate computes U and a from the public data at params.
 func (nf *noiseFIM) estimate(tu *tuning, step int, params []float32) error {
-	pub, net := tu.public, tu.net
-	P, D := tu.p, pub.Dim()
+	pub, P := tu.public, tu.p
 	nf.released = 0
 	for i := 0; i < P; i++ {
 		if nf.on(i) {
@@ -190,41 +184,22 @@ func (nf *noiseFIM) estimate(tu *tuning, step int, params []float32) error {
 	if nf.rank >= nf.released {
 		return fmt.Errorf("noise_rank = %d must be below the %d released parameters (else λ_min(Σ) changes)", nf.rank, nf.released)
 	}
-	m := min(nf.samples, pub.N)
 	rng := rand.New(newStream(deriveSeed(nf.seed, nf.repeat, streamTuneFIM), step, streamTuneFIM))
-	idx := sampleDistinct(rng, pub.N, m)
-	x := make([]float32, m*D)
-	y := make([]int, m)
-	xdot := make([]float32, m*D)
-	for j, i := range idx {
-		copy(x[j*D:(j+1)*D], pub.Image(i))
-		y[j] = pub.Labels[i]
+	// Estimation samples and, when the public part is large enough, as many held-out
+	// samples to measure how much of the FIL reduction carries over to unseen data.
+	all := sampleDistinct(rng, pub.N, min(2*nf.samples, pub.N))
+	var idx, held []int
+	for k, i := range all {
+		if k%2 == 1 && len(all) == 2*nf.samples {
+			held = append(held, i)
+		} else {
+			idx = append(idx, i)
+		}
 	}
-	for i := range xdot {
-		xdot[i] = float32(rng.NormFloat64())
-	}
-	tg, err := net.Tangent(params, x, y, m, 1, xdot, nil, false)
+	m := len(idx)
+	v, mean, err := nf.tangents(tu, params, idx, rng)
 	if err != nil {
 		return err
-	}
-	v := make([][]float64, m) // clipped released tangents J_z·u
-	mean := make([]float64, P)
-	g := make([]float64, P)
-	gd := make([]float64, P)
-	for s := 0; s < m; s++ {
-		for i := 0; i < P; i++ {
-			g[i], gd[i] = 0, 0
-			if nf.on(i) {
-				g[i] = float64(tg.Grads[s*P+i])
-				gd[i] = float64(tg.GradDots[s*P+i])
-			}
-		}
-		v[s] = make([]float64, P)
-		models.ClipJVP(tu.clip, g, gd, v[s])
-		models.ClipVector(tu.clip, g) // g is now the clipped gradient
-		for i := range mean {
-			mean[i] += g[i] / float64(m)
-		}
 	}
 	// Project out the mean public clipped gradient (the descent direction).
 	if mn := math.Sqrt(dot64(mean, mean)); mn > 0 {
@@ -253,9 +228,9 @@ func (nf *noiseFIM) estimate(tu *tuning, step int, params []float32) error {
 	if !(total > 0) || !(vals[m-1] > 0) {
 		return errors.New("the public samples' clipped gradients do not depend on their inputs (zero FIM)")
 	}
-	nf.u, nf.a, nf.c, nf.ut = nil, nil, nil, nil
+	nf.u, nf.a, nf.c = nil, nil, nil
 	top := vals[m-1]
-	kept := 0.0
+	var lam []float64
 	for k := m - 1; k >= 0 && len(nf.u) < nf.rank; k-- {
 		if !(vals[k] > 1e-10*top) {
 			break
@@ -275,14 +250,46 @@ func (nf *noiseFIM) estimate(tu *tuning, step int, params []float32) error {
 		for i := range u {
 			u[i] /= n
 		}
-		a := nf.scale * vals[k] / top
 		nf.u = append(nf.u, u)
-		nf.a = append(nf.a, a)
-		nf.c = append(nf.c, a/(nf.beta*nf.beta+a))
-		kept += vals[k]
+		lam = append(lam, vals[k])
 	}
+	budget := nf.power * nf.beta * nf.beta * float64(nf.released)
+	a := waterFill(lam, nf.beta, budget)
+	kept, red := 0.0, 0.0
+	var us [][]float64
+	for k, ak := range a {
+		if !(ak > 0) {
+			continue
+		}
+		us = append(us, nf.u[k])
+		nf.a = append(nf.a, ak)
+		c := ak / (nf.beta*nf.beta + ak)
+		nf.c = append(nf.c, c)
+		kept += lam[k]
+		red += c * lam[k]
+	}
+	nf.u = us
 	nf.refreshes++
 	nf.captured += kept / total
+	nf.reduction += red / total
+	if len(held) > 0 {
+		hv, _, err := nf.tangents(tu, params, held, rng)
+		if err != nil {
+			return err
+		}
+		tot, sub := 0.0, 0.0
+		for _, vs := range hv {
+			tot += dot64(vs, vs)
+			for q, u := range nf.u {
+				p := dot64(u, vs)
+				sub += nf.c[q] * p * p
+			}
+		}
+		if tot > 0 {
+			nf.heldOut += sub / tot
+			nf.heldN++
+		}
+	}
 	// σ_eff must stay β·σ: r < released dimension and U orthonormal (checked above).
 	eff, err := EffectiveNoiseMultiplier(nf.nominal, nf.beta, nf.a, nf.released)
 	if err != nil {
@@ -328,10 +335,14 @@ func (nf *noiseFIM) shapedSqNorm(v []float64) float64 {
 }
 
 func (nf *noiseFIM) result(sigmaEff float64) *NoiseFIMResult {
-	r := &NoiseFIMResult{Rank: len(nf.u), Scale: nf.scale, Base: nf.beta, Samples: nf.samples, Every: nf.every,
+	r := &NoiseFIMResult{Rank: len(nf.u), Power: nf.power, Base: nf.beta, Samples: nf.samples, Every: nf.every,
 		SigmaNominal: nf.nominal, SigmaEffective: sigmaEff, Refreshes: nf.refreshes}
 	if nf.refreshes > 0 {
 		r.Captured = nf.captured / float64(nf.refreshes)
+		r.PublicReduction = nf.reduction / float64(nf.refreshes)
+	}
+	if nf.heldN > 0 {
+		r.HeldOutReduction = nf.heldOut / float64(nf.heldN)
 	}
 	if nf.released > 0 {
 		sa := 0.0
@@ -355,4 +366,80 @@ func axpy64(alpha float64, x, y []float64) {
 	for i, v := range x {
 		y[i] += alpha * v
 	}
+}
+
+// waterFill returns a_i ≥ 0 with Σ a_i = budget maximising Σ_i λ_i·a_i/(β² + a_i):
+// a_i = max(0, β·√(λ_i/μ) − β²) with μ found by bisection (λ sorted decreasingly).
+func waterFill(lam []float64, beta, budget float64) []float64 {
+	a := make([]float64, len(lam))
+	if len(lam) == 0 || !(budget > 0) {
+		return a
+	}
+	b2 := beta * beta
+	alloc := func(mu float64) float64 {
+		s := 0.0
+		for k, l := range lam {
+			a[k] = math.Max(0, beta*math.Sqrt(l/mu)-b2)
+			s += a[k]
+		}
+		return s
+	}
+	// alloc is decreasing in μ: 0 at μ = λ_1/β²; bisect log μ below it.
+	hi := math.Log(lam[0] / b2)
+	lo := hi - 1
+	for alloc(math.Exp(lo)) < budget && lo > hi-2000 {
+		lo -= 2 * (hi - lo)
+	}
+	for it := 0; it < 200; it++ {
+		mid := 0.5 * (lo + hi)
+		if alloc(math.Exp(mid)) > budget {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	alloc(math.Exp(hi))
+	return a
+}
+
+// tangents returns the clipped released gradient tangents J_z·u (u a Gaussian input
+// direction) of the public samples idx at params, and their mean clipped gradient.
+func (nf *noiseFIM) tangents(tu *tuning, params []float32, idx []int, rng *rand.Rand) ([][]float64, []float64, error) {
+	pub, net := tu.public, tu.net
+	P, D := tu.p, pub.Dim()
+	m := len(idx)
+	x := make([]float32, m*D)
+	y := make([]int, m)
+	xdot := make([]float32, m*D)
+	for j, i := range idx {
+		copy(x[j*D:(j+1)*D], pub.Image(i))
+		y[j] = pub.Labels[i]
+	}
+	for i := range xdot {
+		xdot[i] = float32(rng.NormFloat64())
+	}
+	tg, err := net.Tangent(params, x, y, m, 1, xdot, nil, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	v := make([][]float64, m)
+	mean := make([]float64, P)
+	g := make([]float64, P)
+	gd := make([]float64, P)
+	for s := 0; s < m; s++ {
+		for i := 0; i < P; i++ {
+			g[i], gd[i] = 0, 0
+			if nf.on(i) {
+				g[i] = float64(tg.Grads[s*P+i])
+				gd[i] = float64(tg.GradDots[s*P+i])
+			}
+		}
+		v[s] = make([]float64, P)
+		models.ClipJVP(tu.clip, g, gd, v[s])
+		models.ClipVector(tu.clip, g) // g is now the clipped gradient
+		for i := range mean {
+			mean[i] += g[i] / float64(m)
+		}
+	}
+	return v, mean, nil
 }

@@ -42,7 +42,7 @@ type TuningConfig struct {
 	Freeze         string  `json:"freeze,omitempty"`          // layers frozen: indices into the architecture's layers or tensor names (conv0, dense9.b), comma-separated
 
 	NoiseRank    int     `json:"noise_rank,omitempty"`    // r: learned noise directions (0 = isotropic noise)
-	NoiseScale   float64 `json:"noise_scale,omitempty"`   // α: a_i = α·λ_i/λ_1 (default 100)
+	NoisePower   float64 `json:"noise_power,omitempty"`   // ρ: extra noise power Σa_i as a fraction of the isotropic part's (default 0.25)
 	NoiseBase    float64 `json:"noise_base,omitempty"`    // β ∈ (0, 1] (default 1: same ε as isotropic noise)
 	NoiseSamples int     `json:"noise_samples,omitempty"` // public samples per FIM estimate (default 128)
 	NoiseEvery   int     `json:"noise_every,omitempty"`   // re-estimate U every n steps (0 = once, at the start)
@@ -51,7 +51,7 @@ type TuningConfig struct {
 // Tuning defaults.
 const (
 	defaultPretrainSteps = 200
-	defaultNoiseScale    = 100
+	defaultNoisePower    = 0.25
 	defaultNoiseSamples  = 128
 	PruneFreeze          = "freeze"
 	PruneZero            = "zero"
@@ -87,14 +87,14 @@ func (t TuningConfig) validate(c Config) error {
 	if t.NoiseRank < 0 || t.NoiseSamples < 0 || t.NoiseEvery < 0 {
 		return fmt.Errorf("config: noise_rank, noise_samples and noise_every must be ≥ 0")
 	}
-	if !finite(t.NoiseScale) || t.NoiseScale < 0 || !finite(t.NoiseBase) || t.NoiseBase < 0 || t.NoiseBase > 1 {
-		return fmt.Errorf("config: noise_scale = %v must be ≥ 0 and noise_base = %v in (0, 1] (0 = 1)", t.NoiseScale, t.NoiseBase)
+	if !finite(t.NoisePower) || t.NoisePower < 0 || !finite(t.NoiseBase) || t.NoiseBase < 0 || t.NoiseBase > 1 {
+		return fmt.Errorf("config: noise_power = %v must be ≥ 0 and noise_base = %v in (0, 1] (0 = 1)", t.NoisePower, t.NoiseBase)
 	}
 	if t.NoiseRank > 0 && t.PretrainPublic == 0 {
 		return fmt.Errorf("config: learned noise (noise_rank > 0) is estimated on public data: set pretrain_public > 0")
 	}
-	if t.NoiseRank == 0 && (t.NoiseScale != 0 || t.NoiseBase != 0 || t.NoiseSamples != 0 || t.NoiseEvery != 0) {
-		return fmt.Errorf("config: noise_scale/base/samples/every need noise_rank > 0")
+	if t.NoiseRank == 0 && (t.NoisePower != 0 || t.NoiseBase != 0 || t.NoiseSamples != 0 || t.NoiseEvery != 0) {
+		return fmt.Errorf("config: noise_power/base/samples/every need noise_rank > 0")
 	}
 	if t.On() && c.Sigma == 0 && c.TargetEpsilon == 0 && t.NoiseRank > 0 {
 		return fmt.Errorf("config: learned noise needs sigma > 0")
@@ -115,11 +115,11 @@ func (t TuningConfig) pretrainSteps() int {
 	return t.PretrainSteps
 }
 
-func (t TuningConfig) noiseScale() float64 {
-	if t.NoiseScale == 0 {
-		return defaultNoiseScale
+func (t TuningConfig) noisePower() float64 {
+	if t.NoisePower == 0 {
+		return defaultNoisePower
 	}
-	return t.NoiseScale
+	return t.NoisePower
 }
 
 func (t TuningConfig) noiseBase() float64 {
@@ -276,7 +276,7 @@ func (s *setup) tuneSigma(cfg *Config) error {
 		cfg.Sigma = beta * nominal
 	}
 	s.cfg.Sigma = cfg.Sigma
-	s.tune.noise = &noiseFIM{rank: s.tune.cfg.NoiseRank, scale: s.tune.cfg.noiseScale(), beta: beta,
+	s.tune.noise = &noiseFIM{rank: s.tune.cfg.NoiseRank, power: s.tune.cfg.noisePower(), beta: beta,
 		samples: s.tune.cfg.noiseSamples(), every: s.tune.cfg.NoiseEvery, nominal: nominal, clipC: cfg.Clip}
 	return nil
 }

@@ -94,19 +94,36 @@ func (m *tunedModel) ClippedGradSum(params, x []float32, y []int, clip models.Cl
 	return nil
 }
 
-// FILSqNorms returns Σ_j ‖J e_j‖² in the metric of the released noise: J is the
+// FILSqNorms returns, per sample, Σ_j e_jᵀ J̃ᵀ M J̃ e_j over its coordinates j: J̃ is the
 // Jacobian of the sample's clipped released gradient (frozen coordinates removed
-// before clipping), and the norm is ‖v‖² − Σ_i c_i(u_iᵀv)² under learned noise. With
-// g the masked gradient, ġ its masked tangent along e_j, s = s(‖g‖) the clip scale and
-// coef = s'(‖g‖)·gᵀġ/‖g‖, the clipped tangent is v = s·ġ + coef·g, so one fused pass
-// over the parameters (gᵀġ, ‖ġ‖², Uᵀġ) gives ‖v‖² and Uᵀv without forming v.
+// before clipping) and M = β²σ²C²·Σ⁻¹ = I − Σ_q c_q u_q u_qᵀ the metric of the
+// released noise (I for isotropic noise), so that the trainer's (d/k)·Σ/(σ_eff C)² is
+// the unbiased estimate of Tr(J̃ᵀΣ⁻¹J̃). The isotropic part Σ_j ‖J̃e_j‖² is the engine's
+// (or, with frozen coordinates, maskedSqNorms'); the learned part subtracts
+// Σ_q c_q (J̃ᵀu_q)_j², where J̃ᵀu_q = ∇_x⟨u_q, g̃⟩ comes from one parameter-tangent pass
+// per direction (learnedTerms).
 func (m *tunedModel) FILSqNorms(params, x []float32, y []int, clip models.Clip, coords [][]int, out []float64) error {
 	mask := m.mask()
 	nf := m.t.noise
 	shaped := nf != nil && len(nf.u) > 0
-	if mask == nil && !shaped {
-		return m.base.FILSqNorms(params, x, y, clip, coords, out)
+	if mask == nil {
+		if err := m.base.FILSqNorms(params, x, y, clip, coords, out); err != nil {
+			return err
+		}
+	} else if err := m.maskedSqNorms(params, x, y, clip, coords, out, mask); err != nil {
+		return err
 	}
+	if !shaped {
+		return nil
+	}
+	return m.learnedTerms(params, x, y, clip, coords, out, mask, nf)
+}
+
+// maskedSqNorms writes Σ_j ‖J̃ e_j‖² with J̃ the Jacobian of the clipped masked gradient.
+// With g the masked gradient, ġ its masked tangent along e_j, s = s(‖g‖) the clip scale
+// and coef = s'(‖g‖)·gᵀġ/‖g‖, the clipped tangent is s·ġ + coef·g, whose squared norm
+// s²‖ġ‖² + 2·s·coef·gᵀġ + coef²‖g‖² needs one pass over the parameters.
+func (m *tunedModel) maskedSqNorms(params, x []float32, y []int, clip models.Clip, coords [][]int, out []float64, mask []bool) error {
 	net, P, D := m.t.net, m.t.p, m.base.InputDim()
 	batch := len(y)
 	if len(coords) != batch || len(out) != batch {
@@ -125,22 +142,15 @@ func (m *tunedModel) FILSqNorms(params, x []float32, y []int, clip models.Clip, 
 	if k == 0 {
 		return nil
 	}
-	var r int
-	var ut, cc []float64 // U as P×r rows, c_i
-	if shaped {
-		r, ut, cc = len(nf.u), nf.rows(), nf.c
-	}
 	mk := make([]float64, P) // 1 on released coordinates
-	for i := range mk {
-		if mask == nil || mask[i] {
+	for i, on := range mask {
+		if on {
 			mk[i] = 1
 		}
 	}
 	// Samples per Tangent call: at most ~4M tangent values.
 	cs := max(1, min(batch, (4<<20)/(k*P)))
 	g := make([]float64, P)
-	ug := make([]float64, r)
-	ud := make([]float64, r)
 	for s0 := 0; s0 < batch; s0 += cs {
 		c := min(cs, batch-s0)
 		xdot := make([]float32, c*k*D)
@@ -155,14 +165,10 @@ func (m *tunedModel) FILSqNorms(params, x []float32, y []int, clip models.Clip, 
 		}
 		for s := 0; s < c; s++ {
 			gg := 0.0
-			clear(ug)
 			for i := 0; i < P; i++ {
 				v := mk[i] * float64(tg.Grads[s*P+i])
 				g[i] = v
 				gg += v * v
-				for q := 0; q < r; q++ {
-					ug[q] += ut[i*r+q] * v
-				}
 			}
 			norm := math.Sqrt(gg)
 			sc, ds := clip.Scale(norm)
@@ -170,27 +176,79 @@ func (m *tunedModel) FILSqNorms(params, x []float32, y []int, clip models.Clip, 
 			for j := 0; j < len(coords[s0+s]); j++ {
 				row := tg.GradDots[(s*k+j)*P : (s*k+j+1)*P]
 				var gd, dd float64
-				clear(ud)
 				for i := 0; i < P; i++ {
 					v := mk[i] * float64(row[i])
 					gd += g[i] * v
 					dd += v * v
-					for q := 0; q < r; q++ {
-						ud[q] += ut[i*r+q] * v
-					}
 				}
 				coef := 0.0
 				if norm > 0 {
 					coef = ds * gd / norm
 				}
-				val := sc*sc*dd + 2*sc*coef*gd + coef*coef*gg
-				for q := 0; q < r; q++ {
-					p := sc*ud[q] + coef*ug[q]
-					val -= cc[q] * p * p
-				}
-				acc += math.Max(val, 0)
+				acc += sc*sc*dd + 2*sc*coef*gd + coef*coef*gg
 			}
 			out[s0+s] = acc
+		}
+	}
+	return nil
+}
+
+// learnedTerms subtracts Σ_j Σ_q c_q (J̃ᵀu_q)_{coord_j}² from out. With g the (masked)
+// gradient, ⟨u, g̃⟩ = s(‖g‖)⟨u, g⟩ has input gradient J_rawᵀ(s·u + s'(‖g‖)⟨u,g⟩/‖g‖·g),
+// the input-gradient tangent of the parameter direction in parentheses.
+func (m *tunedModel) learnedTerms(params, x []float32, y []int, clip models.Clip, coords [][]int, out []float64, mask []bool, nf *noiseFIM) error {
+	net, P, D := m.t.net, m.t.p, m.base.InputDim()
+	batch := len(y)
+	r := len(nf.u)
+	cs := max(1, min(batch, (4<<20)/(r*max(P, D))))
+	for s0 := 0; s0 < batch; s0 += cs {
+		c := min(cs, batch-s0)
+		xc, yc := x[s0*D:(s0+c)*D], y[s0:s0+c]
+		grads, _, err := net.PerSampleGrads(params, xc, yc, c)
+		if err != nil {
+			return err
+		}
+		pdot := make([]float32, c*r*P)
+		for s := 0; s < c; s++ {
+			g := grads[s*P : (s+1)*P]
+			gg := 0.0
+			for i, v := range g {
+				if mask == nil || mask[i] {
+					gg += float64(v) * float64(v)
+				}
+			}
+			norm := math.Sqrt(gg)
+			sc, ds := clip.Scale(norm)
+			for q, u := range nf.u {
+				ug := 0.0
+				for i, v := range g {
+					ug += u[i] * float64(v) // u is zero on frozen coordinates
+				}
+				coef := 0.0
+				if norm > 0 {
+					coef = ds * ug / norm
+				}
+				row := pdot[(s*r+q)*P : (s*r+q+1)*P]
+				for i, v := range g {
+					if mask == nil || mask[i] {
+						row[i] = float32(sc*u[i] + coef*float64(v))
+					}
+				}
+			}
+		}
+		tg, err := net.Tangent(params, xc, yc, c, r, nil, pdot, true)
+		if err != nil {
+			return err
+		}
+		for s := 0; s < c; s++ {
+			sub := 0.0
+			for q := 0; q < r; q++ {
+				w := tg.InputGradDots[(s*r+q)*D : (s*r+q+1)*D]
+				for _, coord := range coords[s0+s] {
+					sub += nf.c[q] * float64(w[coord]) * float64(w[coord])
+				}
+			}
+			out[s0+s] = math.Max(out[s0+s]-sub, 0)
 		}
 	}
 	return nil

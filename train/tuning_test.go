@@ -113,6 +113,51 @@ func TestTunedFILMatchesFiniteDifferences(t *testing.T) {
 			t.Errorf("masked: sample %d FIL %v, finite differences %v", s, got[s], fd)
 		}
 	}
+	// Learned noise: the FIL in the metric I − Σ c_q u_q u_qᵀ of finite-difference columns.
+	nf := &noiseFIM{beta: 1}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for q := 0; q < 3; q++ {
+		u := make([]float64, P)
+		for i := range u {
+			if mask[i] {
+				u[i] = rng.NormFloat64()
+			}
+		}
+		for _, prev := range nf.u {
+			axpy64(-dot64(prev, u), prev, u)
+		}
+		n := math.Sqrt(dot64(u, u))
+		for i := range u {
+			u[i] /= n
+		}
+		nf.u = append(nf.u, u)
+		nf.a = append(nf.a, float64(5*q+1))
+		nf.c = append(nf.c, nf.a[q]/(1+nf.a[q]))
+	}
+	tu.noise = nf
+	if err := m.FILSqNorms(params, x, y, clip, all, got); err != nil {
+		t.Fatal(err)
+	}
+	for s := 0; s < 4; s++ {
+		fd := 0.0
+		for j := 0; j < 6; j++ {
+			xp := append([]float32(nil), x[s*6:(s+1)*6]...)
+			xm := append([]float32(nil), xp...)
+			xp[j] += h
+			xm[j] -= h
+			gp := clippedMasked(t, net, params, xp, y[s], clip, mask)
+			gm := clippedMasked(t, net, params, xm, y[s], clip, mask)
+			col := make([]float64, P)
+			for i := range gp {
+				col[i] = (gp[i] - gm[i]) / (2 * h)
+			}
+			fd += nf.shapedSqNorm(col)
+		}
+		if math.Abs(got[s]-fd) > 2e-2*fd {
+			t.Errorf("learned metric: sample %d FIL %v, finite differences %v", s, got[s], fd)
+		}
+	}
+	tu.noise = nil
 	// Masked clipped sum: frozen coordinates are zero and the rest is the masked clip.
 	sum := make([]float32, P)
 	losses := make([]float64, 4)
@@ -373,7 +418,7 @@ func TestTuningErrors(t *testing.T) {
 		{TuningConfig{PruneFraction: 0.5}, 0.1, "weight_decay"},
 		{TuningConfig{PruneMode: "cut", PruneFraction: 0.1}, 0, "prune_mode"},
 		{TuningConfig{NoiseRank: 3}, 0, "public data"},
-		{TuningConfig{NoiseScale: 3}, 0, "noise_rank"},
+		{TuningConfig{NoisePower: 3}, 0, "noise_rank"},
 		{TuningConfig{Freeze: "conv7"}, 0, "names no parameter"},
 		{TuningConfig{Freeze: "dense1,dense3"}, 0, "freezes all"},
 		{TuningConfig{PretrainPublic: 0.9}, 0, "private"},
@@ -385,5 +430,35 @@ func TestTuningErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want it to mention %q", tc.tune, err, tc.want)
 		}
+	}
+}
+
+// waterFill spends the budget and equalises the marginal gain λ_i β²/(β² + a_i)² over
+// the directions that get noise (and gives none where it would not reach that gain).
+func TestWaterFill(t *testing.T) {
+	lam := []float64{9, 4, 1, 0.01}
+	const beta, budget = 0.8, 3.0
+	a := waterFill(lam, beta, budget)
+	sum := 0.0
+	var gain []float64
+	for k, v := range a {
+		sum += v
+		if v > 0 {
+			gain = append(gain, lam[k]*beta*beta/((beta*beta+v)*(beta*beta+v)))
+		}
+	}
+	if math.Abs(sum-budget) > 1e-9 || a[3] != 0 || len(gain) != 3 {
+		t.Fatalf("a = %v (Σ %v)", a, sum)
+	}
+	for _, g := range gain[1:] {
+		if math.Abs(g-gain[0]) > 1e-9*gain[0] {
+			t.Fatalf("marginal gains %v not equal", gain)
+		}
+	}
+	if lam[3]/(beta*beta) > gain[0] {
+		t.Fatalf("direction 3 left out although its gain %v exceeds %v", lam[3]/(beta*beta), gain[0])
+	}
+	if z := waterFill(lam, beta, 0); z[0] != 0 {
+		t.Fatal("zero budget allocated noise")
 	}
 }

@@ -21,7 +21,7 @@ func addTuningFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.StringVar(&t.PruneMode, "prune-mode", t.PruneMode, "freeze (keep the pruned values, the thesis's choice; default) or zero (set them to 0)")
 	fs.StringVar(&t.Freeze, "freeze", t.Freeze, "layers not trained: indices into the architecture's layers or tensor names (e.g. 0 or conv0,dense9.b)")
 	fs.IntVar(&t.NoiseRank, "noise-rank", t.NoiseRank, "learned gradient noise: add noise along the top r directions of the public data's gradient FIM (needs --pretrain-public; 0 = isotropic noise)")
-	fs.Float64Var(&t.NoiseScale, "noise-scale", t.NoiseScale, "learned noise strength α: extra variance α·λ_i/λ_1·σ²C² along direction i (0 = 100)")
+	fs.Float64Var(&t.NoisePower, "noise-power", t.NoisePower, "learned noise budget ρ: extra noise power as a fraction of the isotropic part's, water-filled over the directions (0 = 0.25)")
 	fs.Float64Var(&t.NoiseBase, "noise-base", t.NoiseBase, "learned noise base β ∈ (0,1]: isotropic part β²σ²C² (ε is that of σ_eff = β·σ; 0 = 1)")
 	fs.IntVar(&t.NoiseSamples, "noise-samples", t.NoiseSamples, "public samples per FIM estimate (0 = 128)")
 	fs.IntVar(&t.NoiseEvery, "noise-every", t.NoiseEvery, "re-estimate the noise directions every n steps at the current parameters (0 = once)")
@@ -50,7 +50,7 @@ func printTuning(w io.Writer, res *train.Result) {
 	}
 	fmt.Fprintf(w, "tuning             %s\n", strings.Join(parts, "; "))
 	if n := t.Noise; n != nil {
-		fmt.Fprintf(w, "learned noise      rank %d, α=%g, β=%g: σ=%g → σ_eff=%g (the accounted multiplier); extra noise power %.3g× isotropic; captures %.1f%% of the public FIM trace\n",
-			n.Rank, n.Scale, n.Base, n.SigmaNominal, n.SigmaEffective, n.ExtraNoisePower, 100*n.Captured)
+		fmt.Fprintf(w, "learned noise      rank %d, ρ=%g, β=%g: σ=%g → σ_eff=%g (the accounted multiplier); extra noise power %.3g× isotropic; span captures %.1f%% of the public FIM sample, metric lowers it %.1f%%\n",
+			n.Rank, n.Power, n.Base, n.SigmaNominal, n.SigmaEffective, n.ExtraNoisePower, 100*n.Captured, 100*n.PublicReduction)
 	}
 }
