@@ -93,7 +93,7 @@ type NoiseFIMResult struct {
 	// (not used to estimate U): what to expect for unseen (private) data; 0 when the
 	// public part has fewer than 2·samples samples.
 	HeldOutReduction float64 `json:"held_out_reduction"`
-	Refreshes int     `json:"refreshes"`
+	Refreshes        int     `json:"refreshes"`
 }
 
 // EffectiveNoiseMultiplier returns σ_eff = √λ_min(Σ)/C for Σ = σ²C²(β²I + U·diag(a)·Uᵀ)
