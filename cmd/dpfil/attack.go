@@ -38,7 +38,7 @@ Clopper–Pearson interval next to the ReRo bound γ, the RDP-based bound and ε
 and CSV for 'dpfil plot'. 'replay' runs the prior-aware attacks on a recorded
 transcript file, as the adversary would, from the file and the dataset alone.`,
 	}
-	cmd.AddCommand(newAttackGameCmd(), newAttackSweepCmd("eps"), newAttackSweepCmd("k"), newAttackSweepCmd("q"), newAttackReplayCmd())
+	cmd.AddCommand(newAttackGameCmd(), newAttackSweepCmd("eps"), newAttackSweepCmd("k"), newAttackSweepCmd("q"), newAttackReplayCmd(), newAttackReconnCmd())
 	return cmd
 }
 
