@@ -15,8 +15,13 @@ type InversionOptions struct {
 	Sigma   float64 // output-perturbation noise σ > 0 (0 only with NoiseFree)
 	Prior   *Prior  // the attacked columns and what the adversary knows of them
 	Targets []int   // attacked rows
-	Trials  int     // independent releases w̃ = w* + N(0, σ²I); every target is attacked in each
+	Trials  int     // independent releases w̃ = w* + N(0, σ²I) per target
 	Seed    uint64  // the releases' noise
+	// SharedReleases attacks every target in the same Trials releases (one release
+	// exposes all rows, as in deployment); by default each target gets its own releases
+	// (drawn from Seed and its position), so the per-target MSEs are independent
+	// Monte Carlo estimates.
+	SharedReleases bool
 	// NoiseFree attacks the exact minimiser w* (σ = 0): the white-box attack must then
 	// recover the attribute exactly when it is identified.
 	NoiseFree bool
@@ -95,16 +100,24 @@ func (iv *Inverter) RunInversion(opt InversionOptions) (*InversionResult, error)
 		}
 	}
 	p := iv.P
-	rng := rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x2545f4914f6cdd1d))
-	releases := make([][]float64, opt.Trials)
-	s2 := make([]float64, opt.Trials)
-	for r := range releases {
-		w := make([]float64, p)
-		for a := range w {
-			w[a] = iv.W[a] + opt.Sigma*rng.NormFloat64()
+	draw := func(seed uint64) ([][]float64, []float64) {
+		rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
+		releases := make([][]float64, opt.Trials)
+		s2 := make([]float64, opt.Trials)
+		for r := range releases {
+			w := make([]float64, p)
+			for a := range w {
+				w[a] = iv.W[a] + opt.Sigma*rng.NormFloat64()
+			}
+			releases[r] = w
+			s2[r] = iv.blackBoxScale(w)
 		}
-		releases[r] = w
-		s2[r] = iv.blackBoxScale(w)
+		return releases, s2
+	}
+	var shared [][]float64
+	var sharedScale []float64
+	if opt.SharedReleases {
+		shared, sharedScale = draw(opt.Seed)
 	}
 	cols := opt.Prior.Cols
 	s := float64(len(cols))
@@ -163,6 +176,10 @@ func (iv *Inverter) RunInversion(opt InversionOptions) (*InversionResult, error)
 					}
 				}
 				i := opt.Targets[k]
+				releases, s2 := shared, sharedScale
+				if !opt.SharedReleases {
+					releases, s2 = draw(opt.Seed ^ (uint64(k)+1)*0x9e3779b97f4a7c15)
+				}
 				tg := InversionTarget{Row: i, True: make([]float64, len(cols))}
 				for c, col := range cols {
 					tg.True[c] = iv.tab.Row(i)[col]

@@ -39,6 +39,7 @@ type glmInvertOptions struct {
 	irfil            int
 	box              string
 	noiseFree        bool
+	shared           bool
 	out              string
 	scatter          string
 	seed             uint64
@@ -89,7 +90,8 @@ by attribute-level IRFIL before releasing.`,
 	fl.StringVar(&o.block, "block", "", "attacked attribute for images: a pixel block ROW,COL,H,W (0-based)")
 	fl.StringVar(&o.attrType, "attr-type", "auto", "discrete (candidates = the observed values), continuous (Gaussian prior, Gauss–Newton) or auto (discrete when ≤ 10 distinct values)")
 	fl.IntVar(&o.targets, "targets", 50, "attack this many rows chosen at random from --seed (0 = all)")
-	fl.IntVar(&o.trials, "trials", 100, "independent releases (fresh noise each); every target is attacked in each")
+	fl.IntVar(&o.trials, "trials", 100, "independent releases (fresh noise each) per target")
+	fl.BoolVar(&o.shared, "shared-releases", false, "attack every target in the same --trials releases (as one deployment exposes all rows) instead of independent releases per target")
 	fl.IntVar(&o.irfil, "irfil", 0, "reweight the examples by this many iterations of attribute-level IRFIL before releasing (0 = off)")
 	fl.StringVar(&o.box, "box", "", "clip the white-box iterates to LO,HI (e.g. 0,1 for pixels; default: unconstrained, as the FIL prediction assumes)")
 	fl.BoolVar(&o.noiseFree, "noise-free", false, "attack the exact minimiser (σ = 0): the white-box attack must then be exact")
@@ -123,6 +125,7 @@ type glmInvertResult struct {
 	IRFIL         []glm.AttributeIRFILStep `json:"irfil,omitempty"`
 	Targets       int                      `json:"targets"`
 	Trials        int                      `json:"trials"`
+	Shared        bool                     `json:"shared_releases"`
 	Seed          uint64                   `json:"seed"`
 
 	WhiteMSE    glmNum `json:"white_box_mse"`
@@ -408,7 +411,7 @@ func runGLMInvert(cmd *cobra.Command, o glmInvertOptions) (*glmInvertResult, err
 	cfg := glm.InvertConfig{Loss: loss, Lambda: o.lambda, Bias: o.bias, Pre: pre}
 	res := &glmInvertResult{Source: source, N: t.N, D: t.D, K: pre.K, Preprocess: pre.String(), Explained: pre.Explained,
 		Loss: loss.String(), Lambda: o.lambda, Bias: o.bias, Sigma: o.sigma, NoiseFree: o.noiseFree,
-		Discrete: discrete, Trials: o.trials, Seed: o.seed, Note: glmInvertNote}
+		Discrete: discrete, Trials: o.trials, Shared: o.shared, Seed: o.seed, Note: glmInvertNote}
 	if o.noiseFree {
 		res.Sigma = 0
 	}
@@ -448,7 +451,7 @@ func runGLMInvert(cmd *cobra.Command, o glmInvertOptions) (*glmInvertResult, err
 	t1 := time.Now()
 	ctx := cmd.Context()
 	inv, err := iv.RunInversion(glm.InversionOptions{Sigma: o.sigma, NoiseFree: o.noiseFree, Prior: prior, Targets: tidx,
-		Trials: o.trials, Seed: o.seed, Attack: attack, Predict: !o.noiseFree,
+		Trials: o.trials, Seed: o.seed, Attack: attack, Predict: !o.noiseFree, SharedReleases: o.shared,
 		Progress: func(k int) { pr.Add(int64(k), "") },
 		Stop: func() error {
 			if ctx != nil {
