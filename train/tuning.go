@@ -99,6 +99,9 @@ func (t TuningConfig) validate(c Config) error {
 	if t.On() && c.Sigma == 0 && c.TargetEpsilon == 0 && t.NoiseRank > 0 {
 		return fmt.Errorf("config: learned noise needs sigma > 0")
 	}
+	if t.On() && (c.FILEta > 0 || c.FILLabel) {
+		return fmt.Errorf("config: fil_eta and fil_label do not yet account frozen coordinates, the public/private split or learned noise; turn them off with pretraining/pruning/freezing/learned noise")
+	}
 	if t.On() && c.FILNormalizedInputs {
 		return fmt.Errorf("config: pretraining/pruning/freezing/learned noise take FIL w.r.t. raw inputs; drop fil_normalized_inputs")
 	}

@@ -408,6 +408,11 @@ func TestTuningResumeIsBitIdentical(t *testing.T) {
 
 func TestTuningErrors(t *testing.T) {
 	split := toyData(40, 10, 6, 3, 4)
+	cfgEta := tuningConfig()
+	cfgEta.FILEta, cfgEta.Tuning = 2, TuningConfig{PretrainPublic: 0.5}
+	if _, err := Run(context.Background(), cfgEta, Options{Model: smallNet(t), Data: split}); err == nil || !strings.Contains(err.Error(), "fil_eta") {
+		t.Errorf("fil_eta with tuning: %v", err)
+	}
 	for _, tc := range []struct {
 		tune TuningConfig
 		wd   float64
