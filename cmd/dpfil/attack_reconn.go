@@ -141,6 +141,9 @@ func runAttackReconn(cmd *cobra.Command, cfg train.Config, o attackReconnOptions
 	if cfg.Batch == 0 {
 		cfg.Batch = o.fixed + 1
 	}
+	if cfg.Sigma == 0 && cfg.TargetEpsilon == 0 {
+		cfg.FILCoords, cfg.FILExact = 0, false // no noise: FIL is infinite, every bound is 0
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
