@@ -43,7 +43,7 @@ type RecoNNOptions struct {
 	// regression, a fast linear baseline).
 	Reconstructor string
 	MLP           MLPOptions
-	RidgeLambda   float64 // relative ridge penalty (default 1e-3)
+	RidgeLambda   float64 // relative ridge penalty (0: chosen by leave-one-out error)
 	Seed          uint64
 	// Progress receives the phase ("shadow", "target", "fit") and the units done.
 	Progress func(phase string, done int)
@@ -82,7 +82,8 @@ type RecoNNResult struct {
 	// up to Monte Carlo noise: the bound is on the expectation), FILBelow those below
 	// 1/dFIL (allowed: RecoNN is biased).
 	RDPViolations, FILBelow int
-	Features                int // length of the reconstructor's input (parameters + one-hot label)
+	Features                int     // length of the reconstructor's input (parameters + one-hot label)
+	RidgeLambda             float64 // the ridge reconstructor's relative penalty
 }
 
 // fixedInitModel trains every run from the initial weights of one seed.
@@ -116,9 +117,6 @@ func (o *RecoNNOptions) check() error {
 	case "mlp", "ridge":
 	default:
 		return fmt.Errorf("reconn: reconstructor %q, want mlp or ridge", o.Reconstructor)
-	}
-	if o.RidgeLambda == 0 {
-		o.RidgeLambda = 1e-3
 	}
 	if o.Config.Batch == 0 {
 		o.Config.Batch = o.Fixed.N + 1
@@ -249,10 +247,14 @@ func RunRecoNN(ctx context.Context, o RecoNNOptions) (*RecoNNResult, error) {
 	}
 	logf("reconn: fitting the %s reconstructor on %d shadow models (%d features), %d held out", o.Reconstructor, nTr, F, nVal)
 	var rec Reconstructor
+	res := &RecoNNResult{Shadows: m, Train: nTr, Val: nVal, Reconstructor: o.Reconstructor, Features: F}
 	if o.Reconstructor == "ridge" {
-		if rec, err = fitRidge(xs[:nTr*F], ys[:nTr*d], nTr, F, d, o.RidgeLambda); err != nil {
+		rr, err := fitRidge(xs[:nTr*F], ys[:nTr*d], nTr, F, d, o.RidgeLambda)
+		if err != nil {
 			return nil, err
 		}
+		rec, res.RidgeLambda = rr, rr.lambda
+		logf("reconn: ridge penalty %g (relative)", rr.lambda)
 	} else {
 		r, err := fitMLP(xs[:nTr*F], ys[:nTr*d], nTr, F, d, o.MLP, rng.Uint64(), func(ep int, loss float64) {
 			prog("fit")
@@ -262,7 +264,6 @@ func RunRecoNN(ctx context.Context, o RecoNNOptions) (*RecoNNResult, error) {
 		}
 		rec = r
 	}
-	res := &RecoNNResult{Shadows: m, Train: nTr, Val: nVal, Reconstructor: o.Reconstructor, Features: F}
 	mse := func(a []float64, b []float64) float64 {
 		s := 0.0
 		for j := range a {

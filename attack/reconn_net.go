@@ -68,16 +68,20 @@ type ridgeReconstructor struct {
 	ybar  []float64
 	m, f  int
 	d     int
+	// lambda is the relative penalty used (chosen by leave-one-out when asked).
+	lambda float64
 }
 
 // fitRidge fits the ridge reconstructor on m feature rows x (m×F) and targets y (m×d).
-// lambda is relative to the mean diagonal of K = XXᵀ.
+// lambda is relative to the mean diagonal of K = XXᵀ; lambda = 0 picks it from a log
+// grid 1e-4 … 1e4 by exact leave-one-out error (closed form for kernel ridge:
+// e_i = [(K+λI)⁻¹(Y−ȳ)]_i / [(K+λI)⁻¹]_ii, from one eigendecomposition of K).
 func fitRidge(x []float64, y []float64, m, f, d int, lambda float64) (*ridgeReconstructor, error) {
-	if m < 1 {
-		return nil, errors.New("ridge reconstructor: no training models")
+	if m < 2 {
+		return nil, errors.New("ridge reconstructor: need at least 2 training models")
 	}
-	if !(lambda > 0) || math.IsInf(lambda, 0) {
-		return nil, fmt.Errorf("ridge reconstructor: λ = %v must be positive and finite", lambda)
+	if !(lambda >= 0) || math.IsInf(lambda, 0) {
+		return nil, fmt.Errorf("ridge reconstructor: λ = %v must be ≥ 0 and finite (0 = leave-one-out choice)", lambda)
 	}
 	r := &ridgeReconstructor{std: newStandardizer(x, m, f), m: m, f: f, d: d, ybar: make([]float64, d)}
 	r.xs = r.std.apply(x, m)
@@ -88,10 +92,7 @@ func fitRidge(x []float64, y []float64, m, f, d int, lambda float64) (*ridgeReco
 	for i := 0; i < m; i++ {
 		tr += k.At(i, i)
 	}
-	reg := lambda * math.Max(tr/float64(m), 1e-12)
-	for i := 0; i < m; i++ {
-		k.SetSym(i, i, k.At(i, i)+reg)
-	}
+	scale := math.Max(tr/float64(m), 1e-12)
 	for i := 0; i < m; i++ {
 		for j := 0; j < d; j++ {
 			r.ybar[j] += y[i*d+j] / float64(m)
@@ -103,14 +104,51 @@ func fitRidge(x []float64, y []float64, m, f, d int, lambda float64) (*ridgeReco
 			yc.Set(i, j, y[i*d+j]-r.ybar[j])
 		}
 	}
-	var chol mat.Cholesky
-	if !chol.Factorize(k) {
-		return nil, errors.New("ridge reconstructor: kernel matrix not positive definite")
+	var es mat.EigenSym
+	if !es.Factorize(k, true) {
+		return nil, errors.New("ridge reconstructor: eigendecomposition of the kernel failed")
 	}
-	r.alpha = &mat.Dense{}
-	if err := chol.SolveTo(r.alpha, yc); err != nil {
-		return nil, fmt.Errorf("ridge reconstructor: %w", err)
+	vals := es.Values(nil)
+	var v mat.Dense
+	es.VectorsTo(&v)
+	var vty mat.Dense
+	vty.Mul(v.T(), yc) // m×d
+	solve := func(reg float64) *mat.Dense {
+		s := mat.DenseCopyOf(&vty)
+		for i := 0; i < m; i++ {
+			row := s.RawRowView(i)
+			inv := 1 / (math.Max(vals[i], 0) + reg)
+			for j := range row {
+				row[j] *= inv
+			}
+		}
+		var a mat.Dense
+		a.Mul(&v, s)
+		return &a
 	}
+	if lambda == 0 {
+		best := math.Inf(1)
+		for e := -4.0; e <= 4; e += 0.5 {
+			reg := math.Pow(10, e) * scale
+			a := solve(reg)
+			loo := 0.0
+			for i := 0; i < m; i++ {
+				hii := 0.0 // [(K+λI)⁻¹]_ii
+				for q := 0; q < m; q++ {
+					hii += v.At(i, q) * v.At(i, q) / (math.Max(vals[q], 0) + reg)
+				}
+				for j := 0; j < d; j++ {
+					ei := a.At(i, j) / hii
+					loo += ei * ei
+				}
+			}
+			if loo < best {
+				best, lambda = loo, math.Pow(10, e)
+			}
+		}
+	}
+	r.lambda = lambda
+	r.alpha = solve(lambda * scale)
 	return r, nil
 }
 

@@ -2,8 +2,11 @@ package attack
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/train"
@@ -99,6 +102,98 @@ func TestRecoNNErrors(t *testing.T) {
 	} {
 		if _, err := RunRecoNN(context.Background(), o); err == nil {
 			t.Errorf("accepted %+v", o)
+		}
+	}
+}
+
+// The closed-form leave-one-out residual of kernel ridge equals refitting without the row.
+func TestRidgeLeaveOneOut(t *testing.T) {
+	const m, f, d = 7, 5, 2
+	r := rand.New(rand.NewPCG(1, 2))
+	x := make([]float64, m*f)
+	y := make([]float64, m*d)
+	for i := range x {
+		x[i] = r.NormFloat64()
+	}
+	for i := range y {
+		y[i] = r.Float64()
+	}
+	rr, err := fitRidge(x, y, m, f, d, 0.3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale := 0.0
+	for i := 0; i < m; i++ {
+		row := rr.xs[i*f : (i+1)*f]
+		for _, v := range row {
+			scale += v * v / m
+		}
+	}
+	reg := 0.3 * scale
+	kern := func(a, b int) float64 {
+		s := 0.0
+		for c := 0; c < f; c++ {
+			s += rr.xs[a*f+c] * rr.xs[b*f+c]
+		}
+		return s
+	}
+	// (K+λI)⁻¹ from the fitted alpha's definition, by a dense solve.
+	full := mat.NewSymDense(m, nil)
+	for a := 0; a < m; a++ {
+		for b := a; b < m; b++ {
+			v := kern(a, b)
+			if a == b {
+				v += reg
+			}
+			full.SetSym(a, b, v)
+		}
+	}
+	var inv mat.Dense
+	if err := inv.Inverse(full); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < m; i++ {
+		// Refit without row i.
+		idx := []int{}
+		for a := 0; a < m; a++ {
+			if a != i {
+				idx = append(idx, a)
+			}
+		}
+		kk := mat.NewSymDense(m-1, nil)
+		for a, ia := range idx {
+			for b, ib := range idx {
+				if b >= a {
+					v := kern(ia, ib)
+					if a == b {
+						v += reg
+					}
+					kk.SetSym(a, b, v)
+				}
+			}
+		}
+		var ch mat.Cholesky
+		if !ch.Factorize(kk) {
+			t.Fatal("not positive definite")
+		}
+		for j := 0; j < d; j++ {
+			yc := mat.NewVecDense(m-1, nil)
+			for a, ia := range idx {
+				yc.SetVec(a, y[ia*d+j]-rr.ybar[j])
+			}
+			var al mat.VecDense
+			if err := ch.SolveVecTo(&al, yc); err != nil {
+				t.Fatal(err)
+			}
+			pred := 0.0
+			for a, ia := range idx {
+				pred += kern(i, ia) * al.AtVec(a)
+			}
+			want := y[i*d+j] - rr.ybar[j] - pred
+			got := rr.alpha.At(i, j) / inv.At(i, i)
+			if math.Abs(got-want) > 1e-9*(1+math.Abs(want)) {
+				t.Fatalf("row %d output %d: closed-form LOO residual %v, refit %v", i, j, got, want)
+			}
 		}
 	}
 }

@@ -33,7 +33,7 @@ func newAttackReconnCmd() *cobra.Command {
 	cfg := train.DefaultConfig()
 	cfg.Model, cfg.Steps, cfg.Batch, cfg.LR, cfg.Sigma, cfg.FILCoords = "mlp", 100, 0, 0.5, 0.5, 20
 	o := attackReconnOptions{fixed: 99, shadows: 200, targets: 10, valFraction: 0.1, reconstructor: "mlp",
-		hidden: 256, epochs: 100, recBatch: 32, recLR: 1e-3, ridgeLambda: 1e-3}
+		hidden: 256, epochs: 100, recBatch: 32, recLR: 1e-3}
 	cmd := &cobra.Command{
 		Use:   "reconn",
 		Short: "RecoNN (Balle et al. 2022): shadow models on D₋ ∪ {z′}, a reconstructor network from released weights to z′",
@@ -70,7 +70,7 @@ Theorem 1's RDP bound (any attacker).`,
 	fs.IntVar(&o.recBatch, "rec-batch", o.recBatch, "reconstructor network: mini-batch")
 	fs.Float64Var(&o.recLR, "rec-lr", o.recLR, "reconstructor network: Adam step size")
 	fs.Float64Var(&o.recDecay, "rec-decay", 0, "reconstructor network: L2 weight decay")
-	fs.Float64Var(&o.ridgeLambda, "ridge-lambda", o.ridgeLambda, "ridge reconstructor: penalty relative to the mean kernel diagonal")
+	fs.Float64Var(&o.ridgeLambda, "ridge-lambda", o.ridgeLambda, "ridge reconstructor: penalty relative to the mean kernel diagonal (0 = chosen by leave-one-out error over 1e-4 … 1e4)")
 	fs.StringVar(&o.out, "out", "", "write reconn_targets.csv and reconn_targets.png (targets over reconstructions) here")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output on stderr")
 	addJSONFlag(cmd, &o.asJSON)
@@ -89,6 +89,7 @@ type attackReconnResult struct {
 	ShadowsVal     int                  `json:"shadows_val"`
 	Reconstructor  string               `json:"reconstructor"`
 	Features       int                  `json:"features"`
+	RidgeLambda    float64              `json:"ridge_lambda,omitempty"`
 	TrainMSE       glmNum               `json:"reconstructor_train_mse"`
 	ValMSE         glmNum               `json:"reconstructor_val_mse"`
 	ValBaselineMSE glmNum               `json:"val_baseline_mse"`
@@ -205,7 +206,7 @@ func runAttackReconn(cmd *cobra.Command, cfg train.Config, o attackReconnOptions
 		return nil, err
 	}
 	out := &attackReconnResult{Config: cfg, Dataset: cfg.Dataset, Fixed: o.fixed, Pool: poolN, SameInit: o.sameInit,
-		Shadows: res.Shadows, ShadowsTrain: res.Train, ShadowsVal: res.Val, Reconstructor: res.Reconstructor, Features: res.Features,
+		Shadows: res.Shadows, ShadowsTrain: res.Train, ShadowsVal: res.Val, Reconstructor: res.Reconstructor, Features: res.Features, RidgeLambda: res.RidgeLambda,
 		TrainMSE: glmNum(res.TrainMSE), ValMSE: glmNum(res.ValMSE), ValBaselineMSE: glmNum(res.ValBaselineMSE),
 		MeanMSE: glmNum(res.MeanMSE), MeanBaseline: glmNum(res.MeanBaselineMSE), Epsilon: glmNum(res.Epsilon),
 		RDPOrder2: glmNum(res.RDPOrder2), BoundRDP: glmNum(res.BoundRDP), RDPViolations: res.RDPViolations, FILBelow: res.FILBelow,
