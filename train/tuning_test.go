@@ -467,3 +467,60 @@ func TestWaterFill(t *testing.T) {
 		t.Fatal("zero budget allocated noise")
 	}
 }
+
+// Monte Carlo: with the noise the trainer actually draws (isotropic σ_eff·C plus
+// noiseFIM.add's low-rank part), the efficient unbiased estimator of a scalar input
+// from one release y = J·x + noise has variance 1/FIL, FIL = ‖J‖²_M/(σ_eff C)² in the
+// learned metric — the FIL the trainer accounts is that of the noise it adds.
+func TestLearnedNoiseFILMatchesMonteCarlo(t *testing.T) {
+	const P, sigma, C, beta = 6, 0.8, 1.5, 0.6
+	rng := rand.New(rand.NewPCG(5, 6))
+	nf := &noiseFIM{beta: beta, nominal: sigma, clipC: C, seed: 3}
+	for q := 0; q < 2; q++ {
+		u := make([]float64, P)
+		for i := range u {
+			u[i] = rng.NormFloat64()
+		}
+		for _, prev := range nf.u {
+			axpy64(-dot64(prev, u), prev, u)
+		}
+		n := math.Sqrt(dot64(u, u))
+		for i := range u {
+			u[i] /= n
+		}
+		a := []float64{4, 1.5}[q]
+		nf.u, nf.a, nf.c = append(nf.u, u), append(nf.a, a), append(nf.c, a/(beta*beta+a))
+	}
+	J := make([]float64, P)
+	for i := range J {
+		J[i] = rng.NormFloat64()
+	}
+	J[0] += 3 * nf.u[0][0] // some weight along the noisy direction
+	effStd := beta * sigma * C
+	fil := nf.shapedSqNorm(J) / (effStd * effStd)
+	// Σ⁻¹J for the estimator, from the same metric: Σ⁻¹ = (I − Σ c_q u_q u_qᵀ)/(σ_eff C)².
+	w := append([]float64(nil), J...)
+	for q, u := range nf.u {
+		axpy64(-nf.c[q]*dot64(u, J), u, w)
+	}
+	const trials = 20000
+	const x = 0.37
+	sq := 0.0
+	sum := make([]float32, P)
+	for tr := 0; tr < trials; tr++ {
+		for i := range sum {
+			sum[i] = float32(J[i]*x + effStd*rng.NormFloat64())
+		}
+		nf.add(tr, sum)
+		y := make([]float64, P)
+		for i, v := range sum {
+			y[i] = float64(v)
+		}
+		xhat := dot64(w, y) / dot64(w, J)
+		sq += (xhat - x) * (xhat - x)
+	}
+	mse := sq / trials
+	if r := mse * fil; r < 0.96 || r > 1.04 { // 20 000 trials: relative sd ≈ 1 %
+		t.Fatalf("Monte Carlo MSE %v vs 1/FIL %v (ratio %v)", mse, 1/fil, r)
+	}
+}
