@@ -106,8 +106,10 @@ STANDIN_HIDDEN  := $(STANDIN_CFLAGS) -fvisibility=hidden
 STANDIN_KERNEL  := $(STANDIN_HIDDEN) -Wno-unused-parameter -ffp-contract=off
 STANDIN_ENV      = LD_LIBRARY_PATH=$(abspath $(STANDIN)) DPFIL_CUBLAS=$(abspath $(STANDIN))/libcublas.so.12
 STANDIN_RUNS    := $(STANDIN)/runs
-# A few DP-SGD steps with FIL, compared between --device cpu and --device cuda.
-STANDIN_TRAIN   := --model mnist-cnn --steps 5 --batch 64 --fil-coords 8 --seed 7 --quiet
+# 20 DP-SGD steps with FIL on the embedded MNIST, compared between --device cpu and
+# --device cuda (device-resident: data uploaded once, indices in, scalars out), with
+# the adversary's transcripts to compare the released noisy sums step by step.
+STANDIN_TRAIN   := --model mnist-cnn --steps 20 --batch 64 --fil-coords 8 --seed 7 --quiet --record-transcript
 
 $(STANDIN)/libcuda.so.1: cuda/standin/driver.c cuda/standin/hooks.c cuda/standin/kernels.c \
 		cuda/standin/unsupported.c cuda/standin/standin.h cuda/standin/genkernels.go \
@@ -139,15 +141,16 @@ cuda-standin-symbols: cuda cuda-standin
 	  echo "stand-in libcuda.so.1 exports all $$(wc -l < "$$tmp/need") cu* symbols the dpfil_cuda binaries link"
 
 # The dpfil_cuda test binary with the stand-in's memcheck and race check on; then the
-# CLI with them off (DPFIL_STANDIN_CHECKS=0: everything else stays strict): a short
-# training run on cuda compared with the CPU run of the same seed, and a benchmark
-# smoke run (no speed claim: the stand-in is a CPU).
+# CLI with them off (DPFIL_STANDIN_CHECKS=0: everything else stays strict): a 20-step
+# device-resident training run on cuda compared with the CPU run of the same seed
+# (test accuracy, dFIL, parameters, released noisy sums), and a benchmark smoke run
+# (no speed claim: the stand-in is a CPU).
 cuda-standin-check: cuda-standin-symbols
 	cd cuda && $(STANDIN_ENV) DPFIL_STANDIN_QUIET=1 ../$(BIN)/cuda.test -test.count=1 -test.timeout 30m
 	rm -rf $(STANDIN_RUNS)
 	$(STANDIN_ENV) DPFIL_STANDIN_CHECKS=0 $(BIN)/dpfil-cuda train --device cpu $(STANDIN_TRAIN) --out $(STANDIN_RUNS)/cpu
 	$(STANDIN_ENV) DPFIL_STANDIN_CHECKS=0 $(BIN)/dpfil-cuda train --device cuda $(STANDIN_TRAIN) --out $(STANDIN_RUNS)/cuda
-	$(GO) run cuda/standin/cmpruns.go -rtol 1e-4 $(STANDIN_RUNS)/cpu $(STANDIN_RUNS)/cuda
+	$(GO) run cuda/standin/cmpruns.go -rtol 1e-4 -resident $(STANDIN_RUNS)/cpu $(STANDIN_RUNS)/cuda
 	$(STANDIN_ENV) DPFIL_STANDIN_CHECKS=0 $(BIN)/dpfil-cuda bench engine --device cuda --model mnist-cnn \
 	  --batch 32 --coords 4 --seconds 0.2 --oracle=false
 

@@ -20,71 +20,119 @@ const (
 	reduceBlock = 128
 )
 
-// span is one managed allocation.
+// intSlot is device scratch for int arguments and (plain mode) what it holds.
+type intSlot struct {
+	dev  []int32
+	host []int32
+}
+
+// span is one device allocation.
 type span struct{ start, end uintptr }
 
-// Backend is models.Backend[float32] over a Driver. Alloc hands out managed memory,
-// every kernel runs on the device and the call returns after the device finished, so
-// the network's host-side steps (bias adds, layout permutations, softmax, clipping)
-// read and write the same buffers correctly. Buffers that did not come from Alloc
-// (a caller's parameter vector) are staged through managed memory.
+// Backend is models.Backend[float32] over a Driver, in one of two memory modes.
+//
+// Plain device memory (NewDeviceBackend; what cuda.Open uses): Alloc hands out
+// cuMemAlloc memory, which the host never touches. The backend implements
+// models.DeviceMemory, so the network does its last host-side steps (loading inputs,
+// softmax, clip factors, the clipped sum's accumulator, the FIL combination) as
+// kernels too; launches, GEMMs, memsets and copies to the device are queued on one
+// stream and a call waits for the device only when the host reads a result (a
+// CopyDtoH). Host slices a call is given are copied in (and, for outputs, out) at
+// the call.
+//
+// Managed memory (NewBackend): Alloc hands out managed memory, every kernel runs on
+// the device and the call returns after the device finished, so the network's
+// host-side steps read and write the same buffers correctly; buffers that did not
+// come from Alloc are staged through managed memory. Every engine path works here
+// (the parameter-tangent and input-gradient passes of η, label FIL and the attacks
+// still have host steps).
 //
 // models.Backend has no error returns: the first driver error is kept, every later
 // call does nothing, and Err reports it. Model (NewModel) checks Err after every
 // call, so an error never turns into a silently wrong number.
 type Backend struct {
-	drv Driver
+	drv   *counted
+	plain bool // plain device memory (else managed)
 
 	mu     sync.Mutex
-	spans  []span           // sorted managed allocations
+	spans  []span           // sorted device allocations
 	owned  []unsafe.Pointer // to free on Close
 	stage  [][]float32      // staging buffers for foreign slices, reused per call
 	nstage int              // staging buffers in use by the current call
 	synced bool             // the current call already waited for the device
 	back   []func()         // copy-backs of staged outputs after the current call
 	stats  Stats
+	base   Counts // driver counts at the last ResetStats
 	err    error
 	// The reductions' scratch: the tensor table and the partial sums (grown as needed).
-	iblk  []int32
-	fpart []float64
-	// DeviceOps\' scratch: one-hot coordinates, row scales and row sums.
-	idx32 []int32
-	dscr  []float64
+	iblk     []int32
+	iblkHost []int32 // what iblk holds (plain mode)
+	fpart    []float64
+	// DeviceOps\' scratch: int arguments (slots, see ints), row scales and row sums.
+	islots [nSlots]intSlot
+	dscr   []float64
+	// Host-side scratch of the plain mode: what is copied to or from the device.
+	hostI32 []int32
+	hostF64 []float64
+	hostF32 []float32
 }
 
 // Stats counts a backend's device work since it was created (or ResetStats): the
 // overheads that, next to the FLOPs, set its speed on a GPU (see docs/perf.md).
+// Launches, GEMMs, synchronisations and the transfers are the driver's counts
+// (Counts).
 type Stats struct {
-	Calls       int   `json:"calls"`        // backend calls (models.Backend methods)
-	Launches    int   `json:"launches"`     // kernel launches
-	Gemms       int   `json:"gemms"`        // SGEMM calls
-	Syncs       int   `json:"syncs"`        // device synchronisations
-	StagedBytes int64 `json:"staged_bytes"` // bytes copied through staging buffers (foreign slices)
-	DotReads    int   `json:"dot_reads"`    // reductions whose result the host waited for
+	Calls       int    `json:"calls"`        // backend calls (models.Backend methods and extensions)
+	Launches    int    `json:"launches"`     // kernel launches
+	Gemms       int    `json:"gemms"`        // SGEMM calls
+	Syncs       int    `json:"syncs"`        // device synchronisations (Sync and CopyDtoH)
+	StagedBytes int64  `json:"staged_bytes"` // bytes copied through staging buffers (foreign slices)
+	DotReads    int    `json:"dot_reads"`    // reductions whose result the host waited for
+	Driver      Counts `json:"driver"`       // everything the driver counted
 }
 
 // Stats returns the work counters.
 func (b *Backend) Stats() Stats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.stats
+	st := b.stats
+	c := b.drv.Counts().Sub(b.base)
+	st.Launches, st.Gemms, st.Syncs, st.Driver = int(c.Launches), int(c.Gemms), int(c.Syncs), c
+	return st
 }
 
 // ResetStats zeroes the work counters.
 func (b *Backend) ResetStats() {
 	b.mu.Lock()
 	b.stats = Stats{}
+	b.base = b.drv.Counts()
 	b.mu.Unlock()
 }
 
-// NewBackend returns a backend on drv.
+// Counts returns the driver's counts since the backend was created.
+func (b *Backend) Counts() Counts { return b.drv.Counts() }
+
+// NewBackend returns a backend on drv that allocates managed memory (see Backend).
 func NewBackend(drv Driver) (*Backend, error) {
 	if drv == nil {
 		return nil, errors.New("cuda: nil driver")
 	}
-	b := &Backend{drv: drv}
+	return &Backend{drv: newCounted(drv)}, nil
+}
+
+// NewDeviceBackend returns a backend on drv that allocates plain device memory (see
+// Backend).
+func NewDeviceBackend(drv Driver) (*Backend, error) {
+	b, err := NewBackend(drv)
+	if err != nil {
+		return nil, err
+	}
+	b.plain = true
 	return b, nil
 }
+
+// Plain reports whether the backend allocates plain device memory.
+func (b *Backend) Plain() bool { return b.plain }
 
 // Name is "cuda" on a GPU and "cuda-emulator" on the emulator.
 func (b *Backend) Name() string {
@@ -141,10 +189,20 @@ func (b *Backend) fail(err error) {
 	}
 }
 
-// allocBytes allocates n bytes of managed memory and records the span (b.mu held or
-// not needed).
+// allocBytes allocates n zeroed bytes of device memory (plain or managed) and records
+// the span (b.mu held or not needed).
 func (b *Backend) allocBytes(n int) unsafe.Pointer {
-	p, err := b.drv.AllocManaged(n)
+	var p unsafe.Pointer
+	var err error
+	if b.plain {
+		if p, err = b.drv.Alloc(n); err == nil {
+			if err = b.drv.MemsetZero(p, n); err != nil {
+				_ = b.drv.Free(p)
+			}
+		}
+	} else {
+		p, err = b.drv.AllocManaged(n)
+	}
 	if err != nil {
 		b.fail(fmt.Errorf("cuda: alloc %d bytes: %w", n, err))
 		return nil
@@ -158,8 +216,8 @@ func (b *Backend) allocBytes(n int) unsafe.Pointer {
 	return p
 }
 
-// Alloc returns n zeroed float32 of managed memory. After a driver error it returns
-// host memory, so callers keep running until they check Err.
+// Alloc returns n zeroed float32 of device memory (plain or managed). After a driver
+// error it returns host memory, so callers keep running until they check Err.
 func (b *Backend) Alloc(n int) []float32 {
 	if n <= 0 {
 		return []float32{}
@@ -174,14 +232,14 @@ func (b *Backend) Alloc(n int) []float32 {
 	return make([]float32, n)
 }
 
-// owns reports whether the n bytes at p lie inside one managed allocation.
+// owns reports whether the n bytes at p lie inside one device allocation.
 func (b *Backend) owns(p unsafe.Pointer, n int) bool {
 	a := uintptr(p)
 	i := sort.Search(len(b.spans), func(i int) bool { return b.spans[i].end > a })
 	return i < len(b.spans) && b.spans[i].start <= a && a+uintptr(n) <= b.spans[i].end
 }
 
-// dev returns a device pointer for s: s itself when it is managed memory, else a
+// dev returns a device pointer for s: s itself when it is device memory, else a
 // staging copy (copied back after the call when out). Nil for an empty slice.
 func (b *Backend) dev(s []float32, out bool) unsafe.Pointer {
 	if len(s) == 0 {
@@ -190,6 +248,9 @@ func (b *Backend) dev(s []float32, out bool) unsafe.Pointer {
 	p := unsafe.Pointer(unsafe.SliceData(s))
 	if b.owns(p, 4*len(s)) {
 		return p
+	}
+	if b.plain {
+		return b.stageIn(s, out)
 	}
 	if b.nstage == len(b.stage) {
 		b.stage = append(b.stage, nil)
@@ -229,10 +290,11 @@ func (b *Backend) begin() bool {
 	return true
 }
 
-// end waits for the device, copies staged outputs back and unlocks b.
+// end finishes a call and unlocks b. Managed memory: it waits for the device and
+// copies staged outputs back. Plain memory: it copies staged outputs back (each copy
+// waits for the device); without any, nothing waits.
 func (b *Backend) end() {
-	if b.err == nil && !b.synced {
-		b.stats.Syncs++
+	if b.err == nil && !b.synced && !b.plain {
 		if err := b.drv.Sync(); err != nil {
 			b.fail(fmt.Errorf("cuda: synchronize: %w", err))
 		}
@@ -261,7 +323,6 @@ func (b *Backend) launch(name string, n int, args ...any) {
 		return
 	}
 	g := min(maxGrid, (n+blockSize-1)/blockSize)
-	b.stats.Launches++
 	if err := b.drv.Launch(name, Dim3{uint32(g), 1, 1}, Dim3{blockSize, 1, 1}, Args(args...)); err != nil {
 		b.fail(fmt.Errorf("cuda: %s: %w", name, err))
 	}
@@ -286,7 +347,6 @@ func (b *Backend) GemmStridedBatched(transA, transB bool, m, n, k int, alpha flo
 	if b.err != nil {
 		return
 	}
-	b.stats.Gemms++
 	var err error
 	if batch == 1 {
 		err = b.drv.Sgemm(transA, transB, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc)
@@ -419,9 +479,25 @@ func (b *Backend) reduceScratch(blocks []int, need int) bool {
 			return false
 		}
 		b.iblk = unsafe.Slice((*int32)(p), len(blocks))
+		b.iblkHost = b.iblkHost[:0]
 	}
-	for i, v := range blocks {
-		b.iblk[i] = int32(v)
+	if b.plain {
+		// The table is the same for every call of a network: upload it when it changes.
+		same := len(b.iblkHost) == len(blocks)
+		for i := 0; same && i < len(blocks); i++ {
+			same = b.iblkHost[i] == int32(blocks[i])
+		}
+		if !same {
+			b.iblkHost = b.iblkHost[:0]
+			for _, v := range blocks {
+				b.iblkHost = append(b.iblkHost, int32(v))
+			}
+			b.copyIn(unsafe.Pointer(unsafe.SliceData(b.iblk)), unsafe.Pointer(unsafe.SliceData(b.iblkHost)), 4*len(blocks))
+		}
+	} else {
+		for i, v := range blocks {
+			b.iblk[i] = int32(v)
+		}
 	}
 	if len(b.fpart) < need {
 		p := b.allocBytes(8 * need)
@@ -430,7 +506,7 @@ func (b *Backend) reduceScratch(blocks []int, need int) bool {
 		}
 		b.fpart = unsafe.Slice((*float64)(p), need)
 	}
-	return true
+	return b.err == nil
 }
 
 // blockTotal is the number of values in the (offset, size) blocks.
@@ -445,31 +521,46 @@ func blockTotal(blocks []int) int {
 // stripesFor is the number of threads that share one reduction of n values.
 func stripesFor(n int) int { return min(1024, max(32, n/256)) }
 
-// reduce runs a two-stage reduction: kernel name writes rows·stripes partial sums to
-// b.fpart (args must end with that pointer), k_sum_rows folds each row's stripes in
-// order into b.fpart[rows·stripes:], and the device is waited for. It returns the rows
-// results (nil after an error).
+// launchRaw launches kernel name on grid blocks of reduceBlock threads.
+func (b *Backend) launchRaw(name string, grid int, args []uint64) bool {
+	if b.err != nil {
+		return false
+	}
+	if err := b.drv.Launch(name, Dim3{uint32(grid), 1, 1}, Dim3{reduceBlock, 1, 1}, args); err != nil {
+		b.fail(fmt.Errorf("cuda: %s: %w", name, err))
+		return false
+	}
+	return true
+}
+
+// reduceTo runs a two-stage reduction without waiting: kernel name writes
+// rows·stripes partial sums to b.fpart (args must end with that pointer), then fold
+// (k_sum_rows, or k_sum_rows_add to add) sums each row's stripes in order into out
+// (device memory, rows doubles).
+func (b *Backend) reduceTo(name string, rows, stripes int, args []uint64, fold string, out unsafe.Pointer) bool {
+	part := unsafe.Pointer(unsafe.SliceData(b.fpart))
+	return b.launchRaw(name, (rows*stripes+reduceBlock-1)/reduceBlock, args) &&
+		b.launchRaw(fold, (rows+reduceBlock-1)/reduceBlock, Args(rows, stripes, part, out))
+}
+
+// reduce runs a two-stage reduction into b.fpart[rows·stripes:] (see reduceTo) and
+// waits for the device; it returns the rows results in host memory (nil after an
+// error).
 func (b *Backend) reduce(name string, rows, stripes int, args []uint64) []float64 {
 	part := unsafe.Pointer(unsafe.SliceData(b.fpart))
 	fin := unsafe.Add(part, 8*rows*stripes)
-	steps := []struct {
-		name string
-		grid uint32
-		args []uint64
-	}{
-		{name, uint32((rows*stripes + reduceBlock - 1) / reduceBlock), args},
-		{"k_sum_rows", uint32((rows + reduceBlock - 1) / reduceBlock), Args(rows, stripes, part, fin)},
-	}
 	b.stats.DotReads++
-	for _, s := range steps {
-		b.stats.Launches++
-		if err := b.drv.Launch(s.name, Dim3{s.grid, 1, 1}, Dim3{reduceBlock, 1, 1}, s.args); err != nil {
-			b.fail(fmt.Errorf("cuda: %s: %w", s.name, err))
+	if !b.reduceTo(name, rows, stripes, args, "k_sum_rows", fin) {
+		return nil
+	}
+	b.synced = true
+	if b.plain {
+		h := b.hostFloat64s(rows)
+		if !b.copyOut(unsafe.Pointer(unsafe.SliceData(h)), fin, 8*rows) {
 			return nil
 		}
+		return h
 	}
-	b.stats.Syncs++
-	b.synced = true
 	if err := b.drv.Sync(); err != nil {
 		b.fail(fmt.Errorf("cuda: synchronize: %w", err))
 		return nil
@@ -477,12 +568,18 @@ func (b *Backend) reduce(name string, rows, stripes int, args []uint64) []float6
 	return b.fpart[rows*stripes : rows*stripes+rows]
 }
 
+// ownsF64 reports whether x is device memory (false for an empty slice).
+func (b *Backend) ownsF64(x []float64) bool {
+	return len(x) > 0 && b.owns(unsafe.Pointer(unsafe.SliceData(x)), 8*len(x))
+}
+
 // BlockedDotSqBatch reduces cs samples' gradients against their nj gradient-tangent
-// directions in two launches and one synchronisation (models.TangentBatcher): sample
-// s's gradient at g[s·P:], its gradient tangents at tg[s·tgStride:], results for
-// direction j of sample s at gd[s·nj + j], dd[s·nj + j]. Stripes of each direction are
-// summed in double by separate threads, then each direction's stripes in order, so
-// the result is deterministic.
+// directions in two launches (models.TangentBatcher): sample s's gradient at
+// g[s·P:], its gradient tangents at tg[s·tgStride:], results for direction j of
+// sample s at gd[s·nj + j], dd[s·nj + j]. Stripes of each direction are summed in
+// double by separate threads, then each direction's stripes in order, so the result
+// is deterministic. When gd and dd are device memory the results stay there and
+// nothing waits; else the call waits and copies them to the host.
 func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, tgStride, cs, kc, nj int, blocks []int, gd, dd []float64) {
 	if nj <= 0 || cs <= 0 {
 		return
@@ -501,8 +598,17 @@ func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, tgStride, 
 		return
 	}
 	part := unsafe.Pointer(unsafe.SliceData(b.fpart))
-	f := b.reduce("k_blocked_dotsq", 2*rows, stripes,
-		Args(cs, P, int64(tgStride), kc, nj, stripes, len(blocks)/2, unsafe.Pointer(unsafe.SliceData(b.iblk)), pg, ptg, part))
+	args := Args(cs, P, int64(tgStride), kc, nj, stripes, len(blocks)/2, unsafe.Pointer(unsafe.SliceData(b.iblk)), pg, ptg, part)
+	if b.plain && b.ownsF64(gd[:rows]) && b.ownsF64(dd[:rows]) {
+		// Partial sums of ⟨g, ġ⟩ are the first rows·stripes, of ‖ġ‖² the next.
+		if b.launchRaw("k_blocked_dotsq", (2*rows*stripes+reduceBlock-1)/reduceBlock, args) &&
+			b.launchRaw("k_sum_rows", (rows+reduceBlock-1)/reduceBlock, Args(rows, stripes, part, unsafe.Pointer(unsafe.SliceData(gd)))) {
+			b.launchRaw("k_sum_rows", (rows+reduceBlock-1)/reduceBlock,
+				Args(rows, stripes, unsafe.Add(part, 8*rows*stripes), unsafe.Pointer(unsafe.SliceData(dd))))
+		}
+		return
+	}
+	f := b.reduce("k_blocked_dotsq", 2*rows, stripes, args)
 	if f == nil {
 		return
 	}
@@ -511,7 +617,8 @@ func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, tgStride, 
 }
 
 // RowSqNorms adds to out[r] the squared norm of row r's blocks, for rows rows of
-// stride values, in one reduction (models.RowSqNormer).
+// stride values, in one reduction (models.RowSqNormer). When out is device memory
+// the sums are added there and nothing waits.
 func (b *Backend) RowSqNorms(rows, stride int, blocks []int, x []float32, out []float64) {
 	if rows <= 0 {
 		return
@@ -529,26 +636,62 @@ func (b *Backend) RowSqNorms(rows, stride int, blocks []int, x []float32, out []
 		return
 	}
 	part := unsafe.Pointer(unsafe.SliceData(b.fpart))
-	f := b.reduce("k_row_sqnorm", rows, stripes,
-		Args(rows, stride, stripes, len(blocks)/2, unsafe.Pointer(unsafe.SliceData(b.iblk)), px, part))
+	args := Args(rows, stride, stripes, len(blocks)/2, unsafe.Pointer(unsafe.SliceData(b.iblk)), px, part)
+	if b.plain && b.ownsF64(out[:rows]) {
+		b.reduceTo("k_row_sqnorm", rows, stripes, args, "k_sum_rows_add", unsafe.Pointer(unsafe.SliceData(out)))
+		return
+	}
+	f := b.reduce("k_row_sqnorm", rows, stripes, args)
 	for r, v := range f {
 		out[r] += v
 	}
 }
 
-// int32s copies idx to the device scratch for int arguments.
-func (b *Backend) int32s(idx []int) unsafe.Pointer {
-	if len(b.idx32) < len(idx) {
-		p := b.allocBytes(4 * max(len(idx), 1024))
+// Slots of device scratch for int arguments: the one-hot coordinates, the labels and
+// the batch indices each have their own, so that a call whose ints equal the last
+// ones in its slot (the same labels for every pass of a step, the coordinates for both
+// sparse kernels of a pass) copies nothing (plain mode).
+const (
+	slotIdx = iota
+	slotLabels
+	slotGather
+	nSlots
+)
+
+// int32s copies idx to the device scratch for the one-hot coordinates.
+func (b *Backend) int32s(idx []int) unsafe.Pointer { return b.ints(slotIdx, idx) }
+
+// ints copies idx to slot's device scratch (as int32) and returns it.
+func (b *Backend) ints(slot int, idx []int) unsafe.Pointer {
+	sc := &b.islots[slot]
+	if len(sc.dev) < len(idx) {
+		n := max(len(idx), 1024)
+		p := b.allocBytes(4 * n)
 		if p == nil {
 			return nil
 		}
-		b.idx32 = unsafe.Slice((*int32)(p), max(len(idx), 1024))
+		sc.dev = unsafe.Slice((*int32)(p), n)
+		sc.host = sc.host[:0]
 	}
-	for i, v := range idx {
-		b.idx32[i] = int32(v)
+	dst := unsafe.Pointer(unsafe.SliceData(sc.dev))
+	if !b.plain {
+		for i, v := range idx {
+			sc.dev[i] = int32(v)
+		}
+		return dst
 	}
-	return unsafe.Pointer(unsafe.SliceData(b.idx32))
+	same := len(sc.host) == len(idx)
+	for i := 0; same && i < len(idx); i++ {
+		same = sc.host[i] == int32(idx[i])
+	}
+	if !same {
+		sc.host = sc.host[:0]
+		for _, v := range idx {
+			sc.host = append(sc.host, int32(v))
+		}
+		b.copyIn(dst, unsafe.Pointer(unsafe.SliceData(sc.host)), 4*len(idx))
+	}
+	return dst
 }
 
 // float64s returns device scratch for n doubles.
@@ -561,6 +704,84 @@ func (b *Backend) float64s(n int) []float64 {
 		b.dscr = unsafe.Slice((*float64)(p), n)
 	}
 	return b.dscr[:n]
+}
+
+// hostInt32s, hostFloat64s and hostFloat32s are host scratch of at least n values for
+// the plain mode's copies (the copies to the device are staged by the driver, so the
+// scratch may be reused at once).
+func (b *Backend) hostInt32s(n int) []int32 {
+	if cap(b.hostI32) < n {
+		b.hostI32 = make([]int32, n)
+	}
+	return b.hostI32[:n]
+}
+
+func (b *Backend) hostFloat64s(n int) []float64 {
+	if cap(b.hostF64) < n {
+		b.hostF64 = make([]float64, n)
+	}
+	return b.hostF64[:n]
+}
+
+func (b *Backend) hostFloat32s(n int) []float32 {
+	if cap(b.hostF32) < n {
+		b.hostF32 = make([]float32, n)
+	}
+	return b.hostF32[:n]
+}
+
+// copyIn queues a host → device copy; copyOut waits for the device and copies device
+// memory to the host. Both report false after an error (kept as b.err).
+func (b *Backend) copyIn(dst, src unsafe.Pointer, n int) bool {
+	if b.err != nil {
+		return false
+	}
+	if n > 0 {
+		if err := b.drv.CopyHtoD(dst, src, n); err != nil {
+			b.fail(fmt.Errorf("cuda: copy %d bytes to the device: %w", n, err))
+			return false
+		}
+	}
+	return true
+}
+
+func (b *Backend) copyOut(dst, src unsafe.Pointer, n int) bool {
+	if b.err != nil {
+		return false
+	}
+	if n > 0 {
+		if err := b.drv.CopyDtoH(dst, src, n); err != nil {
+			b.fail(fmt.Errorf("cuda: copy %d bytes to the host: %w", n, err))
+			return false
+		}
+	}
+	return true
+}
+
+// stageIn is dev for a host slice in the plain mode: a device staging buffer that
+// gets a copy of s now and, when out, is copied back into s when the call ends.
+func (b *Backend) stageIn(s []float32, out bool) unsafe.Pointer {
+	if b.nstage == len(b.stage) {
+		b.stage = append(b.stage, nil)
+	}
+	st := b.stage[b.nstage]
+	if len(st) < len(s) {
+		q := b.allocBytes(4 * len(s))
+		if q == nil {
+			return nil
+		}
+		st = unsafe.Slice((*float32)(q), len(s))
+		b.stage[b.nstage] = st
+	}
+	b.nstage++
+	ps, pd := unsafe.Pointer(unsafe.SliceData(s)), unsafe.Pointer(unsafe.SliceData(st))
+	b.copyIn(pd, ps, 4*len(s))
+	b.stats.StagedBytes += int64(4 * len(s))
+	if out {
+		b.back = append(b.back, func() { b.copyOut(ps, pd, 4*len(s)) })
+		b.stats.StagedBytes += int64(4 * len(s))
+	}
+	return pd
 }
 
 // op runs one grid-stride kernel over n elements as a backend call; args are given
@@ -668,9 +889,42 @@ func (b *Backend) ScaledRowSum(rows, P int, scale []float64, x []float32, acc []
 		return
 	}
 	defer b.end()
-	d := b.float64s(rows + P)
 	px := b.dev(x[:rows*P], false)
 	if b.err != nil {
+		return
+	}
+	if b.plain {
+		// The scales may be device memory (the network's clip factors) or host values;
+		// the scratch holds uploaded scales, then the sum when acc is on the host.
+		d := b.float64s(rows + P)
+		if d == nil {
+			return
+		}
+		pd := unsafe.Pointer(unsafe.SliceData(d))
+		ps := pd
+		if b.ownsF64(scale[:rows]) {
+			ps = unsafe.Pointer(unsafe.SliceData(scale))
+		} else {
+			b.copyIn(ps, unsafe.Pointer(unsafe.SliceData(scale)), 8*rows)
+		}
+		if b.ownsF64(acc[:P]) {
+			b.launch("k_scaled_row_sum_add", P, rows, P, ps, px, unsafe.Pointer(unsafe.SliceData(acc)))
+			return
+		}
+		sum := unsafe.Add(pd, 8*rows)
+		b.launch("k_scaled_row_sum", P, rows, P, ps, px, sum)
+		h := b.hostFloat64s(P)
+		b.synced = true
+		if !b.copyOut(unsafe.Pointer(unsafe.SliceData(h)), sum, 8*P) {
+			return
+		}
+		for p, v := range h {
+			acc[p] += v
+		}
+		return
+	}
+	d := b.float64s(rows + P)
+	if d == nil {
 		return
 	}
 	copy(d, scale[:rows])
@@ -679,7 +933,6 @@ func (b *Backend) ScaledRowSum(rows, P int, scale []float64, x []float32, acc []
 	if b.err != nil {
 		return
 	}
-	b.stats.Syncs++
 	b.synced = true
 	if err := b.drv.Sync(); err != nil {
 		b.fail(fmt.Errorf("cuda: synchronize: %w", err))

@@ -25,17 +25,32 @@ import (
 // Dim3 is a CUDA grid or block shape.
 type Dim3 struct{ X, Y, Z uint32 }
 
-// Driver is the device interface of the backend. Pointers are device addresses of
-// managed memory, which the host may also read and write while no kernel runs.
-// Kernel arguments are 8-byte slots (see Arg): ints and floats in the low bytes,
-// pointers as addresses.
+// Driver is the device interface of the backend. Pointers are device addresses: of
+// plain device memory (Alloc), which only the device and the copies touch, or of
+// managed memory (AllocManaged), which the host may also read and write while no
+// kernel runs. Work goes to one stream in issue order: launches, GEMMs, memsets and
+// the copies to the device are queued; CopyDtoH and Sync wait for everything before
+// them. Kernel arguments are 8-byte slots (see Arg): ints and floats in the low
+// bytes, pointers as addresses.
 type Driver interface {
 	// Name identifies the device, e.g. "NVIDIA H100 80GB HBM3 (sm_90)" or "emulator".
 	Name() string
+	// Alloc returns n bytes of plain device memory (cuMemAlloc), not initialised.
+	Alloc(n int) (unsafe.Pointer, error)
 	// AllocManaged returns n zeroed bytes of managed memory.
 	AllocManaged(n int) (unsafe.Pointer, error)
-	// Free releases memory from AllocManaged.
+	// Free releases memory from Alloc or AllocManaged.
 	Free(p unsafe.Pointer) error
+	// MemsetZero queues setting n bytes of device memory at p to 0.
+	MemsetZero(p unsafe.Pointer, n int) error
+	// CopyHtoD queues a copy of n bytes from host memory src to device memory dst; src
+	// may be reused as soon as it returns (the driver stages it).
+	CopyHtoD(dst, src unsafe.Pointer, n int) error
+	// CopyDtoD queues a copy of n bytes between device memory.
+	CopyDtoD(dst, src unsafe.Pointer, n int) error
+	// CopyDtoH waits for the queued work, then copies n bytes of device memory src to
+	// host memory dst: a synchronisation.
+	CopyDtoH(dst, src unsafe.Pointer, n int) error
 	// Launch runs kernel name on grid×block threads with the given argument slots.
 	Launch(name string, grid, block Dim3, args []uint64) error
 	// Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major float32 matrices

@@ -4,6 +4,7 @@ package cuda
 #cgo CFLAGS: -O2 -std=gnu11 -fno-strict-aliasing
 #cgo LDFLAGS: -lm
 #include <stdlib.h>
+#include <string.h>
 #include "emu_kernels.h"
 */
 import "C"
@@ -85,6 +86,44 @@ func (e *emulator) AllocManaged(n int) (unsafe.Pointer, error) {
 		return nil, fmt.Errorf("cuda emulator: out of memory allocating %d bytes", n)
 	}
 	return p, nil
+}
+
+// Alloc is the emulator's plain device memory: C heap memory filled with 0xff bytes
+// (NaN floats, −1 ints), since cuMemAlloc does not zero it. The host could address
+// it here; the stand-in driver is where a host access to device memory crashes.
+func (e *emulator) Alloc(n int) (unsafe.Pointer, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("cuda emulator: allocate %d bytes", n)
+	}
+	p := C.malloc(C.size_t(n))
+	if p == nil {
+		return nil, fmt.Errorf("cuda emulator: out of memory allocating %d bytes", n)
+	}
+	C.memset(p, 0xff, C.size_t(n))
+	return p, nil
+}
+
+// MemsetZero zeroes n bytes (at once: the emulator runs everything in issue order).
+func (e *emulator) MemsetZero(p unsafe.Pointer, n int) error {
+	if n > 0 {
+		C.memset(p, 0, C.size_t(n))
+	}
+	return nil
+}
+
+// CopyHtoD, CopyDtoD and CopyDtoH copy at once.
+func (e *emulator) CopyHtoD(dst, src unsafe.Pointer, n int) error { return e.copy(dst, src, n) }
+func (e *emulator) CopyDtoD(dst, src unsafe.Pointer, n int) error { return e.copy(dst, src, n) }
+func (e *emulator) CopyDtoH(dst, src unsafe.Pointer, n int) error { return e.copy(dst, src, n) }
+
+func (e *emulator) copy(dst, src unsafe.Pointer, n int) error {
+	if n < 0 || n > 0 && (dst == nil || src == nil) {
+		return fmt.Errorf("cuda emulator: copy %d bytes from %p to %p", n, src, dst)
+	}
+	if n > 0 {
+		C.memmove(dst, src, C.size_t(n))
+	}
+	return nil
 }
 
 func (e *emulator) Free(p unsafe.Pointer) error {

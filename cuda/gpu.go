@@ -45,6 +45,7 @@ type GPU struct {
 	peak     float64          // peak FP32 GFLOP/s (0: unknown), see PeakFP32GFLOPs
 	params   map[string][]int // kernel name → parameter sizes, from the PTX; read-only
 	ordinal  int
+	managed  bool         // the device can allocate managed memory
 	state    sync.RWMutex // held shared by every call, exclusively by Close
 	closed   bool         // guarded by state
 	fnMu     sync.Mutex
@@ -89,15 +90,12 @@ func OpenGPU(ordinal int) (Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cuda: device %d (%s): managed-memory attribute: %w", ordinal, devName, err)
 	}
-	if managed == 0 {
-		return nil, fmt.Errorf("cuda: device %d (%s) cannot allocate managed memory, which the backend uses", ordinal, devName)
-	}
 
 	ctx, err := dev.RetainPrimaryCtx()
 	if err != nil {
 		return nil, fmt.Errorf("cuda: device %d (%s): retain primary context: %w", ordinal, devName, err)
 	}
-	g := &GPU{dev: dev, ctx: ctx, params: params, ordinal: ordinal, fnByName: map[string]cu.Function{}}
+	g := &GPU{dev: dev, ctx: ctx, params: params, ordinal: ordinal, fnByName: map[string]cu.Function{}, managed: managed != 0}
 	fail := func(err error) (Driver, error) {
 		if g.blas != nil {
 			_ = g.blas.close()
@@ -175,12 +173,102 @@ func (g *GPU) Name() string { return g.name }
 // CublasPath is the cuBLAS library that was loaded (a path or a soname).
 func (g *GPU) CublasPath() string { return g.blas.path }
 
+// Alloc returns n > 0 bytes of plain device memory (cuMemAlloc), not initialised; the
+// host must not address it (only the copies below).
+func (g *GPU) Alloc(n int) (unsafe.Pointer, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("cuda: alloc: size %d bytes", n)
+	}
+	leave, err := g.enter("alloc")
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	dptr, err := cu.MemAlloc(int64(n))
+	if err != nil {
+		return nil, fmt.Errorf("cuda: alloc %d bytes: %w", n, err)
+	}
+	// A device address held as a pointer (outside the Go heap: the collector ignores
+	// it); it is only ever passed back to the driver.
+	return *(*unsafe.Pointer)(unsafe.Pointer(&dptr)), nil
+}
+
+// MemsetZero queues zeroing n bytes at p (cuMemsetD8 on the default stream).
+func (g *GPU) MemsetZero(p unsafe.Pointer, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	leave, err := g.enter("memset")
+	if err != nil {
+		return err
+	}
+	defer leave()
+	if err := cu.MemsetD8(cu.DevicePtr(uintptr(p)), 0, int64(n)); err != nil {
+		return fmt.Errorf("cuda: memset %d bytes at %p: %w", n, p, err)
+	}
+	return nil
+}
+
+// CopyHtoD queues a copy from host memory on the default stream
+// (cuMemcpyHtoDAsync): from pageable memory the driver stages src before returning,
+// so the caller may reuse it at once.
+func (g *GPU) CopyHtoD(dst, src unsafe.Pointer, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	leave, err := g.enter("copy to device")
+	if err != nil {
+		return err
+	}
+	defer leave()
+	if err := cu.MemcpyHtoDAsync(cu.DevicePtr(uintptr(dst)), src, int64(n), cu.NoStream); err != nil {
+		return fmt.Errorf("cuda: copy %d bytes to the device: %w", n, err)
+	}
+	return nil
+}
+
+// CopyDtoD queues a device-to-device copy on the default stream.
+func (g *GPU) CopyDtoD(dst, src unsafe.Pointer, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	leave, err := g.enter("copy on the device")
+	if err != nil {
+		return err
+	}
+	defer leave()
+	if err := cu.MemcpyDtoDAsync(cu.DevicePtr(uintptr(dst)), cu.DevicePtr(uintptr(src)), int64(n), cu.NoStream); err != nil {
+		return fmt.Errorf("cuda: copy %d bytes on the device: %w", n, err)
+	}
+	return nil
+}
+
+// CopyDtoH copies device memory to the host after all queued work (cuMemcpyDtoH:
+// synchronous) and reports the first asynchronous error.
+func (g *GPU) CopyDtoH(dst, src unsafe.Pointer, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	leave, err := g.enter("copy to the host")
+	if err != nil {
+		return err
+	}
+	defer leave()
+	if err := cu.MemcpyDtoH(dst, cu.DevicePtr(uintptr(src)), int64(n)); err != nil {
+		return fmt.Errorf("cuda: copy %d bytes to the host: %w", n, err)
+	}
+	return nil
+}
+
 // AllocManaged returns n > 0 zeroed bytes of managed memory. It refuses more than
 // the device's free memory: oversubscribed managed memory can stall the GPU rather
 // than fail.
 func (g *GPU) AllocManaged(n int) (unsafe.Pointer, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("cuda: alloc managed: size %d bytes", n)
+	}
+	if !g.managed {
+		return nil, fmt.Errorf("cuda: alloc managed: device %d cannot allocate managed memory (use plain device memory)", g.ordinal)
 	}
 	leave, err := g.enter("alloc managed")
 	if err != nil {
@@ -212,7 +300,7 @@ func (g *GPU) AllocManaged(n int) (unsafe.Pointer, error) {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&dptr)), nil
 }
 
-// Free releases memory from AllocManaged; nil is a no-op.
+// Free releases memory from Alloc or AllocManaged; nil is a no-op.
 func (g *GPU) Free(p unsafe.Pointer) error {
 	if p == nil {
 		return nil

@@ -17,6 +17,7 @@ type Model struct {
 	// params is the device copy of the caller's parameters, written once per call:
 	// without it every GEMM that reads weights would stage them again.
 	params []float32
+	res    *resident // device-resident training (resident.go); nil until ResidentLoad
 }
 
 // NewModel builds arch on be.
@@ -41,10 +42,26 @@ func NewModel(arch models.Arch, be *Backend) (*Model, error) {
 	return &Model{inner: inner, net: nm.Network(), be: be, params: params}, nil
 }
 
-// Open builds arch on a new backend over drv; Close releases both. On an error drv
-// is closed too.
+// Open builds arch on a new backend over drv that allocates plain device memory
+// (NewDeviceBackend); an architecture with a layer kind that has no device passes
+// (models.ErrDeviceMemory) gets managed memory instead (NewBackend). Close releases
+// both. On an error drv is closed too.
 func Open(arch models.Arch, drv Driver) (*Model, error) {
-	be, err := NewBackend(drv)
+	return open(arch, drv, true)
+}
+
+// OpenManaged is Open on managed memory: what the engine's parameter-tangent and
+// input-gradient passes (η, label FIL, the attacks' second-order passes) need.
+func OpenManaged(arch models.Arch, drv Driver) (*Model, error) {
+	return open(arch, drv, false)
+}
+
+func open(arch models.Arch, drv Driver, plain bool) (*Model, error) {
+	newBackend := NewBackend
+	if plain {
+		newBackend = NewDeviceBackend
+	}
+	be, err := newBackend(drv)
 	if err != nil {
 		if drv != nil {
 			if cerr := drv.Close(); cerr != nil {
@@ -54,6 +71,10 @@ func Open(arch models.Arch, drv Driver) (*Model, error) {
 		return nil, err
 	}
 	m, err := NewModel(arch, be)
+	if plain && errors.Is(err, models.ErrDeviceMemory) && be.Err() == nil {
+		be.plain = false // nothing was allocated for the network: the same backend, managed
+		m, err = NewModel(arch, be)
+	}
 	if err != nil {
 		be.Close()
 		return nil, err
@@ -62,12 +83,17 @@ func Open(arch models.Arch, drv Driver) (*Model, error) {
 }
 
 // upload copies the caller's parameters to the device copy (wrong lengths are passed
-// through for the engine to report).
+// through for the engine to report); parameters that are device memory already are
+// used as they are.
 func (m *Model) upload(params []float32) []float32 {
-	if len(params) != len(m.params) {
+	if len(params) != len(m.params) || m.be.OnDevice(params) {
 		return params
 	}
-	copy(m.params, params)
+	if m.be.plain {
+		m.be.Copy(m.params, params)
+	} else {
+		copy(m.params, params)
+	}
 	return m.params
 }
 
@@ -103,7 +129,7 @@ func (m *Model) Device() string { return m.be.Device() }
 // the driver knows it (the GPU driver computes it from SM count, clock and
 // architecture), else 0.
 func (m *Model) PeakGFLOPs() float64 {
-	if p, ok := m.be.drv.(interface{ PeakFP32GFLOPs() float64 }); ok {
+	if p, ok := m.be.drv.Driver.(interface{ PeakFP32GFLOPs() float64 }); ok {
 		return p.PeakFP32GFLOPs()
 	}
 	return 0

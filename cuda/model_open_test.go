@@ -9,8 +9,8 @@ import (
 	"github.com/dpfil/dpfil/models"
 )
 
-// allocFailDriver is the emulator, with an AllocManaged that fails (a full device)
-// when fail is set, counting its Close calls.
+// allocFailDriver is the emulator, with an Alloc and AllocManaged that fail (a full
+// device) when fail is set, counting its Close calls.
 type allocFailDriver struct {
 	Driver
 	fail   bool
@@ -22,6 +22,13 @@ func (d *allocFailDriver) AllocManaged(n int) (unsafe.Pointer, error) {
 		return nil, errors.New("out of memory")
 	}
 	return d.Driver.AllocManaged(n)
+}
+
+func (d *allocFailDriver) Alloc(n int) (unsafe.Pointer, error) {
+	if d.fail {
+		return nil, errors.New("out of memory")
+	}
+	return d.Driver.Alloc(n)
 }
 
 func (d *allocFailDriver) Close() error {

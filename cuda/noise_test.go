@@ -53,7 +53,6 @@ func (b *Backend) noiseForTest(n int, seed, step uint64) []float64 {
 		return nil
 	}
 	b.launch("k_normals", (n+1)/2, n, int64(seed), int64(step), p)
-	b.stats.Syncs++
 	b.synced = true
 	if err := b.drv.Sync(); err != nil {
 		b.fail(err)

@@ -37,6 +37,10 @@ func (n *Network[T]) ClippedGradSum(params, x []T, y []int, batch int, clip Clip
 	if len(losses) != batch {
 		return fmt.Errorf("%s: losses buffer has %d values, want %d", n.arch.Name, len(losses), batch)
 	}
+	if n.dm != nil {
+		n.clippedGradSumDevice(params, x, y, batch, clip, sum, losses)
+		return nil
+	}
 	if len(n.total) != n.p {
 		n.total = make([]float64, n.p)
 	}
@@ -133,6 +137,9 @@ func (n *Network[T]) FILSqNorms(params, x []T, y []int, batch int, clip Clip, co
 	if k == 0 {
 		return nil
 	}
+	if n.dm != nil {
+		return n.filSqNormsDevice(params, x, y, batch, clip, coords, k, out)
+	}
 	P := n.p
 	gg := make([]float64, batch)
 	// A device backend with TangentBatcher reduces a whole chunk in one call (the
@@ -199,6 +206,9 @@ func (n *Network[T]) InputGradOfClippedDot(params, x []T, y []int, batch int, v 
 	}
 	if err := n.checkInputs(params, x, y, batch); err != nil {
 		return nil, err
+	}
+	if n.dm != nil {
+		return nil, fmt.Errorf("%s: input gradient of a clipped dot: %w", n.arch.Name, ErrDeviceMemory)
 	}
 	shared := len(v) == n.p
 	if !shared && len(v) != batch*n.p {

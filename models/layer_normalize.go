@@ -81,9 +81,17 @@ type normalizeOf struct {
 
 type normalizeOps[T Float] struct{ normalizeOf }
 
-func (z *normalizeOps[T]) forward(_ *Network[T], ws *workspace[T], i int, _ []T, cs int) {
+func (z *normalizeOps[T]) forward(n *Network[T], ws *workspace[T], i int, _ []T, cs int) {
 	in, out := ws.acts[i], ws.acts[i+1]
 	hw := z.in.H * z.in.W
+	if n.dm != nil { // plain device memory: the same float arithmetic as a kernel
+		m, iv := make([]T, z.in.C), make([]T, z.in.C)
+		for c := range m {
+			m[c], iv[c] = T(z.mean[c]), T(z.inv[c])
+		}
+		n.dm.ChannelAffine(cs, z.in.C, hw, m, iv, in[:cs*z.inN], out[:cs*z.inN])
+		return
+	}
 	for s := 0; s < cs; s++ {
 		for c := 0; c < z.in.C; c++ {
 			off := s*z.inN + c*hw
@@ -96,8 +104,16 @@ func (z *normalizeOps[T]) forward(_ *Network[T], ws *workspace[T], i int, _ []T,
 }
 
 // scale writes dst = src/std per channel for rows rows.
-func (z *normalizeOps[T]) scale(rows int, src, dst []T) {
+func (z *normalizeOps[T]) scale(n *Network[T], rows int, src, dst []T) {
 	hw := z.in.H * z.in.W
+	if n.dm != nil {
+		zero, iv := make([]T, z.in.C), make([]T, z.in.C)
+		for c := range iv {
+			iv[c] = T(z.inv[c])
+		}
+		n.dm.ChannelAffine(rows, z.in.C, hw, zero, iv, src[:rows*z.inN], dst[:rows*z.inN])
+		return
+	}
 	for r := 0; r < rows; r++ {
 		for c := 0; c < z.in.C; c++ {
 			off := r*z.inN + c*hw
@@ -109,16 +125,16 @@ func (z *normalizeOps[T]) scale(rows int, src, dst []T) {
 	}
 }
 
-func (z *normalizeOps[T]) backward(_ *Network[T], ws *workspace[T], i int, _ []T, cs int, needIn, _ bool) {
+func (z *normalizeOps[T]) backward(n *Network[T], ws *workspace[T], i int, _ []T, cs int, needIn, _ bool) {
 	if needIn {
-		z.scale(cs, ws.dlt[i+1], ws.dlt[i])
+		z.scale(n, cs, ws.dlt[i+1], ws.dlt[i])
 	}
 }
 
-func (z *normalizeOps[T]) tangentForward(_ *Network[T], ws *workspace[T], i int, _ []T, cs, kc int, _ []T) {
-	z.scale(cs*kc, ws.tacts[i], ws.tacts[i+1])
+func (z *normalizeOps[T]) tangentForward(n *Network[T], ws *workspace[T], i int, _ []T, cs, kc int, _ []T) {
+	z.scale(n, cs*kc, ws.tacts[i], ws.tacts[i+1])
 }
 
-func (z *normalizeOps[T]) tangentBackward(_ *Network[T], ws *workspace[T], i int, _ []T, cs, kc int, _ []T) {
-	z.scale(cs*kc, ws.tdlt[i+1], ws.tdlt[i])
+func (z *normalizeOps[T]) tangentBackward(n *Network[T], ws *workspace[T], i int, _ []T, cs, kc int, _ []T) {
+	z.scale(n, cs*kc, ws.tdlt[i+1], ws.tdlt[i])
 }

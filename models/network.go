@@ -47,6 +47,10 @@ type Network[T Float] struct {
 	rs    RowSqNormer[T]
 	tb    TangentBatcher[T]
 	total []float64 // ClippedGradSum's float64 accumulator
+	// dm is set when the backend hands out plain device memory (devicemem.go); dev
+	// holds the device-side results then.
+	dm  DeviceMemory[T]
+	dev deviceScratch[T]
 }
 
 // NewNetwork resolves arch for the backend be.
@@ -96,6 +100,9 @@ func NewNetwork[T Float](arch Arch, be Backend[T]) (*Network[T], error) {
 	n.rs, _ = be.(RowSqNormer[T])
 	if tb, ok := be.(TangentBatcher[T]); ok && n.dops != nil && n.bg != nil {
 		n.tb = tb
+	}
+	if n.dm, err = n.deviceMemoryOf(be); err != nil {
+		return nil, err
 	}
 	n.firstParam = -1
 	for i, l := range n.layers {
@@ -335,6 +342,9 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 		ws.grads = be.Alloc(cs * n.p)
 		ws.losses = be.Alloc(cs)
 		ws.gsq = make([]float64, cs)
+		if n.dm != nil {
+			ws.gsq = n.dm.AllocFloat64(cs)
+		}
 	}
 	rows := cs * kc
 	if kc > 0 && (ws.rows < rows || ws.kc < kc || (pt && !ws.pt)) {
@@ -400,11 +410,17 @@ func (n *Network[T]) checkInputs(params, x []T, y []int, batch int) error {
 			}
 		}
 	}
-	if err := checkFinite("input", x); err != nil {
-		return fmt.Errorf("%s: %w", n.arch.Name, err)
+	// Device memory is not read here: its producer (a device-resident trainer)
+	// checks it.
+	if n.onHost(x) {
+		if err := checkFinite("input", x); err != nil {
+			return fmt.Errorf("%s: %w", n.arch.Name, err)
+		}
 	}
-	if err := checkFinite("params", params); err != nil {
-		return fmt.Errorf("%s: %w", n.arch.Name, err)
+	if n.onHost(params) {
+		if err := checkFinite("params", params); err != nil {
+			return fmt.Errorf("%s: %w", n.arch.Name, err)
+		}
 	}
 	return nil
 }
@@ -470,6 +486,10 @@ func (n *Network[T]) lossAndDelta(ws *workspace[T], y []int, cs int) {
 	L := len(n.layers)
 	k := n.classes
 	z, dz := ws.acts[L], ws.dlt[L]
+	if n.dm != nil {
+		n.dm.SoftmaxXent(cs, k, z, y, ws.losses, dz)
+		return
+	}
 	for s := 0; s < cs; s++ {
 		zs, ds := z[s*k:(s+1)*k], dz[s*k:(s+1)*k]
 		mx := math.Inf(-1)
@@ -493,7 +513,11 @@ func (n *Network[T]) lossAndDelta(ws *workspace[T], y []int, cs int) {
 // ws.grads (cs×P) and their squared norms (float64, summed while each layer's block
 // is still in cache) to ws.gsq. The gradient w.r.t. the input is computed only when inputGrad.
 func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bool) {
-	clear(ws.gsq[:cs])
+	if n.dm != nil {
+		n.dm.ZeroFloat64(ws.gsq[:cs])
+	} else {
+		clear(ws.gsq[:cs])
+	}
 	// A device backend that batches GEMMs and norms gets the batched form of the
 	// per-sample weight gradients; the CPU keeps the per-sample loop, whose blocks
 	// are still in cache when their norms are taken.
@@ -537,7 +561,7 @@ func rowSums[T Float](D []T, hw int, out []T) {
 
 // loadInputs copies samples s0..s0+cs of x into ws.acts[0].
 func (n *Network[T]) loadInputs(ws *workspace[T], x []T, s0, cs int) {
-	copy(ws.acts[0][:cs*n.d], x[s0*n.d:(s0+cs)*n.d])
+	n.copyTo(ws.acts[0][:cs*n.d], x[s0*n.d:(s0+cs)*n.d])
 }
 
 // Forward returns the batch×Classes logits of x.
@@ -563,7 +587,7 @@ func (n *Network[T]) ForwardInto(params, x []T, batch int, out []T) error {
 		ws := n.workspaceFor(w, cs, 0, false)
 		n.loadInputs(ws, x, s0, c)
 		n.forward(ws, params, c)
-		copy(out[s0*n.classes:(s0+c)*n.classes], ws.acts[L][:c*n.classes])
+		n.copyTo(out[s0*n.classes:(s0+c)*n.classes], ws.acts[L][:c*n.classes])
 	})
 	return nil
 }
@@ -577,8 +601,8 @@ func (n *Network[T]) PerSampleGrads(params, x []T, y []int, batch int) (grads []
 	grads = make([]T, batch*n.p)
 	losses = make([]T, batch)
 	n.firstOrder(params, x, y, batch, false, func(ws *workspace[T], s0, cs int) {
-		copy(grads[s0*n.p:(s0+cs)*n.p], ws.grads[:cs*n.p])
-		copy(losses[s0:s0+cs], ws.losses[:cs])
+		n.copyTo(grads[s0*n.p:(s0+cs)*n.p], ws.grads[:cs*n.p])
+		n.copyTo(losses[s0:s0+cs], ws.losses[:cs])
 	})
 	return grads, losses, nil
 }
@@ -590,7 +614,7 @@ func (n *Network[T]) InputGrads(params, x []T, y []int, batch int) ([]T, error) 
 	}
 	out := make([]T, batch*n.d)
 	n.firstOrder(params, x, y, batch, true, func(ws *workspace[T], s0, cs int) {
-		copy(out[s0*n.d:(s0+cs)*n.d], ws.dlt[0][:cs*n.d])
+		n.copyTo(out[s0*n.d:(s0+cs)*n.d], ws.dlt[0][:cs*n.d])
 	})
 	return out, nil
 }

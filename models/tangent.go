@@ -111,6 +111,14 @@ func (n *Network[T]) run(r *tangentRun[T]) {
 // sparseSeeds records the one-hot input tangents of a pass as (coordinate, value at
 // the first parameter layer) per row; Normalize layers before it scale the value.
 func (n *Network[T]) sparseSeeds(ws *workspace[T], coords [][]int, s0, cs, j0, kc int) {
+	vals := ws.spVal
+	if n.dm != nil { // written on the host, then copied
+		if len(n.dev.spHost) < cs*kc {
+			n.dev.spHost = make([]T, cs*kc)
+		}
+		vals = n.dev.spHost
+		defer n.dm.Copy(ws.spVal[:cs*kc], vals[:cs*kc])
+	}
 	for s := 0; s < cs; s++ {
 		cl := coords[s0+s]
 		for j := 0; j < kc; j++ {
@@ -126,7 +134,7 @@ func (n *Network[T]) sparseSeeds(ws *workspace[T], coords [][]int, s0, cs, j0, k
 				sc, _ := l.kind.OneHotScale(l.spec, l.in, idx)
 				v *= sc
 			}
-			ws.spIdx[r], ws.spVal[r] = idx, T(v)
+			ws.spIdx[r], vals[r] = idx, T(v)
 		}
 	}
 }
@@ -152,6 +160,10 @@ func (n *Network[T]) tangentLoss(ws *workspace[T], y []int, cs, kc int) {
 	L := len(n.layers)
 	k := n.classes
 	dz, tz, tdz := ws.dlt[L], ws.tacts[L], ws.tdlt[L]
+	if n.dm != nil {
+		n.dm.SoftmaxXentTangent(cs, kc, k, y, dz, tz, tdz)
+		return
+	}
 	if len(ws.prob) < k {
 		ws.prob = make([]float64, k)
 	}
@@ -274,6 +286,9 @@ func (n *Network[T]) Tangent(params, x []T, y []int, batch, k int, xdot, pdot []
 	}
 	if k <= 0 {
 		return nil, fmt.Errorf("%s: tangent needs k ≥ 1 directions, got %d", n.arch.Name, k)
+	}
+	if n.dm != nil {
+		return nil, fmt.Errorf("%s: tangents: %w", n.arch.Name, ErrDeviceMemory)
 	}
 	if xdot != nil && len(xdot) != batch*k*n.d {
 		return nil, fmt.Errorf("%s: input tangents have %d values, want %d", n.arch.Name, len(xdot), batch*k*n.d)

@@ -15,6 +15,17 @@ func NewModel(arch models.Arch, device string) (models.Model, error) {
 
 // newModel builds the engine model of arch on a device.
 func newModel(arch models.Arch, device string) (models.Model, error) {
+	return newDeviceModel(arch, device, false)
+}
+
+// newModelFor builds the model a run of cfg needs: on cuda, plain device memory (the
+// device-resident step, resident.go) unless η or label FIL need the engine's
+// parameter-tangent passes, which run on managed memory.
+func newModelFor(arch models.Arch, cfg Config) (models.Model, error) {
+	return newDeviceModel(arch, cfg.Device, cfg.FILEta > 0 || cfg.FILLabel)
+}
+
+func newDeviceModel(arch models.Arch, device string, managed bool) (models.Model, error) {
 	switch device {
 	case "", "cpu":
 		m, err := models.NewCPUModel(arch)
@@ -23,7 +34,7 @@ func newModel(arch models.Arch, device string) (models.Model, error) {
 		}
 		return m, nil
 	case "cuda":
-		return newCUDAModel(arch)
+		return newCUDAModel(arch, managed)
 	}
 	return nil, fmt.Errorf("unknown device %q (want cpu or cuda)", device)
 }

@@ -9,13 +9,18 @@ import (
 	"github.com/dpfil/dpfil/models"
 )
 
-// newCUDAModel builds arch on GPU 0.
-func newCUDAModel(arch models.Arch) (models.Model, error) {
+// newCUDAModel builds arch on GPU 0: on plain device memory (cuda.Open), or managed
+// memory when asked.
+func newCUDAModel(arch models.Arch, managed bool) (models.Model, error) {
 	drv, err := cuda.OpenDriver("cuda")
 	if err != nil {
 		return nil, fmt.Errorf("device cuda: %w", err)
 	}
-	m, err := cuda.Open(arch, drv)
+	open := cuda.Open
+	if managed {
+		open = cuda.OpenManaged
+	}
+	m, err := open(arch, drv)
 	if err != nil {
 		return nil, fmt.Errorf("device cuda: %w", err)
 	}

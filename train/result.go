@@ -65,6 +65,9 @@ type Result struct {
 	LabelFIL *LabelFILResult `json:"label_fil,omitempty"`
 	// Tuning reports pretraining, pruning, freezing and learned noise (config.tuning).
 	Tuning *TuningResult `json:"tuning,omitempty"`
+	// Device counts the transfers and synchronisations of a run on a device, per step
+	// (nil on the CPU; resident.go).
+	Device *DeviceReport `json:"device,omitempty"`
 
 	// Timings (the only fields that differ between identical runs).
 	WallSeconds   float64 `json:"wall_seconds"`    // run time (steps, evaluations, checkpoints), summed over resumed segments

@@ -99,6 +99,9 @@ type setup struct {
 	etaScale []float64                // input scale of their directions (nil: raw pixels)
 
 	tune *tuning // pretraining, pruning, freezing, learned noise (tuning.go); nil = off
+
+	res   residentModel // the device keeps the steps (resident.go); nil = host steps
+	tally *deviceTally  // a device model's per-step counts (nil on the CPU)
 }
 
 // Run trains cfg.Repeats independent models with DP-SGD and returns the result, also
@@ -193,7 +196,7 @@ func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error)
 	}
 	s.model = opt.Model
 	if s.model == nil {
-		if s.model, err = newModel(s.arch, cfg.Device); err != nil {
+		if s.model, err = newModelFor(s.arch, cfg); err != nil {
 			return nil, err
 		}
 	} else {
@@ -279,6 +282,9 @@ func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error)
 			s.filK = s.d
 		}
 	}
+	if err := s.prepareResident(logf); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -320,6 +326,8 @@ type worker struct {
 	fx     []float32 // and their inputs and labels
 	fy     []int
 	onStep func(StepRecord) error
+	res    residentModel // s.res: the steps run on the device (resident.go)
+	pre    []float64     // θ_t for OnStep on a resident device
 }
 
 func (s *setup) newWorker(repeat int, st *repeatState) (*worker, error) {
@@ -388,6 +396,9 @@ func (s *setup) newWorker(repeat int, st *repeatState) (*worker, error) {
 	}
 	w.p32 = make([]float32, s.p)
 	w.syncParams()
+	if err := w.startResident(); err != nil {
+		return nil, err
+	}
 	w.sum = make([]float32, s.p)
 	w.grad = make([]float64, s.p)
 	return w, nil
@@ -402,6 +413,9 @@ func (w *worker) syncParams() {
 
 // snapshot captures the RNG and sampler states into w.st (for a checkpoint).
 func (w *worker) snapshot() error {
+	if err := w.residentSync(); err != nil {
+		return err
+	}
 	var err error
 	if w.st.Ledger, err = json.Marshal(w.ledger); err != nil {
 		return fmt.Errorf("privacy ledger: %w", err)
@@ -420,6 +434,9 @@ func (w *worker) snapshot() error {
 // batch size.
 func (w *worker) step() (int, error) {
 	s := w.s
+	if w.res != nil {
+		return w.residentStep()
+	}
 	if err := w.tuneStep(); err != nil {
 		return 0, err
 	}
@@ -496,7 +513,9 @@ func (w *worker) filStep(idx []int) error {
 		for j, i := range idx {
 			if w.coordRNG.r.Float64() < s.filRate {
 				w.fidx = append(w.fidx, i)
-				w.fx = append(w.fx, w.x[j*d:(j+1)*d]...)
+				if w.res == nil { // resident: the device gathers the rows
+					w.fx = append(w.fx, w.x[j*d:(j+1)*d]...)
+				}
 				w.fy = append(w.fy, w.y[j])
 			}
 		}
@@ -534,7 +553,7 @@ func (w *worker) filStep(idx []int) error {
 	}
 	w.sq = slices.Grow(w.sq[:0], nb)[:nb]
 	w.traceI = slices.Grow(w.traceI[:0], nb)[:nb]
-	if err := s.model.FILSqNorms(w.p32, x, y, s.clip, w.coords, w.sq); err != nil {
+	if err := w.filSqNorms(idx, x, y); err != nil {
 		return fmt.Errorf("FIL: %w", err)
 	}
 	scale := float64(s.d) / float64(k) / (s.noiseStd * s.noiseStd) / s.filRate
@@ -573,8 +592,19 @@ func evaluate(m models.Model, params []float32, ds *data.Dataset, classes int) (
 	if ds == nil || ds.N == 0 {
 		return evaluation{Accuracy: math.NaN(), Loss: math.NaN()}, nil
 	}
-	const chunk = 500
 	d := ds.Dim()
+	return evaluateWith(ds, classes, func(s0, n int, out []float32) error {
+		return m.Logits(params, ds.Images[s0*d:(s0+n)*d], n, out)
+	})
+}
+
+// evaluateWith is evaluate with the logits of samples s0 … s0+n−1 of ds from logitsOf
+// (the model's, or a resident device's copy of ds).
+func evaluateWith(ds *data.Dataset, classes int, logitsOf func(s0, n int, out []float32) error) (evaluation, error) {
+	if ds == nil || ds.N == 0 {
+		return evaluation{Accuracy: math.NaN(), Loss: math.NaN()}, nil
+	}
+	const chunk = 500
 	logits := make([]float32, chunk*classes)
 	correct := make([]int, ds.Classes)
 	counts := ds.ClassCounts()
@@ -582,7 +612,7 @@ func evaluate(m models.Model, params []float32, ds *data.Dataset, classes int) (
 	total := 0
 	for s0 := 0; s0 < ds.N; s0 += chunk {
 		n := min(chunk, ds.N-s0)
-		if err := m.Logits(params, ds.Images[s0*d:(s0+n)*d], n, logits[:n*classes]); err != nil {
+		if err := logitsOf(s0, n, logits[:n*classes]); err != nil {
 			return evaluation{}, fmt.Errorf("evaluate on %s: %w", ds.Name, err)
 		}
 		for i := 0; i < n; i++ {
@@ -673,7 +703,7 @@ func (s *setup) run(ctx context.Context, ck *checkpoint, opt Options, logf func(
 				return nil, err
 			}
 			t0 := time.Now()
-			nb, err := w.step()
+			nb, err := w.countedStep()
 			if err != nil {
 				return nil, err
 			}
@@ -681,7 +711,7 @@ func (s *setup) run(ctx context.Context, ck *checkpoint, opt Options, logf func(
 			segSamples += int64(nb)
 			t := w.st.Step
 			if s.cfg.EvalEvery > 0 && t%s.cfg.EvalEvery == 0 && t < s.steps {
-				ev, err := evaluate(s.model, w.p32, s.test, s.arch.Classes)
+				ev, err := w.evaluate(s.test)
 				if err != nil {
 					return nil, err
 				}
@@ -731,7 +761,10 @@ const trainEvalMax = 10000
 
 // finishRepeat evaluates the final model of a repeat.
 func (s *setup) finishRepeat(w *worker) (RepeatResult, error) {
-	te, err := evaluate(s.model, w.p32, s.test, s.arch.Classes)
+	if err := w.residentSync(); err != nil { // the final parameters from the device
+		return RepeatResult{}, err
+	}
+	te, err := w.evaluate(s.test)
 	if err != nil {
 		return RepeatResult{}, err
 	}
@@ -742,7 +775,7 @@ func (s *setup) finishRepeat(w *worker) (RepeatResult, error) {
 			return RepeatResult{}, fmt.Errorf("train evaluation: %w", err)
 		}
 	}
-	tr, err := evaluate(s.model, w.p32, trainEval, s.arch.Classes)
+	tr, err := w.evaluate(trainEval)
 	if err != nil {
 		return RepeatResult{}, err
 	}
@@ -832,6 +865,7 @@ func (s *setup) result(ck *checkpoint, wallSec, stepSec float64, samples int64) 
 		res.MSEBoundFILMax, res.MSEBoundFILMedian = math.Inf(1), math.Inf(1)
 	}
 	s.tuningResult(res)
+	res.Device = s.deviceReport()
 	if err := s.extraFILResult(res, ck.Done); err != nil {
 		return nil, err
 	}

@@ -83,6 +83,48 @@ type benchDevice struct {
 	PeakGFLOPs     float64 `json:"peak_gflop_per_s"`
 	PctOfFloorGrad float64 `json:"pct_of_floor_grad"`
 	PctOfFloorFIL  float64 `json:"pct_of_floor_fil"`
+	// Resident: the parameters, inputs and sum were device memory (uploaded once),
+	// as in a device-resident training step. GradCounts and FILCounts are what the
+	// driver counted per call of the clipped gradient sum and of the FIL step (a
+	// training step makes one of each, plus the noise and update).
+	Resident   bool               `json:"resident"`
+	GradCounts *benchDeviceCounts `json:"grad_counts,omitempty"`
+	FILCounts  *benchDeviceCounts `json:"fil_counts,omitempty"`
+}
+
+// benchDeviceCounts are a device's transfers and synchronisations per call.
+type benchDeviceCounts struct {
+	HtoDBytes float64 `json:"htod_bytes"`
+	DtoHBytes float64 `json:"dtoh_bytes"`
+	Syncs     float64 `json:"syncs"`
+	Launches  float64 `json:"launches"`
+	Gemms     float64 `json:"gemms"`
+}
+
+// deviceBuffers is a device model that can hold inputs in device memory and counts
+// its driver's work (cuda.Model).
+type deviceBuffers interface {
+	Resident() bool
+	DeviceCopy(x []float32) []float32
+	DeviceCounts() models.DeviceCounts
+}
+
+// countedLoop is timeLoop with the device's counts per call added to *c.
+func countedLoop(dm models.Model, seconds float64, r *benchRate, c **benchDeviceCounts, fn func() (int, error)) error {
+	db, ok := dm.(deviceBuffers)
+	if !ok {
+		return timeLoop(seconds, r, fn)
+	}
+	calls := 0
+	before := db.DeviceCounts()
+	err := timeLoop(seconds, r, func() (int, error) { calls++; return fn() })
+	if err != nil || calls == 0 {
+		return err
+	}
+	d, n := db.DeviceCounts().Sub(before), float64(calls)
+	one := benchDeviceCounts{float64(d.HtoDBytes) / n, float64(d.DtoHBytes) / n, float64(d.Syncs) / n, float64(d.Launches) / n, float64(d.Gemms) / n}
+	*c = &one // the last round's: warm (the first call allocates and uploads the labels)
+	return nil
 }
 
 // benchEngineOptions configures one engine benchmark.
@@ -249,7 +291,7 @@ func runBenchEngine(o benchEngineOptions) (*benchEngineResult, error) {
 	}
 	res.Grad = benchRate{FLOPsPerSample: fl.PerSampleGrad}
 	var dev *benchDevice
-	var devSum []float32
+	var devSum, devParams, devX []float32
 	if dm != nil {
 		dev = &benchDevice{Device: o.device, Name: o.device,
 			Grad: benchRate{FLOPsPerSample: fl.PerSampleGrad}, FIL: benchRate{FLOPsPerSample: fl.FILStep}}
@@ -260,6 +302,12 @@ func runBenchEngine(o benchEngineOptions) (*benchEngineResult, error) {
 			dev.PeakGFLOPs = p.PeakGFLOPs()
 		}
 		devSum = make([]float32, m.NumParams())
+		devParams, devX = params, x
+		if db, ok := dm.(deviceBuffers); ok && db.Resident() {
+			// As in a device-resident training step: nothing of size P or B·d moves.
+			devParams, devX, devSum = db.DeviceCopy(params), db.DeviceCopy(x), db.DeviceCopy(devSum)
+			dev.Resident = true
+		}
 		res.Device = dev
 	}
 	const rounds = 3
@@ -268,8 +316,8 @@ func runBenchEngine(o benchEngineOptions) (*benchEngineResult, error) {
 			return nil, fmt.Errorf("bench engine: per-sample gradients: %w", err)
 		}
 		if dev != nil {
-			err := timeLoop(o.seconds/rounds, &dev.Grad, func() (int, error) {
-				return o.batch, dm.ClippedGradSum(params, x, y, clip, devSum, losses)
+			err := countedLoop(dm, o.seconds/rounds, &dev.Grad, &dev.GradCounts, func() (int, error) {
+				return o.batch, dm.ClippedGradSum(devParams, devX, y, clip, devSum, losses)
 			})
 			if err != nil {
 				return nil, fmt.Errorf("bench engine: %s per-sample gradients: %w", o.device, err)
@@ -292,7 +340,7 @@ func runBenchEngine(o benchEngineOptions) (*benchEngineResult, error) {
 	}
 	out := make([]float64, fb)
 	res.FIL = benchRate{FLOPsPerSample: fl.FILStep}
-	filStep := func(m models.Model) func() (int, error) {
+	filStep := func(m models.Model, params, x []float32) func() (int, error) {
 		return func() (int, error) {
 			for _, c := range coords { // fresh coordinates per call, as in training
 				for j := range c {
@@ -303,11 +351,11 @@ func runBenchEngine(o benchEngineOptions) (*benchEngineResult, error) {
 		}
 	}
 	for r := 0; r < rounds; r++ {
-		if err := timeLoop(o.seconds/rounds, &res.FIL, filStep(m)); err != nil {
+		if err := timeLoop(o.seconds/rounds, &res.FIL, filStep(m, params, x)); err != nil {
 			return nil, fmt.Errorf("bench engine: FIL step: %w", err)
 		}
 		if dev != nil {
-			if err := timeLoop(o.seconds/rounds, &dev.FIL, filStep(dm)); err != nil {
+			if err := countedLoop(dm, o.seconds/rounds, &dev.FIL, &dev.FILCounts, filStep(dm, devParams, devX)); err != nil {
 				return nil, fmt.Errorf("bench engine: %s FIL step: %w", o.device, err)
 			}
 		}
@@ -398,5 +446,14 @@ func printBenchEngine(w io.Writer, r *benchEngineResult) {
 		fmt.Fprintf(w, "%s (%s), peak FP32 %.0f GFLOP/s:\n", d.Device, d.Name, d.PeakGFLOPs)
 		fmt.Fprintf(w, "  per-sample gradients %9.1f samples/s = %.2f× CPU, %.2f%% of the FP32 floor\n", d.Grad.SamplesPerS, d.GradSpeedupVsCPU, d.PctOfFloorGrad)
 		fmt.Fprintf(w, "  FIL step (k = %d)    %9.1f samples/s = %.2f× CPU, %.2f%% of the FP32 floor\n", r.Coords, d.FIL.SamplesPerS, d.FILSpeedupVsCPU, d.PctOfFloorFIL)
+		for _, c := range []struct {
+			what string
+			c    *benchDeviceCounts
+		}{{"gradient sum", d.GradCounts}, {"FIL step", d.FILCounts}} {
+			if c.c != nil {
+				fmt.Fprintf(w, "  per %-13s %.0f bytes to the device, %.0f to the host, %.0f syncs, %.0f launches, %.0f GEMMs (inputs resident: %v)\n",
+					c.what, c.c.HtoDBytes, c.c.DtoHBytes, c.c.Syncs, c.c.Launches, c.c.Gemms, d.Resident)
+			}
+		}
 	}
 }

@@ -9,9 +9,18 @@
 //   - every sample's dFIL must agree within -rtol (relative), and the same samples
 //     must have one;
 //
-//   - the final parameters must agree within -rtol in relative L2 norm.
+//   - the final parameters must agree within -rtol in relative L2 norm;
 //
-//     go run cuda/standin/cmpruns.go [-rtol 1e-4] CPU_DIR DEVICE_DIR
+//   - when both runs recorded their transcripts (--record-transcript), every step
+//     must have the same batch and released noisy sums within -rtol in relative L2
+//     norm: the same noise (the counter-based Philox draws of both devices; a
+//     different draw would differ by ≈ √2 relative), the clipped sums up to float32
+//     rounding;
+//
+//   - with -resident, the device run must report device-resident steps (result.json
+//     "device") and cmpruns prints its transfers per step.
+//
+//     go run cuda/standin/cmpruns.go [-rtol 1e-4] [-resident] CPU_DIR DEVICE_DIR
 package main
 
 import (
@@ -24,6 +33,7 @@ import (
 	"path/filepath"
 
 	"github.com/dpfil/dpfil/accounting"
+	"github.com/dpfil/dpfil/attack"
 )
 
 type result struct {
@@ -31,6 +41,15 @@ type result struct {
 	Steps        int      `json:"steps"`
 	DFILPath     string   `json:"dfil_path"`
 	ParamsPath   string   `json:"params_path"`
+	Device       *struct {
+		Device          string             `json:"device"`
+		Resident        bool               `json:"resident"`
+		NotResident     string             `json:"not_resident"`
+		UploadBytes     int64              `json:"upload_bytes"`
+		BatchIndexBytes float64            `json:"batch_index_bytes"`
+		PerStep         map[string]float64 `json:"per_step"`
+		MaxStep         map[string]float64 `json:"max_step"`
+	} `json:"device"`
 }
 
 func load(dir string) (result, []float64, []float64, error) {
@@ -61,7 +80,8 @@ func load(dir string) (result, []float64, []float64, error) {
 }
 
 func main() {
-	rtol := flag.Float64("rtol", 1e-4, "relative tolerance for dFIL and parameters")
+	rtol := flag.Float64("rtol", 1e-4, "relative tolerance for dFIL, parameters and released sums")
+	resident := flag.Bool("resident", false, "require a device-resident device run")
 	flag.Parse()
 	if flag.NArg() != 2 {
 		fmt.Fprintln(os.Stderr, "usage: go run cuda/standin/cmpruns.go [-rtol 1e-4] CPU_DIR DEVICE_DIR")
@@ -116,4 +136,67 @@ func main() {
 	}
 	fmt.Printf("cmpruns: %d steps, test accuracy %v on both, %d samples' dFIL within %.2g relative (worst), parameters within %.2g\n",
 		cr.Steps, *cr.TestAccuracy, sampled, worst, perr)
+	if msg, err := compareTranscripts(flag.Arg(0), flag.Arg(1), *rtol); err != nil {
+		fail("%v", err)
+	} else if msg != "" {
+		fmt.Println("cmpruns: " + msg)
+	}
+	if *resident {
+		d := dr.Device
+		if d == nil || !d.Resident {
+			why := "no device report"
+			if d != nil {
+				why = d.NotResident
+			}
+			fail("the device run's steps were not resident: %s", why)
+		}
+		fmt.Printf("cmpruns: device-resident run on %s: %d bytes uploaded once; per step %.0f bytes to the device (%.0f of batch indices), %.0f to the host, %.0f synchronisations, %.0f launches, %.0f GEMMs\n",
+			d.Device, d.UploadBytes, d.PerStep["htod_bytes"], d.BatchIndexBytes, d.PerStep["dtoh_bytes"], d.PerStep["syncs"], d.PerStep["launches"], d.PerStep["gemms"])
+	}
+}
+
+// compareTranscripts compares the two runs' transcripts step by step ("" when
+// neither recorded one).
+func compareTranscripts(cpuDir, devDir string, rtol float64) (string, error) {
+	cp, dp := filepath.Join(cpuDir, "transcript.bin"), filepath.Join(devDir, "transcript.bin")
+	_, e1 := os.Stat(cp)
+	_, e2 := os.Stat(dp)
+	if e1 != nil && e2 != nil {
+		return "", nil
+	}
+	ct, err := attack.OpenTranscript(cp)
+	if err != nil {
+		return "", err
+	}
+	dt, err := attack.OpenTranscript(dp)
+	if err != nil {
+		return "", err
+	}
+	if !ct.Complete || !dt.Complete || len(ct.Steps) != len(dt.Steps) {
+		return "", fmt.Errorf("transcripts: %d and %d steps (complete %v, %v)", len(ct.Steps), len(dt.Steps), ct.Complete, dt.Complete)
+	}
+	worst := 0.0
+	for i, c := range ct.Steps {
+		d := dt.Steps[i]
+		if len(c.Batch) != len(d.Batch) || len(c.Released) != len(d.Released) {
+			return "", fmt.Errorf("transcript step %d: batch %d/%d, released %d/%d values", i, len(c.Batch), len(d.Batch), len(c.Released), len(d.Released))
+		}
+		for j := range c.Batch {
+			if c.Batch[j] != d.Batch[j] {
+				return "", fmt.Errorf("transcript step %d: batch member %d is %d on the CPU, %d on the device", i, j, c.Batch[j], d.Batch[j])
+			}
+		}
+		var num, den float64
+		for j, v := range c.Released {
+			e := float64(d.Released[j]) - float64(v)
+			num += e * e
+			den += float64(v) * float64(v)
+		}
+		e := math.Sqrt(num / den)
+		if e > rtol || math.IsNaN(e) {
+			return "", fmt.Errorf("transcript step %d: released noisy sums differ by %.3g relative (> %g): not the same noise", i, e, rtol)
+		}
+		worst = max(worst, e)
+	}
+	return fmt.Sprintf("transcripts: %d steps, the same batches, released noisy sums within %.2g relative (the same noise)", len(ct.Steps), worst), nil
 }

@@ -13,8 +13,9 @@
 //     (gorgonia.org/cu copies every argument as 8 bytes), refuses a pointer argument
 //     that is not NULL and not inside a live device allocation of the context, and
 //     checks the launch bounds;
-//   - launches, memsets and (through cublas.c) GEMMs are queued on the one stream and
-//     run only at a synchronising call (cuCtxSynchronize, a synchronous copy, a free,
+//   - launches, memsets, asynchronous copies (the host bytes of cuMemcpyHtoDAsync are
+//     staged when it is called) and (through cublas.c) GEMMs are queued on the one
+//     stream and run only at a synchronising call (cuCtxSynchronize, a synchronous copy, a free,
 //     a module unload, the last release of the context); while work is queued, every
 //     allocation it touches is PROT_NONE in the program's view, so a host read or
 //     write before the sync crashes at the offending line;
@@ -115,7 +116,7 @@ struct si_module {
 	si_func *funcs;
 };
 
-enum { OP_KERNEL = 1, OP_MEMSET, OP_HOSTFN };
+enum { OP_KERNEL = 1, OP_MEMSET, OP_HOSTFN, OP_COPY };
 
 struct si_op {
 	int kind;
@@ -134,6 +135,9 @@ struct si_op {
 	// OP_HOSTFN
 	void (*hostfn)(void *, int);
 	void *arg;
+	// OP_COPY (dst and bytes above): from the staged host bytes, or from device memory
+	uint8_t *staged;
+	uintptr_t src;
 };
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -377,6 +381,10 @@ static CUresult run_op(si_op *op) {
 	case OP_HOSTFN:
 		op->hostfn(op->arg, 1);
 		return CUDA_SUCCESS;
+	case OP_COPY:
+		memmove((void *)to_dev(op->dst), op->staged ? (const void *)op->staged : (const void *)to_dev(op->src),
+			op->bytes);
+		return CUDA_SUCCESS;
 	}
 	return CUDA_ERROR_UNKNOWN;
 }
@@ -397,6 +405,7 @@ static CUresult drain(si_ctx *ctx, const char *why) {
 		} else if (op->kind == OP_HOSTFN) {
 			op->hostfn(op->arg, 0); // not run: lets the callback free its argument
 		}
+		free(op->staged);
 		free(op);
 	}
 	ctx->tail = NULL;
@@ -734,6 +743,62 @@ SI_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, siz
 }
 SI_EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
 	return copy((uintptr_t)dst, -1, (uintptr_t)src, -1, n, "cuMemcpy");
+}
+
+// copy_async queues a copy of n bytes to device memory dst, on the legacy default
+// stream (the only one): from host memory src (dev_src = 0), which is staged at once,
+// as the driver does for pageable memory, so the caller may reuse it; or from device
+// memory src (dev_src = 1). Both device ranges must lie inside one live allocation;
+// they are inaccessible to the host until the copy ran.
+static CUresult copy_async(uintptr_t dst, uintptr_t src, int dev_src, size_t n, CUstream stream, const char *api) {
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_ctx *c = need_ctx(&r, api);
+	if (c != NULL && stream != NULL) {
+		si_log("%s: stream %p: the stand-in has only the legacy default stream (pass 0)", api, (void *)stream);
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (c != NULL && n > 0) {
+		si_alloc *ad = host_alloc(c, dst, n), *as = NULL;
+		int src_in_arena = src >= si_host_base && src - si_host_base < si_arena_len;
+		char d[256];
+		if (ad == NULL) {
+			describe(d, sizeof d, c, dst);
+			si_log("%s(%zu bytes): the destination range is not inside one live allocation: %s", api, n, d);
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else if (dev_src && (as = host_alloc(c, src, n)) == NULL) {
+			describe(d, sizeof d, c, src);
+			si_log("%s(%zu bytes): the source range is not inside one live allocation: %s", api, n, d);
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else if (!dev_src && (src == 0 || src_in_arena)) {
+			si_log("%s: the source %#lx is %s, but the call copies from host memory", api, (unsigned long)src,
+			       src ? "device memory" : "NULL");
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else {
+			si_op *op = calloc(1, sizeof *op);
+			op->kind = OP_COPY;
+			op->dst = dst;
+			op->bytes = n;
+			if (dev_src) {
+				op->src = src;
+				mark_busy(as);
+			} else {
+				op->staged = malloc(n);
+				memcpy(op->staged, (const void *)src, n);
+			}
+			mark_busy(ad);
+			enqueue(c, op);
+			if (cfg_trace) si_log("queued %s of %zu bytes to %#lx", api, n, (unsigned long)dst);
+		}
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream stream) {
+	return copy_async((uintptr_t)dst, (uintptr_t)src, 0, n, stream, "cuMemcpyHtoDAsync");
+}
+SI_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream) {
+	return copy_async((uintptr_t)dst, (uintptr_t)src, 1, n, stream, "cuMemcpyDtoDAsync");
 }
 
 // ---- modules: PTX parsing ----

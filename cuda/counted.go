@@ -1,0 +1,91 @@
+package cuda
+
+import (
+	"sync"
+	"unsafe"
+
+	"github.com/dpfil/dpfil/models"
+)
+
+// Counts is what a driver did, counted at the Driver interface (counted): the
+// transfers between host and device, the synchronisations (the host waiting for the
+// device: Sync and CopyDtoH), and the work queued. The counts do not depend on the
+// device, so the emulator and the stand-in give a GPU's numbers.
+type Counts = models.DeviceCounts
+
+// counted is a Driver that counts the calls to the driver it wraps.
+type counted struct {
+	Driver
+	mu sync.Mutex
+	c  Counts
+}
+
+func newCounted(d Driver) *counted {
+	if c, ok := d.(*counted); ok {
+		return c
+	}
+	return &counted{Driver: d}
+}
+
+// Counts returns the counts so far.
+func (d *counted) Counts() Counts {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.c
+}
+
+func (d *counted) add(f func(c *Counts)) {
+	d.mu.Lock()
+	f(&d.c)
+	d.mu.Unlock()
+}
+
+func (d *counted) Alloc(n int) (unsafe.Pointer, error) {
+	d.add(func(c *Counts) { c.Allocs++; c.AllocBytes += int64(n) })
+	return d.Driver.Alloc(n)
+}
+
+func (d *counted) AllocManaged(n int) (unsafe.Pointer, error) {
+	d.add(func(c *Counts) { c.Allocs++; c.AllocBytes += int64(n); c.Managed += int64(n) })
+	return d.Driver.AllocManaged(n)
+}
+
+func (d *counted) MemsetZero(p unsafe.Pointer, n int) error {
+	d.add(func(c *Counts) { c.Memsets++ })
+	return d.Driver.MemsetZero(p, n)
+}
+
+func (d *counted) CopyHtoD(dst, src unsafe.Pointer, n int) error {
+	d.add(func(c *Counts) { c.HtoDCopies++; c.HtoDBytes += int64(n) })
+	return d.Driver.CopyHtoD(dst, src, n)
+}
+
+func (d *counted) CopyDtoD(dst, src unsafe.Pointer, n int) error {
+	d.add(func(c *Counts) { c.DtoDBytes += int64(n) })
+	return d.Driver.CopyDtoD(dst, src, n)
+}
+
+func (d *counted) CopyDtoH(dst, src unsafe.Pointer, n int) error {
+	d.add(func(c *Counts) { c.DtoHCopies++; c.DtoHBytes += int64(n); c.Syncs++ })
+	return d.Driver.CopyDtoH(dst, src, n)
+}
+
+func (d *counted) Launch(name string, grid, block Dim3, args []uint64) error {
+	d.add(func(c *Counts) { c.Launches++ })
+	return d.Driver.Launch(name, grid, block, args)
+}
+
+func (d *counted) Sgemm(transA, transB bool, m, n, k int, alpha float32, a unsafe.Pointer, lda int, b unsafe.Pointer, ldb int, beta float32, c unsafe.Pointer, ldc int) error {
+	d.add(func(c *Counts) { c.Gemms++ })
+	return d.Driver.Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+func (d *counted) SgemmStridedBatched(transA, transB bool, m, n, k int, alpha float32, a unsafe.Pointer, lda, strideA int, b unsafe.Pointer, ldb, strideB int, beta float32, c unsafe.Pointer, ldc, strideC, batch int) error {
+	d.add(func(c *Counts) { c.Gemms++ })
+	return d.Driver.SgemmStridedBatched(transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb, strideB, beta, c, ldc, strideC, batch)
+}
+
+func (d *counted) Sync() error {
+	d.add(func(c *Counts) { c.Syncs++ })
+	return d.Driver.Sync()
+}

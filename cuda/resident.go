@@ -1,0 +1,318 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/dpfil/dpfil/models"
+)
+
+// The device-resident DP-SGD step (issue 14). On plain device memory a Model can keep
+// a whole training run on the device: the training and test sets are uploaded once;
+// the float64 master parameters, the momentum, the float32 parameters the network
+// reads, the clipped sum and the released noisy sum live there; per step only the
+// batch's indices (and labels, FIL coordinates) go to the device and scalars (losses,
+// FIL values, a divergence count) come back. The trainer (train, resident.go) drives
+// it through the Resident* methods; the arithmetic is the CPU trainer's: the same
+// counter-based noise (internal/philox ≡ dpfil.cu's dp_gauss_pair) and the same
+// individually rounded float64 update, so a device run differs from the CPU run only
+// by the float32 rounding of the engine's sums.
+
+// resident is a Model's device-resident training state.
+type resident struct {
+	P, D            int
+	train, test     unsafe.Pointer // the data sets: bytes (u8) or float32
+	nTrain, nTest   int
+	trainU8, testU8 bool
+	w, v            []float64 // master parameters and momentum
+	w32, sum        []float32 // the network's parameters; clipped, then released, sum
+	x, fx           []float32 // the gathered batch and FIL members (grown)
+	xIdx            []int     // the indices x holds
+	bad             []float64 // per-thread non-finite counts of the update, then their sum
+}
+
+// ErrNotResident is returned by the Resident* methods of a model that cannot keep a
+// run on the device (managed memory) or has not been loaded.
+var ErrNotResident = errors.New("cuda: device-resident training needs plain device memory and ResidentLoad first")
+
+// Resident reports whether the model can keep a training run on the device: its
+// backend allocates plain device memory.
+func (m *Model) Resident() bool { return m.be.plain }
+
+// u8Exact reports whether every value is b/255 for a byte b (then the data go to the
+// device as bytes, a quarter of the float32 size, and k_gather_u8 restores them).
+func u8Exact(x []float32) ([]byte, bool) {
+	out := make([]byte, len(x))
+	for i, v := range x {
+		f := v*255 + 0.5
+		if !(f >= 0 && f < 256) {
+			return nil, false
+		}
+		b := byte(f)
+		if float32(b)/255 != v {
+			return nil, false
+		}
+		out[i] = b
+	}
+	return out, true
+}
+
+// upload copies a data set to the device (bytes when exact) and returns it.
+func (m *Model) uploadSet(x []float32) (unsafe.Pointer, bool, error) {
+	if len(x) == 0 {
+		return nil, false, nil
+	}
+	b := m.be
+	bytes, u8 := u8Exact(x)
+	src, n := unsafe.Pointer(unsafe.SliceData(x)), 4*len(x)
+	if u8 {
+		src, n = unsafe.Pointer(unsafe.SliceData(bytes)), len(bytes)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil {
+		return nil, false, b.err
+	}
+	p := b.allocBytes(n)
+	if p == nil || !b.copyIn(p, src, n) {
+		return nil, false, b.err
+	}
+	return p, u8, nil
+}
+
+// ResidentLoad uploads the training set (nTrain samples) and the test set (nTest,
+// may be 0) once and allocates the run's device state. Values that are all b/255 go
+// as bytes.
+func (m *Model) ResidentLoad(train []float32, nTrain int, test []float32, nTest int) error {
+	if !m.be.plain {
+		return ErrNotResident
+	}
+	D, P := m.InputDim(), m.NumParams()
+	if len(train) != nTrain*D || len(test) != nTest*D || nTrain <= 0 {
+		return fmt.Errorf("cuda: resident load: %d training and %d test values for %d and %d samples of %d", len(train), len(test), nTrain, nTest, D)
+	}
+	r := &resident{P: P, D: D, nTrain: nTrain, nTest: nTest}
+	var err error
+	if r.train, r.trainU8, err = m.uploadSet(train); err != nil {
+		return fmt.Errorf("cuda: upload the training set: %w", err)
+	}
+	if r.test, r.testU8, err = m.uploadSet(test); err != nil {
+		return fmt.Errorf("cuda: upload the test set: %w", err)
+	}
+	r.w, r.v = m.be.AllocFloat64(P), m.be.AllocFloat64(P)
+	r.w32, r.sum = m.be.Alloc(P), m.be.Alloc(P)
+	if err := m.be.Err(); err != nil {
+		return fmt.Errorf("cuda: resident state: %w", err)
+	}
+	m.res = r
+	return nil
+}
+
+func (m *Model) resident() (*resident, error) {
+	if m.res == nil {
+		return nil, ErrNotResident
+	}
+	return m.res, m.be.Err()
+}
+
+// ResidentSetState uploads the master parameters and the momentum (the start of a
+// repeat, or a checkpoint's) and derives the float32 parameters on the device.
+func (m *Model) ResidentSetState(w, v []float64) error {
+	r, err := m.resident()
+	if err != nil {
+		return err
+	}
+	if len(w) != r.P || len(v) != r.P {
+		return fmt.Errorf("cuda: resident state: %d parameters and %d momenta, want %d", len(w), len(v), r.P)
+	}
+	m.be.CopyFloat64(r.w, w)
+	m.be.CopyFloat64(r.v, v)
+	m.be.ToFloat(r.w32, r.w)
+	return m.check("resident state", nil)
+}
+
+// ResidentState copies the master parameters and the momentum to the host (a
+// checkpoint, the end of a repeat).
+func (m *Model) ResidentState(w, v []float64) error {
+	r, err := m.resident()
+	if err != nil {
+		return err
+	}
+	m.be.CopyFloat64(w[:r.P], r.w)
+	m.be.CopyFloat64(v[:r.P], r.v)
+	return m.check("resident state", nil)
+}
+
+// ResidentParams copies the float32 parameters (float32 of the master parameters) to
+// the host.
+func (m *Model) ResidentParams(dst []float32) error {
+	r, err := m.resident()
+	if err != nil {
+		return err
+	}
+	m.be.Copy(dst[:r.P], r.w32)
+	return m.check("resident parameters", nil)
+}
+
+// gather writes the rows idx of a device data set into dst (k_gather_u8/f32): the
+// indices are the only host → device transfer.
+func (b *Backend) gather(src unsafe.Pointer, u8 bool, d int, idx []int, dst []float32) {
+	name := "k_gather_f32"
+	if u8 {
+		name = "k_gather_u8"
+	}
+	rows := len(idx)
+	b.op(name, rows*d, func() []any { return []any{rows, d, b.ints(slotGather, idx), src, b.dev(dst[:rows*d], true)} })
+}
+
+// batch returns the device rows idx of the training set in buf (grown), reusing x
+// when it holds the same rows.
+func (m *Model) batch(r *resident, idx []int, buf *[]float32, track bool) []float32 {
+	n := len(idx) * r.D
+	if track && len(r.xIdx) == len(idx) && len(*buf) >= n {
+		same := true
+		for i, v := range idx {
+			if r.xIdx[i] != v {
+				same = false
+				break
+			}
+		}
+		if same {
+			return (*buf)[:n]
+		}
+	}
+	if len(*buf) < n {
+		*buf = m.be.Alloc(n)
+	}
+	m.be.gather(r.train, r.trainU8, r.D, idx, (*buf)[:n])
+	if track {
+		r.xIdx = append(r.xIdx[:0], idx...)
+	}
+	return (*buf)[:n]
+}
+
+// ResidentGradSum gathers the batch idx (labels y) on the device and writes the sum
+// of its clipped gradients to the device sum, the per-sample losses to losses (the
+// one wait of the call). An empty batch gives a zero sum.
+func (m *Model) ResidentGradSum(idx, y []int, clip models.Clip, losses []float64) error {
+	r, err := m.resident()
+	if err != nil {
+		return err
+	}
+	if len(idx) == 0 {
+		m.be.Zero(r.sum)
+		return m.check("clipped gradient sum", nil)
+	}
+	for _, i := range idx {
+		if i < 0 || i >= r.nTrain {
+			return fmt.Errorf("cuda: batch index %d outside [0,%d)", i, r.nTrain)
+		}
+	}
+	x := m.batch(r, idx, &r.x, true)
+	return m.check("clipped gradient sum", m.inner.ClippedGradSum(r.w32, x, y, clip, r.sum, losses))
+}
+
+// ResidentFIL writes the FIL norms (models.Model.FILSqNorms) of the training rows idx
+// (labels y) at the current parameters to out.
+func (m *Model) ResidentFIL(idx, y []int, clip models.Clip, coords [][]int, out []float64) error {
+	r, err := m.resident()
+	if err != nil {
+		return err
+	}
+	for _, i := range idx {
+		if i < 0 || i >= r.nTrain {
+			return fmt.Errorf("cuda: FIL index %d outside [0,%d)", i, r.nTrain)
+		}
+	}
+	// The batch's rows when the FIL members are the batch (fil_rate 1), else gathered.
+	x := m.batch(r, idx, &r.x, true)
+	return m.check("FIL", m.inner.FILSqNorms(r.w32, x, y, clip, coords, out))
+}
+
+// ResidentUpdate privatises the device sum and applies the momentum update on the
+// device (k_dpsgd_update: train's addNoise and momentumSGD, the same roundings):
+// released = float32(sum + std·z) with z the Philox normals of (key, step, coordinate)
+// (std = 0: no noise), then ḡ = released/denom, g = ḡ + wd·w, v = mom·v + g,
+// w = w − lr·v and the float32 parameters. It returns how many parameters are not
+// finite (one wait: that count).
+func (m *Model) ResidentUpdate(key uint64, step int, std, denom, lr, mom, wd float64) (int, error) {
+	r, err := m.resident()
+	if err != nil {
+		return 0, err
+	}
+	b := m.be
+	pairs := (r.P + 1) / 2
+	threads := min(maxGrid, (pairs+blockSize-1)/blockSize) * blockSize
+	if len(r.bad) < threads+1 {
+		r.bad = b.AllocFloat64(threads + 1)
+	}
+	if !b.begin() {
+		return 0, b.Err()
+	}
+	part, total := unsafe.Pointer(unsafe.SliceData(r.bad)), unsafe.Add(unsafe.Pointer(unsafe.SliceData(r.bad)), 8*threads)
+	b.launch("k_dpsgd_update", pairs, r.P, int64(key), int64(step), std, denom, lr, mom, wd,
+		unsafe.Pointer(unsafe.SliceData(r.sum)), unsafe.Pointer(unsafe.SliceData(r.w)), unsafe.Pointer(unsafe.SliceData(r.v)),
+		unsafe.Pointer(unsafe.SliceData(r.w32)), part)
+	b.launchRaw("k_sum_rows", 1, Args(1, threads, part, total))
+	var nb [1]float64
+	b.synced = true
+	b.copyOut(unsafe.Pointer(&nb[0]), total, 8)
+	b.end()
+	if err := m.check("update", nil); err != nil {
+		return 0, err
+	}
+	return int(nb[0]), nil
+}
+
+// ResidentReleased copies the released noisy sum of the last update to the host (for
+// a transcript: P values).
+func (m *Model) ResidentReleased(dst []float32) error {
+	r, err := m.resident()
+	if err != nil {
+		return err
+	}
+	m.be.Copy(dst[:r.P], r.sum)
+	return m.check("released sum", nil)
+}
+
+// ResidentLogits writes the logits of samples s0 … s0+n−1 of the device test set
+// (test) or training set to out (host), at the current parameters.
+func (m *Model) ResidentLogits(test bool, s0, n int, out []float32) error {
+	r, err := m.resident()
+	if err != nil {
+		return err
+	}
+	src, u8, N := r.train, r.trainU8, r.nTrain
+	if test {
+		src, u8, N = r.test, r.testU8, r.nTest
+	}
+	if s0 < 0 || n <= 0 || s0+n > N {
+		return fmt.Errorf("cuda: logits of samples [%d,%d) of %d", s0, s0+n, N)
+	}
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = s0 + i
+	}
+	if len(r.fx) < n*r.D {
+		r.fx = m.be.Alloc(n * r.D)
+	}
+	x := r.fx[:n*r.D]
+	m.be.gather(src, u8, r.D, idx, x)
+	return m.check("logits", m.inner.Logits(r.w32, x, n, out))
+}
+
+// DeviceCounts returns the driver's counts (transfers, synchronisations, launches)
+// since the model was opened.
+func (m *Model) DeviceCounts() models.DeviceCounts { return m.be.Counts() }
+
+// DeviceCopy returns a copy of x in device memory (plain memory; x itself on managed
+// memory): inputs that stay on the device across calls, as in a resident step.
+func (m *Model) DeviceCopy(x []float32) []float32 {
+	if !m.be.plain || len(x) == 0 {
+		return x
+	}
+	d := m.be.Alloc(len(x))
+	m.be.Copy(d, x)
+	return d
+}
