@@ -132,15 +132,17 @@ func (m *Model) ResidentSetState(w, v []float64) error {
 	return m.check("resident state", nil)
 }
 
-// ResidentState copies the master parameters and the momentum to the host (a
-// checkpoint, the end of a repeat).
+// ResidentState copies the master parameters and (v not nil) the momentum to the
+// host (a checkpoint, the end of a repeat; θ_t for a transcript).
 func (m *Model) ResidentState(w, v []float64) error {
 	r, err := m.resident()
 	if err != nil {
 		return err
 	}
 	m.be.CopyFloat64(w[:r.P], r.w)
-	m.be.CopyFloat64(v[:r.P], r.v)
+	if v != nil {
+		m.be.CopyFloat64(v[:r.P], r.v)
+	}
 	return m.check("resident state", nil)
 }
 

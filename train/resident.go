@@ -19,7 +19,7 @@ type residentModel interface {
 	Resident() bool
 	ResidentLoad(train []float32, nTrain int, test []float32, nTest int) error
 	ResidentSetState(w, v []float64) error
-	ResidentState(w, v []float64) error
+	ResidentState(w, v []float64) error // v nil: the parameters only
 	ResidentParams(dst []float32) error
 	ResidentGradSum(idx, y []int, clip models.Clip, losses []float64) error
 	ResidentFIL(idx, y []int, clip models.Clip, coords [][]int, out []float64) error
@@ -211,11 +211,12 @@ func (w *worker) residentStep() (int, error) {
 	b := float64(s.cfg.Batch)
 	if w.onStep != nil {
 		// The adversary sees θ_t (before the update) and the released sum: both come
-		// to the host for the transcript (2·P values a step, only when recording).
-		if err := w.residentSync(); err != nil {
+		// to the host for the transcript (P doubles and P floats a step, only when
+		// recording).
+		w.pre = slices.Grow(w.pre[:0], s.p)[:s.p]
+		if err := w.res.ResidentState(w.pre, nil); err != nil {
 			return 0, fmt.Errorf("step %d: %w", w.st.Step+1, err)
 		}
-		w.pre = append(w.pre[:0], w.st.Params...)
 	}
 	key := uint64(w.noiseKey[0]) | uint64(w.noiseKey[1])<<32
 	bad, err := w.res.ResidentUpdate(key, w.st.Step, s.noiseStd, b, s.cfg.LR, s.cfg.Momentum, s.cfg.WeightDecay)
