@@ -121,6 +121,9 @@ func (o *RecoNNOptions) check() error {
 	if o.Config.Batch == 0 {
 		o.Config.Batch = o.Fixed.N + 1
 	}
+	if o.Config.Tuning.PretrainPublic > 0 {
+		return errors.New("reconn: pretrain_public would split D₋ ∪ {z} into public and private parts (the target could leave the training set); pretrain outside the game")
+	}
 	if o.Config.Repeats != 1 {
 		return fmt.Errorf("reconn: the recipe must train one model per run (repeats = 1, got %d)", o.Config.Repeats)
 	}

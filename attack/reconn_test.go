@@ -99,6 +99,7 @@ func TestRecoNNErrors(t *testing.T) {
 		{Config: reconnRecipe(), Fixed: fixed, Pool: pool, Targets: pool, Shadows: 4, Reconstructor: "cnn"},
 		{Config: reconnRecipe(), Fixed: fixed, Pool: nil, Targets: pool, Shadows: 4},
 		{Config: reconnRecipe(), Fixed: fixed, Pool: pool, Targets: pool, Shadows: 4, ValFraction: 1.5},
+		{Config: func() train.Config { c := reconnRecipe(); c.Tuning.PretrainPublic = 0.5; return c }(), Fixed: fixed, Pool: pool, Targets: pool, Shadows: 4},
 	} {
 		if _, err := RunRecoNN(context.Background(), o); err == nil {
 			t.Errorf("accepted %+v", o)
