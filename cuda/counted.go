@@ -27,11 +27,16 @@ func newCounted(d Driver) *counted {
 	return &counted{Driver: d}
 }
 
-// Counts returns the counts so far.
+// Counts returns the counts so far, with the waits the driver made on its own (the
+// GPU driver's full upload ring).
 func (d *counted) Counts() Counts {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.c
+	c := d.c
+	d.mu.Unlock()
+	if h, ok := d.Driver.(interface{ HiddenSyncs() int64 }); ok {
+		c.Syncs += h.HiddenSyncs()
+	}
+	return c
 }
 
 func (d *counted) add(f func(c *Counts)) {

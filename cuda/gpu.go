@@ -50,6 +50,13 @@ type GPU struct {
 	closed   bool         // guarded by state
 	fnMu     sync.Mutex
 	fnByName map[string]cu.Function // guarded by fnMu
+	// The upload ring (gpu_pinned.go), guarded by pinMu: page-locked memory, the bytes
+	// of it queued copies may still read, and the waits it forced.
+	pinMu       sync.Mutex
+	pin         unsafe.Pointer
+	pinUsed     int
+	pinFailed   bool
+	hiddenSyncs int64
 }
 
 // OpenGPU opens GPU number ordinal (0-based, in CUDA's order): it retains the
@@ -210,8 +217,8 @@ func (g *GPU) MemsetZero(p unsafe.Pointer, n int) error {
 }
 
 // CopyHtoD queues a copy from host memory on the default stream
-// (cuMemcpyHtoDAsync): from pageable memory the driver stages src before returning,
-// so the caller may reuse it at once.
+// (cuMemcpyHtoDAsync) through the page-locked upload ring, so the caller may reuse src
+// at once and the copy does not wait for the device.
 func (g *GPU) CopyHtoD(dst, src unsafe.Pointer, n int) error {
 	if n <= 0 {
 		return nil
@@ -221,7 +228,9 @@ func (g *GPU) CopyHtoD(dst, src unsafe.Pointer, n int) error {
 		return err
 	}
 	defer leave()
-	if err := cu.MemcpyHtoDAsync(cu.DevicePtr(uintptr(dst)), src, int64(n), cu.NoStream); err != nil {
+	g.pinMu.Lock()
+	defer g.pinMu.Unlock()
+	if err := g.stageHtoD(dst, src, n); err != nil {
 		return fmt.Errorf("cuda: copy %d bytes to the device: %w", n, err)
 	}
 	return nil
@@ -254,9 +263,14 @@ func (g *GPU) CopyDtoH(dst, src unsafe.Pointer, n int) error {
 		return err
 	}
 	defer leave()
+	// Held across the wait: no upload is queued meanwhile, so once it returns every
+	// queued copy has read its ring bytes and the ring is empty.
+	g.pinMu.Lock()
+	defer g.pinMu.Unlock()
 	if err := cu.MemcpyDtoH(dst, cu.DevicePtr(uintptr(src)), int64(n)); err != nil {
 		return fmt.Errorf("cuda: copy %d bytes to the host: %w", n, err)
 	}
+	g.pinUsed = 0
 	return nil
 }
 
@@ -402,9 +416,12 @@ func (g *GPU) Sync() error {
 		return err
 	}
 	defer leave()
+	g.pinMu.Lock()
+	defer g.pinMu.Unlock()
 	if err := cu.Synchronize(); err != nil {
 		return fmt.Errorf("cuda: sync: %w", err)
 	}
+	g.pinUsed = 0
 	return nil
 }
 
@@ -428,6 +445,12 @@ func (g *GPU) Close() error {
 	}
 	if err := g.blas.close(); err != nil {
 		errs = append(errs, err)
+	}
+	if g.pin != nil {
+		if err := memFreeHost(g.pin); err != nil {
+			errs = append(errs, err)
+		}
+		g.pin = nil
 	}
 	if err := g.mod.Unload(); err != nil {
 		errs = append(errs, fmt.Errorf("unload the kernels: %w", err))

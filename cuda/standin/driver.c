@@ -135,10 +135,37 @@ struct si_op {
 	// OP_HOSTFN
 	void (*hostfn)(void *, int);
 	void *arg;
-	// OP_COPY (dst and bytes above): from the staged host bytes, or from device memory
+	// OP_COPY (dst and bytes above): from the staged host bytes, from device memory,
+	// or (pinned = 1) from page-locked host memory read when the copy runs, which must
+	// still hold what it held when the copy was queued (sum)
 	uint8_t *staged;
 	uintptr_t src;
+	int pinned;
+	uint64_t sum;
 };
+
+// Page-locked host memory (cuMemHostAlloc): host memory that asynchronous copies read
+// when they run, as a GPU's DMA does.
+typedef struct {
+	uintptr_t base;
+	size_t len;
+} si_pinned;
+static si_pinned *pinned;
+static size_t npinned, cappinned;
+
+// pinned_range reports whether the n bytes at p lie in one live pinned allocation.
+static int pinned_range(uintptr_t p, size_t n) {
+	for (size_t i = 0; i < npinned; i++)
+		if (p >= pinned[i].base && p + n <= pinned[i].base + pinned[i].len) return 1;
+	return 0;
+}
+
+// fnv is FNV-1a over n bytes.
+static uint64_t fnv(const uint8_t *b, size_t n) {
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static int g_init;
@@ -382,6 +409,16 @@ static CUresult run_op(si_op *op) {
 		op->hostfn(op->arg, 1);
 		return CUDA_SUCCESS;
 	case OP_COPY:
+		if (op->pinned) {
+			if (fnv((const uint8_t *)op->src, op->bytes) != op->sum) {
+				si_log("cuMemcpyHtoDAsync: the host changed the %lu bytes of page-locked memory at %#lx after "
+				       "queuing their copy and before it ran (the device would read the new bytes)",
+				       (unsigned long)op->bytes, (unsigned long)op->src);
+				return CUDA_ERROR_INVALID_VALUE;
+			}
+			memmove((void *)to_dev(op->dst), (const void *)op->src, op->bytes);
+			return CUDA_SUCCESS;
+		}
 		memmove((void *)to_dev(op->dst), op->staged ? (const void *)op->staged : (const void *)to_dev(op->src),
 			op->bytes);
 		return CUDA_SUCCESS;
@@ -746,9 +783,10 @@ SI_EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) 
 }
 
 // copy_async queues a copy of n bytes to device memory dst, on the legacy default
-// stream (the only one): from host memory src (dev_src = 0), which is staged at once,
-// as the driver does for pageable memory, so the caller may reuse it; or from device
-// memory src (dev_src = 1). Both device ranges must lie inside one live allocation;
+// stream (the only one): from host memory src (dev_src = 0) — pageable memory is
+// staged at once, as the driver does, so the caller may reuse it; page-locked memory
+// (cuMemHostAlloc) is read when the copy runs and must not change until then — or
+// from device memory src (dev_src = 1). Both device ranges must lie inside one live allocation;
 // they are inaccessible to the host until the copy ran.
 static CUresult copy_async(uintptr_t dst, uintptr_t src, int dev_src, size_t n, CUstream stream, const char *api) {
 	CUresult r;
@@ -781,6 +819,10 @@ static CUresult copy_async(uintptr_t dst, uintptr_t src, int dev_src, size_t n, 
 			if (dev_src) {
 				op->src = src;
 				mark_busy(as);
+			} else if (pinned_range(src, n)) {
+				op->src = src;
+				op->pinned = 1;
+				op->sum = fnv((const uint8_t *)src, n);
 			} else {
 				op->staged = malloc(n);
 				memcpy(op->staged, (const void *)src, n);
@@ -788,6 +830,56 @@ static CUresult copy_async(uintptr_t dst, uintptr_t src, int dev_src, size_t n, 
 			mark_busy(ad);
 			enqueue(c, op);
 			if (cfg_trace) si_log("queued %s of %zu bytes to %#lx", api, n, (unsigned long)dst);
+		}
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+// cuMemHostAlloc returns page-locked host memory (here: plain pages, recorded so that
+// asynchronous copies read them when they run); cuMemFreeHost waits for queued work
+// first, as the driver does.
+SI_EXPORT CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t n, unsigned int flags) {
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_ctx *c = need_ctx(&r, "cuMemHostAlloc");
+	if (c != NULL) {
+		if (pp == NULL || n == 0 || flags != 0) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else {
+			void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (p == MAP_FAILED) {
+				r = CUDA_ERROR_OUT_OF_MEMORY;
+			} else {
+				if (npinned == cappinned) {
+					cappinned = cappinned ? 2 * cappinned : 16;
+					pinned = realloc(pinned, cappinned * sizeof *pinned);
+				}
+				pinned[npinned].base = (uintptr_t)p;
+				pinned[npinned].len = n;
+				npinned++;
+				*pp = p;
+			}
+		}
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuMemFreeHost(void *p) {
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_ctx *c = need_ctx(&r, "cuMemFreeHost");
+	if (c != NULL) {
+		size_t i = 0;
+		while (i < npinned && pinned[i].base != (uintptr_t)p) i++;
+		if (i == npinned) {
+			si_log("cuMemFreeHost(%p): not page-locked memory from cuMemHostAlloc", p);
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else {
+			r = c->queued ? drain(c, "cuMemFreeHost") : CUDA_SUCCESS;
+			munmap(p, pinned[i].len);
+			pinned[i] = pinned[--npinned];
 		}
 	}
 	pthread_mutex_unlock(&g_mu);

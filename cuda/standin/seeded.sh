@@ -11,7 +11,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 root=$(pwd)
 
-all="missing-sync no-context race go-pointer int-as-64bit oob-store param-added host-touch"
+all="missing-sync no-context race go-pointer int-as-64bit oob-store param-added host-touch ring-reuse"
 bugs=${*:-$all}
 
 # The headers and stub the Makefile finds (make cuda-env).
@@ -79,6 +79,9 @@ apply() {
   host-touch) # the network loads its inputs with a host copy into plain device memory
     edit models/devicemem.go 's/\tif n\.dm != nil \{\n\t\tn\.dm\.Copy\(dst, src\)\n\t\treturn\n\t\}\n\tcopy\(dst, src\)/\tcopy(dst, src)/'
     run='^TestDeviceMemoryMatchesManaged$' want='unexpected fault address' ;;
+  ring-reuse) # the upload ring reuses page-locked bytes that a queued copy still reads
+    edit cuda/gpu_pinned.go 's/slot := unsafe\.Add\(g\.pin, g\.pinUsed\)/slot := g.pin/'
+    run='^TestGPUUploadRing$' want='changed the' ;;
   *)
     echo "seeded: unknown bug $1 (known: $all)" >&2
     exit 2 ;;
