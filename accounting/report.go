@@ -115,8 +115,10 @@ type Report struct {
 	EpsilonPLDLower *float64 `json:"epsilon_pld_lower"` // PLD, optimistic discretisation: the exact ε is ≥ this
 	EpsilonRDP      *float64 `json:"epsilon_rdp"`       // RDP upper bound; null where RDP has none (replace-one Poisson)
 	EpsilonRDPOrder *float64 `json:"epsilon_rdp_order"`
-	Conversion      string   `json:"conversion"` // RDP → (ε, δ)
-	Orders          string   `json:"orders"`     // RDP orders
+	// PLDUnavailable says why the PLD gave no ε (auto then reports RDP's).
+	PLDUnavailable string `json:"pld_unavailable,omitempty"`
+	Conversion     string `json:"conversion"` // RDP → (ε, δ)
+	Orders         string `json:"orders"`     // RDP orders
 	// EpsilonPoissonApprox (shuffle only) accounts each shuffled step as Poisson
 	// sampling at q = B/N, as the papers did: an approximation, not a proven bound.
 	EpsilonPoissonApprox *float64 `json:"epsilon_poisson_approximation,omitempty"`
@@ -246,19 +248,31 @@ func NewReport(l Ledger, opt ReportOptions) (*Report, error) {
 		p.ShuffleAccounting = ShuffleRigorous.String()
 	}
 	p.EpsilonPLD, p.EpsilonPLDLower, p.EpsilonRDP, p.EpsilonRDPOrder, err = epsilonsOf(ev, adj, ShuffleRigorous, opt.Delta, acct != AccountantRDP)
+	if err != nil && acct == AccountantAuto {
+		// The PLD refuses extreme settings (e.g. a privacy-loss range too wide at tiny
+		// noise); auto then reports the RDP bound, which is valid too.
+		pldErr := err
+		p.EpsilonPLD, p.EpsilonPLDLower, p.EpsilonRDP, p.EpsilonRDPOrder, err = epsilonsOf(ev, adj, ShuffleRigorous, opt.Delta, false)
+		if err == nil && p.EpsilonRDP == nil {
+			err = pldErr
+		}
+		if err == nil {
+			p.PLDUnavailable = pldErr.Error()
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case acct == AccountantRDP && p.EpsilonRDP == nil:
 		return nil, errors.New("the RDP accountant has no ε bound under replace-one adjacency with Poisson sampling; use the PLD accountant")
-	case acct == AccountantRDP, acct == AccountantAuto && p.EpsilonRDP != nil && *p.EpsilonRDP < *p.EpsilonPLD:
+	case acct == AccountantRDP, acct == AccountantAuto && p.EpsilonRDP != nil && (p.EpsilonPLD == nil || *p.EpsilonRDP < *p.EpsilonPLD):
 		p.Accountant, p.Epsilon = AccountantRDP, *p.EpsilonRDP
 	default:
 		p.Accountant, p.Epsilon = AccountantPLD, *p.EpsilonPLD
 	}
 	if s == SamplingShuffle {
-		au, _, ar, _, err := epsilonsOf(ev, adj, ShufflePoissonApprox, opt.Delta, acct != AccountantRDP)
+		au, _, ar, _, err := epsilonsOf(ev, adj, ShufflePoissonApprox, opt.Delta, acct != AccountantRDP && p.EpsilonPLD != nil)
 		if err != nil {
 			return nil, fmt.Errorf("Poisson approximation: %w", err)
 		}

@@ -132,3 +132,23 @@ func TestCalibrateNoise(t *testing.T) {
 		t.Error("negative target: want an error")
 	}
 }
+
+// auto never fails where RDP has a bound: at tiny noise the PLD refuses the run and
+// the report falls back to the (valid) RDP ε, saying why.
+func TestNewReportAutoFallsBackToRDP(t *testing.T) {
+	d := DPSGD{Sampling: SamplingPoisson, N: 1000, Batch: 100, Steps: 200, NoiseMultiplier: 0.05}
+	l, err := d.Ledger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewReport(l, ReportOptions{Delta: 1e-5, Accountant: AccountantPLD}); err == nil {
+		t.Fatal("the PLD now handles σ = 0.05: pick a smaller noise to test the fallback")
+	}
+	r, err := NewReport(l, ReportOptions{Delta: 1e-5})
+	if err != nil {
+		t.Fatalf("auto at σ = 0.05: %v", err)
+	}
+	if r.Accountant != AccountantRDP || r.EpsilonPLD != nil || r.PLDUnavailable == "" || r.Epsilon != *r.EpsilonRDP {
+		t.Fatalf("auto fallback: %+v", r)
+	}
+}
