@@ -38,7 +38,7 @@ func TestDeviceMemoryMatchesManaged(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				B, k := 5, 3
+				B, k := 3, 3
 				if name == "cifar-cnn" {
 					B, k = 2, 2
 				}

@@ -60,7 +60,7 @@ func TestResidentStepTransfers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	split := residentSplit(t, 256, 64)
+	split := residentSplit(t, 128, 32)
 	for _, dev := range devices() {
 		t.Run(dev, func(t *testing.T) {
 			var syncs []float64
@@ -68,7 +68,7 @@ func TestResidentStepTransfers(t *testing.T) {
 				m := openModel(t, dev, arch)
 				cfg := train.DefaultConfig()
 				const k = 4
-				cfg.Model, cfg.Batch, cfg.Steps, cfg.FILCoords, cfg.Sigma, cfg.Seed = "mnist-cnn", B, 3, k, 1, 5
+				cfg.Model, cfg.Batch, cfg.Steps, cfg.FILCoords, cfg.Sigma, cfg.Seed = "mnist-cnn", B, 2, k, 1, 5
 				cfg.Sampling = train.SamplingShuffle // fixed-size batches: every step has B indices
 				res, err := train.Run(context.Background(), cfg, train.Options{Data: split, Model: m})
 				m.Close()
@@ -131,9 +131,9 @@ func TestResidentResumeBitIdentical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	split := residentSplit(t, 128, 64)
+	split := residentSplit(t, 96, 32)
 	cfg := train.DefaultConfig()
-	cfg.Model, cfg.Batch, cfg.Steps, cfg.FILCoords, cfg.Sigma, cfg.Seed, cfg.EvalEvery = "mnist-cnn", 16, 8, 2, 1, 9, 3
+	cfg.Model, cfg.Batch, cfg.Steps, cfg.FILCoords, cfg.Sigma, cfg.Seed, cfg.EvalEvery = "mnist-cnn", 16, 6, 2, 1, 9, 3
 	for _, dev := range devices() {
 		t.Run(dev, func(t *testing.T) {
 			full := t.TempDir()
@@ -148,7 +148,7 @@ func TestResidentResumeBitIdentical(t *testing.T) {
 			m = openModel(t, dev, arch)
 			_, err = train.Run(ctx, cfg, train.Options{Out: killed, Data: split, Model: m, CheckpointEvery: 2,
 				Progress: func(e train.Event) {
-					if e.Step == 5 {
+					if e.Step == 4 {
 						cancel()
 					}
 				}})
