@@ -81,6 +81,10 @@ for m in ("mnist-cnn", "cifar-cnn"):
         print(f"| bench {m} | failed: {r.get('error', 'no device result')} |"); continue
     print(f"| bench {m} grad | {d['per_sample_grad']['samples_per_s']:.0f} samples/s = {d['grad_speedup_vs_cpu']:.2f}x CPU ({r['per_sample_grad']['samples_per_s']:.0f}), {d['pct_of_floor_grad']:.3f}% of FP32 floor |")
     print(f"| bench {m} FIL k=50 | {d['fil_step']['samples_per_s']:.1f} samples/s = {d['fil_speedup_vs_cpu']:.2f}x CPU ({r['fil_step']['samples_per_s']:.1f}), {d['pct_of_floor_fil']:.3f}% of FP32 floor ({d['name']}, peak {d['peak_gflop_per_s']:.0f} GFLOP/s) |")
+    for what in ("grad_counts", "fil_counts"):
+        c = d.get(what)
+        if c:
+            print(f"| bench {m} {what} per call | {c['htod_bytes']:.0f} bytes in, {c['dtoh_bytes']:.0f} out, {c['syncs']:.1f} syncs, {c['launches']:.0f} launches, {c['gemms']:.0f} GEMMs (resident inputs: {d.get('resident')}) |")
 c, g = load("train-cpu.json"), load("train-cuda.json")
 if "error" in c or "error" in g:
     print(f"| train 20 steps | failed: {c.get('error') or g.get('error')} |")
@@ -89,6 +93,12 @@ else:
         a, b = c.get(k), g.get(k)
         rel = abs(a - b) / abs(a) if a else abs(b)
         print(f"| train 20 steps {k} | cpu {a:.6g}, cuda {b:.6g}, rel. diff {rel:.2e} |")
+    print(f"| train 20 steps samples/s (steps only) | cpu {c.get('samples_per_sec', 0):.0f}, cuda {g.get('samples_per_sec', 0):.0f} |")
+    d = g.get("device") or {}
+    ps = d.get("per_step") or {}
+    print(f"| train cuda device | resident {d.get('resident')} {d.get('not_resident', '')}; {d.get('upload_bytes', 0)} bytes uploaded once; per step "
+          f"{ps.get('htod_bytes', 0):.0f} bytes in ({d.get('batch_index_bytes', 0):.0f} of indices), {ps.get('dtoh_bytes', 0):.0f} out, "
+          f"{ps.get('syncs', 0):.1f} syncs, {ps.get('launches', 0):.0f} launches, {ps.get('gemms', 0):.0f} GEMMs |")
 try:
     with open(os.path.join(out, "cublas-symbols.txt")) as f:
         lines = [l.strip() for l in f if l.strip()]
