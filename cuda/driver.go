@@ -4,17 +4,21 @@
 //
 //   - kernels/dpfil.cu: the engine's own kernels (im2col/col2im, average pooling,
 //     tanh/ELU and their first and second derivatives, dot products, clipping,
-//     momentum update), compiled to PTX for compute_75 by `make ptx` and embedded.
-//     They are written in a C subset (no shared memory, no barriers, no atomics) so
-//     that the same source also compiles with the host C compiler.
-//   - Driver: what the backend needs from a device — managed memory, kernel launches,
-//     a row-major SGEMM and synchronisation. Two implementations: the GPU driver
-//     (build tag cuda: gorgonia.org/cu for the driver API, cuBLAS loaded at run time
-//     with dlopen) and the emulator (always built, cgo), which runs the same kernel
-//     source on the CPU one thread at a time. The emulator is how CI, which has no
-//     GPU, tests every kernel and the whole backend against the float64 reference.
+//     softmax, the batch gather, the counter-based noise and the momentum update),
+//     compiled to PTX for compute_75 by `make ptx` and embedded. They are written in
+//     a C subset (no shared memory, no barriers, no atomics) so that the same source
+//     also compiles with the host C compiler.
+//   - Driver: what the backend needs from a device — plain and managed memory, copies,
+//     kernel launches, a row-major SGEMM and synchronisation, counted (Counts). Two
+//     implementations: the GPU driver (build tag dpfil_cuda: gorgonia.org/cu for the
+//     driver API, cuBLAS loaded at run time with dlopen) and the emulator (always
+//     built, cgo), which runs the same kernel source on the CPU one thread at a time.
+//     The emulator is how the default build tests every kernel and the whole backend
+//     against the float64 reference; CI also runs the GPU build against the stand-in
+//     driver of cuda/standin.
 //   - Backend: models.Backend[float32] over a Driver, so a models.Network (and
-//     through it the trainer, FIL accounting and attacks) runs on the device.
+//     through it the trainer, FIL accounting and attacks) runs on the device; on
+//     plain device memory a Model also keeps a whole DP-SGD run there (resident.go).
 package cuda
 
 import (
