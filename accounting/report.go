@@ -287,7 +287,7 @@ func NewReport(l Ledger, opt ReportOptions) (*Report, error) {
 	if err := t1.Compose(ev); err != nil {
 		return nil, fmt.Errorf("Theorem 1: %w", err)
 	}
-	if err := paper.Compose(asPoisson(ev)); err != nil {
+	if err := paper.Compose(AsPoisson(ev)); err != nil {
 		return nil, fmt.Errorf("Theorem 1 (paper's value): %w", err)
 	}
 	p.Theorem1 = Theorem1Report{Adjacency: ReplaceOne.String(),
@@ -334,17 +334,18 @@ func noiseOf(e Event) float64 {
 	return math.NaN()
 }
 
-// asPoisson rewrites every sampled step as a Poisson step (the paper's accounting).
-func asPoisson(e Event) Event {
+// AsPoisson rewrites every sampled step as a Poisson step: the accounting the paper's
+// code used for its add-remove ε₂ (not a bound for other samplings).
+func AsPoisson(e Event) Event {
 	switch ev := e.(type) {
 	case SampledWithoutReplacementEvent:
 		return PoissonSampledEvent{Q: ev.Q, Event: ev.Event}
 	case SelfComposedEvent:
-		return SelfComposedEvent{Event: asPoisson(ev.Event), Count: ev.Count}
+		return SelfComposedEvent{Event: AsPoisson(ev.Event), Count: ev.Count}
 	case ComposedEvent:
 		out := ComposedEvent{}
 		for _, x := range ev.Events {
-			out.Events = append(out.Events, asPoisson(x))
+			out.Events = append(out.Events, AsPoisson(x))
 		}
 		return out
 	}

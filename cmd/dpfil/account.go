@@ -189,7 +189,7 @@ func (st acctRDPSetting) account(res *accountRDPResult, ev accounting.Event, ord
 		return fmt.Errorf("Theorem 1: %w", err)
 	}
 	paper := accounting.NewRDPAccountant(accounting.AddRemove, accounting.ShuffleRigorous, orders)
-	if err := paper.Compose(poissonOf(ev)); err != nil {
+	if err := paper.Compose(accounting.AsPoisson(ev)); err != nil {
 		return fmt.Errorf("Theorem 1: %w", err)
 	}
 	res.Theorem1 = accounting.Theorem1Report{Adjacency: accounting.ReplaceOne.String(),
@@ -201,24 +201,6 @@ func (st acctRDPSetting) account(res *accountRDPResult, ev accounting.Event, ord
 	res.Accountant, res.Adjacency, res.Sampling = accounting.AccountantRDP, st.adj.String(), st.samp.String()
 	res.ClipMode, res.ClipConstant, res.Conversion = st.mode, st.c, conv.String()
 	return nil
-}
-
-// poissonOf rewrites sampled-without-replacement steps as Poisson steps (the
-// paper's add-remove accounting).
-func poissonOf(e accounting.Event) accounting.Event {
-	switch ev := e.(type) {
-	case accounting.SampledWithoutReplacementEvent:
-		return accounting.PoissonSampledEvent{Q: ev.Q, Event: ev.Event}
-	case accounting.SelfComposedEvent:
-		return accounting.SelfComposedEvent{Event: poissonOf(ev.Event), Count: ev.Count}
-	case accounting.ComposedEvent:
-		out := accounting.ComposedEvent{}
-		for _, x := range ev.Events {
-			out.Events = append(out.Events, poissonOf(x))
-		}
-		return out
-	}
-	return e
 }
 
 // printRDP is the human summary of 'account rdp'.
