@@ -204,10 +204,10 @@ func newTrainCmd() *cobra.Command {
 	cfg := train.DefaultConfig()
 	var (
 		asJSON, describe, quiet bool
+		archFile                string
 		record                  bool
 		out, resume             string
 		ckEvery                 int
-		archFile                string
 	)
 	cmd := &cobra.Command{
 		Use:   "train",
@@ -256,11 +256,11 @@ A resumed run keeps recording into the same files.`,
 				if cmd.Flags().Changed("target-epsilon") {
 					cfg.Sigma = 0 // solved for
 				}
-				if err := cfg.Validate(); err != nil {
-					return err
-				}
 				var err error
 				if cfg, err = prepareCustom(cfg, archFile, trainLogf(cmd, quiet)); err != nil {
+					return err
+				}
+				if err := cfg.Validate(); err != nil {
 					return err
 				}
 				if out == "" {
