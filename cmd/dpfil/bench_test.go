@@ -2,11 +2,10 @@ package main
 
 import (
 	"encoding/json"
-	"math"
 	"strings"
 	"testing"
 
-	"github.com/dpfil/dpfil/models"
+	"github.com/dpfil/dpfil/models/enginebench"
 )
 
 func runBenchCLI(t *testing.T, args ...string) (string, error) {
@@ -30,14 +29,14 @@ func TestBenchEngineJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var r benchEngineResult
+			var r enginebench.Report
 			if err := json.Unmarshal([]byte(out), &r); err != nil {
 				t.Fatalf("not one JSON object: %v\n%s", err, out)
 			}
 			if r.Model != tc.model || r.Batch != 4 || r.Coords != 3 || r.Params <= 0 {
 				t.Errorf("header %+v", r)
 			}
-			for name, b := range map[string]benchRate{"grad": r.Grad, "fil": r.FIL} {
+			for name, b := range map[string]enginebench.Rate{"grad": r.Grad, "fil": r.FIL} {
 				if !(b.SamplesPerS > 0) || b.Samples < 4 || !(b.FLOPsPerSample > 0) || !(b.FloorSamplesPerS > 0) || !(b.TimesFloor > 0) ||
 					!(b.CPUSeconds > 0) || !(b.TimesFloorCPU > 0) {
 					t.Errorf("%s: %+v", name, b)
@@ -78,52 +77,8 @@ func TestBenchEngineHumanAndErrors(t *testing.T) {
 	}
 }
 
-// namedModel is a CPU model posing as a device, to test the device columns of the
-// engine benchmark without a GPU.
-type namedModel struct {
-	models.Model
-	closed *bool
-}
-
-func (m namedModel) Device() string      { return "test device" }
-func (m namedModel) PeakGFLOPs() float64 { return 1000 }
-func (m namedModel) Close() error        { *m.closed = true; return nil }
-
-func TestBenchEngineDevice(t *testing.T) {
-	closed := false
-	o := benchEngineOptions{model: "mlp", batch: 6, coords: 2, device: "fake",
-		openDevice: func(arch models.Arch, device string) (models.Model, error) {
-			if device != "fake" {
-				t.Errorf("device %q", device)
-			}
-			m, err := models.NewCPUModel(arch)
-			return namedModel{m, &closed}, err
-		}}
-	r, err := runBenchEngine(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := r.Device
-	if d == nil || d.Name != "test device" || d.PeakGFLOPs != 1000 || !closed {
-		t.Fatalf("device result %+v, closed %v", d, closed)
-	}
-	for name, b := range map[string]benchRate{"grad": d.Grad, "fil": d.FIL} {
-		if b.Samples < 6 || !(b.SamplesPerS > 0) || !(b.FloorSamplesPerS > 0) {
-			t.Errorf("%s: %+v", name, b)
-		}
-	}
-	if want := d.FIL.SamplesPerS / r.FIL.SamplesPerS; d.FILSpeedupVsCPU != want {
-		t.Errorf("FIL speedup %v, want %v", d.FILSpeedupVsCPU, want)
-	}
-	if want := 100 * d.FIL.GFLOPs / 1000; math.Abs(d.PctOfFloorFIL-want) > 1e-12 {
-		t.Errorf("FIL %% of floor %v, want %v", d.PctOfFloorFIL, want)
-	}
-	var buf strings.Builder
-	printBenchEngine(&buf, r)
-	if !strings.Contains(buf.String(), "× CPU") {
-		t.Errorf("human output lacks the device lines:\n%s", buf.String())
-	}
-	// Without the dpfil_cuda build tag, --device cuda explains how to get a GPU binary.
+// Without the dpfil_cuda build tag, --device cuda explains how to get a GPU binary.
+func TestBenchEngineNoCUDA(t *testing.T) {
 	if _, err := runBenchCLI(t, "bench", "engine", "--model", "mlp", "--seconds", "0", "--oracle=false", "--device", "cuda"); err == nil || !strings.Contains(err.Error(), "make cuda") {
 		t.Errorf("--device cuda without GPU support: %v", err)
 	}
