@@ -49,3 +49,15 @@ type Model interface {
 	// input (p×d). Coordinates may repeat; coords[i] = 0..d−1 gives ‖J_i‖_F² exactly.
 	FILSqNorms(params, x []float32, y []int, clip Clip, coords [][]int, out []float64) error
 }
+
+// FirstOrderOnly is implemented by a Model that computes per-sample gradients but not
+// the second-order passes: its FILSqNorms always fails, with the error SecondOrderErr
+// returns (e.g. a network given as an arbitrary Gorgonia graph, whose second-order
+// derivatives Gorgonia does not compute correctly). Consumers that need FIL call
+// SecondOrderErr before any work, so that a run fails at once with that error rather
+// than midway or with a wrong number.
+type FirstOrderOnly interface {
+	Model
+	// SecondOrderErr is why the second-order passes are unavailable (nil: available).
+	SecondOrderErr() error
+}
