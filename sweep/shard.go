@@ -58,3 +58,16 @@ func (s Shard) Select(jobs []Job) []Job {
 	}
 	return out
 }
+
+// Set parses "i/n" into s (ParseShard): a Shard is a command-line flag value.
+func (s *Shard) Set(v string) error {
+	sh, err := ParseShard(v)
+	if err != nil {
+		return err
+	}
+	*s = sh
+	return nil
+}
+
+// Type names the flag value's form.
+func (s *Shard) Type() string { return "i/n" }

@@ -2,20 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"regexp"
-	"sort"
-	"strings"
-	"sync"
 	"syscall"
 
-	"github.com/dpfil/dpfil/internal/dirlock"
 	"github.com/dpfil/dpfil/sweep"
 	"github.com/spf13/cobra"
 )
@@ -35,7 +27,9 @@ func newSweepCmdWith(deps sweepDeps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sweep",
 		Short: "Hyperparameter sweeps on one machine or a cluster",
-		Long: `Hyperparameter sweeps over train configurations (Guo et al. (2022) Fig. 5, Appendix C).
+		Long: `Hyperparameter sweeps over train configurations, as behind the accuracy-vs-MSE
+Pareto plots of Guo, Karrer, Chaudhuri and van der Maaten (2022), "Bounding training
+data reconstruction in private (deep) learning", Fig. 5 and Appendix C.
 
 A grid file (YAML, or JSON) lists fixed settings under 'base' and swept settings
 under 'grid', with train flag names as keys ('-' or '_'):
@@ -55,24 +49,16 @@ DIR/results.jsonl and resumes after a crash or kill without repeating finished r
 	return cmd
 }
 
-func loadJobs(path string) (*sweep.Grid, []sweep.Job, error) {
-	g, err := sweep.LoadGrid(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	jobs, err := g.Jobs()
-	if err != nil {
-		return nil, nil, err
-	}
-	return g, jobs, nil
+// addShardFlag binds --shard to sh, 0/1 by default.
+func addShardFlag(cmd *cobra.Command, sh *sweep.Shard, usage string) {
+	*sh = sweep.Shard{I: 0, N: 1}
+	cmd.Flags().Var(sh, "shard", usage)
 }
 
 func newSweepRunCmd(deps sweepDeps) *cobra.Command {
 	var (
-		out, shard    string
-		workers       int
-		asJSON, quiet bool
-		verbose       bool
+		req                    sweep.RunRequest
+		asJSON, quiet, verbose bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run GRID --out DIR",
@@ -84,129 +70,90 @@ checkpoint there; each finished run is appended to DIR/results.jsonl as one line
 rerun the same command to continue.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if out == "" {
-				return errors.New("sweep run: --out DIR is required")
-			}
-			sh, err := sweep.ParseShard(shard)
+			e, err := sweep.Expand(args[0])
 			if err != nil {
 				return err
 			}
-			if workers < 1 {
-				return fmt.Errorf("sweep run: --workers = %d must be at least 1", workers)
-			}
-			g, jobs, err := loadJobs(args[0])
+			st, err := e.Status(req.Out, req.Shard)
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			st, err := sweep.StatusOf(jobs, sh, out)
-			if err != nil {
-				return err
-			}
-			bar := newProgress(int64(st.Pending), "sweep "+sh.String(), quiet || st.Pending == 0)
+			bar := newProgress(int64(st.Pending), "sweep "+req.Shard.String(), quiet || st.Pending == 0)
 			defer bar.Finish()
-			logf := func(format string, a ...any) {
+			req.Logf = func(format string, a ...any) {
 				if !quiet {
 					bar.Logf(format, a...) // above the bar, never on its line
 				}
 			}
 			var trainLog func(string, ...any)
 			if verbose {
-				trainLog = logf
+				trainLog = req.Logf
 			}
-			var mu sync.Mutex
-			var points []sweepPoint
-			sum, runErr := sweep.Run(ctx, jobs, sweep.Options{
-				Out: out, Shard: sh, Workers: workers, Grid: g.Name,
-				Runner: deps.runner(trainLog), Logf: logf,
-				OnDone: func(r sweep.Record) {
-					bar.Add(1, r.Hash)
-					mu.Lock()
-					points = append(points, pointOf(r))
-					mu.Unlock()
-				},
-			})
-			if errors.Is(runErr, dirlock.ErrLocked) {
-				return runErr // nothing ran: no summary that could read as "nothing pending"
+			req.Runner = deps.runner(trainLog)
+			req.OnDone = func(r sweep.Record) { bar.Add(1, r.Hash) }
+			ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			rep, runErr := e.Run(ctx, req)
+			if rep == nil {
+				return runErr
 			}
-			sort.Slice(points, func(i, j int) bool { return points[i].Index < points[j].Index })
-			res := sweepRunResult{Summary: sum, Points: points}
-			if err := emit(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) {
-				fmt.Fprintf(w, "sweep %s shard %s: %d runs, %d already done, %d ran, %d failed, %d pending (%.1f s)\n",
-					g.Name, sum.Shard, sum.Jobs, sum.AlreadyDone, sum.Ran, len(sum.Failed), sum.Pending, sum.Seconds)
-				printSweepPoints(w, points)
-				for _, f := range sum.Failed {
-					fmt.Fprintf(w, "  failed: run %d (%s): %s\n", f.Index, f.Hash, f.Error)
-				}
-				for _, b := range sum.BadLines {
-					fmt.Fprintf(w, "  skipped unusable line %s\n", b)
-				}
-				fmt.Fprintf(w, "results: %s\n", sweep.ResultsPath(out))
-			}); err != nil {
+			if err := emit(cmd.OutOrStdout(), asJSON, rep, rep.WriteText); err != nil {
 				return err
 			}
 			return runErr
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", "", "sweep directory (results.jsonl and runs/)")
-	cmd.Flags().StringVar(&shard, "shard", "0/1", "run only shard i of n: the runs whose index is i mod n")
-	cmd.Flags().IntVar(&workers, "workers", 1, "runs in parallel")
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress or log lines on stderr")
-	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also show the trainer's log lines")
+	f := cmd.Flags()
+	f.StringVar(&req.Out, "out", "", "sweep directory (results.jsonl and runs/)")
+	addShardFlag(cmd, &req.Shard, "run only shard i of n: the runs whose index is i mod n")
+	f.IntVar(&req.Workers, "workers", 1, "runs in parallel")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no progress or log lines on stderr")
+	f.BoolVarP(&verbose, "verbose", "v", false, "also show the trainer's log lines")
 	addJSONFlag(cmd, &asJSON)
+	_ = cmd.MarkFlagRequired("out")
 	return cmd
+}
+
+// cmdContext is the command's context, or the background one.
+func cmdContext(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
 }
 
 func newSweepStatusCmd() *cobra.Command {
 	var (
-		out, shard string
-		asJSON     bool
+		out    string
+		shard  sweep.Shard
+		asJSON bool
 	)
 	cmd := &cobra.Command{
 		Use:   "status GRID --out DIR",
 		Short: "Count finished and pending runs of a grid in a sweep directory",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if out == "" {
-				return errors.New("sweep status: --out DIR is required")
-			}
-			sh, err := sweep.ParseShard(shard)
+			e, err := sweep.Expand(args[0])
 			if err != nil {
 				return err
 			}
-			g, jobs, err := loadJobs(args[0])
+			st, err := e.Status(out, shard)
 			if err != nil {
 				return err
 			}
-			st, err := sweep.StatusOf(jobs, sh, out)
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), asJSON, st, func(w io.Writer) {
-				fmt.Fprintf(w, "sweep %s shard %s: %d runs, %d done, %d pending (%d of them started)\n", g.Name, st.Shard, st.Jobs, st.Done, st.Pending, st.Started)
-				if st.Foreign > 0 {
-					fmt.Fprintf(w, "  %d recorded runs are not in this grid\n", st.Foreign)
-				}
-				for _, b := range st.BadLines {
-					fmt.Fprintf(w, "  unusable line %s\n", b)
-				}
-			})
+			return emit(cmd.OutOrStdout(), asJSON, st, st.WriteText)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "sweep directory")
-	cmd.Flags().StringVar(&shard, "shard", "0/1", "count only shard i of n")
+	addShardFlag(cmd, &shard, "count only shard i of n")
 	addJSONFlag(cmd, &asJSON)
+	_ = cmd.MarkFlagRequired("out")
 	return cmd
 }
 
 func newSweepListCmd() *cobra.Command {
 	var (
-		shard  string
+		shard  sweep.Shard
 		asJSON bool
 	)
 	cmd := &cobra.Command{
@@ -214,54 +161,27 @@ func newSweepListCmd() *cobra.Command {
 		Short: "Expand a grid and list its runs (index, hash, swept settings)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sh, err := sweep.ParseShard(shard)
+			e, err := sweep.Expand(args[0])
 			if err != nil {
 				return err
 			}
-			g, jobs, err := loadJobs(args[0])
+			l, err := e.List(shard)
 			if err != nil {
 				return err
 			}
-			mine := sh.Select(jobs)
-			if mine == nil {
-				mine = []sweep.Job{}
-			}
-			type listing struct {
-				Grid  string      `json:"grid"`
-				Shard string      `json:"shard"`
-				Total int         `json:"total"`
-				Keys  []string    `json:"keys"`
-				Jobs  []sweep.Job `json:"jobs"`
-			}
-			l := listing{Grid: g.Name, Shard: sh.String(), Total: len(jobs), Keys: g.Keys(), Jobs: mine}
-			pts := g.Points()
-			return emit(cmd.OutOrStdout(), asJSON, l, func(w io.Writer) {
-				fmt.Fprintf(w, "grid %s: %d runs (%d grid points × %d repeats); shard %s has %d\n", g.Name, len(jobs), len(pts), g.Repeats, sh, len(mine))
-				for _, j := range mine {
-					var parts []string
-					for _, k := range g.Keys() {
-						parts = append(parts, fmt.Sprintf("%s=%v", k, pts[j.Index/g.Repeats][k]))
-					}
-					if g.Repeats > 1 {
-						parts = append(parts, fmt.Sprintf("seed=%d", j.Config.Seed))
-					}
-					fmt.Fprintf(w, "%5d  %s  %s\n", j.Index, j.Hash, strings.Join(parts, " "))
-				}
-			})
+			return emit(cmd.OutOrStdout(), asJSON, l, l.WriteText)
 		},
 	}
-	cmd.Flags().StringVar(&shard, "shard", "0/1", "list only shard i of n")
+	addShardFlag(cmd, &shard, "list only shard i of n")
 	addJSONFlag(cmd, &asJSON)
 	return cmd
 }
 
-var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
-
 func newSweepPlanCmd() *cobra.Command {
 	var (
-		opt        sweep.PlanOptions
-		slurm, k8s bool
-		outFile    string
+		req     sweep.PlanRequest
+		slurm   bool
+		outFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "plan GRID --shards N (--slurm | --k8s)",
@@ -273,87 +193,54 @@ runs shard $JOB_COMPLETION_INDEX/N). Shard i writes <results>/shard-i; a retried
 task resumes. Gather the shards with 'dpfil sweep merge <results>/shard-* --out <results>'.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if slurm == k8s {
-				return errors.New("sweep plan: give exactly one of --slurm and --k8s")
-			}
-			g, jobs, err := loadJobs(args[0])
+			e, err := sweep.Expand(args[0])
 			if err != nil {
 				return err
 			}
-			if opt.Shards > len(jobs) {
-				return fmt.Errorf("sweep plan: %d shards for %d runs would leave shards empty", opt.Shards, len(jobs))
-			}
-			if opt.Name == "" {
-				opt.Name = strings.Trim(nonName.ReplaceAllString(strings.ToLower("dpfil-"+g.Name), "-"), "-")
-				if len(opt.Name) > 52 {
-					opt.Name = strings.TrimRight(opt.Name[:52], "-")
-				}
-			}
-			if opt.Out == "" {
-				if k8s {
-					opt.Out = "/results"
-				} else {
-					opt.Out = "sweep-" + g.Name
-				}
-			}
-			var text string
-			if slurm {
-				opt.Grid = args[0]
-				text, err = sweep.SlurmScript(opt)
-			} else {
-				if opt.GridYAML, err = os.ReadFile(args[0]); err != nil {
-					return fmt.Errorf("sweep plan: %w", err)
-				}
-				text, err = sweep.K8sManifest(opt)
-			}
+			p, err := e.Plan(req)
 			if err != nil {
 				return err
 			}
 			if outFile == "" || outFile == "-" {
-				_, err := io.WriteString(cmd.OutOrStdout(), text)
+				_, err := io.WriteString(cmd.OutOrStdout(), p.Text)
 				return err
 			}
-			if err := os.MkdirAll(filepath.Dir(outFile), 0o755); err != nil {
-				return fmt.Errorf("sweep plan: %w", err)
+			if err := p.WriteFile(outFile); err != nil {
+				return err
 			}
-			mode := os.FileMode(0o644)
-			if slurm {
-				mode = 0o755
-			}
-			if err := os.WriteFile(outFile, []byte(text), mode); err != nil {
-				return fmt.Errorf("sweep plan: %w", err)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d runs in %d shards of %s\n", outFile, len(jobs), opt.Shards, g.Name)
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d runs in %d shards of %s\n", outFile, p.Runs, req.Shards, e.Grid.Name)
 			return nil
 		},
 	}
-	f := cmd.Flags()
-	f.IntVar(&opt.Shards, "shards", 0, "number of shards (array tasks / completions)")
+	f, o := cmd.Flags(), &req.PlanOptions
+	f.IntVar(&o.Shards, "shards", 0, "number of shards (array tasks / completions)")
 	f.BoolVar(&slurm, "slurm", false, "write a Slurm job-array script")
-	f.BoolVar(&k8s, "k8s", false, "write a Kubernetes Indexed Job manifest")
+	f.BoolVar(&req.Kubernetes, "k8s", false, "write a Kubernetes Indexed Job manifest")
 	f.StringVarP(&outFile, "output", "o", "", "write the plan to this file (default stdout)")
-	f.StringVar(&opt.Out, "out", "", "results root as the jobs see it (default sweep-<grid name>; /results on Kubernetes)")
-	f.StringVar(&opt.Name, "name", "", "job name (default dpfil-<grid name>)")
-	f.IntVar(&opt.Workers, "workers", 1, "runs in parallel inside each task")
-	f.StringVar(&opt.Bin, "bin", "dpfil", "dpfil executable as the jobs see it")
-	f.IntVar(&opt.CPUs, "cpus", 0, "CPUs per task (default --workers)")
-	f.StringVar(&opt.Time, "time", "", "Slurm --time limit, e.g. 24:00:00")
-	f.StringVar(&opt.Partition, "partition", "", "Slurm partition")
-	f.IntVar(&opt.GPUs, "gpus", 0, "GPUs per task")
-	f.StringVar(&opt.Mem, "mem", "", "memory per task, e.g. 8G (Slurm) or 8Gi (Kubernetes)")
-	f.StringVar(&opt.Image, "image", "", "container image with dpfil (Kubernetes)")
-	f.IntVar(&opt.Parallelism, "parallelism", 0, "pods at once (Kubernetes; default all shards)")
-	f.StringVar(&opt.PVC, "pvc", "dpfil-results", "PersistentVolumeClaim for the results (Kubernetes)")
-	f.StringVar(&opt.Namespace, "namespace", "", "Kubernetes namespace")
-	f.StringVar(&opt.GridDir, "grid-dir", "/etc/dpfil", "where the pods mount the grid ConfigMap (Kubernetes)")
+	f.StringVar(&o.Out, "out", "", "results root as the jobs see it (default sweep-<grid name>; /results on Kubernetes)")
+	f.StringVar(&o.Name, "name", "", "job name (default dpfil-<grid name>)")
+	f.IntVar(&o.Workers, "workers", 1, "runs in parallel inside each task")
+	f.StringVar(&o.Bin, "bin", "dpfil", "dpfil executable as the jobs see it")
+	f.IntVar(&o.CPUs, "cpus", 0, "CPUs per task (default --workers)")
+	f.StringVar(&o.Time, "time", "", "Slurm --time limit, e.g. 24:00:00")
+	f.StringVar(&o.Partition, "partition", "", "Slurm partition")
+	f.IntVar(&o.GPUs, "gpus", 0, "GPUs per task")
+	f.StringVar(&o.Mem, "mem", "", "memory per task, e.g. 8G (Slurm) or 8Gi (Kubernetes)")
+	f.StringVar(&o.Image, "image", "", "container image with dpfil (Kubernetes)")
+	f.IntVar(&o.Parallelism, "parallelism", 0, "pods at once (Kubernetes; default all shards)")
+	f.StringVar(&o.PVC, "pvc", "dpfil-results", "PersistentVolumeClaim for the results (Kubernetes)")
+	f.StringVar(&o.Namespace, "namespace", "", "Kubernetes namespace")
+	f.StringVar(&o.GridDir, "grid-dir", "/etc/dpfil", "where the pods mount the grid ConfigMap (Kubernetes)")
+	_ = cmd.MarkFlagRequired("shards")
+	cmd.MarkFlagsOneRequired("slurm", "k8s")
+	cmd.MarkFlagsMutuallyExclusive("slurm", "k8s")
 	return cmd
 }
 
 func newSweepMergeCmd() *cobra.Command {
 	var (
-		out       string
-		keepFirst bool
-		asJSON    bool
+		req    sweep.MergeRequest
+		asJSON bool
 	)
 	cmd := &cobra.Command{
 		Use:   "merge DIR|FILE... --out DIR",
@@ -365,148 +252,20 @@ same hash with different metrics are a conflict: it is reported and, unless
 --keep-first is given, nothing is written.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if out == "" {
-				return errors.New("sweep merge: --out DIR is required")
+			req.Inputs = args
+			res, mergeErr := sweep.MergeDirs(req)
+			if res == nil {
+				return mergeErr
 			}
-			// A sweep appending to DIR/results.jsonl while merge replaces it would lose
-			// records: hold the directory's lock (sweep run takes it too).
-			unlock, err := sweep.LockDir(out)
-			if err != nil {
-				return fmt.Errorf("sweep merge: %w", err)
-			}
-			defer unlock()
-			dst := sweep.ResultsPath(out)
-			inputs := append([]string{}, args...)
-			seen := map[string]bool{}
-			var srcs []sweep.Source
-			var bad []sweep.BadLine
-			add := func(p string, mustExist bool) error {
-				file := p
-				if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-					file = sweep.ResultsPath(p)
-				} else if err != nil && mustExist {
-					return fmt.Errorf("sweep merge: %w", err)
-				}
-				abs, _ := filepath.Abs(file)
-				if seen[abs] {
-					return nil
-				}
-				seen[abs] = true
-				if _, err := os.Stat(file); err != nil {
-					if mustExist {
-						return fmt.Errorf("sweep merge: %w", err)
-					}
-					return nil
-				}
-				recs, b, err := sweep.ReadResults(file)
-				if err != nil {
-					return err
-				}
-				bad = append(bad, b...)
-				srcs = append(srcs, sweep.Source{Name: file, Records: recs})
-				return nil
-			}
-			if err := add(dst, false); err != nil {
-				return err
-			}
-			for _, p := range inputs {
-				if err := add(p, true); err != nil {
-					return err
-				}
-			}
-			recs, rep, err := sweep.Merge(srcs)
-			if err != nil {
-				return err
-			}
-			rep.BadLines = append(rep.BadLines, bad...)
-			type report struct {
-				sweep.MergeReport
-				Out     string `json:"out"`
-				Written bool   `json:"written"`
-			}
-			r := report{MergeReport: rep, Out: dst}
-			var mergeErr error
-			if len(rep.Conflicts) > 0 && !keepFirst {
-				mergeErr = fmt.Errorf("sweep merge: %d configs have conflicting results (first: %s, %s vs %s, differing in %s); nothing written (--keep-first keeps the first)",
-					len(rep.Conflicts), rep.Conflicts[0].Hash, rep.Conflicts[0].Kept, rep.Conflicts[0].Other, strings.Join(rep.Conflicts[0].Fields, ", "))
-			} else {
-				if err := sweep.WriteResults(dst, recs); err != nil {
-					return err
-				}
-				r.Written = true
-			}
-			if err := emit(cmd.OutOrStdout(), asJSON, r, func(w io.Writer) {
-				fmt.Fprintf(w, "merged %d files: %d records read, %d unique, %d duplicates, %d conflicts, %d unusable lines\n",
-					len(srcs), rep.Read, rep.Unique, rep.Duplicates, len(rep.Conflicts), len(rep.BadLines))
-				for _, c := range rep.Conflicts {
-					fmt.Fprintf(w, "  conflict %s: %s vs %s differ in %s\n", c.Hash, c.Kept, c.Other, strings.Join(c.Fields, ", "))
-				}
-				for _, b := range rep.BadLines {
-					fmt.Fprintf(w, "  skipped unusable line %s\n", b)
-				}
-				if r.Written {
-					fmt.Fprintf(w, "wrote %s\n", dst)
-				}
-			}); err != nil {
+			if err := emit(cmd.OutOrStdout(), asJSON, res, res.WriteText); err != nil {
 				return err
 			}
 			return mergeErr
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", "", "directory to write results.jsonl into")
-	cmd.Flags().BoolVar(&keepFirst, "keep-first", false, "on conflicts keep the first record and write anyway")
+	cmd.Flags().StringVar(&req.Out, "out", "", "directory to write results.jsonl into")
+	cmd.Flags().BoolVar(&req.KeepFirst, "keep-first", false, "on conflicts keep the first record and write anyway")
 	addJSONFlag(cmd, &asJSON)
+	_ = cmd.MarkFlagRequired("out")
 	return cmd
-}
-
-// sweepRunResult is the JSON of 'sweep run': the counts and the points it ran.
-type sweepRunResult struct {
-	sweep.Summary
-	Points []sweepPoint `json:"points"`
-}
-
-// sweepPoint is one finished run's headline numbers (null: +∞ or not computed).
-type sweepPoint struct {
-	Index             int      `json:"index"`
-	Hash              string   `json:"hash"`
-	TestAccuracy      *float64 `json:"test_accuracy"`
-	Epsilon           *float64 `json:"epsilon"`
-	MSEBoundRDP       *float64 `json:"mse_bound_rdp"`
-	MSEBoundFILMax    *float64 `json:"mse_bound_fil_max"`
-	MSEBoundFILMedian *float64 `json:"mse_bound_fil_median"`
-}
-
-func pointOf(r sweep.Record) sweepPoint {
-	p := sweepPoint{Index: r.Index, Hash: r.Hash}
-	m, err := r.Metrics()
-	if err != nil {
-		return p
-	}
-	fin := func(x float64) *float64 {
-		if math.IsInf(x, 0) || math.IsNaN(x) {
-			return nil
-		}
-		return &x
-	}
-	p.TestAccuracy, p.Epsilon, p.MSEBoundRDP = fin(m.TestAccuracy), fin(m.Epsilon), fin(m.MSEBoundRDP)
-	p.MSEBoundFILMax, p.MSEBoundFILMedian = fin(m.MSEBoundFILMax), fin(m.MSEBoundFILMedian)
-	return p
-}
-
-// printSweepPoints is the table of the points a sweep ran.
-func printSweepPoints(w io.Writer, points []sweepPoint) {
-	if len(points) == 0 {
-		return
-	}
-	f := func(p *float64) string {
-		if p == nil {
-			return "∞"
-		}
-		return fmt.Sprintf("%.3g", *p)
-	}
-	fmt.Fprintf(w, "  %5s  %-16s  %8s  %8s  %12s  %12s  %12s\n", "run", "hash", "test acc", "ε", "MSE≥ RDP", "MSE≥ FIL max", "MSE≥ FIL med")
-	for _, p := range points {
-		fmt.Fprintf(w, "  %5d  %-16s  %8s  %8s  %12s  %12s  %12s\n", p.Index, p.Hash, f(p.TestAccuracy), f(p.Epsilon), f(p.MSEBoundRDP), f(p.MSEBoundFILMax), f(p.MSEBoundFILMedian))
-	}
-	fmt.Fprintln(w, "  (MSE≥: lower bounds on a reconstruction attack's per-pixel MSE; ∞: no leakage measured, e.g. FIL off)")
 }

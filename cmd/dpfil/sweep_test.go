@@ -127,11 +127,11 @@ func TestSweepRunStatusList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sum sweepRunResult
+	var sum sweep.RunReport
 	if err := json.Unmarshal([]byte(s), &sum); err != nil {
 		t.Fatalf("not one JSON object: %v\n%s", err, s)
 	}
-	if sum.Jobs != 12 || sum.Ran != 12 || sum.Pending != 0 || len(sum.Points) != 12 || sum.Points[3].Index != 3 || sum.Points[3].TestAccuracy == nil {
+	if sum.Jobs != 12 || sum.Ran != 12 || sum.Pending != 0 || len(sum.Points) != 12 || sum.Points[3].Index != 3 || math.IsNaN(float64(sum.Points[3].TestAccuracy)) {
 		t.Fatalf("summary %+v", sum)
 	}
 	// A second sweep process on the same directory is refused with an error and no

@@ -1,0 +1,138 @@
+package sweep_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpfil/dpfil/sweep"
+)
+
+const reportGrid = `name: rep
+base: {model: linear, steps: 1, batch: 10}
+grid: {sigma: [0.5, 1, 2]}
+`
+
+func expand(t *testing.T) *sweep.Expanded {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "g.yaml")
+	if err := os.WriteFile(f, []byte(reportGrid), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := sweep.Expand(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// runner returns metrics from the job's σ; σ = 2 has no FIL (null bounds).
+func runner(_ context.Context, j sweep.Job, _ string) (json.RawMessage, error) {
+	m := map[string]any{"test_accuracy": 1 / (1 + j.Config.Sigma), "epsilon": 3 / j.Config.Sigma,
+		"mse_bound_rdp": j.Config.Sigma / 10, "mse_bound_fil_max": j.Config.Sigma, "mse_bound_fil_median": 2 * j.Config.Sigma}
+	if j.Config.Sigma == 2 {
+		m["mse_bound_fil_max"], m["mse_bound_fil_median"] = nil, nil
+	}
+	return json.Marshal(m)
+}
+
+func TestExpandedRunStatusListMerge(t *testing.T) {
+	e := expand(t)
+	out := t.TempDir()
+	rep, err := e.Run(context.Background(), sweep.RunRequest{Out: out, Workers: 2, Runner: runner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Ran != 3 || len(rep.Points) != 3 {
+		t.Fatalf("report %+v", rep)
+	}
+	for i, p := range rep.Points {
+		sigma := []float64{0.5, 1, 2}[i]
+		if p.Index != i || float64(p.TestAccuracy) != 1/(1+sigma) || float64(p.Epsilon) != 3/sigma || float64(p.MSEBoundRDP) != sigma/10 {
+			t.Fatalf("point %d: %+v", i, p)
+		}
+		if fil := float64(p.MSEBoundFILMax); (sigma == 2) != math.IsInf(fil, 1) {
+			t.Fatalf("point %d: FIL bound %v", i, fil)
+		}
+	}
+	b, _ := json.Marshal(rep.Points[2])
+	if !strings.Contains(string(b), `"mse_bound_fil_max":null`) {
+		t.Fatalf("no FIL must be null: %s", b)
+	}
+	var text bytes.Buffer
+	rep.WriteText(&text)
+	if !strings.Contains(text.String(), "3 ran") || strings.Count(text.String(), "∞") != 3 { // two points and the footnote
+		t.Fatalf("text:\n%s", &text)
+	}
+	if _, err := e.Run(context.Background(), sweep.RunRequest{Out: out, Workers: 0, Runner: runner}); err == nil {
+		t.Fatal("0 workers accepted")
+	}
+
+	st, err := e.Status(out, sweep.Shard{I: 1, N: 2})
+	if err != nil || st.Jobs != 1 || st.Done != 1 || st.Pending != 0 {
+		t.Fatalf("status %+v, %v", st, err)
+	}
+	l, err := e.List(sweep.Shard{I: 0, N: 2})
+	if err != nil || l.Total != 3 || len(l.Jobs) != 2 || l.Jobs[1].Index != 2 || l.Keys[0] != "sigma" {
+		t.Fatalf("list %+v, %v", l, err)
+	}
+
+	// Merging the sweep into a new directory, twice: the second finds duplicates.
+	dst := t.TempDir()
+	for _, dups := range []int{0, 3} {
+		m, err := sweep.MergeDirs(sweep.MergeRequest{Out: dst, Inputs: []string{out}})
+		if err != nil || !m.Written || m.Unique != 3 || m.Duplicates != dups {
+			t.Fatalf("merge %+v, %v", m, err)
+		}
+	}
+	recs, rep2, err := sweep.ReadInputs([]string{dst, sweep.ResultsPath(out)})
+	if err != nil || len(recs) != 3 || rep2.Duplicates != 3 {
+		t.Fatalf("read inputs: %d records, %+v, %v", len(recs), rep2, err)
+	}
+}
+
+func TestReadInputsSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ content, want string }{
+		{"", "is empty"},
+		{"\x00\x01\x02binary", "binary data"},
+		{"garbage\n", "no usable record: 1 unusable lines"},
+	} {
+		f := filepath.Join(dir, "r.jsonl")
+		if err := os.WriteFile(f, []byte(c.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := sweep.ReadInputs([]string{f}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want %q", c.content, err, c.want)
+		}
+	}
+	if _, _, err := sweep.ReadInputs([]string{filepath.Join(dir, "missing")}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing input: %v", err)
+	}
+}
+
+func TestPlanDefaults(t *testing.T) {
+	e := expand(t)
+	for _, k8s := range []bool{false, true} {
+		p, err := e.Plan(sweep.PlanRequest{PlanOptions: sweep.PlanOptions{Shards: 2, Image: "img"}, Kubernetes: k8s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		root, mode := "sweep-rep", os.FileMode(0o755)
+		if k8s {
+			root, mode = "/results", 0o644
+		}
+		if !strings.Contains(p.Text, "dpfil-rep") || !strings.Contains(p.Text, root) || p.Mode != mode || p.Runs != 3 {
+			t.Fatalf("k8s %v: mode %v runs %d\n%s", k8s, p.Mode, p.Runs, p.Text)
+		}
+	}
+	if _, err := e.Plan(sweep.PlanRequest{PlanOptions: sweep.PlanOptions{Shards: 4}}); err == nil {
+		t.Fatal("4 shards of 3 runs accepted")
+	}
+}
