@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/dpfil/dpfil/data"
 )
 
 // runDataCLI runs dpfil with args and returns stdout, stderr and the error.
@@ -46,7 +48,7 @@ func TestDataInfoEmbeddedJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var info dataInfo
+		var info data.Info
 		if err := json.Unmarshal([]byte(out), &info); err != nil {
 			t.Fatalf("%s: not one JSON object: %v\n%s", c.dataset, err, out)
 		}
