@@ -14,6 +14,13 @@
 // in float64 on random points, that the engine's per-sample gradients and losses
 // equal Gorgonia's own from the graph; the engine model it returns then gives the
 // per-sample clipped gradients and the FIL (second-order) quantities Gorgonia cannot.
+//
+// FromGraph is the other route, for graphs built outside the Builder with ops the
+// engine lacks (sigmoid, softplus, residual adds, …): a one-sample graph with its
+// input, one-hot label, logits, scalar loss and parameter nodes becomes a GraphModel
+// that trains privately through Gorgonia's own per-sample gradients (first-order
+// DP-SGD, clipped as the engine clips, with the usual RDP/PLD ε). It has no FIL:
+// FILSqNorms, and train.Run when FIL is requested, fail with ErrNoSecondOrder.
 package gorgonet
 
 import (
