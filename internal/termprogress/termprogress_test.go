@@ -1,4 +1,4 @@
-package main
+package termprogress
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ func lastFrame(s string) string {
 // the counter of the same step.
 func TestProgressBarLabelMatchesCount(t *testing.T) {
 	var buf bytes.Buffer
-	p := newProgressTo(&buf, true, 10, "train", false)
+	p := New(&buf, true, 10, "train", false)
 	clock := time.Unix(100, 0)
 	p.now = func() time.Time { return clock }
 	drawn := 0
@@ -48,7 +48,7 @@ func TestProgressBarLabelMatchesCount(t *testing.T) {
 // drawn again after it).
 func TestProgressLogfAboveBar(t *testing.T) {
 	var buf bytes.Buffer
-	p := newProgressTo(&buf, true, 10, "sweep", false)
+	p := New(&buf, true, 10, "sweep", false)
 	p.Add(1, "a")
 	p.Logf("run %d recorded", 3)
 	s := buf.String()
@@ -67,7 +67,7 @@ func TestProgressLogfAboveBar(t *testing.T) {
 // Without a terminal a slow run still prints a line at least every plainEvery.
 func TestProgressPlainLinesByTime(t *testing.T) {
 	var buf bytes.Buffer
-	p := newProgressTo(&buf, false, 1000, "train", false)
+	p := New(&buf, false, 1000, "train", false)
 	clock := time.Unix(0, 0)
 	p.now = func() time.Time { return clock }
 	p.last = clock
@@ -85,7 +85,7 @@ func TestProgressPlainLinesByTime(t *testing.T) {
 	if !strings.Contains(buf.String(), "100/1000") {
 		t.Fatalf("no line at a tenth of the work: %q", buf.String())
 	}
-	q := newProgressTo(&buf, false, 10, "x", true)
+	q := New(&buf, false, 10, "x", true)
 	buf.Reset()
 	q.Add(10, "done")
 	q.Logf("hidden")
