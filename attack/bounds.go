@@ -37,9 +37,22 @@ func SigmaFor(eps, delta, q float64, steps int) (float64, error) {
 	return s, nil
 }
 
-// ComputeBounds returns ε and the ReRo bounds for T steps of DP-SGD at (q, σ) and a
-// uniform prior of size K. samples is the Monte Carlo size (0 = 10⁶), seed its seed.
-func ComputeBounds(q, sigma float64, steps, priorSize int, delta float64, samples int, seed uint64) (Bounds, error) {
+// BoundsRequest names the run ComputeBounds bounds: T = Steps steps of DP-SGD at
+// sampling rate Q and noise multiplier Sigma, δ = Delta, a uniform prior of size
+// PriorSize, and the Monte Carlo size (Samples; 0 = 10⁶) and seed of the ReRo estimate.
+type BoundsRequest struct {
+	Q, Sigma         float64
+	Steps, PriorSize int
+	Delta            float64
+	Samples          int
+	Seed             uint64
+}
+
+// ComputeBounds returns ε and the ReRo bounds of Hayes, Mahloujifar and Balle (2023)
+// Sec. 4 (the q = 1 closed form, the Monte Carlo blow-up estimate for q < 1, and the
+// RDP-based bound) for the request.
+func ComputeBounds(req BoundsRequest) (Bounds, error) {
+	q, sigma, steps, priorSize, delta, samples, seed := req.Q, req.Sigma, req.Steps, req.PriorSize, req.Delta, req.Samples, req.Seed
 	if priorSize < 2 {
 		return Bounds{}, fmt.Errorf("bounds: prior size %d < 2", priorSize)
 	}

@@ -26,7 +26,7 @@ func TestSuccessNotAboveReRoBound(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := ComputeBounds(cfg.Q, cfg.Sigma, cfg.Steps, cfg.PriorSize, 1e-5, 200_000, 1)
+			b, err := ComputeBounds(BoundsRequest{Q: cfg.Q, Sigma: cfg.Sigma, Steps: cfg.Steps, PriorSize: cfg.PriorSize, Delta: 1e-5, Samples: 200_000, Seed: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,7 +48,7 @@ func TestSuccessNotAboveReRoBound(t *testing.T) {
 
 func TestComputeBounds(t *testing.T) {
 	// q = 1: closed form, and the Monte Carlo estimate agrees with it
-	b, err := ComputeBounds(1, 2, 16, 10, 1e-5, 200_000, 3)
+	b, err := ComputeBounds(BoundsRequest{Q: 1, Sigma: 2, Steps: 16, PriorSize: 10, Delta: 1e-5, Samples: 200_000, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,19 +61,19 @@ func TestComputeBounds(t *testing.T) {
 		t.Fatalf("RDP bound %v below the tight bound %v, or ε = %v", b.GammaRDP, b.Gamma, b.Epsilon)
 	}
 	// more noise → smaller bound; q < 1 → smaller bound than q = 1 at the same σ
-	b2, _ := ComputeBounds(1, 4, 16, 10, 1e-5, 200_000, 3)
-	b3, _ := ComputeBounds(0.3, 2, 16, 10, 1e-5, 200_000, 3)
+	b2, _ := ComputeBounds(BoundsRequest{Q: 1, Sigma: 4, Steps: 16, PriorSize: 10, Delta: 1e-5, Samples: 200_000, Seed: 3})
+	b3, _ := ComputeBounds(BoundsRequest{Q: 0.3, Sigma: 2, Steps: 16, PriorSize: 10, Delta: 1e-5, Samples: 200_000, Seed: 3})
 	if !(b2.Gamma < b.Gamma) || !(b3.Gamma < b.Gamma) || b3.Exact {
 		t.Fatalf("γ(σ=4) = %v, γ(q=0.3) = %v, γ(σ=2, q=1) = %v", b2.Gamma, b3.Gamma, b.Gamma)
 	}
-	if _, err := ComputeBounds(1, 2, 16, 1, 1e-5, 1000, 1); err == nil {
+	if _, err := ComputeBounds(BoundsRequest{Q: 1, Sigma: 2, Steps: 16, PriorSize: 1, Delta: 1e-5, Samples: 1000, Seed: 1}); err == nil {
 		t.Error("K = 1: no error")
 	}
 	s, err := SigmaFor(4, 1e-5, 1, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b4, _ := ComputeBounds(1, s, 100, 10, 1e-5, 1000, 1)
+	b4, _ := ComputeBounds(BoundsRequest{Q: 1, Sigma: s, Steps: 100, PriorSize: 10, Delta: 1e-5, Samples: 1000, Seed: 1})
 	if math.Abs(b4.Epsilon-4) > 1e-3 {
 		t.Fatalf("σ for ε = 4 gives ε = %v", b4.Epsilon)
 	}
@@ -114,7 +114,7 @@ func TestOrthogonalSuccess(t *testing.T) {
 		t.Errorf("K = 10: %v, simulation %v", got, p)
 	}
 	// below the ReRo bound, above the prior
-	b, _ := ComputeBounds(1, 3, 16, 10, 1e-5, 1000, 1)
+	b, _ := ComputeBounds(BoundsRequest{Q: 1, Sigma: 3, Steps: 16, PriorSize: 10, Delta: 1e-5, Samples: 1000, Seed: 1})
 	if !(got < b.Gamma && got > 0.1) {
 		t.Errorf("orthogonal success %v not in (κ, γ = %v)", got, b.Gamma)
 	}

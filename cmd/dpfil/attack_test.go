@@ -168,12 +168,12 @@ func TestAttackGameErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"K < 2", []string{"--prior-size", "1"}, "prior-size"},
+		{"K < 2", []string{"--prior-size", "1"}, "prior size"},
 		{"eps 0", []string{"--epsilon", "0"}, "epsilon"},
 		{"eps negative", []string{"--epsilon", "-1"}, "epsilon"},
-		{"q 0", []string{"--q", "0"}, "--q"},
-		{"q > 1", []string{"--q", "1.5"}, "--q"},
-		{"eps and sigma", []string{"--epsilon", "1", "--sigma", "1"}, "not both"},
+		{"q 0", []string{"--q", "0"}, "sampling rate q"},
+		{"q > 1", []string{"--q", "1.5"}, "sampling rate q"},
+		{"eps and sigma", []string{"--epsilon", "1", "--sigma", "1"}, "[epsilon sigma]"},
 		{"sigma negative", []string{"--sigma", "-1"}, "sigma"},
 		{"unknown attack", []string{"--attack", "magic"}, "attack"},
 		{"trials 0", []string{"--trials", "0"}, "trials"},

@@ -16,10 +16,10 @@ import (
 func TestPlotAttackCommand(t *testing.T) {
 	dir := t.TempDir()
 	vals := []float64{1, 4, 10, 40}
-	sr := &attackSweepResult{Sweep: "eps", Values: vals, JSON: filepath.Join(dir, "sweep.json"), CSV: filepath.Join(dir, "sweep.csv")}
+	sr := &attack.SweepReport{Sweep: "eps", Values: vals, JSON: filepath.Join(dir, "sweep.json"), CSV: filepath.Join(dir, "sweep.csv")}
 	for i, v := range vals {
 		g := math.Min(1, 0.1+0.2*float64(i))
-		r := &attackGameResult{Attack: attack.AttackPrior, Gamma: g, GammaCI: [2]float64{g, g}, GammaRDP: math.Min(1, g+0.1),
+		r := &attack.GameReport{Attack: attack.AttackPrior, Gamma: g, GammaCI: [2]float64{g, g}, GammaRDP: math.Min(1, g+0.1),
 			Kappa: 0.1, Epsilon: v, Sigma: 5 / v, Q: 1, Steps: 10, PriorSize: 10, Attacks: map[string]attack.AttackStats{}}
 		for k, a := range []string{attack.AttackPrior, attack.AttackLogLik} {
 			n := 50 + 10*k
@@ -32,7 +32,7 @@ func TestPlotAttackCommand(t *testing.T) {
 		}
 		sr.Results = append(sr.Results, r)
 	}
-	if err := attackWriteSweep(sr); err != nil {
+	if err := sr.Write(); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ in, out string }{{sr.JSON, "a.png"}, {sr.CSV, "b.png"}, {sr.CSV, "c.svg"}} {

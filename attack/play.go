@@ -1,0 +1,326 @@
+package attack
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dpfil/dpfil/data"
+	"github.com/dpfil/dpfil/models"
+	"gonum.org/v1/gonum/stat"
+)
+
+// GameSpec is one informed-adversary game of Hayes, Mahloujifar and Balle (2023),
+// "Bounding Training Data Reconstruction in DP-SGD", Sec. 3 and 5, played on a
+// dataset's training split with a named architecture.
+type GameSpec struct {
+	// Epsilon is the target ε at Delta; the noise multiplier σ is solved for it with
+	// the RDP accountant unless UseSigma is set, in which case Sigma is used as given.
+	Epsilon  float64
+	Sigma    float64
+	UseSigma bool
+	Delta    float64
+	Q        float64 // Poisson sampling rate in (0, 1]; 1 = full batch
+	Steps    int     // DP-SGD steps T
+	// PriorSize is K (κ = 1/K), Known is |D₋|, Trials the number of trials (each a
+	// fresh prior, target and noise).
+	PriorSize, Known, Trials int
+	// Attack is the attack whose success is reported on top (one of AttackNames; the
+	// prior-aware ones are always all run, the gradient attack only when named here).
+	Attack string
+	// Dataset (its training split is the pool, its test split the evaluation pool),
+	// DataDir where its files are, Model the architecture (models.ArchNames; "mlp"
+	// uses the hand-derived float64 MLP, others the engine).
+	Dataset, DataDir, Model string
+	Clip, LR                float64 // hard clipping norm C; SGD learning rate on the mean gradient
+	// Out, when set, makes the run resumable (see RunOptions.Out); RecordTranscripts
+	// then writes each trial's transcript to Out/transcripts/.
+	Out               string
+	RecordTranscripts bool
+	Workers           int // parallel trials (≤ 0: all cores)
+	ReRoSamples       int // Monte Carlo samples of the ReRo estimate (q < 1)
+	Gradient          GradientConfig
+	Seed              uint64
+	// Progress, when set, is called after every finished trial.
+	Progress func(GameProgress)
+}
+
+// GameProgress is the state of a running game, passed to GameSpec.Progress.
+type GameProgress struct {
+	Epsilon      float64 // ε of the run
+	Done, Trials int
+	Attack       string // GameSpec.Attack
+	Successes    int    // of Attack so far
+	PriorSize    int
+}
+
+// DefaultGameSpec is the game of 'dpfil attack game' without flags: Hayes et al.'s
+// MNIST setting (|D₋| = 999, K = 10, T = 100, full batch, C = 0.1) at ε = 10 on the
+// embedded MNIST, with learning rate 10 (≈ 80 % test accuracy with the mlp).
+func DefaultGameSpec() GameSpec {
+	return GameSpec{Epsilon: 10, Delta: 1e-5, Q: 1, Steps: 100, PriorSize: 10, Known: 999, Trials: 100,
+		Attack: AttackPrior, Dataset: "mnist-embedded", Model: "mlp", Clip: 0.1, LR: 10,
+		ReRoSamples: 1_000_000, Gradient: GradientConfig{Iters: 300, Restarts: 2, LR: 0.01}, Seed: 1}
+}
+
+// Validate rejects impossible specs, checking the fields in declaration order.
+func (s GameSpec) Validate() error {
+	switch {
+	case !s.UseSigma && (!(s.Epsilon > 0) || math.IsInf(s.Epsilon, 0)):
+		return fmt.Errorf("attack game: target epsilon %v must be positive and finite", s.Epsilon)
+	case s.UseSigma && (!(s.Sigma >= 0) || math.IsInf(s.Sigma, 0)):
+		return fmt.Errorf("attack game: noise multiplier sigma %v must be finite and ≥ 0", s.Sigma)
+	case !(s.Delta > 0 && s.Delta < 1):
+		return fmt.Errorf("attack game: delta %v outside (0, 1)", s.Delta)
+	case !(s.Q > 0 && s.Q <= 1):
+		return fmt.Errorf("attack game: sampling rate q %v outside (0, 1]", s.Q)
+	case s.Steps < 1:
+		return fmt.Errorf("attack game: steps %d < 1", s.Steps)
+	case s.PriorSize < 2:
+		return fmt.Errorf("attack game: prior size %d < 2", s.PriorSize)
+	case s.Known < 0:
+		return fmt.Errorf("attack game: known set size %d < 0", s.Known)
+	case s.Trials < 1:
+		return fmt.Errorf("attack game: trials %d < 1", s.Trials)
+	case !slices.Contains(AttackNames(), s.Attack):
+		return fmt.Errorf("attack game: unknown attack %q (known: %s)", s.Attack, strings.Join(AttackNames(), ", "))
+	case s.RecordTranscripts && s.Out == "":
+		return fmt.Errorf("attack game: recording transcripts needs an output directory (--out)")
+	}
+	return nil
+}
+
+// GameReport is the outcome of PlayGame.
+type GameReport struct {
+	Attack      string     `json:"attack"`
+	SuccessRate float64    `json:"success_rate"`
+	SuccessCI   [2]float64 `json:"success_ci"` // 95 % Clopper–Pearson
+	Successes   int        `json:"successes"`
+	Trials      int        `json:"trials"`
+	Gamma       float64    `json:"gamma"`
+	GammaCI     [2]float64 `json:"gamma_ci"`
+	GammaRDP    float64    `json:"gamma_rdp"`
+	GammaExact  bool       `json:"gamma_exact"`
+	// SuccessOrthogonal (q = 1, σ > 0) is the prior-aware attack's success if all
+	// candidates' clipped gradients had norm C and were mutually orthogonal
+	// (OrthogonalSuccess).
+	SuccessOrthogonal *float64               `json:"success_orthogonal,omitempty"`
+	Kappa             float64                `json:"kappa"`
+	Epsilon           float64                `json:"epsilon"`
+	Delta             float64                `json:"delta"`
+	Sigma             float64                `json:"sigma"`
+	Q                 float64                `json:"q"`
+	Steps             int                    `json:"steps"`
+	PriorSize         int                    `json:"prior_size"`
+	Known             int                    `json:"known"`
+	Clip              float64                `json:"clip"`
+	LR                float64                `json:"lr"`
+	Model             string                 `json:"model"`
+	Dataset           string                 `json:"dataset"`
+	Seed              uint64                 `json:"seed"`
+	Attacks           map[string]AttackStats `json:"attacks"`
+	GradientMSE       *float64               `json:"gradient_mse,omitempty"`  // mean over trials
+	FinalLoss         float64                `json:"final_loss"`              // mean training loss of D₋ at θ_T
+	TestAccuracy      *float64               `json:"test_accuracy,omitempty"` // mean over trials of θ_T's test accuracy
+	PriorCosine       float64                `json:"prior_cosine"`            // mean cosine of non-target candidates' clipped gradients with the target's
+	WallSeconds       float64                `json:"wall_seconds"`
+	Out               string                 `json:"out,omitempty"`
+}
+
+// Pools are a dataset's training split (the game's pool) and test split (the
+// evaluation pool; empty when the dataset has none), as the game uses them.
+type Pools struct {
+	Train, Test Pool
+	Fingerprint string // of the training split
+}
+
+// PoolFromDataset converts a dataset split into a float64 pool.
+func PoolFromDataset(d *data.Dataset) Pool {
+	p := Pool{X: make([]float64, len(d.Images)), Y: slices.Clone(d.Labels), D: d.Dim()}
+	for i, v := range d.Images {
+		p.X[i] = float64(v)
+	}
+	return p
+}
+
+// LoadPools loads the named dataset's files from dir.
+func LoadPools(dataset, dir string) (*Pools, error) {
+	l, err := data.LoadFiles(dataset, data.Options{DataDir: dir})
+	if err != nil {
+		return nil, fmt.Errorf("load dataset: %w", err)
+	}
+	ps := &Pools{Train: PoolFromDataset(l.Train), Fingerprint: l.Train.Fingerprint()}
+	if l.Test != nil && l.Test.N > 0 {
+		ps.Test = PoolFromDataset(l.Test)
+	}
+	return ps, nil
+}
+
+// NetFactory returns a constructor of per-worker networks for the named architecture
+// (models.ArchNames) on d inputs, and the initialiser θ₀(seed) of that architecture.
+// "mlp" is the hand-derived float64 MLP (the same parameters as the engine's mlp);
+// every other architecture runs on the engine (NewEngineNet).
+func NetFactory(model string, d int) (func() Net, func(uint64) []float64, error) {
+	arch, err := models.ArchByName(model)
+	if err != nil {
+		return nil, nil, err
+	}
+	if arch.InputDim() != d {
+		return nil, nil, fmt.Errorf("model %s takes %d inputs, the dataset has %d", model, arch.InputDim(), d)
+	}
+	init := func(seed uint64) []float64 { return models.InitParams(arch, seed) }
+	if model == "mlp" {
+		m, err := NewMLP(arch.InputDim(), arch.Layers[1].Out, arch.Classes)
+		if err != nil {
+			return nil, nil, err
+		}
+		if m.NumParams() != arch.NumParams() {
+			return nil, nil, fmt.Errorf("hand MLP has %d parameters, the mlp architecture %d", m.NumParams(), arch.NumParams())
+		}
+		return func() Net { return m }, init, nil
+	}
+	if _, err := NewEngineNet(arch); err != nil {
+		return nil, nil, err
+	}
+	return func() Net {
+		e, _ := NewEngineNet(arch) // validated above
+		return e
+	}, init, nil
+}
+
+// PlayGame loads the spec's dataset, plays the game and summarises it.
+func PlayGame(ctx context.Context, spec GameSpec) (*GameReport, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	pools, err := LoadPools(spec.Dataset, spec.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	return PlayGameOn(ctx, spec, pools)
+}
+
+// PlayGameOn plays the game on pools already loaded (spec.Dataset and DataDir are then
+// only recorded).
+func PlayGameOn(ctx context.Context, spec GameSpec, pools *Pools) (*GameReport, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	sigma := spec.Sigma
+	if !spec.UseSigma {
+		s, err := SigmaFor(spec.Epsilon, spec.Delta, spec.Q, spec.Steps)
+		if err != nil {
+			return nil, err
+		}
+		sigma = s
+	}
+	g, err := newSpecGame(spec, sigma, pools)
+	if err != nil {
+		return nil, err
+	}
+	bounds, err := ComputeBounds(BoundsRequest{Q: spec.Q, Sigma: sigma, Steps: spec.Steps, PriorSize: spec.PriorSize,
+		Delta: spec.Delta, Samples: spec.ReRoSamples, Seed: spec.Seed})
+	if err != nil {
+		return nil, err
+	}
+	res, err := g.Run(ctx, spec.runOptions(g, pools.Fingerprint, bounds.Epsilon))
+	if err != nil {
+		return nil, err
+	}
+	stats, err := Summarize(res)
+	if err != nil {
+		return nil, err
+	}
+	out := newGameReport(spec, sigma, bounds, stats)
+	if spec.Q == 1 && sigma > 0 {
+		so, err := OrthogonalSuccess(sigma, spec.Steps, spec.PriorSize)
+		if err != nil {
+			return nil, err
+		}
+		out.SuccessOrthogonal = &so
+	}
+	out.meanTrials(res)
+	out.WallSeconds = time.Since(start).Seconds()
+	return out, nil
+}
+
+// newSpecGame prepares the game of spec with noise multiplier sigma.
+func newSpecGame(spec GameSpec, sigma float64, pools *Pools) (*Game, error) {
+	newNet, init, err := NetFactory(spec.Model, pools.Train.D)
+	if err != nil {
+		return nil, err
+	}
+	grad := spec.Gradient
+	grad.Enabled = spec.Attack == AttackGradient
+	cfg := GameConfig{Known: spec.Known, PriorSize: spec.PriorSize, Steps: spec.Steps, Q: spec.Q, Sigma: sigma,
+		Clip: spec.Clip, LR: spec.LR, Seed: spec.Seed, Gradient: grad}
+	g, err := NewGame(cfg, pools.Train, newNet, init)
+	if err != nil {
+		return nil, err
+	}
+	if pools.Test.N() > 0 {
+		if err := g.SetEval(pools.Test); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// runOptions are the trial-batch options of spec: output directory, metadata,
+// progress and transcripts.
+func (s GameSpec) runOptions(g *Game, fingerprint string, eps float64) RunOptions {
+	succ := 0
+	opt := RunOptions{Trials: s.Trials, Workers: s.Workers, Out: s.Out,
+		Meta: map[string]any{"model": s.Model, "dataset": s.Dataset, "data_fingerprint": fingerprint},
+		Progress: func(done int, r *TrialResult) {
+			if r.Success[s.Attack] {
+				succ++
+			}
+			if s.Progress != nil {
+				s.Progress(GameProgress{Epsilon: eps, Done: done, Trials: s.Trials, Attack: s.Attack, Successes: succ, PriorSize: s.PriorSize})
+			}
+		}}
+	if s.RecordTranscripts {
+		opt.Record = g.TranscriptRecorder(filepath.Join(s.Out, "transcripts"), TranscriptHeader{
+			Model: s.Model, Dataset: s.Dataset, DatasetSHA256: fingerprint})
+	}
+	return opt
+}
+
+func newGameReport(s GameSpec, sigma float64, b Bounds, stats map[string]AttackStats) *GameReport {
+	a := stats[s.Attack]
+	return &GameReport{Attack: s.Attack, SuccessRate: a.Rate, SuccessCI: a.CI, Successes: a.Successes, Trials: a.Trials,
+		Gamma: b.Gamma, GammaCI: b.GammaCI, GammaRDP: b.GammaRDP, GammaExact: b.Exact, Kappa: b.Kappa,
+		Epsilon: b.Epsilon, Delta: s.Delta, Sigma: sigma, Q: s.Q, Steps: s.Steps, PriorSize: s.PriorSize,
+		Known: s.Known, Clip: s.Clip, LR: s.LR, Model: s.Model, Dataset: s.Dataset, Seed: s.Seed, Attacks: stats, Out: s.Out}
+}
+
+// meanTrials fills the means over trials: final loss and prior cosine over all
+// trials, test accuracy and gradient-attack MSE over the trials that report them.
+func (r *GameReport) meanTrials(res []TrialResult) {
+	var loss, cos, acc, mse []float64
+	for _, t := range res {
+		loss = append(loss, t.FinalLoss)
+		cos = append(cos, t.PriorCosine)
+		if t.TestAccuracy != nil {
+			acc = append(acc, *t.TestAccuracy)
+		}
+		if t.GradientMSE != nil {
+			mse = append(mse, *t.GradientMSE)
+		}
+	}
+	r.FinalLoss, r.PriorCosine = stat.Mean(loss, nil), stat.Mean(cos, nil)
+	if len(acc) > 0 {
+		m := stat.Mean(acc, nil)
+		r.TestAccuracy = &m
+	}
+	if len(mse) > 0 {
+		m := stat.Mean(mse, nil)
+		r.GradientMSE = &m
+	}
+}

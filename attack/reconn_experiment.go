@@ -1,0 +1,238 @@
+package attack
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/dpfil/dpfil/accounting"
+	"github.com/dpfil/dpfil/data"
+	"github.com/dpfil/dpfil/internal/atomicfile"
+	"github.com/dpfil/dpfil/internal/jsonfloat"
+	"github.com/dpfil/dpfil/plot"
+	"github.com/dpfil/dpfil/train"
+)
+
+// RecoNNExperiment is RecoNN (Balle, Cherubin and Hayes 2022) on a dataset's own
+// splits: D₋ is the first Fixed training samples, the prior pool the next Pool ones
+// (0 = all the rest), the real targets the first Targets test samples.
+type RecoNNExperiment struct {
+	// Config is the training recipe (its Dataset and DataDir name the data; Batch 0 =
+	// full batch |D₋| + 1; Seed seeds the experiment).
+	Config               train.Config
+	Fixed, Pool, Targets int
+	Shadows              int
+	ValFraction          float64
+	SameInit             bool
+	Reconstructor        string // "mlp" or "ridge"
+	MLP                  MLPOptions
+	RidgeLambda          float64
+	Out                  string // when set: reconn_targets.csv and reconn_targets.png go here
+	Progress             func(phase string, done int)
+	Logf                 func(string, ...any)
+}
+
+// ProgressTotal is the number of units RunRecoNNExperiment reports through Progress:
+// one per shadow model, per target and (mlp reconstructor) per training epoch.
+func (e RecoNNExperiment) ProgressTotal() int {
+	n := e.Shadows + e.Targets
+	if e.Reconstructor == "mlp" || e.Reconstructor == "" {
+		n += e.MLP.Epochs
+	}
+	return n
+}
+
+// RecoNNReport is the outcome of RunRecoNNExperiment. MSE = ‖x̂ − x‖²/d on [0,1] pixels.
+type RecoNNReport struct {
+	Config         train.Config        `json:"recipe"`
+	Dataset        string              `json:"dataset"`
+	Fixed          int                 `json:"fixed"`
+	Pool           int                 `json:"pool"`
+	SameInit       bool                `json:"same_init"`
+	Shadows        int                 `json:"shadows"`
+	ShadowsTrain   int                 `json:"shadows_train"`
+	ShadowsVal     int                 `json:"shadows_val"`
+	Reconstructor  string              `json:"reconstructor"`
+	Features       int                 `json:"features"`
+	RidgeLambda    float64             `json:"ridge_lambda,omitempty"`
+	TrainMSE       jsonfloat.Float     `json:"reconstructor_train_mse"`
+	ValMSE         jsonfloat.Float     `json:"reconstructor_val_mse"`
+	ValBaselineMSE jsonfloat.Float     `json:"val_baseline_mse"`
+	MeanMSE        jsonfloat.Float     `json:"mean_mse"`
+	MeanBaseline   jsonfloat.Float     `json:"mean_baseline_mse"`
+	Epsilon        jsonfloat.Inf       `json:"epsilon"`
+	RDPOrder2      jsonfloat.Inf       `json:"rdp_order2"`
+	BoundRDP       jsonfloat.Inf       `json:"mse_bound_rdp"`
+	MedianBoundFIL jsonfloat.Inf       `json:"median_mse_bound_fil"` // median of 1/dFIL over the targets with a dFIL
+	RDPViolations  int                 `json:"rdp_violations"`
+	FILBelow       int                 `json:"targets_below_fil_bound"`
+	Targets        []RecoNNTargetEntry `json:"targets"`
+	Seconds        float64             `json:"seconds"`
+	Files          []string            `json:"files,omitempty"`
+	Note           string              `json:"note"`
+}
+
+// RecoNNTargetEntry is one target of a RecoNNReport.
+type RecoNNTargetEntry struct {
+	Index       int             `json:"test_index"`
+	Label       int             `json:"label"`
+	MSE         jsonfloat.Float `json:"mse"`
+	BaselineMSE jsonfloat.Float `json:"baseline_mse"`
+	DFIL        jsonfloat.Float `json:"dfil"`
+	BoundFIL    jsonfloat.Inf   `json:"mse_bound_fil"`
+	BoundRDP    jsonfloat.Inf   `json:"mse_bound_rdp"`
+}
+
+const recoNNNote = "MSE = ‖x̂ − x‖²/d on [0,1] pixels. mse_bound_rdp (Theorem 1) holds for every attacker in expectation; " +
+	"mse_bound_fil = 1/dFIL (Theorem 2) only for unbiased ones, and RecoNN is biased (it outputs prior-like images), so it may go below it"
+
+// recoNNSplits are D₋, the pool and the targets of an experiment.
+type recoNNSplits struct{ fixed, pool, targets *data.Dataset }
+
+func (e *RecoNNExperiment) splits() (*recoNNSplits, error) {
+	if e.Fixed < 1 || e.Pool < 0 || e.Targets < 1 {
+		return nil, errors.New("reconn: the known set and the targets need ≥ 1 sample and the pool ≥ 0")
+	}
+	ds, err := data.Load(e.Config.Dataset, data.Options{DataDir: e.Config.DataDir, Logf: e.Logf})
+	if err != nil {
+		return nil, fmt.Errorf("load dataset %s: %w", e.Config.Dataset, err)
+	}
+	tr := ds.Train
+	if ds.Test == nil || ds.Test.N == 0 {
+		return nil, fmt.Errorf("dataset %s has no test part to draw the targets from", e.Config.Dataset)
+	}
+	if e.Fixed >= tr.N {
+		return nil, fmt.Errorf("reconn: a known set of %d leaves no pool in the %d training samples", e.Fixed, tr.N)
+	}
+	poolN := tr.N - e.Fixed
+	if e.Pool > 0 {
+		poolN = min(poolN, e.Pool)
+	}
+	e.Pool = poolN
+	if e.Targets > ds.Test.N {
+		return nil, fmt.Errorf("reconn: %d targets exceed the %d test samples", e.Targets, ds.Test.N)
+	}
+	var s recoNNSplits
+	if s.fixed, err = tr.Select(indexRange(0, e.Fixed)); err != nil {
+		return nil, err
+	}
+	if s.pool, err = tr.Select(indexRange(e.Fixed, poolN)); err != nil {
+		return nil, err
+	}
+	if s.targets, err = ds.Test.Select(indexRange(0, e.Targets)); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func indexRange(lo, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = lo + i
+	}
+	return out
+}
+
+// RunRecoNNExperiment loads the data, runs RunRecoNN and reports per target the MSE,
+// the label-only baseline, the target's dFIL with 1/dFIL (Guo et al. 2022, Theorem 2:
+// unbiased attackers only) and the RDP bound (Theorem 1: any attacker).
+func RunRecoNNExperiment(ctx context.Context, e RecoNNExperiment) (*RecoNNReport, error) {
+	cfg := e.Config
+	if cfg.Repeats != 1 {
+		return nil, errors.New("reconn: the recipe must train one model per run (repeats = 1)")
+	}
+	if cfg.Batch == 0 {
+		cfg.Batch = e.Fixed + 1
+	}
+	if cfg.Sigma == 0 && cfg.TargetEpsilon == 0 {
+		cfg.FILCoords, cfg.FILExact = 0, false // no noise: FIL is infinite, every bound is 0
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s, err := e.splits()
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	res, err := RunRecoNN(ctx, RecoNNOptions{Config: cfg, Fixed: s.fixed, Pool: s.pool, Targets: s.targets,
+		Shadows: e.Shadows, ValFraction: e.ValFraction, SameInit: e.SameInit, Reconstructor: e.Reconstructor,
+		MLP: e.MLP, RidgeLambda: e.RidgeLambda, Seed: cfg.Seed, Progress: e.Progress, Logf: e.Logf})
+	if err != nil {
+		return nil, err
+	}
+	out := newRecoNNReport(cfg, e, res)
+	out.Seconds = time.Since(t0).Seconds()
+	if e.Out != "" {
+		if out.Files, err = writeRecoNNFiles(e.Out, s.targets, res); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func newRecoNNReport(cfg train.Config, e RecoNNExperiment, res *RecoNNResult) *RecoNNReport {
+	f := func(v float64) jsonfloat.Float { return jsonfloat.Float(v) }
+	inf := func(v float64) jsonfloat.Inf { return jsonfloat.Inf(v) }
+	out := &RecoNNReport{Config: cfg, Dataset: cfg.Dataset, Fixed: e.Fixed, Pool: e.Pool, SameInit: e.SameInit,
+		Shadows: res.Shadows, ShadowsTrain: res.Train, ShadowsVal: res.Val, Reconstructor: res.Reconstructor, Features: res.Features,
+		RidgeLambda: res.RidgeLambda, TrainMSE: f(res.TrainMSE), ValMSE: f(res.ValMSE), ValBaselineMSE: f(res.ValBaselineMSE),
+		MeanMSE: f(res.MeanMSE), MeanBaseline: f(res.MeanBaselineMSE), Epsilon: inf(res.Epsilon),
+		RDPOrder2: inf(res.RDPOrder2), BoundRDP: inf(res.BoundRDP), RDPViolations: res.RDPViolations, FILBelow: res.FILBelow,
+		Note: recoNNNote}
+	var bounds []float64
+	for k, tg := range res.Targets {
+		out.Targets = append(out.Targets, RecoNNTargetEntry{Index: k, Label: tg.Label, MSE: f(tg.MSE), BaselineMSE: f(tg.BaselineMSE),
+			DFIL: f(tg.DFIL), BoundFIL: inf(tg.BoundFIL), BoundRDP: inf(tg.BoundRDP)})
+		if tg.BoundFIL == tg.BoundFIL { // not NaN
+			bounds = append(bounds, tg.BoundFIL)
+		}
+	}
+	sort.Float64s(bounds)
+	out.MedianBoundFIL = inf(accounting.QuantileSorted(bounds, 0.5))
+	return out
+}
+
+// writeRecoNNFiles writes reconn_targets.csv and reconn_targets.png (targets over
+// their reconstructions) to dir.
+func writeRecoNNFiles(dir string, targets *data.Dataset, res *RecoNNResult) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("reconn output: %w", err)
+	}
+	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 10, 64) }
+	rows := make([][]string, len(res.Targets))
+	imgs := make([][]float32, 0, 2*len(res.Targets))
+	for k, tg := range res.Targets {
+		rows[k] = []string{strconv.Itoa(k), strconv.Itoa(tg.Label), g(tg.MSE), g(tg.BaselineMSE), g(tg.DFIL), g(tg.BoundFIL), g(tg.BoundRDP)}
+		imgs = append(imgs, targets.Image(k))
+	}
+	for _, tg := range res.Targets {
+		imgs = append(imgs, tg.Reconstruction)
+	}
+	csvPath := filepath.Join(dir, "reconn_targets.csv")
+	header := []string{"test_index", "label", "mse", "baseline_mse", "dfil", "mse_bound_fil", "mse_bound_rdp"}
+	if err := atomicfile.Write(csvPath, func(w io.Writer) error {
+		cw := csv.NewWriter(w)
+		_ = cw.Write(header)
+		_ = cw.WriteAll(rows)
+		return cw.Error()
+	}); err != nil {
+		return nil, err
+	}
+	img, err := plot.ImageGrid(imgs, targets.C, targets.H, targets.W, plot.GridOptions{Cols: len(res.Targets)})
+	if err != nil {
+		return nil, err
+	}
+	pngPath := filepath.Join(dir, "reconn_targets.png")
+	if err := plot.SavePNG(pngPath, img); err != nil {
+		return nil, err
+	}
+	return []string{csvPath, pngPath}, nil
+}

@@ -1,0 +1,175 @@
+package glm
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dpfil/dpfil/internal/jsonfloat"
+)
+
+// FILExperiment computes every training example's FIL of an output-perturbed GLM
+// (Guo et al. 2022, Sec. 7.1 and Fig. 2) and, with Columns, the attribute-level FIL
+// of a subset S of pixels (Hannun et al. 2021, Sec. 3.1).
+type FILExperiment struct {
+	Setup Setup
+	// Columns is a 0-based pixel column list such as "350-360,406" (ParseColumns);
+	// empty: no attribute-level FIL.
+	Columns string
+	// Progress is called with the number of examples finished since the last call
+	// and the number of examples; it may be called concurrently.
+	Progress func(done, total int)
+}
+
+// FILReport is the outcome of RunFIL. Files are Out/glm_fil.csv, the grids
+// Out/glm_fil_top8.png and glm_fil_bottom8.png of the 8 highest- and lowest-dFIL
+// images, and with Columns Out/glm_fil_attr.csv.
+type FILReport struct {
+	Release
+	DFILMax           jsonfloat.Float `json:"dfil_max"`
+	DFILMedian        jsonfloat.Float `json:"dfil_median"`
+	DFILMean          jsonfloat.Float `json:"dfil_mean"`
+	MSEBoundFILMin    jsonfloat.Inf   `json:"mse_bound_fil_min"`
+	MSEBoundFILMedian jsonfloat.Inf   `json:"mse_bound_fil_median"`
+	BoundAbove1       int             `json:"n_bound_above_1"` // examples with 1/dFIL > 1
+	EtaMax            jsonfloat.Float `json:"eta_max"`
+	EtaMedian         jsonfloat.Float `json:"eta_median"`
+	LanczosMaxSteps   int             `json:"lanczos_max_steps"`
+	LanczosFallbacks  int             `json:"lanczos_dense_fallbacks"`
+	LanczosNotConv    int             `json:"lanczos_not_converged"`
+	FILSeconds        float64         `json:"fil_seconds"`
+	AttrColumns       int             `json:"attr_columns,omitempty"`
+	AttrDFILMax       jsonfloat.Float `json:"attr_dfil_max,omitempty"`
+	AttrDFILMedian    jsonfloat.Float `json:"attr_dfil_median,omitempty"`
+	AttrDFILMean      jsonfloat.Float `json:"attr_dfil_mean,omitempty"`
+	Files             []string        `json:"files"`
+}
+
+// RunFIL fits the setup's model and computes the per-example (and attribute) FIL,
+// writing the report's files.
+func RunFIL(e FILExperiment) (*FILReport, error) {
+	f, err := e.Setup.Fit()
+	if err != nil {
+		return nil, err
+	}
+	rel, err := f.Release()
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	an, err := NewAnalysis(f.Model)
+	if err != nil {
+		return nil, err
+	}
+	var progress func(int)
+	if e.Progress != nil {
+		progress = func(n int) { e.Progress(n, f.Train.N) }
+	}
+	fil, err := an.PerExample(e.Setup.Sigma, FILOptions{Progress: progress})
+	if err != nil {
+		return nil, err
+	}
+	filSeconds := time.Since(t0).Seconds()
+	res, err := f.writeFIL(fil)
+	if err != nil {
+		return nil, err
+	}
+	if e.Columns != "" {
+		if err := f.attributeFIL(an, e.Columns, res); err != nil {
+			return nil, err
+		}
+	}
+	res.Release, res.FILSeconds = rel, filSeconds
+	return res, nil
+}
+
+// writeFIL summarises the per-example FIL and writes its CSV and image grids.
+func (f *Fitted) writeFIL(fil *FILResult) (*FILReport, error) {
+	sd, se := SpreadOf(fil.DFIL), SpreadOf(fil.Eta)
+	res := &FILReport{DFILMax: jsonfloat.Float(sd.Max), DFILMedian: jsonfloat.Float(sd.Median), DFILMean: jsonfloat.Float(sd.Mean),
+		MSEBoundFILMin: jsonfloat.Inf(1 / sd.Max), MSEBoundFILMedian: jsonfloat.Inf(1 / sd.Median),
+		EtaMax: jsonfloat.Float(se.Max), EtaMedian: jsonfloat.Float(se.Median),
+		LanczosMaxSteps: fil.LanczosMaxSteps, LanczosFallbacks: fil.DenseFallbacks, LanczosNotConv: fil.NotConverged}
+	rows := make([][]string, len(fil.DFIL))
+	for k, i := range fil.Indices {
+		if 1/fil.DFIL[k] > 1 {
+			res.BoundAbove1++
+		}
+		rows[k] = []string{strconv.Itoa(i), strconv.Itoa(int(f.Train.Y[i])), FormatFloat(fil.DFIL[k]), FormatFloat(fil.Eta[k]), FormatFloat(1 / fil.DFIL[k])}
+	}
+	path := filepath.Join(f.Setup.Out, "glm_fil.csv")
+	if err := WriteCSV(path, []string{"index", "label", "dfil", "eta", "mse_bound"}, rows); err != nil {
+		return nil, err
+	}
+	res.Files = append(res.Files, path)
+	top, bottom := Extremes(fil.DFIL, 8)
+	for _, part := range []struct {
+		name string
+		pos  []int
+	}{{"glm_fil_top8.png", top}, {"glm_fil_bottom8.png", bottom}} {
+		imgs := make([][]float32, len(part.pos))
+		for k, pos := range part.pos {
+			imgs[k] = Float32s(f.Train.Row(fil.Indices[pos]))
+		}
+		p := filepath.Join(f.Setup.Out, part.name)
+		if err := SaveGrid(p, imgs, f.H, f.W, 8); err != nil {
+			return nil, err
+		}
+		res.Files = append(res.Files, p)
+	}
+	return res, nil
+}
+
+// attributeFIL adds the attribute-level FIL of the columns to res and writes its CSV.
+func (f *Fitted) attributeFIL(an *Analysis, columns string, res *FILReport) error {
+	cols, err := ParseColumns(columns, f.Train.D)
+	if err != nil {
+		return err
+	}
+	attr, err := an.AttributeFIL(f.Setup.Sigma, cols, nil)
+	if err != nil {
+		return err
+	}
+	rows := make([][]string, len(attr.Indices))
+	for k, i := range attr.Indices {
+		rows[k] = []string{strconv.Itoa(i), strconv.Itoa(int(f.Train.Y[i])), FormatFloat(attr.DFIL[k]), FormatFloat(attr.Eta[k]), FormatFloat(1 / attr.DFIL[k])}
+	}
+	p := filepath.Join(f.Setup.Out, "glm_fil_attr.csv")
+	if err := WriteCSV(p, []string{"index", "label", "dfil_attr", "eta_attr", "mse_bound_attr"}, rows); err != nil {
+		return err
+	}
+	s := SpreadOf(attr.DFIL)
+	res.AttrColumns = len(cols)
+	res.AttrDFILMax, res.AttrDFILMedian, res.AttrDFILMean = jsonfloat.Float(s.Max), jsonfloat.Float(s.Median), jsonfloat.Float(s.Mean)
+	res.Files = append(res.Files, p)
+	return nil
+}
+
+// ParseColumns parses a pixel-column list such as "0-27,400,401" (0-based indices and
+// inclusive ranges, no column twice) for d input features.
+func ParseColumns(spec string, d int) ([]int, error) {
+	var cols []int
+	seen := map[int]bool{}
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi := part, part
+		if a, b, ok := strings.Cut(part, "-"); ok {
+			lo, hi = a, b
+		}
+		l, err1 := strconv.Atoi(strings.TrimSpace(lo))
+		h, err2 := strconv.Atoi(strings.TrimSpace(hi))
+		if err1 != nil || err2 != nil || l < 0 || h < l || h >= d {
+			return nil, fmt.Errorf("columns: bad item %q (want 0-based indices or ranges in [0,%d))", part, d)
+		}
+		for c := l; c <= h; c++ {
+			if seen[c] {
+				return nil, fmt.Errorf("columns: column %d given twice", c)
+			}
+			seen[c] = true
+			cols = append(cols, c)
+		}
+	}
+	return cols, nil
+}
