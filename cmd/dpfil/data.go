@@ -100,10 +100,7 @@ and the files are installed. Where each file came from is recorded in the direct
 			errw := cmd.ErrOrStderr()
 			opt.Logf = func(format string, args ...any) { fmt.Fprintf(errw, format+"\n", args...) }
 			res, err := data.Fetch(name, opt)
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), asJSON, res, res.WriteText)
+			return emitReport(cmd, asJSON, res, err)
 		},
 	}
 	cmd.Flags().StringVar(&name, "dataset", "mnist", "dataset: "+strings.Join(data.Names(), ", "))

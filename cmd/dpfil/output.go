@@ -42,3 +42,19 @@ type progress = termprogress.Reporter
 func newProgress(total int64, label string, quiet bool) *progress {
 	return termprogress.Stderr(total, label, quiet)
 }
+
+// emitReport prints a library report r — as JSON with asJSON, else its WriteText —
+// and returns err. A nil r (the call failed before it had anything to report) prints
+// nothing; a report that comes with an error (e.g. failed runs) is printed first.
+func emitReport[R any, P interface {
+	*R
+	WriteText(io.Writer)
+}](cmd *cobra.Command, asJSON bool, r P, err error) error {
+	if r == nil {
+		return err
+	}
+	if perr := emit(cmd.OutOrStdout(), asJSON, r, r.WriteText); perr != nil {
+		return perr
+	}
+	return err
+}

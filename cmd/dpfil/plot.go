@@ -67,10 +67,7 @@ deduplicated by config hash; conflicts and unusable lines are listed on stderr.`
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Figure, req.Inputs, req.Warn = ff.figure(), args, cmd.ErrOrStderr()
 			res, err := plot.WritePareto(req)
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), ff.asJSON, res, res.WriteText)
+			return emitReport(cmd, ff.asJSON, res, err)
 		},
 	}
 	ff.add(cmd, 800, 600)
@@ -94,10 +91,7 @@ dashed line marks MSE = 1 (dFIL = 1), "perfect privacy".`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req.Figure = ff.figure()
 			res, err := plot.WriteHist(req)
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), ff.asJSON, res, res.WriteText)
+			return emitReport(cmd, ff.asJSON, res, err)
 		},
 	}
 	ff.add(cmd, 800, 500)
@@ -124,10 +118,7 @@ better than the bound) are red and counted as violations.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req.Figure = ff.figure()
 			res, err := plot.WriteScatter(req)
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), ff.asJSON, res, res.WriteText)
+			return emitReport(cmd, ff.asJSON, res, err)
 		},
 	}
 	ff.add(cmd, 600, 600)
@@ -162,10 +153,7 @@ training split) the --top K samples of highest dFIL (most exposed) followed by t
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			res, err := plot.WriteImages(req)
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), asJSON, res, res.WriteText)
+			return emitReport(cmd, asJSON, res, err)
 		},
 	}
 	f := cmd.Flags()

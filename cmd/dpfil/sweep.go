@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -91,16 +90,10 @@ rerun the same command to continue.`,
 			}
 			req.Runner = deps.runner(trainLog)
 			req.OnDone = func(r sweep.Record) { bar.Add(1, r.Hash) }
-			ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			rep, runErr := e.Run(ctx, req)
-			if rep == nil {
-				return runErr
-			}
-			if err := emit(cmd.OutOrStdout(), asJSON, rep, rep.WriteText); err != nil {
-				return err
-			}
-			return runErr
+			return emitReport(cmd, asJSON, rep, runErr)
 		},
 	}
 	f := cmd.Flags()
@@ -112,14 +105,6 @@ rerun the same command to continue.`,
 	addJSONFlag(cmd, &asJSON)
 	_ = cmd.MarkFlagRequired("out")
 	return cmd
-}
-
-// cmdContext is the command's context, or the background one.
-func cmdContext(cmd *cobra.Command) context.Context {
-	if ctx := cmd.Context(); ctx != nil {
-		return ctx
-	}
-	return context.Background()
 }
 
 func newSweepStatusCmd() *cobra.Command {
@@ -138,10 +123,7 @@ func newSweepStatusCmd() *cobra.Command {
 				return err
 			}
 			st, err := e.Status(out, shard)
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), asJSON, st, st.WriteText)
+			return emitReport(cmd, asJSON, st, err)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "sweep directory")
@@ -166,10 +148,7 @@ func newSweepListCmd() *cobra.Command {
 				return err
 			}
 			l, err := e.List(shard)
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), asJSON, l, l.WriteText)
+			return emitReport(cmd, asJSON, l, err)
 		},
 	}
 	addShardFlag(cmd, &shard, "list only shard i of n")
@@ -254,13 +233,7 @@ same hash with different metrics are a conflict: it is reported and, unless
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Inputs = args
 			res, mergeErr := sweep.MergeDirs(req)
-			if res == nil {
-				return mergeErr
-			}
-			if err := emit(cmd.OutOrStdout(), asJSON, res, res.WriteText); err != nil {
-				return err
-			}
-			return mergeErr
+			return emitReport(cmd, asJSON, res, mergeErr)
 		},
 	}
 	cmd.Flags().StringVar(&req.Out, "out", "", "directory to write results.jsonl into")
