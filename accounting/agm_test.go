@@ -75,7 +75,7 @@ func TestGaussianEpsilon(t *testing.T) {
 
 func TestKappaUsesAnalyticGaussian(t *testing.T) {
 	for _, tc := range []struct{ q, sigma, c, df float64 }{{0.004, 1.1, 1, 1e-9}, {0.05, 2, 1.115, 1e-7}, {0.01, 30, 1, 1e-8}, {1, 1, 1, 1e-5}} {
-		k, err := Kappa(tc.q, tc.sigma, tc.c, tc.df)
+		k, err := Kappa(KappaParams{Q: tc.q, Sigma: tc.sigma, ClipConstant: tc.c, DeltaF: tc.df})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func TestKappaUsesAnalyticGaussian(t *testing.T) {
 		if math.Abs(k-want) > 1e-14 {
 			t.Errorf("%+v: κ = %v want %v", tc, k, want)
 		}
-		if e, _ := KappaEpsilon0(tc.sigma, tc.c, tc.df); e != eps0 {
+		if e, _ := KappaEpsilon0(KappaParams{Sigma: tc.sigma, ClipConstant: tc.c, DeltaF: tc.df}); e != eps0 {
 			t.Errorf("KappaEpsilon0 = %v want %v", e, eps0)
 		}
 	}

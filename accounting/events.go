@@ -403,12 +403,12 @@ func KappaOf(e Event, deltaF float64, shuffle ShuffleAccounting) (float64, error
 	case GaussianEvent:
 		return 1, nil
 	case PoissonSampledEvent:
-		return Kappa(ev.Q, ev.Event.NoiseMultiplier, 1, deltaF)
+		return Kappa(KappaParams{Q: ev.Q, Sigma: ev.Event.NoiseMultiplier, ClipConstant: 1, DeltaF: deltaF})
 	case SampledWithoutReplacementEvent:
-		return Kappa(ev.Q, ev.Event.NoiseMultiplier, 1, deltaF)
+		return Kappa(KappaParams{Q: ev.Q, Sigma: ev.Event.NoiseMultiplier, ClipConstant: 1, DeltaF: deltaF})
 	case ShuffledEpochEvent:
 		if shuffle == ShufflePoissonApprox {
-			return Kappa(ev.Q, ev.Event.NoiseMultiplier, 1, deltaF)
+			return Kappa(KappaParams{Q: ev.Q, Sigma: ev.Event.NoiseMultiplier, ClipConstant: 1, DeltaF: deltaF})
 		}
 		return 1, nil
 	case SelfComposedEvent:

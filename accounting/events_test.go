@@ -132,7 +132,7 @@ func TestRDPAccountantMatchesDirect(t *testing.T) {
 func TestKappaOf(t *testing.T) {
 	g := GaussianEvent{NoiseMultiplier: 1.5}
 	k1, _ := KappaOf(PoissonSampledEvent{0.01, g}, 1e-8, ShuffleRigorous)
-	want, _ := Kappa(0.01, 1.5, 1, 1e-8)
+	want, _ := Kappa(KappaParams{Q: 0.01, Sigma: 1.5, ClipConstant: 1, DeltaF: 1e-8})
 	k2, _ := KappaOf(ShuffledEpochEvent{0.01, 100, g}, 1e-8, ShuffleRigorous)
 	k3, _ := KappaOf(ShuffledEpochEvent{0.01, 100, g}, 1e-8, ShufflePoissonApprox)
 	if k1 != want || k2 != 1 || k3 != want {

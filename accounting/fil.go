@@ -7,53 +7,68 @@ import (
 	"math"
 )
 
-// Kappa returns the FIL subsampling factor of Guo et al. (Theorem 4, eq. 3) for
-// DP-SGD with sampling rate q, noise multiplier sigma and clipping constant c
-// (‖g̃‖ ≤ c·C; c = 1 for hard clipping): ε₀ is the (ε₀, δ_f)-DP of one Gaussian step
-// under replace-one adjacency (sensitivity 2cC, noise σC), taken from the analytic
-// Gaussian mechanism (Balle & Wang 2018; GaussianEpsilon), which is valid for every
-// σ, and κ = q/(q + (1−q)e^{−ε₀}). Use DefaultFILDelta for δ_f. The paper's classical
+// KappaParams are the inputs of the FIL subsampling factor κ: sampling rate Q, noise
+// multiplier Sigma, clipping constant ClipConstant c (‖g̃‖ ≤ c·C; 1 for hard
+// clipping) and the per-step failure probability DeltaF (DefaultFILDelta).
+type KappaParams struct {
+	Q, Sigma, ClipConstant, DeltaF float64
+}
+
+// Kappa returns the FIL subsampling factor of Guo, Karrer, Chaudhuri & van der
+// Maaten (2022, Theorem 4, eq. 3) for DP-SGD: ε₀ is the (ε₀, δ_f)-DP of one Gaussian
+// step under replace-one adjacency (sensitivity 2cC, noise σC), taken from the
+// analytic Gaussian mechanism (Balle & Wang 2018; GaussianEpsilon), which is valid
+// for every σ, and κ = q/(q + (1−q)e^{−ε₀}). The paper's classical
 // ε₀ = c·2·√(2 ln(1.25/δ_f))/σ, valid only when it is below 1, is KappaClassic.
-func Kappa(q, sigma, c, deltaF float64) (float64, error) {
-	eps0, err := KappaEpsilon0(sigma, c, deltaF)
+func Kappa(p KappaParams) (float64, error) {
+	eps0, err := KappaEpsilon0(p)
 	if err != nil {
 		return 0, err
 	}
-	return kappaFrom(q, sigma, eps0)
+	return kappaFrom(p.Q, p.Sigma, eps0)
 }
 
 // KappaEpsilon0 is the ε₀ that Kappa uses: the analytic Gaussian mechanism's ε at
-// δ_f for sensitivity/noise ratio 2c/σ.
-func KappaEpsilon0(sigma, c, deltaF float64) (float64, error) {
-	if err := checkKappaArgs(sigma, c, deltaF); err != nil {
+// δ_f for sensitivity/noise ratio 2c/σ (p.Q is not used).
+func KappaEpsilon0(p KappaParams) (float64, error) {
+	if err := p.check(); err != nil {
 		return 0, err
 	}
-	eps0, err := GaussianEpsilon(2*c/sigma, deltaF)
+	eps0, err := GaussianEpsilon(2*p.ClipConstant/p.Sigma, p.DeltaF)
 	if err != nil {
 		return 0, fmt.Errorf("FIL ε₀: %w", err)
 	}
 	return eps0, nil
 }
 
-// KappaClassic is Kappa with the paper's classical Gaussian-mechanism ε₀ =
-// c·2·√(2 ln(1.25/δ_f))/σ. That formula is a valid (ε₀, δ_f) guarantee only for
-// ε₀ < 1; it is kept to compare with the paper.
-func KappaClassic(q, sigma, c, deltaF float64) (float64, error) {
-	if err := checkKappaArgs(sigma, c, deltaF); err != nil {
+// KappaClassicEpsilon0 is the paper's classical Gaussian-mechanism ε₀ =
+// c·2·√(2 ln(1.25/δ_f))/σ (Dwork & Roth 2014, Theorem A.1), a valid (ε₀, δ_f)
+// guarantee only when it is below 1.
+func KappaClassicEpsilon0(p KappaParams) (float64, error) {
+	if err := p.check(); err != nil {
 		return 0, err
 	}
-	return kappaFrom(q, sigma, c*2*math.Sqrt(2*math.Log(1.25/deltaF))/sigma)
+	return p.ClipConstant * 2 * math.Sqrt(2*math.Log(1.25/p.DeltaF)) / p.Sigma, nil
 }
 
-func checkKappaArgs(sigma, c, deltaF float64) error {
-	if err := checkQSigma(0, sigma); err != nil {
+// KappaClassic is Kappa with KappaClassicEpsilon0, kept to compare with the paper.
+func KappaClassic(p KappaParams) (float64, error) {
+	eps0, err := KappaClassicEpsilon0(p)
+	if err != nil {
+		return 0, err
+	}
+	return kappaFrom(p.Q, p.Sigma, eps0)
+}
+
+func (p KappaParams) check() error {
+	if err := checkQSigma(0, p.Sigma); err != nil {
 		return err
 	}
-	if math.IsNaN(c) || math.IsInf(c, 0) || c <= 0 {
-		return fmt.Errorf("clipping constant c = %v must be finite and > 0", c)
+	if math.IsNaN(p.ClipConstant) || math.IsInf(p.ClipConstant, 0) || p.ClipConstant <= 0 {
+		return fmt.Errorf("clipping constant c = %v must be finite and > 0", p.ClipConstant)
 	}
-	if math.IsNaN(deltaF) || deltaF <= 0 || deltaF >= 1 {
-		return fmt.Errorf("FIL failure probability delta_f = %v must be in (0, 1)", deltaF)
+	if math.IsNaN(p.DeltaF) || p.DeltaF <= 0 || p.DeltaF >= 1 {
+		return fmt.Errorf("FIL failure probability delta_f = %v must be in (0, 1)", p.DeltaF)
 	}
 	return nil
 }
@@ -69,7 +84,7 @@ func kappaFrom(q, sigma, eps0 float64) (float64, error) {
 }
 
 // DefaultFILDelta returns the default per-step failure probability δ_f = 1/(T·N), so
-// that the total failure probability over T steps is at most 1/N (SPEC 4). It returns
+// that the total failure probability over T steps is at most 1/N. It returns
 // NaN when T or N is not positive.
 func DefaultFILDelta(steps, n int) float64 {
 	if steps <= 0 || n <= 0 {

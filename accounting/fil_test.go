@@ -23,7 +23,7 @@ func TestKappa(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			k, err := KappaClassic(tc.q, tc.sigma, tc.c, tc.delta)
+			k, err := KappaClassic(KappaParams{Q: tc.q, Sigma: tc.sigma, ClipConstant: tc.c, DeltaF: tc.delta})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,22 +43,22 @@ func TestKappa(t *testing.T) {
 	}
 	// Hand-computed: δ_f = 1.25e^{−2} gives ε₀ = 2·√(2·2)/σ = 2 at σ = 2, so
 	// κ = 0.5/(0.5 + 0.5e^{−2}) = 1/(1 + e^{−2}) = 0.8807970779778823.
-	if k, _ := KappaClassic(0.5, 2, 1, 1.25*math.Exp(-2)); math.Abs(k-0.8807970779778823) > 1e-15 {
+	if k, _ := KappaClassic(KappaParams{Q: 0.5, Sigma: 2, ClipConstant: 1, DeltaF: 1.25 * math.Exp(-2)}); math.Abs(k-0.8807970779778823) > 1e-15 {
 		t.Errorf("hand-computed κ: got %v", k)
 	}
 	// κ grows as σ shrinks (ε₀ grows) and as q grows.
-	k1, _ := Kappa(0.01, 5, 1, 1e-6)
-	k2, _ := Kappa(0.01, 1, 1, 1e-6)
-	k3, _ := Kappa(0.02, 1, 1, 1e-6)
+	k1, _ := Kappa(KappaParams{Q: 0.01, Sigma: 5, ClipConstant: 1, DeltaF: 1e-6})
+	k2, _ := Kappa(KappaParams{Q: 0.01, Sigma: 1, ClipConstant: 1, DeltaF: 1e-6})
+	k3, _ := Kappa(KappaParams{Q: 0.02, Sigma: 1, ClipConstant: 1, DeltaF: 1e-6})
 	if !(k1 < k2 && k2 < k3) {
 		t.Errorf("κ not monotone: %v %v %v", k1, k2, k3)
 	}
 	for _, bad := range [][4]float64{{-0.1, 1, 1, 1e-5}, {1.1, 1, 1, 1e-5}, {0.1, 0, 1, 1e-5}, {0.1, 1, 0, 1e-5},
 		{0.1, 1, 1, 0}, {0.1, 1, 1, 1}, {math.NaN(), 1, 1, 1e-5}, {0.1, 1, math.Inf(1), 1e-5}} {
-		if _, err := Kappa(bad[0], bad[1], bad[2], bad[3]); err == nil {
+		if _, err := Kappa(KappaParams{Q: bad[0], Sigma: bad[1], ClipConstant: bad[2], DeltaF: bad[3]}); err == nil {
 			t.Errorf("Kappa%v: want an error", bad)
 		}
-		if _, err := KappaClassic(bad[0], bad[1], bad[2], bad[3]); err == nil {
+		if _, err := KappaClassic(KappaParams{Q: bad[0], Sigma: bad[1], ClipConstant: bad[2], DeltaF: bad[3]}); err == nil {
 			t.Errorf("KappaClassic%v: want an error", bad)
 		}
 	}
@@ -294,23 +294,4 @@ func TestLoadDFILCorrupt(t *testing.T) {
 	if _, err := LoadDFIL(filepath.Join(dir, "missing.npy")); err == nil {
 		t.Error("missing file: want an error")
 	}
-}
-
-func ExampleFIL() {
-	const n, d = 4, 784
-	deltaF := DefaultFILDelta(1000, n)
-	kappa, _ := Kappa(0.5, 1.0, 1.0, deltaF)
-	f, _ := NewFIL(n, d, kappa)
-	// One step: samples 0 and 2 were in the batch, with FIM traces 784 and 392.
-	_ = f.AddStep([]int{0, 2}, []float64{784, 392})
-	s := SummarizeDFIL(f.DFIL())
-	fmt.Printf("kappa=%.6f max dFIL=%.4f MSE bound (worst sample)=%.4f\n", kappa, s.Max, s.MSEBoundMax)
-	// Output: kappa=0.999772 max dFIL=0.9998 MSE bound (worst sample)=1.0002
-}
-
-func ExampleKappa() {
-	// q = B/N = 256/60000, σ = 1.1, hard clipping, δ_f = 1/(T·N) for 14062 steps.
-	k, _ := Kappa(256.0/60000, 1.1, 1, DefaultFILDelta(14062, 60000))
-	fmt.Printf("kappa=%.4f\n", k)
-	// Output: kappa=0.9987
 }

@@ -32,7 +32,7 @@ func ExamplePLD() {
 // The ReRo bound of Hayes et al. from the trade-off curve of the same run, for an
 // attacker whose prior guess succeeds with probability 1/100.
 func ExampleReRoTradeoff() {
-	r, err := accounting.ReRoTradeoff(0.01, 1, 1000, 0.01, nil)
+	r, err := accounting.ReRoTradeoff(accounting.ReRoRun{Q: 0.01, Sigma: 1, Steps: 1000, Kappa: 0.01}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -41,12 +41,23 @@ type ReRoTradeoffResult struct {
 	Interval  float64   `json:"interval"`
 }
 
-// ReRoTradeoff bounds Hayes et al.'s ReRo γ for `steps` steps of DP-SGD with Poisson
-// rate q and noise multiplier sigma at baseline success probability kappa, from the
+// ReRoRun is a DP-SGD run for a ReRo bound: Steps steps with Poisson rate Q and noise
+// multiplier Sigma, against an attacker whose guess from the prior succeeds with
+// probability Kappa.
+type ReRoRun struct {
+	Q, Sigma float64
+	Steps    int
+	Kappa    float64
+}
+
+// ReRoTradeoff bounds Hayes et al.'s ReRo γ for run.Steps steps of DP-SGD with
+// Poisson rate run.Q and noise multiplier run.Sigma at baseline success probability
+// run.Kappa, from the
 // privacy-loss distribution of the remove direction (μ = mixture, ν = N(0, σ²I_T)):
 // GammaLower ≤ γ ≤ Gamma, with no sampling error. q = 1 gives the closed form
 // Φ(√T/σ − Φ⁻¹(1 − κ)) (to the discretisation error), q = 0 or no steps gives κ.
-func ReRoTradeoff(q, sigma float64, steps int, kappa float64, cfg *PLDConfig) (ReRoTradeoffResult, error) {
+func ReRoTradeoff(run ReRoRun, cfg *PLDConfig) (ReRoTradeoffResult, error) {
+	q, sigma, steps, kappa := run.Q, run.Sigma, run.Steps, run.Kappa
 	if err := checkQSigma(q, sigma); err != nil {
 		return ReRoTradeoffResult{}, err
 	}

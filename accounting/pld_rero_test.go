@@ -14,7 +14,7 @@ func TestReRoTradeoffClosedForm(t *testing.T) {
 				continue
 			}
 			for _, kappa := range []float64{1e-4, 0.03, 0.5} {
-				r, err := ReRoTradeoff(1, sigma, steps, kappa, nil)
+				r, err := ReRoTradeoff(ReRoRun{Q: 1, Sigma: sigma, Steps: steps, Kappa: kappa}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -41,12 +41,12 @@ func TestReRoTradeoffTrivial(t *testing.T) {
 		{0.3, 0, 0.02, 0.02},
 		{0.5, 10, 1, 1},
 	} {
-		r, err := ReRoTradeoff(tc.q, 1, tc.steps, tc.kappa, nil)
+		r, err := ReRoTradeoff(ReRoRun{Q: tc.q, Sigma: 1, Steps: tc.steps, Kappa: tc.kappa}, nil)
 		if err != nil || r.Gamma != tc.want || r.GammaLower != tc.want {
 			t.Errorf("%+v: γ ∈ [%v, %v] (%v), want %v", tc, r.GammaLower, r.Gamma, err, tc.want)
 		}
 	}
-	r, _ := ReRoTradeoff(0.1, 1, 10, 0.01, nil)
+	r, _ := ReRoTradeoff(ReRoRun{Q: 0.1, Sigma: 1, Steps: 10, Kappa: 0.01}, nil)
 	if r.Adjacency != AddRemove || r.Sampling != SamplingPoisson || r.Interval != DefaultPLDInterval || r.Kappa != 0.01 {
 		t.Errorf("result fields %+v", r)
 	}
@@ -69,7 +69,7 @@ func TestReRoTradeoffMonteCarlo(t *testing.T) {
 					if q >= 0.1 {
 						cfg.Interval = 1e-3
 					}
-					r, err := ReRoTradeoff(q, sigma, steps, kappa, cfg)
+					r, err := ReRoTradeoff(ReRoRun{Q: q, Sigma: sigma, Steps: steps, Kappa: kappa}, cfg)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -106,7 +106,7 @@ func TestReRoTradeoffMonteCarlo(t *testing.T) {
 // γ grows with T and κ and falls with σ.
 func TestReRoTradeoffMonotone(t *testing.T) {
 	g := func(q, sigma float64, steps int, kappa float64) float64 {
-		r, err := ReRoTradeoff(q, sigma, steps, kappa, nil)
+		r, err := ReRoTradeoff(ReRoRun{Q: q, Sigma: sigma, Steps: steps, Kappa: kappa}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +146,7 @@ func TestReRoTradeoffValidation(t *testing.T) {
 		{0.1, 1, 1, 0.1, &PLDConfig{Interval: -1}, "interval"},
 		{0.5, 0.01, 10, 0.1, nil, "noise"},
 	} {
-		_, err := ReRoTradeoff(tc.q, tc.sigma, tc.steps, tc.kappa, tc.cfg)
+		_, err := ReRoTradeoff(ReRoRun{Q: tc.q, Sigma: tc.sigma, Steps: tc.steps, Kappa: tc.kappa}, tc.cfg)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want one mentioning %q", tc, err, tc.want)
 		}

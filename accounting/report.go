@@ -282,17 +282,9 @@ func NewReport(l Ledger, opt ReportOptions) (*Report, error) {
 			p.EpsilonPoissonApprox = ar
 		}
 	}
-	t1 := NewRDPAccountant(ReplaceOne, ShuffleRigorous, nil)
-	paper := NewRDPAccountant(AddRemove, ShufflePoissonApprox, nil)
-	if err := t1.Compose(ev); err != nil {
-		return nil, fmt.Errorf("Theorem 1: %w", err)
+	if p.Theorem1, err = Theorem1Of(ev); err != nil {
+		return nil, err
 	}
-	if err := paper.Compose(AsPoisson(ev)); err != nil {
-		return nil, fmt.Errorf("Theorem 1 (paper's value): %w", err)
-	}
-	p.Theorem1 = Theorem1Report{Adjacency: ReplaceOne.String(),
-		RDPOrder2: t1.Order2(), MSEBoundRDP: MSEBoundRDP(t1.Order2()),
-		PaperRDPOrder2: paper.Order2(), PaperMSEBoundRDP: MSEBoundRDP(paper.Order2())}
 	if opt.FILDelta != 0 {
 		c := opt.ClipConstant
 		if c == 0 {
@@ -303,7 +295,7 @@ func NewReport(l Ledger, opt ReportOptions) (*Report, error) {
 			return nil, fmt.Errorf("κ: %w", err)
 		}
 		nm := noiseOf(first)
-		e0, err := KappaEpsilon0(nm*c, c, opt.FILDelta)
+		e0, err := KappaEpsilon0(KappaParams{Sigma: nm * c, ClipConstant: c, DeltaF: opt.FILDelta})
 		if err != nil {
 			return nil, fmt.Errorf("κ: %w", err)
 		}

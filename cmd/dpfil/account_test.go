@@ -213,12 +213,12 @@ func TestAccountFIL(t *testing.T) {
 
 func TestAccountKappa(t *testing.T) {
 	m := accountJSON(t, "kappa", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--n", "100")
-	want, _ := accounting.Kappa(0.01, 1.1, 1, 1e-5)
+	want, _ := accounting.Kappa(accounting.KappaParams{Q: 0.01, Sigma: 1.1, ClipConstant: 1, DeltaF: 1e-5})
 	if acctNum(t, m, "kappa") != want || acctNum(t, m, "delta_f") != 1e-5 {
 		t.Errorf("kappa %v", m)
 	}
 	m2 := accountJSON(t, "kappa", "--q", "0.01", "--sigma", "1.1", "--delta-f", "1e-6", "--clip-constant", "1.115")
-	want2, _ := accounting.Kappa(0.01, 1.1, 1.115, 1e-6)
+	want2, _ := accounting.Kappa(accounting.KappaParams{Q: 0.01, Sigma: 1.1, ClipConstant: 1.115, DeltaF: 1e-6})
 	if acctNum(t, m2, "kappa") != want2 {
 		t.Errorf("kappa %v", m2)
 	}
@@ -284,8 +284,8 @@ func TestAccountErrors(t *testing.T) {
 		{"rdp delta 0", []string{"rdp", "--steps", "100", "--delta", "0", "--q", "0.1", "--sigma", "1"}, "delta"},
 		{"rdp delta 1", []string{"rdp", "--steps", "100", "--delta", "1", "--q", "0.1", "--sigma", "1"}, "delta"},
 		{"rdp delta NaN", []string{"rdp", "--steps", "100", "--delta", "NaN", "--q", "0.1", "--sigma", "1"}, "finite"},
-		{"rdp missing q", append(rdp, "--sigma", "1"), "--q"},
-		{"rdp missing delta", []string{"rdp", "--q", "0.1", "--sigma", "1", "--steps", "10"}, "--delta"},
+		{"rdp missing q", append(rdp, "--sigma", "1"), "[q steps]"},
+		{"rdp missing delta", []string{"rdp", "--q", "0.1", "--sigma", "1", "--steps", "10"}, `"delta" not set`},
 		{"rdp sigma and target", append(rdp, "--q", "0.1", "--sigma", "1", "--target-epsilon", "1"), "none of the others"},
 		{"rdp neither sigma nor target", append(rdp, "--q", "0.1"), "at least one of the flags in the group [sigma target-epsilon schedule]"},
 		{"rdp bad target", append(rdp, "--q", "0.1", "--target-epsilon", "-1"), "epsilon"},
@@ -294,29 +294,29 @@ func TestAccountErrors(t *testing.T) {
 		{"rdp bad orders", append(rdp, "--q", "0.1", "--sigma", "1", "--orders", "2,x"), "orders"},
 		{"rdp order ≤ 1", append(rdp, "--q", "0.1", "--sigma", "1", "--orders", "0.5,2"), "orders"},
 		{"rdp bad conversion", append(rdp, "--q", "0.1", "--sigma", "1", "--conversion", "fancy"), "conversion"},
-		{"schedule with q", []string{"rdp", "--schedule", "0.1:1:10", "--q", "0.1", "--delta", "1e-5"}, "[schedule q]"},
+		{"schedule with q", []string{"rdp", "--schedule", "0.1:1:10", "--q", "0.1", "--steps", "10", "--delta", "1e-5"}, "[schedule q]"},
 		{"schedule bad segment", []string{"rdp", "--schedule", "0.1:1", "--delta", "1e-5"}, "q:sigma:steps"},
 		{"schedule not numbers", []string{"rdp", "--schedule", "0.1:x:10", "--delta", "1e-5"}, "q:sigma:steps"},
 		{"schedule NaN", []string{"rdp", "--schedule", "NaN:1:10", "--delta", "1e-5"}, "non-finite"},
 		{"schedule q>1", []string{"rdp", "--schedule", "0.1:1:10,1.5:1:10", "--delta", "1e-5"}, "segment 1"},
 		{"schedule sigma 0", []string{"rdp", "--schedule", "0.1:0:10", "--delta", "1e-5"}, "sigma"},
 		{"schedule negative steps", []string{"rdp", "--schedule", "0.1:1:-10", "--delta", "1e-5"}, "steps"},
-		{"schedule no delta", []string{"rdp", "--schedule", "0.1:1:10"}, "--delta"},
+		{"schedule no delta", []string{"rdp", "--schedule", "0.1:1:10"}, `"delta" not set`},
 		{"schedule bad delta", []string{"rdp", "--schedule", "0.1:1:10", "--delta", "2"}, "delta"},
 		{"rero q>1", append(rero, "--q", "2", "--sigma", "1", "--kappa", "0.1"), "q"},
 		{"rero sigma 0", append(rero, "--q", "0.1", "--sigma", "0", "--kappa", "0.1"), "sigma"},
 		{"rero kappa 0", append(rero, "--q", "0.1", "--sigma", "1", "--kappa", "0"), "kappa"},
 		{"rero kappa>1", append(rero, "--q", "0.1", "--sigma", "1", "--kappa", "1.01"), "kappa"},
 		{"rero kappa NaN", append(rero, "--q", "0.1", "--sigma", "1", "--kappa", "NaN"), "finite"},
-		{"rero kappa and prior", append(rero, "--q", "0.1", "--sigma", "1", "--kappa", "0.1", "--prior-size", "10"), "exactly one"},
-		{"rero neither kappa nor prior", append(rero, "--q", "0.1", "--sigma", "1"), "exactly one"},
+		{"rero kappa and prior", append(rero, "--q", "0.1", "--sigma", "1", "--kappa", "0.1", "--prior-size", "10"), "[kappa prior-size] were all set"},
+		{"rero neither kappa nor prior", append(rero, "--q", "0.1", "--sigma", "1"), "at least one of the flags in the group [kappa prior-size]"},
 		{"rero prior 0", append(rero, "--q", "0.1", "--sigma", "1", "--prior-size", "0"), "prior"},
 		{"rero samples 0", []string{"rero", "--steps", "10", "--q", "0.1", "--sigma", "1", "--kappa", "0.1", "--samples", "0"}, "samples"},
 		{"rero mu-samples 0", append(rero, "--q", "0.1", "--sigma", "1", "--kappa", "0.1", "--mu-samples", "0"), "mu-samples"},
 		{"rero steps 0", []string{"rero", "--steps", "0", "--q", "0.1", "--sigma", "1", "--kappa", "0.1"}, "steps"},
 		{"rero confidence 1", append(rero, "--q", "0.1", "--sigma", "1", "--kappa", "0.1", "--confidence", "1"), "confidence"},
-		{"rero missing sigma", append(rero, "--q", "0.1", "--kappa", "0.1"), "--sigma"},
-		{"fil no file", []string{"fil"}, "--dfil"},
+		{"rero missing sigma", append(rero, "--q", "0.1", "--kappa", "0.1"), `"sigma" not set`},
+		{"fil no file", []string{"fil"}, `"dfil" not set`},
 		{"fil missing file", []string{"fil", "--dfil", filepath.Join(dir, "nope.npy")}, "nope.npy"},
 		{"fil corrupt file", []string{"fil", "--dfil", corrupt}, "corrupt.npy"},
 		{"fil length mismatch", []string{"fil", "--dfil", short, "--dfil", corrupt}, "npy"},
@@ -324,13 +324,13 @@ func TestAccountErrors(t *testing.T) {
 		{"kappa bad delta", []string{"kappa", "--q", "0.1", "--sigma", "1", "--delta-f", "2"}, "delta_f"},
 		{"kappa bad clip", []string{"kappa", "--q", "0.1", "--sigma", "1", "--delta-f", "1e-5", "--clip-constant", "0"}, "clipping"},
 		{"unknown flag", []string{"rdp", "--bogus"}, "unknown flag"},
-		{"mse nothing", []string{"mse"}, "--eps2"},
+		{"mse nothing", []string{"mse"}, "[eps2 dfil]"},
 		{"mse eps2<0", []string{"mse", "--eps2", "-1"}, "RDP"},
 		{"mse eps2 NaN", []string{"mse", "--eps2", "NaN"}, "RDP"},
 		{"mse bad diameter", []string{"mse", "--eps2", "1", "--diameter", "-1"}, "diameter"},
 		{"mse dfil<0", []string{"mse", "--dfil", "-1"}, "dfil"},
 		{"mse dfil Inf", []string{"mse", "--dfil", "Inf"}, "finite"},
-		{"mse prior without dfil", []string{"mse", "--eps2", "1", "--prior-fisher-trace", "1", "--d", "3"}, "--dfil"},
+		{"mse prior without dfil", []string{"mse", "--eps2", "1", "--prior-fisher-trace", "1", "--d", "3"}, "needs dfil"},
 		{"mse van Trees d=0", []string{"mse", "--dfil", "1", "--prior-fisher-trace", "1"}, "dimension"},
 		{"mse van Trees J<0", []string{"mse", "--dfil", "1", "--prior-fisher-trace", "-1", "--d", "3"}, "prior"},
 	}
@@ -366,6 +366,12 @@ func TestAccountErrorsDeterministic(t *testing.T) {
 		{"rero", "--q", "NaN", "--sigma", "Inf", "--steps", "10", "--kappa", "NaN", "--confidence", "NaN"},
 		{"pld", "--q", "NaN", "--sigma", "Inf", "--steps", "10", "--delta", "NaN", "--interval", "NaN"},
 		{"dpsgd", "--n", "10", "--batch", "1", "--steps", "1", "--sigma", "Inf", "--delta", "NaN"},
+		{"dpsgd", "--n", "10", "--batch", "1", "--steps", "1", "--target-epsilon", "NaN", "--delta", "NaN", "--fil-delta", "NaN"},
+		{"kappa", "--q", "NaN", "--sigma", "NaN", "--delta-f", "NaN", "--clip-constant", "NaN"},
+		{"mse", "--eps2", "NaN", "--dfil", "NaN", "--diameter", "NaN"},
+		// several flag-group violations at once
+		{"rdp", "--schedule", "x", "--q", "1", "--sigma", "1", "--target-epsilon", "1"},
+		{"rero", "--kappa", "0.1", "--prior-size", "3"},
 	} {
 		first := ""
 		for i := 0; i < 20; i++ {
