@@ -31,7 +31,7 @@ type HistStats struct {
 	Edges   []float64 `json:"edges"`  // Bins+1 bin edges (in log10 units with Log10)
 }
 
-// Histogram draws the distribution of per-sample values (seed 000 Fig. 2: dFIL or the
+// Histogram draws the distribution of per-sample values (Guo et al. 2022, Fig. 2: dFIL or the
 // per-sample MSE bound 1/dFIL across the training set).
 func Histogram(values []float64, opt HistOptions) (*gplot.Plot, HistStats, error) {
 	if opt.Bins == 0 {

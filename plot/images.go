@@ -15,7 +15,7 @@ type GridOptions struct {
 }
 
 // ImageGrid tiles images (each C×H×W in [0,1], NCHW, C = 1 grey or 3 RGB) into one
-// picture, row-major, on a white background: seed 000 Fig. 4 and 6 (samples and
+// picture, row-major, on a white background: Guo et al. (2022) Fig. 4 and 6 (samples and
 // their reconstructions, or the highest- and lowest-dFIL samples). Values outside
 // [0,1] are clamped; NaN (a failed reconstruction) is drawn mid-grey.
 func ImageGrid(imgs [][]float32, c, h, w int, opt GridOptions) (*image.RGBA, error) {

@@ -16,11 +16,11 @@ import (
 type BoundKind struct {
 	Key   string     // JSON name in the result
 	Label string     // legend label
-	Color color.RGBA // seed 000 Fig. 5 colours: RDP blue, max dFIL red, median orange
+	Color color.RGBA // Guo et al. (2022) Fig. 5 colours: RDP blue, max dFIL red, median orange
 	Shape draw.GlyphDrawer
 }
 
-// BoundKinds are the three bounds of seed 000 Fig. 5, in legend order.
+// BoundKinds are the three bounds of Guo et al. (2022) Fig. 5, in legend order.
 func BoundKinds() []BoundKind {
 	return []BoundKind{
 		{Key: "mse_bound_rdp", Label: "RDP bound", Color: color.RGBA{R: 31, G: 119, B: 180, A: 255}, Shape: draw.CircleGlyph{}},
@@ -54,7 +54,7 @@ type ParetoSeries struct {
 	kind     BoundKind
 }
 
-// ParetoData extracts the three series of seed 000 Fig. 5 from sweep records and
+// ParetoData extracts the three series of Guo et al. (2022) Fig. 5 from sweep records and
 // computes each one's frontier with sweep.Frontier.
 func ParetoData(recs []sweep.Record) ([]ParetoSeries, error) {
 	ms := make([]sweep.Metrics, len(recs))
@@ -98,7 +98,7 @@ type ParetoOptions struct {
 	AccuracyPercent bool
 }
 
-// Pareto draws seed 000 Fig. 5: test accuracy on x, MSE lower bound on a log y axis,
+// Pareto draws Guo et al. (2022) Fig. 5: test accuracy on x, MSE lower bound on a log y axis,
 // one scatter series per bound with its Pareto frontier as a dashed line, and the
 // MSE = 1 "perfect privacy" line.
 func Pareto(series []ParetoSeries, opt ParetoOptions) (*gplot.Plot, error) {

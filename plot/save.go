@@ -1,8 +1,3 @@
-// Package plot draws dpfil's figures with gonum/plot: the accuracy-vs-MSE-bound
-// Pareto plot of a sweep (seed 000 Fig. 5), histograms of per-sample dFIL or MSE
-// bounds (Fig. 2), predicted-vs-realised MSE scatter plots (Fig. 3) and image grids of
-// training samples and reconstructions (Fig. 4, 6). Every figure is written at an
-// exact pixel size (PNG) or the matching point size (SVG, PDF at 96 px per inch).
 package plot
 
 import (

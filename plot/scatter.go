@@ -79,7 +79,7 @@ type ScatterStats struct {
 	Violations int `json:"violations"` // y < x, with Diagonal
 }
 
-// Scatter draws y against x (seed 000 Fig. 3: the MSE lower bound predicted by dFIL
+// Scatter draws y against x (Guo et al. 2022, Fig. 3: the MSE lower bound predicted by dFIL
 // on x, the MSE the GLM attack realised on y, log-log, with the y = x cut-off).
 func Scatter(x, y []float64, opt ScatterOptions) (*gplot.Plot, ScatterStats, error) {
 	var st ScatterStats

@@ -1,6 +1,8 @@
 // Package sweep runs hyperparameter sweeps of train configurations on one machine or
-// a cluster, and computes the accuracy-vs-privacy Pareto frontier of their results
-// (seed 000 Fig. 5, Appendix C Tables 3 and 4).
+// a cluster, and computes the accuracy-vs-privacy Pareto frontier of their results,
+// as behind the Pareto plots of Guo, Karrer, Chaudhuri and van der Maaten (2022),
+// "Bounding training data reconstruction in private (deep) learning" (ICML), Fig. 5
+// and the hyperparameter grids of its Appendix C (Tables 3 and 4).
 //
 // A Grid (YAML or JSON file: fixed base settings and lists of swept values) expands
 // deterministically into Jobs, each a validated train.Config identified by its Hash.
@@ -13,4 +15,10 @@
 // shards, deduplicating by hash and reporting conflicting results; SlurmScript and
 // K8sManifest write the cluster plans that fan the shards out. Frontier computes the
 // non-dominated (accuracy, MSE bound) points.
+//
+// Expand reads a grid file for the typed requests behind 'dpfil sweep': its Run,
+// Status, List and Plan methods return reports (RunReport, StatusReport, Listing,
+// ClusterPlan) that encode as the command's JSON and write its text; MergeDirs and
+// ReadInputs gather the results of several sweep directories. Numbers that are not
+// finite (an infinite ε, the MSE bound of a run without FIL) are JSON null.
 package sweep
