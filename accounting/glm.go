@@ -100,20 +100,34 @@ type GLMAccount struct {
 	Eps2Paper   float64 `json:"eps2_paper"`    // 2/(nλσ), the paper's (incorrect) value
 }
 
-// AccountGLM computes GLMAccount for a release with noise sigma. derivBound is L.
-func AccountGLM(derivBound, r float64, n int, lambda, maxWeight, sigma float64) (GLMAccount, error) {
-	delta, err := GLMSensitivity(derivBound, r, n, lambda, maxWeight)
+// GLMRelease is one output-perturbed GLM release, as AccountGLM needs it.
+type GLMRelease struct {
+	DerivBound float64 // L ≥ sup|ℓ'| at the minimiser (LogisticDerivBound, LeastSquaresDerivBound)
+	R          float64 // input norm bound ‖x̃‖ ≤ R, bias feature included
+	N          int     // number of examples n
+	Lambda     float64 // λ of the objective Σ ω_i ℓ_i + (nλ/2)‖w‖²
+	MaxWeight  float64 // largest example weight ω_max (0 means 1: no weights)
+	Sigma      float64 // output-perturbation noise σ
+}
+
+// AccountGLM computes the order-2 RDP accounting of the release.
+func AccountGLM(rel GLMRelease) (GLMAccount, error) {
+	maxWeight := rel.MaxWeight
+	if maxWeight == 0 {
+		maxWeight = 1
+	}
+	delta, err := GLMSensitivity(rel.DerivBound, rel.R, rel.N, rel.Lambda, maxWeight)
 	if err != nil {
 		return GLMAccount{}, err
 	}
-	eps2, err := GLMEps2(delta, sigma)
+	eps2, err := GLMEps2(delta, rel.Sigma)
 	if err != nil {
 		return GLMAccount{}, err
 	}
-	paper, err := GLMPaperEps2(n, lambda, sigma)
+	paper, err := GLMPaperEps2(rel.N, rel.Lambda, rel.Sigma)
 	if err != nil {
 		return GLMAccount{}, err
 	}
-	return GLMAccount{R: r, DerivBound: derivBound, Sensitivity: delta, Eps2: eps2,
+	return GLMAccount{R: rel.R, DerivBound: rel.DerivBound, Sensitivity: delta, Eps2: eps2,
 		MSEBoundRDP: MSEBoundRDP(eps2), Eps2Paper: paper}, nil
 }

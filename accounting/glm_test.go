@@ -21,7 +21,7 @@ func TestAccountGLMHandComputed(t *testing.T) {
 		{"paper-R1", 1, 1, 12665, 1e-2, 1, 1e-2, 0.015791551519936834, 2.493730994068193, 1.579155151993683, 0.02250962365037582},
 	}
 	for _, c := range cases {
-		a, err := AccountGLM(c.deriv, c.r, c.n, c.lambda, c.maxW, c.sigma)
+		a, err := AccountGLM(GLMRelease{DerivBound: c.deriv, R: c.r, N: c.n, Lambda: c.lambda, MaxWeight: c.maxW, Sigma: c.sigma})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,7 +31,7 @@ func TestAccountGLMHandComputed(t *testing.T) {
 		}
 	}
 	// R = √101 (bias + 100 unit features), σ = 1e-5: ε₂ = 251866830.40088752.
-	a, err := AccountGLM(LogisticDerivBound, math.Sqrt(101), 12665, 1e-2, 1, 1e-5)
+	a, err := AccountGLM(GLMRelease{DerivBound: LogisticDerivBound, R: math.Sqrt(101), N: 12665, Lambda: 1e-2, Sigma: 1e-5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestAccountGLMHandComputed(t *testing.T) {
 	if !glmRelClose(l, 5.381780460041329, 1e-14) {
 		t.Fatalf("L = %v", l)
 	}
-	a, err = AccountGLM(l, 2, 10, 0.25, 1.5, 0.3)
+	a, err = AccountGLM(GLMRelease{DerivBound: l, R: 2, N: 10, Lambda: 0.25, MaxWeight: 1.5, Sigma: 0.3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,11 +74,11 @@ func TestAccountGLMRejectsBadInput(t *testing.T) {
 		n             int
 		lambda, w, sg float64
 	}{
-		{1, 0, 10, 1, 1, 1}, {1, 1, 0, 1, 1, 1}, {1, 1, 10, 0, 1, 1}, {1, 1, 10, 1, 0, 1},
+		{1, 0, 10, 1, 1, 1}, {1, 1, 0, 1, 1, 1}, {1, 1, 10, 0, 1, 1}, {1, 1, 10, 1, -1, 1},
 		{1, 1, 10, 1, 1, 0}, {0, 1, 10, 1, 1, 1}, {1, math.NaN(), 10, 1, 1, 1}, {1, 1, 10, math.Inf(1), 1, 1},
 	}
 	for _, b := range bad {
-		if _, err := AccountGLM(b.deriv, b.r, b.n, b.lambda, b.w, b.sg); err == nil {
+		if _, err := AccountGLM(GLMRelease{DerivBound: b.deriv, R: b.r, N: b.n, Lambda: b.lambda, MaxWeight: b.w, Sigma: b.sg}); err == nil {
 			t.Fatalf("%+v accepted", b)
 		}
 	}
@@ -92,7 +92,7 @@ func TestAccountGLMRejectsBadInput(t *testing.T) {
 
 func ExampleAccountGLM() {
 	// Seed 000 Sec. 7.1: n = 12 665, λ = σ = 1e-2, logistic loss, here with R = 1.
-	a, _ := AccountGLM(LogisticDerivBound, 1, 12665, 1e-2, 1, 1e-2)
+	a, _ := AccountGLM(GLMRelease{DerivBound: LogisticDerivBound, R: 1, N: 12665, Lambda: 1e-2, Sigma: 1e-2})
 	fmt.Printf("eps2 = %.4f (paper's 2/(nλσ) = %.4f), MSE bound %.4f\n", a.Eps2, a.Eps2Paper, a.MSEBoundRDP)
 	// Output: eps2 = 2.4937 (paper's 2/(nλσ) = 1.5792), MSE bound 0.0225
 }

@@ -131,7 +131,7 @@ func (f *Fitted) Account() (accounting.GLMAccount, error) {
 			return accounting.GLMAccount{}, err
 		}
 	}
-	return accounting.AccountGLM(deriv, r, f.Train.N, f.Model.Config.Lambda, 1, f.Setup.Sigma)
+	return accounting.AccountGLM(accounting.GLMRelease{DerivBound: deriv, R: r, N: f.Train.N, Lambda: f.Model.Config.Lambda, Sigma: f.Setup.Sigma})
 }
 
 // Eps2Note explains the ε₂ fields of a Release.
