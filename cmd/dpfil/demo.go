@@ -11,7 +11,7 @@ import (
 // demoReading is the one-sentence guide to the demo's bounds.
 const demoReading = "How to read the bounds: no unbiased reconstruction attack can recover a training image " +
 	"with a per-pixel mean squared error below them (pixels in [0,1]; MSE = 1 is the largest per-pixel error possible on [0,1] images, " +
-	"so a bound ≥ 1 means perfect privacy); the RDP bound (Theorem 1, from the order-2 RDP under replace-one adjacency) holds for every sample, the FIL bounds for the " +
+	"so a bound ≥ 1 means perfect privacy); the RDP bound (Guo et al. 2022, Theorem 1, from the order-2 RDP under replace-one adjacency) holds for every sample, the FIL bounds for the " +
 	"worst-leaking (max dFIL) and the typical (median dFIL) training sample."
 
 // demoGlossary explains, one line per concept, the words the summary uses.
@@ -21,7 +21,7 @@ What the words mean:
               chance the guarantee fails. "pld"/"rdp" name the accountant that computed ε; "add-remove"
               means it protects against adding or removing one training image; "poisson" how batches are drawn.
   ε₂          the Rényi-DP of order 2 between two trainings that differ in one image (replace-one);
-              Theorem 1 turns it into the RDP MSE bound.
+              Theorem 1 of Guo et al. (2022) turns it into the RDP MSE bound.
   κ (kappa)   the weight of a step in which a sample was in the batch, after the privacy gained by
               sampling batches at random (≤ 1).
   dFIL        a sample's Fisher information leakage per pixel, summed over training; its MSE bound is 1/dFIL.
@@ -63,7 +63,9 @@ the binary; no network) with DP-SGD, smooth clipping and both accountants, then 
 the test accuracy, ε, the RDP MSE bound and the FIL MSE bounds of the worst and the
 median training sample.
 
-Settings: σ = 1, C = 8, lr 0.1, batch 600, momentum 0.5 (Guo et al. (2022) Table 3 values),
+Settings: σ = 1, C = 8, lr 0.1, batch 600, momentum 0.5 (values of Table 3 of Guo,
+Karrer, Chaudhuri and van der Maaten (2022), "Bounding training data reconstruction
+in private (deep) learning"),
 200 steps, FIL from k = 8 random pixel coordinates for a random 25 % of the batch
 members at each step (weighted ×4, an unbiased estimate; use 'dpfil train' with
 --fil-coords 50 --fil-rate 1 for the paper's estimator).`,
@@ -89,7 +91,7 @@ members at each step (weighted ×4, an unbiased estimate; use 'dpfil train' with
 	cmd.Flags().IntVar(&cfg.Steps, "steps", cfg.Steps, "number of DP-SGD steps")
 	cmd.Flags().IntVar(&cfg.FILCoords, "fil-coords", cfg.FILCoords, "FIL coordinates k per sample and step")
 	cmd.Flags().Float64Var(&cfg.FILRate, "fil-rate", cfg.FILRate, "fraction of batch members whose FIL is computed at each step")
-	cmd.Flags().Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for every random draw")
+	addSeedFlag(cmd, &cfg.Seed)
 	cmd.Flags().StringVar(&out, "out", "", "write result.json, dfil.npy and params here (default: write nothing)")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress output on stderr")
 	addJSONFlag(cmd, &asJSON)
