@@ -8,12 +8,13 @@ import (
 	"path/filepath"
 
 	"github.com/dpfil/dpfil/accounting"
+	"github.com/dpfil/dpfil/internal/jsonfloat"
 	"github.com/dpfil/dpfil/models"
 )
 
 // Result is what DIR/result.json holds. Values that are infinite (ε and ε₂ without
 // noise, the FIL MSE bounds 1/dFIL when dFIL = 0) are written as JSON null and read
-// back as +Inf.
+// back as +Inf (internal/jsonfloat's convention).
 type Result struct {
 	Config            Config             `json:"config"`
 	TestAccuracy      float64            `json:"test_accuracy"`   // mean over repeats
@@ -122,8 +123,8 @@ type DatasetInfo struct {
 	ClassNames  []string `json:"class_names,omitempty"`
 }
 
-// Floats is a float64 slice whose NaN and infinite entries are JSON null (read back
-// as NaN).
+// Floats is a float64 slice whose NaN and infinite entries are JSON null, read back
+// as NaN (internal/jsonfloat's Float).
 type Floats []float64
 
 // MarshalJSON writes non-finite entries as null.
@@ -131,16 +132,16 @@ func (f Floats) MarshalJSON() ([]byte, error) {
 	if f == nil {
 		return []byte("null"), nil
 	}
-	out := make([]*float64, len(f))
+	out := make([]jsonfloat.Float, len(f))
 	for i, v := range f {
-		out[i] = nullable(v)
+		out[i] = jsonfloat.Float(v)
 	}
 	return json.Marshal(out)
 }
 
 // UnmarshalJSON reads null entries as NaN.
 func (f *Floats) UnmarshalJSON(b []byte) error {
-	var in []*float64
+	var in []jsonfloat.Float
 	if err := json.Unmarshal(b, &in); err != nil {
 		return err
 	}
@@ -149,12 +150,8 @@ func (f *Floats) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	*f = make(Floats, len(in))
-	for i, p := range in {
-		if p == nil {
-			(*f)[i] = math.NaN()
-		} else {
-			(*f)[i] = *p
-		}
+	for i, v := range in {
+		(*f)[i] = float64(v)
 	}
 	return nil
 }
@@ -171,30 +168,16 @@ type resultJSON struct {
 	MSEBoundFILMedian *float64 `json:"mse_bound_fil_median"`
 }
 
-func nullable(x float64) *float64 {
-	if math.IsInf(x, 0) || math.IsNaN(x) {
-		return nil
-	}
-	return &x
-}
-
-func fromNullable(p *float64) float64 {
-	if p == nil {
-		return math.Inf(1)
-	}
-	return *p
-}
-
 // MarshalJSON writes infinite ε, ε₂ and FIL MSE bounds as null.
 func (r Result) MarshalJSON() ([]byte, error) {
 	a := resultAlias(r)
 	return json.Marshal(resultJSON{
 		resultAlias:       &a,
-		Epsilon:           nullable(r.Epsilon),
-		RDPOrder2:         nullable(r.RDPOrder2),
-		EpsilonOrder:      nullable(r.EpsilonOrder),
-		MSEBoundFILMax:    nullable(r.MSEBoundFILMax),
-		MSEBoundFILMedian: nullable(r.MSEBoundFILMedian),
+		Epsilon:           jsonfloat.Ptr(r.Epsilon),
+		RDPOrder2:         jsonfloat.Ptr(r.RDPOrder2),
+		EpsilonOrder:      jsonfloat.Ptr(r.EpsilonOrder),
+		MSEBoundFILMax:    jsonfloat.Ptr(r.MSEBoundFILMax),
+		MSEBoundFILMedian: jsonfloat.Ptr(r.MSEBoundFILMedian),
 	})
 }
 
@@ -205,11 +188,11 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	r.Epsilon = fromNullable(j.Epsilon)
-	r.RDPOrder2 = fromNullable(j.RDPOrder2)
-	r.EpsilonOrder = fromNullable(j.EpsilonOrder)
-	r.MSEBoundFILMax = fromNullable(j.MSEBoundFILMax)
-	r.MSEBoundFILMedian = fromNullable(j.MSEBoundFILMedian)
+	r.Epsilon = jsonfloat.Value(j.Epsilon, math.Inf(1))
+	r.RDPOrder2 = jsonfloat.Value(j.RDPOrder2, math.Inf(1))
+	r.EpsilonOrder = jsonfloat.Value(j.EpsilonOrder, math.Inf(1))
+	r.MSEBoundFILMax = jsonfloat.Value(j.MSEBoundFILMax, math.Inf(1))
+	r.MSEBoundFILMedian = jsonfloat.Value(j.MSEBoundFILMedian, math.Inf(1))
 	return nil
 }
 
