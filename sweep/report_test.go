@@ -136,3 +136,18 @@ func TestPlanDefaults(t *testing.T) {
 		t.Fatal("4 shards of 3 runs accepted")
 	}
 }
+
+// Metrics reads null (an infinite bound) as +Inf and a missing field as 0.
+func TestMetricsNullIsInfinite(t *testing.T) {
+	r := sweep.Record{Hash: "h", Result: json.RawMessage(`{"test_accuracy": 0.5, "epsilon": null, "mse_bound_fil_max": null, "dfil_max": 2}`)}
+	m, err := r.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.TestAccuracy != 0.5 || !math.IsInf(m.Epsilon, 1) || !math.IsInf(m.MSEBoundFILMax, 1) || m.DFILMax != 2 || m.MSEBoundRDP != 0 {
+		t.Fatalf("metrics %+v", m)
+	}
+	if _, err := (sweep.Record{Result: json.RawMessage(`{"epsilon": "x"}`)}).Metrics(); err == nil {
+		t.Fatal("a string ε accepted")
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dpfil/dpfil/internal/atomicfile"
+	"github.com/dpfil/dpfil/internal/jsonfloat"
 )
 
 // ResultsFile is the name of the append-only results log inside a sweep directory.
@@ -45,32 +46,25 @@ type Metrics struct {
 }
 
 // UnmarshalJSON decodes the metrics; null (how train.Result writes an infinite ε or
-// MSE bound) reads as +Inf, a missing field as 0.
+// MSE bound, internal/jsonfloat's convention) reads as +Inf, a missing field as 0.
 func (m *Metrics) UnmarshalJSON(b []byte) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
+	var in struct {
+		TestAccuracy      jsonfloat.Inf `json:"test_accuracy"`
+		Epsilon           jsonfloat.Inf `json:"epsilon"`
+		RDPOrder2         jsonfloat.Inf `json:"rdp_order2"`
+		MSEBoundRDP       jsonfloat.Inf `json:"mse_bound_rdp"`
+		DFILMax           jsonfloat.Inf `json:"dfil_max"`
+		DFILMedian        jsonfloat.Inf `json:"dfil_median"`
+		DFILMean          jsonfloat.Inf `json:"dfil_mean"`
+		MSEBoundFILMax    jsonfloat.Inf `json:"mse_bound_fil_max"`
+		MSEBoundFILMedian jsonfloat.Inf `json:"mse_bound_fil_median"`
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
 		return err
 	}
-	for _, f := range []struct {
-		name string
-		dst  *float64
-	}{
-		{"test_accuracy", &m.TestAccuracy}, {"epsilon", &m.Epsilon}, {"rdp_order2", &m.RDPOrder2},
-		{"mse_bound_rdp", &m.MSEBoundRDP}, {"dfil_max", &m.DFILMax}, {"dfil_median", &m.DFILMedian},
-		{"dfil_mean", &m.DFILMean}, {"mse_bound_fil_max", &m.MSEBoundFILMax}, {"mse_bound_fil_median", &m.MSEBoundFILMedian},
-	} {
-		v, ok := raw[f.name]
-		switch {
-		case !ok:
-			*f.dst = 0
-		case string(bytes.TrimSpace(v)) == "null":
-			*f.dst = math.Inf(1)
-		default:
-			if err := json.Unmarshal(v, f.dst); err != nil {
-				return fmt.Errorf("%s: %w", f.name, err)
-			}
-		}
-	}
+	*m = Metrics{TestAccuracy: float64(in.TestAccuracy), Epsilon: float64(in.Epsilon), RDPOrder2: float64(in.RDPOrder2),
+		MSEBoundRDP: float64(in.MSEBoundRDP), DFILMax: float64(in.DFILMax), DFILMedian: float64(in.DFILMedian),
+		DFILMean: float64(in.DFILMean), MSEBoundFILMax: float64(in.MSEBoundFILMax), MSEBoundFILMedian: float64(in.MSEBoundFILMedian)}
 	return nil
 }
 
