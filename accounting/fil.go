@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/dpfil/dpfil/internal/jsonfloat"
 )
 
 // KappaParams are the inputs of the FIL subsampling factor κ: sampling rate Q, noise
@@ -224,7 +226,7 @@ type FILSummary struct {
 func (s FILSummary) MarshalJSON() ([]byte, error) {
 	q := make(map[string]*float64, len(s.Quantiles))
 	for k, v := range s.Quantiles {
-		q[k] = finitePtr(v)
+		q[k] = jsonfloat.Ptr(v)
 	}
 	return json.Marshal(struct {
 		Count          int                 `json:"count"`
@@ -235,15 +237,8 @@ func (s FILSummary) MarshalJSON() ([]byte, error) {
 		Quantiles      map[string]*float64 `json:"quantiles"`
 		MSEBoundMax    *float64            `json:"mse_bound_max"`
 		MSEBoundMedian *float64            `json:"mse_bound_median"`
-	}{s.Count, finitePtr(s.Max), finitePtr(s.Median), finitePtr(s.Mean), finitePtr(s.Min), q,
-		finitePtr(s.MSEBoundMax), finitePtr(s.MSEBoundMedian)})
-}
-
-func finitePtr(v float64) *float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return &v
+	}{s.Count, jsonfloat.Ptr(s.Max), jsonfloat.Ptr(s.Median), jsonfloat.Ptr(s.Mean), jsonfloat.Ptr(s.Min), q,
+		jsonfloat.Ptr(s.MSEBoundMax), jsonfloat.Ptr(s.MSEBoundMedian)})
 }
 
 // QuantileSorted is the linear-interpolation quantile of sorted s at p ∈ [0, 1]:

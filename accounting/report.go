@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/dpfil/dpfil/internal/jsonfloat"
 )
 
 // DPSGD describes the releases of a DP-SGD run for the accountants: T steps with
@@ -449,7 +451,7 @@ func (t Theorem1Report) MarshalJSON() ([]byte, error) {
 		alias
 		MSEBoundRDP      *float64 `json:"mse_bound_rdp"`
 		PaperMSEBoundRDP *float64 `json:"paper_mse_bound_rdp_add_remove"`
-	}{alias(t), finiteOrNil(t.MSEBoundRDP), finiteOrNil(t.PaperMSEBoundRDP)})
+	}{alias(t), jsonfloat.Ptr(t.MSEBoundRDP), jsonfloat.Ptr(t.PaperMSEBoundRDP)})
 }
 
 // UnmarshalJSON reads a null MSE bound as +Inf.
@@ -464,20 +466,6 @@ func (t *Theorem1Report) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*t = Theorem1Report(in.alias)
-	t.MSEBoundRDP, t.PaperMSEBoundRDP = infIfNil(in.MSEBoundRDP), infIfNil(in.PaperMSEBoundRDP)
+	t.MSEBoundRDP, t.PaperMSEBoundRDP = jsonfloat.Value(in.MSEBoundRDP, math.Inf(1)), jsonfloat.Value(in.PaperMSEBoundRDP, math.Inf(1))
 	return nil
-}
-
-func finiteOrNil(x float64) *float64 {
-	if math.IsInf(x, 0) || math.IsNaN(x) {
-		return nil
-	}
-	return &x
-}
-
-func infIfNil(p *float64) float64 {
-	if p == nil {
-		return math.Inf(1)
-	}
-	return *p
 }

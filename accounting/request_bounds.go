@@ -3,6 +3,8 @@ package accounting
 import (
 	"errors"
 	"fmt"
+
+	"github.com/dpfil/dpfil/internal/jsonfloat"
 )
 
 // ReRoReport is the ReRo bound of a DP-SGD run (Hayes, Mahloujifar & Balle 2023,
@@ -136,7 +138,7 @@ func MSEBounds(req MSERequest) (*MSEReport, error) {
 		if err != nil {
 			return nil, fmt.Errorf("Theorem 1 bound: %w", err)
 		}
-		res.Eps2, res.Diameter, res.MSEBoundRDP = req.Eps2, &req.Diameter, finiteOrNil(b)
+		res.Eps2, res.Diameter, res.MSEBoundRDP = req.Eps2, &req.Diameter, jsonfloat.Ptr(b)
 	}
 	if req.DFIL != nil {
 		dfil := *req.DFIL
@@ -146,14 +148,14 @@ func MSEBounds(req MSERequest) (*MSEReport, error) {
 		if dfil < 0 {
 			return nil, fmt.Errorf("dfil = %v must be ≥ 0", dfil)
 		}
-		res.DFIL, res.MSEBoundFIL = req.DFIL, finiteOrNil(MSEBoundFIL(dfil))
+		res.DFIL, res.MSEBoundFIL = req.DFIL, jsonfloat.Ptr(MSEBoundFIL(dfil))
 	}
 	if req.PriorFisherTrace != nil {
 		b, err := MSEBoundVanTrees(*req.DFIL, *req.PriorFisherTrace, req.D)
 		if err != nil {
 			return nil, fmt.Errorf("van Trees bound: %w", err)
 		}
-		res.PriorFisherTrace, res.D, res.MSEBoundVanTrees = req.PriorFisherTrace, req.D, finiteOrNil(b)
+		res.PriorFisherTrace, res.D, res.MSEBoundVanTrees = req.PriorFisherTrace, req.D, jsonfloat.Ptr(b)
 	}
 	return &res, nil
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/dpfil/dpfil/internal/jsonfloat"
 )
 
 // ParseOrders parses a comma-separated list of Rényi orders, each finite and > 1,
@@ -237,7 +239,7 @@ func (req RDPRequest) account(res *RDPReport, ev Event, c float64) error {
 	if res.Theorem1, err = Theorem1Of(ev); err != nil {
 		return err
 	}
-	res.MSEBoundRDP = finiteOrNil(res.Theorem1.MSEBoundRDP)
+	res.MSEBoundRDP = jsonfloat.Ptr(res.Theorem1.MSEBoundRDP)
 	res.Accountant, res.Adjacency, res.Sampling = AccountantRDP, req.Adjacency.String(), req.Sampling.String()
 	res.ClipMode, res.ClipConstant, res.Conversion = req.ClipMode, c, req.Conversion.String()
 	return nil
