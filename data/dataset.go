@@ -323,16 +323,10 @@ func Permutation(n int, seed uint64) []int {
 	for i := range p {
 		p[i] = i
 	}
-	r := splitMix64{state: seed}
+	state := seed
 	for i := n - 1; i > 0; i-- {
-		j := int(r.next() % uint64(i+1))
+		j := int(splitmix.Next(&state) % uint64(i+1))
 		p[i], p[j] = p[j], p[i]
 	}
 	return p
 }
-
-// splitMix64 is Steele, Lea and Flood's SplitMix64 generator (as in Vigna's reference
-// splitmix64.c).
-type splitMix64 struct{ state uint64 }
-
-func (r *splitMix64) next() uint64 { return splitmix.Next(&r.state) }

@@ -126,25 +126,6 @@ func TestHeadSample(t *testing.T) {
 	}
 }
 
-func TestSplitMix64Reference(t *testing.T) {
-	// First outputs of Vigna's splitmix64.c seeded with 0 and with 1234567.
-	cases := []struct {
-		seed uint64
-		want []uint64
-	}{
-		{0, []uint64{0xe220a8397b1dcdaf, 0x6e789e6aa1b965f4, 0x06c45d188009454f}},
-		{1234567, []uint64{6457827717110365317, 3203168211198807973, 9817491932198370423}},
-	}
-	for _, c := range cases {
-		r := splitMix64{state: c.seed}
-		for i, w := range c.want {
-			if got := r.next(); got != w {
-				t.Errorf("seed %d output %d: %#x, want %#x", c.seed, i, got, w)
-			}
-		}
-	}
-}
-
 func TestPermutation(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 10, 1000} {
 		p := Permutation(n, 42)

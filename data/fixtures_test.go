@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/dpfil/dpfil/internal/splitmix"
 )
 
 // idxBytes encodes an IDX file with the given magic, dimensions and data.
@@ -48,10 +50,10 @@ func writeFile(t testing.TB, dir, name string, b []byte) string {
 
 // fixturePixels returns n·dim deterministic pseudo-random bytes covering 0..255.
 func fixturePixels(n, dim int, seed uint64) []byte {
-	r := splitMix64{state: seed}
+	state := seed
 	b := make([]byte, n*dim)
 	for i := range b {
-		b[i] = byte(r.next())
+		b[i] = byte(splitmix.Next(&state))
 	}
 	if len(b) >= 2 {
 		b[0], b[1] = 0, 255
