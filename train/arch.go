@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/internal/npy"
@@ -35,10 +36,31 @@ func (c Config) WithArch(a *models.ArchSpec) Config {
 	return c
 }
 
-// validateArch checks the model part of the config: a built-in Model, or an Arch
-// spec (whose input and classes may come from the data) with Model empty or its name.
+// WithModel returns c training m, a model the caller supplies through
+// Options.Model whose architecture name has the form kind:name (e.g. a
+// gorgonet.GraphModel's "gorgonia-graph:<name>@<fingerprint>"): Model is set to that
+// name (Arch cleared), so that the result and Config.Hash name what ran.
+func (c Config) WithModel(m models.Model) Config {
+	c.Arch = nil
+	c.Model = m.Arch().Name
+	return c
+}
+
+// callerModel reports whether name names a model the caller supplies through
+// Options.Model: "kind:name" (built-in and architecture-file names have no colon).
+func callerModel(name string) bool {
+	i := strings.IndexByte(name, ':')
+	return i > 0 && i < len(name)-1
+}
+
+// validateArch checks the model part of the config: a built-in Model, a model the
+// caller supplies (a kind:name Model, see WithModel), or an Arch spec (whose input
+// and classes may come from the data) with Model empty or its name.
 func (c Config) validateArch() error {
 	if c.Arch == nil {
+		if callerModel(c.Model) {
+			return nil
+		}
 		if _, err := models.ArchByName(c.Model); err != nil {
 			return fmt.Errorf("config: %w", err)
 		}
@@ -66,6 +88,9 @@ func resolveArch(cfg Config, split *data.Split) (models.Arch, error) {
 		}
 	}
 	if cfg.Arch == nil {
+		if callerModel(cfg.Model) { // the model's own (prepare checks it is given)
+			return models.Arch{}, nil
+		}
 		return models.ArchByName(cfg.Model)
 	}
 	tr := split.Train
@@ -141,12 +166,22 @@ func (s *setup) describe(res *Result) {
 	res.Dataset.Fingerprint = sp.Fingerprint()
 }
 
-// saveNamedParams writes repeat 0's final parameters as named tensors (params.npz).
+// saveNamedParams writes repeat 0's final parameters as named tensors (params.npz):
+// the architecture's layer tensors, or those a model without engine layers names
+// itself (ParamTensors, e.g. a Gorgonia graph's parameter nodes).
 func (s *setup) saveNamedParams(dir string, ck *checkpoint, res *Result) error {
 	if len(ck.Done) == 0 {
 		return nil
 	}
-	if err := SaveParamsNPZ(filepath.Join(dir, ParamsNPZFile), s.arch, ck.Done[0].Params); err != nil {
+	path := filepath.Join(dir, ParamsNPZFile)
+	nt, ok := s.model.(interface{ ParamTensors() []models.ParamShape })
+	var err error
+	if ok && len(s.arch.Layers) == 0 {
+		err = saveTensorsNPZ(path, s.arch.Name, nt.ParamTensors(), ck.Done[0].Params)
+	} else {
+		err = SaveParamsNPZ(path, s.arch, ck.Done[0].Params)
+	}
+	if err != nil {
 		return err
 	}
 	res.ParamsNPZPath = ParamsNPZFile
@@ -162,6 +197,21 @@ func SaveParamsNPZ(path string, arch models.Arch, params []float32) error {
 	}
 	if len(params) != arch.NumParams() {
 		return fmt.Errorf("save params: %d values for the %d parameters of %s", len(params), arch.NumParams(), arch.Name)
+	}
+	return saveTensorsNPZ(path, arch.Name, ps, params)
+}
+
+// saveTensorsNPZ writes the tensors ps of the flat vector params (of model name).
+func saveTensorsNPZ(path, name string, ps []models.ParamShape, params []float32) error {
+	total := 0
+	for _, p := range ps {
+		total += p.Size
+		if p.Offset < 0 || p.Offset+p.Size > len(params) {
+			return fmt.Errorf("save params: tensor %s at %d+%d outside the %d parameters of %s", p.Name, p.Offset, p.Size, len(params), name)
+		}
+	}
+	if total != len(params) {
+		return fmt.Errorf("save params: %d values for the %d parameters of %s", len(params), total, name)
 	}
 	var entries []npy.Entry
 	for _, p := range ps {
@@ -279,6 +329,9 @@ func LoadRun(dir string, r int) (*FinishedRun, error) {
 		if fr.Arch, err = models.ArchByName(res.Config.Model); err != nil {
 			return nil, fmt.Errorf("run %s: %w", dir, err)
 		}
+	}
+	if len(fr.Arch.Layers) == 0 && callerModel(fr.Arch.Name) {
+		return nil, fmt.Errorf("run %s: model %s was supplied by the caller (train.Options.Model), not recorded as layers: rebuild it and read %s with LoadParams", dir, fr.Arch.Name, ParamsFile)
 	}
 	if res.ArchHash != "" && fr.Arch.Hash() != res.ArchHash {
 		return nil, fmt.Errorf("run %s: the recorded architecture has hash %s, result.json says %s", dir, fr.Arch.Hash(), res.ArchHash)

@@ -37,7 +37,12 @@ type Options struct {
 	// loads the data once). Its Train part must be non-empty.
 	Data *data.Split
 	// Model, when set, replaces the engine model built from Config.Model; its input
-	// dimension must match the data. Tests use it to pin the optimizer glue.
+	// dimension must match the data. A model whose architecture name has the form
+	// kind:name (e.g. a gorgonet.GraphModel) must be named by Config.Model
+	// (Config.WithModel), so that the result and Config.Hash say what ran; one that
+	// lacks second-order passes (models.FirstOrderOnly) trains only with FIL off
+	// (fil_coords = 0), else Run fails before training with the model's reason.
+	// Tests also use it to pin the optimizer glue.
 	Model models.Model
 
 	// OnStep, when set, is called at every DP-SGD step after the noise is drawn and
@@ -196,11 +201,17 @@ func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error)
 	}
 	s.model = opt.Model
 	if s.model == nil {
+		if callerModel(cfg.Model) {
+			return nil, fmt.Errorf("model %s is supplied by the caller through train.Options.Model, and none was given", cfg.Model)
+		}
 		if s.model, err = newModelFor(s.arch, cfg); err != nil {
 			return nil, err
 		}
 	} else {
 		s.arch = s.model.Arch()
+		if err := checkCallerModel(cfg, s.model); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.FILNormalizedInputs {
 		nm, ok := s.model.(interface {
@@ -286,6 +297,33 @@ func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error)
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkCallerModel checks a model given through Options.Model against the config:
+// one with a kind:name architecture (Config.WithModel) must be the config's Model and
+// runs on the CPU, and a model without second-order passes (models.FirstOrderOnly)
+// refuses FIL, η and label FIL before any work, with its reason.
+func checkCallerModel(cfg Config, m models.Model) error {
+	name := m.Arch().Name
+	if (callerModel(name) || callerModel(cfg.Model)) && (cfg.Arch != nil || cfg.Model != name) {
+		return fmt.Errorf("config: model = %q but train.Options.Model is %s: set the config's model to it (Config.WithModel) so that results name what ran", cfg.ModelName(), name)
+	}
+	if callerModel(name) && cfg.Device != "cpu" {
+		return fmt.Errorf("config: device = %q, but model %s runs on the CPU: set device cpu so that results say where it ran", cfg.Device, name)
+	}
+	fo, ok := m.(models.FirstOrderOnly)
+	if !ok {
+		return nil
+	}
+	err := fo.SecondOrderErr()
+	switch {
+	case err == nil:
+	case cfg.FILEnabled():
+		return fmt.Errorf("FIL (fil_coords = %d, fil_exact = %v): %w", cfg.FILCoords, cfg.FILExact, err)
+	case cfg.FILEta > 0 || cfg.FILLabel:
+		return fmt.Errorf("fil_eta / fil_label: %w", err)
+	}
+	return nil
 }
 
 // progressEpsilon is ε at δ of the steps done so far (RDP, for progress reports; the
