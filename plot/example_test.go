@@ -33,3 +33,14 @@ func ExampleParetoData() {
 	// mse_bound_fil_max: 3 points, 0 dropped, frontier #1
 	// mse_bound_fil_median: 2 points, 1 dropped, frontier #1
 }
+
+// Sample indices for 'dpfil plot images --indices': single indices and inclusive
+// ranges.
+func ExampleParseIndices() {
+	idx, err := plot.ParseIndices("0,5,10-13")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(idx)
+	// Output: [0 5 10 11 12 13]
+}

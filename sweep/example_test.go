@@ -1,14 +1,16 @@
-package sweep
+package sweep_test
 
 import (
-	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
-	"testing"
+
+	"github.com/dpfil/dpfil/sweep"
 )
 
 func ExampleGrid_Points() {
-	g, err := ParseGrid([]byte(`
+	g, err := sweep.ParseGrid([]byte(`
 name: demo
 base: {model: mnist-cnn, batch: 600}
 grid: {sigma: [1, 2], lr: [0.01, 0.1]}
@@ -27,13 +29,13 @@ grid: {sigma: [1, 2], lr: [0.01, 0.1]}
 }
 
 func ExampleShard_Select() {
-	jobs := make([]Job, 7)
+	jobs := make([]sweep.Job, 7)
 	for i := range jobs {
 		jobs[i].Index = i
 	}
 	for i := 0; i < 3; i++ {
 		var idx []int
-		for _, j := range (Shard{I: i, N: 3}).Select(jobs) {
+		for _, j := range (sweep.Shard{I: i, N: 3}).Select(jobs) {
 			idx = append(idx, j.Index)
 		}
 		fmt.Println(i, idx)
@@ -45,7 +47,7 @@ func ExampleShard_Select() {
 }
 
 func ExampleSlurmScript() {
-	s, err := SlurmScript(PlanOptions{Name: "fig5", Grid: "sweeps/mnist-fig5.yaml", Shards: 16, Out: "out"})
+	s, err := sweep.SlurmScript(sweep.PlanOptions{Name: "fig5", Grid: "sweeps/mnist-fig5.yaml", Shards: 16, Out: "out"})
 	if err != nil {
 		panic(err)
 	}
@@ -59,21 +61,32 @@ func ExampleSlurmScript() {
 	// exec dpfil sweep run sweeps/mnist-fig5.yaml --out out/shard-"$SHARD" --shard "$SHARD/$N" --workers 1
 }
 
-func BenchmarkReadResults(b *testing.B) {
-	var sb strings.Builder
-	res, _ := json.Marshal(map[string]any{"test_accuracy": 0.9, "mse_bound_rdp": 0.01, "per_class_accuracy": make([]float64, 10)})
-	for i := 0; i < 1000; i++ {
-		line, _ := json.Marshal(Record{Hash: fmt.Sprintf("%016x", i), Index: i, Config: json.RawMessage(`{"sigma":1,"lr":0.1}`), Result: res})
-		sb.Write(line)
-		sb.WriteByte('\n')
+// Expand a grid file and list the jobs of one shard, as 'dpfil sweep list' does.
+func ExampleExpanded_List() {
+	dir, err := os.MkdirTemp("", "sweep-example")
+	if err != nil {
+		panic(err)
 	}
-	data := sb.String()
-	b.SetBytes(int64(len(data)))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		recs, bad, err := readResults(strings.NewReader(data), "bench")
-		if err != nil || len(recs) != 1000 || len(bad) != 0 {
-			b.Fatal(err)
-		}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "grid.yaml")
+	grid := "name: demo\nbase: {model: linear, steps: 10}\ngrid: {sigma: [0.5, 1, 2], lr: [0.1]}\n"
+	if err := os.WriteFile(file, []byte(grid), 0o644); err != nil {
+		panic(err)
 	}
+	e, err := sweep.Expand(file)
+	if err != nil {
+		panic(err)
+	}
+	l, err := e.List(sweep.Shard{I: 0, N: 2})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(l.Total, l.Keys)
+	for _, j := range l.Jobs {
+		fmt.Println(j.Index, j.Config.Sigma)
+	}
+	// Output:
+	// 3 [lr sigma]
+	// 0 0.5
+	// 2 2
 }

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -148,5 +149,24 @@ func TestDiffMetricsTolerance(t *testing.T) {
 	b.MSEBoundRDP *= 1 + 1e-6
 	if d := diffMetrics(a, b); !reflect.DeepEqual(d, []string{"mse_bound_rdp"}) {
 		t.Fatalf("diff %v", d)
+	}
+}
+
+func BenchmarkReadResults(b *testing.B) {
+	var sb strings.Builder
+	res, _ := json.Marshal(map[string]any{"test_accuracy": 0.9, "mse_bound_rdp": 0.01, "per_class_accuracy": make([]float64, 10)})
+	for i := 0; i < 1000; i++ {
+		line, _ := json.Marshal(Record{Hash: fmt.Sprintf("%016x", i), Index: i, Config: json.RawMessage(`{"sigma":1,"lr":0.1}`), Result: res})
+		sb.Write(line)
+		sb.WriteByte('\n')
+	}
+	data := sb.String()
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		recs, bad, err := readResults(strings.NewReader(data), "bench")
+		if err != nil || len(recs) != 1000 || len(bad) != 0 {
+			b.Fatal(err)
+		}
 	}
 }
