@@ -290,7 +290,7 @@ func denseTanhArch(d, h, k int) models.Arch {
 
 // TestGraphEqualsEngine: the same dense tanh network as a Gorgonia graph and as an
 // engine architecture gives the same clipped gradient sum, losses and logits in
-// float64 (1e-10), for hard and smooth clipping.
+// float64 (1e-10), for hard and smooth clipping, and the same bits on a second call.
 func TestGraphEqualsEngine(t *testing.T) {
 	const d, h, k, n = 12, 7, 4, 9
 	m, err := FromGraph(denseTanh(t, d, h, k))
@@ -310,6 +310,13 @@ func TestGraphEqualsEngine(t *testing.T) {
 		gs, gl := make([]float64, len(p)), make([]float64, n)
 		if err := m.ClippedGradSum64(p, x, y, c, gs, gl); err != nil {
 			t.Fatal(err)
+		}
+		g2, l2 := make([]float64, len(p)), make([]float64, n)
+		if err := m.ClippedGradSum64(p, x, y, c, g2, l2); err != nil {
+			t.Fatal(err)
+		}
+		if maxRelErr(g2, gs) != 0 || maxRelErr(l2, gl) != 0 {
+			t.Errorf("clip %+v: a second call differs", c)
 		}
 		es, el := make([]float64, len(p)), make([]float64, n)
 		if err := net.ClippedGradSum(p, x, y, n, c, es, el); err != nil {
