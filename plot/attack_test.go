@@ -128,17 +128,3 @@ func TestAttackFigure(t *testing.T) {
 	}
 }
 
-// Reading an attack sweep and drawing success and bounds on one figure.
-func ExampleAttack() {
-	s, err := ReadAttackSweep(strings.NewReader(attackSweepCSV), "csv")
-	if err != nil {
-		panic(err)
-	}
-	p, err := Attack(s, AttackOptions{Title: "success vs q"})
-	if err != nil {
-		panic(err)
-	}
-	b, err := Render(p, "svg", 400, 300)
-	fmt.Println(s.XLabel(), len(s.Series), len(s.Bounds), err, bytes.HasPrefix(b, []byte("<?xml")))
-	// Output: sampling rate q 2 2 <nil> true
-}

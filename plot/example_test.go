@@ -1,8 +1,10 @@
 package plot_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/dpfil/dpfil/plot"
 	"github.com/dpfil/dpfil/sweep"
@@ -43,4 +45,37 @@ func ExampleParseIndices() {
 	}
 	fmt.Println(idx)
 	// Output: [0 5 10 11 12 13]
+}
+
+// Reading an attack sweep and drawing success and bounds on one figure.
+func ExampleAttack() {
+	// Two attacks at two sampling rates, as 'dpfil attack sweep-q' writes them.
+	const csv = `sweep,value,attack,success_rate,ci_low,ci_high,successes,trials,gamma,gamma_low,gamma_high,gamma_rdp,kappa,epsilon,sigma,q,steps,prior_size,success_orthogonal
+q,1,prior,0.6,0.5,0.7,60,100,0.7,0.7,0.7,0.9,0.1,4,1,1,10,10,
+q,1,prior-topk,0.6,0.5,0.7,60,100,0.7,0.7,0.7,0.9,0.1,4,1,1,10,10,
+q,0.5,prior,0.3,0.21,0.40,30,100,0.4,0.39,0.41,0.6,0.1,4,1,0.5,10,10,
+q,0.5,prior-topk,0.35,0.26,0.45,35,100,0.4,0.39,0.41,0.6,0.1,4,1,0.5,10,10,
+`
+	s, err := plot.ReadAttackSweep(strings.NewReader(csv), "csv")
+	if err != nil {
+		panic(err)
+	}
+	p, err := plot.Attack(s, plot.AttackOptions{Title: "success vs q"})
+	if err != nil {
+		panic(err)
+	}
+	b, err := plot.Render(p, "svg", 400, 300)
+	fmt.Println(s.XLabel(), len(s.Series), len(s.Bounds), err, bytes.HasPrefix(b, []byte("<?xml")))
+	// Output: sampling rate q 2 2 <nil> true
+}
+
+func ExampleScatter() {
+	predicted := []float64{0.01, 0.1, 1}
+	realised := []float64{0.02, 0.05, 3}
+	_, st, err := plot.Scatter(predicted, realised, plot.ScatterOptions{LogX: true, LogY: true, Diagonal: true})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%d points, %d below the bound\n", st.N, st.Violations)
+	// Output: 3 points, 1 below the bound
 }

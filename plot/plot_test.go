@@ -334,17 +334,6 @@ func TestImageGrid(t *testing.T) {
 	}
 }
 
-func ExampleScatter() {
-	predicted := []float64{0.01, 0.1, 1}
-	realised := []float64{0.02, 0.05, 3}
-	_, st, err := Scatter(predicted, realised, ScatterOptions{LogX: true, LogY: true, Diagonal: true})
-	if err != nil {
-		panic(err)
-	}
-	fmt.Printf("%d points, %d below the bound\n", st.N, st.Violations)
-	// Output: 3 points, 1 below the bound
-}
-
 func BenchmarkRenderParetoPNG(b *testing.B) {
 	series, _ := ParetoData(syntheticRecords(432, 3))
 	p, err := Pareto(series, ParetoOptions{})

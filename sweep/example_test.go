@@ -90,3 +90,19 @@ func ExampleExpanded_List() {
 	// 0 0.5
 	// 2 2
 }
+
+func ExampleFrontier() {
+	front, _ := sweep.Frontier([]sweep.Point{
+		{Index: 0, Accuracy: 0.95, Bound: 0.02},
+		{Index: 1, Accuracy: 0.90, Bound: 0.50},
+		{Index: 2, Accuracy: 0.85, Bound: 0.10}, // dominated by 1
+		{Index: 3, Accuracy: 0.97, Bound: 0.001},
+	})
+	for _, p := range front {
+		fmt.Printf("%d acc=%.2f bound=%g\n", p.Index, p.Accuracy, p.Bound)
+	}
+	// Output:
+	// 1 acc=0.90 bound=0.5
+	// 0 acc=0.95 bound=0.02
+	// 3 acc=0.97 bound=0.001
+}

@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -112,22 +111,6 @@ func TestFrontierMatchesBruteForce(t *testing.T) {
 			}
 		}
 	}
-}
-
-func ExampleFrontier() {
-	front, _ := Frontier([]Point{
-		{Index: 0, Accuracy: 0.95, Bound: 0.02},
-		{Index: 1, Accuracy: 0.90, Bound: 0.50},
-		{Index: 2, Accuracy: 0.85, Bound: 0.10}, // dominated by 1
-		{Index: 3, Accuracy: 0.97, Bound: 0.001},
-	})
-	for _, p := range front {
-		fmt.Printf("%d acc=%.2f bound=%g\n", p.Index, p.Accuracy, p.Bound)
-	}
-	// Output:
-	// 1 acc=0.90 bound=0.5
-	// 0 acc=0.95 bound=0.02
-	// 3 acc=0.97 bound=0.001
 }
 
 func BenchmarkFrontier(b *testing.B) {
