@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -35,7 +36,8 @@ func (m firstOrderModel) ParamTensors() []models.ParamShape {
 // TestCallerModel: a caller-supplied kind:name model must be named by the config
 // (WithModel), runs on the CPU, refuses FIL before training with its own reason and
 // leaves no result files, and with FIL off trains and records its name, its
-// architecture, no FIL numbers, and its own named tensors in params.npz.
+// architecture, no dFIL numbers (left out of result.json, not 0), and its own named
+// tensors in params.npz.
 func TestCallerModel(t *testing.T) {
 	m := firstOrderModel{&softmaxModel{d: 4, k: 3}}
 	split := toyData(40, 10, 4, 3, 1)
@@ -93,6 +95,25 @@ func TestCallerModel(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, DFILFile)); err == nil {
 		t.Error("dfil.npy written with FIL off")
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"dfil_max", "dfil_median", "dfil_mean", "dfil_path", "dfil_quantiles"} {
+		if v, ok := keys[k]; ok {
+			t.Errorf("result.json of a run without FIL has %s = %s", k, v)
+		}
+	}
+	if string(keys["fil"]) != "false" || string(keys["mse_bound_fil_max"]) != "null" {
+		t.Errorf("result.json: fil %s, mse_bound_fil_max %s", keys["fil"], keys["mse_bound_fil_max"])
+	}
+	if back, err := ReadResult(dir); err != nil || back.DFILMax != 0 || back.FIL {
+		t.Errorf("read back: %v, dfil_max %v", err, back)
 	}
 	f, err := os.Open(filepath.Join(dir, ParamsNPZFile))
 	if err != nil {

@@ -158,7 +158,8 @@ func (f *Floats) UnmarshalJSON(b []byte) error {
 
 type resultAlias Result
 
-// resultJSON shadows the possibly infinite fields of Result with nullable ones.
+// resultJSON shadows the possibly infinite fields of Result with nullable ones, and
+// the dFIL statistics with ones left out when FIL is off (rather than written as 0).
 type resultJSON struct {
 	*resultAlias
 	Epsilon           *float64 `json:"epsilon"`
@@ -166,9 +167,21 @@ type resultJSON struct {
 	EpsilonOrder      *float64 `json:"epsilon_order"`
 	MSEBoundFILMax    *float64 `json:"mse_bound_fil_max"`
 	MSEBoundFILMedian *float64 `json:"mse_bound_fil_median"`
+	DFILMax           *float64 `json:"dfil_max,omitempty"`
+	DFILMedian        *float64 `json:"dfil_median,omitempty"`
+	DFILMean          *float64 `json:"dfil_mean,omitempty"`
 }
 
-// MarshalJSON writes infinite ε, ε₂ and FIL MSE bounds as null.
+// ifFIL is &x when FIL was accounted, else nil (the field is left out).
+func ifFIL(fil bool, x float64) *float64 {
+	if !fil {
+		return nil
+	}
+	return &x
+}
+
+// MarshalJSON writes infinite ε, ε₂ and FIL MSE bounds as null, and leaves
+// dfil_max, dfil_median and dfil_mean out when FIL is off (fil false).
 func (r Result) MarshalJSON() ([]byte, error) {
 	a := resultAlias(r)
 	return json.Marshal(resultJSON{
@@ -178,10 +191,14 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		EpsilonOrder:      jsonfloat.Ptr(r.EpsilonOrder),
 		MSEBoundFILMax:    jsonfloat.Ptr(r.MSEBoundFILMax),
 		MSEBoundFILMedian: jsonfloat.Ptr(r.MSEBoundFILMedian),
+		DFILMax:           ifFIL(r.FIL, r.DFILMax),
+		DFILMedian:        ifFIL(r.FIL, r.DFILMedian),
+		DFILMean:          ifFIL(r.FIL, r.DFILMean),
 	})
 }
 
-// UnmarshalJSON reads null ε, ε₂ and FIL MSE bounds back as +Inf.
+// UnmarshalJSON reads null ε, ε₂ and FIL MSE bounds back as +Inf, and absent dFIL
+// statistics as 0.
 func (r *Result) UnmarshalJSON(b []byte) error {
 	var j resultJSON
 	j.resultAlias = (*resultAlias)(r)
@@ -193,6 +210,7 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	r.EpsilonOrder = jsonfloat.Value(j.EpsilonOrder, math.Inf(1))
 	r.MSEBoundFILMax = jsonfloat.Value(j.MSEBoundFILMax, math.Inf(1))
 	r.MSEBoundFILMedian = jsonfloat.Value(j.MSEBoundFILMedian, math.Inf(1))
+	r.DFILMax, r.DFILMedian, r.DFILMean = jsonfloat.Value(j.DFILMax, 0), jsonfloat.Value(j.DFILMedian, 0), jsonfloat.Value(j.DFILMean, 0)
 	return nil
 }
 
