@@ -431,3 +431,32 @@ func TestSweepMergeConflict(t *testing.T) {
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// The same bad input gives the same error in every run (flag checks are cobra's
+// required flags and flag groups, validated in a fixed order).
+func TestSweepPlotBadInputErrorsAreStable(t *testing.T) {
+	grid := writeGrid(t)
+	for _, args := range [][]string{
+		{"sweep", "plan", grid, "--slurm", "--k8s"},
+		{"sweep", "plan", grid, "--shards", "2", "--slurm", "--k8s"},
+		{"sweep", "plan", grid, "--shards", "2"},
+		{"sweep", "run", grid, "--shard", "5/2"},
+		{"sweep", "merge", "x"},
+		{"plot", "images", "--indices", "1", "--dfil", "d.npy", "--top", "-1"},
+		{"plot", "scatter", "-o", "s.png"},
+		{"plot", "hist", "-o", "h.png", "--what", "eta"},
+	} {
+		var first string
+		for i := 0; i < 20; i++ {
+			_, err := runCLI(t, newRootCmd(), args...)
+			if err == nil {
+				t.Fatalf("%v: no error", args)
+			}
+			if i == 0 {
+				first = err.Error()
+			} else if err.Error() != first {
+				t.Fatalf("%v: run %d says %q, run 0 said %q", args, i, err, first)
+			}
+		}
+	}
+}
