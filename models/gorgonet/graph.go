@@ -80,10 +80,11 @@ type GraphSpec struct {
 // privacy accountants like any engine model; it has no second-order passes
 // (FILSqNorms fails with ErrNoSecondOrder; see models.FirstOrderOnly).
 //
-// Cost: one tape run per sample, single-threaded, with Gorgonia's allocations. On a
-// 784→32→10 tanh MLP, ClippedGradSum of a batch of 64 took about 20× the engine's
-// time in the same process (≈ 24 ms against 1.2 ms; BenchmarkGraphRoute, docs/perf.md
-// has the numbers and the load): use it for ops the engine lacks, not for speed.
+// Cost: one tape run per sample, on one core, with Gorgonia's allocations. On a
+// 784→32→10 tanh MLP, ClippedGradSum of a batch of 64 took 12–16× the engine's CPU
+// time and 14–30× its wall time in the same process (medians; ≈ 13–18 ms of CPU
+// against 1.1 ms; BenchmarkGraphRoute on 2 shared cores at load 6: docs/perf.md).
+// Use it for ops the engine lacks, not for speed.
 //
 // Results are deterministic. A GraphModel is not safe for concurrent use, and the
 // graph must not be run by anything else while the model is in use.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"syscall"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -560,7 +561,8 @@ func TestGraphModelBadCalls(t *testing.T) {
 // BenchmarkGraphRoute times ClippedGradSum of a batch of 64 MNIST-sized inputs on a
 // 784→32→10 tanh MLP through the float32 models.Model interface: the engine
 // (models.NewCPUModel, all GOMAXPROCS workers) and the Gorgonia per-sample route
-// (float32 and float64 graphs, one tape run per sample). Run both in one process:
+// (float32 and float64 graphs, one tape run per sample), in wall time and process CPU
+// time per call. Run both in one process:
 //
 //	go test -run '^$' -bench GraphRoute -cpu 1,2 ./models/gorgonet
 func BenchmarkGraphRoute(b *testing.B) {
@@ -594,11 +596,22 @@ func BenchmarkGraphRoute(b *testing.B) {
 	}{{"engine", eng}, {"graph-float32", g32}, {"graph-float64", g64}} {
 		b.Run(r.name, func(b *testing.B) {
 			sum, losses := make([]float32, len(p)), make([]float64, n)
+			cpu0 := cpuTime(b)
 			for i := 0; i < b.N; i++ {
 				if err := r.m.ClippedGradSum(p, x, y, c, sum, losses); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(cpuTime(b)-cpu0)/1e6/float64(b.N), "cpu-ms/op")
 		})
 	}
+}
+
+// cpuTime is the process's user+system CPU time (all threads), in nanoseconds.
+func cpuTime(b *testing.B) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
