@@ -208,7 +208,7 @@ func TestFILMatchesHandFedAccountant(t *testing.T) {
 			n, d := split.Train.N, 16
 			q := float64(cfg.Batch) / float64(n)
 			c := models.Clip{Mode: models.ClipSmooth, C: cfg.Clip}.Constant()
-			kappa, err := accounting.Kappa(accounting.KappaParams{Q: q, Sigma: cfg.Sigma, ClipConstant: c, DeltaF: 1/float64(cfg.Steps*n)})
+			kappa, err := accounting.Kappa(accounting.KappaParams{Q: q, Sigma: cfg.Sigma, ClipConstant: c, DeltaF: 1 / float64(cfg.Steps*n)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -128,7 +128,7 @@ func TestTrainArchEvalPredict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ev evalResult
+	var ev train.EvalReport
 	if err := json.Unmarshal([]byte(out), &ev); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestTrainArchEvalPredict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pr predictResult
+	var pr train.PredictReport
 	if err := json.Unmarshal([]byte(out), &pr); err != nil || len(pr.Predictions) != 6 {
 		t.Fatalf("predict: %v\n%s", err, out)
 	}
@@ -220,9 +220,9 @@ func TestArchCLIRefusals(t *testing.T) {
 		{[]string{"train", "--arch", bad, "--dataset", "npz:" + npz, "--describe"}, `unknown layer key "units"`},
 		{[]string{"train", "--arch", filepath.Join(dir, "none.yaml"), "--describe"}, "no such file"},
 		{[]string{"train", "--arch", mlpArch, "--model", "mlp", "--describe"}, "none of the others can be"},
-		{[]string{"train", "--resume", run, "--arch", mlpArch}, "do not also give --arch"},
+		{[]string{"train", "--resume", run, "--arch", mlpArch}, "[arch resume] were all set"},
 		{[]string{"train", "--dataset", "npz:" + filepath.Join(dir, "missing.npz"), "--steps", "1"}, "no such file"},
-		{[]string{"eval"}, "--run DIR is required"},
+		{[]string{"eval"}, `"run" not set`},
 		{[]string{"eval", "--run", filepath.Join(dir, "nowhere")}, "no such file"},
 		{[]string{"eval", "--run", run, "--split", "all"}, "want test or train"},
 		{[]string{"eval", "--run", run, "--dataset", "mnist-embedded"}, "has 1x28x28 inputs"},

@@ -16,6 +16,7 @@ import (
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/models"
 	"github.com/dpfil/dpfil/train"
+	"github.com/dpfil/dpfil/train/transcript"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -128,30 +129,8 @@ func runTrainingRecorded(cmd *cobra.Command, cfg train.Config, out string, resum
 			fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...)
 		}
 	}
-	opt := train.Options{
-		Out: out, Resume: resume, CheckpointEvery: ckEvery, Logf: logf,
-		Progress: tp.event,
-	}
-	if resume && out != "" && !record {
-		var err error
-		if record, err = hasTranscript(out); err != nil {
-			return nil, err
-		}
-	}
-	var rec *transcriptRecorder
-	if record {
-		if out == "" {
-			return nil, fmt.Errorf("--record-transcript needs a run directory")
-		}
-		rec = newTranscriptRecorder(out, cfg)
-		opt.OnStep = rec.onStep
-	}
-	res, err := train.Run(ctx, cfg, opt)
-	if rec != nil {
-		if cerr := rec.close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}
+	opt := train.Options{Out: out, Resume: resume, CheckpointEvery: ckEvery, Logf: logf, Progress: tp.event}
+	res, err := transcript.Run(ctx, cfg, opt, record)
 	tp.finish()
 	if err != nil {
 		if errors.Is(err, context.Canceled) && out != "" {
@@ -191,34 +170,27 @@ func printResult(w io.Writer, res *train.Result, dir string) {
 	}
 }
 
-// describeArch prints an architecture: layers, shapes, parameters, init scheme.
-func describeArch(w io.Writer, arch models.Arch) error {
-	if err := arch.Describe(w); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, initDoc)
-	return nil
+// trainFlags are the flags of 'train' beside the configuration they fill.
+type trainFlags struct {
+	cfg                             train.Config
+	asJSON, describe, quiet, record bool
+	archFile, out, resume           string
+	ckEvery                         int
 }
 
 func newTrainCmd() *cobra.Command {
-	cfg := train.DefaultConfig()
-	var (
-		asJSON, describe, quiet bool
-		archFile                string
-		record                  bool
-		out, resume             string
-		ckEvery                 int
-	)
+	fl := trainFlags{cfg: train.DefaultConfig()}
 	cmd := &cobra.Command{
 		Use:   "train",
 		Short: "Train a model with DP-SGD and FIL/RDP accounting",
-		Long: `Train a model with DP-SGD (Guo et al. Algorithm 1): per-sample gradients, smooth
-(default) or hard clipping, Gaussian noise N(0, σ²C²I) on the summed clipped
-gradients, division by the batch size, SGD with momentum. Alongside, Rényi DP
-accounting (noise multiplier σ/c, c the clipping constant) gives ε at δ and the
-order-2 MSE bound 1/(4(e^ε₂−1)); FIL accounting (on the parameters before each
-update, k sampled pixel coordinates per sample and step) gives per-sample dFIL and
-the MSE bounds 1/max dFIL and 1/median dFIL for an unbiased attacker.
+		Long: `Train a model with DP-SGD (Guo, Karrer, Chaudhuri & van der Maaten 2022, Algorithm 1):
+per-sample gradients, smooth (default) or hard clipping, Gaussian noise N(0, σ²C²I)
+on the summed clipped gradients, division by the batch size, SGD with momentum.
+Alongside, Rényi DP accounting (noise multiplier σ/c, c the clipping constant) gives
+ε at δ and the order-2 MSE bound 1/(4(e^ε₂−1)) of the paper's Theorem 1; FIL
+accounting (on the parameters before each update, k sampled pixel coordinates per
+sample and step) gives per-sample dFIL and the MSE bounds 1/max dFIL and 1/median
+dFIL for an unbiased attacker (Theorem 2).
 
 Writes DIR/result.json, DIR/dfil.npy (per-sample dFIL), DIR/params.npy and, while
 running, DIR/checkpoint.bin. Ctrl-C stops at a step boundary after a checkpoint;
@@ -230,62 +202,63 @@ DIR/transcript.bin (repeat r > 0: transcript_r<r>.bin; format in docs/attacks.md
 training indices and the hyperparameters; θ_t is regenerated exactly from these.
 A resumed run keeps recording into the same files.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if describe {
-				return describeModel(cmd, cfg, archFile, asJSON, trainLogf(cmd, quiet))
-			}
-			if resume != "" && archFile != "" {
-				return fmt.Errorf("--resume takes the architecture from %s; do not also give --arch", resume)
-			}
-			if ckEvery < 0 {
-				return fmt.Errorf("--checkpoint-every = %d must be ≥ 0 (0: after the first step, then every minute)", ckEvery)
-			}
-			if resume != "" {
-				if ch := configFlagsChanged(cmd.Flags()); len(ch) > 0 {
-					return fmt.Errorf("--resume takes the configuration from %s; do not also give %s", resume, strings.Join(ch, " "))
-				}
-				var err error
-				if cfg, err = train.LoadRunConfig(resume); err != nil {
-					return fmt.Errorf("resume: %w", err)
-				}
-				out = resume
-			} else {
-				if cmd.Flags().Changed("epochs") && !cmd.Flags().Changed("steps") {
-					cfg.Steps = 0
-				}
-				if cmd.Flags().Changed("target-epsilon") {
-					cfg.Sigma = 0 // solved for
-				}
-				var err error
-				if cfg, err = prepareCustom(cfg, archFile, trainLogf(cmd, quiet)); err != nil {
-					return err
-				}
-				if err := cfg.Validate(); err != nil {
-					return err
-				}
-				if out == "" {
-					out = filepath.Join("runs", cfg.Model+"-"+cfg.Hash())
-				}
-			}
-			res, err := runTrainingRecorded(cmd, cfg, out, resume != "", ckEvery, quiet, record)
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) { printResult(w, res, out) })
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTrain(cmd, &fl) },
 	}
-	addTrainConfigFlags(cmd.Flags(), &cfg)
+	f := cmd.Flags()
+	addTrainConfigFlags(f, &fl.cfg)
 	cmd.MarkFlagsMutuallyExclusive("sigma", "target-epsilon")
-	cmd.Flags().StringVar(&out, "out", "", "run directory (default runs/<model>-<config hash>)")
-	cmd.Flags().StringVar(&resume, "resume", "", "continue the run in this directory from its checkpoint")
-	cmd.Flags().IntVar(&ckEvery, "checkpoint-every", 0, "checkpoint every n steps (0 = after the first step, then every minute)")
-	cmd.Flags().BoolVar(&describe, "describe", false, "print the architecture of --model or --arch (layers, shapes, parameters, init; JSON with --json) and exit")
-	cmd.Flags().StringVar(&archFile, "arch", "", archFlagHelp)
+	f.StringVar(&fl.out, "out", "", "run directory (default runs/<model>-<config hash>)")
+	f.StringVar(&fl.resume, "resume", "", "continue the run in this directory from its checkpoint")
+	f.IntVar(&fl.ckEvery, "checkpoint-every", 0, "checkpoint every n steps (0 = after the first step, then every minute)")
+	f.BoolVar(&fl.describe, "describe", false, "print the architecture of --model or --arch (layers, shapes, parameters, init; JSON with --json) and exit")
+	f.StringVar(&fl.archFile, "arch", "", archFlagHelp)
 	cmd.MarkFlagsMutuallyExclusive("model", "arch")
-	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress output on stderr")
-	cmd.Flags().BoolVar(&record, "record-transcript", false, "write the adversary's transcript (θ₀, released gradients, batches) to DIR/transcript.bin")
-	addJSONFlag(cmd, &asJSON)
+	cmd.MarkFlagsMutuallyExclusive("resume", "arch")
+	f.BoolVar(&fl.quiet, "quiet", false, "no progress output on stderr")
+	f.BoolVar(&fl.record, "record-transcript", false, "write the adversary's transcript (θ₀, released gradients, batches) to DIR/transcript.bin")
+	addJSONFlag(cmd, &fl.asJSON)
 	return cmd
+}
+
+func runTrain(cmd *cobra.Command, fl *trainFlags) error {
+	cfg, out := fl.cfg, fl.out
+	if fl.describe {
+		return describeModel(cmd, cfg, fl.archFile, fl.asJSON, trainLogf(cmd, fl.quiet))
+	}
+	if fl.ckEvery < 0 {
+		return fmt.Errorf("--checkpoint-every = %d must be ≥ 0 (0: after the first step, then every minute)", fl.ckEvery)
+	}
+	var err error
+	if fl.resume != "" {
+		if ch := configFlagsChanged(cmd.Flags()); len(ch) > 0 {
+			return fmt.Errorf("--resume takes the configuration from %s; do not also give %s", fl.resume, strings.Join(ch, " "))
+		}
+		if cfg, err = train.LoadRunConfig(fl.resume); err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
+		out = fl.resume
+	} else {
+		if cmd.Flags().Changed("epochs") && !cmd.Flags().Changed("steps") {
+			cfg.Steps = 0
+		}
+		if cmd.Flags().Changed("target-epsilon") {
+			cfg.Sigma = 0 // solved for
+		}
+		if cfg, err = train.PrepareConfig(cfg, fl.archFile, trainLogf(cmd, fl.quiet)); err != nil {
+			return err
+		}
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+		if out == "" {
+			out = filepath.Join("runs", cfg.Model+"-"+cfg.Hash())
+		}
+	}
+	res, err := runTrainingRecorded(cmd, cfg, out, fl.resume != "", fl.ckEvery, fl.quiet, fl.record)
+	if err != nil {
+		return err
+	}
+	return emit(cmd.OutOrStdout(), fl.asJSON, res, func(w io.Writer) { printResult(w, res, out) })
 }
 
 // printPrivacy is the human summary of a privacy report: each ε with what it holds for.

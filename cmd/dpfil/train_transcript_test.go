@@ -2,10 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +10,7 @@ import (
 
 	"github.com/dpfil/dpfil/attack"
 	"github.com/dpfil/dpfil/train"
+	"github.com/dpfil/dpfil/train/transcript"
 )
 
 // TestTrainRecordTranscript records a short two-repeat mlp run, reads the
@@ -29,7 +27,7 @@ func TestTrainRecordTranscript(t *testing.T) {
 		t.Fatal(err)
 	}
 	for r := 0; r < 2; r++ {
-		tr, err := attack.OpenTranscript(filepath.Join(dir, transcriptFileName(r)))
+		tr, err := attack.OpenTranscript(filepath.Join(dir, transcript.FileName(r)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,96 +75,8 @@ func TestTrainRecordTranscript(t *testing.T) {
 	root := newRootCmd()
 	root.SetOut(&bytes.Buffer{})
 	root.SetErr(&bytes.Buffer{})
-	root.SetArgs([]string{"attack", "replay", filepath.Join(dir, TranscriptFile)})
+	root.SetArgs([]string{"attack", "replay", filepath.Join(dir, transcript.File)})
 	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "no prior") {
 		t.Fatalf("attack replay of a training transcript: %v", err)
-	}
-}
-
-var errCrash = errors.New("simulated crash")
-
-// TestTrainTranscriptResume interrupts a recording run after it wrote steps past its
-// last checkpoint (and a torn record), resumes it, and checks that the transcripts
-// equal an uninterrupted run's byte for byte.
-func TestTrainTranscriptResume(t *testing.T) {
-	cfg := train.DefaultConfig()
-	cfg.Model, cfg.TrainSubset, cfg.Batch, cfg.Steps, cfg.FILCoords = "mlp", 120, 10, 9, 0
-	cfg.Repeats, cfg.Seed, cfg.LR, cfg.Sigma = 2, 3, 0.2, 1.1
-	record := func(dir string, resume bool, crashAt [2]int) error {
-		rec := newTranscriptRecorder(dir, cfg)
-		_, err := train.Run(context.Background(), cfg, train.Options{
-			Out: dir, Resume: resume, CheckpointEvery: 3,
-			OnStep: func(s train.StepRecord) error {
-				if err := rec.onStep(s); err != nil {
-					return err
-				}
-				if s.Repeat == crashAt[0] && s.Step == crashAt[1] {
-					return errCrash // the writer is left open: no index, like a crash
-				}
-				return nil
-			},
-		})
-		if err == nil {
-			return rec.close()
-		}
-		return err
-	}
-	want := t.TempDir()
-	if err := record(want, false, [2]int{-1, -1}); err != nil {
-		t.Fatal(err)
-	}
-	for _, crash := range [][2]int{{0, 7}, {1, 4}, {1, 8}} {
-		t.Run(fmt.Sprintf("crash-r%d-step%d", crash[0], crash[1]), func(t *testing.T) {
-			dir := t.TempDir()
-			if err := record(dir, false, crash); !errors.Is(err, errCrash) {
-				t.Fatalf("first segment: %v", err)
-			}
-			// a record torn by the crash
-			f, err := os.OpenFile(filepath.Join(dir, transcriptFileName(crash[0])), os.O_WRONLY|os.O_APPEND, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.Write([]byte{200, 1, 0, 0, 3, 9, 9}); err != nil {
-				t.Fatal(err)
-			}
-			f.Close()
-			if err := record(dir, true, [2]int{-1, -1}); err != nil {
-				t.Fatal(err)
-			}
-			for r := 0; r < cfg.Repeats; r++ {
-				a, err := os.ReadFile(filepath.Join(want, transcriptFileName(r)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, err := os.ReadFile(filepath.Join(dir, transcriptFileName(r)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(a, b) {
-					t.Fatalf("repeat %d: resumed transcript (%d bytes) differs from the uninterrupted one (%d bytes)", r, len(b), len(a))
-				}
-			}
-		})
-	}
-}
-
-// TestTrainTranscriptResumeMismatch: a transcript of another run is not continued.
-func TestTrainTranscriptResumeMismatch(t *testing.T) {
-	dir := t.TempDir()
-	cfg := train.DefaultConfig()
-	cfg.Model, cfg.TrainSubset, cfg.Batch, cfg.Steps, cfg.FILCoords = "mlp", 60, 10, 4, 0
-	rec := newTranscriptRecorder(dir, cfg)
-	if _, err := train.Run(context.Background(), cfg, train.Options{OnStep: rec.onStep}); err != nil {
-		t.Fatal(err)
-	}
-	other := cfg
-	other.Seed++
-	rec2 := newTranscriptRecorder(dir, other)
-	_, err := train.Run(context.Background(), other, train.Options{OnStep: func(s train.StepRecord) error {
-		s.Step = 2 // pretend to resume at step 2
-		return rec2.onStep(s)
-	}})
-	if err == nil || !strings.Contains(err.Error(), "different run") {
-		t.Fatalf("continuing another run's transcript: %v", err)
 	}
 }

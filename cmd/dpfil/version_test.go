@@ -15,7 +15,7 @@ func TestVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bi buildInfo
+	var bi train.Binary
 	if err := json.Unmarshal([]byte(out), &bi); err != nil {
 		t.Fatalf("version --json: %v\n%s", err, out)
 	}
