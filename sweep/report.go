@@ -88,8 +88,9 @@ type RunReport struct {
 	out    string
 }
 
-// Run runs the request's shard (Run) and reports the points it finished. The report
-// is nil only when nothing ran because another process holds the directory.
+// Run runs the request's shard (Run) and reports the points it finished, also when
+// runs failed or ctx was cancelled (the error says so). The report is nil when
+// nothing ran: the request is invalid or another process holds the directory.
 func (e *Expanded) Run(ctx context.Context, req RunRequest) (*RunReport, error) {
 	if req.Out == "" {
 		return nil, errors.New("sweep run: no output directory")
