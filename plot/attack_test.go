@@ -127,4 +127,3 @@ func TestAttackFigure(t *testing.T) {
 		t.Fatal("empty sweep: want error")
 	}
 }
-
