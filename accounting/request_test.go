@@ -1,6 +1,7 @@
 package accounting_test
 
 import (
+	"io"
 	"math"
 	"path/filepath"
 	"slices"
@@ -263,5 +264,37 @@ func TestReRoBounds(t *testing.T) {
 	if r.GammaExact == nil || *r.GammaExact != exact || r.Gamma != exact || r.GammaTradeoff != tr.Gamma || r.GammaTradeoffLower != tr.GammaLower ||
 		!(tr.GammaLower <= exact && exact <= tr.Gamma+1e-9) || r.Seed != 3 || r.Q != 1 {
 		t.Errorf("ReRo %+v; closed form %v, trade-off [%v, %v]", r, exact, tr.GammaLower, tr.Gamma)
+	}
+}
+
+// The human summaries say what each number is and name +∞ bounds and absent
+// reports plainly.
+func TestWriteText(t *testing.T) {
+	var nilReport *accounting.Report
+	sched := []accounting.Step{{Q: 0.01, Sigma: 2, Steps: 10}, {Q: 0.02, Sigma: 1, Steps: 5}}
+	rdp, err := accounting.AccountRDP(accounting.RDPRequest{Schedule: sched, Delta: 1e-5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mse, err := accounting.MSEBounds(accounting.MSERequest{Eps2: ptr(0), Diameter: 1, DFIL: ptr(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		w    interface{ WriteText(w io.Writer) }
+		want []string
+	}{
+		{nilReport, []string{"privacy            none (σ = 0)"}},
+		{rdp, []string{"schedule of 2 segments, 15 steps", "RDP, add-remove adjacency", "Theorem 1 MSE lower bound", "not a valid bound"}},
+		{mse, []string{"Theorem 1 (RDP, eps2 = 0, diameter 1): MSE ≥ +Inf (no leakage)", "Theorem 2 (dFIL = 0, unbiased attacker): MSE ≥ +Inf (no leakage)"}},
+	}
+	for i, tc := range tests {
+		var b strings.Builder
+		tc.w.WriteText(&b)
+		for _, s := range tc.want {
+			if !strings.Contains(b.String(), s) {
+				t.Errorf("%d: summary lacks %q:\n%s", i, s, b.String())
+			}
+		}
 	}
 }

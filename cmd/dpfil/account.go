@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"sort"
 
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/train"
@@ -145,27 +143,7 @@ func runAccountRDP(cmd *cobra.Command, fl *rdpFlags) error {
 		}
 	}
 	res, err := accounting.AccountRDP(req)
-	if err != nil {
-		return err
-	}
-	return emit(cmd.OutOrStdout(), fl.asJSON, res, func(w io.Writer) { printRDP(w, res) })
-}
-
-// printRDP is the human summary of 'account rdp'.
-func printRDP(w io.Writer, res *accounting.RDPReport) {
-	head := fmt.Sprintf("schedule of %d segments, %d steps", len(res.Schedule), res.Steps)
-	if res.Q != nil {
-		if res.TargetEpsilon != nil {
-			fmt.Fprintf(w, "noise multiplier sigma = %.6g reaches epsilon ≤ %g\n", *res.Sigma, *res.TargetEpsilon)
-		}
-		head = fmt.Sprintf("q = %g, sigma = %g (%s clipping, c = %.4f), steps = %d", *res.Q, *res.Sigma, res.ClipMode, res.ClipConstant, res.Steps)
-	}
-	fmt.Fprintf(w, "%s: (%.4g, %g)-DP (RDP, %s adjacency, %s sampling, %s conversion, order %g)\n",
-		head, res.Epsilon, res.Delta, res.Adjacency, res.Sampling, res.Conversion, res.Order)
-	fmt.Fprintf(w, "order-2 RDP of the run (%s): %.6g\n", res.Adjacency, res.RDPOrder2)
-	t := res.Theorem1
-	fmt.Fprintf(w, "Theorem 1 MSE lower bound on [0,1]^d (unbiased attacker): %.6g (ε₂ = %.6g, replace-one)\n", t.MSEBoundRDP, t.RDPOrder2)
-	fmt.Fprintf(w, "  the paper's add-remove ε₂ = %.6g would give %.6g (not a valid bound)\n", t.PaperRDPOrder2, t.PaperMSEBoundRDP)
+	return emitReport(cmd, fl.asJSON, res, err)
 }
 
 // reroFlags are the flags of 'account rero' beside the configuration they fill.
@@ -246,26 +224,7 @@ func runAccountReRo(cmd *cobra.Command, fl *reroFlags) error {
 	}
 	res, err := accounting.ReRoBounds(cfg)
 	prog.Finish()
-	if err != nil {
-		return err
-	}
-	return emit(cmd.OutOrStdout(), fl.asJSON, res, func(w io.Writer) { printReRo(w, res) })
-}
-
-// printReRo is the human summary of 'account rero'.
-func printReRo(w io.Writer, res *accounting.ReRoReport) {
-	fmt.Fprintf(w, "q = %g, sigma = %g, steps = %d, kappa = %.6g, N = %d (seed %d)\n", res.Q, res.Sigma, res.Steps, res.Kappa, res.Samples, res.Seed)
-	fmt.Fprintf(w, "ReRo gamma: %.6g   %.0f%% CI [%.6g, %.6g]   advantage %.6g\n",
-		res.Gamma, 100*res.Confidence, res.GammaLow, res.GammaHigh, res.Advantage)
-	fmt.Fprintf(w, "Monte Carlo: %.6g from ν draws (Hayes et al.'s estimator), %.6g from mixture draws\n", res.GammaNu, res.GammaMu)
-	if res.GammaExact != nil {
-		fmt.Fprintf(w, "gamma exact (q = 1 closed form): %.6g\n", *res.GammaExact)
-	}
-	fmt.Fprintf(w, "gamma from the PLD trade-off curve: %.6g (rigorous upper bound; discretisation lower end %.6g)\n", res.GammaTradeoff, res.GammaTradeoffLower)
-	fmt.Fprintf(w, "gamma from RDP: %.6g (order %g)\n", res.GammaRDP, res.RDPOrder)
-	if res.Warning != "" {
-		fmt.Fprintf(w, "warning: %s\n", res.Warning)
-	}
+	return emitReport(cmd, fl.asJSON, res, err)
 }
 
 func newAccountFILCmd() *cobra.Command {
@@ -286,10 +245,7 @@ van der Maaten (2022, Theorem 2) 1/max dFIL (worst sample) and 1/median dFIL.
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			res, err := accounting.SummarizeDFILFiles(files, out)
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) { printFILSummary(w, res) })
+			return emitReport(cmd, asJSON, res, err)
 		},
 	}
 	cmd.Flags().StringArrayVar(&files, "dfil", nil, "per-sample dFIL .npy file (repeat for several runs)")
@@ -297,23 +253,6 @@ van der Maaten (2022, Theorem 2) 1/max dFIL (worst sample) and 1/median dFIL.
 	_ = cmd.MarkFlagRequired("dfil")
 	addJSONFlag(cmd, &asJSON)
 	return cmd
-}
-
-// printFILSummary is the human summary of 'account fil'.
-func printFILSummary(w io.Writer, res *accounting.DFILFilesReport) {
-	s := res.Summary
-	fmt.Fprintf(w, "%d samples, %d run(s)\n", s.Count, res.Runs)
-	fmt.Fprintf(w, "dFIL max %.6g  median %.6g  mean %.6g  min %.6g\n", s.Max, s.Median, s.Mean, s.Min)
-	keys := make([]string, 0, len(s.Quantiles))
-	for k := range s.Quantiles {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(w, "  %s %.6g\n", k, s.Quantiles[k])
-	}
-	fmt.Fprintf(w, "Theorem 2 MSE lower bound: worst sample 1/max = %.6g, median sample 1/median = %.6g\n",
-		s.MSEBoundMax, s.MSEBoundMedian)
 }
 
 func newAccountKappaCmd() *cobra.Command {
@@ -342,10 +281,7 @@ does (instead of --clip-constant).`,
 				}
 			}
 			res, err := accounting.KappaOfRequest(req)
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) { printKappa(w, res) })
+			return emitReport(cmd, asJSON, res, err)
 		},
 	}
 	f := cmd.Flags()
@@ -363,17 +299,6 @@ does (instead of --clip-constant).`,
 	cmd.MarkFlagsRequiredTogether("steps", "n")
 	addJSONFlag(cmd, &asJSON)
 	return cmd
-}
-
-// printKappa is the human summary of 'account kappa'.
-func printKappa(w io.Writer, res *accounting.KappaReport) {
-	fmt.Fprintf(w, "kappa = %.6g (q = %g, sigma = %g, c = %g, delta_f = %.3g; ε₀ = %.4g, analytic Gaussian mechanism)\n",
-		res.Kappa, res.Q, res.Sigma, res.ClipConstant, res.DeltaF, res.Epsilon0)
-	valid := "valid"
-	if res.PaperEpsilon0 >= 1 {
-		valid = "not valid: ≥ 1"
-	}
-	fmt.Fprintf(w, "the paper's classical ε₀ = %.4g (%s) would give kappa = %.6g\n", res.PaperEpsilon0, valid, res.PaperKappa)
 }
 
 func newAccountMSECmd() *cobra.Command {
@@ -407,10 +332,7 @@ eq. 1.3) for a biased attacker averaged over the prior, MSE ≥ 1/(E_π[dFIL] + 
 				}
 			}
 			res, err := accounting.MSEBounds(req)
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) { printMSE(w, res) })
+			return emitReport(cmd, asJSON, res, err)
 		},
 	}
 	f := cmd.Flags()
@@ -422,23 +344,4 @@ eq. 1.3) for a biased attacker averaged over the prior, MSE ≥ 1/(E_π[dFIL] + 
 	cmd.MarkFlagsOneRequired("eps2", "dfil")
 	addJSONFlag(cmd, &asJSON)
 	return cmd
-}
-
-// printMSE is the human summary of 'account mse'.
-func printMSE(w io.Writer, res *accounting.MSEReport) {
-	show := func(p *float64) string {
-		if p == nil {
-			return "+Inf (no leakage)"
-		}
-		return fmt.Sprintf("%.6g", *p)
-	}
-	if res.Eps2 != nil {
-		fmt.Fprintf(w, "Theorem 1 (RDP, eps2 = %g, diameter %g): MSE ≥ %s\n", *res.Eps2, *res.Diameter, show(res.MSEBoundRDP))
-	}
-	if res.DFIL != nil {
-		fmt.Fprintf(w, "Theorem 2 (dFIL = %g, unbiased attacker): MSE ≥ %s\n", *res.DFIL, show(res.MSEBoundFIL))
-	}
-	if res.PriorFisherTrace != nil {
-		fmt.Fprintf(w, "van Trees (prior Fisher trace %g, d = %d): MSE ≥ %s\n", *res.PriorFisherTrace, res.D, show(res.MSEBoundVanTrees))
-	}
 }

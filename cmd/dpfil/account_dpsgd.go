@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"math"
 
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/train"
@@ -75,25 +73,5 @@ func runAccountDPSGD(cmd *cobra.Command, fl *dpsgdFlags) error {
 		req.TargetEpsilon = &fl.target
 	}
 	res, err := accounting.AccountDPSGD(req)
-	if err != nil {
-		return err
-	}
-	return emit(cmd.OutOrStdout(), fl.asJSON, res, func(w io.Writer) { printDPSGD(w, res) })
-}
-
-// printDPSGD is the human summary of 'account dpsgd'.
-func printDPSGD(w io.Writer, res *accounting.DPSGDReport) {
-	if res.TargetEpsilon != nil {
-		fmt.Fprintf(w, "noise multiplier σ = %.6g (σ/c = %.6g) reaches ε ≤ %g\n", res.Sigma, res.NoiseMultiplier, *res.TargetEpsilon)
-	}
-	fmt.Fprintf(w, "N = %d, B = %d (q = %.4g), T = %d, σ = %.6g, %s clipping (c = %.4f)\n",
-		res.N, res.Batch, res.Q, res.Steps, res.Sigma, res.ClipMode, res.ClipConstant)
-	printPrivacy(w, res.Privacy)
-	if p := res.Privacy; p.Kappa != nil {
-		fmt.Fprintf(w, "FIL factor         κ = %.6g (ε₀ = %.4g at δ_f = %.3g)", *p.Kappa, *p.KappaEpsilon0, res.FILDelta)
-		if p.KappaPoissonApprox != nil && !math.IsNaN(*p.KappaPoissonApprox) {
-			fmt.Fprintf(w, "; Poisson approximation κ = %.6g", *p.KappaPoissonApprox)
-		}
-		fmt.Fprintln(w)
-	}
+	return emitReport(cmd, fl.asJSON, res, err)
 }

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
-
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/spf13/cobra"
 )
@@ -35,10 +32,7 @@ run, for comparison. Pairs, discretisation and errors: docs/accounting.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			res, err := accounting.AccountPLD(req)
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) { printPLD(w, res) })
+			return emitReport(cmd, asJSON, res, err)
 		},
 	}
 	f := cmd.Flags()
@@ -54,16 +48,4 @@ run, for comparison. Pairs, discretisation and errors: docs/accounting.md.`,
 	}
 	addJSONFlag(cmd, &asJSON)
 	return cmd
-}
-
-// printPLD is the human summary of 'account pld'.
-func printPLD(w io.Writer, res *accounting.PLDReport) {
-	fmt.Fprintf(w, "q = %g, sigma = %g, steps = %d, %s, %s sampling\n", res.Q, res.Sigma, res.Steps, res.Adjacency, res.Sampling)
-	fmt.Fprintf(w, "PLD: (%.4g, %g)-DP (rigorous upper bound); %.4g ≤ ε of the dominating pairs (discretisation error ≤ %.2g, interval %g)\n",
-		res.Epsilon, res.Delta, res.EpsilonLower, res.DiscretisationError, res.Interval)
-	if res.EpsilonRDP != nil {
-		fmt.Fprintf(w, "RDP accountant, for comparison: (%.4g, %g)-DP (order %g)\n", *res.EpsilonRDP, res.Delta, *res.RDPOrder)
-	} else {
-		fmt.Fprintf(w, "RDP accountant, for comparison: none (%s)\n", res.RDPNote)
-	}
 }

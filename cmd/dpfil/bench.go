@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -38,7 +37,7 @@ SGEMM rate; times_floor is measured time over floor time.`,
 			if err != nil {
 				return fmt.Errorf("bench engine: %w", err)
 			}
-			return emit(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) { printBenchEngine(w, res) })
+			return emitReport(cmd, asJSON, res, nil)
 		},
 	}
 	f := cmd.Flags()
@@ -52,41 +51,4 @@ SGEMM rate; times_floor is measured time over floor time.`,
 	addSeedFlag(cmd, &req.Seed)
 	addJSONFlag(cmd, &asJSON)
 	return cmd
-}
-
-// printBenchEngine is the human summary of 'bench engine'.
-func printBenchEngine(w io.Writer, r *enginebench.Report) {
-	fmt.Fprintf(w, "engine benchmark: %s (%d params, d = %d), batch %d, k = %d, %d workers, backend %s\n",
-		r.Model, r.Params, r.InputDim, r.Batch, r.Coords, r.Workers, r.Backend)
-	fmt.Fprintf(w, "gonum SGEMM 1024³: %.2f GFLOP/s, %.2f GFLOP per CPU-second (mean of before and after)\n", r.SGEMMGFLOPs, r.SGEMMGFLOPPerCPUs)
-	line := func(name string, b enginebench.Rate) {
-		fmt.Fprintf(w, "%-26s %9.1f samples/s  %7.2f MFLOP/sample  %6.2f GFLOP/s  floor %9.1f samples/s  %.2f× floor (CPU time: %.2f× floor)\n",
-			name, b.SamplesPerS, b.FLOPsPerSample/1e6, b.GFLOPs, b.FloorSamplesPerS, b.TimesFloor, b.TimesFloorCPU)
-	}
-	line("per-sample gradients", r.Grad)
-	line(fmt.Sprintf("FIL step (k = %d)", r.Coords), r.FIL)
-	if r.Oracle != nil {
-		line("Gorgonia per-sample route", *r.Oracle)
-		fmt.Fprintf(w, "engine per-sample gradients are %.1f× the Gorgonia route (%.1f× in CPU time per sample)\n",
-			r.GradSpeedupVsOracle, r.GradSpeedupVsOracleCPU)
-	}
-	if r.Device != nil {
-		printBenchDevice(w, r.Device, r.Coords)
-	}
-}
-
-// printBenchDevice is the device part of the human summary of 'bench engine'.
-func printBenchDevice(w io.Writer, d *enginebench.DeviceReport, coords int) {
-	fmt.Fprintf(w, "%s (%s), peak FP32 %.0f GFLOP/s:\n", d.Device, d.Name, d.PeakGFLOPs)
-	fmt.Fprintf(w, "  per-sample gradients %9.1f samples/s = %.2f× CPU, %.2f%% of the FP32 floor\n", d.Grad.SamplesPerS, d.GradSpeedupVsCPU, d.PctOfFloorGrad)
-	fmt.Fprintf(w, "  FIL step (k = %d)    %9.1f samples/s = %.2f× CPU, %.2f%% of the FP32 floor\n", coords, d.FIL.SamplesPerS, d.FILSpeedupVsCPU, d.PctOfFloorFIL)
-	for _, c := range []struct {
-		what string
-		c    *enginebench.DeviceCounts
-	}{{"gradient sum", d.GradCounts}, {"FIL step", d.FILCounts}} {
-		if c.c != nil {
-			fmt.Fprintf(w, "  per %-13s %.0f bytes to the device, %.0f to the host, %.0f syncs, %.0f launches, %.0f GEMMs (inputs resident: %v)\n",
-				c.what, c.c.HtoDBytes, c.c.DtoHBytes, c.c.Syncs, c.c.Launches, c.c.Gemms, d.Resident)
-		}
-	}
 }

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
-	"math"
-
 	"github.com/spf13/cobra"
 
 	"github.com/dpfil/dpfil/train"
@@ -26,10 +22,7 @@ test part it also says whether the run's reported test accuracy is reproduced.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req.Logf = trainLogf(cmd, asJSON)
 			res, err := train.EvaluateRun(req)
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) { printEval(w, res) })
+			return emitReport(cmd, asJSON, res, err)
 		},
 	}
 	f := cmd.Flags()
@@ -42,30 +35,4 @@ test part it also says whether the run's reported test accuracy is reproduced.`,
 	_ = cmd.MarkFlagRequired("run")
 	addJSONFlag(cmd, &asJSON)
 	return cmd
-}
-
-// printEval is the human summary of 'eval'.
-func printEval(w io.Writer, r *train.EvalReport) {
-	fmt.Fprintf(w, "%s (arch %s, repeat %d, %s) on %s %s (%d samples)\n", r.Model, r.ArchHash, r.Repeat, r.ParamsFile, r.Dataset, r.Split, r.Eval.N)
-	fmt.Fprintf(w, "accuracy  %.4f\nloss      %.4f\n", r.Eval.Accuracy, r.Eval.Loss)
-	fmt.Fprintf(w, "per class")
-	for c, a := range r.Eval.PerClass {
-		name := fmt.Sprint(c)
-		if c < len(r.ClassNames) {
-			name = r.ClassNames[c]
-		}
-		if math.IsNaN(a) {
-			fmt.Fprintf(w, "  %s: –", name)
-		} else {
-			fmt.Fprintf(w, "  %s: %.3f", name, a)
-		}
-	}
-	fmt.Fprintln(w)
-	if r.Reported != nil {
-		verdict := "reproduced exactly"
-		if !*r.Reproduced {
-			verdict = "NOT reproduced"
-		}
-		fmt.Fprintf(w, "the run reported test accuracy %.4f: %s\n", *r.Reported, verdict)
-	}
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -30,7 +28,7 @@ uint8 or floats in [0,1].`,
 			if err != nil {
 				return err
 			}
-			return emit(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) { printPredictions(w, res, top) })
+			return emit(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) { res.WriteTop(w, top) })
 		},
 	}
 	f := cmd.Flags()
@@ -41,22 +39,4 @@ uint8 or floats in [0,1].`,
 	_ = cmd.MarkFlagRequired("run")
 	addJSONFlag(cmd, &asJSON)
 	return cmd
-}
-
-// printPredictions is the human summary of 'predict': each input's class and its
-// top most probable classes.
-func printPredictions(w io.Writer, r *train.PredictReport, top int) {
-	label := func(c int) string {
-		if c < len(r.ClassNames) {
-			return fmt.Sprintf("%d (%s)", c, r.ClassNames[c])
-		}
-		return fmt.Sprint(c)
-	}
-	for _, p := range r.Predictions {
-		var parts []string
-		for _, c := range p.Top(top) {
-			parts = append(parts, fmt.Sprintf("%s %.3f", label(c), p.Probs[c]))
-		}
-		fmt.Fprintf(w, "%s: %s   [%s]\n", p.Where(), label(p.Class), strings.Join(parts, ", "))
-	}
 }

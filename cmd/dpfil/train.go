@@ -12,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/models"
 	"github.com/dpfil/dpfil/train"
@@ -141,30 +140,9 @@ func runTrainingRecorded(cmd *cobra.Command, cfg train.Config, out string, resum
 	return res, nil
 }
 
-// printResult is the human summary of a training result.
+// printResult is the human summary of a training result and where it was written.
 func printResult(w io.Writer, res *train.Result, dir string) {
-	cfg := res.Config
-	fmt.Fprintf(w, "%s on %s (%d train / %d test), %d steps × batch %d (%s), σ = %.4g, C = %g (%s clipping, c = %.4f), lr %g, momentum %g\n",
-		cfg.Model, res.Dataset.Name, res.Dataset.NTrain, res.Dataset.NTest, res.Steps, cfg.Batch, res.Sampling,
-		res.Sigma, cfg.Clip, cfg.ClipMode, res.ClipConstant, cfg.LR, cfg.Momentum)
-	fmt.Fprintf(w, "test accuracy      %.4f", res.TestAccuracy)
-	if len(res.TestAccuracies) > 1 {
-		fmt.Fprintf(w, " (mean of %d repeats: %v)", len(res.TestAccuracies), res.TestAccuracies)
-	}
-	fmt.Fprintf(w, "\ntrain loss         %.4f (train accuracy %.4f)\n", res.TrainLoss, res.TrainAccuracy)
-	printPrivacy(w, res.Privacy)
-	if res.FIL {
-		fmt.Fprintf(w, "FIL (k = %d, κ = %.4g) dFIL max %.4g, median %.4g, mean %.4g → MSE ≥ %.4g (worst sample), %.4g (median sample)\n",
-			res.FILCoordsUsed, res.Kappa, res.DFILMax, res.DFILMedian, res.DFILMean, res.MSEBoundFILMax, res.MSEBoundFILMedian)
-		if math.IsInf(res.MSEBoundFILMedian, 1) {
-			fmt.Fprintln(w, "                   median bound +Inf: more than half of the training samples had no FIL measured (never in a batch, or not picked by --fil-rate), so no leakage was recorded for them; train longer or raise --fil-rate")
-		}
-	} else {
-		fmt.Fprintln(w, "FIL                off (--fil-coords 0)")
-	}
-	printExtraFIL(w, res)
-	printTuning(w, res)
-	fmt.Fprintf(w, "time               %.1f s (%.1f s in DP-SGD steps, %.3g samples/s)\n", res.WallSeconds, res.StepSeconds, res.SamplesPerSec)
+	res.WriteText(w)
 	if dir != "" {
 		fmt.Fprintf(w, "results in         %s\n", dir)
 	}
@@ -259,26 +237,4 @@ func runTrain(cmd *cobra.Command, fl *trainFlags) error {
 		return err
 	}
 	return emit(cmd.OutOrStdout(), fl.asJSON, res, func(w io.Writer) { printResult(w, res, out) })
-}
-
-// printPrivacy is the human summary of a privacy report: each ε with what it holds for.
-func printPrivacy(w io.Writer, p *accounting.Report) {
-	if p == nil {
-		fmt.Fprintln(w, "privacy            none (σ = 0)")
-		return
-	}
-	fmt.Fprintf(w, "privacy            ε = %.4g at δ = %g (%s accountant, %s adjacency, %s sampling", p.Epsilon, p.Delta, p.Accountant, p.Adjacency, p.Sampling)
-	if p.ShuffleAccounting != "" {
-		fmt.Fprintf(w, ", %s", p.ShuffleAccounting)
-	}
-	fmt.Fprintln(w, ")")
-	if p.EpsilonPLD != nil && p.EpsilonRDP != nil {
-		fmt.Fprintf(w, "                   PLD ε ∈ [%.4g, %.4g], RDP ε = %.4g (order %g)\n", *p.EpsilonPLDLower, *p.EpsilonPLD, *p.EpsilonRDP, *p.EpsilonRDPOrder)
-	}
-	if p.EpsilonPoissonApprox != nil {
-		fmt.Fprintf(w, "                   ε = %.4g if shuffled batches were Poisson-sampled (the papers' approximation, not a proven bound)\n", *p.EpsilonPoissonApprox)
-	}
-	t := p.Theorem1
-	fmt.Fprintf(w, "Theorem 1 (RDP)    ε₂ = %.4g (%s) → MSE ≥ %.4g   [paper's add-remove ε₂ = %.4g → %.4g, not a valid bound]\n",
-		t.RDPOrder2, t.Adjacency, t.MSEBoundRDP, t.PaperRDPOrder2, t.PaperMSEBoundRDP)
 }

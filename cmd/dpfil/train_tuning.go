@@ -1,10 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
-	"strings"
-
 	"github.com/dpfil/dpfil/train"
 	"github.com/spf13/pflag"
 )
@@ -25,32 +21,4 @@ func addTuningFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.Float64Var(&t.NoiseBase, "noise-base", t.NoiseBase, "learned noise base β ∈ (0,1]: isotropic part β²σ²C² (ε is that of σ_eff = β·σ; 0 = 1)")
 	fs.IntVar(&t.NoiseSamples, "noise-samples", t.NoiseSamples, "public samples per FIM estimate (0 = 128)")
 	fs.IntVar(&t.NoiseEvery, "noise-every", t.NoiseEvery, "re-estimate the noise directions every n steps at the current parameters (0 = once)")
-}
-
-// printTuning prints the tuning lines of a training result.
-func printTuning(w io.Writer, res *train.Result) {
-	t := res.Tuning
-	if t == nil {
-		return
-	}
-	var parts []string
-	if t.NPublic > 0 {
-		s := fmt.Sprintf("public %d / private %d samples", t.NPublic, t.NPrivate)
-		if t.PretrainSteps > 0 {
-			s += fmt.Sprintf(", pretrained %d steps (test accuracy %.4f)", t.PretrainSteps, t.PretrainAccuracy)
-		}
-		parts = append(parts, s)
-	}
-	if t.Frozen > 0 {
-		s := fmt.Sprintf("%d of %d parameters frozen", t.Frozen, t.Frozen+t.Released)
-		if len(t.FrozenTensors) > 0 {
-			s += " (" + strings.Join(t.FrozenTensors, ",") + ")"
-		}
-		parts = append(parts, s)
-	}
-	fmt.Fprintf(w, "tuning             %s\n", strings.Join(parts, "; "))
-	if n := t.Noise; n != nil {
-		fmt.Fprintf(w, "learned noise      rank %d, ρ=%g, β=%g: σ=%g → σ_eff=%g (the accounted multiplier); extra noise power %.3g× isotropic; span captures %.1f%% of the public FIM sample, metric lowers it %.1f%%\n",
-			n.Rank, n.Power, n.Base, n.SigmaNominal, n.SigmaEffective, n.ExtraNoisePower, 100*n.Captured, 100*n.PublicReduction)
-	}
 }

@@ -180,4 +180,9 @@ func TestRunDevice(t *testing.T) {
 	if want := 100 * d.FIL.GFLOPs / 1000; math.Abs(d.PctOfFloorFIL-want) > 1e-12 {
 		t.Errorf("FIL %% of floor %v, want %v", d.PctOfFloorFIL, want)
 	}
+	var buf strings.Builder
+	r.WriteText(&buf)
+	if !strings.Contains(buf.String(), "test device") || !strings.Contains(buf.String(), "× CPU") {
+		t.Errorf("human summary lacks the device lines:\n%s", buf.String())
+	}
 }

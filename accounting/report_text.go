@@ -1,0 +1,145 @@
+package accounting
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+)
+
+// WriteText writes the human summary of the report: ε with the setting it holds
+// for, the order-2 RDP and Theorem 1's bound.
+func (res *RDPReport) WriteText(w io.Writer) {
+	head := fmt.Sprintf("schedule of %d segments, %d steps", len(res.Schedule), res.Steps)
+	if res.Q != nil {
+		if res.TargetEpsilon != nil {
+			fmt.Fprintf(w, "noise multiplier sigma = %.6g reaches epsilon ≤ %g\n", *res.Sigma, *res.TargetEpsilon)
+		}
+		head = fmt.Sprintf("q = %g, sigma = %g (%s clipping, c = %.4f), steps = %d", *res.Q, *res.Sigma, res.ClipMode, res.ClipConstant, res.Steps)
+	}
+	fmt.Fprintf(w, "%s: (%.4g, %g)-DP (RDP, %s adjacency, %s sampling, %s conversion, order %g)\n",
+		head, res.Epsilon, res.Delta, res.Adjacency, res.Sampling, res.Conversion, res.Order)
+	fmt.Fprintf(w, "order-2 RDP of the run (%s): %.6g\n", res.Adjacency, res.RDPOrder2)
+	t := res.Theorem1
+	fmt.Fprintf(w, "Theorem 1 MSE lower bound on [0,1]^d (unbiased attacker): %.6g (ε₂ = %.6g, replace-one)\n", t.MSEBoundRDP, t.RDPOrder2)
+	fmt.Fprintf(w, "  the paper's add-remove ε₂ = %.6g would give %.6g (not a valid bound)\n", t.PaperRDPOrder2, t.PaperMSEBoundRDP)
+}
+
+// WriteText writes the human summary of the report: the PLD bracket and the RDP ε
+// beside it.
+func (res *PLDReport) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "q = %g, sigma = %g, steps = %d, %s, %s sampling\n", res.Q, res.Sigma, res.Steps, res.Adjacency, res.Sampling)
+	fmt.Fprintf(w, "PLD: (%.4g, %g)-DP (rigorous upper bound); %.4g ≤ ε of the dominating pairs (discretisation error ≤ %.2g, interval %g)\n",
+		res.Epsilon, res.Delta, res.EpsilonLower, res.DiscretisationError, res.Interval)
+	if res.EpsilonRDP != nil {
+		fmt.Fprintf(w, "RDP accountant, for comparison: (%.4g, %g)-DP (order %g)\n", *res.EpsilonRDP, res.Delta, *res.RDPOrder)
+	} else {
+		fmt.Fprintf(w, "RDP accountant, for comparison: none (%s)\n", res.RDPNote)
+	}
+}
+
+// WriteText writes the human summary of the privacy report: each ε with what it
+// holds for, and Theorem 1's ε₂ and bound. A nil report is a run without noise.
+func (p *Report) WriteText(w io.Writer) {
+	if p == nil {
+		fmt.Fprintln(w, "privacy            none (σ = 0)")
+		return
+	}
+	fmt.Fprintf(w, "privacy            ε = %.4g at δ = %g (%s accountant, %s adjacency, %s sampling", p.Epsilon, p.Delta, p.Accountant, p.Adjacency, p.Sampling)
+	if p.ShuffleAccounting != "" {
+		fmt.Fprintf(w, ", %s", p.ShuffleAccounting)
+	}
+	fmt.Fprintln(w, ")")
+	if p.EpsilonPLD != nil && p.EpsilonRDP != nil {
+		fmt.Fprintf(w, "                   PLD ε ∈ [%.4g, %.4g], RDP ε = %.4g (order %g)\n", *p.EpsilonPLDLower, *p.EpsilonPLD, *p.EpsilonRDP, *p.EpsilonRDPOrder)
+	}
+	if p.EpsilonPoissonApprox != nil {
+		fmt.Fprintf(w, "                   ε = %.4g if shuffled batches were Poisson-sampled (the papers' approximation, not a proven bound)\n", *p.EpsilonPoissonApprox)
+	}
+	t := p.Theorem1
+	fmt.Fprintf(w, "Theorem 1 (RDP)    ε₂ = %.4g (%s) → MSE ≥ %.4g   [paper's add-remove ε₂ = %.4g → %.4g, not a valid bound]\n",
+		t.RDPOrder2, t.Adjacency, t.MSEBoundRDP, t.PaperRDPOrder2, t.PaperMSEBoundRDP)
+}
+
+// WriteText writes the human summary of the report: the run, its privacy report
+// and κ.
+func (res *DPSGDReport) WriteText(w io.Writer) {
+	if res.TargetEpsilon != nil {
+		fmt.Fprintf(w, "noise multiplier σ = %.6g (σ/c = %.6g) reaches ε ≤ %g\n", res.Sigma, res.NoiseMultiplier, *res.TargetEpsilon)
+	}
+	fmt.Fprintf(w, "N = %d, B = %d (q = %.4g), T = %d, σ = %.6g, %s clipping (c = %.4f)\n",
+		res.N, res.Batch, res.Q, res.Steps, res.Sigma, res.ClipMode, res.ClipConstant)
+	res.Privacy.WriteText(w)
+	if p := res.Privacy; p != nil && p.Kappa != nil {
+		fmt.Fprintf(w, "FIL factor         κ = %.6g (ε₀ = %.4g at δ_f = %.3g)", *p.Kappa, *p.KappaEpsilon0, res.FILDelta)
+		if p.KappaPoissonApprox != nil && !math.IsNaN(*p.KappaPoissonApprox) {
+			fmt.Fprintf(w, "; Poisson approximation κ = %.6g", *p.KappaPoissonApprox)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// WriteText writes the human summary of the report: every estimate of γ.
+func (res *ReRoReport) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "q = %g, sigma = %g, steps = %d, kappa = %.6g, N = %d (seed %d)\n", res.Q, res.Sigma, res.Steps, res.Kappa, res.Samples, res.Seed)
+	fmt.Fprintf(w, "ReRo gamma: %.6g   %.0f%% CI [%.6g, %.6g]   advantage %.6g\n",
+		res.Gamma, 100*res.Confidence, res.GammaLow, res.GammaHigh, res.Advantage)
+	fmt.Fprintf(w, "Monte Carlo: %.6g from ν draws (Hayes et al.'s estimator), %.6g from mixture draws\n", res.GammaNu, res.GammaMu)
+	if res.GammaExact != nil {
+		fmt.Fprintf(w, "gamma exact (q = 1 closed form): %.6g\n", *res.GammaExact)
+	}
+	fmt.Fprintf(w, "gamma from the PLD trade-off curve: %.6g (rigorous upper bound; discretisation lower end %.6g)\n", res.GammaTradeoff, res.GammaTradeoffLower)
+	fmt.Fprintf(w, "gamma from RDP: %.6g (order %g)\n", res.GammaRDP, res.RDPOrder)
+	if res.Warning != "" {
+		fmt.Fprintf(w, "warning: %s\n", res.Warning)
+	}
+}
+
+// WriteText writes the human summary of the merged dFIL: its statistics and
+// Theorem 2's bounds.
+func (res *DFILFilesReport) WriteText(w io.Writer) {
+	s := res.Summary
+	fmt.Fprintf(w, "%d samples, %d run(s)\n", s.Count, res.Runs)
+	fmt.Fprintf(w, "dFIL max %.6g  median %.6g  mean %.6g  min %.6g\n", s.Max, s.Median, s.Mean, s.Min)
+	keys := make([]string, 0, len(s.Quantiles))
+	for k := range s.Quantiles {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %s %.6g\n", k, s.Quantiles[k])
+	}
+	fmt.Fprintf(w, "Theorem 2 MSE lower bound: worst sample 1/max = %.6g, median sample 1/median = %.6g\n",
+		s.MSEBoundMax, s.MSEBoundMedian)
+}
+
+// WriteText writes the human summary of the report: κ and the paper's classical
+// value beside it.
+func (res *KappaReport) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "kappa = %.6g (q = %g, sigma = %g, c = %g, delta_f = %.3g; ε₀ = %.4g, analytic Gaussian mechanism)\n",
+		res.Kappa, res.Q, res.Sigma, res.ClipConstant, res.DeltaF, res.Epsilon0)
+	valid := "valid"
+	if res.PaperEpsilon0 >= 1 {
+		valid = "not valid: ≥ 1"
+	}
+	fmt.Fprintf(w, "the paper's classical ε₀ = %.4g (%s) would give kappa = %.6g\n", res.PaperEpsilon0, valid, res.PaperKappa)
+}
+
+// WriteText writes the human summary of the report: one line per requested bound.
+func (res *MSEReport) WriteText(w io.Writer) {
+	show := func(p *float64) string {
+		if p == nil {
+			return "+Inf (no leakage)"
+		}
+		return fmt.Sprintf("%.6g", *p)
+	}
+	if res.Eps2 != nil {
+		fmt.Fprintf(w, "Theorem 1 (RDP, eps2 = %g, diameter %g): MSE ≥ %s\n", *res.Eps2, *res.Diameter, show(res.MSEBoundRDP))
+	}
+	if res.DFIL != nil {
+		fmt.Fprintf(w, "Theorem 2 (dFIL = %g, unbiased attacker): MSE ≥ %s\n", *res.DFIL, show(res.MSEBoundFIL))
+	}
+	if res.PriorFisherTrace != nil {
+		fmt.Fprintf(w, "van Trees (prior Fisher trace %g, d = %d): MSE ≥ %s\n", *res.PriorFisherTrace, res.D, show(res.MSEBoundVanTrees))
+	}
+}
