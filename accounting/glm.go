@@ -5,13 +5,14 @@ import (
 	"math"
 )
 
-// Accounting for output-perturbed GLMs (SPEC 8): w̃ = w* + N(0, σ²I) with
-// w* = argmin Σ ω_i ℓ(wᵀx̃_i, y_i) + (nλ/2)‖w‖². The objective is nλ-strongly convex,
+// Accounting for output-perturbed GLMs (Guo, Karrer, Chaudhuri & van der Maaten
+// 2022, "Bounding training data reconstruction in private (deep) learning",
+// Sec. 7.1): w̃ = w* + N(0, σ²I) with w* = argmin Σ ω_i ℓ(wᵀx̃_i, y_i) + (nλ/2)‖w‖². The objective is nλ-strongly convex,
 // so replacing one example moves w* by at most Δ = 2·ω_max·G/(nλ), G a bound on
 // ‖∇_wℓ‖ = |ℓ'|·‖x̃‖ ≤ L·R at the minimiser. The Gaussian mechanism with sensitivity Δ
 // is (α, αΔ²/(2σ²))-RDP, so at order 2 ε₂ = Δ²/σ².
 //
-// Guo et al. (seed 000 Sec. 7.1) state ε = 2/(nλσ) for this mechanism; that expression
+// Guo et al. (2022, Sec. 7.1) state ε = 2/(nλσ) for this mechanism; that expression
 // is linear in 1/σ and ignores R, so it is not the order-2 RDP (it is GLMPaperEps2,
 // reported only for comparison).
 
@@ -48,7 +49,7 @@ func checkGLM(r, lambda float64, n int) error {
 // GLMSensitivity returns Δ = 2·maxWeight·L·R/(nλ), the L2 sensitivity (replace-one) of
 // the regularised minimiser for inputs with ‖x̃‖ ≤ R and loss derivative |ℓ'| ≤ L
 // (LogisticDerivBound, or LeastSquaresDerivBound). For the logistic loss without
-// weights this is SPEC 8's Δ = 2R/(nλ).
+// weights this is Δ = 2R/(nλ).
 func GLMSensitivity(derivBound, r float64, n int, lambda, maxWeight float64) (float64, error) {
 	if err := checkGLM(r, lambda, n); err != nil {
 		return 0, err
@@ -80,7 +81,7 @@ func GaussianRDP(alpha, delta, sigma float64) (float64, error) {
 // GLMEps2 returns ε₂ = Δ²/σ², the order-2 RDP of output perturbation.
 func GLMEps2(delta, sigma float64) (float64, error) { return GaussianRDP(2, delta, sigma) }
 
-// GLMPaperEps2 is Guo et al.'s stated value 2/(nλσ) (seed 000 Sec. 7.1, "ε = 1.58").
+// GLMPaperEps2 is Guo et al.'s stated value 2/(nλσ) (2022, Sec. 7.1, "ε = 1.58").
 // It is NOT the order-2 RDP of output perturbation (see GLMEps2); it is provided only
 // to compare with the paper.
 func GLMPaperEps2(n int, lambda, sigma float64) (float64, error) {

@@ -128,7 +128,8 @@ type ReRoResult struct {
 	// from GammaMu (the ν draws missed μ's mass), in which case GammaMu and Warning
 	// says so.
 	Gamma float64 `json:"gamma"`
-	// GammaNu is Hayes et al.'s estimator with the 1/N normalisation (SPEC 10):
+	// GammaNu is the estimator of Hayes, Mahloujifar & Balle (2023, Algorithm 1) with
+	// the 1/N normalisation:
 	// (1/N)·Σ of the ⌈κN⌉ largest likelihood ratios among N draws from ν, capped at 1.
 	GammaNu float64 `json:"gamma_nu"`
 	// GammaMu is the fraction of N draws from μ whose log-ratio reaches the empirical
@@ -186,7 +187,8 @@ func ceilCount(x float64) int {
 }
 
 // ReRoMonteCarlo estimates γ = B_κ(μ, ν) (Hayes et al. Algorithm 1 with the correct
-// 1/N normalisation, SPEC 10): draw N samples W ∼ ν, compute the log likelihood ratio
+// 1/N normalisation; Hayes, Mahloujifar & Balle 2023, "Bounding training data
+// reconstruction in DP-SGD"): draw N samples W ∼ ν, compute the log likelihood ratio
 // log r(W) = Σ_t log(1 − q + q·exp((2W_t − 1)/(2σ²))), and average r over the ⌈κN⌉
 // largest, dividing by N.
 //

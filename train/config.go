@@ -1,8 +1,10 @@
-// Package train is dpfil's main job: DP-SGD (seed 000 Algorithm 1) with per-sample
-// gradients, hard or smooth clipping, Gaussian noise on the summed clipped gradients,
-// momentum SGD, and two privacy accountants run alongside: Rényi DP for the whole run
-// (ε at δ, order-2 RDP and its MSE bound) and per-sample Fisher information leakage
-// (dFIL and its MSE bounds), computed on the parameters before each update.
+// Package train is dpfil's main job: DP-SGD (Guo, Karrer, Chaudhuri & van der Maaten
+// 2022, "Bounding training data reconstruction in private (deep) learning",
+// Algorithm 1) with per-sample gradients, hard or smooth clipping, Gaussian noise on
+// the summed clipped gradients, momentum SGD, and two privacy accountants run
+// alongside: Rényi DP for the whole run (ε at δ, order-2 RDP and its MSE bound) and
+// per-sample Fisher information leakage (dFIL and its MSE bounds), computed on the
+// parameters before each update.
 //
 // Every random draw (initialisation, batch sampling, FIL coordinates, noise) comes
 // from streams derived deterministically from Config.Seed, runs checkpoint
@@ -54,7 +56,7 @@ type Config struct {
 	FILRate float64 `json:"fil_rate,omitempty"`
 	// FILNormalizedInputs takes the FIL Jacobian w.r.t. the output of the model's
 	// leading Normalize layer (as the reference code did) instead of the raw [0,1]
-	// pixels (SPEC 5); it only differs for models with a Normalize layer (cifar-cnn).
+	// pixels; it only differs for models with a Normalize layer (cifar-cnn).
 	FILNormalizedInputs bool   `json:"fil_normalized_inputs,omitempty"`
 	Repeats             int    `json:"repeats"`                // default 1
 	EvalEvery           int    `json:"eval_every,omitempty"`   // test accuracy every n steps (0: only at the end)
@@ -80,7 +82,7 @@ type Config struct {
 	// per FIL member and step (≈ 13 FIL coordinates' cost on mnist-cnn).
 	FILLabel bool `json:"fil_label,omitempty"`
 
-	// Tuning is seed 002's public-data pretraining, pruning, freezing and learned
+	// Tuning is Edmunds's (2024) public-data pretraining, pruning, freezing and learned
 	// noise (train/tuning.go); the zero value (all off) is omitted from JSON.
 	Tuning TuningConfig `json:"tuning,omitzero"`
 }
@@ -105,7 +107,7 @@ const (
 	ClipModeHard   = "hard"
 )
 
-// DefaultConfig is the paper's MNIST setting (seed 000 Table 3: batch 600, momentum
+// DefaultConfig is the paper's MNIST setting (Guo et al. 2022, Table 3: batch 600, momentum
 // 0.5) on the embedded MNIST with σ = 1, C = 1, lr 0.1, T = 1000, smooth clipping,
 // Poisson sampling (exact accounting; the paper shuffled), FIL with k = 50
 // coordinates and δ = 1e-5.

@@ -10,7 +10,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// Learned gradient noise (seed 002 Ch. 2, the "FIM" rows of its tables), in the form
+// Learned gradient noise (Edmunds 2024, "Fisher information for private training of
+// machine learning models", Ch. 2, the "FIM" rows of its tables), in the form
 // this trainer can account exactly: instead of N(0, σ²C²I) the released sum of
 // clipped gradients receives
 //

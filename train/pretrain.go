@@ -11,8 +11,8 @@ import (
 )
 
 // repeat returns the tuning state of the repeat with this init seed: the model's
-// initialisation, pretrained without privacy on the public part (seed 002 Algorithm 1
-// lines 3–6), then pruned by magnitude and frozen. Deterministic in the seed (the
+// initialisation, pretrained without privacy on the public part (Edmunds 2024,
+// Algorithm 1 lines 3–6), then pruned by magnitude and frozen. Deterministic in the seed (the
 // pretraining batches come from their own stream), so a resumed run recomputes it.
 func (tu *tuning) repeat(seed uint64) (*tunedRepeat, error) {
 	if tr, ok := tu.cache[seed]; ok {

@@ -11,9 +11,10 @@ import (
 	"github.com/dpfil/dpfil/models"
 )
 
-// TuningConfig holds seed 002's (Edmunds) additions to DP-SGD: public-data
-// pretraining, magnitude pruning and layer freezing during private training, and
-// learned (FIM-shaped) gradient noise. The zero value turns all of them off and is
+// TuningConfig holds Edmunds's additions to DP-SGD (2024, "Fisher information for
+// private training of machine learning models"): public-data pretraining, magnitude
+// pruning and layer freezing during private training, and learned (FIM-shaped)
+// gradient noise. The zero value turns all of them off and is
 // omitted from JSON, so configs without them keep their hashes.
 //
 //   - Pretraining (PretrainPublic > 0): a fraction of the training set, drawn from

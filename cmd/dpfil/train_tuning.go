@@ -5,15 +5,15 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// addTuningFlags registers the flags of train.TuningConfig (seed 002: public-data
+// addTuningFlags registers the flags of train.TuningConfig (Edmunds 2024: public-data
 // pretraining, pruning, freezing, learned noise).
 func addTuningFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	t := &cfg.Tuning
-	fs.Float64Var(&t.PretrainPublic, "pretrain-public", t.PretrainPublic, "hold out this fraction of the training set as public data and pretrain on it without privacy before DP-SGD on the rest (0 = off; seed 002)")
+	fs.Float64Var(&t.PretrainPublic, "pretrain-public", t.PretrainPublic, "hold out this fraction of the training set as public data and pretrain on it without privacy before DP-SGD on the rest (0 = off; Edmunds 2024)")
 	fs.IntVar(&t.PretrainSteps, "pretrain-steps", t.PretrainSteps, "non-private pretraining steps on the public part (0 = 200; -1 = hold the public part out without pretraining)")
 	fs.IntVar(&t.PretrainBatch, "pretrain-batch", t.PretrainBatch, "pretraining batch size (0 = --batch)")
 	fs.Float64Var(&t.PretrainLR, "pretrain-lr", t.PretrainLR, "pretraining learning rate (0 = --lr)")
-	fs.Float64Var(&t.PruneFraction, "prune-fraction", t.PruneFraction, "freeze this fraction of the parameters, those of smallest magnitude after pretraining (seed 002's magnitude pruning)")
+	fs.Float64Var(&t.PruneFraction, "prune-fraction", t.PruneFraction, "freeze this fraction of the parameters, those of smallest magnitude after pretraining (the magnitude pruning of Edmunds 2024)")
 	fs.StringVar(&t.PruneMode, "prune-mode", t.PruneMode, "freeze (keep the pruned values, the thesis's choice; default) or zero (set them to 0)")
 	fs.StringVar(&t.Freeze, "freeze", t.Freeze, "layers not trained: indices into the architecture's layers or tensor names (e.g. 0 or conv0,dense9.b)")
 	fs.IntVar(&t.NoiseRank, "noise-rank", t.NoiseRank, "learned gradient noise: add noise along the top r directions of the public data's gradient FIM (needs --pretrain-public; 0 = isotropic noise)")
