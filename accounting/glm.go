@@ -7,10 +7,11 @@ import (
 
 // Accounting for output-perturbed GLMs (Guo, Karrer, Chaudhuri & van der Maaten
 // 2022, "Bounding training data reconstruction in private (deep) learning",
-// Sec. 7.1): w̃ = w* + N(0, σ²I) with w* = argmin Σ ω_i ℓ(wᵀx̃_i, y_i) + (nλ/2)‖w‖². The objective is nλ-strongly convex,
-// so replacing one example moves w* by at most Δ = 2·ω_max·G/(nλ), G a bound on
-// ‖∇_wℓ‖ = |ℓ'|·‖x̃‖ ≤ L·R at the minimiser. The Gaussian mechanism with sensitivity Δ
-// is (α, αΔ²/(2σ²))-RDP, so at order 2 ε₂ = Δ²/σ².
+// Sec. 7.1): w̃ = w* + N(0, σ²I) with w* = argmin Σ ω_i ℓ(wᵀx̃_i, y_i) + (nλ/2)‖w‖².
+// The objective is nλ-strongly convex, so replacing one example moves w* by at most
+// Δ = 2·ω_max·G/(nλ), G a bound on ‖∇_wℓ‖ = |ℓ'|·‖x̃‖ ≤ L·R at the minimiser. The
+// Gaussian mechanism with sensitivity Δ is (α, αΔ²/(2σ²))-RDP, so at order 2
+// ε₂ = Δ²/σ².
 //
 // Guo et al. (2022, Sec. 7.1) state ε = 2/(nλσ) for this mechanism; that expression
 // is linear in 1/σ and ignores R, so it is not the order-2 RDP (it is GLMPaperEps2,
