@@ -1,7 +1,6 @@
 package accounting
 
 import (
-	"fmt"
 	"math"
 	"testing"
 )
@@ -110,16 +109,4 @@ func TestMSEBoundVanTrees(t *testing.T) {
 	if _, err := MSEBoundVanTrees(1, 1, 0); err == nil {
 		t.Error("d=0: want an error")
 	}
-}
-
-func ExampleMSEBoundRDP() {
-	fmt.Printf("%.4f\n", MSEBoundRDP(math.Log(2)))
-	// Output: 0.2500
-}
-
-func ExampleMSEBoundVanTrees() {
-	// Mean dFIL 2 over a Gaussian prior with variance 0.25 per pixel, d = 784.
-	v, _ := MSEBoundVanTrees(2, 784/0.25, 784)
-	fmt.Printf("%.4f\n", v)
-	// Output: 0.1667
 }

@@ -436,22 +436,3 @@ func TestDefaultOrders(t *testing.T) {
 		t.Errorf("orders %v…%v, has 2: %v", o[0], o[len(o)-1], has2)
 	}
 }
-
-func ExampleRDP() {
-	r := NewRDP(nil)
-	// 60 epochs of MNIST with batch 256 and noise multiplier 1.1.
-	if err := r.Compose(256.0/60000, 1.1, 60*60000/256); err != nil {
-		panic(err)
-	}
-	eps, order, _ := r.Epsilon(1e-5, ConversionImproved)
-	eps2, _ := r.At(2)
-	fmt.Printf("eps=%.2f at order %g; MSE bound (Thm 1) %.3g\n", eps, order, MSEBoundRDP(eps2))
-	// Output: eps=2.60 at order 8.1; MSE bound (Thm 1) 0.642
-}
-
-func ExampleSigmaForEpsilon() {
-	sigma, _ := SigmaForEpsilon(0.01, 1000, 1e-5, 1, nil, ConversionImproved)
-	eps, _, _ := EpsilonFor(0.01, sigma, 1000, 1e-5, nil, ConversionImproved)
-	fmt.Printf("sigma=%.4f eps=%.4f\n", sigma, eps)
-	// Output: sigma=1.5131 eps=1.0000
-}

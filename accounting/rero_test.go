@@ -348,15 +348,6 @@ func TestReRoErrors(t *testing.T) {
 	}
 }
 
-func ExampleReRoMonteCarlo() {
-	res, err := ReRoMonteCarlo(ReRoConfig{Q: 1, Sigma: 2, Steps: 10, Kappa: 0.01, Samples: 200000, Seed: 1})
-	if err != nil {
-		panic(err)
-	}
-	fmt.Printf("exact %.3f, within CI: %v\n", *res.GammaExact, res.GammaLow <= *res.GammaExact && *res.GammaExact <= res.GammaHigh)
-	// Output: exact 0.228, within CI: true
-}
-
 func TestReRoEdgeCases(t *testing.T) {
 	for _, tc := range []ReRoConfig{
 		{Q: 0.1, Sigma: 1, Steps: 3, Kappa: 0.5, Samples: 1},
@@ -395,19 +386,6 @@ func TestReRoEdgeCases(t *testing.T) {
 			}
 		}
 	}
-}
-
-func ExampleReRoClosedForm() {
-	// Full-batch DP-SGD, 10 steps at σ = 2, prior of 100 candidates.
-	g, _ := ReRoClosedForm(2, 10, 0.01)
-	fmt.Printf("gamma=%.4f advantage=%.4f\n", g, Advantage(g, 0.01))
-	// Output: gamma=0.2281 advantage=0.2203
-}
-
-func ExampleReRoRDP() {
-	g, order, _ := ReRoRDP(0.01, 1, 1000, 0.1, nil)
-	fmt.Printf("gamma_rdp=%.4f at order %g\n", g, order)
-	// Output: gamma_rdp=0.2301 at order 4.7
 }
 
 func TestReRoCoverage(t *testing.T) {
