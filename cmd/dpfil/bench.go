@@ -34,10 +34,7 @@ SGEMM rate; times_floor is measured time over floor time.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			res, err := enginebench.Run(req)
-			if err != nil {
-				return fmt.Errorf("bench engine: %w", err)
-			}
-			return emitReport(cmd, asJSON, res, nil)
+			return emitReport(cmd, asJSON, res, err)
 		},
 	}
 	f := cmd.Flags()
