@@ -51,6 +51,10 @@ type Network[T Float] struct {
 	// holds the device-side results then.
 	dm  DeviceMemory[T]
 	dev deviceScratch[T]
+	// patchT: conv layers keep their patch matrices patch-major (conv_patch.go);
+	// set for the CPU backend with the packed float32 GEMM, whose results it leaves
+	// bit-identical.
+	patchT bool
 }
 
 // NewNetwork resolves arch for the backend be.
@@ -103,6 +107,9 @@ func NewNetwork[T Float](arch Arch, be Backend[T]) (*Network[T], error) {
 	}
 	if n.dm, err = n.deviceMemoryOf(be); err != nil {
 		return nil, err
+	}
+	if cb, ok := be.(*cpuBackend[T]); ok && cb.sg != nil && n.dops == nil && n.ri == nil {
+		n.patchT = true
 	}
 	n.firstParam = -1
 	for i, l := range n.layers {

@@ -1,0 +1,113 @@
+package models
+
+// Patch-major ("transposed") im2col for the CPU's packed float32 GEMM.
+//
+// The column-major patch matrix of a conv layer (CKK rows × HWo columns per sample,
+// samples side by side) makes the per-sample weight gradient D·colᵀ, and the FIL
+// term D·ċolᵀ, GEMMs with a transposed B operand, which the packed GEMM must
+// transpose into its 16-column panels for every sample (packB16T: 9 % of mnist-cnn's
+// FIL step). In the patch-major layout each output position p of a sample holds its
+// CKK patch values contiguously (HWo rows × CKK per sample, samples one after the
+// other), so those GEMMs read B in place, the forward GEMM reads its large operand
+// (the patches) in place as A, and im2col and col2im move runs of KW contiguous
+// input values instead of the strided single values of a strided convolution
+// (convOps.patchMajor says which layers use it).
+//
+// Every GEMM computes the same products in the same k order as the column-major
+// form (a·b = b·a exactly), and col2imT adds each input pixel's contributions in
+// the order Col2im does, so results are bit-identical to it.
+
+// im2colT writes the patch-major patch matrix of one sample x (InC×H×W) to dst
+// (HWo rows of CKK values: dst[p·CKK + (c·KH + kh)·KW + kw]).
+func im2colT[T Float](g ConvGeom, x, dst []T) {
+	ckk, kk, hw := g.CKK(), g.KH*g.KW, g.H*g.W
+	p := 0
+	for oh := 0; oh < g.OutH; oh++ {
+		ih0 := oh*g.Stride - g.PadT
+		for ow := 0; ow < g.OutW; ow++ {
+			iw0 := ow*g.Stride - g.PadL
+			klo, khi := max(0, -iw0), min(g.KW, g.W-iw0)
+			row := dst[p*ckk : (p+1)*ckk]
+			p++
+			for c := 0; c < g.InC; c++ {
+				xc := x[c*hw : (c+1)*hw]
+				rc := row[c*kk : (c+1)*kk]
+				for kh := 0; kh < g.KH; kh++ {
+					d := rc[kh*g.KW : (kh+1)*g.KW]
+					ih := ih0 + kh
+					if ih < 0 || ih >= g.H || klo >= khi {
+						clear(d)
+						continue
+					}
+					for t := 0; t < klo; t++ {
+						d[t] = 0
+					}
+					for t := khi; t < len(d); t++ {
+						d[t] = 0
+					}
+					s := xc[ih*g.W+iw0+klo : ih*g.W+iw0+khi]
+					d = d[klo:khi]
+					for t, v := range s {
+						d[t] = v
+					}
+				}
+			}
+		}
+	}
+}
+
+// col2imT adds the patch-major patch gradients src (HWo×CKK) of one sample to dx
+// (InC×H×W). Output positions run backwards so that each input pixel receives its
+// contributions in increasing (kh, kw), the order of Col2im.
+func col2imT[T Float](g ConvGeom, src, dx []T) {
+	ckk, kk, hw := g.CKK(), g.KH*g.KW, g.H*g.W
+	for oh := g.OutH - 1; oh >= 0; oh-- {
+		ih0 := oh*g.Stride - g.PadT
+		for ow := g.OutW - 1; ow >= 0; ow-- {
+			iw0 := ow*g.Stride - g.PadL
+			klo, khi := max(0, -iw0), min(g.KW, g.W-iw0)
+			if klo >= khi {
+				continue
+			}
+			p := oh*g.OutW + ow
+			row := src[p*ckk : (p+1)*ckk]
+			for c := 0; c < g.InC; c++ {
+				xc := dx[c*hw : (c+1)*hw]
+				rc := row[c*kk : (c+1)*kk]
+				for kh := 0; kh < g.KH; kh++ {
+					ih := ih0 + kh
+					if ih < 0 || ih >= g.H {
+						continue
+					}
+					s := rc[kh*g.KW+klo : kh*g.KW+khi]
+					d := xc[ih*g.W+iw0+klo : ih*g.W+iw0+khi]
+					for t, v := range s {
+						d[t] += v
+					}
+				}
+			}
+		}
+	}
+}
+
+// transposeRows writes, for m samples, the transpose of src's sample block (rows×cols,
+// row-major, at r·rows·cols) to dst (cols×rows at r·rows·cols), in 8×8 tiles.
+func transposeRows[T Float](m, rows, cols int, src, dst []T) {
+	const b = 8
+	n := rows * cols
+	for r := 0; r < m; r++ {
+		s, d := src[r*n:(r+1)*n], dst[r*n:(r+1)*n]
+		for i0 := 0; i0 < rows; i0 += b {
+			i1 := min(i0+b, rows)
+			for j0 := 0; j0 < cols; j0 += b {
+				j1 := min(j0+b, cols)
+				for i := i0; i < i1; i++ {
+					sr := s[i*cols : i*cols+j1]
+					for j := j0; j < j1; j++ {
+						d[j*rows+i] = sr[j]
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package models
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestPatchMajorIm2col checks im2colT and col2imT against the column-major Im2col
+// and Col2im (a second implementation): the same patch values transposed, and
+// bit-identical input gradients, for strides 1–3, square and odd kernels and
+// asymmetric padding.
+func TestPatchMajorIm2col(t *testing.T) {
+	be := &cpuBackend[float32]{workers: 1}
+	for _, g := range []ConvGeom{
+		{InC: 1, H: 28, W: 28, KH: 8, KW: 8, Stride: 2, PadT: 3, PadB: 3, PadL: 3, PadR: 3},
+		{InC: 16, H: 13, W: 13, KH: 4, KW: 4, Stride: 2},
+		{InC: 3, H: 9, W: 7, KH: 3, KW: 3, Stride: 1, PadT: 1, PadB: 1, PadL: 1, PadR: 1},
+		{InC: 2, H: 11, W: 10, KH: 5, KW: 3, Stride: 3, PadT: 2, PadB: 0, PadL: 0, PadR: 2},
+		{InC: 2, H: 6, W: 6, KH: 3, KW: 3, Stride: 2, PadT: 2, PadB: 2, PadL: 2, PadR: 2},
+	} {
+		g.OutH = (g.H+g.PadT+g.PadB-g.KH)/g.Stride + 1
+		g.OutW = (g.W+g.PadL+g.PadR-g.KW)/g.Stride + 1
+		ckk, hwo, inN := g.CKK(), g.HWo(), g.InC*g.H*g.W
+		rng := rand.New(rand.NewPCG(uint64(ckk), uint64(hwo)))
+		x := make([]float32, inN)
+		for i := range x {
+			x[i] = rng.Float32() - 0.5
+		}
+		cols, colsT := make([]float32, ckk*hwo), make([]float32, ckk*hwo)
+		be.Im2col(g, x, cols, hwo)
+		im2colT(g, x, colsT)
+		for q := 0; q < ckk; q++ {
+			for p := 0; p < hwo; p++ {
+				if cols[q*hwo+p] != colsT[p*ckk+q] {
+					t.Fatalf("%+v: im2colT[%d][%d] = %v, Im2col = %v", g, p, q, colsT[p*ckk+q], cols[q*hwo+p])
+				}
+			}
+		}
+		// col2im of the same patch gradients in both layouts
+		for i := range cols {
+			cols[i] = rng.Float32() - 0.5
+		}
+		transposeRows(1, ckk, hwo, cols, colsT)
+		dx, dxT := make([]float32, inN), make([]float32, inN)
+		be.Col2im(g, cols, hwo, dx)
+		col2imT(g, colsT, dxT)
+		for i := range dx {
+			if math.Float32bits(dx[i]) != math.Float32bits(dxT[i]) {
+				t.Fatalf("%+v: col2imT[%d] = %v, Col2im = %v (not bit-identical)", g, i, dxT[i], dx[i])
+			}
+		}
+	}
+}
+
+// TestPatchMajorBitIdentical checks that the patch-major conv layers give results
+// bit-identical to the column-major ones on every pass: per-sample gradients, clipped
+// sums, input gradients, FIL values and tangents with input and parameter
+// directions, the input gradient of a clipped dot.
+func TestPatchMajorBitIdentical(t *testing.T) {
+	if !hasAVX2FMA() {
+		t.Skip("patch-major layers run on the packed float32 GEMM only (needs AVX2 and FMA)")
+	}
+	for _, name := range []string{"mnist-cnn", "mnist-cnn-3x3"} {
+		t.Run(name, func(t *testing.T) {
+			arch, err := ArchByName(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const batch, k = 9, 4
+			p64 := InitParams(arch, 5)
+			params := make([]float32, len(p64))
+			for i, v := range p64 {
+				params[i] = float32(v)
+			}
+			rng := rand.New(rand.NewPCG(3, 4))
+			d, P := arch.InputDim(), len(params)
+			x := make([]float32, batch*d)
+			for i := range x {
+				x[i] = rng.Float32()
+			}
+			y := make([]int, batch)
+			coords := make([][]int, batch)
+			for s := range y {
+				y[s] = rng.IntN(arch.Classes)
+				for j := 0; j < k; j++ {
+					coords[s] = append(coords[s], rng.IntN(d))
+				}
+			}
+			xdot, pdot, v := make([]float32, batch*k*d), make([]float32, batch*k*P), make([]float32, P)
+			for i := range xdot {
+				xdot[i] = rng.Float32() - 0.5
+			}
+			for i := range pdot {
+				pdot[i] = 0.01 * (rng.Float32() - 0.5)
+			}
+			for i := range v {
+				v[i] = rng.Float32() - 0.5
+			}
+			clip := Clip{C: 0.5}
+			run := func(patch bool) [][]float32 {
+				net, err := NewNetwork(arch, NewCPUBackend[float32]())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if patch && !net.patchT {
+					t.Fatal("the CPU backend with the packed GEMM does not select patch-major layers")
+				}
+				net.patchT = patch
+				var out [][]float32
+				add := func(v []float32, err error) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, v)
+				}
+				g, l, err := net.PerSampleGrads(params, x, y, batch)
+				add(g, err)
+				add(l, err)
+				sum, losses := make([]float32, P), make([]float64, batch)
+				err = net.ClippedGradSum(params, x, y, batch, clip, sum, losses)
+				add(sum, err)
+				add(net.InputGrads(params, x, y, batch))
+				fil := make([]float64, batch)
+				err = net.FILSqNorms(params, x, y, batch, clip, coords, fil)
+				f32 := make([]float32, 2*batch)
+				for i, v := range fil { // both halves of the float64 bits
+					b := math.Float64bits(v)
+					f32[2*i], f32[2*i+1] = math.Float32frombits(uint32(b)), math.Float32frombits(uint32(b>>32))
+				}
+				add(f32, err)
+				tg, err := net.Tangent(params, x, y, batch, k, xdot, pdot, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				add(tg.GradDots, nil)
+				add(tg.InputGradDots, nil)
+				add(net.InputGradOfClippedDot(params, x, y, batch, v, clip))
+				return out
+			}
+			want, got := run(false), run(true)
+			names := []string{"grads", "losses", "clipped sum", "input grads", "FIL", "tangent grads", "tangent input grads", "input grad of clipped dot"}
+			for i := range want {
+				if !slices.EqualFunc(want[i], got[i], func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+					t.Errorf("%s: patch-major %s differ from column-major", name, names[i])
+				}
+			}
+		})
+	}
+}
