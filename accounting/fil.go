@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/dpfil/dpfil/internal/jsonfloat"
+	"gonum.org/v1/gonum/stat"
 )
 
 // KappaParams are the inputs of the FIL subsampling factor κ: sampling rate Q, noise
@@ -268,12 +269,8 @@ func SummarizeDFIL(dfil []float64) FILSummary {
 		return out
 	}
 	s := sortedCopy(dfil)
-	sum := 0.0
-	for _, v := range s {
-		sum += v
-	}
 	out.Min, out.Max = s[0], s[len(s)-1]
-	out.Mean = sum / float64(len(s))
+	out.Mean = stat.Mean(s, nil)
 	out.Median = QuantileSorted(s, 0.5)
 	for _, p := range SummaryQuantiles() {
 		out.Quantiles[fmt.Sprintf("p%02d", int(math.Round(p*100)))] = QuantileSorted(s, p)

@@ -611,11 +611,7 @@ func (w *worker) dfilStats() (maxV, median float64) {
 	}
 	v := slices.Clone(w.fil.Sum)
 	slices.Sort(v)
-	n := len(v)
-	if n%2 == 1 {
-		return v[n-1], v[n/2]
-	}
-	return v[n-1], (v[n/2-1] + v[n/2]) / 2
+	return v[len(v)-1], accounting.QuantileSorted(v, 0.5) // the median of FILSummary
 }
 
 // evaluation of a model on a dataset.
