@@ -59,26 +59,26 @@ func TestRDPAccountantMatchesDirect(t *testing.T) {
 	}{
 		{"poisson add-remove", AddRemove, ShuffleRigorous, SelfComposedEvent{PoissonSampledEvent{q, GaussianEvent{sigma}}, T},
 			func() (float64, error) {
-				e, _, err := EpsilonFor(q, sigma, T, delta, nil, ConversionImproved)
+				e, _, err := EpsilonFor(SampledGaussianRun{Q: q, Sigma: sigma, Steps: T, Delta: delta}, nil, ConversionImproved)
 				return e, err
 			},
 			float64(T) * mustF(SampledGaussianRDP(q, sigma, 2))},
 		{"uniform replace-one", ReplaceOne, ShuffleRigorous, SelfComposedEvent{SampledWithoutReplacementEvent{q, GaussianEvent{sigma}}, T},
 			func() (float64, error) {
-				e, _, err := EpsilonFor(q, sigma/2, T, delta, nil, ConversionImproved)
+				e, _, err := EpsilonFor(SampledGaussianRun{Q: q, Sigma: sigma / 2, Steps: T, Delta: delta}, nil, ConversionImproved)
 				return e, err
 			},
 			float64(T) * math.Log1p(q*q*math.Expm1(4/(sigma*sigma)))},
 		// 500 steps of 1/q = 50 per epoch: 10 epochs, each one Gaussian of sensitivity 2.
 		{"shuffle rigorous replace-one", ReplaceOne, ShuffleRigorous, SelfComposedEvent{ShuffledEpochEvent{q, 50, GaussianEvent{sigma}}, 10},
 			func() (float64, error) {
-				e, _, err := EpsilonFor(1, sigma/2, 10, delta, nil, ConversionImproved)
+				e, _, err := EpsilonFor(SampledGaussianRun{Q: 1, Sigma: sigma / 2, Steps: 10, Delta: delta}, nil, ConversionImproved)
 				return e, err
 			},
 			10 * 4 / (sigma * sigma)},
 		{"shuffle approx add-remove", AddRemove, ShufflePoissonApprox, SelfComposedEvent{ShuffledEpochEvent{q, 50, GaussianEvent{sigma}}, 10},
 			func() (float64, error) {
-				e, _, err := EpsilonFor(q, sigma, T, delta, nil, ConversionImproved)
+				e, _, err := EpsilonFor(SampledGaussianRun{Q: q, Sigma: sigma, Steps: T, Delta: delta}, nil, ConversionImproved)
 				return e, err
 			},
 			float64(T) * mustF(SampledGaussianRDP(q, sigma, 2))},

@@ -32,8 +32,8 @@ func ExampleRDP() {
 }
 
 func ExampleSigmaForEpsilon() {
-	sigma, _ := accounting.SigmaForEpsilon(0.01, 1000, 1e-5, 1, nil, accounting.ConversionImproved)
-	eps, _, _ := accounting.EpsilonFor(0.01, sigma, 1000, 1e-5, nil, accounting.ConversionImproved)
+	sigma, _ := accounting.SigmaForEpsilon(accounting.SampledGaussianRun{Q: 0.01, Steps: 1000, Delta: 1e-5}, 1, nil, accounting.ConversionImproved)
+	eps, _, _ := accounting.EpsilonFor(accounting.SampledGaussianRun{Q: 0.01, Sigma: sigma, Steps: 1000, Delta: 1e-5}, nil, accounting.ConversionImproved)
 	fmt.Printf("sigma=%.4f eps=%.4f\n", sigma, eps)
 	// Output: sigma=1.5131 eps=1.0000
 }

@@ -306,11 +306,13 @@ func (p *PLD) Delta(eps float64) (DeltaBounds, error) {
 	return b, nil
 }
 
-// PLDEpsilon is the one-call PLD accountant: `steps` steps of DP-SGD with sampling
-// s (SamplingPoisson or SamplingUniform; uniform needs ReplaceOne) at rate q and
-// noise multiplier sigma, converted to ε at delta. For shuffled batches no
-// subsampled PLD is exact: compose one Gaussian per epoch with (*PLD).ComposeGaussian.
-func PLDEpsilon(adj Adjacency, s Sampling, q, sigma float64, steps int, delta float64, cfg *PLDConfig) (EpsilonBounds, error) {
+// PLDEpsilon is the one-call PLD accountant: run.Steps steps of DP-SGD with
+// sampling s (SamplingPoisson or SamplingUniform; uniform needs ReplaceOne) at rate
+// run.Q and noise multiplier run.Sigma, converted to ε at run.Delta. For shuffled
+// batches no subsampled PLD is exact: compose one Gaussian per epoch with
+// (*PLD).ComposeGaussian.
+func PLDEpsilon(adj Adjacency, s Sampling, run SampledGaussianRun, cfg *PLDConfig) (EpsilonBounds, error) {
+	q, sigma, steps, delta := run.Q, run.Sigma, run.Steps, run.Delta
 	p := NewPLD(adj, cfg)
 	var err error
 	switch s {

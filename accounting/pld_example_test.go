@@ -18,7 +18,7 @@ func ExamplePLD() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	rdp, _, err := accounting.EpsilonFor(0.01, 1, 10000, 1e-5, nil, accounting.ConversionImproved)
+	rdp, _, err := accounting.EpsilonFor(accounting.SampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 10000, Delta: 1e-5}, nil, accounting.ConversionImproved)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -455,20 +455,32 @@ func epsilonFrom(orders, values []float64, delta float64, conv Conversion) (floa
 	return best, bestOrder, nil
 }
 
-// EpsilonFor returns (ε, optimal order) for `steps` steps at (q, σ) and δ.
-func EpsilonFor(q, sigma float64, steps int, delta float64, orders []float64, conv Conversion) (float64, float64, error) {
+// SampledGaussianRun is Steps steps of the sampled Gaussian mechanism at sampling
+// rate Q and noise multiplier Sigma (sensitivity 1 per record), with ε reported at
+// Delta.
+type SampledGaussianRun struct {
+	Q, Sigma float64
+	Steps    int
+	Delta    float64
+}
+
+// EpsilonFor returns (ε, optimal order) of run under add-remove adjacency with
+// Poisson sampling.
+func EpsilonFor(run SampledGaussianRun, orders []float64, conv Conversion) (float64, float64, error) {
 	r := NewRDP(orders)
-	if err := r.Compose(q, sigma, steps); err != nil {
+	if err := r.Compose(run.Q, run.Sigma, run.Steps); err != nil {
 		return 0, 0, err
 	}
-	return r.Epsilon(delta, conv)
+	return r.Epsilon(run.Delta, conv)
 }
 
 // SigmaForEpsilon solves the inverse problem: the smallest noise multiplier σ (to a
-// relative tolerance of 1e-6, by bisection in log σ) such that `steps` steps of the
-// sampled Gaussian mechanism at rate q are (targetEps, δ)-DP. The returned σ is the
-// upper end of the final bracket, so it always meets the target.
-func SigmaForEpsilon(q float64, steps int, delta, targetEps float64, orders []float64, conv Conversion) (float64, error) {
+// relative tolerance of 1e-6, by bisection in log σ) such that run.Steps steps of the
+// sampled Gaussian mechanism at rate run.Q are (targetEps, run.Delta)-DP (run.Sigma
+// is not used). The returned σ is the upper end of the final bracket, so it always
+// meets the target.
+func SigmaForEpsilon(run SampledGaussianRun, targetEps float64, orders []float64, conv Conversion) (float64, error) {
+	q, steps, delta := run.Q, run.Steps, run.Delta
 	if math.IsNaN(q) || q <= 0 || q > 1 {
 		return 0, fmt.Errorf("sampling rate q = %v must be in (0, 1] to solve for sigma", q)
 	}
@@ -485,7 +497,7 @@ func SigmaForEpsilon(q float64, steps int, delta, targetEps float64, orders []fl
 		orders = DefaultOrders()
 	}
 	eps := func(s float64) (float64, error) {
-		e, _, err := EpsilonFor(q, s, steps, delta, orders, conv)
+		e, _, err := EpsilonFor(SampledGaussianRun{Q: q, Sigma: s, Steps: steps, Delta: delta}, orders, conv)
 		return e, err
 	}
 	lo, hi := 0.1, 10.0

@@ -75,7 +75,7 @@ func AccountPLD(req PLDRequest) (*PLDReport, error) {
 	default:
 		return nil, fmt.Errorf("%s sampling has no subsampled PLD; use poisson or uniform (DPSGDRequest accounts shuffled epochs)", req.Sampling)
 	}
-	e, err := PLDEpsilon(req.Adjacency, req.Sampling, req.Q, req.Sigma, req.Steps, req.Delta, &PLDConfig{Interval: req.Interval})
+	e, err := PLDEpsilon(req.Adjacency, req.Sampling, SampledGaussianRun{Q: req.Q, Sigma: req.Sigma, Steps: req.Steps, Delta: req.Delta}, &PLDConfig{Interval: req.Interval})
 	if err != nil {
 		return nil, fmt.Errorf("PLD accountant: %w", err)
 	}

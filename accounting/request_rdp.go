@@ -181,7 +181,7 @@ func solveSigmaRDP(req RDPRequest, c float64) (float64, error) {
 	if req.Adjacency == AddRemove && req.Sampling == SamplingUniform {
 		return 0, errors.New("uniform sampling is accounted under replace-one adjacency only")
 	}
-	s, err := SigmaForEpsilon(req.Q, req.Steps, req.Delta, target, req.Orders, req.Conversion)
+	s, err := SigmaForEpsilon(SampledGaussianRun{Q: req.Q, Steps: req.Steps, Delta: req.Delta}, target, req.Orders, req.Conversion)
 	if err != nil {
 		return 0, fmt.Errorf("solve for sigma: %w", err)
 	}

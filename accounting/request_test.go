@@ -41,7 +41,7 @@ func TestAccountRDP(t *testing.T) {
 			if tc.samp == accounting.SamplingUniform {
 				hand /= 2
 			}
-			eps, order, err := accounting.EpsilonFor(q, hand, steps, delta, nil, accounting.ConversionImproved)
+			eps, order, err := accounting.EpsilonFor(accounting.SampledGaussianRun{Q: q, Sigma: hand, Steps: steps, Delta: delta}, nil, accounting.ConversionImproved)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -186,11 +186,11 @@ func TestAccountPLDAndDPSGD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := accounting.PLDEpsilon(accounting.AddRemove, accounting.SamplingPoisson, 0.01, 1, 1000, 1e-5, nil)
+	e, err := accounting.PLDEpsilon(accounting.AddRemove, accounting.SamplingPoisson, accounting.SampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 1000, Delta: 1e-5}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdp, order, _ := accounting.EpsilonFor(0.01, 1, 1000, 1e-5, nil, accounting.ConversionImproved)
+	rdp, order, _ := accounting.EpsilonFor(accounting.SampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 1000, Delta: 1e-5}, nil, accounting.ConversionImproved)
 	if res.Epsilon != e.Upper || res.EpsilonLower != e.Lower || res.DiscretisationError != e.Upper-e.Lower ||
 		*res.EpsilonRDP != rdp || *res.RDPOrder != order || !(res.Epsilon < rdp) {
 		t.Errorf("PLD report %+v; want [%v, %v], RDP %v at %v", res, e.Lower, e.Upper, rdp, order)

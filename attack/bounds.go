@@ -30,7 +30,7 @@ func SigmaFor(eps, delta, q float64, steps int) (float64, error) {
 	if !(eps > 0) || math.IsInf(eps, 0) {
 		return 0, fmt.Errorf("target ε = %v must be positive and finite", eps)
 	}
-	s, err := accounting.SigmaForEpsilon(q, steps, delta, eps, nil, accounting.ConversionImproved)
+	s, err := accounting.SigmaForEpsilon(accounting.SampledGaussianRun{Q: q, Steps: steps, Delta: delta}, eps, nil, accounting.ConversionImproved)
 	if err != nil {
 		return 0, fmt.Errorf("noise for ε = %v: %w", eps, err)
 	}
@@ -61,7 +61,7 @@ func ComputeBounds(req BoundsRequest) (Bounds, error) {
 		b.Epsilon, b.Gamma, b.GammaMC, b.GammaRDP, b.GammaCI, b.Exact = math.Inf(1), 1, 1, 1, [2]float64{1, 1}, true
 		return b, nil
 	}
-	eps, _, err := accounting.EpsilonFor(q, sigma, steps, delta, nil, accounting.ConversionImproved)
+	eps, _, err := accounting.EpsilonFor(accounting.SampledGaussianRun{Q: q, Sigma: sigma, Steps: steps, Delta: delta}, nil, accounting.ConversionImproved)
 	if err != nil {
 		return Bounds{}, fmt.Errorf("bounds: ε: %w", err)
 	}

@@ -481,18 +481,18 @@ func TestAccountingFields(t *testing.T) {
 			wantAdj := "add-remove"
 			switch sampling {
 			case SamplingPoisson:
-				wantRDP, _, _ = accounting.EpsilonFor(q, nm, T, 1e-5, nil, accounting.ConversionImproved)
+				wantRDP, _, _ = accounting.EpsilonFor(accounting.SampledGaussianRun{Q: q, Sigma: nm, Steps: T, Delta: 1e-5}, nil, accounting.ConversionImproved)
 				o2, _ := accounting.Order2StepRDP(accounting.ReplaceOne, accounting.SamplingPoisson, q, nm)
 				wantO2 = T * o2
 			case SamplingUniform:
 				wantAdj = "replace-one"
-				wantRDP, _, _ = accounting.EpsilonFor(q, nm/2, T, 1e-5, nil, accounting.ConversionImproved)
+				wantRDP, _, _ = accounting.EpsilonFor(accounting.SampledGaussianRun{Q: q, Sigma: nm / 2, Steps: T, Delta: 1e-5}, nil, accounting.ConversionImproved)
 				o2, _ := accounting.Order2StepRDP(accounting.ReplaceOne, accounting.SamplingUniform, q, nm)
 				wantO2 = T * o2
 			case SamplingShuffle: // T = 7 < 10 batches per epoch: one epoch, one Gaussian release
-				wantRDP, _, _ = accounting.EpsilonFor(1, nm, 1, 1e-5, nil, accounting.ConversionImproved)
+				wantRDP, _, _ = accounting.EpsilonFor(accounting.SampledGaussianRun{Q: 1, Sigma: nm, Steps: 1, Delta: 1e-5}, nil, accounting.ConversionImproved)
 				wantO2 = 4 / (nm * nm)
-				approx, _, _ := accounting.EpsilonFor(q, nm, T, 1e-5, nil, accounting.ConversionImproved)
+				approx, _, _ := accounting.EpsilonFor(accounting.SampledGaussianRun{Q: q, Sigma: nm, Steps: T, Delta: 1e-5}, nil, accounting.ConversionImproved)
 				if p.EpsilonPoissonApprox == nil || *p.EpsilonPoissonApprox > approx || p.ShuffleAccounting != "no-amplification" {
 					t.Errorf("%s/shuffle: Poisson approximation %v (RDP %v), accounting %q", mode, p.EpsilonPoissonApprox, approx, p.ShuffleAccounting)
 				}

@@ -10,7 +10,7 @@ import (
 
 func TestAccountPLD(t *testing.T) {
 	m := accountJSON(t, "pld", "--q", "0.01", "--sigma", "1", "--steps", "10000", "--delta", "1e-5")
-	e, err := accounting.PLDEpsilon(accounting.AddRemove, accounting.SamplingPoisson, 0.01, 1, 10000, 1e-5, nil)
+	e, err := accounting.PLDEpsilon(accounting.AddRemove, accounting.SamplingPoisson, accounting.SampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 10000, Delta: 1e-5}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,14 +27,14 @@ func TestAccountPLD(t *testing.T) {
 	if d := acctNum(t, m, "discretisation_error"); d != e.Upper-e.Lower || d < 0 {
 		t.Errorf("discretisation_error %v", d)
 	}
-	rdp, order, _ := accounting.EpsilonFor(0.01, 1, 10000, 1e-5, nil, accounting.ConversionImproved)
+	rdp, order, _ := accounting.EpsilonFor(accounting.SampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 10000, Delta: 1e-5}, nil, accounting.ConversionImproved)
 	if acctNum(t, m, "epsilon_rdp") != rdp || acctNum(t, m, "rdp_order") != order || !(e.Upper < rdp) {
 		t.Errorf("epsilon_rdp %v order %v, want %v %v (above PLD)", m["epsilon_rdp"], m["rdp_order"], rdp, order)
 	}
 
 	// Replace-one, Poisson: RDP has no ε bound there, the note says so.
 	r := accountJSON(t, "pld", "--q", "0.01", "--sigma", "1", "--steps", "100", "--delta", "1e-5", "--adjacency", "replace-one")
-	er, _ := accounting.PLDEpsilon(accounting.ReplaceOne, accounting.SamplingPoisson, 0.01, 1, 100, 1e-5, nil)
+	er, _ := accounting.PLDEpsilon(accounting.ReplaceOne, accounting.SamplingPoisson, accounting.SampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 100, Delta: 1e-5}, nil)
 	if acctNum(t, r, "epsilon") != er.Upper || r["adjacency"] != "replace-one" || r["epsilon_rdp"] != nil ||
 		!strings.Contains(r["rdp_note"].(string), "replace-one") {
 		t.Errorf("replace-one: %v, library %+v", r, er)
@@ -42,7 +42,7 @@ func TestAccountPLD(t *testing.T) {
 	// Uniform, replace-one, coarser grid: RDP beside it and above.
 	u := accountJSON(t, "pld", "--q", "0.01", "--sigma", "2", "--steps", "1000", "--delta", "1e-5",
 		"--adjacency", "replace-one", "--sampling", "uniform", "--interval", "1e-3")
-	eu, _ := accounting.PLDEpsilon(accounting.ReplaceOne, accounting.SamplingUniform, 0.01, 2, 1000, 1e-5, &accounting.PLDConfig{Interval: 1e-3})
+	eu, _ := accounting.PLDEpsilon(accounting.ReplaceOne, accounting.SamplingUniform, accounting.SampledGaussianRun{Q: 0.01, Sigma: 2, Steps: 1000, Delta: 1e-5}, &accounting.PLDConfig{Interval: 1e-3})
 	if acctNum(t, u, "epsilon") != eu.Upper || u["sampling"] != "uniform" || acctNum(t, u, "interval") != 1e-3 ||
 		!(acctNum(t, u, "epsilon_rdp") > eu.Upper) {
 		t.Errorf("uniform: %v, library %+v", u, eu)
