@@ -3,6 +3,7 @@ package sweep
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -43,10 +44,22 @@ func Expand(file string) (*Expanded, error) {
 	return &Expanded{File: file, Grid: g, Jobs: jobs}, nil
 }
 
-// RunPoint is the headline numbers of one finished run. A number that is not finite
-// (an infinite ε without noise, an infinite FIL bound when FIL is off) or that the
-// record lacks is JSON null (internal/jsonfloat's convention).
+// RunPoint is the headline numbers of one finished run. In JSON a number that is not
+// finite (an infinite ε without noise, an infinite FIL bound when FIL is off, a NaN
+// accuracy the record lacks) is null (internal/jsonfloat's convention); null reads
+// back as NaN for the accuracy and +Inf for the others.
 type RunPoint struct {
+	Index             int
+	Hash              string
+	TestAccuracy      float64
+	Epsilon           float64
+	MSEBoundRDP       float64
+	MSEBoundFILMax    float64
+	MSEBoundFILMedian float64
+}
+
+// runPointJSON is RunPoint's JSON form.
+type runPointJSON struct {
 	Index             int             `json:"index"`
 	Hash              string          `json:"hash"`
 	TestAccuracy      jsonfloat.Float `json:"test_accuracy"`
@@ -56,16 +69,32 @@ type RunPoint struct {
 	MSEBoundFILMedian jsonfloat.Inf   `json:"mse_bound_fil_median"`
 }
 
-// PointOf is the headline numbers of r; all null (NaN accuracy, infinite bounds)
-// when its result does not decode.
+// MarshalJSON writes the point with null for numbers that are not finite.
+func (p RunPoint) MarshalJSON() ([]byte, error) {
+	return json.Marshal(runPointJSON{p.Index, p.Hash, jsonfloat.Float(p.TestAccuracy), jsonfloat.Inf(p.Epsilon),
+		jsonfloat.Inf(p.MSEBoundRDP), jsonfloat.Inf(p.MSEBoundFILMax), jsonfloat.Inf(p.MSEBoundFILMedian)})
+}
+
+// UnmarshalJSON reads a point written by MarshalJSON.
+func (p *RunPoint) UnmarshalJSON(b []byte) error {
+	var j runPointJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*p = RunPoint{j.Index, j.Hash, float64(j.TestAccuracy), float64(j.Epsilon), float64(j.MSEBoundRDP), float64(j.MSEBoundFILMax), float64(j.MSEBoundFILMedian)}
+	return nil
+}
+
+// PointOf is the headline numbers of r; NaN accuracy and infinite bounds when its
+// result does not decode.
 func PointOf(r Record) RunPoint {
 	m, err := r.Metrics()
 	if err != nil {
 		inf := math.Inf(1)
 		m = Metrics{TestAccuracy: math.NaN(), Epsilon: inf, MSEBoundRDP: inf, MSEBoundFILMax: inf, MSEBoundFILMedian: inf}
 	}
-	return RunPoint{Index: r.Index, Hash: r.Hash, TestAccuracy: jsonfloat.Float(m.TestAccuracy), Epsilon: jsonfloat.Inf(m.Epsilon),
-		MSEBoundRDP: jsonfloat.Inf(m.MSEBoundRDP), MSEBoundFILMax: jsonfloat.Inf(m.MSEBoundFILMax), MSEBoundFILMedian: jsonfloat.Inf(m.MSEBoundFILMedian)}
+	return RunPoint{Index: r.Index, Hash: r.Hash, TestAccuracy: m.TestAccuracy, Epsilon: m.Epsilon,
+		MSEBoundRDP: m.MSEBoundRDP, MSEBoundFILMax: m.MSEBoundFILMax, MSEBoundFILMedian: m.MSEBoundFILMedian}
 }
 
 // RunRequest is a sweep run: the shard of an expanded grid to run into Out.
@@ -139,16 +168,15 @@ func WritePoints(w io.Writer, points []RunPoint) {
 	if len(points) == 0 {
 		return
 	}
-	f := func(x jsonfloat.Inf) string {
-		if !jsonfloat.Finite(float64(x)) {
+	f := func(x float64) string {
+		if !jsonfloat.Finite(x) {
 			return "∞"
 		}
-		return fmt.Sprintf("%.3g", float64(x))
+		return fmt.Sprintf("%.3g", x)
 	}
-	acc := func(x jsonfloat.Float) string { return f(jsonfloat.Inf(x)) }
 	fmt.Fprintf(w, "  %5s  %-16s  %8s  %8s  %12s  %12s  %12s\n", "run", "hash", "test acc", "ε", "MSE≥ RDP", "MSE≥ FIL max", "MSE≥ FIL med")
 	for _, p := range points {
-		fmt.Fprintf(w, "  %5d  %-16s  %8s  %8s  %12s  %12s  %12s\n", p.Index, p.Hash, acc(p.TestAccuracy), f(p.Epsilon), f(p.MSEBoundRDP), f(p.MSEBoundFILMax), f(p.MSEBoundFILMedian))
+		fmt.Fprintf(w, "  %5d  %-16s  %8s  %8s  %12s  %12s  %12s\n", p.Index, p.Hash, f(p.TestAccuracy), f(p.Epsilon), f(p.MSEBoundRDP), f(p.MSEBoundFILMax), f(p.MSEBoundFILMedian))
 	}
 	fmt.Fprintln(w, "  (MSE≥: lower bounds on a reconstruction attack's per-pixel MSE; ∞: no leakage measured, e.g. FIL off)")
 }

@@ -151,3 +151,22 @@ func TestMetricsNullIsInfinite(t *testing.T) {
 		t.Fatal("a string ε accepted")
 	}
 }
+
+func TestRunPointJSONRoundTrip(t *testing.T) {
+	p := sweep.RunPoint{Index: 3, Hash: "h", TestAccuracy: math.NaN(), Epsilon: 2.5, MSEBoundRDP: 1e-7, MSEBoundFILMax: math.Inf(1), MSEBoundFILMedian: math.Inf(1)}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"index":3,"hash":"h","test_accuracy":null,"epsilon":2.5,"mse_bound_rdp":1e-7,"mse_bound_fil_max":null,"mse_bound_fil_median":null}`
+	if string(b) != want {
+		t.Fatalf("%s, want %s", b, want)
+	}
+	var back sweep.RunPoint
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Index != 3 || !math.IsNaN(back.TestAccuracy) || back.Epsilon != 2.5 || back.MSEBoundRDP != 1e-7 || !math.IsInf(back.MSEBoundFILMax, 1) || !math.IsInf(back.MSEBoundFILMedian, 1) {
+		t.Fatalf("read back %+v", back)
+	}
+}
