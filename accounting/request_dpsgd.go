@@ -53,12 +53,14 @@ type PLDReport struct {
 // connect-the-dots discretisation) and converts to ε at req.Delta, with a rigorous
 // upper and lower bound.
 func AccountPLD(req PLDRequest) (*PLDReport, error) {
-	err := checkFinite(namedValue{"q", req.Q}, namedValue{"sigma", req.Sigma}, namedValue{"delta", req.Delta}, namedValue{"interval", req.Interval})
-	if err != nil {
+	if err := checkFinite(namedValue{"q", req.Q}, namedValue{"sigma", req.Sigma}); err != nil {
 		return nil, err
 	}
 	if req.Steps < 0 {
 		return nil, fmt.Errorf("steps = %d must be ≥ 0", req.Steps)
+	}
+	if err := checkFinite(namedValue{"delta", req.Delta}, namedValue{"interval", req.Interval}); err != nil {
+		return nil, err
 	}
 	if req.Interval <= 0 {
 		return nil, fmt.Errorf("interval = %v must be > 0", req.Interval)
@@ -136,6 +138,14 @@ type DPSGDReport struct {
 
 // AccountDPSGD accounts the run of req exactly as the trainer reports it.
 func AccountDPSGD(req DPSGDRequest) (*DPSGDReport, error) {
+	// In the order of the fields, so that the same bad request always names the
+	// same one.
+	if req.N < 1 || req.Batch < 1 || req.Batch > req.N {
+		return nil, fmt.Errorf("DP-SGD: batch %d must be in [1, N = %d]", req.Batch, req.N)
+	}
+	if req.Steps < 0 {
+		return nil, fmt.Errorf("DP-SGD: steps %d must be ≥ 0", req.Steps)
+	}
 	vals := []namedValue{{"sigma", req.Sigma}}
 	if req.TargetEpsilon != nil {
 		vals = append(vals, namedValue{"target epsilon", *req.TargetEpsilon})

@@ -146,11 +146,14 @@ func AccountRDP(req RDPRequest) (*RDPReport, error) {
 	if req.Schedule != nil {
 		return accountSchedule(req, c)
 	}
-	if err := checkFinite(namedValue{"q", req.Q}, namedValue{"sigma", req.Sigma}, namedValue{"delta", req.Delta}); err != nil {
+	if err := checkFinite(namedValue{"q", req.Q}, namedValue{"sigma", req.Sigma}); err != nil {
 		return nil, err
 	}
 	if req.Steps < 0 {
 		return nil, fmt.Errorf("steps = %d must be ≥ 0", req.Steps)
+	}
+	if err := checkFinite(namedValue{"delta", req.Delta}); err != nil {
+		return nil, err
 	}
 	res := &RDPReport{Q: &req.Q, Steps: req.Steps, Delta: req.Delta}
 	sigma := req.Sigma

@@ -147,6 +147,14 @@ func TestRequestErrors(t *testing.T) {
 			_, err := accounting.AccountPLD(accounting.PLDRequest{Q: 0.1, Sigma: 1, Delta: 1e-5, Interval: 1e-3, Sampling: accounting.SamplingUniform})
 			return err
 		}, "replace-one"},
+		{"rdp steps before delta", func() error {
+			_, err := accounting.AccountRDP(accounting.RDPRequest{Q: 0.1, Sigma: 1, Steps: -1, Delta: math.NaN()})
+			return err
+		}, "steps = -1"},
+		{"dpsgd batch before sigma", func() error {
+			_, err := accounting.AccountDPSGD(accounting.DPSGDRequest{N: 10, Batch: 11, Steps: 1, Sigma: math.NaN()})
+			return err
+		}, "batch 11"},
 		{"dpsgd NaN", func() error {
 			_, err := accounting.AccountDPSGD(accounting.DPSGDRequest{N: 10, Batch: 1, Steps: 1, Sigma: math.NaN(), Delta: math.NaN()})
 			return err
