@@ -191,11 +191,21 @@ task resumes. Gather the shards with 'dpfil sweep merge <results>/shard-* --out 
 			return nil
 		},
 	}
-	f, o := cmd.Flags(), &req.PlanOptions
-	f.IntVar(&o.Shards, "shards", 0, "number of shards (array tasks / completions)")
+	f := cmd.Flags()
+	f.IntVar(&req.Shards, "shards", 0, "number of shards (array tasks / completions)")
 	f.BoolVar(&slurm, "slurm", false, "write a Slurm job-array script")
 	f.BoolVar(&req.Kubernetes, "k8s", false, "write a Kubernetes Indexed Job manifest")
 	f.StringVarP(&outFile, "output", "o", "", "write the plan to this file (default stdout)")
+	addPlanOptionFlags(cmd, &req.PlanOptions)
+	_ = cmd.MarkFlagRequired("shards")
+	cmd.MarkFlagsOneRequired("slurm", "k8s")
+	cmd.MarkFlagsMutuallyExclusive("slurm", "k8s")
+	return cmd
+}
+
+// addPlanOptionFlags binds the scheduler settings of a cluster plan.
+func addPlanOptionFlags(cmd *cobra.Command, o *sweep.PlanOptions) {
+	f := cmd.Flags()
 	f.StringVar(&o.Out, "out", "", "results root as the jobs see it (default sweep-<grid name>; /results on Kubernetes)")
 	f.StringVar(&o.Name, "name", "", "job name (default dpfil-<grid name>)")
 	f.IntVar(&o.Workers, "workers", 1, "runs in parallel inside each task")
@@ -210,10 +220,6 @@ task resumes. Gather the shards with 'dpfil sweep merge <results>/shard-* --out 
 	f.StringVar(&o.PVC, "pvc", "dpfil-results", "PersistentVolumeClaim for the results (Kubernetes)")
 	f.StringVar(&o.Namespace, "namespace", "", "Kubernetes namespace")
 	f.StringVar(&o.GridDir, "grid-dir", "/etc/dpfil", "where the pods mount the grid ConfigMap (Kubernetes)")
-	_ = cmd.MarkFlagRequired("shards")
-	cmd.MarkFlagsOneRequired("slurm", "k8s")
-	cmd.MarkFlagsMutuallyExclusive("slurm", "k8s")
-	return cmd
 }
 
 func newSweepMergeCmd() *cobra.Command {
