@@ -375,23 +375,43 @@ func (b *cpuBackend[T]) AvgPoolBack(g PoolGeom, n int, dy, dx []T) {
 		// Gather form of the general scatter loop below, adding in its order: for
 		// dx[r][c], the terms of output rows r−1 then r, each with output columns c
 		// then c−1.
+		// Interior rows add their four terms in a register (one load and one store
+		// of dx instead of four read-modify-writes), in the same order.
+		ow := g.OutW
 		for sc := 0; sc < n*g.C; sc++ {
 			dxs := dx[sc*inS : (sc+1)*inS]
 			dys := dy[sc*outS : (sc+1)*outS]
 			for r := 0; r < g.H; r++ {
 				dxr := dxs[r*g.W : (r+1)*g.W]
-				for _, oh := range [2]int{r - 1, r} {
-					if oh < 0 || oh >= g.OutH {
-						continue
-					}
-					dyr := dys[oh*g.OutW : (oh+1)*g.OutW]
+				if r == 0 || r == g.OutH {
+					oh := max(r-1, 0)
+					dyr := dys[oh*ow : (oh+1)*ow]
 					dxr[0] += dyr[0] * inv
-					for c := 1; c < g.OutW; c++ {
+					for c := 1; c < ow; c++ {
 						dxr[c] += dyr[c] * inv
 						dxr[c] += dyr[c-1] * inv
 					}
-					dxr[g.OutW] += dyr[g.OutW-1] * inv
+					dxr[ow] += dyr[ow-1] * inv
+					continue
 				}
+				up, dn := dys[(r-1)*ow:r*ow], dys[r*ow:(r+1)*ow]
+				dxr = dxr[:ow+1]
+				v := dxr[0]
+				v += up[0] * inv
+				v += dn[0] * inv
+				dxr[0] = v
+				for c := 1; c < ow; c++ {
+					v := dxr[c]
+					v += up[c] * inv
+					v += up[c-1] * inv
+					v += dn[c] * inv
+					v += dn[c-1] * inv
+					dxr[c] = v
+				}
+				v = dxr[ow]
+				v += up[ow-1] * inv
+				v += dn[ow-1] * inv
+				dxr[ow] = v
 			}
 		}
 		return

@@ -29,6 +29,9 @@ func im2colT[T Float](g ConvGeom, x, dst []T) {
 			klo, khi := max(0, -iw0), min(g.KW, g.W-iw0)
 			row := dst[p*ckk : (p+1)*ckk]
 			p++
+			if klo == 0 && khi == g.KW && ih0 >= 0 && ih0+g.KH <= g.H && copyPatch(g, x[ih0*g.W+iw0:], row) {
+				continue
+			}
 			for c := 0; c < g.InC; c++ {
 				xc := x[c*hw : (c+1)*hw]
 				rc := row[c*kk : (c+1)*kk]
@@ -71,6 +74,9 @@ func col2imT[T Float](g ConvGeom, src, dx []T) {
 			}
 			p := oh*g.OutW + ow
 			row := src[p*ckk : (p+1)*ckk]
+			if klo == 0 && khi == g.KW && ih0 >= 0 && ih0+g.KH <= g.H && addPatch(g, row, dx[ih0*g.W+iw0:]) {
+				continue
+			}
 			for c := 0; c < g.InC; c++ {
 				xc := dx[c*hw : (c+1)*hw]
 				rc := row[c*kk : (c+1)*kk]
@@ -110,4 +116,79 @@ func transposeRows[T Float](m, rows, cols int, src, dst []T) {
 			}
 		}
 	}
+}
+
+// copyPatch copies an interior patch (every tap inside the input) starting at x
+// (channel 0, row ih0, column iw0) to row, for kernel widths 3, 4 and 8 as fixed-size
+// copies; it reports false, copying nothing, for other widths.
+func copyPatch[T Float](g ConvGeom, x, row []T) bool {
+	hw, o := g.H*g.W, 0
+	switch g.KW {
+	case 3:
+		for c := 0; c < g.InC; c++ {
+			for kh := 0; kh < g.KH; kh++ {
+				*(*[3]T)(row[o:]) = *(*[3]T)(x[c*hw+kh*g.W:])
+				o += 3
+			}
+		}
+	case 4:
+		for c := 0; c < g.InC; c++ {
+			for kh := 0; kh < g.KH; kh++ {
+				*(*[4]T)(row[o:]) = *(*[4]T)(x[c*hw+kh*g.W:])
+				o += 4
+			}
+		}
+	case 8:
+		for c := 0; c < g.InC; c++ {
+			for kh := 0; kh < g.KH; kh++ {
+				*(*[8]T)(row[o:]) = *(*[8]T)(x[c*hw+kh*g.W:])
+				o += 8
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// addPatch is copyPatch's adjoint: it adds row to the interior patch at dx (each
+// value once, so the order of col2imT is kept).
+func addPatch[T Float](g ConvGeom, row, dx []T) bool {
+	hw, o := g.H*g.W, 0
+	switch g.KW {
+	case 3:
+		for c := 0; c < g.InC; c++ {
+			for kh := 0; kh < g.KH; kh++ {
+				d, s := (*[3]T)(dx[c*hw+kh*g.W:]), (*[3]T)(row[o:])
+				d[0] += s[0]
+				d[1] += s[1]
+				d[2] += s[2]
+				o += 3
+			}
+		}
+	case 4:
+		for c := 0; c < g.InC; c++ {
+			for kh := 0; kh < g.KH; kh++ {
+				d, s := (*[4]T)(dx[c*hw+kh*g.W:]), (*[4]T)(row[o:])
+				d[0] += s[0]
+				d[1] += s[1]
+				d[2] += s[2]
+				d[3] += s[3]
+				o += 4
+			}
+		}
+	case 8:
+		for c := 0; c < g.InC; c++ {
+			for kh := 0; kh < g.KH; kh++ {
+				d, s := (*[8]T)(dx[c*hw+kh*g.W:]), (*[8]T)(row[o:])
+				for t := range d {
+					d[t] += s[t]
+				}
+				o += 8
+			}
+		}
+	default:
+		return false
+	}
+	return true
 }
