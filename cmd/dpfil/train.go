@@ -54,18 +54,13 @@ func addTrainConfigFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	addTuningFlags(fs, cfg)
 }
 
-// configFlagsChanged lists the config flags the user set explicitly.
-func configFlagsChanged(fs *pflag.FlagSet) []string {
+// markResumeExclusive makes --resume exclusive with every configuration flag: a
+// resumed run takes its configuration from its directory.
+func markResumeExclusive(cmd *cobra.Command) {
 	probe := pflag.NewFlagSet("probe", pflag.ContinueOnError)
 	var c train.Config
 	addTrainConfigFlags(probe, &c)
-	var out []string
-	probe.VisitAll(func(f *pflag.Flag) {
-		if g := fs.Lookup(f.Name); g != nil && g.Changed {
-			out = append(out, "--"+f.Name)
-		}
-	})
-	return out
+	probe.VisitAll(func(f *pflag.Flag) { cmd.MarkFlagsMutuallyExclusive("resume", f.Name) })
 }
 
 // trainProgress adapts train events to a progress report, created on the first
@@ -186,12 +181,13 @@ A resumed run keeps recording into the same files.`,
 	addTrainConfigFlags(f, &fl.cfg)
 	cmd.MarkFlagsMutuallyExclusive("sigma", "target-epsilon")
 	f.StringVar(&fl.out, "out", "", "run directory (default runs/<model>-<config hash>)")
-	f.StringVar(&fl.resume, "resume", "", "continue the run in this directory from its checkpoint")
+	f.StringVar(&fl.resume, "resume", "", "continue the run in this directory from its checkpoint (its configuration: no configuration flags)")
 	f.IntVar(&fl.ckEvery, "checkpoint-every", 0, "checkpoint every n steps (0 = after the first step, then every minute)")
 	f.BoolVar(&fl.describe, "describe", false, "print the architecture of --model or --arch (layers, shapes, parameters, init; JSON with --json) and exit")
 	f.StringVar(&fl.archFile, "arch", "", archFlagHelp)
 	cmd.MarkFlagsMutuallyExclusive("model", "arch")
 	cmd.MarkFlagsMutuallyExclusive("resume", "arch")
+	markResumeExclusive(cmd)
 	f.BoolVar(&fl.quiet, "quiet", false, "no progress output on stderr")
 	f.BoolVar(&fl.record, "record-transcript", false, "write the adversary's transcript (θ₀, released gradients, batches) to DIR/transcript.bin")
 	addJSONFlag(cmd, &fl.asJSON)
@@ -208,9 +204,6 @@ func runTrain(cmd *cobra.Command, fl *trainFlags) error {
 	}
 	var err error
 	if fl.resume != "" {
-		if ch := configFlagsChanged(cmd.Flags()); len(ch) > 0 {
-			return fmt.Errorf("--resume takes the configuration from %s; do not also give %s", fl.resume, strings.Join(ch, " "))
-		}
 		if cfg, err = train.LoadRunConfig(fl.resume); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}

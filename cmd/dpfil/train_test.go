@@ -129,7 +129,7 @@ func TestTrainErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := runTrainCLI(t, "train", "--resume", t.TempDir(), "--sigma", "2"); err == nil || !strings.Contains(err.Error(), "--sigma") {
+	if _, err := runTrainCLI(t, "train", "--resume", t.TempDir(), "--sigma", "2"); err == nil || !strings.Contains(err.Error(), "[resume sigma]") {
 		t.Fatalf("--resume with config flags: %v", err)
 	}
 	if _, err := runTrainCLI(t, "train", "--resume", t.TempDir()); err == nil {
@@ -186,6 +186,30 @@ func TestDemoHuman(t *testing.T) {
 		"κ (kappa)", "+Inf means no leakage", "docs/accounting.md", "median bound +Inf: more than half"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// The same bad input names the same flag in every run (cobra checks its flag groups
+// in sorted order; eval and bench validate in a fixed order).
+func TestTrainEvalBenchErrorsDeterministic(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"train", "--resume", dir, "--sigma", "2", "--lr", "1", "--batch", "3", "--arch", "x.yaml"},
+		{"eval", "--run", dir, "--split", "val", "--repeat", "-1"},
+		{"bench", "engine", "--batch", "0", "--coords", "0", "--seconds", "-1", "--fil-batch", "-1", "--model", "nope"},
+	} {
+		first := ""
+		for i := 0; i < 20; i++ {
+			_, _, err := execCLI(t, args...)
+			if err == nil {
+				t.Fatalf("%v: want an error", args)
+			}
+			if i == 0 {
+				first = err.Error()
+			} else if err.Error() != first {
+				t.Fatalf("%v: run %d says %q, run 0 said %q", args, i, err, first)
+			}
 		}
 	}
 }
