@@ -6,9 +6,15 @@
 // Hayes et al. (2023) by Monte Carlo estimation of the blow-up function, its q = 1
 // closed form and its RDP-based form.
 //
+// AccountRDP, AccountPLD, AccountDPSGD, ReRoBounds, KappaOfRequest, MSEBounds and
+// SummarizeDFILFiles answer one question each from a typed request, as the
+// 'dpfil account' commands do: their reports marshal to the commands' JSON and write
+// the commands' human summary (WriteText).
+//
 // Every routine validates its inputs and returns an error for impossible
-// hyperparameters or non-finite values. Formulas, conventions and stated numerical
-// errors are documented in docs/accounting.md.
+// hyperparameters or non-finite values, naming the first bad field in the order the
+// fields are declared. Formulas, conventions and stated numerical errors are
+// documented in docs/accounting.md.
 package accounting
 
 import (

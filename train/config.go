@@ -9,6 +9,10 @@
 // Every random draw (initialisation, batch sampling, FIL coordinates, noise) comes
 // from streams derived deterministically from Config.Seed, runs checkpoint
 // atomically, and a resumed run ends bit-identical to an uninterrupted one on CPU.
+//
+// A finished run is read back with LoadRun, evaluated with EvaluateRun and used to
+// classify inputs with Predict; package train/transcript records what an informed
+// adversary sees of a run.
 package train
 
 import (
