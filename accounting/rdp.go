@@ -6,7 +6,7 @@
 // Hayes et al. (2023) by Monte Carlo estimation of the blow-up function, its q = 1
 // closed form and its RDP-based form.
 //
-// AccountRDP, AccountPLD, AccountDPSGD, ReRoBounds, KappaOfRequest, MSEBounds and
+// AccountRDP, AccountPLD, AccountDPSGD, ReRoBounds, AccountKappa, MSEBounds and
 // SummarizeDFILFiles answer one question each from a typed request, as the
 // 'dpfil account' commands do: their reports marshal to the commands' JSON and write
 // the commands' human summary (WriteText).

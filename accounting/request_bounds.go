@@ -65,8 +65,8 @@ type KappaReport struct {
 	PaperKappa    float64 `json:"paper_kappa_classical"`
 }
 
-// KappaOfRequest computes κ (Kappa), its ε₀ and the paper's classical values.
-func KappaOfRequest(req KappaRequest) (*KappaReport, error) {
+// AccountKappa computes κ (Kappa), its ε₀ and the paper's classical values.
+func AccountKappa(req KappaRequest) (*KappaReport, error) {
 	p := req.KappaParams
 	if p.DeltaF == 0 {
 		if req.Steps <= 0 || req.N <= 0 {

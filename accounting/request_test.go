@@ -164,7 +164,7 @@ func TestRequestErrors(t *testing.T) {
 			return err
 		}, "kappa = NaN"},
 		{"kappa no delta_f", func() error {
-			_, err := accounting.KappaOfRequest(accounting.KappaRequest{KappaParams: accounting.KappaParams{Q: 0.1, Sigma: 1, ClipConstant: 1}})
+			_, err := accounting.AccountKappa(accounting.KappaRequest{KappaParams: accounting.KappaParams{Q: 0.1, Sigma: 1, ClipConstant: 1}})
 			return err
 		}, "delta_f"},
 		{"mse nothing", func() error { _, err := accounting.MSEBounds(accounting.MSERequest{}); return err }, "eps2"},
@@ -228,7 +228,7 @@ func TestAccountPLDAndDPSGD(t *testing.T) {
 }
 
 func TestBoundRequests(t *testing.T) {
-	k, err := accounting.KappaOfRequest(accounting.KappaRequest{KappaParams: accounting.KappaParams{Q: 0.01, Sigma: 1.1, ClipConstant: 1.115}, Steps: 1000, N: 60000})
+	k, err := accounting.AccountKappa(accounting.KappaRequest{KappaParams: accounting.KappaParams{Q: 0.01, Sigma: 1.1, ClipConstant: 1.115}, Steps: 1000, N: 60000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -280,7 +280,7 @@ does (instead of --clip-constant).`,
 					return err
 				}
 			}
-			res, err := accounting.KappaOfRequest(req)
+			res, err := accounting.AccountKappa(req)
 			return emitReport(cmd, asJSON, res, err)
 		},
 	}
