@@ -504,6 +504,20 @@ func (b *cpuBackend[T]) ActTangent(f Act, n, k, size int, x, y, dy, tx, ty, tdy,
 		if tdy != nil {
 			dys = dy[s*size : (s+1)*size]
 		}
+		if b.sg != nil { // AVX kernels, the same rounding as the loops below
+			f1, f2 := any(d1).([]float32), any(d2).([]float32)
+			for j := 0; j < k; j++ {
+				r := (s*k + j) * size
+				txr := any(tx[r : r+size]).([]float32)
+				if ty != nil {
+					mulVec(f1, txr, any(ty[r:r+size]).([]float32))
+				}
+				if tdy != nil {
+					actTanVec(f1, any(tdy[r:r+size]).([]float32), f2, txr, any(dys).([]float32), any(tdx[r:r+size]).([]float32))
+				}
+			}
+			continue
+		}
 		for j := 0; j < k; j++ {
 			r := (s*k + j) * size
 			txr := tx[r : r+size]

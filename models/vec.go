@@ -68,3 +68,22 @@ func dotSqVec(x, y []float32) (xy, yy float64) {
 	}
 	return xy, yy
 }
+
+// mulVec sets y = a·x elementwise (mulF32 plus a scalar tail, the same rounding).
+func mulVec(a, x, y []float32) {
+	n8 := len(x) &^ 7
+	mulF32(a[:n8], x[:n8], y[:n8])
+	for i := n8; i < len(x); i++ {
+		y[i] = a[i] * x[i]
+	}
+}
+
+// actTanVec sets tdx = d1·tdy + d2·tx·dy elementwise (actTanF32 plus a scalar tail,
+// the same rounding): the tangent of an activation's backward pass.
+func actTanVec(d1, tdy, d2, tx, dy, tdx []float32) {
+	n8 := len(tx) &^ 7
+	actTanF32(d1[:n8], tdy[:n8], d2[:n8], tx[:n8], dy[:n8], tdx[:n8])
+	for i := n8; i < len(tx); i++ {
+		tdx[i] = d1[i]*tdy[i] + d2[i]*tx[i]*dy[i]
+	}
+}

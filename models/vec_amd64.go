@@ -23,3 +23,16 @@ func axpyF32F64(acc []float64, sc float64, g []float32)
 //
 //go:noescape
 func dotSqF32F64(x, y []float32) (xy, yy float64)
+
+// mulF32 sets y[i] = a[i]·x[i] for i < len(x) &^ 7 (len(a), len(y) ≥ len(x)).
+// AVX only.
+//
+//go:noescape
+func mulF32(a, x, y []float32)
+
+// actTanF32 sets tdx[i] = d1[i]·tdy[i] + (d2[i]·tx[i])·dy[i] for i < len(tx) &^ 7
+// (the other slices at least as long), rounding each product and the sum to
+// float32 as Go does. AVX only.
+//
+//go:noescape
+func actTanF32(d1, tdy, d2, tx, dy, tdx []float32)

@@ -245,3 +245,57 @@ dsqsum:
 	VMOVSD X6, yy+56(FP)
 	VZEROUPPER
 	RET
+
+// func mulF32(a, x, y []float32): y[i] = a[i]·x[i] for i < len(x) &^ 7.
+TEXT ·mulF32(SB), NOSPLIT, $0-72
+	MOVQ a_base+0(FP), AX
+	MOVQ x_base+24(FP), SI
+	MOVQ x_len+32(FP), CX
+	MOVQ y_base+48(FP), DI
+	SHRQ $3, CX
+	JEQ muldone
+mulloop:
+	VMOVUPS (AX), Y0
+	VMULPS (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, AX
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNE mulloop
+muldone:
+	VZEROUPPER
+	RET
+
+// func actTanF32(d1, tdy, d2, tx, dy, tdx []float32):
+// tdx[i] = d1[i]·tdy[i] + (d2[i]·tx[i])·dy[i] for i < len(tx) &^ 7, each product
+// and the sum rounded to float32 (no fused multiply-add, as Go computes it).
+TEXT ·actTanF32(SB), NOSPLIT, $0-144
+	MOVQ d1_base+0(FP), AX
+	MOVQ tdy_base+24(FP), BX
+	MOVQ d2_base+48(FP), DX
+	MOVQ tx_base+72(FP), SI
+	MOVQ tx_len+80(FP), CX
+	MOVQ dy_base+96(FP), R8
+	MOVQ tdx_base+120(FP), DI
+	SHRQ $3, CX
+	JEQ atdone
+atloop:
+	VMOVUPS (AX), Y0
+	VMULPS (BX), Y0, Y0
+	VMOVUPS (DX), Y1
+	VMULPS (SI), Y1, Y1
+	VMULPS (R8), Y1, Y1
+	VADDPS Y1, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, AX
+	ADDQ $32, BX
+	ADDQ $32, DX
+	ADDQ $32, SI
+	ADDQ $32, R8
+	ADDQ $32, DI
+	DECQ CX
+	JNE atloop
+atdone:
+	VZEROUPPER
+	RET

@@ -32,3 +32,15 @@ func dotSqF32F64(x, y []float32) (xy, yy float64) {
 	}
 	return xy, yy
 }
+
+func mulF32(a, x, y []float32) {
+	for i := 0; i < len(x)&^7; i++ {
+		y[i] = a[i] * x[i]
+	}
+}
+
+func actTanF32(d1, tdy, d2, tx, dy, tdx []float32) {
+	for i := 0; i < len(tx)&^7; i++ {
+		tdx[i] = d1[i]*tdy[i] + d2[i]*tx[i]*dy[i]
+	}
+}
