@@ -132,6 +132,13 @@ func copyPatch[T Float](g ConvGeom, x, row []T) bool {
 			}
 		}
 	case 4:
+		if xf, ok := any(x).([]float32); ok && hasSSEPatch {
+			// bounds: the last run starts at (InC−1)·hw + (KH−1)·W
+			_ = xf[(g.InC-1)*hw+(g.KH-1)*g.W+3]
+			_ = row[g.InC*g.KH*4-1]
+			copyPatch4F32(xf, any(row).([]float32), g.InC, g.KH, hw, g.W)
+			return true
+		}
 		for c := 0; c < g.InC; c++ {
 			for kh := 0; kh < g.KH; kh++ {
 				*(*[4]T)(row[o:]) = *(*[4]T)(x[c*hw+kh*g.W:])
@@ -167,6 +174,12 @@ func addPatch[T Float](g ConvGeom, row, dx []T) bool {
 			}
 		}
 	case 4:
+		if df, ok := any(dx).([]float32); ok && hasSSEPatch {
+			_ = df[(g.InC-1)*hw+(g.KH-1)*g.W+3]
+			_ = row[g.InC*g.KH*4-1]
+			addPatch4F32(any(row).([]float32), df, g.InC, g.KH, hw, g.W)
+			return true
+		}
 		for c := 0; c < g.InC; c++ {
 			for kh := 0; kh < g.KH; kh++ {
 				d, s := (*[4]T)(dx[c*hw+kh*g.W:]), (*[4]T)(row[o:])

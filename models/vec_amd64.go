@@ -36,3 +36,19 @@ func mulF32(a, x, y []float32)
 //
 //go:noescape
 func actTanF32(d1, tdy, d2, tx, dy, tdx []float32)
+
+// addPatch4F32 adds, for c < inC and r < kh, row[(c·kh+r)·4:][:4] to
+// dx[c·hw+r·w:][:4] (the caller checks the bounds; kh ≥ 1).
+//
+//go:noescape
+func addPatch4F32(row, dx []float32, inC, kh, hw, w int)
+
+// copyPatch4F32 copies, for c < inC and r < kh, x[c·hw+r·w:][:4] to
+// row[(c·kh+r)·4:][:4] (the caller checks the bounds; kh ≥ 1).
+//
+//go:noescape
+func copyPatch4F32(x, row []float32, inC, kh, hw, w int)
+
+// hasSSEPatch: the interior-patch copies and adds of the patch-major im2col run on
+// copyPatch4F32 and addPatch4F32 (SSE, which every amd64 CPU has).
+const hasSSEPatch = true

@@ -299,3 +299,63 @@ atloop:
 atdone:
 	VZEROUPPER
 	RET
+
+// func addPatch4F32(row, dx []float32, inC, kh, hw, w int): for c < inC, r < kh:
+// dx[c·hw + r·w :][:4] += row[(c·kh + r)·4 :][:4].
+TEXT ·addPatch4F32(SB), NOSPLIT, $0-80
+	MOVQ row_base+0(FP), SI
+	MOVQ dx_base+24(FP), DI
+	MOVQ inC+48(FP), CX
+	MOVQ kh+56(FP), R10
+	MOVQ hw+64(FP), R11
+	SHLQ $2, R11
+	MOVQ w+72(FP), R12
+	SHLQ $2, R12
+	TESTQ CX, CX
+	JEQ apdone
+apc:
+	MOVQ DI, R9
+	MOVQ R10, DX
+aprow:
+	MOVUPS (R9), X0
+	MOVUPS (SI), X1
+	ADDPS X1, X0
+	MOVUPS X0, (R9)
+	ADDQ $16, SI
+	ADDQ R12, R9
+	DECQ DX
+	JNE aprow
+	ADDQ R11, DI
+	DECQ CX
+	JNE apc
+apdone:
+	RET
+
+// func copyPatch4F32(x, row []float32, inC, kh, hw, w int): for c < inC, r < kh:
+// row[(c·kh + r)·4 :][:4] = x[c·hw + r·w :][:4].
+TEXT ·copyPatch4F32(SB), NOSPLIT, $0-80
+	MOVQ x_base+0(FP), DI
+	MOVQ row_base+24(FP), SI
+	MOVQ inC+48(FP), CX
+	MOVQ kh+56(FP), R10
+	MOVQ hw+64(FP), R11
+	SHLQ $2, R11
+	MOVQ w+72(FP), R12
+	SHLQ $2, R12
+	TESTQ CX, CX
+	JEQ cpdone
+cpc:
+	MOVQ DI, R9
+	MOVQ R10, DX
+cprow:
+	MOVUPS (R9), X0
+	MOVUPS X0, (SI)
+	ADDQ $16, SI
+	ADDQ R12, R9
+	DECQ DX
+	JNE cprow
+	ADDQ R11, DI
+	DECQ CX
+	JNE cpc
+cpdone:
+	RET

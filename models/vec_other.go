@@ -44,3 +44,24 @@ func actTanF32(d1, tdy, d2, tx, dy, tdx []float32) {
 		tdx[i] = d1[i]*tdy[i] + d2[i]*tx[i]*dy[i]
 	}
 }
+
+func addPatch4F32(row, dx []float32, inC, kh, hw, w int) {
+	for c := 0; c < inC; c++ {
+		for r := 0; r < kh; r++ {
+			for t := 0; t < 4; t++ {
+				dx[c*hw+r*w+t] += row[(c*kh+r)*4+t]
+			}
+		}
+	}
+}
+
+func copyPatch4F32(x, row []float32, inC, kh, hw, w int) {
+	for c := 0; c < inC; c++ {
+		for r := 0; r < kh; r++ {
+			copy(row[(c*kh+r)*4:(c*kh+r)*4+4], x[c*hw+r*w:])
+		}
+	}
+}
+
+// hasSSEPatch is false off amd64: the patch-major im2col uses its Go loops.
+const hasSSEPatch = false
