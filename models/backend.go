@@ -307,6 +307,10 @@ func (b *cpuBackend[T]) Col2im(g ConvGeom, cols []T, ld int, dx []T) {
 					sr := src[oh*g.OutW+lo : oh*g.OutW+hi]
 					if g.Stride == 1 {
 						xr = xr[:len(sr)]
+						if b.sg != nil {
+							addVec(any(sr).([]float32), any(xr).([]float32))
+							continue
+						}
 						for o, v := range sr {
 							xr[o] += v
 						}

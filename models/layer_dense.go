@@ -88,7 +88,14 @@ type denseOps[T Float] struct{ denseOf }
 func (d *denseOps[T]) forward(n *Network[T], ws *workspace[T], i int, params []T, cs int) {
 	in, out := ws.acts[i][:cs*d.inN], ws.acts[i+1][:cs*d.outN]
 	W := params[d.wOff : d.wOff+d.nW]
-	n.be.Gemm(false, true, cs, d.outN, d.inN, 1, in, d.inN, W, d.inN, 0, out, d.outN)
+	if cs == 1 && n.patchT {
+		// One sample (cifar-cnn's chunks): out = W·x reads W in place as the packed
+		// GEMM's A instead of packing Wᵀ (Out·In values) as its B for every sample.
+		// The same products in the same order: bit-identical.
+		n.be.Gemm(false, true, d.outN, 1, d.inN, 1, W, d.inN, in, d.inN, 0, out, 1)
+	} else {
+		n.be.Gemm(false, true, cs, d.outN, d.inN, 1, in, d.inN, W, d.inN, 0, out, d.outN)
+	}
 	b := params[d.bOff : d.bOff+d.nB]
 	if n.dops != nil {
 		n.dops.AddBias(cs, d.outN, 1, b, out)

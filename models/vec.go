@@ -87,3 +87,13 @@ func actTanVec(d1, tdy, d2, tx, dy, tdx []float32) {
 		tdx[i] = d1[i]*tdy[i] + d2[i]*tx[i]*dy[i]
 	}
 }
+
+// addVec adds x to y elementwise (addF32 plus a scalar tail; each sum rounded once,
+// as in a Go loop).
+func addVec(x, y []float32) {
+	n8 := len(x) &^ 7
+	addF32(x[:n8], y[:n8])
+	for i := n8; i < len(x); i++ {
+		y[i] += x[i]
+	}
+}

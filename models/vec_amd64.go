@@ -52,3 +52,8 @@ func copyPatch4F32(x, row []float32, inC, kh, hw, w int)
 // hasSSEPatch: the interior-patch copies and adds of the patch-major im2col run on
 // copyPatch4F32 and addPatch4F32 (SSE, which every amd64 CPU has).
 const hasSSEPatch = true
+
+// addF32 adds x[i] to y[i] for i < len(x) &^ 7 (len(y) ≥ len(x)). AVX only.
+//
+//go:noescape
+func addF32(x, y []float32)

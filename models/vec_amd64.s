@@ -359,3 +359,22 @@ cprow:
 	JNE cpc
 cpdone:
 	RET
+
+// func addF32(x, y []float32): y[i] += x[i] for i < len(x) &^ 7.
+TEXT ·addF32(SB), NOSPLIT, $0-48
+	MOVQ x_base+0(FP), SI
+	MOVQ x_len+8(FP), CX
+	MOVQ y_base+24(FP), DI
+	SHRQ $3, CX
+	JEQ adddone
+addloop:
+	VMOVUPS (DI), Y0
+	VADDPS (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNE addloop
+adddone:
+	VZEROUPPER
+	RET

@@ -65,3 +65,9 @@ func copyPatch4F32(x, row []float32, inC, kh, hw, w int) {
 
 // hasSSEPatch is false off amd64: the patch-major im2col uses its Go loops.
 const hasSSEPatch = false
+
+func addF32(x, y []float32) {
+	for i := 0; i < len(x)&^7; i++ {
+		y[i] += x[i]
+	}
+}
