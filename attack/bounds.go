@@ -49,7 +49,7 @@ type BoundsRequest struct {
 }
 
 // ComputeBounds returns ε and the ReRo bounds of Hayes, Mahloujifar and Balle (2023)
-// Sec. 4 (the q = 1 closed form, the Monte Carlo blow-up estimate for q < 1, and the
+// Sec. 3.2–3.3 (the q = 1 closed form, the Monte Carlo blow-up estimate for q < 1, and the
 // RDP-based bound) for the request.
 func ComputeBounds(req BoundsRequest) (Bounds, error) {
 	q, sigma, steps, priorSize, delta, samples, seed := req.Q, req.Sigma, req.Steps, req.PriorSize, req.Delta, req.Samples, req.Seed

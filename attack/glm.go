@@ -12,7 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// The GLM attack of Balle et al. (2021) on output perturbation (SPEC 9, seed 000
+// The GLM attack of Balle et al. (2021) on output perturbation (Guo et al. 2022,
 // Sec. 7.2). The informed adversary knows every training example except the target's
 // input x_i (its label y_i is known), the loss, λ, the weights, and sees the release
 // w̃ = w* + N(0, σ²I). With a constant-1 bias feature the optimality condition

@@ -15,7 +15,7 @@ import (
 )
 
 // GameSpec is one informed-adversary game of Hayes, Mahloujifar and Balle (2023),
-// "Bounding Training Data Reconstruction in DP-SGD", Sec. 3 and 5, played on a
+// "Bounding Training Data Reconstruction in DP-SGD", Sec. 3.1 and 4, played on a
 // dataset's training split with a named architecture.
 type GameSpec struct {
 	// Epsilon is the target ε at Delta; the noise multiplier σ is solved for it with

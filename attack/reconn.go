@@ -14,12 +14,12 @@ import (
 
 // RecoNN is the informed adversary's learned reconstructor of Balle, Cherubin and
 // Hayes (2022), "Reconstructing Training Data with Informed Adversaries" (the attack
-// seed 002 Sec. 3.2 runs): the adversary knows every training example but the target
+// Edmunds 2024, Sec. 3.2 runs): the adversary knows every training example but the target
 // (D₋), the training recipe and a prior pool of candidate targets. It trains shadow
 // models on D₋ ∪ {z′} for many z′ from the pool with the trainer's exact recipe
 // (train.Run: the same model, clipping, noise, sampling, steps; fresh randomness per
 // shadow), then fits a reconstructor network from the released weights (and the
-// label, public as in seed 002) to z′, and finally applies it to the real model
+// label, public as in Edmunds 2024) to z′, and finally applies it to the real model
 // trained on D₋ ∪ {z}.
 
 // RecoNNOptions configures a RecoNN experiment.
@@ -36,7 +36,7 @@ type RecoNNOptions struct {
 	// generalisation (default 0.1; 0 < f < 1).
 	ValFraction float64
 	// SameInit trains every model (shadows and targets) from the same initial weights
-	// (seed 002's simplification, which makes the attack much easier); otherwise each
+	// (a simplification Edmunds 2024 makes, which makes the attack much easier); otherwise each
 	// run draws its own.
 	SameInit bool
 	// Reconstructor is "mlp" (Balle et al.'s network; default) or "ridge" (kernel ridge
@@ -54,7 +54,7 @@ type RecoNNOptions struct {
 type RecoNNTarget struct {
 	Label int `json:"label"`
 	// MSE = ‖x̂ − x‖²/d of the reconstruction; BaselineMSE that of the prior's class
-	// mean ("perfect privacy" with a public label, seed 002 Table 3.5).
+	// mean ("perfect privacy" with a public label, Edmunds 2024, Table 3.5).
 	MSE         float64 `json:"mse"`
 	BaselineMSE float64 `json:"baseline_mse"`
 	// DFIL is the target's dFIL in its run and BoundFIL = 1/dFIL (Theorem 2: unbiased

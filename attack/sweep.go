@@ -22,7 +22,7 @@ const (
 )
 
 // SweepSpec repeats one game over values of one parameter: Hayes, Mahloujifar and
-// Balle (2023) Fig. 2/3 (ε), Fig. 5 (q) and the prior-size study (K).
+// Balle (2023) Sec. 4.1 (ε), 4.2 (the prior size K) and 4.3 (q).
 type SweepSpec struct {
 	Param  string    // SweepEpsilon, SweepPriorSize or SweepQ
 	Values []float64 // the values of Param, in order

@@ -18,8 +18,10 @@
 // H = Σ_i ω_i ℓ”_i x̃_i x̃_iᵀ + nλI and reports the gradient norm it reached.
 // The released model is w̃ = w* + N(0, σ²I) (Model.Perturb).
 //
-// Per-example FIL (seed 001 Sec. 4, seed 000 Sec. 7.1): with labels public, the Jacobian
-// of the minimiser w.r.t. the d raw input pixels of example i is
+// Per-example FIL (Hannun et al. 2021, "Measuring Data Leakage in Machine-Learning
+// Models with Fisher Information", Sec. 4; Guo et al. 2022, "Bounding Training Data
+// Reconstruction in Private (Deep) Learning", Sec. 7.1): with labels public, the
+// Jacobian of the minimiser w.r.t. the d raw input pixels of example i is
 //
 //	J_i = −ω_i H⁻¹ (a_i x̃_i uᵀ + b_i E),   a_i = ℓ''(w*ᵀx̃_i), b_i = ℓ'(w*ᵀx̃_i),
 //
@@ -34,6 +36,12 @@
 // with M = H⁻¹, ũ = Eu, and ‖J_i‖₂² is the top eigenvalue of a diagonal-plus-rank-3
 // operator in the eigenbasis of H, found by Lanczos iteration.
 //
-// IRFIL implements seed 001 Algorithm 1 (iteratively reweighted FIL) with weight
-// clamping. Figures (image grids) are drawn by package plot.
+// IRFIL implements Hannun et al. (2021) Algorithm 1 (iteratively reweighted FIL) with
+// weight clamping; Inverter and RunInvert their attribute inversion (Sec. 6.4).
+//
+// The experiments behind 'dpfil glm' are library calls with typed reports: a Setup
+// names the dataset, loss, λ, σ and the accounting radius; RunFIL, RunIRFIL and
+// RunInvert fit, compute and write their CSV and PNG files (image grids and plots
+// are drawn by package plot). The GLM reconstruction attack lives in package attack
+// (attack.RunGLMExperiment).
 package glm

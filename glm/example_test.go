@@ -47,3 +47,30 @@ func ExampleFit() {
 	fmt.Printf("w* = [%.4f %.4f], iterations %d\n", m.W[0], m.W[1], m.Iters)
 	// Output: w* = [0.5000 -0.5000], iterations 1
 }
+
+// The columns of an attribute given as indices and inclusive ranges.
+func ExampleParseColumns() {
+	cols, err := glm.ParseColumns("350-353,406", 784)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(cols)
+	// Output: [350 351 352 353 406]
+}
+
+// The 2×2 pixel block at row 13, column 13 of a 28×28 image (row-major indices).
+func ExampleBlockColumns() {
+	cols, err := glm.BlockColumns([]int{13, 13, 2, 2}, 28, 28)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(cols)
+	// Output: [377 378 405 406]
+}
+
+// The median interpolates between the two middle values (numpy's default).
+func ExampleSpreadOf() {
+	s := glm.SpreadOf([]float64{3, 1, 2, 10})
+	fmt.Printf("max %v, median %v, mean %v\n", s.Max, s.Median, s.Mean)
+	// Output: max 10, median 2.5, mean 4
+}

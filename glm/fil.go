@@ -373,7 +373,7 @@ func (an *Analysis) denseSpec2(i int, xhat []float64) (float64, bool) {
 }
 
 // AttributeResult is attribute-level leakage of a subset S of input columns for each
-// requested example (seed 001 Sec. 3.1: the FIM block of those columns).
+// requested example (Hannun et al. 2021, Sec. 3.1: the FIM block of those columns).
 type AttributeResult struct {
 	Columns []int
 	Indices []int

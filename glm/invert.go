@@ -8,7 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// Attribute inversion (seed 001 Sec. 6.4, after Fredrikson et al. 2014): an adversary
+// Attribute inversion (Hannun et al. 2021, Sec. 6.4, after Fredrikson et al. 2014): an adversary
 // who sees the output-perturbed release w̃ = w* + N(0, σ²I) of a GLM recovers a chosen
 // attribute x_i[S] (a set S of raw feature columns: a pixel block, a numeric column, a
 // one-hot group) of training example i.
@@ -25,7 +25,7 @@ import (
 //	J_S = −ω_i H⁻¹ (a_i z̃_i uᵀ + b_i E) A[:, S],   a = ℓ”, b = ℓ',
 //
 // with H = Σ_j ω_j ℓ”_j z̃_j z̃_jᵀ + nλI, u = w* without bias and E = ∂z̃/∂z. The FIM of
-// the attribute is J_SᵀJ_S/σ² (seed 001 eq. 16), and the label column is
+// the attribute is J_SᵀJ_S/σ² (Hannun et al. 2021, eq. 16), and the label column is
 // J_t = ω_i H⁻¹ z̃_i (∂ℓ'/∂t = −1 for both losses).
 
 // InvertConfig is the GLM an Inverter fits.
@@ -381,18 +381,18 @@ func (iv *Inverter) checkCols(cols []int) error {
 }
 
 // Prediction is the FIL prediction of an attack's error on one attribute of one row
-// at noise σ (seed 001 eqs. 3–5, 16).
+// at noise σ (Hannun et al. 2021, eqs. 3–5, 16).
 type Prediction struct {
 	// DFIL = Tr(I_S)/|S| = ‖J_S‖_F²/(σ²|S|); BoundDFIL = 1/DFIL ≤ CRB.
 	DFIL, BoundDFIL float64
 	// EtaSq = ‖I_S‖₂ = ‖J_S‖₂²/σ² (the attribute-level FIL η²); BoundEta = 1/η², the
-	// variance bound of seed 001 eq. 3 for any single coordinate (weakest).
+	// variance bound of Hannun et al. 2021, eq. 3 for any single coordinate (weakest).
 	EtaSq, BoundEta float64
 	// CRB = Tr(I_S⁻¹)/|S|: the Cramér–Rao bound on the per-coordinate MSE of an unbiased
 	// estimator of x[S], attained to first order by the white-box (maximum-likelihood)
 	// attack at small σ; +Inf when J_S has rank < |S| (the attribute is not identified).
 	CRB float64
-	// EtaXY is the example-level η over all raw features and the label (seed 001 eq. 17
+	// EtaXY is the example-level η over all raw features and the label (Hannun et al. 2021, eq. 17
 	// with the label column): ‖[J_x, J_t]‖₂/σ.
 	EtaXY float64
 }

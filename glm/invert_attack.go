@@ -12,7 +12,7 @@ import (
 // Prior is what both attacks know about the attribute's distribution: for a discrete
 // attribute its observed values (tuples over S) and their frequencies, for a
 // continuous one its mean and covariance; both estimated from the training table
-// (the adversary knows the population prior p(x[S]), seed 001 Sec. 6.4).
+// (the adversary knows the population prior p(x[S]), Hannun et al. 2021, Sec. 6.4).
 type Prior struct {
 	Cols []int
 	// Discrete attribute: Values[v] is one tuple of len(Cols) values, Prob[v] its
@@ -136,7 +136,7 @@ func (iv *Inverter) withRow(i int, cols []int, v []float64, dst []float64) {
 	iv.features(x, dst)
 }
 
-// WhiteBox is seed 001 eq. 30: x̂ = argmin_v ‖w̃ − f(D with x_i[S] = v)‖₂, where f refits
+// WhiteBox is Hannun et al. 2021, eq. 30: x̂ = argmin_v ‖w̃ − f(D with x_i[S] = v)‖₂, where f refits
 // the model exactly. For a discrete prior the minimum is over its values; otherwise a
 // Levenberg–Marquardt (Gauss–Newton) iteration from the prior mean with the exact
 // Jacobian of the refitted minimiser. It returns the estimate and the residual
@@ -285,7 +285,7 @@ func (iv *Inverter) blackBoxScale(release []float64) float64 {
 	return math.Max(s/float64(iv.N), 1e-300)
 }
 
-// BlackBox is seed 001 eq. 31 (Fredrikson et al. 2014): with black-box access to the
+// BlackBox is Hannun et al. 2021, eq. 31 (Fredrikson et al. 2014): with black-box access to the
 // released model's predictions, x̂ = argmax_v p(v)·π(w̃ᵀz̃(x_i with v), t_i), where π is
 // the Gaussian N(t_i, s²) of the training residuals (least squares) or the predicted
 // probability of the label (logistic). For a continuous attribute it returns the

@@ -12,10 +12,12 @@ import (
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpfil/dpfil/internal/splitmix"
 )
 
 // Table is a feature matrix with one real-valued or binary target per row: the input of
-// attribute inversion (seed 001 Sec. 6.4). X holds N rows of D raw features
+// attribute inversion (Hannun et al. 2021, Sec. 6.4). X holds N rows of D raw features
 // (row-major); T holds the targets: real numbers for least squares, 0/1 for logistic
 // regression. Names names the D feature columns and Target the target column.
 type Table struct {
@@ -99,7 +101,7 @@ func TableFromData(d *Data, loss Loss) *Table {
 // ReadCSV reads a table from CSV: a header row of column names, then one row per
 // example of numbers (blank lines are skipped). target names the target column ("" =
 // the last column). Cells that do not parse as finite numbers are refused with their
-// row and column; nominal features must be one-hot encoded beforehand (seed 001 drops
+// row and column; nominal features must be one-hot encoded beforehand (Hannun et al. drop
 // the last level of each).
 func ReadCSV(r io.Reader, target string) (*Table, error) {
 	cr := csv.NewReader(r)
@@ -203,7 +205,7 @@ func (t *Table) WriteCSV(w io.Writer) error {
 
 // Synthetic table kinds for GenerateTable.
 const (
-	// SyntheticIWPC mimics seed 001's IWPC setting: standardised numeric features, a
+	// SyntheticIWPC mimics Hannun et al.'s (2021) IWPC setting: standardised numeric features, a
 	// 3-level nominal attribute one-hot encoded in two columns ("vkorc1_a",
 	// "vkorc1_b"; both 0 is the dropped third level) and a real-valued target
 	// (a dose) that depends on it; linear regression.
@@ -221,7 +223,7 @@ func GenerateTable(kind string, n int, seed uint64) (*Table, error) {
 	if n < 2 {
 		return nil, fmt.Errorf("synthetic table: need n ≥ 2 rows, got %d", n)
 	}
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	rng := rand.New(rand.NewPCG(seed, seed^splitmix.Golden))
 	const numeric = 4
 	switch kind {
 	case SyntheticIWPC:
@@ -281,7 +283,7 @@ func GenerateTable(kind string, n int, seed uint64) (*Table, error) {
 }
 
 // Preprocess is a fixed affine feature map z = A·x + b from the D raw features to the
-// K model features (seed 001 Sec. 6.1: scale into the unit ball, then project onto the
+// K model features (Hannun et al. 2021, Sec. 6.1: scale into the unit ball, then project onto the
 // top principal components). It is fitted once on the training data and then treated
 // as public and constant: the FIL and the attacks differentiate through A but not
 // through the data dependence of A and b (a one-example change moves the scale and

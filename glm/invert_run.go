@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+
+	"github.com/dpfil/dpfil/internal/splitmix"
 )
 
 // InversionOptions configures a Monte Carlo attribute-inversion experiment.
@@ -56,7 +58,7 @@ type InversionResult struct {
 	WhiteAcc, BlackAcc, BaselineAcc float64
 	// Mean predictions over the targets with finite values.
 	MeanCRB, MeanBoundDFIL, MeanEtaSq float64
-	// Deciles groups the targets by η² of the attribute (seed 001 Fig. 7: accuracy
+	// Deciles groups the targets by η² of the attribute (Hannun et al. 2021, Fig. 7: accuracy
 	// per η decile), lowest first.
 	Deciles []InversionDecile
 }
@@ -178,7 +180,7 @@ func (iv *Inverter) RunInversion(opt InversionOptions) (*InversionResult, error)
 				i := opt.Targets[k]
 				releases, s2 := shared, sharedScale
 				if !opt.SharedReleases {
-					releases, s2 = draw(opt.Seed ^ (uint64(k)+1)*0x9e3779b97f4a7c15)
+					releases, s2 = draw(opt.Seed ^ (uint64(k)+1)*splitmix.Golden)
 				}
 				tg := InversionTarget{Row: i, True: make([]float64, len(cols))}
 				for c, col := range cols {
@@ -314,8 +316,8 @@ type AttributeIRFILStep struct {
 	Spread  float64 `json:"spread"` // std/mean
 }
 
-// AttributeIRFIL runs seed 001 Algorithm 1 with the attribute-level η of columns cols
-// (seed 001 Sec. 6.4, Fig. 7: "η specific to the attribute under attack"): starting
+// AttributeIRFIL runs Hannun et al. 2021, Algorithm 1 with the attribute-level η of columns cols
+// (Hannun et al. 2021, Sec. 6.4, Fig. 7: "η specific to the attribute under attack"): starting
 // from ω = 1 it fits, computes η_i = ‖J_S,i‖₂/σ and sets ω_i ← n(ω_i/η_i)/Σ_j ω_j/η_j,
 // iters times. It returns the final weights (to refit with InvertConfig.Weights) and
 // the per-iteration spread of η.

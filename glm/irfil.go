@@ -6,7 +6,7 @@ import (
 	"math"
 )
 
-// IRFILOptions configures IRFIL (seed 001 Algorithm 1).
+// IRFILOptions configures IRFIL (Hannun et al. 2021, Algorithm 1).
 type IRFILOptions struct {
 	// Config gives the loss, λ, bias and solver tolerance; its Weights and Init are
 	// ignored (IRFIL starts from ω = 1).

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/dpfil/dpfil/attack"
 	"github.com/dpfil/dpfil/train"
 	"github.com/spf13/cobra"
@@ -29,11 +27,7 @@ the label-only baseline (class mean of the pool), the target's dFIL in its run w
 (any attacker).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			e.Logf = func(format string, args ...any) {
-				if !quiet {
-					fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...)
-				}
-			}
+			e.Logf = stderrLogf(cmd, quiet)
 			pr := newProgress(int64(e.ProgressTotal()), "reconn", quiet)
 			e.Progress = func(phase string, n int) { pr.Add(int64(n), phase) }
 			res, err := attack.RunRecoNNExperiment(cmd.Context(), e)

@@ -46,10 +46,10 @@ func (f *glmFlags) register(cmd *cobra.Command, sigma float64, bias bool) {
 	addJSONFlag(cmd, &f.asJSON)
 }
 
-// logf logs to the command's stderr unless --quiet.
-func (f *glmFlags) logf(cmd *cobra.Command) func(string, ...any) {
+// stderrLogf logs lines to the command's stderr unless quiet.
+func stderrLogf(cmd *cobra.Command, quiet bool) func(string, ...any) {
 	return func(format string, args ...any) {
-		if !f.quiet {
+		if !quiet {
 			fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...)
 		}
 	}
@@ -92,7 +92,7 @@ of pixels for every example (Hannun et al. (2021) Sec. 3.1: the FIM block of tho
 dFIL_S = ‖J[:,S]‖_F²/(σ²|S|) and η_S = ‖J[:,S]‖₂/σ, into DIR/glm_fil_attr.csv.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			e.Setup, e.Setup.Logf = f.setup, f.logf(cmd)
+			e.Setup, e.Setup.Logf = f.setup, stderrLogf(cmd, f.quiet)
 			pr := &lazyProgress{label: "glm fil", quiet: f.quiet}
 			e.Progress = pr.add
 			res, err := glm.RunFIL(e)
@@ -124,7 +124,7 @@ Writes DIR/glm_attack.csv and DIR/glm_attack_top8.png / glm_attack_bottom8.png
 (top row: training images, bottom row: first-trial reconstructions).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			e.Setup, e.Setup.Logf = f.setup, f.logf(cmd)
+			e.Setup, e.Setup.Logf = f.setup, stderrLogf(cmd, f.quiet)
 			pr := newProgress(int64(e.Trials), "glm attack trials", f.quiet)
 			e.Progress = func(k int) { pr.Add(int64(k), "") }
 			res, err := attack.RunGLMExperiment(e)
@@ -155,7 +155,7 @@ DIR/glm_irfil.csv (per iteration) and DIR/glm_irfil_weights.csv (final weights a
 σ defaults to 1 as in Hannun et al. (2021) (η then equals ‖J‖₂).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			e.Setup, e.Setup.Logf = f.setup, f.logf(cmd)
+			e.Setup, e.Setup.Logf = f.setup, stderrLogf(cmd, f.quiet)
 			pr := newProgress(int64(e.Iters+1), "irfil iterations", f.quiet)
 			e.Progress = func(it glm.IRFILIteration) { pr.Add(1, fmt.Sprintf("spread %.4g", it.Spread)) }
 			res, err := glm.RunIRFIL(e)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/dpfil/dpfil/glm"
 	"github.com/spf13/cobra"
 )
@@ -27,11 +25,7 @@ onto --pca principal components first (Hannun et al. 2021, Sec. 6.1); --irfil re
 the examples by attribute-level IRFIL before releasing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			e.Logf = func(format string, args ...any) {
-				if !quiet {
-					fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...)
-				}
-			}
+			e.Logf = stderrLogf(cmd, quiet)
 			pr := &lazyProgress{label: "glm invert", quiet: quiet}
 			e.Progress = pr.add
 			res, err := glm.RunInvert(cmd.Context(), e)
@@ -42,6 +36,13 @@ the examples by attribute-level IRFIL before releasing.`,
 			return emit(cmd.OutOrStdout(), asJSON, res, res.WriteText)
 		},
 	}
+	bindInvertFlags(cmd, &e, &quiet)
+	addJSONFlag(cmd, &asJSON)
+	return cmd
+}
+
+// bindInvertFlags binds the flags of 'glm invert' to e, with their defaults.
+func bindInvertFlags(cmd *cobra.Command, e *glm.InvertExperiment, quiet *bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&e.Dataset, "dataset", "mnist01-embedded", "binary image dataset (pixel columns p0…p783) when neither --csv nor --synthetic is given")
 	fl.StringVar(&e.DataDir, "data-dir", "", "directory holding the dataset's files (searched first)")
@@ -67,12 +68,10 @@ the examples by attribute-level IRFIL before releasing.`,
 	fl.BoolVar(&e.NoiseFree, "noise-free", false, "attack the exact minimiser (σ = 0): the white-box attack must then be exact")
 	fl.StringVar(&e.Out, "out", "", "write per-target CSV (glm_invert.csv) here")
 	fl.StringVar(&e.Scatter, "scatter", "", "draw realised white-box MSE vs its FIL prediction (CRB) to this PNG/SVG/PDF file")
-	fl.BoolVar(&quiet, "quiet", false, "no progress output on stderr")
+	fl.BoolVar(quiet, "quiet", false, "no progress output on stderr")
 	addSeedFlag(cmd, &e.Seed)
-	addJSONFlag(cmd, &asJSON)
 	cmd.MarkFlagsMutuallyExclusive("csv", "synthetic")
 	cmd.MarkFlagsMutuallyExclusive("columns", "block")
 	cmd.MarkFlagsMutuallyExclusive("noise-free", "irfil")
 	cmd.MarkFlagsMutuallyExclusive("noise-free", "scatter")
-	return cmd
 }

@@ -50,21 +50,9 @@ points drawn.`,
 			if err := ff.check(); err != nil {
 				return err
 			}
-			if logX && linX {
-				return fmt.Errorf("plot attack: give --log-x or --linear-x, not both")
-			}
-			format := strings.ToLower(strings.TrimPrefix(filepath.Ext(args[0]), "."))
-			if format != "json" && format != "csv" {
-				return fmt.Errorf("plot attack: %s: want a sweep .json or .csv file", args[0])
-			}
-			f, err := os.Open(args[0])
+			sw, err := readAttackSweep(args[0])
 			if err != nil {
-				return fmt.Errorf("plot attack: %w", err)
-			}
-			defer f.Close()
-			sw, err := plot.ReadAttackSweep(f, format)
-			if err != nil {
-				return fmt.Errorf("%s: %w", args[0], err)
+				return err
 			}
 			opt := plot.AttackOptions{Title: ff.title}
 			if logX || linX {
@@ -78,31 +66,55 @@ points drawn.`,
 				return err
 			}
 			res := plotAttackOut{Out: ff.out, Width: ff.width, Height: ff.height, XLabel: sw.XLabel(), LogX: isLogScale(p), AttackSweep: *sw}
-			return emit(cmd.OutOrStdout(), ff.asJSON, res, func(w io.Writer) {
-				fmt.Fprintf(w, "wrote %s (%d×%d px): %d attack variants at %d values of %s\n", ff.out, ff.width, ff.height, len(sw.Series), len(sw.Bounds), sw.XLabel())
-				fmt.Fprintf(w, "%-8s %-8s %-8s", sw.Sweep, "gamma", "gammaRDP")
-				for _, s := range sw.Series {
-					fmt.Fprintf(w, " %-22s", s.Attack)
-				}
-				fmt.Fprintln(w)
-				for _, b := range sw.Bounds {
-					fmt.Fprintf(w, "%-8g %-8.4f %-8.4f", b.X, b.Gamma, b.GammaRDP)
-					for _, s := range sw.Series {
-						cell := "-"
-						for _, q := range s.Points {
-							if q.X == b.X {
-								cell = fmt.Sprintf("%.3f [%.3f, %.3f]", q.Rate, q.Low, q.High)
-							}
-						}
-						fmt.Fprintf(w, " %-22s", cell)
-					}
-					fmt.Fprintln(w)
-				}
-			})
+			return emit(cmd.OutOrStdout(), ff.asJSON, res, res.writeText)
 		},
 	}
 	ff.add(cmd, 800, 560)
 	cmd.Flags().BoolVar(&logX, "log-x", false, "log10 x axis")
 	cmd.Flags().BoolVar(&linX, "linear-x", false, "linear x axis")
+	cmd.MarkFlagsMutuallyExclusive("log-x", "linear-x")
 	return cmd
+}
+
+// readAttackSweep reads a sweep.json or sweep.csv of the attack sweeps.
+func readAttackSweep(path string) (*plot.AttackSweep, error) {
+	format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
+	if format != "json" && format != "csv" {
+		return nil, fmt.Errorf("plot attack: %s: want a sweep .json or .csv file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("plot attack: %w", err)
+	}
+	defer f.Close()
+	sw, err := plot.ReadAttackSweep(f, format)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return sw, nil
+}
+
+// writeText writes what was drawn: the bounds and each attack's rate and interval
+// per value.
+func (r plotAttackOut) writeText(w io.Writer) {
+	sw := r.AttackSweep
+	fmt.Fprintf(w, "wrote %s (%d×%d px): %d attack variants at %d values of %s\n", r.Out, r.Width, r.Height, len(sw.Series), len(sw.Bounds), sw.XLabel())
+	fmt.Fprintf(w, "%-8s %-8s %-8s", sw.Sweep, "gamma", "gammaRDP")
+	for _, s := range sw.Series {
+		fmt.Fprintf(w, " %-22s", s.Attack)
+	}
+	fmt.Fprintln(w)
+	for _, b := range sw.Bounds {
+		fmt.Fprintf(w, "%-8g %-8.4f %-8.4f", b.X, b.Gamma, b.GammaRDP)
+		for _, s := range sw.Series {
+			cell := "-"
+			for _, q := range s.Points {
+				if q.X == b.X {
+					cell = fmt.Sprintf("%.3f [%.3f, %.3f]", q.Rate, q.Low, q.High)
+				}
+			}
+			fmt.Fprintf(w, " %-22s", cell)
+		}
+		fmt.Fprintln(w)
+	}
 }
