@@ -88,12 +88,7 @@ func actTanVec(d1, tdy, d2, tx, dy, tdx []float32) {
 	}
 }
 
-// addVec adds x to y elementwise (addF32 plus a scalar tail; each sum rounded once,
-// as in a Go loop).
+// addVec adds x to y elementwise (each sum rounded once, as in a Go loop).
 func addVec(x, y []float32) {
-	n8 := len(x) &^ 7
-	addF32(x[:n8], y[:n8])
-	for i := n8; i < len(x); i++ {
-		y[i] += x[i]
-	}
+	addF32(x, y[:len(x)])
 }

@@ -53,7 +53,7 @@ func copyPatch4F32(x, row []float32, inC, kh, hw, w int)
 // copyPatch4F32 and addPatch4F32 (SSE, which every amd64 CPU has).
 const hasSSEPatch = true
 
-// addF32 adds x[i] to y[i] for i < len(x) &^ 7 (len(y) ≥ len(x)). AVX only.
+// addF32 adds x[i] to y[i] for i < len(x) (len(y) ≥ len(x)). AVX only.
 //
 //go:noescape
 func addF32(x, y []float32)

@@ -360,13 +360,16 @@ cprow:
 cpdone:
 	RET
 
-// func addF32(x, y []float32): y[i] += x[i] for i < len(x) &^ 7.
+// func addF32(x, y []float32): y[i] += x[i] for i < len(x), 8 at a time, then one
+// at a time.
 TEXT ·addF32(SB), NOSPLIT, $0-48
 	MOVQ x_base+0(FP), SI
 	MOVQ x_len+8(FP), CX
 	MOVQ y_base+24(FP), DI
+	MOVQ CX, DX
+	ANDQ $7, DX
 	SHRQ $3, CX
-	JEQ adddone
+	JEQ addtail
 addloop:
 	VMOVUPS (DI), Y0
 	VADDPS (SI), Y0, Y0
@@ -375,6 +378,17 @@ addloop:
 	ADDQ $32, DI
 	DECQ CX
 	JNE addloop
+addtail:
+	TESTQ DX, DX
+	JEQ adddone
+addone:
+	VMOVSS (DI), X0
+	VADDSS (SI), X0, X0
+	VMOVSS X0, (DI)
+	ADDQ $4, SI
+	ADDQ $4, DI
+	DECQ DX
+	JNE addone
 adddone:
 	VZEROUPPER
 	RET

@@ -67,7 +67,7 @@ func copyPatch4F32(x, row []float32, inC, kh, hw, w int) {
 const hasSSEPatch = false
 
 func addF32(x, y []float32) {
-	for i := 0; i < len(x)&^7; i++ {
+	for i := range x {
 		y[i] += x[i]
 	}
 }
