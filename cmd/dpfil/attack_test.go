@@ -235,3 +235,27 @@ func TestAttackSweeps(t *testing.T) {
 		t.Fatal("non-integer K: no error")
 	}
 }
+
+// TestBadInputSameError runs the same bad input 20 times: the error names the same
+// problem every time (validation runs in a fixed order, never over a map).
+func TestBadInputSameError(t *testing.T) {
+	for _, args := range [][]string{
+		{"attack", "game", "--q", "NaN", "--delta", "NaN", "--steps", "0", "--prior-size", "1", "--quiet"},
+		{"attack", "sweep-q", "--values", "2,NaN", "--q", "NaN", "--out", "unused", "--quiet"},
+		{"glm", "fil", "--lambda", "NaN", "--sigma", "Inf", "--radius", "-1", "--quiet"},
+		{"glm", "invert", "--lambda", "0", "--sigma", "NaN", "--trials", "0", "--loss", "x", "--quiet"},
+	} {
+		var first string
+		for i := 0; i < 20; i++ {
+			_, _, err := execCLI(t, args...)
+			if err == nil {
+				t.Fatalf("%v accepted", args)
+			}
+			if i == 0 {
+				first = err.Error()
+			} else if err.Error() != first {
+				t.Fatalf("%v: error %q, then %q", args, first, err.Error())
+			}
+		}
+	}
+}
