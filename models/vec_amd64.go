@@ -57,3 +57,9 @@ const hasSSEPatch = true
 //
 //go:noescape
 func addF32(x, y []float32)
+
+// tanhBackF32 sets dx[i] = (1 − y[i]²)·dy[i] for i < len(y) (dy, dx at least as
+// long), rounding each operation to float32 as Go does. AVX only.
+//
+//go:noescape
+func tanhBackF32(y, dy, dx []float32)

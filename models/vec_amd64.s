@@ -392,3 +392,46 @@ addone:
 adddone:
 	VZEROUPPER
 	RET
+
+// func tanhBackF32(y, dy, dx []float32): dx[i] = (1 − y[i]·y[i])·dy[i] for
+// i < len(y), each operation rounded to float32 as Go computes it.
+TEXT ·tanhBackF32(SB), NOSPLIT, $0-72
+	MOVQ y_base+0(FP), SI
+	MOVQ y_len+8(FP), CX
+	MOVQ dy_base+24(FP), BX
+	MOVQ dx_base+48(FP), DI
+	MOVQ $0x3f800000, AX
+	MOVQ AX, X7
+	VBROADCASTSS X7, Y7
+	MOVQ CX, DX
+	ANDQ $7, DX
+	SHRQ $3, CX
+	JEQ tbtail
+tbloop:
+	VMOVUPS (SI), Y0
+	VMULPS Y0, Y0, Y0
+	VSUBPS Y0, Y7, Y0
+	VMULPS (BX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, DI
+	DECQ CX
+	JNE tbloop
+tbtail:
+	TESTQ DX, DX
+	JEQ tbdone
+tbone:
+	VMOVSS (SI), X0
+	VMULSS X0, X0, X0
+	VSUBSS X0, X7, X0
+	VMULSS (BX), X0, X0
+	VMOVSS X0, (DI)
+	ADDQ $4, SI
+	ADDQ $4, BX
+	ADDQ $4, DI
+	DECQ DX
+	JNE tbone
+tbdone:
+	VZEROUPPER
+	RET

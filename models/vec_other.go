@@ -71,3 +71,9 @@ func addF32(x, y []float32) {
 		y[i] += x[i]
 	}
 }
+
+func tanhBackF32(y, dy, dx []float32) {
+	for i, v := range y {
+		dx[i] = (1 - v*v) * dy[i]
+	}
+}

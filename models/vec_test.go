@@ -73,8 +73,8 @@ func TestVectorKernels(t *testing.T) {
 	}
 }
 
-// TestActTangentVectorBitIdentical checks that ActTangent on the vector kernels
-// (mulVec, actTanVec) gives the bits of the plain Go loops, for sizes with and
+// TestActTangentVectorBitIdentical checks that ActTangent and ActBackward on the
+// vector kernels (mulVec, actTanVec, tanhBackF32) give the bits of the plain Go loops, for sizes with and
 // without a tail, both activations.
 func TestActTangentVectorBitIdentical(t *testing.T) {
 	if !hasAVX2FMA() {
@@ -97,13 +97,14 @@ func TestActTangentVectorBitIdentical(t *testing.T) {
 			y := make([]float32, n*size)
 			plain.ActForward(f, x, y)
 			tx, tdy := vals(n*k*size), vals(n*k*size)
-			var out [2][2][]float32
+			var out [2][3][]float32
 			for i, be := range []*cpuBackend[float32]{plain, vec} {
-				ty, tdx := make([]float32, n*k*size), make([]float32, n*k*size)
+				ty, tdx, dx := make([]float32, n*k*size), make([]float32, n*k*size), make([]float32, n*size)
 				be.ActTangent(f, n, k, size, x, y, dy, tx, ty, tdy, tdx)
-				out[i] = [2][]float32{ty, tdx}
+				be.ActBackward(f, x, y, dy, dx)
+				out[i] = [3][]float32{ty, tdx, dx}
 			}
-			for j, name := range []string{"ty", "tdx"} {
+			for j, name := range []string{"ty", "tdx", "ActBackward dx"} {
 				for i := range out[0][j] {
 					if math.Float32bits(out[0][j][i]) != math.Float32bits(out[1][j][i]) {
 						t.Fatalf("act %d size %d: %s[%d] = %v with the vector kernels, %v in Go", f, size, name, i, out[1][j][i], out[0][j][i])
