@@ -1,6 +1,7 @@
 package models
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -54,21 +55,33 @@ func TestPatchMajorIm2col(t *testing.T) {
 	}
 }
 
-// TestPatchMajorBitIdentical checks that the patch-major conv layers give results
-// bit-identical to the column-major ones on every pass: per-sample gradients, clipped
+// TestPatchMajorBitIdentical checks that the CPU's fast conv paths (patch-major
+// layers, transposed weight gradients, the one-sample dense forward: everything Network.patchT turns on) give results bit-identical to
+// the plain column-major passes on every pass: per-sample gradients, clipped
 // sums, input gradients, FIL values and tangents with input and parameter
 // directions, the input gradient of a clipped dot.
 func TestPatchMajorBitIdentical(t *testing.T) {
 	if !hasAVX2FMA() {
 		t.Skip("patch-major layers run on the packed float32 GEMM only (needs AVX2 and FMA)")
 	}
-	for _, name := range []string{"mnist-cnn", "mnist-cnn-3x3"} {
+	// a small stride-1 net (cifar-cnn's layer kinds, one sample per first-order
+	// chunk) for the column-major fast paths: transposed weight gradients, the
+	// one-sample dense forward
+	small := Arch{Name: "small-s1", Input: Shape{C: 3, H: 48, W: 48}, Classes: 10, Layers: []LayerSpec{
+		{Kind: KindNormalize, Mean: CIFAR10Mean, Std: CIFAR10Std},
+		ConvSame(16, 3, 1, 48, 48), layerTanh, ConvSame(16, 3, 1, 48, 48), layerTanh, AvgPool(4, 4),
+		layerFlatten, Dense(16), layerTanh, Dense(10),
+	}}
+	mnist, _ := ArchByName("mnist-cnn")
+	mnist3, _ := ArchByName("mnist-cnn-3x3")
+	for _, tc := range []struct {
+		arch  Arch
+		batch int
+	}{{mnist, 9}, {mnist3, 9}, {small, 9}, {small, 1}, {mnist, 1}} {
+		arch, batch := tc.arch, tc.batch
+		name := fmt.Sprintf("%s/batch%d", arch.Name, batch)
 		t.Run(name, func(t *testing.T) {
-			arch, err := ArchByName(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			const batch, k = 9, 4
+			const k = 4
 			p64 := InitParams(arch, 5)
 			params := make([]float32, len(p64))
 			for i, v := range p64 {
@@ -143,7 +156,7 @@ func TestPatchMajorBitIdentical(t *testing.T) {
 			names := []string{"grads", "losses", "clipped sum", "input grads", "FIL", "tangent grads", "tangent input grads", "input grad of clipped dot"}
 			for i := range want {
 				if !slices.EqualFunc(want[i], got[i], func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
-					t.Errorf("%s: patch-major %s differ from column-major", name, names[i])
+					t.Errorf("%s: %s with the fast paths differ from the plain column-major passes", name, names[i])
 				}
 			}
 		})
