@@ -105,7 +105,7 @@ def main():
     med = statistics.median
     print()
     print(f"medians over {args.rounds} rounds (load average {min(min(l) for l in loads):.1f}–{max(max(l) for l in loads):.1f}):")
-    print("| path | dpfil ÷ torch time, wall | by CPU | torch FIL jvp |")
+    print("| path | dpfil speed-up (torch time ÷ dpfil time), wall | by CPU | torch FIL jvp |")
     print("|---|---|---|---|")
     for model, path, batch, k in PATHS:
         r = ratios[(model, path)]
