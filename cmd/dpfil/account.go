@@ -9,21 +9,13 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// newAccountCmd is the 'account' command group: RDP, ReRo, FIL summaries and κ.
+// newAccountCmd is the 'account' command group: RDP, PLD, ReRo, FIL summaries and κ.
 func newAccountCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "account",
-		Short: "Privacy accountants: RDP, FIL, ReRo and MSE bounds",
-		Long: `Privacy accountants for DP-SGD (formulas and stated errors: docs/accounting.md).
-
-  rdp    Rényi DP of the sampled Gaussian mechanism → (ε, δ), the order-2 RDP and the
-         Theorem 1 MSE bound; or the noise multiplier reaching a target ε.
-  rero   ReRo bound on reconstruction success (Hayes et al.): Monte Carlo blow-up
-         with a confidence interval, the q = 1 closed form, the RDP-based bound.
-  fil    summary of per-sample dFIL files (.npy): max, median, quantiles, MSE bounds.
-  kappa  the FIL subsampling factor κ (Guo et al. Theorem 4).
-  mse    MSE lower bounds from an order-2 RDP (Theorem 1), a dFIL (Theorem 2) and a
-         prior's Fisher information (van Trees).`,
+		Short: "Privacy accountants: RDP, PLD, FIL, ReRo and MSE bounds",
+		Long: `Privacy accountants for DP-SGD; every formula, its source and its stated error are
+in docs/accounting.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cmd.Help()
@@ -57,6 +49,24 @@ func parsedVar[T fmt.Stringer](f *pflag.FlagSet, dst *T, name string, def T, par
 	f.Var(parsedValue[T]{dst, parse}, name, usage)
 }
 
+// bindRunFlags binds --q, --sigma and --steps, the sampled Gaussian mechanism every
+// accountant composes, to a request's fields, and --delta when delta is not nil.
+func bindRunFlags(f *pflag.FlagSet, q, sigma *float64, steps *int, delta *float64) {
+	f.Float64Var(q, "q", 0, "sampling rate q = B/N in [0, 1]")
+	f.Float64Var(sigma, "sigma", 0, "noise multiplier σ > 0")
+	f.IntVar(steps, "steps", 0, "number of DP-SGD steps T")
+	if delta != nil {
+		f.Float64Var(delta, "delta", 0, "target δ in (0, 1)")
+	}
+}
+
+// bindNeighbourFlags binds --adjacency and --sampling: the neighbouring relation ε
+// holds for and how batches are drawn.
+func bindNeighbourFlags(f *pflag.FlagSet, adj *accounting.Adjacency, s *accounting.Sampling) {
+	parsedVar(f, adj, "adjacency", accounting.AddRemove, accounting.ParseAdjacency, "neighbouring relation of ε: add-remove (the usual DP-SGD ε) or replace-one")
+	parsedVar(f, s, "sampling", accounting.SamplingPoisson, accounting.ParseSampling, "batches: poisson (each record joins with probability q) or uniform (fixed size qN without replacement; replace-one only)")
+}
+
 // clipConstant is the clipping constant c of train's clip mode.
 func clipConstant(mode string) (float64, error) {
 	c, err := train.ClipConstant(mode)
@@ -71,48 +81,38 @@ type rdpFlags struct {
 	req                      accounting.RDPRequest
 	target                   float64
 	orders, schedule, clipMd string
-	asJSON                   bool
 }
 
 func newAccountRDPCmd() *cobra.Command {
 	var fl rdpFlags
-	cmd := &cobra.Command{
+	cmd := reportCmd(&cobra.Command{
 		Use:   "rdp",
-		Short: "RDP of DP-SGD (sampled Gaussian) → (ε, δ), order-2 RDP and the Theorem 1 MSE bound",
-		Long: `Composes 'steps' steps of the sampled Gaussian mechanism (rate q, noise multiplier
-sigma) in Rényi DP (Mironov, Talwar & Zhang 2019) and converts to (ε, δ)-DP,
-minimising over the orders (the improved conversion of Balle et al. 2020 by default).
---adjacency add-remove (default, the usual DP-SGD ε) or replace-one; --sampling
-poisson (default) or uniform (fixed-size batches without replacement, replace-one
-only); --clip-mode smooth divides sigma by the smooth clipping constant c ≈ 1.115 as
-'train' does (hard: c = 1, the plain noise multiplier). rdp_order2 is the order-2 RDP
-under the adjacency; mse_bound_rdp = 1/(4(e^ε₂ − 1)) is the MSE lower bound on
-[0,1]^d of Guo, Karrer, Chaudhuri & van der Maaten (2022, Theorem 1) with the
-replace-one ε₂ its proof needs (theorem1; the paper's add-remove value is shown
-beside it). With --target-epsilon instead of --sigma it solves for the smallest
-sigma reaching that ε (bisection to 1e-6 relative). --schedule composes a
-heterogeneous run (segments q:sigma:steps) instead of --q/--sigma/--steps. The PLD
-accountant ('account pld') is tighter; 'account dpsgd' reports both as 'train' does.`,
+		Short: "RDP of DP-SGD (sampled Gaussian) → (ε, δ), order-2 RDP and the Theorem 1 MSE bound; or σ for a target ε",
+		Long: `Composes --steps steps of the sampled Gaussian mechanism (rate q, noise multiplier
+σ) in Rényi DP (Mironov, Talwar & Zhang 2019) and converts to (ε, δ)-DP, minimising
+over the orders (by default with the improved conversion of Balle et al. 2020).
+--clip-mode smooth divides σ by the smooth clipping constant c ≈ 1.115 as 'train'
+does. rdp_order2 is the order-2 RDP under the adjacency; mse_bound_rdp =
+1/(4(e^ε₂ − 1)) is the MSE lower bound on [0,1]^d of Guo, Karrer, Chaudhuri & van
+der Maaten (2022, Theorem 1) with the replace-one ε₂ its proof needs (theorem1; the
+paper's add-remove value is shown beside it). --target-epsilon solves for the
+smallest σ reaching that ε (bisection to 1e-6 relative); --schedule composes a
+heterogeneous run. 'account pld' is tighter; 'account dpsgd' reports both.`,
 		Example: `  dpfil account rdp --q 0.004267 --sigma 1.1 --steps 14062 --delta 1e-5
   dpfil account rdp --q 0.01 --steps 1000 --delta 1e-5 --target-epsilon 2 --json
   dpfil account rdp --q 0.01 --sigma 1 --steps 1000 --delta 1e-5 --clip-mode smooth --sampling uniform --adjacency replace-one
   dpfil account rdp --schedule 0.01:2:500,0.01:1.5:500,0.02:1:1000 --delta 1e-5`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runAccountRDP(cmd, &fl) },
-	}
+	}, fl.run)
 	f := cmd.Flags()
-	f.Float64Var(&fl.req.Q, "q", 0, "sampling rate B/N in [0, 1] (required without --schedule)")
-	f.Float64Var(&fl.req.Sigma, "sigma", 0, "noise multiplier (> 0)")
-	f.IntVar(&fl.req.Steps, "steps", 0, "number of DP-SGD steps (required without --schedule)")
-	f.Float64Var(&fl.req.Delta, "delta", 0, "target delta in (0, 1) (required)")
-	f.Float64Var(&fl.target, "target-epsilon", 0, "solve for the sigma reaching this epsilon (instead of --sigma)")
+	bindRunFlags(f, &fl.req.Q, &fl.req.Sigma, &fl.req.Steps, &fl.req.Delta)
+	f.Float64Var(&fl.target, "target-epsilon", 0, "solve for the σ reaching this ε (instead of --sigma)")
 	f.StringVar(&fl.orders, "orders", "", "comma-separated Rényi orders > 1 (default 1.1…10.9, 11…63, 128…1024)")
 	parsedVar(f, &fl.req.Conversion, "conversion", accounting.ConversionImproved, accounting.ParseConversion, "RDP → (ε, δ) conversion: improved or classic")
 	f.StringVar(&fl.schedule, "schedule", "", "heterogeneous run: comma-separated q:sigma:steps segments (instead of --q/--sigma/--steps)")
-	parsedVar(f, &fl.req.Adjacency, "adjacency", accounting.AddRemove, accounting.ParseAdjacency, "neighbouring relation of ε: add-remove or replace-one")
-	parsedVar(f, &fl.req.Sampling, "sampling", accounting.SamplingPoisson, accounting.ParseSampling, "poisson or uniform (fixed-size batches without replacement; replace-one only)")
-	f.StringVar(&fl.clipMd, "clip-mode", train.ClipModeHard, "hard (sigma is the noise multiplier) or smooth (divide by c ≈ 1.115, as train's default)")
-	_ = cmd.MarkFlagRequired("delta")
+	bindNeighbourFlags(f, &fl.req.Adjacency, &fl.req.Sampling)
+	f.StringVar(&fl.clipMd, "clip-mode", train.ClipModeHard, "hard (σ is the noise multiplier) or smooth (divide by c ≈ 1.115, as train's default)")
+	markRequired(cmd, "delta")
 	cmd.MarkFlagsOneRequired("q", "schedule")
 	cmd.MarkFlagsRequiredTogether("q", "steps")
 	cmd.MarkFlagsOneRequired("sigma", "target-epsilon", "schedule")
@@ -120,101 +120,90 @@ accountant ('account pld') is tighter; 'account dpsgd' reports both as 'train' d
 	for _, n := range []string{"q", "sigma", "steps", "target-epsilon"} {
 		cmd.MarkFlagsMutuallyExclusive("schedule", n)
 	}
-	addJSONFlag(cmd, &fl.asJSON)
 	return cmd
 }
 
-func runAccountRDP(cmd *cobra.Command, fl *rdpFlags) error {
+func (fl *rdpFlags) run(cmd *cobra.Command, _ []string) (*accounting.RDPReport, error) {
 	req := fl.req
 	var err error
 	if req.ClipConstant, err = clipConstant(fl.clipMd); err != nil {
-		return err
+		return nil, err
 	}
 	req.ClipMode = fl.clipMd
 	if req.Orders, err = accounting.ParseOrders(fl.orders); err != nil {
-		return fmt.Errorf("--%w", err)
+		return nil, fmt.Errorf("--%w", err)
 	}
-	if cmd.Flags().Changed("target-epsilon") {
-		req.TargetEpsilon = &fl.target
-	}
+	req.TargetEpsilon = changed(cmd, "target-epsilon", &fl.target)
 	if cmd.Flags().Changed("schedule") {
 		if req.Schedule, err = accounting.ParseSchedule(fl.schedule); err != nil {
-			return fmt.Errorf("--%w", err)
+			return nil, fmt.Errorf("--%w", err)
 		}
 	}
-	res, err := accounting.AccountRDP(req)
-	return emitReport(cmd, fl.asJSON, res, err)
+	return accounting.AccountRDP(req)
 }
 
 // reroFlags are the flags of 'account rero' beside the configuration they fill.
 type reroFlags struct {
-	cfg           accounting.ReRoConfig
-	prior         int
-	asJSON, quiet bool
+	cfg   accounting.ReRoConfig
+	prior int
+	quiet bool
 }
 
 func newAccountReRoCmd() *cobra.Command {
 	var fl reroFlags
-	cmd := &cobra.Command{
+	cmd := reportCmd(&cobra.Command{
 		Use:   "rero",
 		Short: "ReRo bound on reconstruction success (Hayes et al.): Monte Carlo, q = 1 closed form, RDP-based",
 		Long: `Upper bound γ on the success probability of any reconstruction attack against
-'steps' steps of DP-SGD (rate q, noise multiplier sigma) when a guess from the prior
+--steps steps of DP-SGD (rate q, noise multiplier σ) when a guess from the prior
 succeeds with probability κ (--kappa, or 1/K for a uniform prior of --prior-size K),
 after Hayes, Mahloujifar & Balle (2023, "Bounding training data reconstruction in
-DP-SGD", Sec. 3).
+DP-SGD", Sec. 3); estimators and their errors in docs/accounting.md.
 
-gamma_nu is Hayes et al.'s Monte Carlo estimate (1/N)·Σ of the top ⌈κN⌉ likelihood
-ratios of N draws from N(0, σ²I_T); gamma_mu the same event estimated from draws of
-the mixture; [gamma_low, gamma_high] a confidence interval (DKW under both
-distributions, --confidence); gamma_exact the q = 1 closed form Φ(√T/σ − Φ⁻¹(1−κ));
-gamma_rdp the RDP-based bound. gamma, the number to read, is gamma_exact when q = 1,
-otherwise gamma_nu, or gamma_mu (with a warning) when gamma_nu is known to be off.
-advantage = (gamma − κ)/(1 − κ). The draws are split into
-chunks seeded from --seed, so the result does not depend on the number of cores.`,
+gamma_nu is the Monte Carlo estimate from N draws of N(0, σ²I_T), gamma_mu the same
+from draws of the mixture, [gamma_low, gamma_high] a confidence interval (DKW,
+--confidence), gamma_exact the q = 1 closed form Φ(√T/σ − Φ⁻¹(1−κ)), gamma_rdp the
+RDP-based bound. gamma, the number to read, is gamma_exact when q = 1, otherwise
+gamma_nu (gamma_mu, with a warning, when gamma_nu is known to be off). advantage =
+(gamma − κ)/(1 − κ). The result does not depend on the number of cores.`,
 		Example: `  dpfil account rero --q 0.01 --sigma 1 --steps 1000 --prior-size 10
   dpfil account rero --q 1 --sigma 2 --steps 10 --kappa 0.01 --samples 1000000 --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runAccountReRo(cmd, &fl) },
-	}
+	}, fl.run)
 	f := cmd.Flags()
-	f.Float64Var(&fl.cfg.Q, "q", 0, "sampling rate in [0, 1] (required)")
-	f.Float64Var(&fl.cfg.Sigma, "sigma", 0, "noise multiplier > 0 (required)")
-	f.IntVar(&fl.cfg.Steps, "steps", 0, "number of DP-SGD steps ≥ 1 (required)")
+	bindRunFlags(f, &fl.cfg.Q, &fl.cfg.Sigma, &fl.cfg.Steps, nil)
 	f.Float64Var(&fl.cfg.Kappa, "kappa", 0, "baseline success probability κ in (0, 1]")
 	f.IntVar(&fl.prior, "prior-size", 0, "size K of a uniform prior (κ = 1/K)")
 	f.IntVar(&fl.cfg.Samples, "samples", 1_000_000, "Monte Carlo draws N from N(0, σ²I_T)")
 	f.IntVar(&fl.cfg.MuSamples, "mu-samples", 0, "draws from the mixture for the confidence interval (default: --samples)")
 	f.Float64Var(&fl.cfg.Confidence, "confidence", 0.95, "confidence level of the interval, in (0, 1)")
 	f.IntVar(&fl.cfg.Workers, "workers", 0, "goroutines (default: number of CPUs); does not change the result")
-	f.BoolVar(&fl.quiet, "quiet", false, "no progress report on stderr")
-	for _, n := range []string{"q", "sigma", "steps"} {
-		_ = cmd.MarkFlagRequired(n)
-	}
+	addQuietFlag(cmd, &fl.quiet)
+	markRequired(cmd, "q", "sigma", "steps")
 	cmd.MarkFlagsOneRequired("kappa", "prior-size")
 	cmd.MarkFlagsMutuallyExclusive("kappa", "prior-size")
 	addSeedFlag(cmd, &fl.cfg.Seed)
-	addJSONFlag(cmd, &fl.asJSON)
 	return cmd
 }
 
-func runAccountReRo(cmd *cobra.Command, fl *reroFlags) error {
+func (fl *reroFlags) run(cmd *cobra.Command, _ []string) (*accounting.ReRoReport, error) {
 	cfg := fl.cfg
 	if cmd.Flags().Changed("prior-size") {
 		k, err := accounting.KappaFromPriorSize(fl.prior)
 		if err != nil {
-			return fmt.Errorf("--prior-size: %w", err)
+			return nil, fmt.Errorf("--prior-size: %w", err)
 		}
 		cfg.Kappa = k
 	}
 	if cfg.Samples < 1 { // 0 would mean the library's default
-		return fmt.Errorf("--samples = %d must be ≥ 1", cfg.Samples)
+		return nil, fmt.Errorf("--samples = %d must be ≥ 1", cfg.Samples)
 	}
 	if cmd.Flags().Changed("mu-samples") && cfg.MuSamples < 1 {
-		return fmt.Errorf("--mu-samples = %d must be ≥ 1", cfg.MuSamples)
+		return nil, fmt.Errorf("--mu-samples = %d must be ≥ 1", cfg.MuSamples)
 	}
 	// Progress in units of 1% of the draws (ν and μ).
 	prog := newProgress(100, "rero", fl.quiet)
+	defer prog.Finish()
 	reported := int64(0)
 	cfg.Progress = func(done, total int64) {
 		if pct := 100 * done / total; pct > reported {
@@ -222,18 +211,15 @@ func runAccountReRo(cmd *cobra.Command, fl *reroFlags) error {
 			reported = pct
 		}
 	}
-	res, err := accounting.ReRoBounds(cfg)
-	prog.Finish()
-	return emitReport(cmd, fl.asJSON, res, err)
+	return accounting.ReRoBounds(cfg)
 }
 
 func newAccountFILCmd() *cobra.Command {
 	var (
-		files  []string
-		out    string
-		asJSON bool
+		files []string
+		out   string
 	)
-	cmd := &cobra.Command{
+	cmd := reportCmd(&cobra.Command{
 		Use:   "fil",
 		Short: "Summarise per-sample dFIL files (.npy): max, median, quantiles, Theorem 2 MSE bounds",
 		Long: `Reads one or more per-sample dFIL vectors (.npy float64, as written by 'dpfil
@@ -243,15 +229,12 @@ van der Maaten (2022, Theorem 2) 1/max dFIL (worst sample) and 1/median dFIL.
 --out writes the merged vector.`,
 		Example: `  dpfil account fil --dfil run1/dfil.npy --dfil run2/dfil.npy --out merged.npy --json`,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			res, err := accounting.SummarizeDFILFiles(files, out)
-			return emitReport(cmd, asJSON, res, err)
-		},
-	}
+	}, func(*cobra.Command, []string) (*accounting.DFILFilesReport, error) {
+		return accounting.SummarizeDFILFiles(files, out)
+	})
 	cmd.Flags().StringArrayVar(&files, "dfil", nil, "per-sample dFIL .npy file (repeat for several runs)")
 	cmd.Flags().StringVar(&out, "out", "", "write the merged (mean) dFIL vector to this .npy file")
-	_ = cmd.MarkFlagRequired("dfil")
-	addJSONFlag(cmd, &asJSON)
+	markRequired(cmd, "dfil")
 	return cmd
 }
 
@@ -259,9 +242,8 @@ func newAccountKappaCmd() *cobra.Command {
 	var (
 		req      accounting.KappaRequest
 		clipMode string
-		asJSON   bool
 	)
-	cmd := &cobra.Command{
+	cmd := reportCmd(&cobra.Command{
 		Use:   "kappa",
 		Short: "FIL subsampling factor κ = q/(q + (1−q)e^{−ε₀}) (Guo et al. Theorem 4)",
 		Long: `κ is the factor of Guo, Karrer, Chaudhuri & van der Maaten (2022, Theorem 4). ε₀ is
@@ -269,35 +251,28 @@ the per-step (ε₀, δ_f)-DP of the Gaussian mechanism under replace-one adjace
 (sensitivity 2cC, noise σC; c the clipping constant: 1 hard, ≈1.115 smooth), from
 the analytic Gaussian mechanism (Balle & Wang 2018), valid for every σ. The paper's
 classical ε₀ = c·2·√(2 ln(1.25/δ_f))/σ (valid only when < 1) is shown beside it.
-δ_f is --delta-f, or 1/(T·N) from --steps and --n. --clip-mode sets c as 'train'
-does (instead of --clip-constant).`,
+δ_f is --delta-f, or 1/(T·N) from --steps and --n.`,
 		Example: `  dpfil account kappa --q 0.0043 --sigma 1.1 --steps 14062 --n 60000`,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cmd.Flags().Changed("clip-mode") {
-				var err error
-				if req.ClipConstant, err = clipConstant(clipMode); err != nil {
-					return err
-				}
+	}, func(cmd *cobra.Command, _ []string) (*accounting.KappaReport, error) {
+		if cmd.Flags().Changed("clip-mode") {
+			var err error
+			if req.ClipConstant, err = clipConstant(clipMode); err != nil {
+				return nil, err
 			}
-			res, err := accounting.AccountKappa(req)
-			return emitReport(cmd, asJSON, res, err)
-		},
-	}
+		}
+		return accounting.AccountKappa(req)
+	})
 	f := cmd.Flags()
-	f.Float64Var(&req.Q, "q", 0, "sampling rate in [0, 1] (required)")
-	f.Float64Var(&req.Sigma, "sigma", 0, "noise multiplier > 0 (required)")
+	bindRunFlags(f, &req.Q, &req.Sigma, &req.Steps, nil)
 	f.Float64Var(&req.ClipConstant, "clip-constant", 1, "clipping constant c (1 hard clipping; ≈1.115 smooth)")
 	f.StringVar(&clipMode, "clip-mode", "", "hard or smooth: the clipping constant of train's clip mode (instead of --clip-constant)")
 	f.Float64Var(&req.DeltaF, "delta-f", 0, "per-step failure probability δ_f in (0, 1) (default 1/(T·N) from --steps and --n)")
-	f.IntVar(&req.Steps, "steps", 0, "number of steps T (for δ_f = 1/(T·N))")
 	f.IntVar(&req.N, "n", 0, "training set size N (for δ_f = 1/(T·N))")
-	_ = cmd.MarkFlagRequired("q")
-	_ = cmd.MarkFlagRequired("sigma")
+	markRequired(cmd, "q", "sigma")
 	cmd.MarkFlagsMutuallyExclusive("clip-constant", "clip-mode")
 	cmd.MarkFlagsOneRequired("delta-f", "steps")
 	cmd.MarkFlagsRequiredTogether("steps", "n")
-	addJSONFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -305,9 +280,8 @@ func newAccountMSECmd() *cobra.Command {
 	var (
 		req                accounting.MSERequest
 		eps2, dfil, jprior float64
-		asJSON             bool
 	)
-	cmd := &cobra.Command{
+	cmd := reportCmd(&cobra.Command{
 		Use:   "mse",
 		Short: "MSE lower bounds on reconstruction: Theorem 1 (RDP), Theorem 2 (dFIL), van Trees",
 		Long: `Lower bounds on the mean squared error of any reconstruction attack, from Guo,
@@ -321,20 +295,11 @@ eq. 1.3) for a biased attacker averaged over the prior, MSE ≥ 1/(E_π[dFIL] + 
 		Example: `  dpfil account mse --eps2 0.33 --dfil 0.5
   dpfil account mse --dfil 2 --prior-fisher-trace 3136 --d 784 --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, p := range []struct {
-				name string
-				v    *float64
-				dst  **float64
-			}{{"eps2", &eps2, &req.Eps2}, {"dfil", &dfil, &req.DFIL}, {"prior-fisher-trace", &jprior, &req.PriorFisherTrace}} {
-				if cmd.Flags().Changed(p.name) {
-					*p.dst = p.v
-				}
-			}
-			res, err := accounting.MSEBounds(req)
-			return emitReport(cmd, asJSON, res, err)
-		},
-	}
+	}, func(cmd *cobra.Command, _ []string) (*accounting.MSEReport, error) {
+		req.Eps2, req.DFIL = changed(cmd, "eps2", &eps2), changed(cmd, "dfil", &dfil)
+		req.PriorFisherTrace = changed(cmd, "prior-fisher-trace", &jprior)
+		return accounting.MSEBounds(req)
+	})
 	f := cmd.Flags()
 	f.Float64Var(&eps2, "eps2", 0, "order-2 RDP of the whole run (Theorem 1)")
 	f.Float64Var(&req.Diameter, "diameter", 1, "per-coordinate diameter of the data space (1 for [0,1]^d)")
@@ -342,6 +307,5 @@ eq. 1.3) for a biased attacker averaged over the prior, MSE ≥ 1/(E_π[dFIL] + 
 	f.Float64Var(&jprior, "prior-fisher-trace", 0, "trace of the prior's Fisher information J(f_π) (van Trees)")
 	f.IntVar(&req.D, "d", 0, "data dimension (van Trees)")
 	cmd.MarkFlagsOneRequired("eps2", "dfil")
-	addJSONFlag(cmd, &asJSON)
 	return cmd
 }

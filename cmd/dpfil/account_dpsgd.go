@@ -13,12 +13,11 @@ type dpsgdFlags struct {
 	req               accounting.DPSGDRequest
 	target            float64
 	adjacency, clipMd string
-	asJSON            bool
 }
 
 func newAccountDPSGDCmd() *cobra.Command {
 	var fl dpsgdFlags
-	cmd := &cobra.Command{
+	cmd := reportCmd(&cobra.Command{
 		Use:   "dpsgd",
 		Short: "Every privacy number of a DP-SGD run, exactly as 'train' reports it",
 		Long: `Accounts a DP-SGD run of --steps steps with batches of --batch out of --n records,
@@ -33,8 +32,7 @@ instead of --sigma it solves for σ.`,
 		Example: `  dpfil account dpsgd --n 60000 --batch 600 --steps 1000 --sigma 1 --delta 1e-5
   dpfil account dpsgd --n 60000 --batch 600 --steps 1000 --target-epsilon 2 --sampling uniform --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runAccountDPSGD(cmd, &fl) },
-	}
+	}, fl.run)
 	f := cmd.Flags()
 	f.IntVar(&fl.req.N, "n", 0, "number of training records N")
 	f.IntVar(&fl.req.Batch, "batch", 0, "batch size B (expected size for Poisson)")
@@ -47,31 +45,27 @@ instead of --sigma it solves for σ.`,
 	f.StringVar(&fl.clipMd, "clip-mode", train.ClipModeSmooth, "smooth (c ≈ 1.115) or hard (c = 1)")
 	f.StringVar(&fl.req.Accountant, "accountant", accounting.AccountantAuto, "auto (tighter of pld and rdp), pld or rdp")
 	f.StringVar(&fl.adjacency, "adjacency", "", "add-remove or replace-one (default: add-remove, replace-one for uniform)")
-	_ = cmd.MarkFlagRequired("n")
+	markRequired(cmd, "n")
 	cmd.MarkFlagsRequiredTogether("n", "batch", "steps")
 	cmd.MarkFlagsOneRequired("sigma", "target-epsilon")
 	cmd.MarkFlagsMutuallyExclusive("sigma", "target-epsilon")
-	addJSONFlag(cmd, &fl.asJSON)
 	return cmd
 }
 
-func runAccountDPSGD(cmd *cobra.Command, fl *dpsgdFlags) error {
+func (fl *dpsgdFlags) run(cmd *cobra.Command, _ []string) (*accounting.DPSGDReport, error) {
 	req := fl.req
 	var err error
 	if req.ClipConstant, err = clipConstant(fl.clipMd); err != nil {
-		return err
+		return nil, err
 	}
 	req.ClipMode = fl.clipMd
 	if fl.adjacency != "" {
 		a, err := accounting.ParseAdjacency(fl.adjacency)
 		if err != nil {
-			return fmt.Errorf("--adjacency: %w", err)
+			return nil, fmt.Errorf("--adjacency: %w", err)
 		}
 		req.Adjacency = &a
 	}
-	if cmd.Flags().Changed("target-epsilon") {
-		req.TargetEpsilon = &fl.target
-	}
-	res, err := accounting.AccountDPSGD(req)
-	return emitReport(cmd, fl.asJSON, res, err)
+	req.TargetEpsilon = changed(cmd, "target-epsilon", &fl.target)
+	return accounting.AccountDPSGD(req)
 }

@@ -83,12 +83,3 @@ kind does not use, and layers that do not fit their input are refused.
 	cmd.AddCommand(layers)
 	return cmd
 }
-
-// trainLogf logs to stderr unless quiet.
-func trainLogf(cmd *cobra.Command, quiet bool) func(string, ...any) {
-	return func(format string, args ...any) {
-		if !quiet {
-			fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...)
-		}
-	}
-}

@@ -58,7 +58,7 @@ func addGameFlags(cmd *cobra.Command, s *attack.GameSpec, quiet *bool) {
 	f.IntVar(&s.Gradient.Restarts, "grad-restarts", s.Gradient.Restarts, "gradient attack: random restarts")
 	f.Float64Var(&s.Gradient.LR, "grad-lr", s.Gradient.LR, "gradient attack: Adam step size")
 	f.BoolVar(&s.RecordTranscripts, "record-transcripts", s.RecordTranscripts, "write each trial's transcript to --out/transcripts/")
-	f.BoolVar(quiet, "quiet", false, "no progress on stderr")
+	addQuietFlag(cmd, quiet)
 	f.Uint64Var(&s.Seed, "seed", s.Seed, "seed for every random draw")
 	cmd.MarkFlagsMutuallyExclusive("epsilon", "sigma")
 }
@@ -80,16 +80,12 @@ func (g *gameProgress) update(ev attack.GameProgress) {
 	g.done = ev.Done
 }
 
-func (g *gameProgress) finish() {
-	if g.p != nil {
-		g.p.Finish()
-	}
-}
+func (g *gameProgress) finish() { finishProgress(g.p) }
 
 func newAttackGameCmd() *cobra.Command {
 	spec := attack.DefaultGameSpec()
-	var asJSON, quiet bool
-	cmd := &cobra.Command{
+	var quiet bool
+	cmd := reportCmd(&cobra.Command{
 		Use:   "game",
 		Short: "Play the informed-adversary reconstruction game and compare with the ReRo bound",
 		Long: `Play Hayes et al.'s reconstruction game on DP-SGD: |D₋| (--known) fixed examples
@@ -106,27 +102,21 @@ The success interval is 95 % Clopper–Pearson. The ReRo bound γ is the q = 1 c
 form or the Monte Carlo blow-up estimate (q < 1); gamma_rdp is the RDP-based bound.
 With --out the run is resumable: finished trials are kept in --out/trials.jsonl.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			spec.UseSigma = cmd.Flags().Changed("sigma")
-			pr := &gameProgress{quiet: quiet}
-			spec.Progress = pr.update
-			r, err := attack.PlayGame(cmd.Context(), spec)
-			pr.finish()
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), asJSON, r, r.WriteText)
-		},
-	}
+	}, func(cmd *cobra.Command, _ []string) (*attack.GameReport, error) {
+		spec.UseSigma = cmd.Flags().Changed("sigma")
+		pr := &gameProgress{quiet: quiet}
+		defer pr.finish()
+		spec.Progress = pr.update
+		return attack.PlayGame(cmd.Context(), spec)
+	})
 	addGameFlags(cmd, &spec, &quiet)
-	addJSONFlag(cmd, &asJSON)
 	return cmd
 }
 
 func newAttackSweepCmd(param string) *cobra.Command {
 	sw := attack.SweepSpec{Param: param, Game: attack.DefaultGameSpec()}
 	sw.Game.Trials = 50 // cheap defaults for sweeps
-	var asJSON, quiet bool
+	var quiet bool
 	var use, short string
 	switch param {
 	case attack.SweepEpsilon:
@@ -137,7 +127,7 @@ func newAttackSweepCmd(param string) *cobra.Command {
 		use, short, sw.Values = "sweep-q", "Attack success and ReRo bound vs q at fixed ε = 4, σ re-tuned (Hayes et al. Fig. 5)", []float64{0.1, 0.25, 0.5, 1}
 		sw.Game.Epsilon, sw.Game.Attack = 4, attack.AttackPriorTopK
 	}
-	cmd := &cobra.Command{
+	cmd := reportCmd(&cobra.Command{
 		Use:   use,
 		Short: short,
 		Long: short + `.
@@ -149,29 +139,22 @@ rate, its 95 % Clopper–Pearson interval, the ReRo bound with its interval, the
 bound, ε and σ) for 'dpfil plot'. Defaults are cheap (few trials); raise --trials for
 tight intervals.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			sw.Game.UseSigma = cmd.Flags().Changed("sigma")
-			pr := &gameProgress{quiet: quiet}
-			sw.Game.Progress = pr.update
-			sr, err := attack.Sweep(cmd.Context(), sw)
-			pr.finish()
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), asJSON, sr, sr.WriteText)
-		},
-	}
+	}, func(cmd *cobra.Command, _ []string) (*attack.SweepReport, error) {
+		sw.Game.UseSigma = cmd.Flags().Changed("sigma")
+		pr := &gameProgress{quiet: quiet}
+		defer pr.finish()
+		sw.Game.Progress = pr.update
+		return attack.Sweep(cmd.Context(), sw)
+	})
 	addGameFlags(cmd, &sw.Game, &quiet)
-	addJSONFlag(cmd, &asJSON)
 	cmd.Flags().Float64SliceVar(&sw.Values, "values", sw.Values, "comma-separated values of the swept parameter")
 	_ = cmd.MarkFlagRequired("out")
 	return cmd
 }
 
 func newAttackReplayCmd() *cobra.Command {
-	var asJSON bool
 	var dataDir string
-	cmd := &cobra.Command{
+	cmd := reportCmd(&cobra.Command{
 		Use:   "replay TRANSCRIPT",
 		Short: "Run the prior-aware attacks on a recorded attack-game transcript",
 		Long: `Replay a transcript written by 'attack game --record-transcripts' as the informed
@@ -181,15 +164,9 @@ gradients of the known points (D₋, by dataset index, from the header) and scor
 prior's candidates with the prior-aware attacks. The dataset named in the header is
 loaded and its fingerprint checked.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := attack.Replay(args[0], dataDir)
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), asJSON, r, r.WriteText)
-		},
-	}
+	}, func(_ *cobra.Command, args []string) (*attack.ReplayReport, error) {
+		return attack.Replay(args[0], dataDir)
+	})
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "directory holding the dataset's files")
-	addJSONFlag(cmd, &asJSON)
 	return cmd
 }

@@ -10,8 +10,8 @@ func newAttackReconnCmd() *cobra.Command {
 	e := attack.RecoNNExperiment{Config: train.DefaultConfig(), Fixed: 99, Shadows: 200, Targets: 10, ValFraction: 0.1,
 		Reconstructor: "mlp", MLP: attack.MLPOptions{Hidden: 256, Epochs: 100, Batch: 32, LR: 1e-3}}
 	e.Config.Model, e.Config.Steps, e.Config.Batch, e.Config.LR, e.Config.Sigma, e.Config.FILCoords = "mlp", 100, 0, 0.5, 0.5, 20
-	var asJSON, quiet bool
-	cmd := &cobra.Command{
+	var quiet bool
+	cmd := reportCmd(&cobra.Command{
 		Use:   "reconn",
 		Short: "RecoNN (Balle et al. 2022): shadow models on D₋ ∪ {z′}, a reconstructor network from released weights to z′",
 		Long: `The informed adversary's learned reconstruction attack (Balle, Cherubin, Hayes 2022,
@@ -26,18 +26,13 @@ the label-only baseline (class mean of the pool), the target's dFIL in its run w
 1/dFIL (Guo et al. 2022, Theorem 2: unbiased attackers only) and Theorem 1's RDP bound
 (any attacker).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			e.Logf = stderrLogf(cmd, quiet)
-			pr := newProgress(int64(e.ProgressTotal()), "reconn", quiet)
-			e.Progress = func(phase string, n int) { pr.Add(int64(n), phase) }
-			res, err := attack.RunRecoNNExperiment(cmd.Context(), e)
-			pr.Finish()
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), asJSON, res, res.WriteText)
-		},
-	}
+	}, func(cmd *cobra.Command, _ []string) (*attack.RecoNNReport, error) {
+		e.Logf = stderrLogf(cmd, quiet)
+		pr := newProgress(int64(e.ProgressTotal()), "reconn", quiet)
+		defer pr.Finish()
+		e.Progress = func(phase string, n int) { pr.Add(int64(n), phase) }
+		return attack.RunRecoNNExperiment(cmd.Context(), e)
+	})
 	fs := cmd.Flags()
 	addTrainConfigFlags(fs, &e.Config)
 	fs.IntVar(&e.Fixed, "fixed", e.Fixed, "size of D₋, the training samples the adversary knows (the first ones of the dataset)")
@@ -54,7 +49,6 @@ the label-only baseline (class mean of the pool), the target's dFIL in its run w
 	fs.Float64Var(&e.MLP.Decay, "rec-decay", 0, "reconstructor network: L2 weight decay")
 	fs.Float64Var(&e.RidgeLambda, "ridge-lambda", e.RidgeLambda, "ridge reconstructor: penalty relative to the mean kernel diagonal (0 = chosen by leave-one-out error over 1e-4 … 1e4)")
 	fs.StringVar(&e.Out, "out", "", "write reconn_targets.csv and reconn_targets.png (targets over reconstructions) here")
-	fs.BoolVar(&quiet, "quiet", false, "no progress output on stderr")
-	addJSONFlag(cmd, &asJSON)
+	addQuietFlag(cmd, &quiet)
 	return cmd
 }

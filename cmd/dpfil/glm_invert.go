@@ -7,8 +7,8 @@ import (
 
 func newGLMInvertCmd() *cobra.Command {
 	var e glm.InvertExperiment
-	var asJSON, quiet bool
-	cmd := &cobra.Command{
+	var quiet bool
+	cmd := reportCmd(&cobra.Command{
 		Use:   "invert",
 		Short: "Attribute inversion (white-box and black-box) of an output-perturbed GLM, with its FIL prediction",
 		Long: `Attribute inversion (Hannun et al. 2021, "Measuring Data Leakage in Machine-Learning
@@ -24,25 +24,20 @@ Tr(I_S⁻¹)/|S| ≥ 1/dFIL ≥ 1/η². Features may be scaled into the unit bal
 onto --pca principal components first (Hannun et al. 2021, Sec. 6.1); --irfil reweights
 the examples by attribute-level IRFIL before releasing.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			e.Logf = stderrLogf(cmd, quiet)
-			pr := &lazyProgress{label: "glm invert", quiet: quiet}
-			e.Progress = pr.add
-			res, err := glm.RunInvert(cmd.Context(), e)
-			pr.finish()
-			if err != nil {
-				return err
-			}
-			return emit(cmd.OutOrStdout(), asJSON, res, res.WriteText)
-		},
-	}
-	bindInvertFlags(cmd, &e, &quiet)
-	addJSONFlag(cmd, &asJSON)
+	}, func(cmd *cobra.Command, _ []string) (*glm.InvertReport, error) {
+		e.Logf = stderrLogf(cmd, quiet)
+		pr := &lazyProgress{label: "glm invert", quiet: quiet}
+		defer pr.finish()
+		e.Progress = pr.add
+		return glm.RunInvert(cmd.Context(), e)
+	})
+	bindInvertFlags(cmd, &e)
+	addQuietFlag(cmd, &quiet)
 	return cmd
 }
 
 // bindInvertFlags binds the flags of 'glm invert' to e, with their defaults.
-func bindInvertFlags(cmd *cobra.Command, e *glm.InvertExperiment, quiet *bool) {
+func bindInvertFlags(cmd *cobra.Command, e *glm.InvertExperiment) {
 	fl := cmd.Flags()
 	fl.StringVar(&e.Dataset, "dataset", "mnist01-embedded", "binary image dataset (pixel columns p0…p783) when neither --csv nor --synthetic is given")
 	fl.StringVar(&e.DataDir, "data-dir", "", "directory holding the dataset's files (searched first)")
@@ -68,7 +63,6 @@ func bindInvertFlags(cmd *cobra.Command, e *glm.InvertExperiment, quiet *bool) {
 	fl.BoolVar(&e.NoiseFree, "noise-free", false, "attack the exact minimiser (σ = 0): the white-box attack must then be exact")
 	fl.StringVar(&e.Out, "out", "", "write per-target CSV (glm_invert.csv) here")
 	fl.StringVar(&e.Scatter, "scatter", "", "draw realised white-box MSE vs its FIL prediction (CRB) to this PNG/SVG/PDF file")
-	fl.BoolVar(quiet, "quiet", false, "no progress output on stderr")
 	addSeedFlag(cmd, &e.Seed)
 	cmd.MarkFlagsMutuallyExclusive("csv", "synthetic")
 	cmd.MarkFlagsMutuallyExclusive("columns", "block")

@@ -31,7 +31,6 @@ type figureFlags struct {
 	out           string
 	width, height int
 	title         string
-	asJSON        bool
 }
 
 func (f *figureFlags) add(cmd *cobra.Command, w, h int) {
@@ -39,21 +38,18 @@ func (f *figureFlags) add(cmd *cobra.Command, w, h int) {
 	cmd.Flags().IntVar(&f.width, "width", w, "width in pixels")
 	cmd.Flags().IntVar(&f.height, "height", h, "height in pixels")
 	cmd.Flags().StringVar(&f.title, "title", "", "figure title")
-	addJSONFlag(cmd, &f.asJSON)
 }
 
 func (f *figureFlags) figure() plot.Figure {
 	return plot.Figure{Out: f.out, Width: f.width, Height: f.height, Title: f.title}
 }
 
-func (f *figureFlags) check() error { return f.figure().Check() }
-
 func newPlotParetoCmd() *cobra.Command {
 	var (
 		ff  figureFlags
 		req plot.ParetoRequest
 	)
-	cmd := &cobra.Command{
+	cmd := reportCmd(&cobra.Command{
 		Use:   "pareto RESULTS.jsonl|SWEEPDIR... -o pareto.png",
 		Short: "Test accuracy vs MSE lower bounds (RDP, FIL max, FIL median) with Pareto frontiers",
 		Long: `Guo et al. (2022) Fig. 5: test accuracy on x, MSE lower bound on a log y axis, one series per
@@ -64,12 +60,10 @@ missing (e.g. FIL off) cannot sit on a log axis and are counted as dropped. --js
 prints the frontier points. Results of several files or sweep directories are
 deduplicated by config hash; conflicts and unusable lines are listed on stderr.`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			req.Figure, req.Inputs, req.Warn = ff.figure(), args, cmd.ErrOrStderr()
-			res, err := plot.WritePareto(req)
-			return emitReport(cmd, ff.asJSON, res, err)
-		},
-	}
+	}, func(cmd *cobra.Command, args []string) (*plot.ParetoReport, error) {
+		req.Figure, req.Inputs, req.Warn = ff.figure(), args, cmd.ErrOrStderr()
+		return plot.WritePareto(req)
+	})
 	ff.add(cmd, 800, 600)
 	cmd.Flags().BoolVar(&req.Percent, "percent", false, "accuracy axis in percent")
 	return cmd
@@ -80,7 +74,7 @@ func newPlotHistCmd() *cobra.Command {
 		ff  figureFlags
 		req plot.HistRequest
 	)
-	cmd := &cobra.Command{
+	cmd := reportCmd(&cobra.Command{
 		Use:   "hist --dfil DFIL.npy -o hist.png",
 		Short: "Histogram of per-sample dFIL or of the per-sample MSE bound 1/dFIL",
 		Long: `Guo et al. (2022) Fig. 2: the distribution over training samples of dFIL (--what dfil) or
@@ -88,18 +82,16 @@ of the MSE lower bound 1/dFIL of an unbiased reconstruction attack (--what mse),
 the dfil.npy a training run writes. Log10 x by default (--linear to turn off); a
 dashed line marks MSE = 1 (dFIL = 1), "perfect privacy".`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			req.Figure = ff.figure()
-			res, err := plot.WriteHist(req)
-			return emitReport(cmd, ff.asJSON, res, err)
-		},
-	}
+	}, func(*cobra.Command, []string) (*plot.HistReport, error) {
+		req.Figure = ff.figure()
+		return plot.WriteHist(req)
+	})
 	ff.add(cmd, 800, 500)
 	cmd.Flags().StringVar(&req.DFIL, "dfil", "", "per-sample dFIL, float64 .npy (a run's dfil.npy)")
 	cmd.Flags().StringVar(&req.What, "what", "mse", "dfil or mse (1/dFIL)")
 	cmd.Flags().IntVar(&req.Bins, "bins", 50, "number of bins")
 	cmd.Flags().BoolVar(&req.Linear, "linear", false, "linear instead of log10 x")
-	_ = cmd.MarkFlagRequired("dfil")
+	markRequired(cmd, "dfil")
 	return cmd
 }
 
@@ -108,19 +100,17 @@ func newPlotScatterCmd() *cobra.Command {
 		ff  figureFlags
 		req plot.ScatterRequest
 	)
-	cmd := &cobra.Command{
+	cmd := reportCmd(&cobra.Command{
 		Use:   "scatter --csv FILE --x COL --y COL -o scatter.png",
 		Short: "Scatter plot of two CSV columns, e.g. predicted vs realised MSE (log-log, y = x)",
 		Long: `Guo et al. (2022) Fig. 3: the MSE lower bound predicted from dFIL (x) against the MSE the
 attack realised (y), log-log, with the y = x cut-off; points below it (the attack did
 better than the bound) are red and counted as violations.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			req.Figure = ff.figure()
-			res, err := plot.WriteScatter(req)
-			return emitReport(cmd, ff.asJSON, res, err)
-		},
-	}
+	}, func(*cobra.Command, []string) (*plot.ScatterReport, error) {
+		req.Figure = ff.figure()
+		return plot.WriteScatter(req)
+	})
 	ff.add(cmd, 600, 600)
 	f := cmd.Flags()
 	f.StringVar(&req.CSV, "csv", "", "CSV file with a header row")
@@ -131,18 +121,13 @@ better than the bound) are red and counted as violations.`,
 	f.BoolVar(&req.LinearX, "linear-x", false, "linear x axis")
 	f.BoolVar(&req.LinearY, "linear-y", false, "linear y axis")
 	f.BoolVar(&req.NoDiagonal, "no-diagonal", false, "no y = x line")
-	for _, name := range []string{"csv", "x", "y"} {
-		_ = cmd.MarkFlagRequired(name)
-	}
+	markRequired(cmd, "csv", "x", "y")
 	return cmd
 }
 
 func newPlotImagesCmd() *cobra.Command {
-	var (
-		req    plot.ImagesRequest
-		asJSON bool
-	)
-	cmd := &cobra.Command{
+	var req plot.ImagesRequest
+	cmd := reportCmd(&cobra.Command{
 		Use:   "images (--indices LIST | --dfil DFIL.npy --top K --bottom K) -o grid.png",
 		Short: "Grid of dataset samples, e.g. those with the highest and lowest dFIL",
 		Long: `Guo et al. (2022) Fig. 4 and 6: a grid of training (or test) images. Pick samples with
@@ -151,14 +136,9 @@ training split) the --top K samples of highest dFIL (most exposed) followed by t
 --bottom K of lowest dFIL. Writes a PNG at --scale pixels per image pixel; --width and
 --height do not apply.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			res, err := plot.WriteImages(req)
-			return emitReport(cmd, asJSON, res, err)
-		},
-	}
+	}, func(*cobra.Command, []string) (*plot.ImagesReport, error) { return plot.WriteImages(req) })
 	f := cmd.Flags()
 	f.StringVarP(&req.Out, "output", "o", "", "PNG file")
-	addJSONFlag(cmd, &asJSON)
 	f.StringVar(&req.Dataset, "dataset", "mnist-embedded", "dataset name (dpfil data list)")
 	f.StringVar(&req.DataDir, "data-dir", "", "directory holding the dataset files")
 	f.StringVar(&req.Split, "split", "train", "train or test")

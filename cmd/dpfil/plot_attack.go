@@ -34,7 +34,7 @@ func newPlotAttackCmd() *cobra.Command {
 		ff         figureFlags
 		logX, linX bool
 	)
-	cmd := &cobra.Command{
+	cmd := reportCmd(&cobra.Command{
 		Use:   "attack SWEEP.json|SWEEP.csv -o attack.png",
 		Short: "Attack success (95 % CI) and the ReRo / RDP-ReRo bounds vs ε, K or q",
 		Long: `Hayes et al. (2023) Fig. 2, 3 and 5 from the sweep.json or sweep.csv of
@@ -46,29 +46,27 @@ ReRo bound γ (solid black, with its Monte Carlo interval for q < 1), the RDP-ba
 ReRo bound (dashed) and the prior baseline κ = 1/K (dotted). --json prints the
 points drawn.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := ff.check(); err != nil {
-				return err
-			}
-			sw, err := readAttackSweep(args[0])
-			if err != nil {
-				return err
-			}
-			opt := plot.AttackOptions{Title: ff.title}
-			if logX || linX {
-				opt.LogX = &logX
-			}
-			p, err := plot.Attack(sw, opt)
-			if err != nil {
-				return err
-			}
-			if err := plot.Save(p, ff.out, ff.width, ff.height); err != nil {
-				return err
-			}
-			res := plotAttackOut{Out: ff.out, Width: ff.width, Height: ff.height, XLabel: sw.XLabel(), LogX: isLogScale(p), AttackSweep: *sw}
-			return emit(cmd.OutOrStdout(), ff.asJSON, res, res.writeText)
-		},
-	}
+	}, func(_ *cobra.Command, args []string) (*plotAttackOut, error) {
+		if err := ff.figure().Check(); err != nil {
+			return nil, err
+		}
+		sw, err := readAttackSweep(args[0])
+		if err != nil {
+			return nil, err
+		}
+		opt := plot.AttackOptions{Title: ff.title}
+		if logX || linX {
+			opt.LogX = &logX
+		}
+		p, err := plot.Attack(sw, opt)
+		if err != nil {
+			return nil, err
+		}
+		if err := plot.Save(p, ff.out, ff.width, ff.height); err != nil {
+			return nil, err
+		}
+		return &plotAttackOut{Out: ff.out, Width: ff.width, Height: ff.height, XLabel: sw.XLabel(), LogX: isLogScale(p), AttackSweep: *sw}, nil
+	})
 	ff.add(cmd, 800, 560)
 	cmd.Flags().BoolVar(&logX, "log-x", false, "log10 x axis")
 	cmd.Flags().BoolVar(&linX, "linear-x", false, "linear x axis")
@@ -94,9 +92,9 @@ func readAttackSweep(path string) (*plot.AttackSweep, error) {
 	return sw, nil
 }
 
-// writeText writes what was drawn: the bounds and each attack's rate and interval
+// WriteText writes what was drawn: the bounds and each attack's rate and interval
 // per value.
-func (r plotAttackOut) writeText(w io.Writer) {
+func (r *plotAttackOut) WriteText(w io.Writer) {
 	sw := r.AttackSweep
 	fmt.Fprintf(w, "wrote %s (%d×%d px): %d attack variants at %d values of %s\n", r.Out, r.Width, r.Height, len(sw.Series), len(sw.Bounds), sw.XLabel())
 	fmt.Fprintf(w, "%-8s %-8s %-8s", sw.Sweep, "gamma", "gammaRDP")

@@ -32,11 +32,11 @@ uint8 or floats in [0,1].`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&req.Run, "run", "", "run directory (result.json and parameters) (required)")
+	f.StringVar(&req.Run, "run", "", "run directory (result.json and parameters)")
 	f.IntVar(&req.Repeat, "repeat", 0, "which repeat's parameters")
 	f.IntVar(&top, "top", 3, "classes shown per input in the human summary")
 	f.StringVar(&req.Device, "device", "cpu", "cpu or cuda")
-	_ = cmd.MarkFlagRequired("run")
+	markRequired(cmd, "run")
 	addJSONFlag(cmd, &asJSON)
 	return cmd
 }

@@ -3,9 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/dpfil/dpfil/sweep"
 	"github.com/spf13/cobra"
@@ -48,6 +45,15 @@ DIR/results.jsonl and resumes after a crash or kill without repeating finished r
 	return cmd
 }
 
+// withGrid expands the grid file path and calls f on it.
+func withGrid[R any](path string, f func(*sweep.Expanded) (*R, error)) (*R, error) {
+	e, err := sweep.Expand(path)
+	if err != nil {
+		return nil, err
+	}
+	return f(e)
+}
+
 // addShardFlag binds --shard to sh, 0/1 by default.
 func addShardFlag(cmd *cobra.Command, sh *sweep.Shard, usage string) {
 	*sh = sweep.Shard{I: 0, N: 1}
@@ -56,10 +62,10 @@ func addShardFlag(cmd *cobra.Command, sh *sweep.Shard, usage string) {
 
 func newSweepRunCmd(deps sweepDeps) *cobra.Command {
 	var (
-		req                    sweep.RunRequest
-		asJSON, quiet, verbose bool
+		req            sweep.RunRequest
+		quiet, verbose bool
 	)
-	cmd := &cobra.Command{
+	cmd := reportCmd(&cobra.Command{
 		Use:   "run GRID --out DIR",
 		Short: "Run every configuration of a grid (or of one shard) not yet finished in DIR",
 		Long: `Run every configuration of GRID (of shard i/n with --shard) that DIR/results.jsonl
@@ -68,91 +74,70 @@ checkpoint there; each finished run is appended to DIR/results.jsonl as one line
 (written in one append and synced). Ctrl-C or SIGTERM stops cleanly at a checkpoint;
 rerun the same command to continue.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			e, err := sweep.Expand(args[0])
-			if err != nil {
-				return err
+	}, func(cmd *cobra.Command, args []string) (*sweep.RunReport, error) {
+		e, err := sweep.Expand(args[0])
+		if err != nil {
+			return nil, err
+		}
+		st, err := e.Status(req.Out, req.Shard)
+		if err != nil {
+			return nil, err
+		}
+		bar := newProgress(int64(st.Pending), "sweep "+req.Shard.String(), quiet || st.Pending == 0)
+		defer bar.Finish()
+		req.Logf = func(format string, a ...any) {
+			if !quiet {
+				bar.Logf(format, a...) // above the bar, never on its line
 			}
-			st, err := e.Status(req.Out, req.Shard)
-			if err != nil {
-				return err
-			}
-			bar := newProgress(int64(st.Pending), "sweep "+req.Shard.String(), quiet || st.Pending == 0)
-			defer bar.Finish()
-			req.Logf = func(format string, a ...any) {
-				if !quiet {
-					bar.Logf(format, a...) // above the bar, never on its line
-				}
-			}
-			var trainLog func(string, ...any)
-			if verbose {
-				trainLog = req.Logf
-			}
-			req.Runner = deps.runner(trainLog)
-			req.OnDone = func(r sweep.Record) { bar.Add(1, r.Hash) }
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			rep, runErr := e.Run(ctx, req)
-			return emitReport(cmd, asJSON, rep, runErr)
-		},
-	}
+		}
+		var trainLog func(string, ...any)
+		if verbose {
+			trainLog = req.Logf
+		}
+		req.Runner = deps.runner(trainLog)
+		req.OnDone = func(r sweep.Record) { bar.Add(1, r.Hash) }
+		ctx, stop := interruptContext(cmd)
+		defer stop()
+		return e.Run(ctx, req)
+	})
 	f := cmd.Flags()
 	f.StringVar(&req.Out, "out", "", "sweep directory (results.jsonl and runs/)")
 	addShardFlag(cmd, &req.Shard, "run only shard i of n: the runs whose index is i mod n")
 	f.IntVar(&req.Workers, "workers", 1, "runs in parallel")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress or log lines on stderr")
 	f.BoolVarP(&verbose, "verbose", "v", false, "also show the trainer's log lines")
-	addJSONFlag(cmd, &asJSON)
-	_ = cmd.MarkFlagRequired("out")
+	markRequired(cmd, "out")
 	return cmd
 }
 
 func newSweepStatusCmd() *cobra.Command {
 	var (
-		out    string
-		shard  sweep.Shard
-		asJSON bool
+		out   string
+		shard sweep.Shard
 	)
-	cmd := &cobra.Command{
+	cmd := reportCmd(&cobra.Command{
 		Use:   "status GRID --out DIR",
 		Short: "Count finished and pending runs of a grid in a sweep directory",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			e, err := sweep.Expand(args[0])
-			if err != nil {
-				return err
-			}
-			st, err := e.Status(out, shard)
-			return emitReport(cmd, asJSON, st, err)
-		},
-	}
+	}, func(_ *cobra.Command, args []string) (*sweep.StatusReport, error) {
+		return withGrid(args[0], func(e *sweep.Expanded) (*sweep.StatusReport, error) { return e.Status(out, shard) })
+	})
 	cmd.Flags().StringVar(&out, "out", "", "sweep directory")
 	addShardFlag(cmd, &shard, "count only shard i of n")
-	addJSONFlag(cmd, &asJSON)
-	_ = cmd.MarkFlagRequired("out")
+	markRequired(cmd, "out")
 	return cmd
 }
 
 func newSweepListCmd() *cobra.Command {
-	var (
-		shard  sweep.Shard
-		asJSON bool
-	)
-	cmd := &cobra.Command{
+	var shard sweep.Shard
+	cmd := reportCmd(&cobra.Command{
 		Use:   "list GRID",
 		Short: "Expand a grid and list its runs (index, hash, swept settings)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			e, err := sweep.Expand(args[0])
-			if err != nil {
-				return err
-			}
-			l, err := e.List(shard)
-			return emitReport(cmd, asJSON, l, err)
-		},
-	}
+	}, func(_ *cobra.Command, args []string) (*sweep.Listing, error) {
+		return withGrid(args[0], func(e *sweep.Expanded) (*sweep.Listing, error) { return e.List(shard) })
+	})
 	addShardFlag(cmd, &shard, "list only shard i of n")
-	addJSONFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -223,11 +208,8 @@ func addPlanOptionFlags(cmd *cobra.Command, o *sweep.PlanOptions) {
 }
 
 func newSweepMergeCmd() *cobra.Command {
-	var (
-		req    sweep.MergeRequest
-		asJSON bool
-	)
-	cmd := &cobra.Command{
+	var req sweep.MergeRequest
+	cmd := reportCmd(&cobra.Command{
 		Use:   "merge DIR|FILE... --out DIR",
 		Short: "Merge results.jsonl files of sweep shards, deduplicating by config hash",
 		Long: `Merge the results.jsonl of several sweep directories (or results files) into
@@ -236,15 +218,12 @@ DIR/results.jsonl is merged in first, so merging is incremental. Two records of 
 same hash with different metrics are a conflict: it is reported and, unless
 --keep-first is given, nothing is written.`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			req.Inputs = args
-			res, mergeErr := sweep.MergeDirs(req)
-			return emitReport(cmd, asJSON, res, mergeErr)
-		},
-	}
+	}, func(_ *cobra.Command, args []string) (*sweep.MergeResult, error) {
+		req.Inputs = args
+		return sweep.MergeDirs(req)
+	})
 	cmd.Flags().StringVar(&req.Out, "out", "", "directory to write results.jsonl into")
 	cmd.Flags().BoolVar(&req.KeepFirst, "keep-first", false, "on conflicts keep the first record and write anyway")
-	addJSONFlag(cmd, &asJSON)
-	_ = cmd.MarkFlagRequired("out")
+	markRequired(cmd, "out")
 	return cmd
 }

@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/models"
@@ -88,30 +85,13 @@ func (tp *trainProgress) event(e train.Event) {
 	tp.last = done
 }
 
-func (tp *trainProgress) finish() {
-	if tp.p != nil {
-		tp.p.Finish()
-	}
-}
+func (tp *trainProgress) finish() { finishProgress(tp.p) }
 
-// interruptContext is cancelled on SIGINT/SIGTERM so that a run stops at a step
-// boundary after writing a checkpoint.
-func interruptContext(parent context.Context) (context.Context, context.CancelFunc) {
-	if parent == nil {
-		parent = context.Background()
-	}
-	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
-}
-
-// runTraining runs cfg into out with a progress report and explains interruptions.
-func runTraining(cmd *cobra.Command, cfg train.Config, out string, resume bool, ckEvery int, quiet bool) (*train.Result, error) {
-	return runTrainingRecorded(cmd, cfg, out, resume, ckEvery, quiet, false)
-}
-
-// runTrainingRecorded is runTraining, also writing the adversary's transcript into
-// out when record is set (or when out already holds one being resumed).
-func runTrainingRecorded(cmd *cobra.Command, cfg train.Config, out string, resume bool, ckEvery int, quiet, record bool) (*train.Result, error) {
-	ctx, stop := interruptContext(cmd.Context())
+// runTraining runs cfg into out with a progress report and explains interruptions;
+// with record (or when out holds a transcript being resumed) it also writes the
+// adversary's transcript into out.
+func runTraining(cmd *cobra.Command, cfg train.Config, out string, resume bool, ckEvery int, quiet, record bool) (*train.Result, error) {
+	ctx, stop := interruptContext(cmd)
 	defer stop()
 	tp := &trainProgress{quiet: quiet}
 	logf := func(format string, args ...any) {
@@ -188,7 +168,7 @@ A resumed run keeps recording into the same files.`,
 	cmd.MarkFlagsMutuallyExclusive("model", "arch")
 	cmd.MarkFlagsMutuallyExclusive("resume", "arch")
 	markResumeExclusive(cmd)
-	f.BoolVar(&fl.quiet, "quiet", false, "no progress output on stderr")
+	addQuietFlag(cmd, &fl.quiet)
 	f.BoolVar(&fl.record, "record-transcript", false, "write the adversary's transcript (θ₀, released gradients, batches) to DIR/transcript.bin")
 	addJSONFlag(cmd, &fl.asJSON)
 	return cmd
@@ -197,7 +177,7 @@ A resumed run keeps recording into the same files.`,
 func runTrain(cmd *cobra.Command, fl *trainFlags) error {
 	cfg, out := fl.cfg, fl.out
 	if fl.describe {
-		return describeModel(cmd, cfg, fl.archFile, fl.asJSON, trainLogf(cmd, fl.quiet))
+		return describeModel(cmd, cfg, fl.archFile, fl.asJSON, stderrLogf(cmd, fl.quiet))
 	}
 	if fl.ckEvery < 0 {
 		return fmt.Errorf("--checkpoint-every = %d must be ≥ 0 (0: after the first step, then every minute)", fl.ckEvery)
@@ -215,7 +195,7 @@ func runTrain(cmd *cobra.Command, fl *trainFlags) error {
 		if cmd.Flags().Changed("target-epsilon") {
 			cfg.Sigma = 0 // solved for
 		}
-		if cfg, err = train.PrepareConfig(cfg, fl.archFile, trainLogf(cmd, fl.quiet)); err != nil {
+		if cfg, err = train.PrepareConfig(cfg, fl.archFile, stderrLogf(cmd, fl.quiet)); err != nil {
 			return err
 		}
 		if err := cfg.Validate(); err != nil {
@@ -225,7 +205,7 @@ func runTrain(cmd *cobra.Command, fl *trainFlags) error {
 			out = filepath.Join("runs", cfg.Model+"-"+cfg.Hash())
 		}
 	}
-	res, err := runTrainingRecorded(cmd, cfg, out, fl.resume != "", fl.ckEvery, fl.quiet, fl.record)
+	res, err := runTraining(cmd, cfg, out, fl.resume != "", fl.ckEvery, fl.quiet, fl.record)
 	if err != nil {
 		return err
 	}

@@ -7,16 +7,12 @@ import (
 )
 
 func newVersionCmd() *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return reportCmd(&cobra.Command{
 		Use:   "version",
 		Short: "Print the dpfil version, commit and Go version",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			bi := train.DescribeBinary()
-			return emitReport(cmd, asJSON, &bi, nil)
-		},
-	}
-	addJSONFlag(cmd, &asJSON)
-	return cmd
+	}, func(*cobra.Command, []string) (*train.Binary, error) {
+		bi := train.DescribeBinary()
+		return &bi, nil
+	})
 }
