@@ -11,7 +11,7 @@ import (
 
 // newAccountCmd is the 'account' command group: RDP, PLD, ReRo, FIL summaries and κ.
 func newAccountCmd() *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "account",
 		Short: "Privacy accountants: RDP, PLD, FIL, ReRo and MSE bounds",
 		Long: `Privacy accountants for DP-SGD; every formula, its source and its stated error are
@@ -20,9 +20,7 @@ in docs/accounting.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cmd.Help()
 		},
-	}
-	cmd.AddCommand(newAccountRDPCmd(), newAccountPLDCmd(), newAccountDPSGDCmd(), newAccountReRoCmd(), newAccountFILCmd(), newAccountKappaCmd(), newAccountMSECmd())
-	return cmd
+	}, newAccountRDPCmd(), newAccountPLDCmd(), newAccountDPSGDCmd(), newAccountReRoCmd(), newAccountFILCmd(), newAccountKappaCmd(), newAccountMSECmd())
 }
 
 // parsedValue is a flag whose text parse turns into a T (an adjacency, a sampling,

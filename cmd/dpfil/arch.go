@@ -11,9 +11,6 @@ import (
 	"github.com/dpfil/dpfil/train"
 )
 
-// archFlagHelp is the help of train's --arch flag.
-const archFlagHelp = "train the architecture of this YAML/JSON file instead of --model (see 'dpfil arch layers'; input shape and classes default to the dataset's)"
-
 // describeModel is train --describe: the architecture as text or JSON.
 func describeModel(cmd *cobra.Command, cfg train.Config, archFile string, asJSON bool, logf func(string, ...any)) error {
 	arch, err := train.ResolveArch(cfg, archFile, logf)

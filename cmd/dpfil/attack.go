@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/dpfil/dpfil/attack"
@@ -10,33 +12,36 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// newAttackCmd is the 'attack' command group: the Hayes et al. attack game and its
-// sweeps.
+// newAttackCmd is the 'attack' command group: the Hayes et al. attack game, its
+// sweeps, the transcript replay and RecoNN.
 func newAttackCmd() *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "attack",
 		Short: "Reconstruction attacks on DP-SGD vs the ReRo bound",
-		Long: `Reconstruction attacks on DP-SGD transcripts (Hayes, Mahloujifar, Balle 2023).
-
-'attack game' plays the informed-adversary game: a fixed set D₋ of known examples, a
-prior of K candidates drawn from the same data, a target uniform over the prior,
-DP-SGD (hard clipping, full batch or Poisson sampling) on D₋ ∪ {target}, then the
-attack, repeated over many trials; it reports the success rate with a 95 %
-Clopper–Pearson interval next to the ReRo bound γ, the RDP-based bound and ε.
-'sweep-eps', 'sweep-k' and 'sweep-q' repeat the game over ε, K or q and write JSON
-and CSV for 'dpfil plot'. 'replay' runs the prior-aware attacks on a recorded
-transcript file, as the adversary would, from the file and the dataset alone.
-'reconn' trains Balle et al.'s (2022) learned reconstructor.`,
-	}
-	cmd.AddCommand(newAttackGameCmd(), newAttackSweepCmd(attack.SweepEpsilon), newAttackSweepCmd(attack.SweepPriorSize),
+		Long: `Reconstruction attacks on DP-SGD transcripts by an informed adversary who knows every
+training example but the target (Hayes, Mahloujifar & Balle 2023, "Bounding training
+data reconstruction in DP-SGD"; Balle, Cherubin & Hayes 2022). The game, the attacks,
+the bounds and measured results: docs/attacks.md.`,
+	}, newAttackGameCmd(), newAttackSweepCmd(attack.SweepEpsilon), newAttackSweepCmd(attack.SweepPriorSize),
 		newAttackSweepCmd(attack.SweepQ), newAttackReplayCmd(), newAttackReconnCmd())
-	return cmd
 }
 
-// addGameFlags binds the game's flags to s, with s's values as the defaults; --epsilon
-// and --sigma exclude each other.
-func addGameFlags(cmd *cobra.Command, s *attack.GameSpec, quiet *bool) {
-	f := cmd.Flags()
+// gameCmd completes c, a command that plays attack games on spec: the game's flags
+// (bound to spec, its values the defaults; --epsilon and --sigma exclude each other),
+// --json, and a run with one progress report per game.
+func gameCmd[R any, P interface {
+	*R
+	WriteText(io.Writer)
+}](c *cobra.Command, s *attack.GameSpec, play func(context.Context) (P, error)) *cobra.Command {
+	var quiet bool
+	reportCmd(c, func(cmd *cobra.Command, _ []string) (P, error) {
+		s.UseSigma = cmd.Flags().Changed("sigma")
+		pr := &gameProgress{quiet: quiet}
+		defer pr.finish()
+		s.Progress = pr.update
+		return play(cmd.Context())
+	})
+	f := c.Flags()
 	f.Float64Var(&s.Epsilon, "epsilon", s.Epsilon, "target ε at --delta; σ is solved with the RDP accountant (ignored when --sigma is given)")
 	f.Float64Var(&s.Sigma, "sigma", s.Sigma, "noise multiplier σ (instead of --epsilon)")
 	f.Float64Var(&s.Delta, "delta", s.Delta, "δ of the (ε, δ) guarantee")
@@ -58,9 +63,10 @@ func addGameFlags(cmd *cobra.Command, s *attack.GameSpec, quiet *bool) {
 	f.IntVar(&s.Gradient.Restarts, "grad-restarts", s.Gradient.Restarts, "gradient attack: random restarts")
 	f.Float64Var(&s.Gradient.LR, "grad-lr", s.Gradient.LR, "gradient attack: Adam step size")
 	f.BoolVar(&s.RecordTranscripts, "record-transcripts", s.RecordTranscripts, "write each trial's transcript to --out/transcripts/")
-	addQuietFlag(cmd, quiet)
+	addQuietFlag(c, &quiet)
 	f.Uint64Var(&s.Seed, "seed", s.Seed, "seed for every random draw")
-	cmd.MarkFlagsMutuallyExclusive("epsilon", "sigma")
+	c.MarkFlagsMutuallyExclusive("epsilon", "sigma")
+	return c
 }
 
 // gameProgress shows one progress report per game (a sweep plays several).
@@ -84,8 +90,7 @@ func (g *gameProgress) finish() { finishProgress(g.p) }
 
 func newAttackGameCmd() *cobra.Command {
 	spec := attack.DefaultGameSpec()
-	var quiet bool
-	cmd := reportCmd(&cobra.Command{
+	return gameCmd(&cobra.Command{
 		Use:   "game",
 		Short: "Play the informed-adversary reconstruction game and compare with the ReRo bound",
 		Long: `Play Hayes et al.'s reconstruction game on DP-SGD: |D₋| (--known) fixed examples
@@ -102,21 +107,12 @@ The success interval is 95 % Clopper–Pearson. The ReRo bound γ is the q = 1 c
 form or the Monte Carlo blow-up estimate (q < 1); gamma_rdp is the RDP-based bound.
 With --out the run is resumable: finished trials are kept in --out/trials.jsonl.`,
 		Args: cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string) (*attack.GameReport, error) {
-		spec.UseSigma = cmd.Flags().Changed("sigma")
-		pr := &gameProgress{quiet: quiet}
-		defer pr.finish()
-		spec.Progress = pr.update
-		return attack.PlayGame(cmd.Context(), spec)
-	})
-	addGameFlags(cmd, &spec, &quiet)
-	return cmd
+	}, &spec, func(ctx context.Context) (*attack.GameReport, error) { return attack.PlayGame(ctx, spec) })
 }
 
 func newAttackSweepCmd(param string) *cobra.Command {
 	sw := attack.SweepSpec{Param: param, Game: attack.DefaultGameSpec()}
 	sw.Game.Trials = 50 // cheap defaults for sweeps
-	var quiet bool
 	var use, short string
 	switch param {
 	case attack.SweepEpsilon:
@@ -127,7 +123,7 @@ func newAttackSweepCmd(param string) *cobra.Command {
 		use, short, sw.Values = "sweep-q", "Attack success and ReRo bound vs q at fixed ε = 4, σ re-tuned (Hayes et al. Fig. 5)", []float64{0.1, 0.25, 0.5, 1}
 		sw.Game.Epsilon, sw.Game.Attack = 4, attack.AttackPriorTopK
 	}
-	cmd := reportCmd(&cobra.Command{
+	cmd := gameCmd(&cobra.Command{
 		Use:   use,
 		Short: short,
 		Long: short + `.
@@ -139,16 +135,9 @@ rate, its 95 % Clopper–Pearson interval, the ReRo bound with its interval, the
 bound, ε and σ) for 'dpfil plot'. Defaults are cheap (few trials); raise --trials for
 tight intervals.`,
 		Args: cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string) (*attack.SweepReport, error) {
-		sw.Game.UseSigma = cmd.Flags().Changed("sigma")
-		pr := &gameProgress{quiet: quiet}
-		defer pr.finish()
-		sw.Game.Progress = pr.update
-		return attack.Sweep(cmd.Context(), sw)
-	})
-	addGameFlags(cmd, &sw.Game, &quiet)
+	}, &sw.Game, func(ctx context.Context) (*attack.SweepReport, error) { return attack.Sweep(ctx, sw) })
 	cmd.Flags().Float64SliceVar(&sw.Values, "values", sw.Values, "comma-separated values of the swept parameter")
-	_ = cmd.MarkFlagRequired("out")
+	markRequired(cmd, "out")
 	return cmd
 }
 

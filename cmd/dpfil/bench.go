@@ -12,12 +12,10 @@ import (
 
 // newBenchCmd is the 'bench' command group.
 func newBenchCmd() *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "bench",
 		Short: "Benchmarks of the engine",
-	}
-	cmd.AddCommand(newBenchEngineCmd())
-	return cmd
+	}, newBenchEngineCmd())
 }
 
 func newBenchEngineCmd() *cobra.Command {

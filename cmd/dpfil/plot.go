@@ -7,23 +7,15 @@ import (
 
 // newPlotCmd is the 'plot' command group: every figure of the papers in one place.
 func newPlotCmd() *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "plot",
 		Short: "Pareto plots, histograms, scatter plots and image grids",
 		Long: `Figures as PNG, SVG or PDF (chosen by the -o extension) at --width × --height
-pixels (SVG/PDF: the same size in points at 96 px per inch). The figures are those
-of Guo, Karrer, Chaudhuri and van der Maaten (2022), "Bounding training data
-reconstruction in private (deep) learning", and of Hayes, Mahloujifar and Balle
-(2023), "Bounding training data reconstruction in DP-SGD":
-
-  pareto   accuracy vs MSE lower bound of a sweep, with Pareto frontiers (Guo et al. Fig. 5)
-  hist     per-sample dFIL or MSE-bound histogram (Guo et al. Fig. 2)
-  scatter  predicted vs realised MSE from a CSV file, log-log with y = x (Guo et al. Fig. 3)
-  images   grid of dataset samples, e.g. the highest/lowest-dFIL ones (Guo et al. Fig. 4, 6)
-  attack   attack success with 95 % CIs and the ReRo bounds vs ε, K or q (Hayes et al. Fig. 2, 3, 5)`,
-	}
-	cmd.AddCommand(newPlotParetoCmd(), newPlotHistCmd(), newPlotScatterCmd(), newPlotImagesCmd(), newPlotAttackCmd())
-	return cmd
+pixels (SVG/PDF: the same size in points at 96 px per inch): the figures of Guo,
+Karrer, Chaudhuri and van der Maaten (2022), "Bounding training data reconstruction
+in private (deep) learning", and of Hayes, Mahloujifar and Balle (2023), "Bounding
+training data reconstruction in DP-SGD".`,
+	}, newPlotParetoCmd(), newPlotHistCmd(), newPlotScatterCmd(), newPlotImagesCmd(), newPlotAttackCmd())
 }
 
 // figureFlags are the output flags every figure command shares.
@@ -51,7 +43,7 @@ func newPlotParetoCmd() *cobra.Command {
 	)
 	cmd := reportCmd(&cobra.Command{
 		Use:   "pareto RESULTS.jsonl|SWEEPDIR... -o pareto.png",
-		Short: "Test accuracy vs MSE lower bounds (RDP, FIL max, FIL median) with Pareto frontiers",
+		Short: "Test accuracy vs MSE lower bounds (RDP, FIL max, FIL median) with Pareto frontiers (Guo et al. Fig. 5)",
 		Long: `Guo et al. (2022) Fig. 5: test accuracy on x, MSE lower bound on a log y axis, one series per
 bound (RDP: 1/(4(e^ε₂−1)); FIL: 1/max dFIL and 1/median dFIL), each with its Pareto
 frontier (no other run is both at least as accurate and at least as private) as a
@@ -76,7 +68,7 @@ func newPlotHistCmd() *cobra.Command {
 	)
 	cmd := reportCmd(&cobra.Command{
 		Use:   "hist --dfil DFIL.npy -o hist.png",
-		Short: "Histogram of per-sample dFIL or of the per-sample MSE bound 1/dFIL",
+		Short: "Histogram of per-sample dFIL or of the per-sample MSE bound 1/dFIL (Guo et al. Fig. 2)",
 		Long: `Guo et al. (2022) Fig. 2: the distribution over training samples of dFIL (--what dfil) or
 of the MSE lower bound 1/dFIL of an unbiased reconstruction attack (--what mse), from
 the dfil.npy a training run writes. Log10 x by default (--linear to turn off); a
@@ -102,7 +94,7 @@ func newPlotScatterCmd() *cobra.Command {
 	)
 	cmd := reportCmd(&cobra.Command{
 		Use:   "scatter --csv FILE --x COL --y COL -o scatter.png",
-		Short: "Scatter plot of two CSV columns, e.g. predicted vs realised MSE (log-log, y = x)",
+		Short: "Scatter plot of two CSV columns, e.g. predicted vs realised MSE (log-log, y = x; Guo et al. Fig. 3)",
 		Long: `Guo et al. (2022) Fig. 3: the MSE lower bound predicted from dFIL (x) against the MSE the
 attack realised (y), log-log, with the y = x cut-off; points below it (the attack did
 better than the bound) are red and counted as violations.`,
@@ -129,7 +121,7 @@ func newPlotImagesCmd() *cobra.Command {
 	var req plot.ImagesRequest
 	cmd := reportCmd(&cobra.Command{
 		Use:   "images (--indices LIST | --dfil DFIL.npy --top K --bottom K) -o grid.png",
-		Short: "Grid of dataset samples, e.g. those with the highest and lowest dFIL",
+		Short: "Grid of dataset samples, e.g. those with the highest and lowest dFIL (Guo et al. Fig. 4, 6)",
 		Long: `Guo et al. (2022) Fig. 4 and 6: a grid of training (or test) images. Pick samples with
 --indices (e.g. 0,5,10-15), or with --dfil (a run's dfil.npy, indexed like the
 training split) the --top K samples of highest dFIL (most exposed) followed by the

@@ -36,7 +36,7 @@ func newPlotAttackCmd() *cobra.Command {
 	)
 	cmd := reportCmd(&cobra.Command{
 		Use:   "attack SWEEP.json|SWEEP.csv -o attack.png",
-		Short: "Attack success (95 % CI) and the ReRo / RDP-ReRo bounds vs ε, K or q",
+		Short: "Attack success (95 % CI) and the ReRo / RDP-ReRo bounds vs ε, K or q (Hayes et al. Fig. 2, 3, 5)",
 		Long: `Hayes et al. (2023) Fig. 2, 3 and 5 from the sweep.json or sweep.csv of
 'dpfil attack sweep-eps|sweep-k|sweep-q': the sweep variable on x (log10 when it
 spans a factor 10 or more; --log-x / --linear-x to force), the success rate of every

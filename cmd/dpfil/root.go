@@ -40,3 +40,9 @@ stdout with --json. Every random draw flows from --seed.`,
 	)
 	return root
 }
+
+// group completes c, a command group, with its subcommands.
+func group(c *cobra.Command, subs ...*cobra.Command) *cobra.Command {
+	c.AddCommand(subs...)
+	return c
+}

@@ -20,7 +20,7 @@ func newSweepCmd() *cobra.Command {
 }
 
 func newSweepCmdWith(deps sweepDeps) *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "sweep",
 		Short: "Hyperparameter sweeps on one machine or a cluster",
 		Long: `Hyperparameter sweeps over train configurations, as behind the accuracy-vs-MSE
@@ -40,9 +40,7 @@ identified by its config hash. 'sweep run' appends one line per finished run to
 DIR/results.jsonl and resumes after a crash or kill without repeating finished runs;
 '--shard i/n' runs the runs whose index is i mod n, so a cluster can fan out with
 'sweep plan' and gather with 'sweep merge'.`,
-	}
-	cmd.AddCommand(newSweepRunCmd(deps), newSweepStatusCmd(), newSweepListCmd(), newSweepPlanCmd(), newSweepMergeCmd())
-	return cmd
+	}, newSweepRunCmd(deps), newSweepStatusCmd(), newSweepListCmd(), newSweepPlanCmd(), newSweepMergeCmd())
 }
 
 // withGrid expands the grid file path and calls f on it.

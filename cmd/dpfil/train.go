@@ -139,21 +139,19 @@ func newTrainCmd() *cobra.Command {
 		Long: `Train a model with DP-SGD (Guo, Karrer, Chaudhuri & van der Maaten 2022, Algorithm 1):
 per-sample gradients, smooth (default) or hard clipping, Gaussian noise N(0, σ²C²I)
 on the summed clipped gradients, division by the batch size, SGD with momentum.
-Alongside, Rényi DP accounting (noise multiplier σ/c, c the clipping constant) gives
-ε at δ and the order-2 MSE bound 1/(4(e^ε₂−1)) of the paper's Theorem 1; FIL
-accounting (on the parameters before each update, k sampled pixel coordinates per
-sample and step) gives per-sample dFIL and the MSE bounds 1/max dFIL and 1/median
-dFIL for an unbiased attacker (Theorem 2).
+The privacy report is that of 'dpfil account dpsgd': ε at δ (noise multiplier σ/c, c
+the clipping constant) and the order-2 MSE bound 1/(4(e^ε₂−1)) of the paper's
+Theorem 1. FIL accounting (on the parameters before each update, k sampled pixel
+coordinates per sample and step) gives per-sample dFIL and the MSE bounds 1/max dFIL
+and 1/median dFIL for an unbiased attacker (Theorem 2).
 
 Writes DIR/result.json, DIR/dfil.npy (per-sample dFIL), DIR/params.npy and, while
 running, DIR/checkpoint.bin. Ctrl-C stops at a step boundary after a checkpoint;
 --resume DIR continues and ends with the same result as an uninterrupted run.
-
---record-transcript also writes what an informed adversary sees to
-DIR/transcript.bin (repeat r > 0: transcript_r<r>.bin; format in docs/attacks.md):
-θ₀, every released noisy gradient sum (float32, exactly as applied), the batch's
-training indices and the hyperparameters; θ_t is regenerated exactly from these.
-A resumed run keeps recording into the same files.`,
+--record-transcript also writes what an informed adversary sees (θ₀, every released
+noisy gradient sum exactly as applied, the batches, the hyperparameters; θ_t is
+regenerated from these) to DIR/transcript.bin, transcript_r<r>.bin for repeat r > 0,
+and a resumed run keeps recording into them; format in docs/attacks.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTrain(cmd, &fl) },
 	}
@@ -164,7 +162,7 @@ A resumed run keeps recording into the same files.`,
 	f.StringVar(&fl.resume, "resume", "", "continue the run in this directory from its checkpoint (its configuration: no configuration flags)")
 	f.IntVar(&fl.ckEvery, "checkpoint-every", 0, "checkpoint every n steps (0 = after the first step, then every minute)")
 	f.BoolVar(&fl.describe, "describe", false, "print the architecture of --model or --arch (layers, shapes, parameters, init; JSON with --json) and exit")
-	f.StringVar(&fl.archFile, "arch", "", archFlagHelp)
+	f.StringVar(&fl.archFile, "arch", "", "train the architecture of this YAML/JSON file instead of --model (see 'dpfil arch layers'; input shape and classes default to the dataset's)")
 	cmd.MarkFlagsMutuallyExclusive("model", "arch")
 	cmd.MarkFlagsMutuallyExclusive("resume", "arch")
 	markResumeExclusive(cmd)
