@@ -6,6 +6,9 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/dpfil/dpfil/train"
+	"github.com/spf13/cobra"
 )
 
 func main() {
@@ -14,4 +17,56 @@ func main() {
 		fmt.Fprintf(os.Stderr, "dpfil: error: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// newRootCmd builds the whole command tree. Each command group lives in its own file
+// and contributes one constructor here.
+func newRootCmd() *cobra.Command {
+	return group(&cobra.Command{
+		Use:   "dpfil",
+		Short: "DP-SGD training with Fisher-information and Rényi-DP reconstruction accounting",
+		Long: `dpfil trains the tanh/average-pool convnets of Guo, Karrer, Chaudhuri and van der
+Maaten (2022), "Bounding training data reconstruction in private (deep) learning",
+with DP-SGD, accounts privacy per training sample with Fisher information leakage
+(FIL) and globally with Rényi DP, turns both into lower bounds on the MSE of any
+reconstruction attack, bounds attack success with ReRo (Hayes, Mahloujifar and Balle
+(2023), "Bounding training data reconstruction in DP-SGD"), and runs the
+reconstruction attacks those bounds are about.
+
+Every command that computes something prints a human summary, or one JSON object on
+stdout with --json. Every random draw flows from --seed.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	},
+		newDataCmd(),
+		newTrainCmd(),
+		newEvalCmd(),
+		newPredictCmd(),
+		newArchCmd(),
+		newAccountCmd(),
+		newGLMCmd(),
+		newAttackCmd(),
+		newSweepCmd(),
+		newPlotCmd(),
+		newBenchCmd(),
+		newDemoCmd(),
+		newVersionCmd(),
+	)
+}
+
+// group completes c, a command group, with its subcommands.
+func group(c *cobra.Command, subs ...*cobra.Command) *cobra.Command {
+	c.AddCommand(subs...)
+	return c
+}
+
+func newVersionCmd() *cobra.Command {
+	return reportCmd(&cobra.Command{
+		Use:   "version",
+		Short: "Print the dpfil version, commit and Go version",
+		Args:  cobra.NoArgs,
+	}, func(*cobra.Command, []string) (*train.Binary, error) {
+		bi := train.DescribeBinary()
+		return &bi, nil
+	})
 }

@@ -120,9 +120,5 @@ func stderrLogf(cmd *cobra.Command, quiet bool) func(string, ...any) {
 // interruptContext is cancelled on SIGINT/SIGTERM, so that long work stops cleanly
 // (at a checkpoint) and can be resumed.
 func interruptContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
-	parent := cmd.Context()
-	if parent == nil {
-		parent = context.Background()
-	}
-	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	return signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 }

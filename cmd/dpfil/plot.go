@@ -1,8 +1,15 @@
 package main
 
 import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
 	"github.com/dpfil/dpfil/plot"
 	"github.com/spf13/cobra"
+	gplot "gonum.org/v1/plot"
 )
 
 // newPlotCmd is the 'plot' command group: every figure of the papers in one place.
@@ -18,29 +25,17 @@ training data reconstruction in DP-SGD".`,
 	}, newPlotParetoCmd(), newPlotHistCmd(), newPlotScatterCmd(), newPlotImagesCmd(), newPlotAttackCmd())
 }
 
-// figureFlags are the output flags every figure command shares.
-type figureFlags struct {
-	out           string
-	width, height int
-	title         string
-}
-
-func (f *figureFlags) add(cmd *cobra.Command, w, h int) {
-	cmd.Flags().StringVarP(&f.out, "output", "o", "", "figure file: .png, .svg or .pdf")
-	cmd.Flags().IntVar(&f.width, "width", w, "width in pixels")
-	cmd.Flags().IntVar(&f.height, "height", h, "height in pixels")
-	cmd.Flags().StringVar(&f.title, "title", "", "figure title")
-}
-
-func (f *figureFlags) figure() plot.Figure {
-	return plot.Figure{Out: f.out, Width: f.width, Height: f.height, Title: f.title}
+// addFigureFlags binds the output flags every figure command shares to fig, with
+// the figure's default size w × h.
+func addFigureFlags(cmd *cobra.Command, fig *plot.Figure, w, h int) {
+	cmd.Flags().StringVarP(&fig.Out, "output", "o", "", "figure file: .png, .svg or .pdf")
+	cmd.Flags().IntVar(&fig.Width, "width", w, "width in pixels")
+	cmd.Flags().IntVar(&fig.Height, "height", h, "height in pixels")
+	cmd.Flags().StringVar(&fig.Title, "title", "", "figure title")
 }
 
 func newPlotParetoCmd() *cobra.Command {
-	var (
-		ff  figureFlags
-		req plot.ParetoRequest
-	)
+	var req plot.ParetoRequest
 	cmd := reportCmd(&cobra.Command{
 		Use:   "pareto RESULTS.jsonl|SWEEPDIR... -o pareto.png",
 		Short: "Test accuracy vs MSE lower bounds (RDP, FIL max, FIL median) with Pareto frontiers (Guo et al. Fig. 5)",
@@ -53,19 +48,16 @@ prints the frontier points. Results of several files or sweep directories are
 deduplicated by config hash; conflicts and unusable lines are listed on stderr.`,
 		Args: cobra.MinimumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) (*plot.ParetoReport, error) {
-		req.Figure, req.Inputs, req.Warn = ff.figure(), args, cmd.ErrOrStderr()
+		req.Inputs, req.Warn = args, cmd.ErrOrStderr()
 		return plot.WritePareto(req)
 	})
-	ff.add(cmd, 800, 600)
+	addFigureFlags(cmd, &req.Figure, 800, 600)
 	cmd.Flags().BoolVar(&req.Percent, "percent", false, "accuracy axis in percent")
 	return cmd
 }
 
 func newPlotHistCmd() *cobra.Command {
-	var (
-		ff  figureFlags
-		req plot.HistRequest
-	)
+	var req plot.HistRequest
 	cmd := reportCmd(&cobra.Command{
 		Use:   "hist --dfil DFIL.npy -o hist.png",
 		Short: "Histogram of per-sample dFIL or of the per-sample MSE bound 1/dFIL (Guo et al. Fig. 2)",
@@ -74,11 +66,8 @@ of the MSE lower bound 1/dFIL of an unbiased reconstruction attack (--what mse),
 the dfil.npy a training run writes. Log10 x by default (--linear to turn off); a
 dashed line marks MSE = 1 (dFIL = 1), "perfect privacy".`,
 		Args: cobra.NoArgs,
-	}, func(*cobra.Command, []string) (*plot.HistReport, error) {
-		req.Figure = ff.figure()
-		return plot.WriteHist(req)
-	})
-	ff.add(cmd, 800, 500)
+	}, func(*cobra.Command, []string) (*plot.HistReport, error) { return plot.WriteHist(req) })
+	addFigureFlags(cmd, &req.Figure, 800, 500)
 	cmd.Flags().StringVar(&req.DFIL, "dfil", "", "per-sample dFIL, float64 .npy (a run's dfil.npy)")
 	cmd.Flags().StringVar(&req.What, "what", "mse", "dfil or mse (1/dFIL)")
 	cmd.Flags().IntVar(&req.Bins, "bins", 50, "number of bins")
@@ -88,10 +77,7 @@ dashed line marks MSE = 1 (dFIL = 1), "perfect privacy".`,
 }
 
 func newPlotScatterCmd() *cobra.Command {
-	var (
-		ff  figureFlags
-		req plot.ScatterRequest
-	)
+	var req plot.ScatterRequest
 	cmd := reportCmd(&cobra.Command{
 		Use:   "scatter --csv FILE --x COL --y COL -o scatter.png",
 		Short: "Scatter plot of two CSV columns, e.g. predicted vs realised MSE (log-log, y = x; Guo et al. Fig. 3)",
@@ -99,11 +85,8 @@ func newPlotScatterCmd() *cobra.Command {
 attack realised (y), log-log, with the y = x cut-off; points below it (the attack did
 better than the bound) are red and counted as violations.`,
 		Args: cobra.NoArgs,
-	}, func(*cobra.Command, []string) (*plot.ScatterReport, error) {
-		req.Figure = ff.figure()
-		return plot.WriteScatter(req)
-	})
-	ff.add(cmd, 600, 600)
+	}, func(*cobra.Command, []string) (*plot.ScatterReport, error) { return plot.WriteScatter(req) })
+	addFigureFlags(cmd, &req.Figure, 600, 600)
 	f := cmd.Flags()
 	f.StringVar(&req.CSV, "csv", "", "CSV file with a header row")
 	f.StringVar(&req.X, "x", "", "column for x")
@@ -143,4 +126,109 @@ training split) the --top K samples of highest dFIL (most exposed) followed by t
 	cmd.MarkFlagsOneRequired("indices", "dfil")
 	cmd.MarkFlagsMutuallyExclusive("indices", "dfil")
 	return cmd
+}
+
+// isLogScale reports whether p's x axis is logarithmic.
+func isLogScale(p *gplot.Plot) bool {
+	_, ok := p.X.Scale.(gplot.LogScale)
+	return ok
+}
+
+// plotAttackOut is the --json result of 'plot attack': the figure and exactly the
+// points drawn.
+type plotAttackOut struct {
+	Out    string `json:"out"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+	XLabel string `json:"x_label"`
+	LogX   bool   `json:"log_x"`
+	plot.AttackSweep
+}
+
+func newPlotAttackCmd() *cobra.Command {
+	var (
+		fig        plot.Figure
+		logX, linX bool
+	)
+	cmd := reportCmd(&cobra.Command{
+		Use:   "attack SWEEP.json|SWEEP.csv -o attack.png",
+		Short: "Attack success (95 % CI) and the ReRo / RDP-ReRo bounds vs ε, K or q (Hayes et al. Fig. 2, 3, 5)",
+		Long: `Hayes et al. (2023) Fig. 2, 3 and 5 from the sweep.json or sweep.csv of
+'dpfil attack sweep-eps|sweep-k|sweep-q': the sweep variable on x (log10 when it
+spans a factor 10 or more; --log-x / --linear-x to force), the success rate of every
+attack variant in the file with its 95 % Clopper–Pearson interval as error bars
+(variants are nudged sideways a little so that identical results stay visible), the
+ReRo bound γ (solid black, with its Monte Carlo interval for q < 1), the RDP-based
+ReRo bound (dashed) and the prior baseline κ = 1/K (dotted). --json prints the
+points drawn.`,
+		Args: cobra.ExactArgs(1),
+	}, func(_ *cobra.Command, args []string) (*plotAttackOut, error) {
+		if err := fig.Check(); err != nil {
+			return nil, err
+		}
+		sw, err := readAttackSweep(args[0])
+		if err != nil {
+			return nil, err
+		}
+		opt := plot.AttackOptions{Title: fig.Title}
+		if logX || linX {
+			opt.LogX = &logX
+		}
+		p, err := plot.Attack(sw, opt)
+		if err != nil {
+			return nil, err
+		}
+		if err := plot.Save(p, fig.Out, fig.Width, fig.Height); err != nil {
+			return nil, err
+		}
+		return &plotAttackOut{Out: fig.Out, Width: fig.Width, Height: fig.Height, XLabel: sw.XLabel(), LogX: isLogScale(p), AttackSweep: *sw}, nil
+	})
+	addFigureFlags(cmd, &fig, 800, 560)
+	cmd.Flags().BoolVar(&logX, "log-x", false, "log10 x axis")
+	cmd.Flags().BoolVar(&linX, "linear-x", false, "linear x axis")
+	cmd.MarkFlagsMutuallyExclusive("log-x", "linear-x")
+	return cmd
+}
+
+// readAttackSweep reads a sweep.json or sweep.csv of the attack sweeps.
+func readAttackSweep(path string) (*plot.AttackSweep, error) {
+	format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
+	if format != "json" && format != "csv" {
+		return nil, fmt.Errorf("plot attack: %s: want a sweep .json or .csv file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("plot attack: %w", err)
+	}
+	defer f.Close()
+	sw, err := plot.ReadAttackSweep(f, format)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return sw, nil
+}
+
+// WriteText writes what was drawn: the bounds and each attack's rate and interval
+// per value.
+func (r *plotAttackOut) WriteText(w io.Writer) {
+	sw := r.AttackSweep
+	fmt.Fprintf(w, "wrote %s (%d×%d px): %d attack variants at %d values of %s\n", r.Out, r.Width, r.Height, len(sw.Series), len(sw.Bounds), sw.XLabel())
+	fmt.Fprintf(w, "%-8s %-8s %-8s", sw.Sweep, "gamma", "gammaRDP")
+	for _, s := range sw.Series {
+		fmt.Fprintf(w, " %-22s", s.Attack)
+	}
+	fmt.Fprintln(w)
+	for _, b := range sw.Bounds {
+		fmt.Fprintf(w, "%-8g %-8.4f %-8.4f", b.X, b.Gamma, b.GammaRDP)
+		for _, s := range sw.Series {
+			cell := "-"
+			for _, q := range s.Points {
+				if q.X == b.X {
+					cell = fmt.Sprintf("%.3f [%.3f, %.3f]", q.Rate, q.Low, q.High)
+				}
+			}
+			fmt.Fprintf(w, " %-22s", cell)
+		}
+		fmt.Fprintln(w)
+	}
 }
