@@ -74,42 +74,53 @@ func clipConstant(mode string) (float64, error) {
 	return c, nil
 }
 
-// rdpFlags are the flags of 'account rdp' beside the request they fill.
-type rdpFlags struct {
-	req                      accounting.RDPRequest
-	target                   float64
-	orders, schedule, clipMd string
-}
-
 func newAccountRDPCmd() *cobra.Command {
-	var fl rdpFlags
+	var (
+		req                      accounting.RDPRequest
+		target                   float64
+		orders, schedule, clipMd string
+	)
 	cmd := reportCmd(&cobra.Command{
 		Use:   "rdp",
 		Short: "RDP of DP-SGD (sampled Gaussian) → (ε, δ), order-2 RDP and the Theorem 1 MSE bound; or σ for a target ε",
-		Long: `Composes --steps steps of the sampled Gaussian mechanism (rate q, noise multiplier
-σ) in Rényi DP (Mironov, Talwar & Zhang 2019) and converts to (ε, δ)-DP, minimising
-over the orders (by default with the improved conversion of Balle et al. 2020).
---clip-mode smooth divides σ by the smooth clipping constant c ≈ 1.115 as 'train'
-does. rdp_order2 is the order-2 RDP under the adjacency; mse_bound_rdp =
-1/(4(e^ε₂ − 1)) is the MSE lower bound on [0,1]^d of Guo, Karrer, Chaudhuri & van
-der Maaten (2022, Theorem 1) with the replace-one ε₂ its proof needs (theorem1; the
-paper's add-remove value is shown beside it). --target-epsilon solves for the
-smallest σ reaching that ε (bisection to 1e-6 relative); --schedule composes a
-heterogeneous run. 'account pld' is tighter; 'account dpsgd' reports both.`,
+		Long: `Composes --steps steps of the sampled Gaussian mechanism in Rényi DP (Mironov,
+Talwar & Zhang 2019) and converts to (ε, δ)-DP, minimising over the orders (by
+default with the improved conversion of Balle et al. 2020). rdp_order2 is the order-2
+RDP under the adjacency; mse_bound_rdp = 1/(4(e^ε₂ − 1)) is the MSE lower bound on
+[0,1]^d of Guo, Karrer, Chaudhuri & van der Maaten (2022, Theorem 1) with the
+replace-one ε₂ its proof needs (theorem1; the paper's add-remove value beside it).
+--target-epsilon solves for the smallest σ reaching that ε (bisection to 1e-6
+relative). 'account pld' is tighter; 'account dpsgd' reports both.`,
 		Example: `  dpfil account rdp --q 0.004267 --sigma 1.1 --steps 14062 --delta 1e-5
   dpfil account rdp --q 0.01 --steps 1000 --delta 1e-5 --target-epsilon 2 --json
   dpfil account rdp --q 0.01 --sigma 1 --steps 1000 --delta 1e-5 --clip-mode smooth --sampling uniform --adjacency replace-one
   dpfil account rdp --schedule 0.01:2:500,0.01:1.5:500,0.02:1:1000 --delta 1e-5`,
 		Args: cobra.NoArgs,
-	}, fl.run)
+	}, func(cmd *cobra.Command, _ []string) (*accounting.RDPReport, error) {
+		var err error
+		if req.ClipConstant, err = clipConstant(clipMd); err != nil {
+			return nil, err
+		}
+		req.ClipMode = clipMd
+		if req.Orders, err = accounting.ParseOrders(orders); err != nil {
+			return nil, fmt.Errorf("--%w", err)
+		}
+		req.TargetEpsilon = changed(cmd, "target-epsilon", &target)
+		if cmd.Flags().Changed("schedule") {
+			if req.Schedule, err = accounting.ParseSchedule(schedule); err != nil {
+				return nil, fmt.Errorf("--%w", err)
+			}
+		}
+		return accounting.AccountRDP(req)
+	})
 	f := cmd.Flags()
-	bindRunFlags(f, &fl.req.Q, &fl.req.Sigma, &fl.req.Steps, &fl.req.Delta)
-	f.Float64Var(&fl.target, "target-epsilon", 0, "solve for the σ reaching this ε (instead of --sigma)")
-	f.StringVar(&fl.orders, "orders", "", "comma-separated Rényi orders > 1 (default 1.1…10.9, 11…63, 128…1024)")
-	parsedVar(f, &fl.req.Conversion, "conversion", accounting.ConversionImproved, accounting.ParseConversion, "RDP → (ε, δ) conversion: improved or classic")
-	f.StringVar(&fl.schedule, "schedule", "", "heterogeneous run: comma-separated q:sigma:steps segments (instead of --q/--sigma/--steps)")
-	bindNeighbourFlags(f, &fl.req.Adjacency, &fl.req.Sampling)
-	f.StringVar(&fl.clipMd, "clip-mode", train.ClipModeHard, "hard (σ is the noise multiplier) or smooth (divide by c ≈ 1.115, as train's default)")
+	bindRunFlags(f, &req.Q, &req.Sigma, &req.Steps, &req.Delta)
+	f.Float64Var(&target, "target-epsilon", 0, "solve for the σ reaching this ε (instead of --sigma)")
+	f.StringVar(&orders, "orders", "", "comma-separated Rényi orders > 1 (default 1.1…10.9, 11…63, 128…1024)")
+	parsedVar(f, &req.Conversion, "conversion", accounting.ConversionImproved, accounting.ParseConversion, "RDP → (ε, δ) conversion: improved or classic")
+	f.StringVar(&schedule, "schedule", "", "heterogeneous run: comma-separated q:sigma:steps segments (instead of --q/--sigma/--steps)")
+	bindNeighbourFlags(f, &req.Adjacency, &req.Sampling)
+	f.StringVar(&clipMd, "clip-mode", train.ClipModeHard, "hard (σ is the noise multiplier) or smooth (divide by c ≈ 1.115, as train's default)")
 	markRequired(cmd, "delta")
 	cmd.MarkFlagsOneRequired("q", "schedule")
 	cmd.MarkFlagsRequiredTogether("q", "steps")
@@ -119,25 +130,6 @@ heterogeneous run. 'account pld' is tighter; 'account dpsgd' reports both.`,
 		cmd.MarkFlagsMutuallyExclusive("schedule", n)
 	}
 	return cmd
-}
-
-func (fl *rdpFlags) run(cmd *cobra.Command, _ []string) (*accounting.RDPReport, error) {
-	req := fl.req
-	var err error
-	if req.ClipConstant, err = clipConstant(fl.clipMd); err != nil {
-		return nil, err
-	}
-	req.ClipMode = fl.clipMd
-	if req.Orders, err = accounting.ParseOrders(fl.orders); err != nil {
-		return nil, fmt.Errorf("--%w", err)
-	}
-	req.TargetEpsilon = changed(cmd, "target-epsilon", &fl.target)
-	if cmd.Flags().Changed("schedule") {
-		if req.Schedule, err = accounting.ParseSchedule(fl.schedule); err != nil {
-			return nil, fmt.Errorf("--%w", err)
-		}
-	}
-	return accounting.AccountRDP(req)
 }
 
 // reroFlags are the flags of 'account rero' beside the configuration they fill.
@@ -153,17 +145,16 @@ func newAccountReRoCmd() *cobra.Command {
 		Use:   "rero",
 		Short: "ReRo bound on reconstruction success (Hayes et al.): Monte Carlo, q = 1 closed form, RDP-based",
 		Long: `Upper bound γ on the success probability of any reconstruction attack against
---steps steps of DP-SGD (rate q, noise multiplier σ) when a guess from the prior
-succeeds with probability κ (--kappa, or 1/K for a uniform prior of --prior-size K),
-after Hayes, Mahloujifar & Balle (2023, "Bounding training data reconstruction in
-DP-SGD", Sec. 3); estimators and their errors in docs/accounting.md.
-
-gamma_nu is the Monte Carlo estimate from N draws of N(0, σ²I_T), gamma_mu the same
-from draws of the mixture, [gamma_low, gamma_high] a confidence interval (DKW,
---confidence), gamma_exact the q = 1 closed form Φ(√T/σ − Φ⁻¹(1−κ)), gamma_rdp the
-RDP-based bound. gamma, the number to read, is gamma_exact when q = 1, otherwise
-gamma_nu (gamma_mu, with a warning, when gamma_nu is known to be off). advantage =
-(gamma − κ)/(1 − κ). The result does not depend on the number of cores.`,
+--steps steps of DP-SGD when a guess from the prior succeeds with probability κ
+(--kappa, or 1/K for a uniform prior of --prior-size K), after Hayes, Mahloujifar &
+Balle (2023, "Bounding training data reconstruction in DP-SGD", Sec. 3); estimators
+and their errors in docs/accounting.md. gamma_nu is the Monte Carlo estimate from N
+draws of N(0, σ²I_T), gamma_mu the same from draws of the mixture, [gamma_low,
+gamma_high] a DKW confidence interval, gamma_exact the q = 1 closed form
+Φ(√T/σ − Φ⁻¹(1−κ)), gamma_rdp the RDP-based bound. gamma, the number to read, is
+gamma_exact when q = 1, otherwise gamma_nu (gamma_mu, with a warning, when gamma_nu is
+known to be off); advantage = (gamma − κ)/(1 − κ). The result does not depend on the
+number of cores.`,
 		Example: `  dpfil account rero --q 0.01 --sigma 1 --steps 1000 --prior-size 10
   dpfil account rero --q 1 --sigma 2 --steps 10 --kappa 0.01 --samples 1000000 --json`,
 		Args: cobra.NoArgs,
@@ -283,10 +274,9 @@ func newAccountMSECmd() *cobra.Command {
 		Use:   "mse",
 		Short: "MSE lower bounds on reconstruction: Theorem 1 (RDP), Theorem 2 (dFIL), van Trees",
 		Long: `Lower bounds on the mean squared error of any reconstruction attack, from Guo,
-Karrer, Chaudhuri & van der Maaten (2022) and Edmunds (2024):
---eps2: Theorem 1 for an unbiased attacker, MSE ≥ diam²/(4(e^eps2 − 1)) with every
-coordinate of diameter --diameter (1 for [0,1]^d).
---dfil: Theorem 2, MSE ≥ 1/dFIL.
+Karrer, Chaudhuri & van der Maaten (2022) and Edmunds (2024): --eps2: Theorem 1 for
+an unbiased attacker, MSE ≥ diam²/(4(e^eps2 − 1)) with every coordinate of diameter
+--diameter; --dfil: Theorem 2, MSE ≥ 1/dFIL.
 --dfil with --prior-fisher-trace J and --d: the van Trees inequality (Edmunds 2024,
 eq. 1.3) for a biased attacker averaged over the prior, MSE ≥ 1/(E_π[dFIL] + J/d)
 (--dfil is then E_π[dFIL]).`,
@@ -313,16 +303,14 @@ func newAccountPLDCmd() *cobra.Command {
 	cmd := reportCmd(&cobra.Command{
 		Use:   "pld",
 		Short: "PLD accountant of DP-SGD → (ε, δ) with a rigorous upper and lower bound, RDP beside it",
-		Long: `Composes --steps steps of the subsampled Gaussian mechanism (rate q, noise
-multiplier σ, sensitivity 1 per record) by their privacy-loss distributions and
-converts to ε at --delta. The loss is discretised on a grid of width --interval twice:
-pessimistically (connect-the-dots, Doroshenko, Ghazi, Kamath, Kumar & Manurangsi
-2022; epsilon is a rigorous upper bound, the number to report) and optimistically
-(epsilon_lower, a rigorous lower bound of the same dominating pairs), so
-epsilon − epsilon_lower bounds the discretisation error. Under add-remove adjacency ε
-is the larger of the add and remove directions. epsilon_rdp is the RDP accountant's
-ε for the same run, for comparison. Pairs, discretisation and errors:
-docs/accounting.md.`,
+		Long: `Composes --steps steps of the subsampled Gaussian mechanism (sensitivity 1 per
+record) by their privacy-loss distributions and converts to ε at --delta, discretising
+the loss on a grid of width --interval twice: pessimistically (connect-the-dots,
+Doroshenko, Ghazi, Kamath, Kumar & Manurangsi 2022; epsilon, a rigorous upper bound,
+the number to report) and optimistically (epsilon_lower, a rigorous lower bound), so
+epsilon − epsilon_lower bounds the discretisation error. Under add-remove ε is the
+larger of the two directions; epsilon_rdp is the RDP accountant's ε, for comparison.
+Pairs, discretisation and errors: docs/accounting.md.`,
 		Example: `  dpfil account pld --q 0.01 --sigma 1 --steps 10000 --delta 1e-5
   dpfil account pld --q 0.004 --sigma 1.1 --steps 14062 --delta 1e-5 --adjacency replace-one --json
   dpfil account pld --q 0.01 --sigma 2 --steps 1000 --delta 1e-5 --adjacency replace-one --sampling uniform`,
@@ -333,5 +321,59 @@ docs/accounting.md.`,
 	bindNeighbourFlags(f, &req.Adjacency, &req.Sampling)
 	f.Float64Var(&req.Interval, "interval", accounting.DefaultPLDInterval, "discretisation interval of the privacy loss (smaller: tighter, slower)")
 	markRequired(cmd, "q", "sigma", "steps", "delta")
+	return cmd
+}
+
+func newAccountDPSGDCmd() *cobra.Command {
+	var (
+		req               accounting.DPSGDRequest
+		target            float64
+		adjacency, clipMd string
+	)
+	cmd := reportCmd(&cobra.Command{
+		Use:   "dpsgd",
+		Short: "Every privacy number of a DP-SGD run, exactly as 'train' reports it",
+		Long: `Accounts a DP-SGD run of --steps steps with batches of --batch out of --n records
+(noise multiplier σ/c, c the clip constant of --clip-mode) and prints the privacy
+report 'train' writes into result.json: ε at --delta from the PLD and RDP accountants
+(the tighter valid bound, or --accountant), the adjacency and sampling it holds for,
+the Poisson approximation for shuffled batches, Theorem 1's replace-one ε₂ (Guo,
+Karrer, Chaudhuri & van der Maaten 2022) with its MSE bound (and the paper's
+add-remove value, labelled), κ, and the privacy events; or σ for --target-epsilon.`,
+		Example: `  dpfil account dpsgd --n 60000 --batch 600 --steps 1000 --sigma 1 --delta 1e-5
+  dpfil account dpsgd --n 60000 --batch 600 --steps 1000 --target-epsilon 2 --sampling uniform --json`,
+		Args: cobra.NoArgs,
+	}, func(cmd *cobra.Command, _ []string) (*accounting.DPSGDReport, error) {
+		var err error
+		if req.ClipConstant, err = clipConstant(clipMd); err != nil {
+			return nil, err
+		}
+		req.ClipMode = clipMd
+		if adjacency != "" {
+			a, err := accounting.ParseAdjacency(adjacency)
+			if err != nil {
+				return nil, fmt.Errorf("--adjacency: %w", err)
+			}
+			req.Adjacency = &a
+		}
+		req.TargetEpsilon = changed(cmd, "target-epsilon", &target)
+		return accounting.AccountDPSGD(req)
+	})
+	f := cmd.Flags()
+	f.IntVar(&req.N, "n", 0, "number of training records N")
+	f.IntVar(&req.Batch, "batch", 0, "batch size B (expected size for Poisson)")
+	f.IntVar(&req.Steps, "steps", 0, "number of DP-SGD steps T")
+	f.Float64Var(&req.Sigma, "sigma", 0, "noise multiplier σ (noise N(0, σ²C²I))")
+	f.Float64Var(&target, "target-epsilon", 0, "solve for the smallest σ reaching this ε at --delta")
+	f.Float64Var(&req.Delta, "delta", 1e-5, "δ at which ε is reported")
+	f.Float64Var(&req.FILDelta, "fil-delta", 0, "κ's failure probability δ_f (0 = 1/(T·N), as train)")
+	parsedVar(f, &req.Sampling, "sampling", accounting.SamplingPoisson, accounting.ParseSampling, "poisson, uniform or shuffle")
+	f.StringVar(&clipMd, "clip-mode", train.ClipModeSmooth, "smooth (c ≈ 1.115) or hard (c = 1)")
+	f.StringVar(&req.Accountant, "accountant", accounting.AccountantAuto, "auto (tighter of pld and rdp), pld or rdp")
+	f.StringVar(&adjacency, "adjacency", "", "add-remove or replace-one (default: add-remove, replace-one for uniform)")
+	markRequired(cmd, "n")
+	cmd.MarkFlagsRequiredTogether("n", "batch", "steps")
+	cmd.MarkFlagsOneRequired("sigma", "target-epsilon")
+	cmd.MarkFlagsMutuallyExclusive("sigma", "target-epsilon")
 	return cmd
 }

@@ -98,15 +98,11 @@ func newAttackGameCmd() *cobra.Command {
 from the dataset's training split, a prior of K candidates drawn from the rest for each
 trial, a target uniform over it, T steps of DP-SGD with hard clipping at C, Poisson
 sampling at rate q (q = 1: full batch) and noise N(0, σ²C²I), SGD on the mean gradient.
-The adversary sees every θ_t and privatised gradient, knows D₋ (and, for q < 1, which
-known points were in each batch) and subtracts their clipped gradients.
-
-Attacks: prior (Algorithm 2), prior-topk (Algorithm 3: top ⌈qT⌉ terms), loglik
-(Appendix G, with the sign of ‖ḡ_t‖² corrected), gradient (Eq. 1 by projected Adam,
-success = the reconstruction's nearest prior point is the target, Appendix D).
-The success interval is 95 % Clopper–Pearson. The ReRo bound γ is the q = 1 closed
-form or the Monte Carlo blow-up estimate (q < 1); gamma_rdp is the RDP-based bound.
-With --out the run is resumable: finished trials are kept in --out/trials.jsonl.`,
+The adversary sees every θ_t and privatised gradient and knows D₋. Attacks: prior
+(Algorithm 2), prior-topk (Algorithm 3), loglik (Appendix G), gradient (Eq. 1,
+Appendix D); details in docs/attacks.md. The success rate comes with its 95 %
+Clopper–Pearson interval, beside the ReRo bound γ (the q = 1 closed form, else Monte
+Carlo) and gamma_rdp, the RDP-based bound. --out makes the run resumable.`,
 		Args: cobra.NoArgs,
 	}, &spec, func(ctx context.Context) (*attack.GameReport, error) { return attack.PlayGame(ctx, spec) })
 }
@@ -127,14 +123,12 @@ func newAttackSweepCmd(param string) *cobra.Command {
 	cmd := gameCmd(&cobra.Command{
 		Use:   use,
 		Short: short,
-		Long: short + `.
-
-Each value plays one attack game (see 'dpfil attack game', whose flags apply; the swept
-flag is replaced by --values) in --out/<sweep>=<value>/, resumable. The results go to
---out/sweep.json and --out/sweep.csv (one row per value and attack, with the success
-rate, its 95 % Clopper–Pearson interval, the ReRo bound with its interval, the RDP
-bound, ε and σ) for 'dpfil plot'. Defaults are cheap (few trials); raise --trials for
-tight intervals.`,
+		Long: short + `. Each value plays one attack game ('dpfil attack game',
+whose flags apply; --values replaces the swept flag) in --out/<sweep>=<value>/,
+resumable. --out/sweep.json and --out/sweep.csv hold per value and attack the success
+rate with its 95 % Clopper–Pearson interval, the ReRo bound with its interval, the RDP
+bound, ε and σ, for 'dpfil plot attack'. Defaults are cheap: raise --trials for tight
+intervals.`,
 		Args: cobra.NoArgs,
 	}, &sw.Game, func(ctx context.Context) (*attack.SweepReport, error) { return attack.Sweep(ctx, sw) })
 	cmd.Flags().Float64SliceVar(&sw.Values, "values", sw.Values, "comma-separated values of the swept parameter")
@@ -169,17 +163,15 @@ func newAttackReconnCmd() *cobra.Command {
 	cmd := reportCmd(&cobra.Command{
 		Use:   "reconn",
 		Short: "RecoNN (Balle et al. 2022): shadow models on D₋ ∪ {z′}, a reconstructor network from released weights to z′",
-		Long: `The informed adversary's learned reconstruction attack (Balle, Cherubin, Hayes 2022,
-"Reconstructing Training Data with Informed Adversaries"). The adversary knows D₋ (the
-first --fixed training samples), the training recipe (the train flags below; --batch 0 =
-full batch) and a prior pool (the next --pool training samples). It trains --shadows
-models on D₋ ∪ {z′}, z′ from the pool, with exactly that recipe, fits a reconstructor
-(--reconstructor mlp: Balle et al.'s network from the standardised weights and the
-one-hot label to the image; ridge: kernel ridge regression) and reconstructs each of
---targets test images z from the model trained on D₋ ∪ {z}. Reported per target: MSE,
-the label-only baseline (class mean of the pool), the target's dFIL in its run with
-1/dFIL (Guo et al. 2022, Theorem 2: unbiased attackers only) and Theorem 1's RDP bound
-(any attacker).`,
+		Long: `The informed adversary's learned reconstruction attack (Balle, Cherubin & Hayes 2022,
+"Reconstructing Training Data with Informed Adversaries"; docs/attacks.md). The
+adversary knows D₋ (the first --fixed training samples), the training recipe (the train
+flags below; --batch 0 = full batch) and a prior pool (the next --pool samples). It
+trains --shadows models on D₋ ∪ {z′}, z′ from the pool, fits a reconstructor from
+released weights to z′ (--reconstructor) and reconstructs each of --targets test images
+z from the model trained on D₋ ∪ {z}. Reported per target: MSE, the label-only baseline
+(class mean of the pool), the target's dFIL with 1/dFIL (Guo et al. 2022, Theorem 2:
+unbiased attackers only) and Theorem 1's RDP bound (any attacker).`,
 		Args: cobra.NoArgs,
 	}, func(cmd *cobra.Command, _ []string) (*attack.RecoNNReport, error) {
 		e.Logf = stderrLogf(cmd, quiet)

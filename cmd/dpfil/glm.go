@@ -63,12 +63,11 @@ func newGLMFilCmd() *cobra.Command {
 		Long: `Fits the GLM exactly, then computes for every training example the Jacobian of the
 minimiser w.r.t. its pixels (labels public), dFIL = ‖J‖_F²/(σ²d), η = ‖J‖₂/σ and the
 unbiased-attacker MSE bound 1/dFIL; and the order-2 RDP ε₂ = Δ²/σ² with its bound
-1/(4(e^ε₂ − 1)). The defaults are the paper's Sec. 7.1 setting (λ = σ = 1e-2, raw
-pixels, no bias). Writes DIR/glm_fil.csv and PNG grids of the 8 highest- and
-8 lowest-dFIL training images (DIR/glm_fil_top8.png, DIR/glm_fil_bottom8.png).
-With --columns (e.g. 350-360,406) it also computes attribute-level FIL of that subset S
-of pixels for every example (Hannun et al. (2021) Sec. 3.1: the FIM block of those inputs),
-dFIL_S = ‖J[:,S]‖_F²/(σ²|S|) and η_S = ‖J[:,S]‖₂/σ, into DIR/glm_fil_attr.csv.`,
+1/(4(e^ε₂ − 1)). Defaults: the paper's Sec. 7.1 setting (λ = σ = 1e-2, raw pixels,
+no bias). Writes DIR/glm_fil.csv and DIR/glm_fil_top8.png / glm_fil_bottom8.png (the
+8 highest- and lowest-dFIL training images). --columns S adds the attribute-level FIL
+of those pixels (Hannun et al. (2021) Sec. 3.1: the FIM block of those inputs),
+dFIL_S = ‖J[:,S]‖_F²/(σ²|S|) and η_S = ‖J[:,S]‖₂/σ, in DIR/glm_fil_attr.csv.`,
 		Args: cobra.NoArgs,
 	}, func(cmd *cobra.Command, _ []string) (*glm.FILReport, error) {
 		e.Setup.Logf = stderrLogf(cmd, quiet)
@@ -92,10 +91,9 @@ func newGLMAttackCmd() *cobra.Command {
 reconstructs its image from w̃ and the other n−1 examples (label known), reporting the
 expected MSE over trials next to the FIL bound 1/dFIL. The closed-form attack needs the
 constant-1 bias feature (it fixes the scale of the reconstructed input), so --bias
-defaults to true here, unlike 'glm fil' (the paper's Sec. 7.1 setting). Defaults are
-the paper's Sec. 7.2 setting: λ = 1e-2, σ = 1e-5, 10 000 trials.
-Writes DIR/glm_attack.csv and DIR/glm_attack_top8.png / glm_attack_bottom8.png
-(top row: training images, bottom row: first-trial reconstructions).`,
+defaults to true here. Defaults: the paper's Sec. 7.2 setting (λ = 1e-2, σ = 1e-5,
+10 000 trials). Writes DIR/glm_attack.csv and DIR/glm_attack_top8.png /
+glm_attack_bottom8.png (training images over first-trial reconstructions).`,
 		Args: cobra.NoArgs,
 	}, func(cmd *cobra.Command, _ []string) (*attack.GLMReport, error) {
 		e.Setup.Logf = stderrLogf(cmd, quiet)
@@ -150,10 +148,9 @@ adversaries recover the attribute x[S] (--columns, or --block for an image patch
   white-box  x̂ = argmin_v ‖w̃ − f(D with x_i[S] = v)‖ (refits; knows all other data)
   black-box  x̂ = argmax_v p(v)·π(w̃ᵀz̃(x_i with v), y_i) (predictions + prior; Fredrikson)
   baseline   the prior's mode (discrete) or mean (continuous)
-The FIL of the attribute predicts the white-box error: per-coordinate MSE ≈ CRB =
-Tr(I_S⁻¹)/|S| ≥ 1/dFIL ≥ 1/η². Features may be scaled into the unit ball and projected
-onto --pca principal components first (Hannun et al. 2021, Sec. 6.1); --irfil reweights
-the examples by attribute-level IRFIL before releasing.`,
+The attribute's FIL predicts the white-box error: per-coordinate MSE ≈ CRB =
+Tr(I_S⁻¹)/|S| ≥ 1/dFIL ≥ 1/η². Preprocessing (--unit-ball, --pca; Hannun et al. 2021,
+Sec. 6.1), --irfil and measurements: docs/glm.md.`,
 		Args: cobra.NoArgs,
 	}, func(cmd *cobra.Command, _ []string) (*glm.InvertReport, error) {
 		e.Logf = stderrLogf(cmd, quiet)

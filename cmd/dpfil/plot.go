@@ -43,8 +43,7 @@ func newPlotParetoCmd() *cobra.Command {
 bound (RDP: 1/(4(e^ε₂−1)); FIL: 1/max dFIL and 1/median dFIL), each with its Pareto
 frontier (no other run is both at least as accurate and at least as private) as a
 dashed line, and the MSE = 1 "perfect privacy" line. Runs whose bound is infinite or
-missing (e.g. FIL off) cannot sit on a log axis and are counted as dropped. --json
-prints the frontier points. Results of several files or sweep directories are
+missing (e.g. FIL off) cannot sit on a log axis and are counted as dropped. Results of several files or sweep directories are
 deduplicated by config hash; conflicts and unusable lines are listed on stderr.`,
 		Args: cobra.MinimumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) (*plot.ParetoReport, error) {
@@ -155,12 +154,10 @@ func newPlotAttackCmd() *cobra.Command {
 		Short: "Attack success (95 % CI) and the ReRo / RDP-ReRo bounds vs ε, K or q (Hayes et al. Fig. 2, 3, 5)",
 		Long: `Hayes et al. (2023) Fig. 2, 3 and 5 from the sweep.json or sweep.csv of
 'dpfil attack sweep-eps|sweep-k|sweep-q': the sweep variable on x (log10 when it
-spans a factor 10 or more; --log-x / --linear-x to force), the success rate of every
-attack variant in the file with its 95 % Clopper–Pearson interval as error bars
-(variants are nudged sideways a little so that identical results stay visible), the
-ReRo bound γ (solid black, with its Monte Carlo interval for q < 1), the RDP-based
-ReRo bound (dashed) and the prior baseline κ = 1/K (dotted). --json prints the
-points drawn.`,
+spans a factor 10 or more), the success rate of every attack variant in the file with
+its 95 % Clopper–Pearson interval (variants nudged sideways so that identical results
+stay visible), the ReRo bound γ (solid, with its Monte Carlo interval for q < 1), the
+RDP-based ReRo bound (dashed) and the prior baseline κ = 1/K (dotted).`,
 		Args: cobra.ExactArgs(1),
 	}, func(_ *cobra.Command, args []string) (*plotAttackOut, error) {
 		if err := fig.Check(); err != nil {

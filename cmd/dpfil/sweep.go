@@ -35,11 +35,9 @@ under 'grid', with train flag names as keys ('-' or '_'):
   base: {model: mnist-cnn, batch: 100, steps: 60, train_subset: 1000}
   grid: {sigma: [0.5, 2], lr: [0.03, 0.1], clip: [1, 4]}
 
-The grid expands in a fixed order (sorted keys, last key fastest); each run is
-identified by its config hash. 'sweep run' appends one line per finished run to
-DIR/results.jsonl and resumes after a crash or kill without repeating finished runs;
-'--shard i/n' runs the runs whose index is i mod n, so a cluster can fan out with
-'sweep plan' and gather with 'sweep merge'.`,
+Runs are identified by their config hash, in a fixed order (sorted keys, last key
+fastest). 'sweep run' resumes after a crash without repeating finished runs; a cluster
+fans out with 'sweep plan' and gathers with 'sweep merge'.`,
 	}, newSweepRunCmd(deps), newSweepStatusCmd(), newSweepListCmd(), newSweepPlanCmd(), newSweepMergeCmd())
 }
 
