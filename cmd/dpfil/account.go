@@ -65,13 +65,15 @@ func bindNeighbourFlags(f *pflag.FlagSet, adj *accounting.Adjacency, s *accounti
 	parsedVar(f, s, "sampling", accounting.SamplingPoisson, accounting.ParseSampling, "batches: poisson (each record joins with probability q) or uniform (fixed size qN without replacement; replace-one only)")
 }
 
-// clipConstant is the clipping constant c of train's clip mode.
-func clipConstant(mode string) (float64, error) {
-	c, err := train.ClipConstant(mode)
-	if err != nil {
-		return 0, fmt.Errorf("--clip-mode: %w", err)
+// setClipMode sets a request's clip mode (--clip-mode) and the clipping constant c
+// that train uses for it.
+func setClipMode(mode string, dstMode *string, c *float64) error {
+	var err error
+	if *c, err = train.ClipConstant(mode); err != nil {
+		return fmt.Errorf("--clip-mode: %w", err)
 	}
-	return c, nil
+	*dstMode = mode
+	return nil
 }
 
 func newAccountRDPCmd() *cobra.Command {
@@ -97,11 +99,10 @@ relative). 'account pld' is tighter; 'account dpsgd' reports both.`,
   dpfil account rdp --schedule 0.01:2:500,0.01:1.5:500,0.02:1:1000 --delta 1e-5`,
 		Args: cobra.NoArgs,
 	}, func(cmd *cobra.Command, _ []string) (*accounting.RDPReport, error) {
-		var err error
-		if req.ClipConstant, err = clipConstant(clipMd); err != nil {
+		if err := setClipMode(clipMd, &req.ClipMode, &req.ClipConstant); err != nil {
 			return nil, err
 		}
-		req.ClipMode = clipMd
+		var err error
 		if req.Orders, err = accounting.ParseOrders(orders); err != nil {
 			return nil, fmt.Errorf("--%w", err)
 		}
@@ -147,14 +148,12 @@ func newAccountReRoCmd() *cobra.Command {
 		Long: `Upper bound γ on the success probability of any reconstruction attack against
 --steps steps of DP-SGD when a guess from the prior succeeds with probability κ
 (--kappa, or 1/K for a uniform prior of --prior-size K), after Hayes, Mahloujifar &
-Balle (2023, "Bounding training data reconstruction in DP-SGD", Sec. 3); estimators
-and their errors in docs/accounting.md. gamma_nu is the Monte Carlo estimate from N
-draws of N(0, σ²I_T), gamma_mu the same from draws of the mixture, [gamma_low,
-gamma_high] a DKW confidence interval, gamma_exact the q = 1 closed form
-Φ(√T/σ − Φ⁻¹(1−κ)), gamma_rdp the RDP-based bound. gamma, the number to read, is
-gamma_exact when q = 1, otherwise gamma_nu (gamma_mu, with a warning, when gamma_nu is
-known to be off); advantage = (gamma − κ)/(1 − κ). The result does not depend on the
-number of cores.`,
+Balle (2023, "Bounding training data reconstruction in DP-SGD", Sec. 3). gamma, the
+number to read, is the q = 1 closed form gamma_exact = Φ(√T/σ − Φ⁻¹(1−κ)) when q = 1,
+otherwise gamma_nu, the Monte Carlo estimate from N draws of N(0, σ²I_T) (gamma_mu,
+from draws of the mixture, with a warning when gamma_nu is known to be off), with a
+DKW confidence interval [gamma_low, gamma_high]; gamma_rdp is the RDP-based bound and
+advantage = (gamma − κ)/(1 − κ). Estimators and their errors: docs/accounting.md.`,
 		Example: `  dpfil account rero --q 0.01 --sigma 1 --steps 1000 --prior-size 10
   dpfil account rero --q 1 --sigma 2 --steps 10 --kappa 0.01 --samples 1000000 --json`,
 		Args: cobra.NoArgs,
@@ -245,8 +244,7 @@ classical ε₀ = c·2·√(2 ln(1.25/δ_f))/σ (valid only when < 1) is shown b
 		Args:    cobra.NoArgs,
 	}, func(cmd *cobra.Command, _ []string) (*accounting.KappaReport, error) {
 		if cmd.Flags().Changed("clip-mode") {
-			var err error
-			if req.ClipConstant, err = clipConstant(clipMode); err != nil {
+			if err := setClipMode(clipMode, &clipMode, &req.ClipConstant); err != nil {
 				return nil, err
 			}
 		}
@@ -344,11 +342,9 @@ add-remove value, labelled), κ, and the privacy events; or σ for --target-epsi
   dpfil account dpsgd --n 60000 --batch 600 --steps 1000 --target-epsilon 2 --sampling uniform --json`,
 		Args: cobra.NoArgs,
 	}, func(cmd *cobra.Command, _ []string) (*accounting.DPSGDReport, error) {
-		var err error
-		if req.ClipConstant, err = clipConstant(clipMd); err != nil {
+		if err := setClipMode(clipMd, &req.ClipMode, &req.ClipConstant); err != nil {
 			return nil, err
 		}
-		req.ClipMode = clipMd
 		if adjacency != "" {
 			a, err := accounting.ParseAdjacency(adjacency)
 			if err != nil {

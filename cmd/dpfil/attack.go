@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/dpfil/dpfil/attack"
@@ -30,14 +29,11 @@ the bounds and measured results: docs/attacks.md.`,
 // gameCmd completes c, a command that plays attack games on spec: the game's flags
 // (bound to spec, its values the defaults; --epsilon and --sigma exclude each other),
 // --json, and a run with one progress report per game.
-func gameCmd[R any, P interface {
-	*R
-	WriteText(io.Writer)
-}](c *cobra.Command, s *attack.GameSpec, play func(context.Context) (P, error)) *cobra.Command {
+func gameCmd[R any, P report[R]](c *cobra.Command, s *attack.GameSpec, play func(context.Context) (P, error)) *cobra.Command {
 	var quiet bool
 	reportCmd(c, func(cmd *cobra.Command, _ []string) (P, error) {
 		s.UseSigma = cmd.Flags().Changed("sigma")
-		pr := &gameProgress{quiet: quiet}
+		pr := &gameProgress{lazyProgress: lazyProgress{quiet: quiet}}
 		defer pr.finish()
 		s.Progress = pr.update
 		return play(cmd.Context())
@@ -72,9 +68,8 @@ func gameCmd[R any, P interface {
 
 // gameProgress shows one progress report per game (a sweep plays several).
 type gameProgress struct {
-	p     *progress
-	done  int
-	quiet bool
+	lazyProgress // restarted by update, not once
+	done         int
 }
 
 func (g *gameProgress) update(ev attack.GameProgress) {
@@ -86,8 +81,6 @@ func (g *gameProgress) update(ev attack.GameProgress) {
 	g.p.Add(int64(ev.Done-g.done), fmt.Sprintf("%s %d ok", ev.Attack, ev.Successes))
 	g.done = ev.Done
 }
-
-func (g *gameProgress) finish() { finishProgress(g.p) }
 
 func newAttackGameCmd() *cobra.Command {
 	spec := attack.DefaultGameSpec()

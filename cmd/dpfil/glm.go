@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/dpfil/dpfil/attack"
 	"github.com/dpfil/dpfil/glm"
@@ -37,22 +36,6 @@ func bindGLMSetup(cmd *cobra.Command, s *glm.Setup, quiet *bool, sigma float64, 
 	fl.Float64Var(&s.Radius, "radius", 0, "input norm bound R for the RDP accounting, incl. the bias feature (0 = max ‖x̃‖ over the training data, see docs/glm.md; use √d or √(d+1) for the whole [0,1]^d domain)")
 	addQuietFlag(cmd, quiet)
 }
-
-// lazyProgress starts a progress report at the first update, when the total is
-// known; updates may come from several goroutines.
-type lazyProgress struct {
-	once  sync.Once
-	p     *progress
-	label string
-	quiet bool
-}
-
-func (l *lazyProgress) add(n, total int) {
-	l.once.Do(func() { l.p = newProgress(int64(total), l.label, l.quiet) })
-	l.p.Add(int64(n), "")
-}
-
-func (l *lazyProgress) finish() { finishProgress(l.p) }
 
 func newGLMFilCmd() *cobra.Command {
 	var e glm.FILExperiment

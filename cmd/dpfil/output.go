@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/dpfil/dpfil/internal/termprogress"
@@ -60,13 +61,16 @@ func emit(w io.Writer, asJSON bool, v any, human func(io.Writer)) error {
 	return nil
 }
 
+// report is what the library's commands return: a *R that writes its human summary.
+type report[R any] interface {
+	*R
+	WriteText(io.Writer)
+}
+
 // emitReport prints a library report r — as JSON with asJSON, else its WriteText —
 // and returns err. A nil r (the call failed before it had anything to report) prints
 // nothing; a report that comes with an error (e.g. failed runs) is printed first.
-func emitReport[R any, P interface {
-	*R
-	WriteText(io.Writer)
-}](cmd *cobra.Command, asJSON bool, r P, err error) error {
+func emitReport[R any, P report[R]](cmd *cobra.Command, asJSON bool, r P, err error) error {
 	if r == nil {
 		return err
 	}
@@ -79,10 +83,7 @@ func emitReport[R any, P interface {
 // reportCmd completes c, a command that computes one library report: it adds --json
 // and a RunE that calls run (flags already bound to the library's request) and prints
 // the report with emitReport.
-func reportCmd[R any, P interface {
-	*R
-	WriteText(io.Writer)
-}](c *cobra.Command, run func(cmd *cobra.Command, args []string) (P, error)) *cobra.Command {
+func reportCmd[R any, P report[R]](c *cobra.Command, run func(cmd *cobra.Command, args []string) (P, error)) *cobra.Command {
 	var asJSON bool
 	addJSONFlag(c, &asJSON)
 	c.RunE = func(cmd *cobra.Command, args []string) error {
@@ -107,6 +108,22 @@ func finishProgress(p *progress) {
 		p.Finish()
 	}
 }
+
+// lazyProgress starts a progress report at the first update, when the total is
+// known; updates may come from several goroutines.
+type lazyProgress struct {
+	once  sync.Once
+	p     *progress
+	label string
+	quiet bool
+}
+
+func (l *lazyProgress) add(n, total int) {
+	l.once.Do(func() { l.p = newProgress(int64(total), l.label, l.quiet) })
+	l.p.Add(int64(n), "")
+}
+
+func (l *lazyProgress) finish() { finishProgress(l.p) }
 
 // stderrLogf logs lines to the command's stderr unless quiet.
 func stderrLogf(cmd *cobra.Command, quiet bool) func(string, ...any) {

@@ -127,12 +127,6 @@ training split) the --top K samples of highest dFIL (most exposed) followed by t
 	return cmd
 }
 
-// isLogScale reports whether p's x axis is logarithmic.
-func isLogScale(p *gplot.Plot) bool {
-	_, ok := p.X.Scale.(gplot.LogScale)
-	return ok
-}
-
 // plotAttackOut is the --json result of 'plot attack': the figure and exactly the
 // points drawn.
 type plotAttackOut struct {
@@ -178,7 +172,8 @@ RDP-based ReRo bound (dashed) and the prior baseline κ = 1/K (dotted).`,
 		if err := plot.Save(p, fig.Out, fig.Width, fig.Height); err != nil {
 			return nil, err
 		}
-		return &plotAttackOut{Out: fig.Out, Width: fig.Width, Height: fig.Height, XLabel: sw.XLabel(), LogX: isLogScale(p), AttackSweep: *sw}, nil
+		_, logScale := p.X.Scale.(gplot.LogScale)
+		return &plotAttackOut{Out: fig.Out, Width: fig.Width, Height: fig.Height, XLabel: sw.XLabel(), LogX: logScale, AttackSweep: *sw}, nil
 	})
 	addFigureFlags(cmd, &fig, 800, 560)
 	cmd.Flags().BoolVar(&logX, "log-x", false, "log10 x axis")

@@ -35,9 +35,8 @@ under 'grid', with train flag names as keys ('-' or '_'):
   base: {model: mnist-cnn, batch: 100, steps: 60, train_subset: 1000}
   grid: {sigma: [0.5, 2], lr: [0.03, 0.1], clip: [1, 4]}
 
-Runs are identified by their config hash, in a fixed order (sorted keys, last key
-fastest). 'sweep run' resumes after a crash without repeating finished runs; a cluster
-fans out with 'sweep plan' and gathers with 'sweep merge'.`,
+The grid expands in a fixed order (sorted keys, last key fastest); each run is
+identified by its config hash, so 'sweep run' resumes without repeating finished runs.`,
 	}, newSweepRunCmd(deps), newSweepStatusCmd(), newSweepListCmd(), newSweepPlanCmd(), newSweepMergeCmd())
 }
 

@@ -63,15 +63,12 @@ func markResumeExclusive(cmd *cobra.Command) {
 // trainProgress adapts train events to a progress report, created on the first
 // event (when the number of steps is known, also for --epochs).
 type trainProgress struct {
-	p     *progress
-	quiet bool
-	last  int
+	lazyProgress
+	last int
 }
 
 func (tp *trainProgress) event(e train.Event) {
-	if tp.p == nil {
-		tp.p = newProgress(int64(e.Steps*e.Repeats), "train", tp.quiet)
-	}
+	tp.once.Do(func() { tp.p = newProgress(int64(e.Steps*e.Repeats), "train", tp.quiet) })
 	done := e.Repeat*e.Steps + e.Step
 	msg := fmt.Sprintf("r%d step %d loss %.3f", e.Repeat+1, e.Step, e.Loss)
 	if !math.IsNaN(e.TestAccuracy) {
@@ -85,15 +82,13 @@ func (tp *trainProgress) event(e train.Event) {
 	tp.last = done
 }
 
-func (tp *trainProgress) finish() { finishProgress(tp.p) }
-
 // runTraining runs cfg into out with a progress report and explains interruptions;
 // with record (or when out holds a transcript being resumed) it also writes the
 // adversary's transcript into out.
 func runTraining(cmd *cobra.Command, cfg train.Config, out string, resume bool, ckEvery int, quiet, record bool) (*train.Result, error) {
 	ctx, stop := interruptContext(cmd)
 	defer stop()
-	tp := &trainProgress{quiet: quiet}
+	tp := &trainProgress{lazyProgress: lazyProgress{quiet: quiet}}
 	logf := func(format string, args ...any) {
 		switch {
 		case quiet:
