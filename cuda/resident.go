@@ -8,7 +8,7 @@ import (
 	"github.com/dpfil/dpfil/models"
 )
 
-// The device-resident DP-SGD step (issue 14). On plain device memory a Model can keep
+// The device-resident DP-SGD step. On plain device memory a Model can keep
 // a whole training run on the device: the training and test sets are uploaded once;
 // the float64 master parameters, the momentum, the float32 parameters the network
 // reads, the clipped sum and the released noisy sum live there; per step only the

@@ -5,7 +5,7 @@ type ClipMode int
 
 // Clip modes.
 const (
-	// ClipSmooth is g̃ = g / (GELU(‖g‖/C − 1) + 1) (seed 000 Sec. 6); the default.
+	// ClipSmooth is g̃ = g / (GELU(‖g‖/C − 1) + 1) (Guo, Karrer, Chaudhuri & van der Maaten 2022, Sec. 6); the default.
 	ClipSmooth ClipMode = iota
 	// ClipHard is g̃ = g / max(1, ‖g‖/C).
 	ClipHard

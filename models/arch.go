@@ -103,7 +103,7 @@ var (
 )
 
 // CIFAR10Mean and CIFAR10Std are the per-channel statistics of the CIFAR-10 training
-// set used by cifar-cnn's Normalize layer (inputs stay raw [0,1] pixels; SPEC 5).
+// set used by cifar-cnn's Normalize layer (inputs stay raw [0,1] pixels: the FIL and its MSE bounds are then in pixel units).
 var (
 	CIFAR10Mean = []float64{0.4914, 0.4822, 0.4465}
 	CIFAR10Std  = []float64{0.2470, 0.2435, 0.2616}
@@ -121,9 +121,9 @@ func ArchNames() []string {
 //   - mnist-cnn: the reference code's (Papernot et al.) net: Conv 16×8×8 s2 SAME → tanh
 //     → AvgPool 2 s1 → Conv 32×4×4 s2 VALID → tanh → AvgPool 2 s1 → Dense 32 → tanh →
 //     Dense 10 (26 010 parameters).
-//   - mnist-cnn-3x3: seed 000 Table 1: Conv 16×3×3 s2 pad 2 → tanh → AvgPool 2 s1 →
+//   - mnist-cnn-3x3: Guo, Karrer, Chaudhuri & van der Maaten 2022, Table 1: Conv 16×3×3 s2 pad 2 → tanh → AvgPool 2 s1 →
 //     Conv 32×3×3 s2 pad 0 → tanh → AvgPool 2 s1 → Dense 32 → tanh → Dense 10.
-//   - cifar-cnn: seed 000 Table 2 with SAME padding and Normalize first.
+//   - cifar-cnn: Guo, Karrer, Chaudhuri & van der Maaten 2022, Table 2, with SAME padding and Normalize first.
 //   - mlp: 784 → Dense 10 → ELU → Dense 10 (Hayes et al.).
 //   - linear: 784 → Dense 10.
 func ArchByName(name string) (Arch, error) {

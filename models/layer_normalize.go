@@ -9,7 +9,7 @@ import (
 )
 
 // KindNormalize is the fixed per-channel (x − Mean[c]) / Std[c]: a layer of the model,
-// so that inputs, and FIL, stay in raw [0,1] pixels (SPEC 5).
+// so that inputs, and FIL, stay in raw [0,1] pixels (the FIL and its MSE bounds are in pixel units).
 const KindNormalize LayerKind = "normalize"
 
 func init() { registerLayer(normalizeLayer{}) }

@@ -132,7 +132,7 @@ func NewNetwork[T Float](arch Arch, be Backend[T]) (*Network[T], error) {
 }
 
 // SetFILNormalizedInputs selects the input space of FILSqNorms. By default (false)
-// the Jacobian is taken w.r.t. the raw [0,1] pixels (SPEC 5). With true it is taken
+// the Jacobian is taken w.r.t. the raw [0,1] pixels, so that the MSE bounds are in pixel units. With true it is taken
 // w.r.t. the output of the leading Normalize layers, as the reference code did: the
 // direction of coordinate i is then the raw-pixel direction std_c·e_i, so each
 // ‖J e_i‖² is multiplied by std_c². Without a leading Normalize layer both coincide.

@@ -468,7 +468,7 @@ func (w *worker) snapshot() error {
 	return nil
 }
 
-// step performs one DP-SGD step (seed 000 Algorithm 1 lines 6–13) and returns the
+// step performs one DP-SGD step (Guo, Karrer, Chaudhuri & van der Maaten 2022, Algorithm 1, lines 6–13) and returns the
 // batch size.
 func (w *worker) step() (int, error) {
 	s := w.s
