@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -124,16 +123,7 @@ func (e GLMExperiment) Validate() error {
 
 // targets returns the attacked rows of n, sorted.
 func (e GLMExperiment) targets(n int) []int {
-	if e.Targets > 0 && e.Targets < n {
-		tidx := rand.New(rand.NewPCG(e.Seed, 0x74617267)).Perm(n)[:e.Targets] // stream "targ"
-		sort.Ints(tidx)
-		return tidx
-	}
-	tidx := make([]int, n)
-	for i := range tidx {
-		tidx[i] = i
-	}
-	return tidx
+	return glm.SampleRows(n, e.Targets, e.Seed, 0x74617267) // stream "targ"
 }
 
 // RunGLMExperiment fits the model, computes the targets' FIL, runs the attack and
@@ -142,11 +132,7 @@ func RunGLMExperiment(e GLMExperiment) (*GLMReport, error) {
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
-	f, err := e.Setup.Fit()
-	if err != nil {
-		return nil, err
-	}
-	rel, err := f.Release()
+	f, rel, err := e.Setup.FitRelease()
 	if err != nil {
 		return nil, err
 	}

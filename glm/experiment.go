@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -251,4 +252,34 @@ func Float32s(v []float64) []float32 {
 		out[i] = float32(x)
 	}
 	return out
+}
+
+// FitRelease fits the setup's model and returns it with its release description: the
+// first step of every GLM experiment.
+func (s Setup) FitRelease() (*Fitted, Release, error) {
+	f, err := s.Fit()
+	if err != nil {
+		return nil, Release{}, err
+	}
+	rel, err := f.Release()
+	if err != nil {
+		return nil, Release{}, err
+	}
+	return f, rel, nil
+}
+
+// SampleRows returns k of the rows 0..n−1, drawn without replacement from (seed,
+// stream) and sorted; every row when k is 0 or ≥ n. The experiments that attack a
+// subset of the training rows draw it here, each with its own stream.
+func SampleRows(n, k int, seed, stream uint64) []int {
+	if k > 0 && k < n {
+		rows := rand.New(rand.NewPCG(seed, stream)).Perm(n)[:k]
+		sort.Ints(rows)
+		return rows
+	}
+	rows := make([]int, n)
+	for i := range rows {
+		rows[i] = i
+	}
+	return rows
 }

@@ -50,11 +50,7 @@ type FILReport struct {
 // RunFIL fits the setup's model and computes the per-example (and attribute) FIL,
 // writing the report's files.
 func RunFIL(e FILExperiment) (*FILReport, error) {
-	f, err := e.Setup.Fit()
-	if err != nil {
-		return nil, err
-	}
-	rel, err := f.Release()
+	f, rel, err := e.Setup.FitRelease()
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -282,16 +281,7 @@ func (t *Table) names() string {
 
 // targets draws the attacked rows from the seed (all rows when Targets is 0 or ≥ n).
 func (e InvertExperiment) targets(n int) []int {
-	if e.Targets > 0 && e.Targets < n {
-		tidx := rand.New(rand.NewPCG(e.Seed, 0x696e76)).Perm(n)[:e.Targets] // stream "inv"
-		sort.Ints(tidx)
-		return tidx
-	}
-	tidx := make([]int, n)
-	for i := range tidx {
-		tidx[i] = i
-	}
-	return tidx
+	return SampleRows(n, e.Targets, e.Seed, 0x696e76) // stream "inv"
 }
 
 // RunInvert loads the table, fits and (optionally) IRFIL-reweights the GLM, attacks

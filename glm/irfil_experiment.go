@@ -50,11 +50,7 @@ func RunIRFIL(e IRFILExperiment) (*IRFILReport, error) {
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
-	f, err := e.Setup.Fit()
-	if err != nil {
-		return nil, err
-	}
-	rel, err := f.Release()
+	f, rel, err := e.Setup.FitRelease()
 	if err != nil {
 		return nil, err
 	}
