@@ -648,8 +648,6 @@ type pmf struct {
 	excess float64
 }
 
-func identityPMF() pmf { return pmf{p: []float64{1}} }
-
 // normCDFs holds Φ(z) and 1 − Φ(z), each accurate in its own tail.
 type normCDFs struct{ lower, upper float64 }
 

@@ -2,7 +2,6 @@ package attack
 
 import (
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -199,15 +198,7 @@ func TestSweepFiles(t *testing.T) {
 	if back.Sweep != "k" || len(back.Results) != 2 || back.Results[1].Gamma != sr.Results[1].Gamma {
 		t.Fatalf("sweep.json: %+v", back)
 	}
-	f, err := os.Open(sr.CSV)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := readCSVFile(t, sr.CSV)
 	if len(rows) != 1+2*3 || strings.Join(rows[0], ",") != strings.Join(SweepCSVHeader(), ",") {
 		t.Fatalf("CSV: %v", rows)
 	}

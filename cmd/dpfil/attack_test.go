@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"math"
 	"os"
@@ -210,15 +209,7 @@ func TestAttackSweeps(t *testing.T) {
 			if rs := m["results"].([]any); len(rs) != 2 {
 				t.Fatalf("%d results, want 2", len(rs))
 			}
-			f, err := os.Open(filepath.Join(dir, "sweep.csv"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			rows, err := csv.NewReader(f).ReadAll()
-			if err != nil {
-				t.Fatal(err)
-			}
+			rows := readCSV(t, filepath.Join(dir, "sweep.csv"))
 			// header + 2 values × 3 prior-aware attacks
 			if len(rows) != 7 || rows[0][0] != "sweep" {
 				t.Fatalf("CSV has %d rows: %v", len(rows), rows)

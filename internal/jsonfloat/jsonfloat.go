@@ -62,17 +62,17 @@ func Value(p *float64, null float64) float64 {
 	return *p
 }
 
-var null = []byte("null")
+const null = "null"
 
 func marshal(x float64) ([]byte, error) {
 	if !Finite(x) {
-		return null, nil
+		return []byte(null), nil
 	}
 	return json.Marshal(x)
 }
 
 func unmarshal(b []byte, dst *float64, ifNull float64) error {
-	if bytes.Equal(bytes.TrimSpace(b), null) {
+	if string(bytes.TrimSpace(b)) == null {
 		*dst = ifNull
 		return nil
 	}
