@@ -72,12 +72,18 @@ func TestPatchMajorBitIdentical(t *testing.T) {
 		ConvSame(16, 3, 1, 48, 48), layerTanh, ConvSame(16, 3, 1, 48, 48), layerTanh, AvgPool(4, 4),
 		layerFlatten, Dense(16), layerTanh, Dense(10),
 	}}
+	// 32×32 stride-1 layers: patch matrices of 1 024 columns per sample, whose row
+	// stride the fast path pads (colLD)
+	small32 := Arch{Name: "small-s1-32", Input: Shape{C: 3, H: 32, W: 32}, Classes: 10, Layers: []LayerSpec{
+		ConvSame(8, 3, 1, 32, 32), layerTanh, ConvSame(8, 3, 1, 32, 32), layerTanh, AvgPool(4, 4),
+		layerFlatten, Dense(16), layerTanh, Dense(10),
+	}}
 	mnist, _ := ArchByName("mnist-cnn")
 	mnist3, _ := ArchByName("mnist-cnn-3x3")
 	for _, tc := range []struct {
 		arch  Arch
 		batch int
-	}{{mnist, 9}, {mnist3, 9}, {small, 9}, {small, 1}, {mnist, 1}} {
+	}{{mnist, 9}, {mnist3, 9}, {small, 9}, {small, 1}, {small32, 5}, {small32, 1}, {mnist, 1}} {
 		arch, batch := tc.arch, tc.batch
 		name := fmt.Sprintf("%s/batch%d", arch.Name, batch)
 		t.Run(name, func(t *testing.T) {

@@ -141,6 +141,10 @@ type resolved struct {
 	view    bool
 	cols    int
 	scratch int
+	// colsPad and scratchPad: values a buffer of several rows' patch matrices (or
+	// output-layout scratch) needs beyond rows·cols (rows·scratch) for a padded
+	// row stride (colLD).
+	colsPad, scratchPad int
 }
 
 func (r *resolved) hasParams() bool { return len(r.params) > 0 }

@@ -132,6 +132,7 @@ func (convLayer) engine(r *resolved) engines {
 		PadT: r.spec.PadT, PadB: r.spec.PadB, PadL: r.spec.PadL, PadR: r.spec.PadR, OutH: r.out.H, OutW: r.out.W}
 	r.cols = g.CKK() * g.HWo()
 	r.scratch = r.outN
+	r.colsPad, r.scratchPad = colPad*g.CKK(), colPad*r.out.C
 	c := convGeomOf{resolved: r, g: g, wOff: r.params[0].off, nW: r.params[0].size, bOff: r.params[1].off, nB: r.params[1].size}
 	return engines{&convOps[float32]{c}, &convOps[float64]{c}}
 }
@@ -174,7 +175,7 @@ func (c *convOps[T]) forwardRows(n *Network[T], W, in, out, cols, tmp []T, m int
 		transposeRows(m, hwo, oc, tmp, out)
 		return
 	}
-	ld := m * hwo
+	ld := c.colLD(n, m)
 	if n.ri != nil {
 		n.ri.Im2colRows(g, m, in[:m*c.inN], c.inN, cols, ld)
 	} else {
@@ -216,7 +217,7 @@ func (c *convOps[T]) backwardRows(n *Network[T], W, dout, din, dcols, tmp []T, m
 		}
 		return
 	}
-	ld := m * hwo
+	ld := c.colLD(n, m)
 	if n.dops != nil {
 		n.dops.Transpose3(m, oc, hwo, dout, tmp)
 	} else {
@@ -245,7 +246,7 @@ func (c *convOps[T]) backward(n *Network[T], ws *workspace[T], i int, params []T
 	P := n.p
 	din, dout := ws.dlt[i][:cs*c.inN], ws.dlt[i+1][:cs*c.outN]
 	ckk, hwo := c.g.CKK(), c.g.HWo()
-	ld := cs * hwo
+	ld := c.colLD(n, cs)
 	if dev {
 		// One strided-batched GEMM for the batch's weight gradients, the bias
 		// gradients (rowSums), one reduction for the squared norms.
@@ -291,7 +292,7 @@ func (c *convOps[T]) tangentForward(n *Network[T], ws *workspace[T], i int, para
 		if c.patchMajor(n) {
 			n.be.Gemm(false, true, c.out.C, hwo, ckk, 1, tp[r*P+c.wOff:r*P+c.wOff+c.nW], ckk, ws.cols[i][s*hwo*ckk:], ckk, 1, o, hwo)
 		} else {
-			n.be.Gemm(false, false, c.out.C, hwo, ckk, 1, tp[r*P+c.wOff:r*P+c.wOff+c.nW], ckk, ws.cols[i][s*hwo:], cs*hwo, 1, o, hwo)
+			n.be.Gemm(false, false, c.out.C, hwo, ckk, 1, tp[r*P+c.wOff:r*P+c.wOff+c.nW], ckk, ws.cols[i][s*hwo:], c.colLD(n, cs), 1, o, hwo)
 		}
 		addBiasRows(o, tp[r*P+c.bOff:r*P+c.bOff+c.nB], hwo)
 	}
@@ -382,7 +383,7 @@ func (c *convOps[T]) gradTangents(n *Network[T], ws *workspace[T], i, s, cs, kc 
 	if c.patchMajor(n) {
 		be.Gemm(false, false, kc*c.out.C, ckk, hwo, 1, tD, hwo, ws.cols[i][s*hwo*ckk:], ckk, 0, gw, ckk)
 	} else {
-		be.Gemm(false, true, kc*c.out.C, ckk, hwo, 1, tD, hwo, ws.cols[i][s*hwo:], cs*hwo, 0, gw, ckk)
+		be.Gemm(false, true, kc*c.out.C, ckk, hwo, 1, tD, hwo, ws.cols[i][s*hwo:], c.colLD(n, cs), 0, gw, ckk)
 	}
 	if first && n.dops != nil {
 		n.dops.SparseConvGradScatter(g, c.out.C, kc, ws.spIdx[r0:r0+kc], ws.spVal[r0:r0+kc], D, gw, c.nW)
@@ -405,7 +406,7 @@ func (c *convOps[T]) gradTangents(n *Network[T], ws *workspace[T], i, s, cs, kc 
 	} else if c.patchMajor(n) {
 		n.gemmBatched(false, false, c.out.C, ckk, hwo, 1, D, hwo, 0, ws.tcols[i][r0*hwo*ckk:], ckk, hwo*ckk, 1, gw, ckk, c.nW, kc)
 	} else {
-		n.gemmBatched(false, true, c.out.C, ckk, hwo, 1, D, hwo, 0, ws.tcols[i][r0*hwo:], rows*hwo, hwo, 1, gw, ckk, c.nW, kc)
+		n.gemmBatched(false, true, c.out.C, ckk, hwo, 1, D, hwo, 0, ws.tcols[i][r0*hwo:], c.colLD(n, rows), hwo, 1, gw, ckk, c.nW, kc)
 	}
 	n.rowSums(kc, c.out.C, hwo, tD, c.outN, gb, c.nB)
 }
@@ -420,19 +421,38 @@ func (c *convOps[T]) gradTangentsAll(n *Network[T], ws *workspace[T], i, cs, kc 
 	gw := tg[kc*c.wOff:]
 	g := c.g
 	ckk, hwo, oc := g.CKK(), g.HWo(), c.out.C
-	n.gemmBatched(false, true, kc*oc, ckk, hwo, 1, tD, hwo, kc*c.outN, ws.cols[i], cs*hwo, hwo, 0, gw, ckk, sS, cs)
+	n.gemmBatched(false, true, kc*oc, ckk, hwo, 1, tD, hwo, kc*c.outN, ws.cols[i], c.colLD(n, cs), hwo, 0, gw, ckk, sS, cs)
 	if first {
 		n.tb.SparseConvGradScatterRows(g, oc, rows, kc, ws.spIdx[:rows], ws.spVal[:rows], D, c.outN, gw, c.nW, sS)
 	} else if cs <= kc {
 		for s := 0; s < cs; s++ {
-			n.gemmBatched(false, true, oc, ckk, hwo, 1, D[s*c.outN:], hwo, 0, ws.tcols[i][s*kc*hwo:], rows*hwo, hwo, 1, gw[s*sS:], ckk, c.nW, kc)
+			n.gemmBatched(false, true, oc, ckk, hwo, 1, D[s*c.outN:], hwo, 0, ws.tcols[i][s*kc*hwo:], c.colLD(n, rows), hwo, 1, gw[s*sS:], ckk, c.nW, kc)
 		}
 	} else {
 		for j := 0; j < kc; j++ {
-			n.gemmBatched(false, true, oc, ckk, hwo, 1, D, hwo, c.outN, ws.tcols[i][j*hwo:], rows*hwo, kc*hwo, 1, gw[j*c.nW:], ckk, sS, cs)
+			n.gemmBatched(false, true, oc, ckk, hwo, 1, D, hwo, c.outN, ws.tcols[i][j*hwo:], c.colLD(n, rows), kc*hwo, 1, gw[j*c.nW:], ckk, sS, cs)
 		}
 	}
 	n.tb.RowSumsBlocked(rows, kc, oc, hwo, tD, c.outN, tg[kc*c.bOff:], c.nB, sS)
+}
+
+// colPad is the number of values added to the row stride of a column-major patch
+// matrix (and of its output-layout scratch) whose stride would be a multiple of
+// 1 024 values (4 KB): the packed GEMM reads such matrices in place, and rows 4 KB
+// apart fall into the same L1 cache sets. cifar-cnn's 32×32 layers (HWo = 1 024):
+// conv2's forward GEMM ran at 69 GFLOP/s with the 4 KB stride and 102 with 1 040,
+// its input-gradient GEMM at 57 and 108 (one thread, docs/perf.md, Pass 4).
+const colPad = 16
+
+// colLD returns the row stride of the column-major patch matrix of m samples (or
+// tangent rows) side by side: m·HWo, plus colPad on the CPU's packed GEMM when that
+// is a multiple of 1 024. Only strides change: every product is the same.
+func (c *convOps[T]) colLD(n *Network[T], m int) int {
+	ld := m * c.g.HWo()
+	if n.patchT && ld%1024 == 0 {
+		ld += colPad
+	}
+	return ld
 }
 
 // patchMajor reports whether the layer keeps its patch matrices patch-major

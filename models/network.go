@@ -214,6 +214,16 @@ func (n *Network[T]) convFloats() (total, maxCol, maxOut int) {
 	return total, maxCol, maxOut
 }
 
+// convPads returns the largest padding (resolved.colsPad, scratchPad) a layer's
+// patch matrix and output-layout scratch may need beyond their per-row sizes.
+func (n *Network[T]) convPads() (colsPad, scratchPad int) {
+	for _, l := range n.layers {
+		colsPad = max(colsPad, l.colsPad)
+		scratchPad = max(scratchPad, l.scratchPad)
+	}
+	return colsPad, scratchPad
+}
+
 // firstOrderCacheFloats is the working set (in values) a first-order chunk aims
 // for: 2 MiB of float32.
 const firstOrderCacheFloats = 1 << 19
@@ -376,9 +386,10 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 			ws.tgAll = be.Alloc(rows * n.p)
 		}
 	}
-	if need := max(ws.cs, ws.rows); len(ws.scratch) < maxCol*need {
-		ws.scratch = be.Alloc(maxCol * need)
-		ws.scratch2 = be.Alloc(maxOut * need)
+	colsPad, scratchPad := n.convPads()
+	if need := max(ws.cs, ws.rows); len(ws.scratch) < maxCol*need+colsPad {
+		ws.scratch = be.Alloc(maxCol*need + colsPad)
+		ws.scratch2 = be.Alloc(maxOut*need + scratchPad)
 	}
 	return ws
 }
@@ -661,7 +672,7 @@ func (n *Network[T]) layerBuffers(rows int) (acts, dlt, cols [][]T) {
 		}
 		acts[i+1], dlt[i+1] = n.be.Alloc(rows*l.outN), n.be.Alloc(rows*l.outN)
 		if l.cols > 0 {
-			cols[i] = n.be.Alloc(rows * l.cols)
+			cols[i] = n.be.Alloc(rows*l.cols + l.colsPad)
 		}
 	}
 	return acts, dlt, cols
