@@ -215,6 +215,15 @@ func gemmGeneric[T Float](transA, transB bool, m, n, k int, alpha T, a []T, lda 
 }
 
 func (b *cpuBackend[T]) Im2col(g ConvGeom, x []T, cols []T, ld int) {
+	if g.Stride == 1 && g.OutW == g.W {
+		im2colRuns(g, x, cols, ld)
+		return
+	}
+	im2colRows(g, x, cols, ld)
+}
+
+// im2colRows is Im2col one output row at a time.
+func im2colRows[T Float](g ConvGeom, x []T, cols []T, ld int) {
 	hwo, ow := g.HWo(), g.OutW
 	row := 0
 	for c := 0; c < g.InC; c++ {
@@ -265,6 +274,42 @@ func (b *cpuBackend[T]) Im2col(g ConvGeom, x []T, cols []T, ld int) {
 	}
 }
 
+// im2colRuns is Im2col for stride 1 with output rows as wide as input rows (SAME
+// padding): patch row (c, kh, kw) is then, over the output rows that read inside the
+// input, one run of the input shifted by kw − PadL, copied at once; the columns
+// whose input is padding are cleared afterwards. Only copies: the values are those
+// of im2colRows.
+func im2colRuns[T Float](g ConvGeom, x []T, cols []T, ld int) {
+	hwo, w := g.HWo(), g.W
+	row := 0
+	for c := 0; c < g.InC; c++ {
+		xc := x[c*g.H*w : (c+1)*g.H*w]
+		for kh := 0; kh < g.KH; kh++ {
+			hlo, hhi := validRange(g.OutH, 1, kh-g.PadT, g.H)
+			for kw := 0; kw < g.KW; kw++ {
+				dst := cols[row*ld : row*ld+hwo]
+				row++
+				lo, hi := validRange(w, 1, kw-g.PadL, w)
+				if lo >= hi || hlo >= hhi {
+					clear(dst)
+					continue
+				}
+				clear(dst[:hlo*w+lo])
+				clear(dst[(hhi-1)*w+hi:])
+				// output (oh, ow) reads input (oh − PadT + kh, ow − PadL + kw)
+				d0, d1 := hlo*w+lo, (hhi-1)*w+hi
+				s0 := d0 + (kh-g.PadT)*w + kw - g.PadL
+				copy(dst[d0:d1], xc[s0:s0+d1-d0])
+				for oh := hlo; oh < hhi; oh++ {
+					r := dst[oh*w : (oh+1)*w]
+					clear(r[:lo])
+					clear(r[hi:])
+				}
+			}
+		}
+	}
+}
+
 // validRange returns the range [lo, hi) of output indices o in [0, n) with
 // 0 ≤ o·stride + off < size.
 func validRange(n, stride, off, size int) (lo, hi int) {
@@ -285,6 +330,61 @@ func validRange(n, stride, off, size int) (lo, hi int) {
 }
 
 func (b *cpuBackend[T]) Col2im(g ConvGeom, cols []T, ld int, dx []T) {
+	if g.Stride == 1 && g.OutW == g.W {
+		col2imRuns(g, cols, ld, dx, b.sg != nil)
+		return
+	}
+	b.col2imRows(g, cols, ld, dx)
+}
+
+// col2imRuns is Col2im for stride 1 with output rows as wide as input rows (SAME
+// padding), the converse of im2colRuns: the columns of patch row (c, kh, kw) whose
+// input is padding are set to −0 in cols (which Col2im may overwrite), and the row
+// is then added to dx in one run. Each dx value receives the same terms in the same
+// order (increasing (c, kh, kw)) as in col2imRows, plus −0s, and x + (−0) = x for
+// every x (±0 included), so the bits are col2imRows'. With vec, the run goes
+// through the AVX adds (float32 only).
+func col2imRuns[T Float](g ConvGeom, cols []T, ld int, dx []T, vec bool) {
+	negZero := T(math.Copysign(0, -1))
+	hwo, w := g.HWo(), g.W
+	row := 0
+	for c := 0; c < g.InC; c++ {
+		xc := dx[c*g.H*w : (c+1)*g.H*w]
+		for kh := 0; kh < g.KH; kh++ {
+			hlo, hhi := validRange(g.OutH, 1, kh-g.PadT, g.H)
+			for kw := 0; kw < g.KW; kw++ {
+				src := cols[row*ld : row*ld+hwo]
+				row++
+				lo, hi := validRange(w, 1, kw-g.PadL, w)
+				if lo >= hi || hlo >= hhi {
+					continue
+				}
+				for oh := hlo; oh < hhi; oh++ {
+					r := src[oh*w : (oh+1)*w]
+					for i := range lo {
+						r[i] = negZero
+					}
+					for i := hi; i < w; i++ {
+						r[i] = negZero
+					}
+				}
+				d0, d1 := hlo*w+lo, (hhi-1)*w+hi
+				s0 := d0 + (kh-g.PadT)*w + kw - g.PadL
+				sr, xr := src[d0:d1], xc[s0:s0+d1-d0]
+				if vec {
+					addVec(any(sr).([]float32), any(xr).([]float32))
+					continue
+				}
+				for i, v := range sr {
+					xr[i] += v
+				}
+			}
+		}
+	}
+}
+
+// col2imRows is Col2im one output row at a time.
+func (b *cpuBackend[T]) col2imRows(g ConvGeom, cols []T, ld int, dx []T) {
 	hwo := g.HWo()
 	row := 0
 	for c := 0; c < g.InC; c++ {

@@ -169,35 +169,69 @@ func TestPatchMajorBitIdentical(t *testing.T) {
 	}
 }
 
-// TestCol2imVectorBitIdentical checks that Col2im on the vector adds (addVec, used
-// for stride-1 rows on the float32 fast path) gives the bits of its Go loop.
+// TestCol2imVectorBitIdentical checks Col2im on the CPU backends — the run form of
+// SAME stride-1 layers (col2imRuns), with Go adds and with the AVX adds (addVec) —
+// against the row-by-row form (col2imRows), bit for bit, with −0, +0 and random
+// values in dx; and Im2col's run form against its row form, with cols filled with
+// NaN first so that every value must be written.
 func TestCol2imVectorBitIdentical(t *testing.T) {
-	if !hasAVX2FMA() {
-		t.Skip("no AVX2/FMA: the vector kernels are not used on this CPU")
+	backends := map[string]*cpuBackend[float32]{"go": {workers: 1}}
+	if hasAVX2FMA() {
+		backends["vector"] = &cpuBackend[float32]{workers: 1, sg: &packedSgemm{}}
 	}
-	plain := &cpuBackend[float32]{workers: 1}
-	vec := &cpuBackend[float32]{workers: 1, sg: &packedSgemm{}}
 	for _, g := range []ConvGeom{
 		{InC: 3, H: 32, W: 32, KH: 3, KW: 3, Stride: 1, PadT: 1, PadB: 1, PadL: 1, PadR: 1},
 		{InC: 2, H: 8, W: 13, KH: 3, KW: 2, Stride: 1, PadT: 1, PadB: 1, PadL: 0, PadR: 1},
+		{InC: 2, H: 7, W: 5, KH: 5, KW: 5, Stride: 1, PadT: 2, PadB: 2, PadL: 2, PadR: 2},
+		{InC: 1, H: 4, W: 9, KH: 3, KW: 3, Stride: 1, PadT: 0, PadB: 2, PadL: 2, PadR: 0},
+		{InC: 2, H: 5, W: 6, KH: 1, KW: 2, Stride: 1, PadL: 1}, // one real term per pixel
 		{InC: 2, H: 6, W: 5, KH: 2, KW: 2, Stride: 1},
 	} {
 		g.OutH = (g.H+g.PadT+g.PadB-g.KH)/g.Stride + 1
 		g.OutW = (g.W+g.PadL+g.PadR-g.KW)/g.Stride + 1
-		rng := rand.New(rand.NewPCG(uint64(g.W), 1))
-		cols := make([]float32, g.CKK()*g.HWo())
+		rng := rand.New(rand.NewPCG(uint64(g.W), uint64(g.KH)))
+		ld := g.HWo() + 3
+		cols := make([]float32, g.CKK()*ld)
 		for i := range cols {
-			cols[i] = rng.Float32() - 0.5
+			switch i % 4 {
+			case 0:
+				cols[i] = float32(math.Copysign(0, -1))
+			case 1:
+			default:
+				cols[i] = rng.Float32() - 0.5
+			}
 		}
-		dx, dxV := make([]float32, g.InC*g.H*g.W), make([]float32, g.InC*g.H*g.W)
-		for i := range dx {
-			dx[i] = rng.Float32()
-			dxV[i] = dx[i]
+		dx0 := make([]float32, g.InC*g.H*g.W)
+		for i := range dx0 {
+			switch i % 5 {
+			case 0:
+				dx0[i] = float32(math.Copysign(0, -1))
+			case 1:
+			default:
+				dx0[i] = rng.Float32()
+			}
 		}
-		plain.Col2im(g, cols, g.HWo(), dx)
-		vec.Col2im(g, cols, g.HWo(), dxV)
-		if !slices.Equal(dx, dxV) {
-			t.Fatalf("%+v: Col2im with vector adds differs from the Go loop", g)
+		want := slices.Clone(dx0)
+		(&cpuBackend[float32]{workers: 1}).col2imRows(g, slices.Clone(cols), ld, want)
+		for name, be := range backends {
+			got := slices.Clone(dx0)
+			be.Col2im(g, slices.Clone(cols), ld, got)
+			if !slices.EqualFunc(got, want, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+				t.Fatalf("%s %+v: Col2im differs from the row-by-row form", name, g)
+			}
+		}
+		x := make([]float32, g.InC*g.H*g.W)
+		for i := range x {
+			x[i] = rng.Float32() - 0.5
+		}
+		wantC, gotC := make([]float32, len(cols)), make([]float32, len(cols))
+		for i := range gotC {
+			wantC[i], gotC[i] = float32(math.NaN()), float32(math.NaN())
+		}
+		im2colRows(g, x, wantC, ld)
+		backends["go"].Im2col(g, x, gotC, ld)
+		if !slices.EqualFunc(gotC, wantC, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+			t.Fatalf("%+v: Im2col differs from the row-by-row form", g)
 		}
 	}
 }
