@@ -300,10 +300,14 @@ func im2colRuns[T Float](g ConvGeom, x []T, cols []T, ld int) {
 				d0, d1 := hlo*w+lo, (hhi-1)*w+hi
 				s0 := d0 + (kh-g.PadT)*w + kw - g.PadL
 				copy(dst[d0:d1], xc[s0:s0+d1-d0])
-				for oh := hlo; oh < hhi; oh++ {
-					r := dst[oh*w : (oh+1)*w]
-					clear(r[:lo])
-					clear(r[hi:])
+				for j := 0; j < w; j++ {
+					if j == lo {
+						j = hi - 1 // skip columns lo…hi−1: they read inside the input
+						continue
+					}
+					for oh := hlo; oh < hhi; oh++ {
+						dst[oh*w+j] = 0
+					}
 				}
 			}
 		}
@@ -359,13 +363,13 @@ func col2imRuns[T Float](g ConvGeom, cols []T, ld int, dx []T, vec bool) {
 				if lo >= hi || hlo >= hhi {
 					continue
 				}
-				for oh := hlo; oh < hhi; oh++ {
-					r := src[oh*w : (oh+1)*w]
-					for i := range lo {
-						r[i] = negZero
+				for j := 0; j < w; j++ {
+					if j == lo {
+						j = hi - 1 // skip columns lo…hi−1: they read inside the input
+						continue
 					}
-					for i := hi; i < w; i++ {
-						r[i] = negZero
+					for oh := hlo; oh < hhi; oh++ {
+						src[oh*w+j] = negZero
 					}
 				}
 				d0, d1 := hlo*w+lo, (hhi-1)*w+hi

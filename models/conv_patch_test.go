@@ -66,11 +66,11 @@ func TestPatchMajorBitIdentical(t *testing.T) {
 	}
 	// a small stride-1 net (cifar-cnn's layer kinds, one sample per first-order
 	// chunk) for the column-major fast paths: transposed weight gradients, the
-	// one-sample dense forward
+	// one-sample dense forward (with transposed weights at batch ≥ minDenseTBatch)
 	small := Arch{Name: "small-s1", Input: Shape{C: 3, H: 48, W: 48}, Classes: 10, Layers: []LayerSpec{
 		{Kind: KindNormalize, Mean: CIFAR10Mean, Std: CIFAR10Std},
 		ConvSame(16, 3, 1, 48, 48), layerTanh, ConvSame(16, 3, 1, 48, 48), layerTanh, AvgPool(4, 4),
-		layerFlatten, Dense(16), layerTanh, Dense(10),
+		layerFlatten, Dense(128), layerTanh, Dense(10), // 128 wide: the one-row GEMMs
 	}}
 	// 32×32 stride-1 layers: patch matrices of 1 024 columns per sample, whose row
 	// stride the fast path pads (colLD)

@@ -88,7 +88,12 @@ type denseOps[T Float] struct{ denseOf }
 func (d *denseOps[T]) forward(n *Network[T], ws *workspace[T], i int, params []T, cs int) {
 	in, out := ws.acts[i][:cs*d.inN], ws.acts[i+1][:cs*d.outN]
 	W := params[d.wOff : d.wOff+d.nW]
-	if cs == 1 && n.patchT {
+	if wt := n.denseTOf(i); cs == 1 && wt != nil {
+		// One sample, with the weights transposed once for the whole pass
+		// (firstOrder): outᵀ = xᵀ·Wᵀ runs as one row of C on the packed GEMM's
+		// one-row kernel. The same products in the same order: bit-identical.
+		n.be.Gemm(false, false, 1, d.outN, d.inN, 1, in, d.inN, wt, d.outN, 0, out, d.outN)
+	} else if cs == 1 && n.patchT {
 		// One sample (cifar-cnn's chunks): out = W·x reads W in place as the packed
 		// GEMM's A instead of packing Wᵀ (Out·In values) as its B for every sample.
 		// The same products in the same order: bit-identical.
@@ -243,4 +248,43 @@ func (d *denseOps[T]) gradTangentsAll(n *Network[T], ws *workspace[T], i, cs, kc
 		}
 	}
 	n.tb.RowSumsBlocked(rows, kc, d.outN, 1, tD, d.outN, tg[kc*d.bOff:], d.nB, sS)
+}
+
+// minDenseTBatch is the smallest batch for which a first-order pass of one-sample
+// chunks transposes large dense weights once (transposeDense): the transpose reads
+// and writes the weights once per call, the one-row GEMM it enables saves a
+// 16-column tile per 4 output rows per sample.
+const minDenseTBatch = 8
+
+// transposeDense sets n.denseT[i] to the transpose of every dense layer i's weights
+// (In×Out) when the packed GEMM has its one-row kernel and Out ≥ 128; other
+// layers keep nil.
+func (n *Network[T]) transposeDense(params []T) {
+	cb, ok := n.be.(*cpuBackend[T])
+	if !ok || !n.patchT || cb.sg == nil || !cb.sg.wide {
+		return
+	}
+	if n.denseT == nil {
+		n.denseT = make([][]T, len(n.layers))
+		n.denseTBuf = make([][]T, len(n.layers))
+	}
+	for i, l := range n.layers {
+		d, ok := l.ops.(*denseOps[T])
+		if !ok || d.outN < 128 {
+			continue
+		}
+		if len(n.denseTBuf[i]) < d.nW {
+			n.denseTBuf[i] = make([]T, d.nW)
+		}
+		transposeRows(1, d.outN, d.inN, params[d.wOff:d.wOff+d.nW], n.denseTBuf[i])
+		n.denseT[i] = n.denseTBuf[i]
+	}
+}
+
+// denseTOf returns layer i's transposed weights for this pass, or nil.
+func (n *Network[T]) denseTOf(i int) []T {
+	if n.denseT == nil {
+		return nil
+	}
+	return n.denseT[i]
 }

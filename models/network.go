@@ -47,6 +47,10 @@ type Network[T Float] struct {
 	rs    RowSqNormer[T]
 	tb    TangentBatcher[T]
 	total []float64 // ClippedGradSum's float64 accumulator
+	// denseT[i], during a first-order pass of one-sample chunks on the packed
+	// GEMM, is the transpose of dense layer i's weights (nil otherwise; see
+	// denseOps.forward); denseTBuf keeps its storage between calls.
+	denseT, denseTBuf [][]T
 	// dm is set when the backend hands out plain device memory (devicemem.go); dev
 	// holds the device-side results then.
 	dm  DeviceMemory[T]
@@ -648,6 +652,10 @@ func (n *Network[T]) InputGrads(params, x []T, y []int, batch int) ([]T, error) 
 // ws.losses filled.
 func (n *Network[T]) firstOrder(params, x []T, y []int, batch int, inputGrad bool, consume func(ws *workspace[T], s0, cs int)) {
 	cs, _ := n.chunkSizes(batch, 0, false)
+	if cs == 1 && batch >= minDenseTBatch {
+		n.transposeDense(params)
+		defer clear(n.denseT)
+	}
 	n.parallelChunks(batch, cs, func(w, s0, c int) {
 		ws := n.workspaceFor(w, cs, 0, false)
 		n.loadInputs(ws, x, s0, c)

@@ -49,6 +49,29 @@ func (g *packedSgemm) gemm(transA, transB bool, m, n, k int, alpha float32, a []
 		}
 		return
 	}
+	if m == 1 && g.wide && !transB && alpha == 1 && n >= 128 {
+		// One row of C (a vector times a matrix read in place): 128 columns per
+		// kernel call instead of a 4-row tile three rows of which are padding.
+		n128 := n &^ 127
+		csa := 1
+		if transA {
+			csa = lda
+		}
+		for pc := 0; pc < k; pc += sgKC {
+			kc := min(sgKC, k-pc)
+			add := 1
+			if pc == 0 && beta == 0 {
+				add = 0
+			}
+			for j := 0; j < n128; j += 128 {
+				sgemmKernel1x128(kc, &a[pc*csa], csa, &b[pc*ldb+j], ldb, &c[j], add)
+			}
+		}
+		if n128 < n {
+			g.gemm(transA, transB, m, n-n128, k, alpha, a, lda, b[n128:], ldb, beta, c[n128:], ldc)
+		}
+		return
+	}
 	pk, _ := g.pool.Get().(*sgemmPack)
 	if pk == nil {
 		pk = &sgemmPack{}

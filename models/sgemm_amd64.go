@@ -22,6 +22,13 @@ func sgemmKernel4x16(k int, a *float32, rsa, csa int, b *float32, ldb int, c *fl
 //go:noescape
 func sgemmKernel4x32(k int, a *float32, rsa, csa int, b0, b1 *float32, ldb int, c *float32, ldc int, add int)
 
+// sgemmKernel1x128 computes one row of C, 128 columns wide: C[j] (+)= Σ_p
+// a[p*csa]·b[p*ldb+j], B read in place, each element the same FMA chain as in
+// sgemmKernel4x16, so bit-identical to it. AVX-512F only; see hasAVX512.
+//
+//go:noescape
+func sgemmKernel1x128(k int, a *float32, csa int, b *float32, ldb int, c *float32, add int)
+
 // hasAVX512 reports whether the CPU and the OS support AVX-512F (opmask and ZMM
 // state saved by the OS) on top of AVX2 and FMA, i.e. whether sgemmKernel4x32 may run.
 func hasAVX512() bool {

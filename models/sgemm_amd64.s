@@ -203,3 +203,70 @@ overwrite32:
 	VMOVUPS Z7, 64(DX)
 	VZEROUPPER
 	RET
+
+// func sgemmKernel1x128(k int, a *float32, csa int, b *float32, ldb int, c *float32, add int)
+//
+// One row of C: C[j] (+)= Σ_p A[p]·b[p*ldb+j] for j < 128, A[p] at a[p*csa], B read in
+// place (row stride ldb). Each element is the FMA chain in p order starting from
+// zero, added to C when add ≠ 0, as in sgemmKernel4x16/4x32, so the bits are theirs;
+// eight independent chains keep the FMA units busy where a 4-row kernel would
+// compute three rows of padding. AVX-512F only.
+TEXT ·sgemmKernel1x128(SB), NOSPLIT, $0-56
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ csa+16(FP), R12
+	SHLQ $2, R12
+	MOVQ b+24(FP), DI
+	MOVQ ldb+32(FP), R9
+	SHLQ $2, R9
+	MOVQ c+40(FP), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	TESTQ CX, CX
+	JEQ store128
+
+loop128:
+	VBROADCASTSS (SI), Z8
+	VFMADD231PS (DI), Z8, Z0
+	VFMADD231PS 64(DI), Z8, Z1
+	VFMADD231PS 128(DI), Z8, Z2
+	VFMADD231PS 192(DI), Z8, Z3
+	VFMADD231PS 256(DI), Z8, Z4
+	VFMADD231PS 320(DI), Z8, Z5
+	VFMADD231PS 384(DI), Z8, Z6
+	VFMADD231PS 448(DI), Z8, Z7
+	ADDQ R12, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNE loop128
+
+store128:
+	MOVQ add+48(FP), AX
+	TESTQ AX, AX
+	JEQ overwrite128
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	VADDPS 128(DX), Z2, Z2
+	VADDPS 192(DX), Z3, Z3
+	VADDPS 256(DX), Z4, Z4
+	VADDPS 320(DX), Z5, Z5
+	VADDPS 384(DX), Z6, Z6
+	VADDPS 448(DX), Z7, Z7
+
+overwrite128:
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, 256(DX)
+	VMOVUPS Z5, 320(DX)
+	VMOVUPS Z6, 384(DX)
+	VMOVUPS Z7, 448(DX)
+	VZEROUPPER
+	RET

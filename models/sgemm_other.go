@@ -16,6 +16,17 @@ func sgemmKernel4x32(k int, a *float32, rsa, csa int, b0, b1 *float32, ldb int, 
 	sgemmKernel4x16(k, a, rsa, csa, b1, ldb, (*float32)(unsafe.Add(unsafe.Pointer(c), 16*4)), ldc, add)
 }
 
+// sgemmKernel1x128 is eight sgemmKernel4x16 calls' first rows; never called off amd64.
+func sgemmKernel1x128(k int, a *float32, csa int, b *float32, ldb int, c *float32, add int) {
+	var tile [4 * 16]float32
+	cs := unsafe.Slice(c, 128)
+	for j := 0; j < 128; j += 16 {
+		copy(tile[:16], cs[j:j+16])
+		sgemmKernel4x16(k, a, 0, csa, (*float32)(unsafe.Add(unsafe.Pointer(b), j*4)), ldb, &tile[0], 16, add)
+		copy(cs[j:j+16], tile[:16])
+	}
+}
+
 // sgemmKernel4x16 is the portable version of the amd64 micro-kernel (same packed
 // layouts, same summation order, but without fused multiply-adds). It keeps the
 // package building off amd64, where hasAVX2FMA is false and gonum runs instead.

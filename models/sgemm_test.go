@@ -141,7 +141,7 @@ func TestPackedSgemmWideBitIdentical(t *testing.T) {
 		return
 	}
 	rng := rand.New(rand.NewPCG(21, 22))
-	for _, sh := range [][3]int{{16, 64, 196}, {32, 256, 25}, {37, 95, 300}, {8, 48, 1}, {256, 800, 32}} {
+	for _, sh := range [][3]int{{16, 64, 196}, {32, 256, 25}, {37, 95, 300}, {8, 48, 1}, {256, 800, 32}, {1, 2048, 128}, {1, 300, 700}, {1, 128, 10}, {1, 130, 1}} {
 		m, n, k := sh[0], sh[1], sh[2]
 		for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
 			for _, beta := range []float32{0, 1} {
