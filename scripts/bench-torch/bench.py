@@ -63,7 +63,14 @@ def main():
     ap.add_argument("--jvp", default="both", choices=["fwd", "rev", "both"],
                     help="torch FIL formulation(s); with both, the faster (by CPU) counts")
     ap.add_argument("--torch-chunk", type=int, default=30, help="torch FIL samples per vmap call")
+    ap.add_argument("--paths", default="", help="comma-separated model:path subset, e.g. cifar-cnn:grad (default: all four)")
     args = ap.parse_args()
+    paths = PATHS
+    if args.paths:
+        want = set(args.paths.split(","))
+        paths = [p for p in PATHS if f"{p[0]}:{p[1]}" in want]
+        if len(paths) != len(want):
+            ap.error(f"--paths {args.paths!r}: known are " + ", ".join(f"{p[0]}:{p[1]}" for p in PATHS))
     torch.set_num_threads(int(os.environ.get("TORCH_THREADS", "2")))
     fl = json.loads(subprocess.run([args.dpfilbench, "flops", "-model", "mnist-cnn", "-coords", "50"],
                                    check=True, capture_output=True, text=True).stdout)
@@ -71,14 +78,14 @@ def main():
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')} "
           f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}")
     jvps = ["fwd", "rev"] if args.jvp == "both" else [args.jvp]
-    ratios = {p[:2]: {"wall": [], "cpu": []} for p in PATHS}
+    ratios = {p[:2]: {"wall": [], "cpu": []} for p in paths}
     best_jvp = {}
     gemm_rates, fil_rates, loads = [], [], []
     for rnd in range(args.rounds):
         l0 = loadavg()
         g = gemm(args.dpfilbench, args.seconds / 2, args.workers)
         gemm_rates.append(g)
-        for model, path, batch, k in PATHS:
+        for model, path, batch, k in paths:
             d = dpfil(args.dpfilbench, model, path, batch, k, args.seconds, args.workers)
             dw, dc = per_sample(d)
             if (model, path) == ("mnist-cnn", "fil"):
@@ -107,11 +114,13 @@ def main():
     print(f"medians over {args.rounds} rounds (load average {min(min(l) for l in loads):.1f}–{max(max(l) for l in loads):.1f}):")
     print("| path | dpfil speed-up (torch time ÷ dpfil time), wall | by CPU | torch FIL jvp |")
     print("|---|---|---|---|")
-    for model, path, batch, k in PATHS:
+    for model, path, batch, k in paths:
         r = ratios[(model, path)]
         what = "per-sample clipped gradients" if path == "grad" else f"FIL step, k = {k}"
         jv = ",".join(sorted(set(best_jvp.get((model, path), [])))) or "–"
         print(f"| {model} {what}, batch {batch} | {med(r['wall']):.2f}× | **{med(r['cpu']):.2f}×** | {jv} |")
+    if not fil_rates:
+        return
     fil_flop = fl["fil_step"]
     fw = med([fil_flop * d["samples"] / d["wall_s"] / 1e9 for d in fil_rates])
     fc = med([fil_flop * d["samples"] / d["cpu_s"] / 1e9 for d in fil_rates])
