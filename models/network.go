@@ -270,9 +270,10 @@ func (n *Network[T]) chunkSizes(batch, k int, pt bool) (cs, kc int) {
 	// Keep the rows of a tangent pass moderate so that several chunks exist to share
 	// between workers, and so that a pass's tangent buffers stay near the caches
 	// (mnist-cnn, k = 50: conv2's tangent patches are 6 400 values per row; 100 rows
-	// per pass took ≈ 8 % less CPU time than 400). The directions per pass (kc), which
-	// group the FIL sums, do not depend on this.
-	for cs > 1 && cs*kc > 128 {
+	// per pass took ≈ 8 % less CPU time than 400, and 50 rows ≈ 6 % less than 100
+	// in 12 alternating rounds, docs/perf.md Pass 4). The directions per pass (kc),
+	// which group the FIL sums, do not depend on this.
+	for cs > 1 && cs*kc > 64 {
 		cs /= 2
 	}
 	return cs, kc
