@@ -120,7 +120,21 @@ func (g *packedSgemm) gemm(transA, transB bool, m, n, k int, alpha float32, a []
 							bp1 = &b[pc*ldb+j0+sgNR]
 						}
 					}
-					for ir := 0; ir < mp; ir++ {
+					ir0 := 0
+					if full := mc / sgMR; pair && full > 0 {
+						// The full 4-row blocks of this column pair in one kernel call.
+						ap, rsa, csa, astep := &pk.a[0], 1, sgMR, sgMR*kc
+						switch {
+						case !aInPlace:
+						case transA:
+							ap, rsa, csa, astep = &a[pc*lda+ic], 1, lda, sgMR
+						default:
+							ap, rsa, csa, astep = &a[ic*lda+pc], lda, 1, sgMR*lda
+						}
+						sgemmKernel4x32Panels(kc, ap, rsa, csa, astep, bp, bp1, bld, &c[ic*ldc+j0], ldc, add, full)
+						ir0 = full
+					}
+					for ir := ir0; ir < mp; ir++ {
 						i0 := ic + ir*sgMR
 						mr := min(sgMR, m-i0)
 						ap, rsa, csa := &pk.a[ir*sgMR*kc], 1, sgMR

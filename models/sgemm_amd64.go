@@ -22,6 +22,14 @@ func sgemmKernel4x16(k int, a *float32, rsa, csa int, b *float32, ldb int, c *fl
 //go:noescape
 func sgemmKernel4x32(k int, a *float32, rsa, csa int, b0, b1 *float32, ldb int, c *float32, ldc int, add int)
 
+// sgemmKernel4x32Panels is sgemmKernel4x32 for panels consecutive 4-row blocks of C
+// (block r at c + 4·r·ldc, its A block at a + r·astep) against the same B panels: one
+// call per pair of B panels instead of one per block. Bit-identical to
+// sgemmKernel4x32. AVX-512F only; see hasAVX512.
+//
+//go:noescape
+func sgemmKernel4x32Panels(k int, a *float32, rsa, csa, astep int, b0, b1 *float32, ldb int, c *float32, ldc int, add int, panels int)
+
 // sgemmKernel1x128 computes one row of C, 128 columns wide: C[j] (+)= Σ_p
 // a[p*csa]·b[p*ldb+j], B read in place, each element the same FMA chain as in
 // sgemmKernel4x16, so bit-identical to it. AVX-512F only; see hasAVX512.

@@ -270,3 +270,94 @@ overwrite128:
 	VMOVUPS Z7, 448(DX)
 	VZEROUPPER
 	RET
+
+// func sgemmKernel4x32Panels(k int, a *float32, rsa, csa, astep int, b0, b1 *float32, ldb int, c *float32, ldc int, add int, panels int)
+//
+// sgemmKernel4x32 for panels ≥ 1 consecutive 4-row blocks of C (block r at
+// c + 4·r·ldc) against the same two B panels, A's block r starting at a + r·astep:
+// one call instead of one per block, each block computed exactly as
+// sgemmKernel4x32 computes it. AVX-512F only.
+TEXT ·sgemmKernel4x32Panels(SB), NOSPLIT, $0-96
+	MOVQ rsa+16(FP), R10
+	SHLQ $2, R10
+	LEAQ (R10)(R10*2), R11
+	MOVQ csa+24(FP), R12
+	SHLQ $2, R12
+	MOVQ ldb+56(FP), R9
+	SHLQ $2, R9
+	MOVQ c+64(FP), DX
+	MOVQ ldc+72(FP), R8
+	SHLQ $2, R8
+	MOVQ panels+88(FP), R13
+
+panel32:
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b0+40(FP), DI
+	MOVQ b1+48(FP), BX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	TESTQ CX, CX
+	JEQ pstore32
+
+ploop32:
+	VMOVUPS (DI), Z8
+	VMOVUPS (BX), Z9
+	VBROADCASTSS (SI), Z10
+	VBROADCASTSS (SI)(R10*1), Z11
+	VFMADD231PS Z8, Z10, Z0
+	VFMADD231PS Z9, Z10, Z1
+	VBROADCASTSS (SI)(R10*2), Z12
+	VFMADD231PS Z8, Z11, Z2
+	VFMADD231PS Z9, Z11, Z3
+	VBROADCASTSS (SI)(R11*1), Z13
+	VFMADD231PS Z8, Z12, Z4
+	VFMADD231PS Z9, Z12, Z5
+	VFMADD231PS Z8, Z13, Z6
+	VFMADD231PS Z9, Z13, Z7
+	ADDQ R12, SI
+	ADDQ R9, DI
+	ADDQ R9, BX
+	DECQ CX
+	JNE ploop32
+
+pstore32:
+	MOVQ add+80(FP), AX
+	TESTQ AX, AX
+	JEQ poverwrite32
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	VADDPS (DX)(R8*1), Z2, Z2
+	VADDPS 64(DX)(R8*1), Z3, Z3
+	VADDPS (DX)(R8*2), Z4, Z4
+	VADDPS 64(DX)(R8*2), Z5, Z5
+	LEAQ (R8)(R8*2), AX
+	VADDPS (DX)(AX*1), Z6, Z6
+	VADDPS 64(DX)(AX*1), Z7, Z7
+
+poverwrite32:
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z2, (DX)
+	VMOVUPS Z3, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z4, (DX)
+	VMOVUPS Z5, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z6, (DX)
+	VMOVUPS Z7, 64(DX)
+	ADDQ R8, DX
+	MOVQ astep+32(FP), AX
+	SHLQ $2, AX
+	ADDQ AX, a+8(FP)
+	DECQ R13
+	JNE panel32
+	VZEROUPPER
+	RET

@@ -16,6 +16,14 @@ func sgemmKernel4x32(k int, a *float32, rsa, csa int, b0, b1 *float32, ldb int, 
 	sgemmKernel4x16(k, a, rsa, csa, b1, ldb, (*float32)(unsafe.Add(unsafe.Pointer(c), 16*4)), ldc, add)
 }
 
+// sgemmKernel4x32Panels is sgemmKernel4x32 per block; never called off amd64.
+func sgemmKernel4x32Panels(k int, a *float32, rsa, csa, astep int, b0, b1 *float32, ldb int, c *float32, ldc int, add int, panels int) {
+	for r := 0; r < panels; r++ {
+		sgemmKernel4x32(k, (*float32)(unsafe.Add(unsafe.Pointer(a), r*astep*4)), rsa, csa, b0, b1, ldb,
+			(*float32)(unsafe.Add(unsafe.Pointer(c), r*4*ldc*4)), ldc, add)
+	}
+}
+
 // sgemmKernel1x128 is eight sgemmKernel4x16 calls' first rows; never called off amd64.
 func sgemmKernel1x128(k int, a *float32, csa int, b *float32, ldb int, c *float32, add int) {
 	var tile [4 * 16]float32
