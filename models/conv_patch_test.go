@@ -235,3 +235,62 @@ func TestCol2imVectorBitIdentical(t *testing.T) {
 		}
 	}
 }
+
+// TestFILFusedBitIdentical checks that FILSqNorms with the dense layers' fused
+// reductions (workspace.fil: one direction's weight tangent formed and reduced in a
+// scratch) gives the bits of the plain route through ws.tg, for a conv net, an MLP
+// whose first layer is dense (not fused: its one-hot tangent is scattered) and a
+// stride-1 net, with several passes of directions per sample.
+func TestFILFusedBitIdentical(t *testing.T) {
+	small := Arch{Name: "small-dense", Input: Shape{C: 1, H: 12, W: 12}, Classes: 10, Layers: []LayerSpec{
+		ConvSame(4, 3, 1, 12, 12), layerTanh, AvgPool(2, 2),
+		layerFlatten, Dense(130), layerTanh, Dense(40), layerTanh, Dense(10),
+	}}
+	mnist, _ := ArchByName("mnist-cnn")
+	mlp, _ := ArchByName("mlp")
+	for _, arch := range []Arch{mnist, mlp, small} {
+		t.Run(arch.Name, func(t *testing.T) {
+			const batch, k = 5, 70
+			p64 := InitParams(arch, 9)
+			params := make([]float32, len(p64))
+			for i, v := range p64 {
+				params[i] = float32(v)
+			}
+			rng := rand.New(rand.NewPCG(11, 12))
+			d := arch.InputDim()
+			x := make([]float32, batch*d)
+			for i := range x {
+				x[i] = rng.Float32()
+			}
+			y := make([]int, batch)
+			coords := make([][]int, batch)
+			for s := range y {
+				y[s] = rng.IntN(arch.Classes)
+				for j := 0; j < k-s; j++ { // unequal lists: padded directions too
+					coords[s] = append(coords[s], rng.IntN(d))
+				}
+			}
+			run := func(fuse bool) []float64 {
+				net, err := NewNetwork(arch, NewCPUBackend[float32]())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fuse && !net.filFuse {
+					t.Fatal("the CPU backend does not fuse the FIL reductions")
+				}
+				net.filFuse = fuse
+				out := make([]float64, batch)
+				if err := net.FILSqNorms(params, x, y, batch, Clip{C: 0.3}, coords, out); err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			want, got := run(false), run(true)
+			for s := range want {
+				if math.Float64bits(want[s]) != math.Float64bits(got[s]) {
+					t.Fatalf("sample %d: FIL %v fused, %v through ws.tg", s, got[s], want[s])
+				}
+			}
+		})
+	}
+}

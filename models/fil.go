@@ -164,7 +164,7 @@ func (n *Network[T]) FILSqNorms(params, x []T, y []int, batch int, clip Clip, co
 		}
 	}
 	n.run(&tangentRun[T]{
-		params: params, x: x, y: y, batch: batch, k: k, grads: true, coords: coords, consumeChunk: consumeChunk,
+		params: params, x: x, y: y, batch: batch, k: k, grads: true, filDots: n.filFuse, coords: coords, consumeChunk: consumeChunk,
 		first: func(ws *workspace[T], s0, cs int) {
 			copy(gg[s0:s0+cs], ws.gsq[:cs])
 		},
@@ -173,14 +173,22 @@ func (n *Network[T]) FILSqNorms(params, x []T, y []int, batch int, clip Clip, co
 			s := s0 + sl
 			g := ws.grads[sl*P : (sl+1)*P]
 			var acc float64
+			f := &ws.fil
 			for j := 0; j < kc && j0+j < len(coords[s]); j++ {
 				var gd, dd float64
+				ti := 0
 				for i := range n.layers {
 					for _, t := range n.layers[i].params {
-						gt := ws.tg[kc*t.off+j*t.size : kc*t.off+(j+1)*t.size]
-						a, b := n.be.DotSq(g[t.off:t.off+t.size], gt)
+						var a, b float64
+						if f.done != nil && f.done[i] { // taken by the layer (filReduce)
+							a, b = f.dots[j*f.nt+ti][0], f.dots[j*f.nt+ti][1]
+						} else {
+							gt := ws.tg[kc*t.off+j*t.size : kc*t.off+(j+1)*t.size]
+							a, b = n.be.DotSq(g[t.off:t.off+t.size], gt)
+						}
 						gd += a
 						dd += b
+						ti++
 					}
 				}
 				acc += clippedTangentSqNorm(clip, gg[s], gd, dd)

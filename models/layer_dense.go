@@ -205,6 +205,26 @@ func (d *denseOps[T]) gradTangents(n *Network[T], ws *workspace[T], i, s, cs, kc
 	gw := tg[kc*d.wOff : kc*d.wOff+kc*d.nW]
 	gb := tg[kc*d.bOff : kc*d.bOff+kc*d.nB]
 	a := ws.acts[i][s*d.inN : (s+1)*d.inN]
+	if f := &ws.fil; f.g != nil && !first && n.dops == nil {
+		// FIL only: direction by direction, form ġ_W = Ḋ_j ⊗ a + D ⊗ ȧ_j (the rows of
+		// the two GEMMs below, the same products) in a scratch that stays in
+		// cache, and take its FIL terms there instead of writing kc·Out·In values
+		// to ws.tg and reading them back.
+		if len(f.scratch) < d.nW {
+			f.scratch = make([]T, d.nW)
+		}
+		gj := f.scratch[:d.nW]
+		t := n.tensorIndex(i)
+		gW, gB := f.g[d.wOff:d.wOff+d.nW], f.g[d.bOff:d.bOff+d.nB]
+		for j := 0; j < kc; j++ {
+			n.be.Gemm(false, false, d.outN, d.inN, 1, 1, tD[j*d.outN:], 1, a, d.inN, 0, gj, d.inN)
+			n.be.Gemm(false, false, d.outN, d.inN, 1, 1, D, 1, ws.tacts[i][(r0+j)*d.inN:], d.inN, 1, gj, d.inN)
+			f.dots[j*f.nt+t][0], f.dots[j*f.nt+t][1] = n.be.DotSq(gW, gj)
+			f.dots[j*f.nt+t+1][0], f.dots[j*f.nt+t+1][1] = n.be.DotSq(gB, tD[j*d.outN:(j+1)*d.outN])
+		}
+		f.done[i] = true
+		return
+	}
 	n.be.Gemm(false, false, kc*d.outN, d.inN, 1, 1, tD, 1, a, d.inN, 0, gw, d.inN)
 	if first && n.dops != nil {
 		n.dops.SparseDenseGradScatter(d.inN, d.outN, kc, ws.spIdx[r0:r0+kc], ws.spVal[r0:r0+kc], D, gw, d.nW)

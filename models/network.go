@@ -59,6 +59,9 @@ type Network[T Float] struct {
 	// set for the CPU backend with the packed float32 GEMM, whose results it leaves
 	// bit-identical.
 	patchT bool
+	// filFuse: FILSqNorms lets layers reduce their gradient tangents as they form
+	// them (workspace.fil); set for the CPU backend, results bit-identical.
+	filFuse bool
 }
 
 // NewNetwork resolves arch for the backend be.
@@ -114,6 +117,7 @@ func NewNetwork[T Float](arch Arch, be Backend[T]) (*Network[T], error) {
 	}
 	if cb, ok := be.(*cpuBackend[T]); ok && cb.sg != nil && n.dops == nil && n.ri == nil {
 		n.patchT = true
+		n.filFuse = true
 	}
 	n.firstParam = -1
 	for i, l := range n.layers {
@@ -193,6 +197,22 @@ type workspace[T Float] struct {
 	tp       []T       // cs·kc×P parameter tangents (only when pt)
 	tgAll    []T       // cs·kc×P gradient tangents of a whole chunk (only with TangentBatcher)
 	prob     []float64 // Classes softmax probabilities
+	// fil, while FILSqNorms runs gradTangents for one sample on the CPU, lets
+	// layers reduce their gradient tangents as they form them (filReduce).
+	fil filReduce[T]
+}
+
+// filReduce holds the FIL reductions a layer may take while forming its gradient
+// tangents: dots[j·nt + t] = (⟨g_t, ġ_{j,t}⟩, ‖ġ_{j,t}‖²) for direction j and
+// parameter tensor t (the terms FILSqNorms sums per direction in tensor order), and
+// done[i] when layer i has written its tensors' terms there instead of its gradient
+// tangents to ws.tg.
+type filReduce[T Float] struct {
+	g       []T // the sample's gradient (nil: no reduction wanted)
+	nt      int // parameter tensors
+	dots    [][2]float64
+	done    []bool
+	scratch []T // one direction's weight tangent
 }
 
 // sizes of one sample's activation buffers

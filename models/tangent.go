@@ -22,6 +22,9 @@ type tangentRun[T Float] struct {
 	pt        bool // parameter tangents are seeded
 	inputGrad bool // the tangent of the input gradient is wanted
 	grads     bool // the gradient tangents are wanted (blocked in ws.tg)
+	// filDots: the gradient tangents are wanted only for FILSqNorms' reductions,
+	// which layers may take as they form them (ws.fil) instead of writing ws.tg.
+	filDots bool
 	seeds     tangentSeeds[T]
 	// coords, when not nil, says that the input tangents are one-hot: direction j of
 	// sample s is e_{coords[s][j]} (and zero for j ≥ len(coords[s])). The engine then
@@ -96,7 +99,11 @@ func (n *Network[T]) run(r *tangentRun[T]) {
 			}
 			for s := 0; s < c; s++ {
 				if r.grads {
+					if r.filDots {
+						n.startFILReduce(ws, s, kk)
+					}
 					n.gradTangents(ws, s, c, kk, sparse)
+					ws.fil.g = nil
 				}
 				var tdx0 []T
 				if r.inputGrad {
@@ -338,4 +345,32 @@ func (n *Network[T]) Tangent(params, x []T, y []int, batch, k int, xdot, pdot []
 		},
 	})
 	return res, nil
+}
+
+// startFILReduce prepares ws.fil for sample s's kc gradient tangents.
+func (n *Network[T]) startFILReduce(ws *workspace[T], s, kc int) {
+	f := &ws.fil
+	f.g = ws.grads[s*n.p : (s+1)*n.p]
+	f.nt = 0
+	for i := range n.layers {
+		f.nt += len(n.layers[i].params)
+	}
+	if cap(f.dots) < kc*f.nt {
+		f.dots = make([][2]float64, kc*f.nt)
+	}
+	f.dots = f.dots[:kc*f.nt]
+	if len(f.done) != len(n.layers) {
+		f.done = make([]bool, len(n.layers))
+	}
+	clear(f.done)
+}
+
+// tensorIndex returns the index, in flat order over all layers, of layer i's first
+// parameter tensor.
+func (n *Network[T]) tensorIndex(i int) int {
+	t := 0
+	for l := range i {
+		t += len(n.layers[l].params)
+	}
+	return t
 }
