@@ -25,7 +25,7 @@ type tangentRun[T Float] struct {
 	// filDots: the gradient tangents are wanted only for FILSqNorms' reductions,
 	// which layers may take as they form them (ws.fil) instead of writing ws.tg.
 	filDots bool
-	seeds     tangentSeeds[T]
+	seeds   tangentSeeds[T]
 	// coords, when not nil, says that the input tangents are one-hot: direction j of
 	// sample s is e_{coords[s][j]} (and zero for j ≥ len(coords[s])). The engine then
 	// propagates them sparsely through the first parameter layer instead of calling
