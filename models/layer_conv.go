@@ -380,6 +380,10 @@ func (c *convOps[T]) gradTangents(n *Network[T], ws *workspace[T], i, s, cs, kc 
 	gb := tg[kc*c.bOff : kc*c.bOff+kc*c.nB]
 	g := c.g
 	ckk, hwo := g.CKK(), g.HWo()
+	if f := &ws.fil; f.g != nil && !first && c.patchMajor(n) {
+		c.gradTangentsFIL(n, ws, i, s, kc)
+		return
+	}
 	if c.patchMajor(n) {
 		be.Gemm(false, false, kc*c.out.C, ckk, hwo, 1, tD, hwo, ws.cols[i][s*hwo*ckk:], ckk, 0, gw, ckk)
 	} else {
@@ -409,6 +413,34 @@ func (c *convOps[T]) gradTangents(n *Network[T], ws *workspace[T], i, s, cs, kc 
 		n.gemmBatched(false, true, c.out.C, ckk, hwo, 1, D, hwo, 0, ws.tcols[i][r0*hwo:], c.colLD(n, rows), hwo, 1, gw, ckk, c.nW, kc)
 	}
 	n.rowSums(kc, c.out.C, hwo, tD, c.outN, gb, c.nB)
+}
+
+// gradTangentsFIL is gradTangents for FILSqNorms on a patch-major layer (whose
+// GEMM operands are read in place): direction by direction, it forms ġ_W and ġ_b
+// (the rows of gradTangents' GEMMs and row sums, the same products) in a scratch
+// that stays in cache and takes their FIL terms (workspace.fil) there instead of
+// writing kc directions to ws.tg.
+func (c *convOps[T]) gradTangentsFIL(n *Network[T], ws *workspace[T], i, s, kc int) {
+	be, f := n.be, &ws.fil
+	r0 := s * kc
+	ckk, hwo, oc := c.g.CKK(), c.g.HWo(), c.out.C
+	tD := ws.tdlt[i+1][r0*c.outN : (r0+kc)*c.outN]
+	D := ws.dlt[i+1][s*c.outN : (s+1)*c.outN]
+	if len(f.scratch) < c.nW+c.nB {
+		f.scratch = make([]T, c.nW+c.nB)
+	}
+	gj, bj := f.scratch[:c.nW], f.scratch[c.nW:c.nW+c.nB]
+	t := n.tensorIndex(i)
+	gW, gB := f.g[c.wOff:c.wOff+c.nW], f.g[c.bOff:c.bOff+c.nB]
+	for j := 0; j < kc; j++ {
+		tDj := tD[j*c.outN : (j+1)*c.outN]
+		be.Gemm(false, false, oc, ckk, hwo, 1, tDj, hwo, ws.cols[i][s*hwo*ckk:], ckk, 0, gj, ckk)
+		be.Gemm(false, false, oc, ckk, hwo, 1, D, hwo, ws.tcols[i][(r0+j)*hwo*ckk:], ckk, 1, gj, ckk)
+		n.rowSums(1, oc, hwo, tDj, c.outN, bj, c.nB)
+		f.dots[j*f.nt+t][0], f.dots[j*f.nt+t][1] = be.DotSq(gW, gj)
+		f.dots[j*f.nt+t+1][0], f.dots[j*f.nt+t+1][1] = be.DotSq(gB, bj)
+	}
+	f.done[i] = true
 }
 
 func (c *convOps[T]) gradTangentsAll(n *Network[T], ws *workspace[T], i, cs, kc int, first bool) {
