@@ -154,7 +154,7 @@ func (c *convOps[T]) forward(n *Network[T], ws *workspace[T], i int, params []T,
 		return
 	}
 	for s := 0; s < cs; s++ {
-		addBiasRows(out[s*c.outN:(s+1)*c.outN], params[c.bOff:c.bOff+c.nB], c.g.HWo())
+		n.addBiasRows(out[s*c.outN:(s+1)*c.outN], params[c.bOff:c.bOff+c.nB], c.g.HWo())
 	}
 }
 
@@ -182,6 +182,11 @@ func (c *convOps[T]) forwardRows(n *Network[T], W, in, out, cols, tmp []T, m int
 		for r := 0; r < m; r++ {
 			be.Im2col(g, in[r*c.inN:(r+1)*c.inN], cols[r*hwo:], ld)
 		}
+	}
+	if m == 1 && ld == hwo && n.dops == nil {
+		// one sample, unpadded: [Out][1][HWo] is out's own layout
+		be.Gemm(false, false, oc, ld, ckk, 1, W, ckk, cols, ld, 0, out, ld)
+		return
 	}
 	be.Gemm(false, false, oc, ld, ckk, 1, W, ckk, cols, ld, 0, tmp, ld)
 	if n.dops != nil {
@@ -218,7 +223,9 @@ func (c *convOps[T]) backwardRows(n *Network[T], W, dout, din, dcols, tmp []T, m
 		return
 	}
 	ld := c.colLD(n, m)
-	if n.dops != nil {
+	if m == 1 && ld == hwo && n.dops == nil {
+		tmp = dout // one sample, unpadded: dout is already [Out][1][HWo]
+	} else if n.dops != nil {
 		n.dops.Transpose3(m, oc, hwo, dout, tmp)
 	} else {
 		for o := 0; o < oc; o++ {
@@ -294,7 +301,7 @@ func (c *convOps[T]) tangentForward(n *Network[T], ws *workspace[T], i int, para
 		} else {
 			n.be.Gemm(false, false, c.out.C, hwo, ckk, 1, tp[r*P+c.wOff:r*P+c.wOff+c.nW], ckk, ws.cols[i][s*hwo:], c.colLD(n, cs), 1, o, hwo)
 		}
-		addBiasRows(o, tp[r*P+c.bOff:r*P+c.bOff+c.nB], hwo)
+		n.addBiasRows(o, tp[r*P+c.bOff:r*P+c.bOff+c.nB], hwo)
 	}
 }
 

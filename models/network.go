@@ -519,6 +519,19 @@ func (n *Network[T]) forward(ws *workspace[T], params []T, cs int) {
 	}
 }
 
+// addBiasRows is the package's addBiasRows, on the AVX adds (addConstF32, the same
+// single rounding per value) on the float32 fast path.
+func (n *Network[T]) addBiasRows(o, b []T, hw int) {
+	if !n.patchT {
+		addBiasRows(o, b, hw)
+		return
+	}
+	of, bf := any(o).([]float32), any(b).([]float32)
+	for c, bv := range bf {
+		addConstF32(of[c*hw:(c+1)*hw], bv)
+	}
+}
+
 // addBiasRows adds b[c] to every value of row c of the C×hw matrix o.
 func addBiasRows[T Float](o, b []T, hw int) {
 	for c, bv := range b {
@@ -599,7 +612,22 @@ func (n *Network[T]) rowSums(rows, C, hw int, src []T, srcStride int, dst []T, d
 
 // rowSums writes the sums of the rows (length hw) of D to out.
 func rowSums[T Float](D []T, hw int, out []T) {
-	for c := range out {
+	// Four rows at a time: four independent chains of adds, each still in order,
+	// so the sums are those of one row at a time (a single chain waits on the
+	// add latency).
+	c := 0
+	for ; c+4 <= len(out); c += 4 {
+		var s0, s1, s2, s3 T
+		r0, r1, r2, r3 := D[c*hw:(c+1)*hw], D[(c+1)*hw:(c+2)*hw], D[(c+2)*hw:(c+3)*hw], D[(c+3)*hw:(c+4)*hw]
+		for k := range r0 {
+			s0 += r0[k]
+			s1 += r1[k]
+			s2 += r2[k]
+			s3 += r3[k]
+		}
+		out[c], out[c+1], out[c+2], out[c+3] = s0, s1, s2, s3
+	}
+	for ; c < len(out); c++ {
 		var s T
 		for _, v := range D[c*hw : (c+1)*hw] {
 			s += v

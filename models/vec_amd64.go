@@ -63,3 +63,8 @@ func addF32(x, y []float32)
 //
 //go:noescape
 func tanhBackF32(y, dy, dx []float32)
+
+// addConstF32 adds c to every y[i]. AVX only.
+//
+//go:noescape
+func addConstF32(y []float32, c float32)

@@ -435,3 +435,32 @@ tbone:
 tbdone:
 	VZEROUPPER
 	RET
+
+// func addConstF32(y []float32, c float32): y[i] += c for i < len(y), 8 at a time,
+// then one at a time.
+TEXT ·addConstF32(SB), NOSPLIT, $0-28
+	MOVQ y_base+0(FP), DI
+	MOVQ y_len+8(FP), CX
+	VBROADCASTSS c+24(FP), Y1
+	MOVQ CX, DX
+	ANDQ $7, DX
+	SHRQ $3, CX
+	JEQ actail
+acloop:
+	VADDPS (DI), Y1, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	DECQ CX
+	JNE acloop
+actail:
+	TESTQ DX, DX
+	JEQ acdone
+acone:
+	VADDSS (DI), X1, X0
+	VMOVSS X0, (DI)
+	ADDQ $4, DI
+	DECQ DX
+	JNE acone
+acdone:
+	VZEROUPPER
+	RET

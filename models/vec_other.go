@@ -77,3 +77,9 @@ func tanhBackF32(y, dy, dx []float32) {
 		dx[i] = (1 - v*v) * dy[i]
 	}
 }
+
+func addConstF32(y []float32, c float32) {
+	for i := range y {
+		y[i] += c
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -111,6 +112,46 @@ func TestActTangentVectorBitIdentical(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestRowSumsAndBiasBitIdentical checks rowSums (four rows' chains at a time) and
+// the float32 fast path's bias add (addConstF32) against one plain Go loop per row,
+// bit for bit, with row counts and lengths that leave tails.
+func TestRowSumsAndBiasBitIdentical(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, sh := range [][2]int{{1, 1}, {3, 7}, {4, 8}, {7, 25}, {9, 1024}, {32, 64}} {
+		C, hw := sh[0], sh[1]
+		D := make([]float32, C*hw)
+		for i := range D {
+			D[i] = float32(rng.NormFloat64())
+		}
+		got := make([]float32, C)
+		rowSums(D, hw, got)
+		for c := range C {
+			var s float32
+			for _, v := range D[c*hw : (c+1)*hw] {
+				s += v
+			}
+			if math.Float32bits(s) != math.Float32bits(got[c]) {
+				t.Fatalf("%dx%d: row %d sums to %v, one chain %v", C, hw, c, got[c], s)
+			}
+		}
+		if !hasAVX2FMA() {
+			continue
+		}
+		b := make([]float32, C)
+		for i := range b {
+			b[i] = float32(rng.NormFloat64())
+		}
+		want, vec := slices.Clone(D), slices.Clone(D)
+		addBiasRows(want, b, hw)
+		for c := range C {
+			addConstF32(vec[c*hw:(c+1)*hw], b[c])
+		}
+		if !slices.Equal(want, vec) {
+			t.Fatalf("%dx%d: addConstF32 differs from the Go loop", C, hw)
 		}
 	}
 }
