@@ -280,36 +280,58 @@ func im2colRows[T Float](g ConvGeom, x []T, cols []T, ld int) {
 // whose input is padding are cleared afterwards. Only copies: the values are those
 // of im2colRows.
 func im2colRuns[T Float](g ConvGeom, x []T, cols []T, ld int) {
-	hwo, w := g.HWo(), g.W
-	row := 0
+	hwo, hw := g.HWo(), g.H*g.W
+	forEachPatchRun(g, func(p int, r patchRun) {
+		dst := cols[p*ld : p*ld+hwo]
+		if r.empty() {
+			clear(dst)
+			return
+		}
+		clear(dst[:r.d0])
+		clear(dst[r.d1:])
+		xc := x[r.c*hw : (r.c+1)*hw]
+		copy(dst[r.d0:r.d1], xc[r.d0+r.shift:r.d1+r.shift])
+		setPadColumns(dst, g.W, r, 0)
+	})
+}
+
+// patchRun is patch row (c, kh, kw) of a stride-1 convolution whose output rows are
+// as wide as its input rows: output rows hlo…hhi−1 and columns lo…hi−1 read inside
+// the input, and the run cols[d0:d1] of the row corresponds to the input plane c at
+// [d0+shift, d1+shift) (shift = (kh − PadT)·W + kw − PadL).
+type patchRun struct {
+	c, hlo, hhi, lo, hi, d0, d1, shift int
+}
+
+// empty reports whether the row reads no input value.
+func (r patchRun) empty() bool { return r.lo >= r.hi || r.hlo >= r.hhi }
+
+// forEachPatchRun calls fn for every patch row p = (c·KH + kh)·KW + kw of g in order.
+func forEachPatchRun(g ConvGeom, fn func(p int, r patchRun)) {
+	w, p := g.W, 0
 	for c := 0; c < g.InC; c++ {
-		xc := x[c*g.H*w : (c+1)*g.H*w]
 		for kh := 0; kh < g.KH; kh++ {
 			hlo, hhi := validRange(g.OutH, 1, kh-g.PadT, g.H)
 			for kw := 0; kw < g.KW; kw++ {
-				dst := cols[row*ld : row*ld+hwo]
-				row++
 				lo, hi := validRange(w, 1, kw-g.PadL, w)
-				if lo >= hi || hlo >= hhi {
-					clear(dst)
-					continue
-				}
-				clear(dst[:hlo*w+lo])
-				clear(dst[(hhi-1)*w+hi:])
-				// output (oh, ow) reads input (oh − PadT + kh, ow − PadL + kw)
-				d0, d1 := hlo*w+lo, (hhi-1)*w+hi
-				s0 := d0 + (kh-g.PadT)*w + kw - g.PadL
-				copy(dst[d0:d1], xc[s0:s0+d1-d0])
-				for j := 0; j < w; j++ {
-					if j == lo {
-						j = hi - 1 // skip columns lo…hi−1: they read inside the input
-						continue
-					}
-					for oh := hlo; oh < hhi; oh++ {
-						dst[oh*w+j] = 0
-					}
-				}
+				fn(p, patchRun{c: c, hlo: hlo, hhi: hhi, lo: lo, hi: hi,
+					d0: hlo*w + lo, d1: (hhi-1)*w + hi, shift: (kh-g.PadT)*w + kw - g.PadL})
+				p++
 			}
+		}
+	}
+}
+
+// setPadColumns sets the columns outside lo…hi−1 of output rows hlo…hhi−1 of a
+// non-empty patch row (w columns per output row) to v.
+func setPadColumns[T Float](row []T, w int, r patchRun, v T) {
+	for j := 0; j < w; j++ {
+		if j == r.lo {
+			j = r.hi - 1 // skip columns lo…hi−1: they read inside the input
+			continue
+		}
+		for oh := r.hlo; oh < r.hhi; oh++ {
+			row[oh*w+j] = v
 		}
 	}
 }
@@ -350,41 +372,23 @@ func (b *cpuBackend[T]) Col2im(g ConvGeom, cols []T, ld int, dx []T) {
 // through the AVX adds (float32 only).
 func col2imRuns[T Float](g ConvGeom, cols []T, ld int, dx []T, vec bool) {
 	negZero := T(math.Copysign(0, -1))
-	hwo, w := g.HWo(), g.W
-	row := 0
-	for c := 0; c < g.InC; c++ {
-		xc := dx[c*g.H*w : (c+1)*g.H*w]
-		for kh := 0; kh < g.KH; kh++ {
-			hlo, hhi := validRange(g.OutH, 1, kh-g.PadT, g.H)
-			for kw := 0; kw < g.KW; kw++ {
-				src := cols[row*ld : row*ld+hwo]
-				row++
-				lo, hi := validRange(w, 1, kw-g.PadL, w)
-				if lo >= hi || hlo >= hhi {
-					continue
-				}
-				for j := 0; j < w; j++ {
-					if j == lo {
-						j = hi - 1 // skip columns lo…hi−1: they read inside the input
-						continue
-					}
-					for oh := hlo; oh < hhi; oh++ {
-						src[oh*w+j] = negZero
-					}
-				}
-				d0, d1 := hlo*w+lo, (hhi-1)*w+hi
-				s0 := d0 + (kh-g.PadT)*w + kw - g.PadL
-				sr, xr := src[d0:d1], xc[s0:s0+d1-d0]
-				if vec {
-					addVec(any(sr).([]float32), any(xr).([]float32))
-					continue
-				}
-				for i, v := range sr {
-					xr[i] += v
-				}
-			}
+	hwo, hw := g.HWo(), g.H*g.W
+	forEachPatchRun(g, func(p int, r patchRun) {
+		if r.empty() {
+			return
 		}
-	}
+		src := cols[p*ld : p*ld+hwo]
+		setPadColumns(src, g.W, r, negZero)
+		xc := dx[r.c*hw : (r.c+1)*hw]
+		sr, xr := src[r.d0:r.d1], xc[r.d0+r.shift:r.d1+r.shift]
+		if vec {
+			addVec(any(sr).([]float32), any(xr).([]float32))
+			return
+		}
+		for i, v := range sr {
+			xr[i] += v
+		}
+	})
 }
 
 // col2imRows is Col2im one output row at a time.

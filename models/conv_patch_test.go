@@ -88,25 +88,9 @@ func TestPatchMajorBitIdentical(t *testing.T) {
 		name := fmt.Sprintf("%s/batch%d", arch.Name, batch)
 		t.Run(name, func(t *testing.T) {
 			const k = 4
-			p64 := InitParams(arch, 5)
-			params := make([]float32, len(p64))
-			for i, v := range p64 {
-				params[i] = float32(v)
-			}
 			rng := rand.New(rand.NewPCG(3, 4))
+			params, x, y, coords := testProblem(arch, 5, batch, k, rng, false)
 			d, P := arch.InputDim(), len(params)
-			x := make([]float32, batch*d)
-			for i := range x {
-				x[i] = rng.Float32()
-			}
-			y := make([]int, batch)
-			coords := make([][]int, batch)
-			for s := range y {
-				y[s] = rng.IntN(arch.Classes)
-				for j := 0; j < k; j++ {
-					coords[s] = append(coords[s], rng.IntN(d))
-				}
-			}
 			xdot, pdot, v := make([]float32, batch*k*d), make([]float32, batch*k*P), make([]float32, P)
 			for i := range xdot {
 				xdot[i] = rng.Float32() - 0.5
@@ -251,25 +235,8 @@ func TestFILFusedBitIdentical(t *testing.T) {
 	for _, arch := range []Arch{mnist, mlp, small} {
 		t.Run(arch.Name, func(t *testing.T) {
 			const batch, k = 5, 70
-			p64 := InitParams(arch, 9)
-			params := make([]float32, len(p64))
-			for i, v := range p64 {
-				params[i] = float32(v)
-			}
 			rng := rand.New(rand.NewPCG(11, 12))
-			d := arch.InputDim()
-			x := make([]float32, batch*d)
-			for i := range x {
-				x[i] = rng.Float32()
-			}
-			y := make([]int, batch)
-			coords := make([][]int, batch)
-			for s := range y {
-				y[s] = rng.IntN(arch.Classes)
-				for j := 0; j < k-s; j++ { // unequal lists: padded directions too
-					coords[s] = append(coords[s], rng.IntN(d))
-				}
-			}
+			params, x, y, coords := testProblem(arch, 9, batch, k, rng, true)
 			run := func(fuse bool) []float64 {
 				net, err := NewNetwork(arch, NewCPUBackend[float32]())
 				if err != nil {

@@ -29,25 +29,8 @@ func TestFloat32WorkerCountBitIdentical(t *testing.T) {
 				t.Fatal(err)
 			}
 			const k = 5
-			p64 := InitParams(arch, 3)
-			params := make([]float32, len(p64))
-			for i, v := range p64 {
-				params[i] = float32(v)
-			}
 			rng := rand.New(rand.NewPCG(9, 9))
-			d := arch.InputDim()
-			x := make([]float32, batch*d)
-			for i := range x {
-				x[i] = rng.Float32()
-			}
-			y := make([]int, batch)
-			coords := make([][]int, batch)
-			for s := range y {
-				y[s] = rng.IntN(arch.Classes)
-				for j := 0; j < k; j++ {
-					coords[s] = append(coords[s], rng.IntN(d))
-				}
-			}
+			params, x, y, coords := testProblem(arch, 3, batch, k, rng, false)
 			type result struct {
 				grads, sum []float32
 				losses     []float64
@@ -111,25 +94,8 @@ func TestFloat32FastPathMatchesPlain(t *testing.T) {
 				t.Fatal(err)
 			}
 			const batch, k = 3, 4
-			p64 := InitParams(arch, 5)
-			params := make([]float32, len(p64))
-			for i, v := range p64 {
-				params[i] = float32(v)
-			}
 			rng := rand.New(rand.NewPCG(11, 11))
-			d := arch.InputDim()
-			x := make([]float32, batch*d)
-			for i := range x {
-				x[i] = rng.Float32()
-			}
-			y := make([]int, batch)
-			coords := make([][]int, batch)
-			for s := range y {
-				y[s] = rng.IntN(arch.Classes)
-				for j := 0; j < k; j++ {
-					coords[s] = append(coords[s], rng.IntN(d))
-				}
-			}
+			params, x, y, coords := testProblem(arch, 5, batch, k, rng, false)
 			run := func(fast bool) ([]float32, []float64) {
 				be := &cpuBackend[float32]{workers: 2, tile: true}
 				if fast {
@@ -168,4 +134,34 @@ func TestFloat32FastPathMatchesPlain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testProblem returns arch's float32 parameters InitParams(arch, paramSeed) and, drawn
+// from rng in this order, batch inputs uniform in [0, 1) and, sample by sample, a
+// label and k FIL coordinates (k − s for sample s when shrink, so that coordinate
+// lists differ in length).
+func testProblem(arch Arch, paramSeed uint64, batch, k int, rng *rand.Rand, shrink bool) (params, x []float32, y []int, coords [][]int) {
+	p64 := InitParams(arch, paramSeed)
+	params = make([]float32, len(p64))
+	for i, v := range p64 {
+		params[i] = float32(v)
+	}
+	d := arch.InputDim()
+	x = make([]float32, batch*d)
+	for i := range x {
+		x[i] = rng.Float32()
+	}
+	y = make([]int, batch)
+	coords = make([][]int, batch)
+	for s := range y {
+		y[s] = rng.IntN(arch.Classes)
+		ks := k
+		if shrink {
+			ks = k - s
+		}
+		for j := 0; j < ks; j++ {
+			coords[s] = append(coords[s], rng.IntN(d))
+		}
+	}
+	return params, x, y, coords
 }

@@ -123,32 +123,14 @@ func (g *packedSgemm) gemm(transA, transB bool, m, n, k int, alpha float32, a []
 					ir0 := 0
 					if full := mc / sgMR; pair && full > 0 {
 						// The full 4-row blocks of this column pair in one kernel call.
-						ap, rsa, csa, astep := &pk.a[0], 1, sgMR, sgMR*kc
-						switch {
-						case !aInPlace:
-						case transA:
-							ap, rsa, csa, astep = &a[pc*lda+ic], 1, lda, sgMR
-						default:
-							ap, rsa, csa, astep = &a[ic*lda+pc], lda, 1, sgMR*lda
-						}
+						ap, rsa, csa, astep := panelA(transA, aInPlace, a, lda, pk.a, ic, pc, 0, kc)
 						sgemmKernel4x32Panels(kc, ap, rsa, csa, astep, bp, bp1, bld, &c[ic*ldc+j0], ldc, add, full)
 						ir0 = full
 					}
 					for ir := ir0; ir < mp; ir++ {
 						i0 := ic + ir*sgMR
 						mr := min(sgMR, m-i0)
-						ap, rsa, csa := &pk.a[ir*sgMR*kc], 1, sgMR
-						switch {
-						case !aInPlace || mr < sgMR:
-						case transA: // op(A)[i][p] = a[p*lda+i]
-							ap, rsa, csa = &a[pc*lda+i0], 1, lda
-						default:
-							ap, rsa, csa = &a[i0*lda+pc], lda, 1
-						}
-						if mr == sgMR && pair {
-							sgemmKernel4x32(kc, ap, rsa, csa, bp, bp1, bld, &c[i0*ldc+j0], ldc, add)
-							continue
-						}
+						ap, rsa, csa, _ := panelA(transA, aInPlace && mr == sgMR, a, lda, pk.a, i0, pc, ir, kc)
 						if mr == sgMR && nr == sgNR {
 							sgemmKernel4x16(kc, ap, rsa, csa, bp, bld, &c[i0*ldc+j0], ldc, add)
 							continue
@@ -165,6 +147,21 @@ func (g *packedSgemm) gemm(transA, transB bool, m, n, k int, alpha float32, a []
 				}
 			}
 		}
+	}
+}
+
+// panelA returns where the micro-kernels read the 4-row panel ir of op(A) that starts
+// at row i0, column pc: element (i, p) at ap[i·rsa + p·csa], and the distance
+// between consecutive panels (astep). Panels are read in place when inPlace (full
+// panels, alpha = 1), else from the packed buffer pa.
+func panelA(transA, inPlace bool, a []float32, lda int, pa []float32, i0, pc, ir, kc int) (ap *float32, rsa, csa, astep int) {
+	switch {
+	case !inPlace:
+		return &pa[ir*sgMR*kc], 1, sgMR, sgMR * kc
+	case transA: // op(A)[i][p] = a[p*lda+i]
+		return &a[pc*lda+i0], 1, lda, sgMR
+	default:
+		return &a[i0*lda+pc], lda, 1, sgMR * lda
 	}
 }
 

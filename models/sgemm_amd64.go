@@ -15,17 +15,11 @@ func xgetbv() (eax, edx uint32)
 //go:noescape
 func sgemmKernel4x16(k int, a *float32, rsa, csa int, b *float32, ldb int, c *float32, ldc int, add int)
 
-// sgemmKernel4x32 is sgemmKernel4x16 for a 4×32 block of C, with B's columns 0–15
-// read from b0 and 16–31 from b1 (row stride ldb each), on AVX-512. Each value is
-// bit-identical to sgemmKernel4x16's. AVX-512F only; see hasAVX512.
-//
-//go:noescape
-func sgemmKernel4x32(k int, a *float32, rsa, csa int, b0, b1 *float32, ldb int, c *float32, ldc int, add int)
-
-// sgemmKernel4x32Panels is sgemmKernel4x32 for panels consecutive 4-row blocks of C
-// (block r at c + 4·r·ldc, its A block at a + r·astep) against the same B panels: one
-// call per pair of B panels instead of one per block. Bit-identical to
-// sgemmKernel4x32. AVX-512F only; see hasAVX512.
+// sgemmKernel4x32Panels is sgemmKernel4x16 for 4×32 blocks of C, with B's columns
+// 0–15 read from b0 and 16–31 from b1 (row stride ldb each), over panels
+// consecutive 4-row blocks (block r at c + 4·r·ldc, its A block at a + r·astep) in one
+// call, on AVX-512. Each value is bit-identical to sgemmKernel4x16's. AVX-512F only;
+// see hasAVX512.
 //
 //go:noescape
 func sgemmKernel4x32Panels(k int, a *float32, rsa, csa, astep int, b0, b1 *float32, ldb int, c *float32, ldc int, add int, panels int)
@@ -38,7 +32,7 @@ func sgemmKernel4x32Panels(k int, a *float32, rsa, csa, astep int, b0, b1 *float
 func sgemmKernel1x128(k int, a *float32, csa int, b *float32, ldb int, c *float32, add int)
 
 // hasAVX512 reports whether the CPU and the OS support AVX-512F (opmask and ZMM
-// state saved by the OS) on top of AVX2 and FMA, i.e. whether sgemmKernel4x32 may run.
+// state saved by the OS) on top of AVX2 and FMA, i.e. whether sgemmKernel4x32Panels and sgemmKernel1x128 may run.
 func hasAVX512() bool {
 	if !hasAVX2FMA() {
 		return false

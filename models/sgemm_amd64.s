@@ -111,99 +111,6 @@ overwrite:
 	VZEROUPPER
 	RET
 
-// func sgemmKernel4x32(k int, a *float32, rsa, csa int, b0, b1 *float32, ldb int, c *float32, ldc int, add int)
-//
-// The AVX-512 twin of sgemmKernel4x16 for two adjacent 16-column panels of B (b0 for
-// C's columns 0–15, b1 for 16–31, both with row stride ldb): the same FMA chain per
-// element, so every value is bit-identical to what sgemmKernel4x16 computes.
-TEXT ·sgemmKernel4x32(SB), NOSPLIT, $0-80
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ rsa+16(FP), R10
-	SHLQ $2, R10
-	LEAQ (R10)(R10*2), R11
-	MOVQ csa+24(FP), R12
-	SHLQ $2, R12
-	MOVQ b0+32(FP), DI
-	MOVQ b1+40(FP), BX
-	MOVQ ldb+48(FP), R9
-	SHLQ $2, R9
-	MOVQ c+56(FP), DX
-	MOVQ ldc+64(FP), R8
-	SHLQ $2, R8
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	TESTQ CX, CX
-	JEQ store32
-
-loop32:
-	VMOVUPS (DI), Z8
-	VMOVUPS (BX), Z9
-	VBROADCASTSS (SI), Z10
-	VBROADCASTSS (SI)(R10*1), Z11
-	VFMADD231PS Z8, Z10, Z0
-	VFMADD231PS Z9, Z10, Z1
-	VBROADCASTSS (SI)(R10*2), Z12
-	VFMADD231PS Z8, Z11, Z2
-	VFMADD231PS Z9, Z11, Z3
-	VBROADCASTSS (SI)(R11*1), Z13
-	VFMADD231PS Z8, Z12, Z4
-	VFMADD231PS Z9, Z12, Z5
-	VFMADD231PS Z8, Z13, Z6
-	VFMADD231PS Z9, Z13, Z7
-	ADDQ R12, SI
-	ADDQ R9, DI
-	ADDQ R9, BX
-	DECQ CX
-	JNE loop32
-
-store32:
-	MOVQ add+72(FP), AX
-	TESTQ AX, AX
-	JEQ overwrite32
-	VADDPS (DX), Z0, Z0
-	VMOVUPS Z0, (DX)
-	VADDPS 64(DX), Z1, Z1
-	VMOVUPS Z1, 64(DX)
-	ADDQ R8, DX
-	VADDPS (DX), Z2, Z2
-	VMOVUPS Z2, (DX)
-	VADDPS 64(DX), Z3, Z3
-	VMOVUPS Z3, 64(DX)
-	ADDQ R8, DX
-	VADDPS (DX), Z4, Z4
-	VMOVUPS Z4, (DX)
-	VADDPS 64(DX), Z5, Z5
-	VMOVUPS Z5, 64(DX)
-	ADDQ R8, DX
-	VADDPS (DX), Z6, Z6
-	VMOVUPS Z6, (DX)
-	VADDPS 64(DX), Z7, Z7
-	VMOVUPS Z7, 64(DX)
-	VZEROUPPER
-	RET
-
-overwrite32:
-	VMOVUPS Z0, (DX)
-	VMOVUPS Z1, 64(DX)
-	ADDQ R8, DX
-	VMOVUPS Z2, (DX)
-	VMOVUPS Z3, 64(DX)
-	ADDQ R8, DX
-	VMOVUPS Z4, (DX)
-	VMOVUPS Z5, 64(DX)
-	ADDQ R8, DX
-	VMOVUPS Z6, (DX)
-	VMOVUPS Z7, 64(DX)
-	VZEROUPPER
-	RET
-
 // func sgemmKernel1x128(k int, a *float32, csa int, b *float32, ldb int, c *float32, add int)
 //
 // One row of C: C[j] (+)= Σ_p A[p]·b[p*ldb+j] for j < 128, A[p] at a[p*csa], B read in
@@ -273,10 +180,11 @@ overwrite128:
 
 // func sgemmKernel4x32Panels(k int, a *float32, rsa, csa, astep int, b0, b1 *float32, ldb int, c *float32, ldc int, add int, panels int)
 //
-// sgemmKernel4x32 for panels ≥ 1 consecutive 4-row blocks of C (block r at
-// c + 4·r·ldc) against the same two B panels, A's block r starting at a + r·astep:
-// one call instead of one per block, each block computed exactly as
-// sgemmKernel4x32 computes it. AVX-512F only.
+// The AVX-512 twin of sgemmKernel4x16 for two adjacent 16-column panels of B (b0 for
+// C's columns 0–15, b1 for 16–31, both with row stride ldb), over panels ≥ 1
+// consecutive 4-row blocks of C (block r at c + 4·r·ldc, its A block at
+// a + r·astep) in one call: each element is the same FMA chain as in
+// sgemmKernel4x16, so every value is bit-identical to what it computes.
 TEXT ·sgemmKernel4x32Panels(SB), NOSPLIT, $0-96
 	MOVQ rsa+16(FP), R10
 	SHLQ $2, R10

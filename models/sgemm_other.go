@@ -10,17 +10,14 @@ func hasAVX2FMA() bool { return false }
 // hasAVX512 is false off amd64.
 func hasAVX512() bool { return false }
 
-// sgemmKernel4x32 is two sgemmKernel4x16 calls; never called off amd64.
-func sgemmKernel4x32(k int, a *float32, rsa, csa int, b0, b1 *float32, ldb int, c *float32, ldc int, add int) {
-	sgemmKernel4x16(k, a, rsa, csa, b0, ldb, c, ldc, add)
-	sgemmKernel4x16(k, a, rsa, csa, b1, ldb, (*float32)(unsafe.Add(unsafe.Pointer(c), 16*4)), ldc, add)
-}
-
-// sgemmKernel4x32Panels is sgemmKernel4x32 per block; never called off amd64.
+// sgemmKernel4x32Panels is two sgemmKernel4x16 calls per block; never called off
+// amd64.
 func sgemmKernel4x32Panels(k int, a *float32, rsa, csa, astep int, b0, b1 *float32, ldb int, c *float32, ldc int, add int, panels int) {
 	for r := 0; r < panels; r++ {
-		sgemmKernel4x32(k, (*float32)(unsafe.Add(unsafe.Pointer(a), r*astep*4)), rsa, csa, b0, b1, ldb,
-			(*float32)(unsafe.Add(unsafe.Pointer(c), r*4*ldc*4)), ldc, add)
+		ar := (*float32)(unsafe.Add(unsafe.Pointer(a), r*astep*4))
+		cr := unsafe.Add(unsafe.Pointer(c), r*4*ldc*4)
+		sgemmKernel4x16(k, ar, rsa, csa, b0, ldb, (*float32)(cr), ldc, add)
+		sgemmKernel4x16(k, ar, rsa, csa, b1, ldb, (*float32)(unsafe.Add(cr, 16*4)), ldc, add)
 	}
 }
 
