@@ -220,42 +220,53 @@ func TestCol2imVectorBitIdentical(t *testing.T) {
 	}
 }
 
-// TestFILFusedBitIdentical checks that FILSqNorms with the dense layers' fused
-// reductions (workspace.fil: one direction's weight tangent formed and reduced in a
-// scratch) gives the bits of the plain route through ws.tg, for a conv net, an MLP
-// whose first layer is dense (not fused: its one-hot tangent is scattered) and a
-// stride-1 net, with several passes of directions per sample.
+// TestFILFusedBitIdentical checks that FILSqNorms with the layers' fused reductions
+// (workspace.fil: one direction's weight tangent formed and reduced in a scratch)
+// and with windowed tangents (tangent_window.go), each on its own and together,
+// gives the bits of the plain route (dense tangents, reductions through ws.tg), for
+// conv nets with strided first layers (tanh and ELU, 2×2 stride-1 pools), an MLP
+// whose first layer is dense (not fused, not windowed) and a stride-1 net whose
+// pool is not windowed, with several passes of directions per sample.
 func TestFILFusedBitIdentical(t *testing.T) {
 	small := Arch{Name: "small-dense", Input: Shape{C: 1, H: 12, W: 12}, Classes: 10, Layers: []LayerSpec{
 		ConvSame(4, 3, 1, 12, 12), layerTanh, AvgPool(2, 2),
 		layerFlatten, Dense(130), layerTanh, Dense(40), layerTanh, Dense(10),
 	}}
+	// an ELU after a strided conv first layer, then a 2×2 stride-1 pool: windowed
+	elu := Arch{Name: "small-elu", Input: Shape{C: 2, H: 15, W: 15}, Classes: 10, Layers: []LayerSpec{
+		Conv(6, 3, 2, 1), layerELU, AvgPool(2, 1),
+		layerFlatten, Dense(12), layerTanh, Dense(10),
+	}}
 	mnist, _ := ArchByName("mnist-cnn")
+	mnist3, _ := ArchByName("mnist-cnn-3x3")
 	mlp, _ := ArchByName("mlp")
-	for _, arch := range []Arch{mnist, mlp, small} {
+	for _, arch := range []Arch{mnist, mnist3, mlp, small, elu} {
 		t.Run(arch.Name, func(t *testing.T) {
 			const batch, k = 5, 70
 			rng := rand.New(rand.NewPCG(11, 12))
 			params, x, y, coords := testProblem(arch, 9, batch, k, rng, true)
-			run := func(fuse bool) []float64 {
+			run := func(fuse, win bool) []float64 {
 				net, err := NewNetwork(arch, NewCPUBackend[float32]())
 				if err != nil {
 					t.Fatal(err)
 				}
-				if fuse && !net.filFuse {
-					t.Fatal("the CPU backend does not fuse the FIL reductions")
+				if !net.filFuse || !net.tangentWindows {
+					t.Fatal("the CPU backend does not fuse the FIL reductions or window the tangents")
 				}
-				net.filFuse = fuse
+				net.filFuse, net.tangentWindows = fuse, win
 				out := make([]float64, batch)
 				if err := net.FILSqNorms(params, x, y, batch, Clip{C: 0.3}, coords, out); err != nil {
 					t.Fatal(err)
 				}
 				return out
 			}
-			want, got := run(false), run(true)
-			for s := range want {
-				if math.Float64bits(want[s]) != math.Float64bits(got[s]) {
-					t.Fatalf("sample %d: FIL %v fused, %v through ws.tg", s, got[s], want[s])
+			want := run(false, false)
+			for _, c := range [][2]bool{{true, false}, {false, true}, {true, true}} {
+				got := run(c[0], c[1])
+				for s := range want {
+					if math.Float64bits(want[s]) != math.Float64bits(got[s]) {
+						t.Fatalf("sample %d: FIL %v with fused reductions %v, windowed tangents %v; %v without", s, got[s], c[0], c[1], want[s])
+					}
 				}
 			}
 		})

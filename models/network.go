@@ -62,6 +62,10 @@ type Network[T Float] struct {
 	// filFuse: FILSqNorms lets layers reduce their gradient tangents as they form
 	// them (workspace.fil); set for the CPU backend, results bit-identical.
 	filFuse bool
+	// tangentWindows: the tangent forward of one-hot input tangents runs the layers
+	// after a conv first layer inside per-row windows (tangent_window.go); set for
+	// the CPU backend, results bit-identical.
+	tangentWindows bool
 }
 
 // NewNetwork resolves arch for the backend be.
@@ -118,6 +122,7 @@ func NewNetwork[T Float](arch Arch, be Backend[T]) (*Network[T], error) {
 	if cb, ok := be.(*cpuBackend[T]); ok && cb.sg != nil && n.dops == nil && n.ri == nil {
 		n.patchT = true
 		n.filFuse = true
+		n.tangentWindows = true
 	}
 	n.firstParam = -1
 	for i, l := range n.layers {
@@ -197,6 +202,10 @@ type workspace[T Float] struct {
 	tp       []T       // cs·kc×P parameter tangents (only when pt)
 	tgAll    []T       // cs·kc×P gradient tangents of a whole chunk (only with TangentBatcher)
 	prob     []float64 // Classes softmax probabilities
+	// win (4 per tangent row) and winD1 (f'(x) of one sample): the windowed
+	// tangent forward (tangent_window.go).
+	win   []int
+	winD1 []T
 	// fil, while FILSqNorms runs gradTangents for one sample on the CPU, lets
 	// layers reduce their gradient tangents as they form them (filReduce).
 	fil filReduce[T]

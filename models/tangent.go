@@ -151,12 +151,23 @@ func (n *Network[T]) sparseSeeds(ws *workspace[T], coords [][]int, s0, cs, j0, k
 // parameter tangents tp through the layers: rows s·kc+j.
 func (n *Network[T]) tangentForward(ws *workspace[T], params []T, cs, kc int, tp []T, sparse bool) {
 	start := 0
+	win := false
 	if sparse {
 		start = n.firstParam
 		n.layers[start].pl.sparseForward(n, ws, start, params, cs*kc)
+		if c, ok := n.layers[start].pl.(*convOps[T]); ok && n.tangentWindows {
+			c.sparseWindows(ws, cs*kc)
+			win = true
+		}
 		start++
 	}
 	for i := start; i < len(n.layers); i++ {
+		if win {
+			if l, ok := n.layers[i].ops.(windowed[T]); ok && l.windowForward(n, ws, i, cs, kc) {
+				continue
+			}
+			win = false
+		}
 		n.layers[i].ops.tangentForward(n, ws, i, params, cs, kc, tp)
 	}
 }
