@@ -615,7 +615,11 @@ func (b *cpuBackend[T]) ActTangent(f Act, n, k, size int, x, y, dy, tx, ty, tdy,
 		xs, ys := x[s*size:(s+1)*size], y[s*size:(s+1)*size]
 		for i := range xs {
 			d1[i] = actD1(f, xs[i], ys[i])
-			d2[i] = actD2(f, xs[i], ys[i])
+		}
+		if tdy != nil { // f'' only for the tangent of the backward pass
+			for i := range xs {
+				d2[i] = actD2(f, xs[i], ys[i])
+			}
 		}
 		var dys []T
 		if tdy != nil {
