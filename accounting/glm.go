@@ -21,17 +21,18 @@ import (
 const LogisticDerivBound = 1.0
 
 // LeastSquaresDerivBound bounds |ℓ'(w*ᵀx̃, y)| = |w*ᵀx̃ − t| (targets t = ±1) at the
-// minimiser of any dataset with ‖x̃‖ ≤ r and weights summing to weightSum over n
-// examples: F(w*) ≤ F(0) = weightSum/2 gives ‖w*‖ ≤ √(weightSum/(nλ)), so
-// L = 1 + r·√(weightSum/(nλ)) (= 1 + r/√λ without weights).
-func LeastSquaresDerivBound(r, lambda, weightSum float64, n int) (float64, error) {
-	if err := checkGLM(r, lambda, n); err != nil {
+// minimiser of any dataset of rel.N examples with ‖x̃‖ ≤ rel.R and weights summing to
+// weightSum, for the objective with rel.Lambda: F(w*) ≤ F(0) = weightSum/2 gives
+// ‖w*‖ ≤ √(weightSum/(nλ)), so L = 1 + R·√(weightSum/(nλ)) (= 1 + R/√λ without
+// weights). rel.DerivBound and rel.Sigma are not used.
+func (rel GLMRelease) LeastSquaresDerivBound(weightSum float64) (float64, error) {
+	if err := checkGLM(rel.R, rel.Lambda, rel.N); err != nil {
 		return 0, err
 	}
 	if !(weightSum > 0) || math.IsInf(weightSum, 0) {
 		return 0, fmt.Errorf("least-squares derivative bound: weight sum must be positive and finite, got %v", weightSum)
 	}
-	return 1 + r*math.Sqrt(weightSum/(float64(n)*lambda)), nil
+	return 1 + rel.R*math.Sqrt(weightSum/(float64(rel.N)*rel.Lambda)), nil
 }
 
 func checkGLM(r, lambda float64, n int) error {
@@ -47,21 +48,25 @@ func checkGLM(r, lambda float64, n int) error {
 	return nil
 }
 
-// GLMSensitivity returns Δ = 2·maxWeight·L·R/(nλ), the L2 sensitivity (replace-one) of
-// the regularised minimiser for inputs with ‖x̃‖ ≤ R and loss derivative |ℓ'| ≤ L
-// (LogisticDerivBound, or LeastSquaresDerivBound). For the logistic loss without
-// weights this is Δ = 2R/(nλ).
-func GLMSensitivity(derivBound, r float64, n int, lambda, maxWeight float64) (float64, error) {
-	if err := checkGLM(r, lambda, n); err != nil {
+// Sensitivity returns Δ = 2·ω_max·L·R/(nλ), the L2 sensitivity (replace-one) of the
+// regularised minimiser for inputs with ‖x̃‖ ≤ rel.R and loss derivative
+// |ℓ'| ≤ rel.DerivBound (LogisticDerivBound, or LeastSquaresDerivBound), ω_max =
+// rel.MaxWeight (0 means 1). For the logistic loss without weights Δ = 2R/(nλ).
+func (rel GLMRelease) Sensitivity() (float64, error) {
+	if err := checkGLM(rel.R, rel.Lambda, rel.N); err != nil {
 		return 0, err
 	}
-	if !(derivBound > 0) || math.IsInf(derivBound, 0) {
-		return 0, fmt.Errorf("GLM sensitivity: derivative bound must be positive and finite, got %v", derivBound)
+	if !(rel.DerivBound > 0) || math.IsInf(rel.DerivBound, 0) {
+		return 0, fmt.Errorf("GLM sensitivity: derivative bound must be positive and finite, got %v", rel.DerivBound)
+	}
+	maxWeight := rel.MaxWeight
+	if maxWeight == 0 {
+		maxWeight = 1
 	}
 	if !(maxWeight > 0) || math.IsInf(maxWeight, 0) {
-		return 0, fmt.Errorf("GLM sensitivity: max weight must be positive and finite, got %v", maxWeight)
+		return 0, fmt.Errorf("GLM sensitivity: max weight must be positive and finite, got %v", rel.MaxWeight)
 	}
-	return 2 * maxWeight * derivBound * r / (float64(n) * lambda), nil
+	return 2 * maxWeight * rel.DerivBound * rel.R / (float64(rel.N) * rel.Lambda), nil
 }
 
 // GaussianRDP is the RDP of the Gaussian mechanism with L2 sensitivity delta and noise
@@ -114,11 +119,7 @@ type GLMRelease struct {
 
 // AccountGLM computes the order-2 RDP accounting of the release.
 func AccountGLM(rel GLMRelease) (GLMAccount, error) {
-	maxWeight := rel.MaxWeight
-	if maxWeight == 0 {
-		maxWeight = 1
-	}
-	delta, err := GLMSensitivity(rel.DerivBound, rel.R, rel.N, rel.Lambda, maxWeight)
+	delta, err := rel.Sensitivity()
 	if err != nil {
 		return GLMAccount{}, err
 	}

@@ -40,7 +40,7 @@ func TestAccountGLMHandComputed(t *testing.T) {
 	}
 	// Least squares: R = 2, λ = 0.25, n = 10, weights summing to 12 with max 1.5:
 	// L = 1 + 2√(1.2/0.25) = 5.381780460041329, Δ = 12.91627310409919, ε₂(σ=0.3) = 1853.6678988852905.
-	l, err := LeastSquaresDerivBound(2, 0.25, 12, 10)
+	l, err := GLMRelease{R: 2, N: 10, Lambda: 0.25}.LeastSquaresDerivBound(12)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestAccountGLMRejectsBadInput(t *testing.T) {
 			t.Fatalf("%+v accepted", b)
 		}
 	}
-	if _, err := LeastSquaresDerivBound(1, 1, 0, 3); err == nil {
+	if _, err := (GLMRelease{R: 1, N: 3, Lambda: 1}).LeastSquaresDerivBound(0); err == nil {
 		t.Fatal("zero weight sum accepted")
 	}
 	if _, err := GaussianRDP(1, 1, 1); err == nil {

@@ -24,19 +24,6 @@ type Bounds struct {
 	Exact    bool       `json:"gamma_exact"`
 }
 
-// SigmaFor returns the noise multiplier that makes T steps at rate q (ε, δ)-DP
-// (RDP accountant, default orders, improved conversion).
-func SigmaFor(eps, delta, q float64, steps int) (float64, error) {
-	if !(eps > 0) || math.IsInf(eps, 0) {
-		return 0, fmt.Errorf("target ε = %v must be positive and finite", eps)
-	}
-	s, err := accounting.SigmaForEpsilon(accounting.SampledGaussianRun{Q: q, Steps: steps, Delta: delta}, eps, nil, accounting.ConversionImproved)
-	if err != nil {
-		return 0, fmt.Errorf("noise for ε = %v: %w", eps, err)
-	}
-	return s, nil
-}
-
 // BoundsRequest names the run ComputeBounds bounds: T = Steps steps of DP-SGD at
 // sampling rate Q and noise multiplier Sigma, δ = Delta, a uniform prior of size
 // PriorSize, and the Monte Carlo size (Samples; 0 = 10⁶) and seed of the ReRo estimate.

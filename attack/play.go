@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/models"
 	"gonum.org/v1/gonum/stat"
@@ -213,9 +214,10 @@ func PlayGameOn(ctx context.Context, spec GameSpec, pools *Pools) (*GameReport, 
 	start := time.Now()
 	sigma := spec.Sigma
 	if !spec.UseSigma {
-		s, err := SigmaFor(spec.Epsilon, spec.Delta, spec.Q, spec.Steps)
+		run := accounting.SampledGaussianRun{Q: spec.Q, Steps: spec.Steps, Delta: spec.Delta}
+		s, err := accounting.SigmaForEpsilon(run, spec.Epsilon, nil, accounting.ConversionImproved)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("noise for ε = %v: %w", spec.Epsilon, err)
 		}
 		sigma = s
 	}

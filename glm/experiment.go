@@ -125,14 +125,14 @@ func (f *Fitted) Account() (accounting.GLMAccount, error) {
 	} else if r < dataR {
 		return accounting.GLMAccount{}, fmt.Errorf("glm: radius %v is below the largest training input norm %v", r, dataR)
 	}
-	deriv := accounting.LogisticDerivBound
+	rel := accounting.GLMRelease{DerivBound: accounting.LogisticDerivBound, R: r, N: f.Train.N, Lambda: f.Model.Config.Lambda, Sigma: f.Setup.Sigma}
 	if f.Loss == LeastSquares {
 		var err error
-		if deriv, err = accounting.LeastSquaresDerivBound(r, f.Model.Config.Lambda, float64(f.Train.N), f.Train.N); err != nil {
+		if rel.DerivBound, err = rel.LeastSquaresDerivBound(float64(f.Train.N)); err != nil {
 			return accounting.GLMAccount{}, err
 		}
 	}
-	return accounting.AccountGLM(accounting.GLMRelease{DerivBound: deriv, R: r, N: f.Train.N, Lambda: f.Model.Config.Lambda, Sigma: f.Setup.Sigma})
+	return accounting.AccountGLM(rel)
 }
 
 // Eps2Note explains the ε₂ fields of a Release.
