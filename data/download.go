@@ -35,7 +35,10 @@ type FetchResult struct {
 // cache directory, downloading and verifying the missing ones, then loads them to
 // validate them. Files already present are kept (and reported with their checksums).
 func Fetch(name string, opt Options) (*FetchResult, error) {
-	s, err := lookup(name)
+	if IsUserDataset(name) {
+		return nil, fmt.Errorf("dataset %s is your own data, read from disk where it is: nothing to download (check it with 'dpfil data info --dataset %s')", name, name)
+	}
+	s, err := lookupIn(name, opt.DataDir)
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,7 @@ func LoadFiles(name string, opt Options) (*Loaded, error) {
 	if l, ok, err := loadUserData(name, opt); ok { // scheme:path, see userdata.go
 		return l, err
 	}
-	s, err := lookup(name)
+	s, err := lookupIn(name, opt.DataDir)
 	if err != nil {
 		return nil, err
 	}

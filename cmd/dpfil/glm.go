@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/dpfil/dpfil/attack"
+	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/glm"
 	"github.com/spf13/cobra"
 )
@@ -25,7 +27,7 @@ w* = argmin Σℓ(wᵀx̃_i, y_i) + (nλ/2)‖w‖², features = raw pixels in [
 // the command's defaults of σ and --bias.
 func bindGLMSetup(cmd *cobra.Command, s *glm.Setup, quiet *bool, sigma float64, bias bool) {
 	fl := cmd.Flags()
-	fl.StringVar(&s.Dataset, "dataset", "mnist01-embedded", "binary dataset: mnist01-embedded, mnist01 or fashion01")
+	fl.StringVar(&s.Dataset, "dataset", "mnist01-embedded", "binary dataset: mnist01-embedded, mnist01 or fashion01, or your own with labels 0/1: "+strings.Join(data.UserDatasetForms(), ", ")+" (docs/data.md)")
 	fl.StringVar(&s.DataDir, "data-dir", "", "directory holding the dataset's files (searched first)")
 	fl.Float64Var(&s.Lambda, "lambda", 1e-2, "L2 regularisation λ (objective Σℓ + (nλ/2)‖w‖²)")
 	fl.Float64Var(&s.Sigma, "sigma", sigma, "output-perturbation noise standard deviation σ")
@@ -150,7 +152,7 @@ Sec. 6.1), --irfil and measurements: docs/glm.md.`,
 // bindInvertFlags binds the flags of 'glm invert' to e, with their defaults.
 func bindInvertFlags(cmd *cobra.Command, e *glm.InvertExperiment) {
 	fl := cmd.Flags()
-	fl.StringVar(&e.Dataset, "dataset", "mnist01-embedded", "binary image dataset (pixel columns p0…p783) when neither --csv nor --synthetic is given")
+	fl.StringVar(&e.Dataset, "dataset", "mnist01-embedded", "binary image dataset (pixel columns p0…p783) when neither --csv nor --synthetic is given: mnist01-embedded, mnist01, fashion01, or your own with labels 0/1: "+strings.Join(data.UserDatasetForms(), ", "))
 	fl.StringVar(&e.DataDir, "data-dir", "", "directory holding the dataset's files (searched first)")
 	fl.StringVar(&e.CSVPath, "csv", "", "read the table from this CSV file (header row; numbers only; nominal features one-hot encoded)")
 	fl.StringVar(&e.Target, "target", "", "target column of --csv (default: the last column)")

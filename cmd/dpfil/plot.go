@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/plot"
 	"github.com/spf13/cobra"
 	gplot "gonum.org/v1/plot"
@@ -113,7 +114,7 @@ training split) the --top K samples of highest dFIL (most exposed) followed by t
 	}, func(*cobra.Command, []string) (*plot.ImagesReport, error) { return plot.WriteImages(req) })
 	f := cmd.Flags()
 	f.StringVarP(&req.Out, "output", "o", "", "PNG file")
-	f.StringVar(&req.Dataset, "dataset", "mnist-embedded", "dataset name (dpfil data list)")
+	f.StringVar(&req.Dataset, "dataset", "mnist-embedded", data.FlagHelp())
 	f.StringVar(&req.DataDir, "data-dir", "", "directory holding the dataset files")
 	f.StringVar(&req.Split, "split", "train", "train or test")
 	f.StringVar(&req.Indices, "indices", "", "sample indices, e.g. 0,3,10-19")

@@ -21,7 +21,7 @@ import (
 // '_' → '-') with the defaults of cfg.
 func addTrainConfigFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "architecture: "+strings.Join(models.ArchNames(), ", "))
-	fs.StringVar(&cfg.Dataset, "dataset", cfg.Dataset, "dataset: "+strings.Join(data.Names(), ", "))
+	fs.StringVar(&cfg.Dataset, "dataset", cfg.Dataset, data.FlagHelp())
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory holding the dataset files (looked up first)")
 	fs.IntVar(&cfg.TrainSubset, "train-subset", cfg.TrainSubset, "use only the first n training samples (0 = all)")
 	fs.IntVar(&cfg.Steps, "steps", cfg.Steps, "number of DP-SGD steps T (or give --epochs)")
