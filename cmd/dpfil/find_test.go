@@ -53,4 +53,3 @@ func TestDatasetPathSuggestsForm(t *testing.T) {
 		t.Fatalf("data info --dataset my.npz: %v", err)
 	}
 }
-
