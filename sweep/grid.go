@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -14,6 +15,8 @@ import (
 // Grid is a sweep specification: fixed Base settings plus, for each swept key, the
 // list of values to try. Keys are train.Config JSON names (CLI flag names with '-'
 // replaced by '_'). The file format is YAML; JSON is accepted as the YAML subset it is.
+// The key arch names an architecture file (YAML or JSON, as train --arch takes;
+// models.LoadArchSpec), relative to the grid file; it may be swept like any key.
 //
 //	name: mnist-small
 //	repeats: 1            # independent runs per configuration, seeds seed, seed+1, …
@@ -25,6 +28,10 @@ type Grid struct {
 	Repeats     int              `yaml:"repeats,omitempty" json:"repeats,omitempty"`
 	Base        map[string]any   `yaml:"base" json:"base"`
 	Grid        map[string][]any `yaml:"grid" json:"grid"`
+
+	// Dir is the directory relative paths of the grid (arch files) are taken from:
+	// the grid file's, set by LoadGrid ("" = the working directory).
+	Dir string `yaml:"-" json:"-"`
 }
 
 // maxGridPoints caps the expansion so that a typo cannot allocate without bound.
@@ -55,6 +62,7 @@ func LoadGrid(path string) (*Grid, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	g.Dir = filepath.Dir(path)
 	return g, nil
 }
 
@@ -180,6 +188,24 @@ func (g *Grid) Points() []map[string]any {
 			}
 			idx[i] = 0
 		}
+	}
+	return out
+}
+
+// archFiles lists the relative architecture file paths the grid names (arch in base
+// or grid), in file order; absolute paths are left out.
+func (g *Grid) archFiles() []string {
+	var out []string
+	add := func(v any) {
+		if f, ok := v.(string); ok && !filepath.IsAbs(f) {
+			out = append(out, f)
+		}
+	}
+	if v, ok := g.Base["arch"]; ok {
+		add(v)
+	}
+	for _, v := range g.Grid["arch"] {
+		add(v)
 	}
 	return out
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 
+	"github.com/dpfil/dpfil/models"
 	"github.com/dpfil/dpfil/train"
 )
 
@@ -48,6 +50,12 @@ func ConfigFromSettings(settings map[string]any) (train.Config, error) {
 // error: every job of a sweep has a distinct hash.
 func (g *Grid) Jobs() ([]Job, error) {
 	pts := g.Points()
+	archs := map[string]*models.ArchSpec{}
+	for _, p := range pts {
+		if err := g.resolveArch(p, archs); err != nil {
+			return nil, err
+		}
+	}
 	reps := g.Repeats
 	if reps < 1 {
 		reps = 1
@@ -71,4 +79,36 @@ func (g *Grid) Jobs() ([]Job, error) {
 		}
 	}
 	return jobs, nil
+}
+
+// resolveArch replaces the architecture file that the grid point p names (arch: FILE,
+// relative to g.Dir) by its spec, read once per file into archs, and sets p's model
+// to the spec's name unless p gives one (which must then be that name), as
+// train --arch does.
+func (g *Grid) resolveArch(p map[string]any, archs map[string]*models.ArchSpec) error {
+	v, ok := p["arch"]
+	if !ok {
+		return nil
+	}
+	file, ok := v.(string)
+	if !ok || file == "" {
+		return fmt.Errorf("grid %s: arch = %v: want the path of an architecture file (YAML or JSON, as train --arch takes)", g.Name, v)
+	}
+	path := file
+	if !filepath.IsAbs(path) && g.Dir != "" {
+		path = filepath.Join(g.Dir, path)
+	}
+	spec, seen := archs[path]
+	if !seen {
+		var err error
+		if spec, err = models.LoadArchSpec(path); err != nil {
+			return fmt.Errorf("grid %s: arch %s (relative to the grid file): %w", g.Name, file, err)
+		}
+		archs[path] = spec
+	}
+	p["arch"] = spec
+	if _, given := p["model"]; !given {
+		p["model"] = spec.Name
+	}
+	return nil
 }

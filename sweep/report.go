@@ -297,6 +297,9 @@ func (e *Expanded) Plan(req PlanRequest) (*ClusterPlan, error) {
 		p.Text, err = SlurmScript(opt)
 		return p, err
 	}
+	if f := e.Grid.archFiles(); len(f) > 0 {
+		return nil, fmt.Errorf("sweep plan: the grid names architecture files (%s), which the Kubernetes ConfigMap does not carry (it holds the grid file only): use --slurm, or a container image that holds them at an absolute path named in the grid", strings.Join(f, ", "))
+	}
 	if opt.Out == "" {
 		opt.Out = "/results"
 	}

@@ -35,6 +35,11 @@ under 'grid', with train flag names as keys ('-' or '_'):
   base: {model: mnist-cnn, batch: 100, steps: 60, train_subset: 1000}
   grid: {sigma: [0.5, 2], lr: [0.03, 0.1], clip: [1, 4]}
 
+A custom architecture is 'arch: FILE' (the YAML or JSON file train --arch takes,
+relative to the grid file; 'dpfil arch --help'), in base or swept like any key:
+
+  grid: {arch: [nets/small.yaml, nets/wide.yaml], sigma: [0.5, 2]}
+
 The grid expands in a fixed order (sorted keys, last key fastest); each run is
 identified by its config hash, so 'sweep run' resumes without repeating finished runs.`,
 	}, newSweepRunCmd(deps), newSweepStatusCmd(), newSweepListCmd(), newSweepPlanCmd(), newSweepMergeCmd())
