@@ -322,14 +322,16 @@ func (p *ClusterPlan) WriteFile(file string) error {
 	return nil
 }
 
-// ReadInputs reads results files or sweep directories (their results.jsonl) and
-// merges them (Merge). Each input must exist and hold at least one record; an error
-// says why one does not (empty, binary, every line unusable). Unusable lines are
-// reported in the MergeReport.
+// ReadInputs reads and merges (Merge) any mix of sweep directories (their
+// results.jsonl), results files, run directories (their result.json), a run's
+// result.json and directories of run directories (each a record whose Index is -1;
+// see ReadRun). Each input must exist and hold at least one record; an error says
+// why one does not (empty, binary, every line unusable, an unfinished run).
+// Unusable lines are reported in the MergeReport.
 func ReadInputs(paths []string) ([]Record, MergeReport, error) {
 	in := inputs{prefix: "results"}
 	for _, p := range paths {
-		if err := in.add(p, true, true); err != nil {
+		if err := in.addAny(p); err != nil {
 			return nil, MergeReport{}, err
 		}
 	}

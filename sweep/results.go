@@ -25,7 +25,7 @@ const ResultsFile = "results.jsonl"
 // the raw JSON the trainer produced, so merging and re-reading never drop fields.
 type Record struct {
 	Hash     string          `json:"hash"`
-	Index    int             `json:"index"` // position in the expanded grid
+	Index    int             `json:"index"` // position in the expanded grid (-1: a run read from its own directory, ReadRun)
 	Grid     string          `json:"grid,omitempty"`
 	Finished time.Time       `json:"finished"`
 	Config   json.RawMessage `json:"config"`

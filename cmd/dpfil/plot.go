@@ -38,14 +38,18 @@ func addFigureFlags(cmd *cobra.Command, fig *plot.Figure, w, h int) {
 func newPlotParetoCmd() *cobra.Command {
 	var req plot.ParetoRequest
 	cmd := reportCmd(&cobra.Command{
-		Use:   "pareto RESULTS.jsonl|SWEEPDIR... -o pareto.png",
+		Use:   "pareto SWEEPDIR|RESULTS.jsonl|RUNDIR|result.json... -o pareto.png",
 		Short: "Test accuracy vs MSE lower bounds (RDP, FIL max, FIL median) with Pareto frontiers (Guo et al. Fig. 5)",
 		Long: `Guo et al. (2022) Fig. 5: test accuracy on x, MSE lower bound on a log y axis, one series per
 bound (RDP: 1/(4(e^ε₂−1)); FIL: 1/max dFIL and 1/median dFIL), each with its Pareto
 frontier (no other run is both at least as accurate and at least as private) as a
 dashed line, and the MSE = 1 "perfect privacy" line. Runs whose bound is infinite or
-missing (e.g. FIL off) cannot sit on a log axis and are counted as dropped. Results of several files or sweep directories are
-deduplicated by config hash; conflicts and unusable lines are listed on stderr.`,
+missing (e.g. FIL off) cannot sit on a log axis and are counted as dropped.
+
+Inputs, in any mix: a sweep directory (its results.jsonl), a results.jsonl, a run
+directory of 'dpfil train' (its result.json), a result.json, or a directory of run
+directories (e.g. runs/). Results are deduplicated by config hash; conflicts and
+unusable lines are listed on stderr.`,
 		Args: cobra.MinimumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) (*plot.ParetoReport, error) {
 		req.Inputs, req.Warn = args, cmd.ErrOrStderr()
