@@ -319,7 +319,7 @@ type FinishedRun struct {
 func LoadRun(dir string, r int) (*FinishedRun, error) {
 	res, err := ReadResult(dir)
 	if err != nil {
-		return nil, err
+		return nil, explainNoResult(dir, err)
 	}
 	fr := &FinishedRun{Dir: dir, Result: res, Repeat: r}
 	switch {

@@ -223,7 +223,7 @@ func TestArchCLIRefusals(t *testing.T) {
 		{[]string{"train", "--resume", run, "--arch", mlpArch}, "[arch resume] were all set"},
 		{[]string{"train", "--dataset", "npz:" + filepath.Join(dir, "missing.npz"), "--steps", "1"}, "no such file"},
 		{[]string{"eval"}, `"run" not set`},
-		{[]string{"eval", "--run", filepath.Join(dir, "nowhere")}, "no such file"},
+		{[]string{"eval", "--run", filepath.Join(dir, "nowhere")}, "does not exist"},
 		{[]string{"eval", "--run", run, "--split", "all"}, "want test or train"},
 		{[]string{"eval", "--run", run, "--dataset", "mnist-embedded"}, "has 1x28x28 inputs"},
 		{[]string{"predict", "--run", run, wrongSize}, "the model takes 10x10"},
