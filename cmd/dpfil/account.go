@@ -208,21 +208,23 @@ func newAccountFILCmd() *cobra.Command {
 		out   string
 	)
 	cmd := reportCmd(&cobra.Command{
-		Use:   "fil",
-		Short: "Summarise per-sample dFIL files (.npy): max, median, quantiles, Theorem 2 MSE bounds",
-		Long: `Reads one or more per-sample dFIL vectors (.npy float64, as written by 'dpfil
-train'); several files are repeated runs and are merged by the per-sample mean. Prints
-max, median, mean, quantiles, and the MSE lower bounds of Guo, Karrer, Chaudhuri &
-van der Maaten (2022, Theorem 2) 1/max dFIL (worst sample) and 1/median dFIL.
---out writes the merged vector.`,
-		Example: `  dpfil account fil --dfil run1/dfil.npy --dfil run2/dfil.npy --out merged.npy --json`,
-		Args:    cobra.NoArgs,
-	}, func(*cobra.Command, []string) (*accounting.DFILFilesReport, error) {
-		return accounting.SummarizeDFILFiles(files, out)
+		Use:   "fil [DFIL.npy|RUNDIR]...",
+		Short: "Summarise per-sample dFIL (a run's dfil.npy, or its run directory): max, median, quantiles, Theorem 2 MSE bounds",
+		Long: `Reads one or more per-sample dFIL vectors: a run's dfil.npy (.npy float64, as written
+by 'dpfil train'), or the run directory itself, given as arguments or with --dfil;
+several are repeated runs and are merged by the per-sample mean. Prints how the dFIL
+was computed (exact trace, or the random-coordinate estimate with its k; from the
+run's result.json), max, median, mean, quantiles, and the MSE lower bounds of Guo,
+Karrer, Chaudhuri & van der Maaten (2022, Theorem 2) 1/max dFIL (worst sample) and
+1/median dFIL for an unbiased attacker. --out writes the merged vector.`,
+		Example: `  dpfil account fil runs/a/dfil.npy
+  dpfil account fil runs/a runs/b --out merged.npy --json`,
+		Args: cobra.ArbitraryArgs,
+	}, func(_ *cobra.Command, args []string) (*train.FILSummaryReport, error) {
+		return train.SummarizeFIL(append(append([]string(nil), files...), args...), out)
 	})
-	cmd.Flags().StringArrayVar(&files, "dfil", nil, "per-sample dFIL .npy file (repeat for several runs)")
+	cmd.Flags().StringArrayVar(&files, "dfil", nil, "per-sample dFIL .npy file or run directory (repeat for several runs; or give them as arguments)")
 	cmd.Flags().StringVar(&out, "out", "", "write the merged (mean) dFIL vector to this .npy file")
-	markRequired(cmd, "dfil")
 	return cmd
 }
 

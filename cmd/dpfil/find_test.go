@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // walkCommands calls fn for c and every command below it.
@@ -103,5 +104,133 @@ func mustWrite(t *testing.T, path, text string) {
 	}
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTrainFlagGroups checks that every flag of train is in exactly one group of
+// its --help, that no group names a flag train lacks, and that the help shows each
+// flag once, under the group titles.
+func TestTrainFlagGroups(t *testing.T) {
+	cmd := newTrainCmd()
+	cmd.InitDefaultHelpFlag()
+	in := map[string]int{}
+	for _, g := range trainFlagGroups() {
+		for _, n := range g.Flags {
+			in[n]++
+			if cmd.LocalFlags().Lookup(n) == nil {
+				t.Errorf("group %q names --%s, which train lacks", g.Title, n)
+			}
+		}
+	}
+	total := 0
+	cmd.LocalFlags().VisitAll(func(f *pflag.Flag) {
+		total++
+		if in[f.Name] != 1 {
+			t.Errorf("--%s is in %d groups, want exactly 1", f.Name, in[f.Name])
+		}
+	})
+	if total < 45 {
+		t.Errorf("train has %d flags; expected about 49", total)
+	}
+	help, _, err := execCLI(t, "train", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range trainFlagGroups() {
+		if !strings.Contains(help, "\n"+g.Title+":\n") {
+			t.Errorf("train --help lacks the section %q", g.Title)
+		}
+	}
+	if strings.Contains(help, "Other flags") {
+		t.Errorf("train --help has ungrouped flags:\n%s", help)
+	}
+	cmd.LocalFlags().VisitAll(func(f *pflag.Flag) {
+		if n := strings.Count(help, "--"+f.Name+" ") + strings.Count(help, "--"+f.Name+"\n"); n < 1 {
+			t.Errorf("train --help does not list --%s", f.Name)
+		}
+	})
+	if i, j := strings.Index(help, "Model and data:"), strings.Index(help, "Tuning ("); i < 0 || j < i {
+		t.Errorf("sections out of order")
+	}
+}
+
+// TestVersionFlag checks that dpfil --version prints what dpfil version prints.
+func TestVersionFlag(t *testing.T) {
+	flag, _, err := execCLI(t, "--version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd, _, err := execCLI(t, "version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flag != cmd || !strings.HasPrefix(flag, "dpfil ") {
+		t.Errorf("--version %q, version %q", flag, cmd)
+	}
+}
+
+// TestDidYouMean checks the suggestions for misspelt commands (at every level) and
+// flags, and that a command group with an unknown subcommand fails instead of
+// printing its help.
+func TestDidYouMean(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"trian"}, "train"},
+		{[]string{"account", "fli"}, `unknown command "fli" for "dpfil account"; did you mean fil`},
+		{[]string{"plot", "paretoo"}, `unknown command "paretoo" for "dpfil plot"; did you mean pareto?`},
+		{[]string{"sweep", "rn", "g.yaml"}, "did you mean run?"},
+		{[]string{"data", "inf"}, "did you mean info?"},
+		{[]string{"glm", "zzzzz"}, `unknown command "zzzzz" for "dpfil glm"`},
+		{[]string{"train", "--sigam", "1"}, "unknown flag: --sigam; did you mean --sigma?"},
+		{[]string{"train", "--fil-cords=2"}, "did you mean --fil-coords?"},
+		{[]string{"account", "rdp", "--stpes", "3"}, "did you mean --steps?"},
+		{[]string{"train", "--zzzzzz"}, "unknown flag: --zzzzzz (see 'dpfil train --help')"},
+	} {
+		_, _, err := execCLI(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.args, err, c.want)
+		}
+	}
+	if out, _, err := execCLI(t, "plot"); err != nil || !strings.Contains(out, "pareto") {
+		t.Errorf("plot without a subcommand: %v\n%s", err, out)
+	}
+}
+
+// TestAccountFILArgs summarises a dfil.npy given as an argument (what 'account fil
+// runs/a/dfil.npy' means) and a run directory, and refuses no input.
+func TestAccountFILArgs(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	if _, _, err := execCLI(t, "train", "--model", "linear", "--train-subset", "60", "--batch", "20", "--steps", "2",
+		"--fil-coords", "3", "--out", run, "--quiet"); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{filepath.Join(run, "dfil.npy"), run} {
+		out, _, err := execCLI(t, "account", "fil", in, "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Estimator string `json:"estimator"`
+			Summary   struct {
+				Count       int      `json:"count"`
+				MSEBoundMax *float64 `json:"mse_bound_max"`
+			} `json:"summary"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.Summary.Count != 60 || rep.Summary.MSEBoundMax == nil || !strings.Contains(rep.Estimator, "k = 3 of d = 784") {
+			t.Errorf("account fil %s: %s", in, out)
+		}
+	}
+	human, _, err := execCLI(t, "account", "fil", run)
+	if err != nil || !strings.Contains(human, "dFIL estimator: random-coordinate estimate") || !strings.Contains(human, "Theorem 2") {
+		t.Errorf("human: %v\n%s", err, human)
+	}
+	if _, _, err := execCLI(t, "account", "fil"); err == nil || !strings.Contains(err.Error(), "dfil.npy") {
+		t.Errorf("no input: %v", err)
 	}
 }

@@ -22,7 +22,7 @@ func main() {
 // newRootCmd builds the whole command tree. Each command group lives in its own file
 // and contributes one constructor here.
 func newRootCmd() *cobra.Command {
-	return group(&cobra.Command{
+	root := group(&cobra.Command{
 		Use:   "dpfil",
 		Short: "DP-SGD training with Fisher-information and Rényi-DP reconstruction accounting",
 		Long: `dpfil trains the tanh/average-pool convnets of Guo, Karrer, Chaudhuri and van der
@@ -52,6 +52,11 @@ stdout with --json. Every random draw flows from --seed.`,
 		newDemoCmd(),
 		newVersionCmd(),
 	)
+	root.SuggestionsMinimumDistance = 2
+	setVersionFlag(root)
+	checkUnknownSubcommands(root)
+	root.SetFlagErrorFunc(flagErrorWithSuggestion)
+	return root
 }
 
 // group completes c, a command group, with its subcommands.

@@ -163,7 +163,22 @@ and a resumed run keeps recording into them; format in docs/attacks.md.`,
 	addQuietFlag(cmd, &fl.quiet)
 	f.BoolVar(&fl.record, "record-transcript", false, "write the adversary's transcript (θ₀, released gradients, batches) to DIR/transcript.bin")
 	addJSONFlag(cmd, &fl.asJSON)
+	setGroupedUsage(cmd, trainFlagGroups())
 	return cmd
+}
+
+// trainFlagGroups are the sections of 'train --help'; every flag is in exactly one
+// (TestTrainFlagGroups).
+func trainFlagGroups() []flagGroup {
+	return []flagGroup{
+		{"Model and data", []string{"model", "arch", "describe", "dataset", "data-dir", "train-subset"}},
+		{"DP-SGD", []string{"steps", "epochs", "batch", "lr", "momentum", "weight-decay", "sigma", "clip", "clip-mode", "sampling", "repeats", "seed"}},
+		{"Privacy accounting", []string{"delta", "accountant", "target-epsilon"}},
+		{"Fisher information leakage (FIL)", []string{"fil-coords", "fil-exact", "fil-rate", "fil-delta", "fil-normalized-inputs", "fil-eta", "fil-label"}},
+		{"Output and run control", []string{"out", "resume", "checkpoint-every", "eval-every", "record-transcript", "device", "json", "quiet", "help"}},
+		{"Tuning (Edmunds 2024: public pretraining, pruning, learned noise)", []string{"pretrain-public", "pretrain-steps", "pretrain-batch", "pretrain-lr",
+			"prune-fraction", "prune-mode", "freeze", "noise-rank", "noise-power", "noise-base", "noise-samples", "noise-every"}},
+	}
 }
 
 func runTrain(cmd *cobra.Command, fl *trainFlags) error {
