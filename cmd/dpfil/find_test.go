@@ -234,3 +234,58 @@ func TestAccountFILArgs(t *testing.T) {
 		t.Errorf("no input: %v", err)
 	}
 }
+
+// TestMakeTestSaysWhatItDoes checks that every command of the Makefile's test
+// target is preceded by an echo saying what comes (make test is otherwise silent for
+// minutes), that go test runs without -v (one line per package as each finishes),
+// and that the README states its duration and its MNIST download.
+func TestMakeTestSaysWhatItDoes(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recipe []string
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.HasPrefix(line, "test:"):
+			in = true
+		case in && strings.HasPrefix(line, "\t"):
+			recipe = append(recipe, strings.TrimSpace(line))
+		case in:
+			in = false
+		}
+	}
+	if len(recipe) < 8 {
+		t.Fatalf("test recipe: %q", recipe)
+	}
+	said, tested := false, false
+	for _, l := range recipe {
+		if strings.HasPrefix(l, "@echo ") {
+			said = true
+			continue
+		}
+		if !said {
+			t.Errorf("make test runs %q without saying first what it does", l)
+		}
+		said = false
+		if strings.Contains(l, "$(GO) test") {
+			tested = true
+			if strings.Contains(l, " -v") || strings.Contains(l, "TESTFLAGS") && strings.Contains(string(b), "TESTFLAGS ?= -v") {
+				t.Errorf("go test with -v buries the per-package lines: %q", l)
+			}
+		}
+	}
+	if !tested || !strings.Contains(recipe[0], "about 20 minutes on 2 cores") {
+		t.Errorf("test recipe: %q", recipe)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"`make test` takes about 20 minutes on 2 cores", "downloads the full\nMNIST"} {
+		if !strings.Contains(string(readme), w) {
+			t.Errorf("README lacks %q", w)
+		}
+	}
+}

@@ -104,8 +104,10 @@ func TestREADMECommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := os.Symlink(filepath.Join(root, "sweeps"), filepath.Join(dir, "sweeps")); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{"sweeps", "examples"} { // grids name architecture files in examples/
+		if err := os.Symlink(filepath.Join(root, d), filepath.Join(dir, d)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	wd, _ := os.Getwd()
 	if err := os.Chdir(dir); err != nil {
