@@ -190,5 +190,7 @@ unbiased attackers only) and Theorem 1's RDP bound (any attacker).`,
 	fs.Float64Var(&e.RidgeLambda, "ridge-lambda", e.RidgeLambda, "ridge reconstructor: penalty relative to the mean kernel diagonal (0 = chosen by leave-one-out error over 1e-4 … 1e4)")
 	fs.StringVar(&e.Out, "out", "", "write reconn_targets.csv and reconn_targets.png (targets over reconstructions) here")
 	addQuietFlag(cmd, &quiet)
+	setGroupedUsage(cmd, append([]flagGroup{{"Attack (RecoNN)", []string{"fixed", "pool", "shadows", "targets", "val-fraction", "same-init",
+		"reconstructor", "hidden", "rec-epochs", "rec-batch", "rec-lr", "rec-decay", "ridge-lambda"}}}, trainFlagGroups()...))
 	return cmd
 }

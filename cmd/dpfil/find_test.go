@@ -152,6 +152,11 @@ func TestTrainFlagGroups(t *testing.T) {
 	if i, j := strings.Index(help, "Model and data:"), strings.Index(help, "Tuning ("); i < 0 || j < i {
 		t.Errorf("sections out of order")
 	}
+	// attack reconn takes the training recipe's flags too: grouped the same way.
+	reconn, _, err := execCLI(t, "attack", "reconn", "--help")
+	if err != nil || strings.Contains(reconn, "Other flags") || !strings.Contains(reconn, "\nAttack (RecoNN):\n") || !strings.Contains(reconn, "\nDP-SGD:\n") {
+		t.Errorf("attack reconn --help: %v\n%s", err, reconn)
+	}
 }
 
 // TestVersionFlag checks that dpfil --version prints what dpfil version prints.
