@@ -316,7 +316,7 @@ func TestAccountErrors(t *testing.T) {
 		{"rero steps 0", []string{"rero", "--steps", "0", "--q", "0.1", "--sigma", "1", "--kappa", "0.1"}, "steps"},
 		{"rero confidence 1", append(rero, "--q", "0.1", "--sigma", "1", "--kappa", "0.1", "--confidence", "1"), "confidence"},
 		{"rero missing sigma", append(rero, "--q", "0.1", "--kappa", "0.1"), `"sigma" not set`},
-		{"fil no file", []string{"fil"}, `"dfil" not set`},
+		{"fil no file", []string{"fil"}, "no input: give a run's dfil.npy or its run directory"},
 		{"fil missing file", []string{"fil", "--dfil", filepath.Join(dir, "nope.npy")}, "nope.npy"},
 		{"fil corrupt file", []string{"fil", "--dfil", corrupt}, "corrupt.npy"},
 		{"fil length mismatch", []string{"fil", "--dfil", short, "--dfil", corrupt}, "npy"},

@@ -192,6 +192,8 @@ func TestDidYouMean(t *testing.T) {
 		{[]string{"train", "--fil-cords=2"}, "did you mean --fil-coords?"},
 		{[]string{"account", "rdp", "--stpes", "3"}, "did you mean --steps?"},
 		{[]string{"train", "--zzzzzz"}, "unknown flag: --zzzzzz (see 'dpfil train --help')"},
+		{[]string{"train", "--steps", "3", "extra"}, `"dpfil train" takes no arguments, got "extra"`},
+		{[]string{"account", "rdp", "0.01"}, `"dpfil account rdp" takes no arguments, got "0.01"`},
 	} {
 		_, _, err := execCLI(t, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -23,14 +23,19 @@ func setVersionFlag(root *cobra.Command) {
 // checkUnknownSubcommands makes every command group below root (a command with
 // subcommands) refuse an unknown subcommand with cobra's suggestions (its
 // SuggestionsMinimumDistance and prefixes) instead of printing its help and exiting
-// 0; without arguments a group prints its help.
+// 0; without arguments a group prints its help. A command without subcommands that
+// takes no arguments says so for a stray one (explainExtraArgs).
 func checkUnknownSubcommands(root *cobra.Command) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		for _, s := range c.Commands() {
 			walk(s)
 		}
-		if c == root || !c.HasSubCommands() {
+		if !c.HasSubCommands() {
+			explainExtraArgs(c)
+			return
+		}
+		if c == root {
 			return
 		}
 		c.SuggestionsMinimumDistance = root.SuggestionsMinimumDistance
@@ -43,6 +48,22 @@ func checkUnknownSubcommands(root *cobra.Command) {
 		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	}
 	walk(root)
+}
+
+// explainExtraArgs rewords cobra's "unknown command X for dpfil train", which a
+// command that takes no arguments gives for a stray argument, to say so.
+func explainExtraArgs(c *cobra.Command) {
+	orig := c.Args
+	if orig == nil {
+		return
+	}
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		err := orig(cmd, args)
+		if err != nil && strings.HasPrefix(err.Error(), "unknown command") && len(args) > 0 {
+			return fmt.Errorf("%q takes no arguments, got %q (a flag's value needs its flag; see '%s --help')", cmd.CommandPath(), args[0], cmd.CommandPath())
+		}
+		return err
+	}
 }
 
 // didYouMean is "; did you mean X?" (or "X or Y?") for the suggestions, each with
