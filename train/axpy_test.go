@@ -9,11 +9,13 @@ import (
 )
 
 // TestAddScaledIsPlainAxpy: floats.AddScaled, which replaced the hand-written axpy of
-// the learned noise (noise_fim.go), gives bit for bit what the loop y[i] += α·x[i]
-// gave (each product rounded, then the sum: no fused multiply-add), at any length
-// and alignment, so the released noise did not change. (floats.Dot, which replaced
-// the hand-written dot, sums in another order: its results are checked to tolerance
-// by TestLearnedNoiseAlgebra and TestLearnedNoiseFILMatchesMonteCarlo.)
+// the learned noise (noise_fim.go) and of package glm (Lanczos, the inversion
+// attack's gradients), gives bit for bit what the loop y[i] += α·x[i] gave (each
+// product rounded, then the sum: no fused multiply-add), at any length and
+// alignment. (floats.Dot, which replaced the hand-written dot, sums in another
+// order: its results are checked to tolerance here by TestLearnedNoiseAlgebra and
+// TestLearnedNoiseFILMatchesMonteCarlo, and in glm against dense SVDs and finite
+// differences, e.g. TestPerExampleMatchesDenseSVD and TestInvertJacobianFD.)
 func TestAddScaledIsPlainAxpy(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for n := 0; n <= 37; n++ {
