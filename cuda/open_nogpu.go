@@ -8,5 +8,5 @@ const hasGPU = false
 
 // openGPU reports that this binary has no GPU support.
 func openGPU() (Driver, error) {
-	return nil, errors.New("cuda: this binary was built without GPU support; build bin/dpfil-cuda with `make cuda` (build tag cuda) and run it on a GPU host")
+	return nil, errors.New("cuda: this binary was built without GPU support; build bin/dpfil-cuda with `make cuda` (build tag dpfil_cuda) and run it on a GPU host")
 }

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"gorgonia.org/tensor"
-
 	"github.com/dpfil/dpfil/internal/npy"
 )
 
@@ -82,16 +80,6 @@ func TestNPZ(t *testing.T) {
 	if tr.Name != "npz:"+p || tr.SHA256 != tr.Fingerprint() || len(l.Files) != 1 || l.Files[0].SHA256 == "" {
 		t.Errorf("provenance %q %q %+v", tr.Name, tr.SHA256, l.Files)
 	}
-	// The tensor view shares the images.
-	tt := tr.Tensor()
-	if !tt.Shape().Eq(tensor.Shape{n, c, h, w}) || &tt.Data().([]float32)[0] != &tr.Images[0] {
-		t.Error("Tensor is not a (N, C, H, W) view of the images")
-	}
-	back, err := FromTensor("t", tt, tr.Labels, tr.Classes)
-	if err != nil || &back.Images[0] != &tr.Images[0] || back.SHA256 != tr.SHA256 {
-		t.Errorf("FromTensor: %v", err)
-	}
-
 	// Floats in [0,1], (N, H, W), no test part: relative to DataDir.
 	fx := make([]float32, 30*5*5)
 	for i := range fx {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -62,7 +63,7 @@ func NewAnalysis(m *Model) (*Analysis, error) {
 		off = 1
 	}
 	an.u = append([]float64(nil), m.W[off:]...)
-	an.normU2 = dot(an.u, an.u)
+	an.normU2 = floats.Dot(an.u, an.u)
 	ut := make([]float64, p)
 	copy(ut[off:], an.u)
 	an.uhat = make([]float64, p)
@@ -316,11 +317,11 @@ func (an *Analysis) norms(i int, xhat []float64, lz *lanczos, start []float64, s
 		for k, s := range src {
 			tmp[k] = dinv[k] * s
 		}
-		sx := dot(xhat, tmp)
-		su := dot(uhat, tmp)
+		sx := floats.Dot(xhat, tmp)
+		su := floats.Dot(uhat, tmp)
 		s0 := 0.0
 		if q0 != nil {
-			s0 = dot(q0, tmp)
+			s0 = floats.Dot(q0, tmp)
 		}
 		for k := range dst {
 			v := bb*tmp[k] + (aa*sx+ab*su)*xhat[k] + ab*sx*uhat[k]

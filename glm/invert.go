@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -151,7 +152,7 @@ func (iv *Inverter) gradNorm0() float64 {
 	g := make([]float64, iv.P)
 	for i := 0; i < iv.N; i++ {
 		_, d1, _ := iv.derivs(0, iv.tab.T[i])
-		axpy(iv.weight(i)*d1, iv.zt[i*iv.P:(i+1)*iv.P], g)
+		floats.AddScaled(g, iv.weight(i)*d1, iv.zt[i*iv.P:(i+1)*iv.P])
 	}
 	return norm2(g)
 }
@@ -171,17 +172,17 @@ func (iv *Inverter) objective(i int, zi, w, grad []float64) float64 {
 		if om == 0 {
 			continue
 		}
-		l, d1, _ := iv.derivs(dot(w, z), iv.tab.T[j])
+		l, d1, _ := iv.derivs(floats.Dot(w, z), iv.tab.T[j])
 		f += om * l
-		axpy(om*d1, z, grad)
+		floats.AddScaled(grad, om*d1, z)
 	}
-	axpy(iv.nl, w, grad)
-	return f + 0.5*iv.nl*dot(w, w)
+	floats.AddScaled(grad, iv.nl, w)
+	return f + 0.5*iv.nl*floats.Dot(w, w)
 }
 
 // hessian returns ∇²F(w) with row i's features replaced by zi (i < 0: none). For
-// least squares it does not depend on w and is an O(P²) update of the full-data
-// Hessian; for logistic regression it costs O(NP²).
+// least squares it does not depend on w (w may be nil) and is an O(P²) update of the
+// full-data Hessian; for logistic regression it costs O(NP²).
 func (iv *Inverter) hessian(i int, zi, w []float64) *mat.SymDense {
 	p := iv.P
 	h := mat.NewSymDense(p, nil)
@@ -208,7 +209,11 @@ func (iv *Inverter) hessian(i int, zi, w []float64) *mat.SymDense {
 		if om == 0 {
 			continue
 		}
-		_, _, d2 := iv.derivs(dot(w, z), iv.tab.T[j])
+		m := 0.0 // the margin at w = nil (the least-squares Hessian, which does not depend on it)
+		if w != nil {
+			m = floats.Dot(w, z)
+		}
+		_, _, d2 := iv.derivs(m, iv.tab.T[j])
 		c := om * d2
 		for a := 0; a < p; a++ {
 			ca := c * z[a]
@@ -273,7 +278,7 @@ func (iv *Inverter) solve(i int, zi, init []float64) ([]float64, error) {
 				trial[a] = w[a] - alpha*step.AtVec(a)
 			}
 			ft = iv.objective(i, zi, trial, tgrad)
-			if ft <= f-1e-4*alpha*dot(grad, step.RawVector().Data) || (ft-f <= 1e-13*math.Max(1, math.Abs(f)) && norm2(tgrad) < gn) {
+			if ft <= f-1e-4*alpha*floats.Dot(grad, step.RawVector().Data) || (ft-f <= 1e-13*math.Max(1, math.Abs(f)) && norm2(tgrad) < gn) {
 				ok = true
 				break
 			}
@@ -320,7 +325,7 @@ func invertSym(h *mat.SymDense) (*mat.Dense, error) {
 // features are z̃ = zi. When label is set a last column J_t = ω H⁻¹ z̃ is appended.
 func (iv *Inverter) jacobianCols(i int, zi, w []float64, hinv *mat.Dense, cols []int, label bool) *mat.Dense {
 	p := iv.P
-	_, b1, a2 := iv.derivs(dot(w, zi), iv.tab.T[i])
+	_, b1, a2 := iv.derivs(floats.Dot(w, zi), iv.tab.T[i])
 	om := iv.weight(i)
 	u := w[iv.off:]
 	nc := len(cols)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -279,7 +280,7 @@ func (iv *Inverter) WhiteBox(i int, release []float64, prior *Prior, opt AttackO
 func (iv *Inverter) blackBoxScale(release []float64) float64 {
 	s := 0.0
 	for j := 0; j < iv.N; j++ {
-		d := dot(release, iv.zt[j*iv.P:(j+1)*iv.P]) - iv.tab.T[j]
+		d := floats.Dot(release, iv.zt[j*iv.P:(j+1)*iv.P]) - iv.tab.T[j]
 		s += d * d
 	}
 	return math.Max(s/float64(iv.N), 1e-300)
@@ -315,7 +316,7 @@ func (iv *Inverter) BlackBox(i int, release []float64, prior *Prior, s2 float64)
 		best, bestS := 0, math.Inf(-1)
 		for k, v := range prior.Values {
 			iv.withRow(i, cols, v, z)
-			sc := math.Log(prior.Prob[k]) + logLik(dot(release, z))
+			sc := math.Log(prior.Prob[k]) + logLik(floats.Dot(release, z))
 			if sc > bestS {
 				best, bestS = k, sc
 			}
@@ -326,7 +327,7 @@ func (iv *Inverter) BlackBox(i int, release []float64, prior *Prior, s2 float64)
 	s := len(cols)
 	zero := make([]float64, s)
 	iv.withRow(i, cols, zero, z)
-	c := dot(release, z)
+	c := floats.Dot(release, z)
 	g := make([]float64, s)
 	u := release[iv.off:]
 	for k, col := range cols {
@@ -347,7 +348,7 @@ func (iv *Inverter) BlackBox(i int, release []float64, prior *Prior, s2 float64)
 	gsg := mat.Dot(gv, &sg)
 	if iv.cfg.Loss == LeastSquares {
 		// Gaussian prior × Gaussian likelihood of a linear observation.
-		k := (t - c - dot(g, mu)) / (s2 + gsg)
+		k := (t - c - floats.Dot(g, mu)) / (s2 + gsg)
 		out := make([]float64, s)
 		for a := range out {
 			out[a] = mu[a] + sg.AtVec(a)*k
@@ -360,7 +361,7 @@ func (iv *Inverter) BlackBox(i int, release []float64, prior *Prior, s2 float64)
 	if !(gsg > 0) {
 		return append([]float64(nil), mu...), nil
 	}
-	m0 := c + dot(g, mu)
+	m0 := c + floats.Dot(g, mu)
 	tau := 0.0
 	for it := 0; it < 100; it++ {
 		m := m0 + tau*gsg

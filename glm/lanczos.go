@@ -3,6 +3,7 @@ package glm
 import (
 	"math"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/lapack"
 	"gonum.org/v1/gonum/lapack/gonum"
 )
@@ -48,20 +49,6 @@ func newLanczos(p, maxIter int, tol float64) *lanczos {
 	return l
 }
 
-func dot(a, b []float64) float64 {
-	s := 0.0
-	for i, v := range a {
-		s += v * b[i]
-	}
-	return s
-}
-
-func axpy(alpha float64, x, y []float64) {
-	for i, v := range x {
-		y[i] += alpha * v
-	}
-}
-
 // top returns λ_max, the number of Lanczos steps and whether it converged.
 func (l *lanczos) top(apply func(dst, src []float64), start []float64) (float64, int, bool) {
 	nrm := norm2(start)
@@ -82,16 +69,16 @@ func (l *lanczos) top(apply func(dst, src []float64), start []float64) (float64,
 	for j := 0; j < l.maxIter; j++ {
 		vj := l.basis[j]
 		apply(l.w, vj)
-		a := dot(vj, l.w)
+		a := floats.Dot(vj, l.w)
 		l.alpha[j] = a
-		axpy(-a, vj, l.w)
+		floats.AddScaled(l.w, -a, vj)
 		if j > 0 {
-			axpy(-l.beta[j-1], l.basis[j-1], l.w)
+			floats.AddScaled(l.w, -l.beta[j-1], l.basis[j-1])
 		}
 		// Full re-orthogonalisation (twice is enough).
 		for pass := 0; pass < 2; pass++ {
 			for i := 0; i <= j; i++ {
-				axpy(-dot(l.basis[i], l.w), l.basis[i], l.w)
+				floats.AddScaled(l.w, -floats.Dot(l.basis[i], l.w), l.basis[i])
 			}
 		}
 		b := norm2(l.w)

@@ -6,17 +6,17 @@ import (
 	"math/rand/v2"
 	"sort"
 	"sync"
-
-	G "gorgonia.org/gorgonia"
 )
 
 // Layer is one layer kind, implemented in its own file (layer_<kind>.go) and
 // registered by kind in an init function: what an architecture needs (shape
-// inference, parameter tensors, initialisation, FLOPs, a description), its Gorgonia
-// node (the oracle and the Gorgonia builder) and, through engine, its passes of the
-// per-sample second-order engine in float32 and float64 (forward, per-sample backward,
-// the tangent forward and backward passes and, for a layer with parameters, the
-// gradient tangents). The network code knows no kind by name: it asks the registry.
+// inference, parameter tensors, initialisation, FLOPs, a description) and, through
+// engine, its passes of the per-sample second-order engine in float32 and float64
+// (forward, per-sample backward, the tangent forward and backward passes and, for a
+// layer with parameters, the gradient tangents). The network code knows no kind by name: it asks the registry.
+// The kind's Gorgonia nodes (the oracle and the Gorgonia builder) are registered by
+// kind in models/oracle (node_<kind>.go), so that this package does not import
+// Gorgonia.
 //
 // A Layer is stateless; everything a configured layer needs is in its LayerSpec and
 // its input shape. The engine passes are unexported, so new kinds live in this package
@@ -46,9 +46,6 @@ type Layer interface {
 	// FLOPs is the GEMM arithmetic (a multiply-add counts 2) of one sample's
 	// per-sample gradient and of one FIL tangent direction (see FLOPCount).
 	FLOPs(spec LayerSpec, in, out Shape, f FLOPContext) (perSampleGrad, filDirection float64)
-	// Gorgonia adds the layer to a Gorgonia graph: h is the input node, (B, C, H, W)
-	// or (B, C·H·W) once flattened; it returns the output node.
-	Gorgonia(c *GorgoniaLayer, h *G.Node) (*G.Node, error)
 	// engine returns the layer's engine passes for a resolved layer.
 	engine(r *resolved) engines
 }
@@ -68,20 +65,6 @@ type FLOPContext struct {
 	// SparseFirst is true when the layer is the first parameter layer and the FIL
 	// step's one-hot input tangents reach it sparsely (crossing it is a scatter).
 	SparseFirst bool
-}
-
-// GorgoniaLayer is what a layer needs to add itself to a Gorgonia graph.
-type GorgoniaLayer struct {
-	Graph   *G.ExprGraph
-	Batch   int
-	Index   int // the layer's index in the architecture (for node names)
-	Spec    LayerSpec
-	In, Out Shape
-	// Param returns the node of the layer's next parameter tensor (in Params order)
-	// with shape nodeShape, bound to a value the graph's owner fills from the flat
-	// parameter vector. transposed says the node holds the transpose of the flat
-	// layout's 2-D matrix (the caller transposes when copying values in and out).
-	Param func(transposed bool, nodeShape ...int) *G.Node
 }
 
 var (

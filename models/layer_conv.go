@@ -3,9 +3,6 @@ package models
 import (
 	"fmt"
 	"math/rand/v2"
-
-	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 )
 
 // KindConv is a 2-D convolution with bias: Out filters of KH×KW, Stride, explicit
@@ -64,67 +61,6 @@ func (convLayer) Describe(l LayerSpec) string {
 
 func (convLayer) FLOPs(l LayerSpec, in, out Shape, f FLOPContext) (float64, float64) {
 	return gemmLayerFLOPs(float64(out.C*in.C*l.KH*l.KW*out.H*out.W), f)
-}
-
-// Gorgonia pads by concatenating named zero constants (Gorgonia's Conv2d pads only
-// symmetrically), then convolves VALID and adds the bias.
-func (convLayer) Gorgonia(c *GorgoniaLayer, h *G.Node) (*G.Node, error) {
-	l := c.Spec
-	w := c.Param(false, l.Out, c.In.C, l.KH, l.KW)
-	b := c.Param(false, 1, l.Out, 1, 1)
-	h, err := GorgoniaPad2D(c.Graph, h, fmt.Sprintf("pad%d", c.Index), l.PadT, l.PadB, l.PadL, l.PadR)
-	if err != nil {
-		return nil, fmt.Errorf("pad: %w", err)
-	}
-	if h, err = G.Conv2d(h, w, tensor.Shape{l.KH, l.KW}, []int{0, 0}, []int{l.Stride, l.Stride}, []int{1, 1}); err != nil {
-		return nil, err
-	}
-	return G.BroadcastAdd(h, b, nil, []byte{0, 2, 3})
-}
-
-// GorgoniaPad2D zero-pads the last two axes of h (B, C, H, W) by concatenating
-// named zero constants (name+"_top_zeros", …): Gorgonia v0.9.18's Conv2d and
-// pooling pad only symmetrically, so asymmetric (SAME) padding is done here and
-// the convolution runs VALID.
-func GorgoniaPad2D(g *G.ExprGraph, h *G.Node, name string, top, bottom, left, right int) (*G.Node, error) {
-	zeros := func(side string, shape ...int) *G.Node {
-		t := tensor.New(tensor.WithShape(shape...), tensor.Of(h.Dtype()))
-		return g.AddNode(G.NewConstant(t, G.WithName(fmt.Sprintf("%s_%s_zeros", name, side))))
-	}
-	var err error
-	sh := h.Shape()
-	if len(sh) != 4 {
-		return nil, fmt.Errorf("pad: want a (B, C, H, W) node, got shape %v", sh)
-	}
-	b, c, hh, ww := sh[0], sh[1], sh[2], sh[3]
-	if top > 0 || bottom > 0 {
-		parts := G.Nodes{}
-		if top > 0 {
-			parts = append(parts, zeros("top", b, c, top, ww))
-		}
-		parts = append(parts, h)
-		if bottom > 0 {
-			parts = append(parts, zeros("bottom", b, c, bottom, ww))
-		}
-		if h, err = G.Concat(2, parts...); err != nil {
-			return nil, err
-		}
-		hh += top + bottom
-	}
-	if left > 0 || right > 0 {
-		parts := G.Nodes{}
-		if left > 0 {
-			parts = append(parts, zeros("left", b, c, hh, left))
-		}
-		parts = append(parts, h)
-		if right > 0 {
-			parts = append(parts, zeros("right", b, c, hh, right))
-		}
-		if h, err = G.Concat(3, parts...); err != nil {
-			return nil, err
-		}
-	}
-	return h, nil
 }
 
 func (convLayer) engine(r *resolved) engines {

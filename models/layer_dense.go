@@ -3,9 +3,6 @@ package models
 import (
 	"fmt"
 	"math/rand/v2"
-
-	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 )
 
 // KindDense is a fully connected layer with bias on a flattened input. Parameters: W
@@ -53,23 +50,6 @@ func (denseLayer) Describe(l LayerSpec) string { return fmt.Sprintf("dense %d", 
 
 func (denseLayer) FLOPs(l LayerSpec, in, out Shape, f FLOPContext) (float64, float64) {
 	return gemmLayerFLOPs(float64(out.Size()*in.Size()), f)
-}
-
-// Gorgonia multiplies by a node holding Wᵀ (In, Out), so that no Transpose op is
-// needed, and adds the bias.
-func (denseLayer) Gorgonia(c *GorgoniaLayer, h *G.Node) (*G.Node, error) {
-	wt := c.Param(true, c.In.Size(), c.Spec.Out)
-	b := c.Param(false, 1, c.Spec.Out)
-	var err error
-	if h.Dims() != 2 {
-		if h, err = G.Reshape(h, tensor.Shape{c.Batch, c.In.Size()}); err != nil {
-			return nil, fmt.Errorf("input: %w", err)
-		}
-	}
-	if h, err = G.Mul(h, wt); err != nil {
-		return nil, err
-	}
-	return G.BroadcastAdd(h, b, nil, []byte{0})
 }
 
 func (denseLayer) engine(r *resolved) engines {

@@ -2,8 +2,6 @@ package models
 
 import (
 	"math/rand/v2"
-
-	G "gorgonia.org/gorgonia"
 )
 
 // KindELU is the elementwise ELU with α = 1: x for x > 0, eˣ − 1 otherwise.
@@ -23,20 +21,3 @@ func (eluLayer) OneHotScale(LayerSpec, Shape, int) (float64, bool)             {
 func (eluLayer) Describe(LayerSpec) string                                     { return "elu" }
 func (eluLayer) FLOPs(LayerSpec, Shape, Shape, FLOPContext) (float64, float64) { return 0, 0 }
 func (eluLayer) engine(r *resolved) engines                                    { return actEngines(r, ActELU) }
-
-// Gorgonia builds ELU from primitives (Gorgonia has none): relu(x) + expm1(x − relu(x)).
-func (eluLayer) Gorgonia(_ *GorgoniaLayer, x *G.Node) (*G.Node, error) {
-	r, err := G.Rectify(x)
-	if err != nil {
-		return nil, err
-	}
-	neg, err := G.Sub(x, r) // min(x, 0)
-	if err != nil {
-		return nil, err
-	}
-	e, err := G.Expm1(neg)
-	if err != nil {
-		return nil, err
-	}
-	return G.Add(r, e)
-}

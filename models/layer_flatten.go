@@ -2,9 +2,6 @@ package models
 
 import (
 	"math/rand/v2"
-
-	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 )
 
 // KindFlatten reshapes [C][H][W] to [C·H·W] (row-major): no values change, the
@@ -26,10 +23,6 @@ func (flattenLayer) InitParam(LayerSpec, Shape, int, *rand.Rand, []float64)     
 func (flattenLayer) OneHotScale(LayerSpec, Shape, int) (float64, bool)             { return 1, true }
 func (flattenLayer) Describe(LayerSpec) string                                     { return "flatten" }
 func (flattenLayer) FLOPs(LayerSpec, Shape, Shape, FLOPContext) (float64, float64) { return 0, 0 }
-
-func (flattenLayer) Gorgonia(c *GorgoniaLayer, h *G.Node) (*G.Node, error) {
-	return G.Reshape(h, tensor.Shape{c.Batch, c.In.Size()})
-}
 
 func (flattenLayer) engine(r *resolved) engines {
 	r.view = true

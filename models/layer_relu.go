@@ -2,8 +2,6 @@ package models
 
 import (
 	"math/rand/v2"
-
-	G "gorgonia.org/gorgonia"
 )
 
 // KindReLU is the elementwise max(x, 0). Its second derivative is 0 (almost
@@ -24,7 +22,6 @@ func (reluLayer) InitParam(LayerSpec, Shape, int, *rand.Rand, []float64)        
 func (reluLayer) OneHotScale(LayerSpec, Shape, int) (float64, bool)             { return 0, false }
 func (reluLayer) Describe(LayerSpec) string                                     { return "relu" }
 func (reluLayer) FLOPs(LayerSpec, Shape, Shape, FLOPContext) (float64, float64) { return 0, 0 }
-func (reluLayer) Gorgonia(_ *GorgoniaLayer, h *G.Node) (*G.Node, error)         { return G.Rectify(h) }
 
 func (reluLayer) engine(r *resolved) engines {
 	return engines{&reluOps[float32]{r}, &reluOps[float64]{r}}

@@ -2,8 +2,6 @@ package models
 
 import (
 	"math/rand/v2"
-
-	G "gorgonia.org/gorgonia"
 )
 
 // KindTanh is the elementwise tanh.
@@ -22,5 +20,4 @@ func (tanhLayer) InitParam(LayerSpec, Shape, int, *rand.Rand, []float64)        
 func (tanhLayer) OneHotScale(LayerSpec, Shape, int) (float64, bool)             { return 0, false }
 func (tanhLayer) Describe(LayerSpec) string                                     { return "tanh" }
 func (tanhLayer) FLOPs(LayerSpec, Shape, Shape, FLOPContext) (float64, float64) { return 0, 0 }
-func (tanhLayer) Gorgonia(_ *GorgoniaLayer, h *G.Node) (*G.Node, error)         { return G.Tanh(h) }
 func (tanhLayer) engine(r *resolved) engines                                    { return actEngines(r, ActTanh) }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/dpfil/dpfil/models"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -203,19 +204,19 @@ func (nf *noiseFIM) estimate(tu *tuning, step int, params []float32) error {
 		return err
 	}
 	// Project out the mean public clipped gradient (the descent direction).
-	if mn := math.Sqrt(dot64(mean, mean)); mn > 0 {
+	if mn := math.Sqrt(floats.Dot(mean, mean)); mn > 0 {
 		for i := range mean {
 			mean[i] /= mn
 		}
 		for _, vs := range v {
-			axpy64(-dot64(mean, vs), mean, vs)
+			floats.AddScaled(vs, -floats.Dot(mean, vs), mean)
 		}
 	}
 	gram := mat.NewSymDense(m, nil)
 	total := 0.0
 	for a := 0; a < m; a++ {
 		for b := a; b < m; b++ {
-			gram.SetSym(a, b, dot64(v[a], v[b]))
+			gram.SetSym(a, b, floats.Dot(v[a], v[b]))
 		}
 		total += gram.At(a, a)
 	}
@@ -238,13 +239,13 @@ func (nf *noiseFIM) estimate(tu *tuning, step int, params []float32) error {
 		}
 		u := make([]float64, P)
 		for s := 0; s < m; s++ {
-			axpy64(vecs.At(s, k), v[s], u)
+			floats.AddScaled(u, vecs.At(s, k), v[s])
 		}
 		// Re-orthonormalise (round-off) against the previous directions and the mean.
 		for _, prev := range append(nf.u, mean) {
-			axpy64(-dot64(prev, u), prev, u)
+			floats.AddScaled(u, -floats.Dot(prev, u), prev)
 		}
-		n := math.Sqrt(dot64(u, u))
+		n := math.Sqrt(floats.Dot(u, u))
 		if !(n > 0) {
 			continue
 		}
@@ -280,9 +281,9 @@ func (nf *noiseFIM) estimate(tu *tuning, step int, params []float32) error {
 		}
 		tot, sub := 0.0, 0.0
 		for _, vs := range hv {
-			tot += dot64(vs, vs)
+			tot += floats.Dot(vs, vs)
 			for q, u := range nf.u {
-				p := dot64(u, vs)
+				p := floats.Dot(u, vs)
 				sub += nf.c[q] * p * p
 			}
 		}
@@ -315,7 +316,7 @@ func (nf *noiseFIM) add(step int, sum []float32) {
 	clear(nf.extra)
 	for k, u := range nf.u {
 		z := nf.nominal * nf.clipC * math.Sqrt(nf.a[k]) * rng.NormFloat64()
-		axpy64(z, u, nf.extra)
+		floats.AddScaled(nf.extra, z, u)
 	}
 	for i, e := range nf.extra {
 		if e != 0 {
@@ -327,9 +328,9 @@ func (nf *noiseFIM) add(step int, sum []float32) {
 // shapedSqNorm is ‖v‖² − Σ_i c_i (u_iᵀv)², the squared norm of v in the metric
 // β²σ²C²·Σ⁻¹ (= ‖v‖² for isotropic noise).
 func (nf *noiseFIM) shapedSqNorm(v []float64) float64 {
-	s := dot64(v, v)
+	s := floats.Dot(v, v)
 	for k, u := range nf.u {
-		p := dot64(u, v)
+		p := floats.Dot(u, v)
 		s -= nf.c[k] * p * p
 	}
 	return math.Max(s, 0)
@@ -353,20 +354,6 @@ func (nf *noiseFIM) result(sigmaEff float64) *NoiseFIMResult {
 		r.ExtraNoisePower = sa / (nf.beta * nf.beta * float64(nf.released))
 	}
 	return r
-}
-
-func dot64(a, b []float64) float64 {
-	s := 0.0
-	for i, v := range a {
-		s += v * b[i]
-	}
-	return s
-}
-
-func axpy64(alpha float64, x, y []float64) {
-	for i, v := range x {
-		y[i] += alpha * v
-	}
 }
 
 // waterFill returns a_i ≥ 0 with Σ a_i = budget maximising Σ_i λ_i·a_i/(β² + a_i):

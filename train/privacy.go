@@ -8,8 +8,7 @@ import (
 
 // dpsgd describes the run's releases for the accountants.
 func (s *setup) dpsgd() accounting.DPSGD {
-	sm, _ := accounting.ParseSampling(s.cfg.Sampling) // validated by Config.Validate
-	return accounting.DPSGD{Sampling: sm, N: s.n, Batch: s.cfg.Batch, Steps: s.steps, NoiseMultiplier: s.cfg.Sigma / s.c}
+	return accounting.DPSGD{Sampling: s.sampling, N: s.n, Batch: s.cfg.Batch, Steps: s.steps, NoiseMultiplier: s.cfg.Sigma / s.c}
 }
 
 // privacy derives the run's privacy report from the ledger the run emitted.

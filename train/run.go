@@ -92,6 +92,7 @@ type setup struct {
 	n, d, p  int
 	steps    int
 	q        float64
+	sampling accounting.Sampling // cfg.Sampling, parsed once
 	clip     models.Clip
 	c        float64 // clip constant
 	noiseStd float64 // σC
@@ -250,9 +251,11 @@ func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error)
 	if !(s.c >= 1) || math.IsInf(s.c, 0) {
 		return nil, fmt.Errorf("clip constant c = %v must be finite and ≥ 1", s.c)
 	}
+	if s.sampling, err = accounting.ParseSampling(cfg.Sampling); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
 	if cfg.TargetEpsilon > 0 {
-		d := accounting.DPSGD{Batch: cfg.Batch, N: s.n, Steps: s.steps}
-		d.Sampling, _ = accounting.ParseSampling(cfg.Sampling)
+		d := accounting.DPSGD{Sampling: s.sampling, Batch: cfg.Batch, N: s.n, Steps: s.steps}
 		nm, err := accounting.CalibrateNoise(d, accounting.ReportOptions{Delta: cfg.Delta, Accountant: cfg.Accountant}, cfg.TargetEpsilon)
 		if err != nil {
 			return nil, fmt.Errorf("target_epsilon: %w", err)

@@ -670,3 +670,34 @@ func TestFILCoordsAboveInputDim(t *testing.T) {
 		t.Fatalf("fil_coords > d: %v", err)
 	}
 }
+
+// TestSamplingParsedOnce: the run's sampling scheme is parsed once when the run is
+// prepared; the per-step privacy description (dpsgd, called for every step's event)
+// no longer reads the configuration string.
+func TestSamplingParsedOnce(t *testing.T) {
+	split := toyData(40, 10, 6, 3, 1)
+	for _, tc := range []struct {
+		name string
+		want accounting.Sampling
+	}{
+		{SamplingPoisson, accounting.SamplingPoisson},
+		{SamplingUniform, accounting.SamplingUniform},
+		{SamplingShuffle, accounting.SamplingShuffle},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tinyConfig()
+			cfg.Sampling, cfg.Batch, cfg.Steps = tc.name, 8, 3
+			s, err := prepare(cfg, Options{Model: &softmaxModel{d: 6, k: 3}, Data: split}, func(string, ...any) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.dpsgd().Sampling; got != tc.want {
+				t.Fatalf("dpsgd sampling %v, want %v", got, tc.want)
+			}
+			s.cfg.Sampling = "not parsed again"
+			if got := s.dpsgd().Sampling; got != tc.want {
+				t.Errorf("dpsgd re-read the sampling string: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

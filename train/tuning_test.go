@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dpfil/dpfil/models"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -124,9 +125,9 @@ func TestTunedFILMatchesFiniteDifferences(t *testing.T) {
 			}
 		}
 		for _, prev := range nf.u {
-			axpy64(-dot64(prev, u), prev, u)
+			floats.AddScaled(u, -floats.Dot(prev, u), prev)
 		}
-		n := math.Sqrt(dot64(u, u))
+		n := math.Sqrt(floats.Dot(u, u))
 		for i := range u {
 			u[i] /= n
 		}
@@ -482,9 +483,9 @@ func TestLearnedNoiseFILMatchesMonteCarlo(t *testing.T) {
 			u[i] = rng.NormFloat64()
 		}
 		for _, prev := range nf.u {
-			axpy64(-dot64(prev, u), prev, u)
+			floats.AddScaled(u, -floats.Dot(prev, u), prev)
 		}
-		n := math.Sqrt(dot64(u, u))
+		n := math.Sqrt(floats.Dot(u, u))
 		for i := range u {
 			u[i] /= n
 		}
@@ -501,7 +502,7 @@ func TestLearnedNoiseFILMatchesMonteCarlo(t *testing.T) {
 	// Σ⁻¹J for the estimator, from the same metric: Σ⁻¹ = (I − Σ c_q u_q u_qᵀ)/(σ_eff C)².
 	w := append([]float64(nil), J...)
 	for q, u := range nf.u {
-		axpy64(-nf.c[q]*dot64(u, J), u, w)
+		floats.AddScaled(w, -nf.c[q]*floats.Dot(u, J), u)
 	}
 	const trials = 20000
 	const x = 0.37
@@ -516,7 +517,7 @@ func TestLearnedNoiseFILMatchesMonteCarlo(t *testing.T) {
 		for i, v := range sum {
 			y[i] = float64(v)
 		}
-		xhat := dot64(w, y) / dot64(w, J)
+		xhat := floats.Dot(w, y) / floats.Dot(w, J)
 		sq += (xhat - x) * (xhat - x)
 	}
 	mse := sq / trials

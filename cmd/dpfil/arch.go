@@ -7,6 +7,7 @@ import (
 
 	"github.com/dpfil/dpfil/models"
 	"github.com/dpfil/dpfil/models/enginebench"
+	"github.com/dpfil/dpfil/models/oracle"
 	"github.com/dpfil/dpfil/train"
 	"github.com/spf13/cobra"
 )
@@ -88,7 +89,7 @@ func newBenchCmd() *cobra.Command {
 }
 
 func newBenchEngineCmd() *cobra.Command {
-	req := enginebench.Request{OpenDevice: train.NewModel}
+	req := enginebench.Request{OpenDevice: train.NewModel, OracleRoute: oracle.PerSampleRoute}
 	cmd := reportCmd(&cobra.Command{
 		Use:   "engine",
 		Short: "Per-sample-gradient and FIL-step throughput of the CPU engine vs its FLOP floor",

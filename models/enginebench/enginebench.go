@@ -13,8 +13,9 @@
 //
 // The package sits under models because it measures models.Model implementations
 // and nothing else: it needs no training loop, data set or accountant. A device
-// model is opened through Request.OpenDevice, so that this package does not depend
-// on the packages that build device backends.
+// model is opened through Request.OpenDevice and the oracle's route prepared through
+// Request.OracleRoute, so that this package depends neither on the packages that
+// build device backends nor on Gorgonia.
 package enginebench
 
 import (
@@ -44,13 +45,21 @@ type Request struct {
 	Seconds float64
 	// Seed draws the parameters, inputs, labels and FIL coordinates.
 	Seed uint64
-	// Oracle also times the Gorgonia oracle's per-sample gradients.
-	Oracle bool
+	// Oracle also times a baseline's per-sample gradients, prepared by OracleRoute
+	// (required then): oracle.PerSampleRoute, Gorgonia's per-sample route. The caller
+	// passes it so that this package does not link Gorgonia.
+	Oracle      bool
+	OracleRoute Route
 	// Device, when not "" or "cpu", names a device backend timed next to the CPU
 	// engine; OpenDevice builds it (required then).
 	Device     string
 	OpenDevice func(arch models.Arch, device string) (models.Model, error)
 }
+
+// Route prepares a per-sample-gradient route of arch at params on the batch x, y for
+// timing; each call of the returned function processes part of the batch and says
+// how many samples.
+type Route func(arch models.Arch, params, x []float32, y []int) (func() (int, error), error)
 
 // Rate is one measured throughput with its FLOP floor.
 type Rate struct {
@@ -149,6 +158,8 @@ func (r Request) validate() error {
 		return fmt.Errorf("engine benchmark: FIL batch must be in [0, batch], got %d", r.FILBatch)
 	case r.hasDevice() && r.OpenDevice == nil:
 		return fmt.Errorf("engine benchmark: device %q without a way to open it (Request.OpenDevice)", r.Device)
+	case r.Oracle && r.OracleRoute == nil:
+		return fmt.Errorf("engine benchmark: oracle timing without a route to time (Request.OracleRoute, e.g. oracle.PerSampleRoute)")
 	}
 	return nil
 }
@@ -273,7 +284,7 @@ func (b *bench) timeGrad(fl models.FLOPCount) error {
 	var oracle func() (int, error)
 	if r.Oracle {
 		var err error
-		if oracle, err = oracleRoute(b.arch, b.params, b.x, b.y); err != nil {
+		if oracle, err = r.OracleRoute(b.arch, b.params, b.x, b.y); err != nil {
 			return fmt.Errorf("engine benchmark: oracle: %w", err)
 		}
 		b.rep.Oracle = &Rate{FLOPsPerSample: fl.PerSampleGrad}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dpfil/dpfil/models"
 	"github.com/dpfil/dpfil/models/enginebench"
+	"github.com/dpfil/dpfil/models/oracle"
 )
 
 func TestRun(t *testing.T) {
@@ -21,7 +22,7 @@ func TestRun(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.model, func(t *testing.T) {
-			r, err := enginebench.Run(enginebench.Request{Model: tc.model, Batch: 4, Coords: 3, Oracle: tc.oracle})
+			r, err := enginebench.Run(enginebench.Request{Model: tc.model, Batch: 4, Coords: 3, Oracle: tc.oracle, OracleRoute: oracle.PerSampleRoute})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,6 +129,7 @@ func TestRunErrors(t *testing.T) {
 		{"seconds NaN", func(r *enginebench.Request) { r.Seconds = math.NaN() }, "seconds"},
 		{"FIL batch > batch", func(r *enginebench.Request) { r.FILBatch = 3 }, "FIL batch"},
 		{"device without opener", func(r *enginebench.Request) { r.Device = "cuda" }, "OpenDevice"},
+		{"oracle without route", func(r *enginebench.Request) { r.Oracle = true }, "OracleRoute"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,7 +3,8 @@
 // A Builder grows two things at once, one layer per call: a real Gorgonia
 // expression graph (*gorgonia.ExprGraph, batch 1: Gorgonia's per-sample route) and the
 // engine's layer list (models.Arch). Each layer's Gorgonia nodes come from the layer
-// kind's own file in package models (the same code the oracle uses), which hides
+// kind's registered nodes in models/oracle (node_<kind>.go, the code the oracle
+// uses), which hides
 // Gorgonia v0.9.18's defects: average pooling is a depthwise convolution with a
 // fixed 1/(kh·kw) kernel (AveragePool2D divides by the input width), asymmetric
 // (SAME) padding is explicit zero concatenation (Conv2d pads only symmetrically),
@@ -21,6 +22,10 @@
 // that trains privately through Gorgonia's own per-sample gradients (first-order
 // DP-SGD, clipped as the engine clips, with the usual RDP/PLD ε). It has no FIL:
 // FILSqNorms, and train.Run when FIL is requested, fail with ErrNoSecondOrder.
+//
+// ParamTensors, DatasetTensor and DatasetFromTensor view the engine's flat parameter
+// vectors and data.Dataset images as gorgonia.org/tensor values. They live here, not
+// in models or data, so that the engine and the trainer do not link Gorgonia.
 package gorgonet
 
 import (

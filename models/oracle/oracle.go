@@ -11,8 +11,8 @@
 // batch loss is the SUM (not the mean) of the per-sample losses, so the batch gradient
 // equals the sum of the per-sample gradients.
 //
-// Each layer adds its own nodes (models.Layer.Gorgonia, in the layer kind's file),
-// working around these Gorgonia v0.9.18 defects (pinned by the tests in
+// Each layer kind adds its own nodes (a NodeFunc registered by kind in the kind's file
+// node_<kind>.go; the engine side is models/layer_<kind>.go), working around these Gorgonia v0.9.18 defects (pinned by the tests in
 // gorgonia_defects_test.go):
 //   - AveragePool2D divides by the input width instead of the kernel area, and its
 //     stride-2 backward puts the whole gradient in the top-left corner: average
@@ -139,6 +139,10 @@ func (gr *Graph) Append(l models.LayerSpec, h *G.Node) (out *G.Node, err error) 
 	if err != nil {
 		return nil, fmt.Errorf("oracle: %s layer %d: %w", gr.arch.Name, i, err)
 	}
+	node, err := NodeOf(l.Kind)
+	if err != nil {
+		return nil, fmt.Errorf("oracle: %s layer %d: %w", gr.arch.Name, i, err)
+	}
 	in := gr.shapes[i]
 	outShape, err := kind.OutShape(l, in)
 	if err != nil {
@@ -173,8 +177,8 @@ func (gr *Graph) Append(l models.LayerSpec, h *G.Node) (out *G.Node, err error) 
 		gr.params = append(gr.params, n)
 		return n
 	}
-	c := &models.GorgoniaLayer{Graph: gr.g, Batch: gr.batch, Index: i, Spec: l, In: in, Out: outShape, Param: param}
-	if out, err = kind.Gorgonia(c, h); err != nil {
+	c := &Layer{Graph: gr.g, Batch: gr.batch, Index: i, Spec: l, In: in, Out: outShape, Param: param}
+	if out, err = node(c, h); err != nil {
 		return nil, fmt.Errorf("oracle: %s layer %d %s: %w", gr.arch.Name, i, l.Kind, err)
 	}
 	if ti != len(tensors) {
@@ -257,7 +261,7 @@ func (gr *Graph) Logits() *G.Node { return gr.logits }
 func (gr *Graph) Loss() *G.Node { return gr.loss }
 
 // ParamNodes are the parameter nodes in flat-vector order (a dense layer's W node
-// holds Wᵀ, see models.GorgoniaLayer.Param), and Gradients their gradient nodes.
+// holds Wᵀ, see Layer.Param), and Gradients their gradient nodes.
 func (gr *Graph) ParamNodes() []*G.Node { return gr.params }
 
 // Gradients are the gradient nodes of the summed loss w.r.t. ParamNodes.

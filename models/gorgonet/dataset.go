@@ -1,21 +1,23 @@
-package data
+package gorgonet
 
 import (
 	"fmt"
 
 	"gorgonia.org/tensor"
+
+	"github.com/dpfil/dpfil/data"
 )
 
-// Tensor returns the images as a (N, C, H, W) float32 tensor.Dense that views
-// d.Images (no copy: writing one writes the other).
-func (d *Dataset) Tensor() *tensor.Dense {
+// DatasetTensor returns the images of d as a (N, C, H, W) float32 tensor.Dense that
+// views d.Images (no copy: writing one writes the other).
+func DatasetTensor(d *data.Dataset) *tensor.Dense {
 	return tensor.New(tensor.WithShape(d.N, d.C, d.H, d.W), tensor.WithBacking(d.Images))
 }
 
-// FromTensor makes a dataset of a (N, C, H, W) float32 tensor with values in [0,1]
+// DatasetFromTensor makes a dataset of a (N, C, H, W) float32 tensor with values in [0,1]
 // and its labels (0 ≤ label < classes). The images view the tensor's backing array
 // (no copy) when the tensor is contiguous, and are copied otherwise.
-func FromTensor(name string, x *tensor.Dense, labels []int, classes int) (*Dataset, error) {
+func DatasetFromTensor(name string, x *tensor.Dense, labels []int, classes int) (*data.Dataset, error) {
 	if x == nil {
 		return nil, fmt.Errorf("dataset %s: nil tensor", name)
 	}
@@ -32,7 +34,7 @@ func FromTensor(name string, x *tensor.Dense, labels []int, classes int) (*Datas
 	} else {
 		imgs = x.Materialize().Data().([]float32)
 	}
-	d := &Dataset{Name: name, Source: "tensor", N: sh[0], C: sh[1], H: sh[2], W: sh[3], Classes: classes, Images: imgs, Labels: labels}
+	d := &data.Dataset{Name: name, Source: "tensor", N: sh[0], C: sh[1], H: sh[2], W: sh[3], Classes: classes, Images: imgs, Labels: labels}
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}

@@ -1,21 +1,23 @@
-package models
+package gorgonet
 
 import (
 	"fmt"
 
 	"gorgonia.org/tensor"
+
+	"github.com/dpfil/dpfil/models"
 )
 
 // NamedTensor is one parameter tensor of an architecture as a tensor.Dense.
 type NamedTensor struct {
-	Name string // e.g. "conv0.W", "dense9.b" (Arch.Params)
+	Name string // e.g. "conv0.W", "dense9.b" (models.Arch.Params)
 	*tensor.Dense
 }
 
 // ParamTensors returns the parameter tensors of arch as tensor.Dense views of the
 // flat vector params (no copy: writing a tensor writes params), with their shapes
 // (conv W [Out InC KH KW], dense W [Out In], biases [Out]).
-func ParamTensors(arch Arch, params []float32) ([]NamedTensor, error) {
+func ParamTensors(arch models.Arch, params []float32) ([]NamedTensor, error) {
 	ps, err := arch.Params()
 	if err != nil {
 		return nil, err

@@ -1,15 +1,17 @@
-package models
+package gorgonet
 
 import (
 	"testing"
 
 	"gorgonia.org/tensor"
+
+	"github.com/dpfil/dpfil/models"
 )
 
 // TestParamTensors: the named tensors are views of the flat vector with the
 // documented shapes.
 func TestParamTensors(t *testing.T) {
-	a, _ := ArchByName("mnist-cnn")
+	a, _ := models.ArchByName("mnist-cnn")
 	p := make([]float32, a.NumParams())
 	ts, err := ParamTensors(a, p)
 	if err != nil {
