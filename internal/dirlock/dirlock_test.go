@@ -46,3 +46,63 @@ func TestLockExcludesOtherProcess(t *testing.T) {
 	}
 	unlock()
 }
+
+// TestUnlockCleansUp: unlocking removes .lock, and the directories Lock created
+// when they are still empty; a directory that existed, or that holds a file, stays.
+func TestUnlockCleansUp(t *testing.T) {
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	t.Run("created and empty", func(t *testing.T) {
+		root := t.TempDir()
+		dir := filepath.Join(root, "a", "b", "run")
+		unlock, err := dirlock.Lock(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !exists(filepath.Join(dir, ".lock")) {
+			t.Fatal("no .lock while held")
+		}
+		unlock()
+		if exists(filepath.Join(root, "a")) {
+			t.Errorf("empty directories Lock created are left behind")
+		}
+		if !exists(root) {
+			t.Errorf("the existing parent was removed")
+		}
+	})
+	t.Run("created with content", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "run")
+		unlock, err := dirlock.Lock(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "result.json"), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		unlock()
+		if exists(filepath.Join(dir, ".lock")) {
+			t.Error(".lock left behind")
+		}
+		if !exists(filepath.Join(dir, "result.json")) {
+			t.Error("content removed")
+		}
+	})
+	t.Run("existed and empty", func(t *testing.T) {
+		dir := t.TempDir()
+		unlock, err := dirlock.Lock(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unlock()
+		if !exists(dir) {
+			t.Error("a directory the user had was removed")
+		}
+		if exists(filepath.Join(dir, ".lock")) {
+			t.Error(".lock left behind")
+		}
+		again, err := dirlock.Lock(dir) // and it can be taken again
+		if err != nil {
+			t.Fatal(err)
+		}
+		again()
+	})
+}
