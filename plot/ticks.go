@@ -60,3 +60,59 @@ func pow10(k int) float64 {
 	}
 	return v
 }
+
+// linearTicks labels a linear axis at a round step (1, 2, 2.5 or 5 × 10^k): the
+// largest such step that still gives at least Labels labelled ticks inside the range,
+// with unlabelled minor ticks between them. (gonum's DefaultTicks aims at 3 labels
+// and can leave only two on a range like 57–98.)
+type linearTicks struct {
+	Labels int // minimum number of labelled ticks (values < 2 mean 2)
+}
+
+var _ gplot.Ticker = linearTicks{}
+
+// Ticks implements gplot.Ticker.
+func (t linearTicks) Ticks(lo, hi float64) []gplot.Tick {
+	if !(hi > lo) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+		return nil
+	}
+	want := max(t.Labels, 2)
+	count := func(step float64) int {
+		return int(math.Floor(hi/step+1e-9) - math.Ceil(lo/step-1e-9) + 1)
+	}
+	// Start a decade above the range and shrink the step until enough labels fit.
+	var (
+		step           float64
+		minors, digits int
+	)
+found:
+	for k := int(math.Ceil(math.Log10(hi-lo))) + 1; k > -300; k-- {
+		for _, m := range []struct {
+			mant          float64
+			minors, extra int // minor intervals per step; decimals beyond those of 10^k
+		}{{5, 5, 0}, {2.5, 5, 1}, {2, 4, 0}, {1, 5, 0}} {
+			if s := m.mant * pow10(k); count(s) >= want {
+				step, minors, digits = s, m.minors, max(0, m.extra-k)
+				break found
+			}
+		}
+	}
+	if step == 0 {
+		return nil
+	}
+	var ticks []gplot.Tick
+	for i := math.Ceil(lo/step - 1e-9); i <= math.Floor(hi/step+1e-9); i++ {
+		v := i * step
+		if v == 0 {
+			v = 0 // not -0
+		}
+		ticks = append(ticks, gplot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', digits, 64)})
+	}
+	minor := step / float64(minors)
+	for i := math.Ceil(lo/minor - 1e-9); i <= math.Floor(hi/minor+1e-9); i++ {
+		if math.Mod(i, float64(minors)) != 0 {
+			ticks = append(ticks, gplot.Tick{Value: i * minor})
+		}
+	}
+	return ticks
+}
