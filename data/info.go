@@ -53,9 +53,9 @@ func Describe(name string, l *Loaded) Info {
 		Dataset: name, Source: tr.Source, Dir: l.Dir,
 		Images: tr.N + te.N, Shape: []int{tr.C, tr.H, tr.W}, Channels: tr.C, Height: tr.H, Width: tr.W,
 		Classes: tr.Classes, ClassNames: tr.ClassNames,
-		Train:   PartInfo{N: tr.N, ClassCounts: tr.ClassCounts(), Fingerprint: tr.SHA256},
-		Test:    PartInfo{N: te.N, ClassCounts: te.ClassCounts(), Fingerprint: te.SHA256},
-		Files:   l.Files,
+		Train: PartInfo{N: tr.N, ClassCounts: tr.ClassCounts(), Fingerprint: tr.SHA256},
+		Test:  PartInfo{N: te.N, ClassCounts: te.ClassCounts(), Fingerprint: te.SHA256},
+		Files: l.Files,
 	}
 	info.ClassCounts = make([]int, tr.Classes)
 	for c := range info.ClassCounts {
