@@ -37,7 +37,15 @@ func mkdirAll(dir string) ([]string, error) {
 		}
 		d = parent
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// Another process's unlock may remove a parent it created (empty) while
+	// MkdirAll runs: try again.
+	var err error
+	for range maxAttempts {
+		if err = os.MkdirAll(dir, 0o755); !errors.Is(err, os.ErrNotExist) {
+			break
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
 	return missing, nil

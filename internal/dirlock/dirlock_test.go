@@ -2,6 +2,7 @@ package dirlock_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,4 +106,34 @@ func TestUnlockCleansUp(t *testing.T) {
 		}
 		again()
 	})
+}
+
+// TestConcurrentSiblings: goroutines locking and unlocking sibling directories under
+// a parent that each may create and remove never fail (a removed parent is created
+// again) and leave no run directory behind (the shared parent may stay, empty: the
+// last to unlock need not be the one that created it).
+func TestConcurrentSiblings(t *testing.T) {
+	root := t.TempDir()
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		go func() {
+			for i := 0; i < 200; i++ {
+				unlock, err := dirlock.Lock(filepath.Join(root, "runs", fmt.Sprintf("g%d-%d", g, i)))
+				if err != nil {
+					errs <- err
+					return
+				}
+				unlock()
+			}
+			errs <- nil
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if es, _ := os.ReadDir(filepath.Join(root, "runs")); len(es) != 0 {
+		t.Errorf("left %d run directories", len(es))
+	}
 }
