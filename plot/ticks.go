@@ -2,6 +2,7 @@ package plot
 
 import (
 	"math"
+	"slices"
 	"strconv"
 
 	gplot "gonum.org/v1/plot"
@@ -15,7 +16,9 @@ type decadeTicks struct{}
 
 var _ gplot.Ticker = decadeTicks{}
 
-// Ticks implements gplot.Ticker; min and max must be positive.
+// Ticks implements gplot.Ticker; min and max must be positive. A range with fewer
+// than three labelled decades (0.03–0.7 has only 0.1) also labels 2 and 5 × 10^k,
+// and all of 2…9 × 10^k when that still gives fewer than three.
 func (decadeTicks) Ticks(min, max float64) []gplot.Tick {
 	if !(min > 0) || !(max >= min) || math.IsInf(max, 0) {
 		return nil
@@ -24,6 +27,7 @@ func (decadeTicks) Ticks(min, max float64) []gplot.Tick {
 	hi := int(math.Ceil(math.Log10(max)))
 	step := (hi-lo)/8 + 1
 	var ticks []gplot.Tick
+	var mant []int // 1 for a decade, m for a minor tick at m × 10^k
 	for k := lo; k <= hi; k++ {
 		v := pow10(k)
 		if v >= min && v <= max {
@@ -31,14 +35,36 @@ func (decadeTicks) Ticks(min, max float64) []gplot.Tick {
 			if ((k%step)+step)%step == 0 {
 				label = decadeLabel(k)
 			}
-			ticks = append(ticks, gplot.Tick{Value: v, Label: label})
+			ticks, mant = append(ticks, gplot.Tick{Value: v, Label: label}), append(mant, 1)
 		}
 		if hi-lo <= 4 {
 			for m := 2; m <= 9; m++ {
-				if w := float64(m) * v; w >= min && w <= max {
-					ticks = append(ticks, gplot.Tick{Value: w})
+				if w := mantissa(m, k); w >= min && w <= max {
+					ticks, mant = append(ticks, gplot.Tick{Value: w}), append(mant, m)
 				}
 			}
+		}
+	}
+	labelled := func(ms ...int) int {
+		n := 0
+		for i, t := range ticks {
+			if t.Label != "" || slices.Contains(ms, mant[i]) {
+				n++
+			}
+		}
+		return n
+	}
+	var more []int
+	switch {
+	case labelled() >= 3:
+	case labelled(2, 5) >= 3:
+		more = []int{2, 5}
+	default:
+		more = []int{2, 3, 4, 5, 6, 7, 8, 9}
+	}
+	for i := range ticks {
+		if slices.Contains(more, mant[i]) {
+			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'g', -1, 64)
 		}
 	}
 	return ticks
@@ -49,6 +75,15 @@ func decadeLabel(k int) string {
 		return strconv.FormatFloat(pow10(k), 'f', -1, 64)
 	}
 	return "1e" + strconv.Itoa(k)
+}
+
+// mantissa is the float64 nearest to m × 10^k.
+func mantissa(m, k int) float64 {
+	v, err := strconv.ParseFloat(strconv.Itoa(m)+"e"+strconv.Itoa(k), 64)
+	if err != nil {
+		return float64(m) * math.Pow10(k)
+	}
+	return v
 }
 
 // pow10 is the float64 nearest to 10^k (math.Pow10 is off by an ulp for some
