@@ -144,3 +144,33 @@ func TestParetoLegendLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestScatterLegendLayout: the scatter's legend (bound holds / violated, y = x) sits
+// inside the data area, clear of the title band and of every point.
+func TestScatterLegendLayout(t *testing.T) {
+	var x, y []float64
+	for i := 0; i < 60; i++ { // points along the diagonal, as glm invert's
+		v := 0.03 * math.Pow(25, float64(i)/59)
+		x, y = append(x, v), append(y, v*(0.7+0.6*math.Mod(float64(i)*0.37, 1)))
+	}
+	p, legend, _, err := scatter(x, y, ScatterOptions{LogX: true, LogY: true, Diagonal: true,
+		XLabel: "FIL prediction: CRB", YLabel: "realised MSE", Title: "attribute inversion, σ=1e-05, 50 trials"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := vgimg.NewWith(vgimg.UseImage(image.NewRGBA(image.Rect(0, 0, 600, 600))), vgimg.UseDPI(DPI))
+	dc := draw.New(c)
+	p.Draw(dc)
+	titleBottom := dc.Max.Y - p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y - p.Title.Padding
+	data := p.DataCanvas(dc)
+	r := legend.Rect
+	if r.Max.Y >= titleBottom || r.Min.X < data.Min.X || r.Max.X > data.Max.X || r.Min.Y < data.Min.Y || r.Max.Y > data.Max.Y {
+		t.Errorf("legend %v: outside the data area %v or in the title band (from %v)", r, data.Rectangle, titleBottom)
+	}
+	trX, trY := p.Transforms(&data)
+	for i := range x {
+		if px, py := trX(x[i]), trY(y[i]); px >= r.Min.X && px <= r.Max.X && py >= r.Min.Y && py <= r.Max.Y {
+			t.Errorf("legend covers the point (%v, %v)", x[i], y[i])
+		}
+	}
+}
