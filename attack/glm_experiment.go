@@ -12,6 +12,7 @@ import (
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/glm"
 	"github.com/dpfil/dpfil/internal/jsonfloat"
+	"github.com/dpfil/dpfil/plot"
 	"gonum.org/v1/gonum/stat"
 )
 
@@ -202,21 +203,41 @@ func (res *GLMReport) write(f *glm.Fitted, tidx []int, fil *glm.FILResult, att *
 	}
 	res.Files = append(res.Files, path)
 	for _, part := range []struct {
-		name string
-		pos  []int
-	}{{"glm_attack_top8.png", top}, {"glm_attack_bottom8.png", bottom}} {
+		name, title string
+		pos         []int
+	}{{"glm_attack_top8.png", "highest-dFIL targets over their reconstructions", top},
+		{"glm_attack_bottom8.png", "lowest-dFIL targets over their reconstructions", bottom}} {
 		imgs := make([][]float32, 0, 2*len(part.pos))
+		caps := make([]string, 0, 2*len(part.pos))
 		for _, p := range part.pos {
 			imgs = append(imgs, glm.Float32s(f.Train.Row(tidx[p])))
+			caps = append(caps, fmt.Sprintf("1/dFIL %.2g", 1/fil.DFIL[p]))
 		}
 		for _, p := range part.pos {
-			imgs = append(imgs, glm.Float32s(att.Reconstructions[tidx[p]]))
+			rec := att.Reconstructions[tidx[p]]
+			imgs = append(imgs, glm.Float32s(rec))
+			caps = append(caps, fmt.Sprintf("MSE %.2g", meanSqDiff(rec, f.Train.Row(tidx[p]))))
 		}
 		out := filepath.Join(f.Setup.Out, part.name)
-		if err := glm.SaveGrid(out, imgs, f.H, f.W, len(part.pos)); err != nil {
+		if err := glm.SaveGrid(out, imgs, f.H, f.W, plot.GridOptions{Cols: len(part.pos), Title: part.title,
+			RowLabels: []string{"target", "reconstruction"}, Captions: caps}); err != nil {
 			return err
 		}
 		res.Files = append(res.Files, out)
 	}
 	return nil
+}
+
+// meanSqDiff is ‖a − b‖²/len(a), the per-pixel MSE of one reconstruction (NaN when
+// the lengths differ or a is empty).
+func meanSqDiff(a, b []float64) float64 {
+	if len(a) == 0 || len(a) != len(b) {
+		return math.NaN()
+	}
+	s := 0.0
+	for i, v := range a {
+		d := v - b[i]
+		s += d * d
+	}
+	return s / float64(len(a))
 }

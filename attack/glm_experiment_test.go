@@ -3,6 +3,7 @@ package attack
 import (
 	"context"
 	"encoding/csv"
+	"image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -140,6 +141,16 @@ func TestRunRecoNNExperiment(t *testing.T) {
 	}
 	if rows := readCSVFile(t, filepath.Join(out, "reconn_targets.csv")); len(rows) != 4 {
 		t.Fatalf("%d CSV rows", len(rows))
+	}
+	// The grid carries a title, row labels and captions: larger than the bare 2×3 grid
+	// of 28×28 digits at 2× with 2-pixel gaps (176×118 px).
+	fh, err := os.Open(filepath.Join(out, "reconn_targets.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	if pc, err := png.DecodeConfig(fh); err != nil || pc.Width < 176+40 || pc.Height < 118+30 {
+		t.Errorf("reconn_targets.png: %dx%d px (%v): no room for its labels", pc.Width, pc.Height, err)
 	}
 	for _, e := range []RecoNNExperiment{
 		{Config: cfg, Fixed: 0, Targets: 1, Shadows: 2},

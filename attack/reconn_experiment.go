@@ -209,12 +209,15 @@ func writeRecoNNFiles(dir string, targets *data.Dataset, res *RecoNNResult) ([]s
 	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 10, 64) }
 	rows := make([][]string, len(res.Targets))
 	imgs := make([][]float32, 0, 2*len(res.Targets))
+	caps := make([]string, 0, 2*len(res.Targets))
 	for k, tg := range res.Targets {
 		rows[k] = []string{strconv.Itoa(k), strconv.Itoa(tg.Label), g(tg.MSE), g(tg.BaselineMSE), g(tg.DFIL), g(tg.BoundFIL), g(tg.BoundRDP)}
 		imgs = append(imgs, targets.Image(k))
+		caps = append(caps, fmt.Sprintf("label %d", tg.Label))
 	}
 	for _, tg := range res.Targets {
 		imgs = append(imgs, tg.Reconstruction)
+		caps = append(caps, fmt.Sprintf("MSE %.3g", tg.MSE))
 	}
 	csvPath := filepath.Join(dir, "reconn_targets.csv")
 	header := []string{"test_index", "label", "mse", "baseline_mse", "dfil", "mse_bound_fil", "mse_bound_rdp"}
@@ -226,7 +229,8 @@ func writeRecoNNFiles(dir string, targets *data.Dataset, res *RecoNNResult) ([]s
 	}); err != nil {
 		return nil, err
 	}
-	img, err := plot.ImageGrid(imgs, targets.C, targets.H, targets.W, plot.GridOptions{Cols: len(res.Targets)})
+	img, err := plot.ImageGrid(imgs, targets.C, targets.H, targets.W, plot.GridOptions{Cols: len(res.Targets),
+		Title: "RecoNN: test targets over their reconstructions", RowLabels: []string{"target", "reconstruction"}, Captions: caps})
 	if err != nil {
 		return nil, err
 	}

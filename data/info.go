@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // PartInfo describes the training or the test part of a dataset.
@@ -29,7 +31,8 @@ type Info struct {
 	Height      int      `json:"height"`
 	Width       int      `json:"width"`
 	Classes     int      `json:"classes"`
-	ClassCounts []int    `json:"class_counts"` // train and test together
+	ClassNames  []string `json:"class_names,omitempty"` // image folders: the directory names
+	ClassCounts []int    `json:"class_counts"`          // train and test together
 	PixelMin    float32  `json:"pixel_min"`
 	PixelMax    float32  `json:"pixel_max"`
 	PixelMean   float64  `json:"pixel_mean"`
@@ -49,10 +52,10 @@ func Describe(name string, l *Loaded) Info {
 	info := Info{
 		Dataset: name, Source: tr.Source, Dir: l.Dir,
 		Images: tr.N + te.N, Shape: []int{tr.C, tr.H, tr.W}, Channels: tr.C, Height: tr.H, Width: tr.W,
-		Classes: tr.Classes,
-		Train:   PartInfo{N: tr.N, ClassCounts: tr.ClassCounts(), Fingerprint: tr.SHA256},
-		Test:    PartInfo{N: te.N, ClassCounts: te.ClassCounts(), Fingerprint: te.SHA256},
-		Files:   l.Files,
+		Classes: tr.Classes, ClassNames: tr.ClassNames,
+		Train: PartInfo{N: tr.N, ClassCounts: tr.ClassCounts(), Fingerprint: tr.SHA256},
+		Test:  PartInfo{N: te.N, ClassCounts: te.ClassCounts(), Fingerprint: te.SHA256},
+		Files: l.Files,
 	}
 	info.ClassCounts = make([]int, tr.Classes)
 	for c := range info.ClassCounts {
@@ -134,21 +137,52 @@ func hostOf(u string) string {
 	return p.Scheme + "://" + p.Host
 }
 
+// listFilesMax is the most files WriteText lists one per line; more (an image
+// folder's images) are summarised in one line (--json lists them all).
+const listFilesMax = 8
+
 // WriteText writes the description for people: one line per property, the class
-// balance as a table, then each file with its checksum and origin.
+// balance as a table, then each file with its checksum and origin, or one summary
+// line when there are more than listFilesMax files.
 func (in Info) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "dataset   %s\n", in.Dataset)
 	fmt.Fprintf(w, "source    %s\n", in.Source)
 	fmt.Fprintf(w, "images    %d (train %d, test %d), shape %d×%d×%d (C×H×W), values in [%.3g, %.3g], mean %.4f\n",
 		in.Images, in.Train.N, in.Test.N, in.Channels, in.Height, in.Width, in.PixelMin, in.PixelMax, in.PixelMean)
 	fmt.Fprintf(w, "classes   %d\n", in.Classes)
-	fmt.Fprintf(w, "%-7s %8s %8s %8s\n", "class", "train", "test", "total")
+	name := func(c int) string { return strconv.Itoa(c) }
+	if len(in.ClassNames) == len(in.ClassCounts) {
+		name = func(c int) string { return fmt.Sprintf("%d %s", c, in.ClassNames[c]) }
+	}
+	width := 7
 	for c := range in.ClassCounts {
-		fmt.Fprintf(w, "%-7d %8d %8d %8d\n", c, in.Train.ClassCounts[c], in.Test.ClassCounts[c], in.ClassCounts[c])
+		width = max(width, utf8.RuneCountInString(name(c)))
+	}
+	fmt.Fprintf(w, "%-*s %8s %8s %8s\n", width, "class", "train", "test", "total")
+	for c := range in.ClassCounts {
+		n := name(c)
+		fmt.Fprintf(w, "%s%s %8d %8d %8d\n", n, strings.Repeat(" ", width-utf8.RuneCountInString(n)), in.Train.ClassCounts[c], in.Test.ClassCounts[c], in.ClassCounts[c])
 	}
 	fmt.Fprintf(w, "provenance %s\n", in.Provenance)
 	fmt.Fprintf(w, "checksum  %s (SHA-256 of the files' sha256 manifest)\n", in.Checksum)
 	fmt.Fprintf(w, "train fingerprint %s\ntest fingerprint  %s\n", in.Train.Fingerprint, in.Test.Fingerprint)
+	if len(in.Files) > listFilesMax {
+		var bytes int64
+		verified := 0
+		for _, f := range in.Files {
+			bytes += f.Size
+			if f.Verified != "" {
+				verified++
+			}
+		}
+		where := ""
+		if d := commonDir(in.Files); d != "" {
+			where = " under " + d
+		}
+		fmt.Fprintf(w, "files     %d files%s, %d bytes, %d matching a known digest; the checksum above covers them all (--json lists each)\n",
+			len(in.Files), where, bytes, verified)
+		return
+	}
 	for _, f := range in.Files {
 		v := "no known digest matched"
 		if f.Verified != "" {
@@ -188,4 +222,22 @@ func (r *FetchResult) WriteText(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %s  sha256 %s  verified: %s%s\n", filepath.Base(f.Path), f.SHA256, verified, src)
 	}
+}
+
+// commonDir is the deepest directory holding all the files ("" when there are none).
+func commonDir(files []FileInfo) string {
+	if len(files) == 0 {
+		return ""
+	}
+	dir := filepath.Dir(files[0].Path)
+	for _, f := range files[1:] {
+		for d := filepath.Dir(f.Path); dir != d && !strings.HasPrefix(d, dir+string(filepath.Separator)); {
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+	}
+	return dir
 }

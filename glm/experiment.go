@@ -1,6 +1,7 @@
 package glm
 
 import (
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -235,10 +236,13 @@ func WriteCSV(path string, header []string, rows [][]string) error {
 // FormatFloat is the CSV form of a number: 10 significant digits.
 func FormatFloat(v float64) string { return strconv.FormatFloat(v, 'g', 10, 64) }
 
-// SaveGrid writes grey-scale h×w images as a PNG grid with cols per row, each pixel
-// drawn 3×3 (NaN pixels show mid-grey).
-func SaveGrid(path string, imgs [][]float32, h, w, cols int) error {
-	img, err := plot.ImageGrid(imgs, 1, h, w, plot.GridOptions{Cols: cols, Scale: 3, Pad: 1})
+// SaveGrid writes grey-scale h×w images as a PNG grid laid out and labelled by opt
+// (opt.Cols per row, title, row labels, captions), each pixel drawn 3×3 unless
+// opt.Scale says otherwise (NaN pixels show mid-grey).
+func SaveGrid(path string, imgs [][]float32, h, w int, opt plot.GridOptions) error {
+	opt.Scale = cmp.Or(opt.Scale, 3)
+	opt.Pad = cmp.Or(opt.Pad, 1)
+	img, err := plot.ImageGrid(imgs, 1, h, w, opt)
 	if err != nil {
 		return err
 	}

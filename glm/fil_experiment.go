@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dpfil/dpfil/internal/jsonfloat"
+	"github.com/dpfil/dpfil/plot"
 )
 
 // FILExperiment computes every training example's FIL of an output-perturbed GLM
@@ -102,15 +103,17 @@ func (f *Fitted) writeFIL(fil *FILResult) (*FILReport, error) {
 	res.Files = append(res.Files, path)
 	top, bottom := Extremes(fil.DFIL, 8)
 	for _, part := range []struct {
-		name string
-		pos  []int
-	}{{"glm_fil_top8.png", top}, {"glm_fil_bottom8.png", bottom}} {
+		name, title string
+		pos         []int
+	}{{"glm_fil_top8.png", "highest dFIL (least private)", top}, {"glm_fil_bottom8.png", "lowest dFIL (most private)", bottom}} {
 		imgs := make([][]float32, len(part.pos))
+		caps := make([]string, len(part.pos))
 		for k, pos := range part.pos {
 			imgs[k] = Float32s(f.Train.Row(fil.Indices[pos]))
+			caps[k] = fmt.Sprintf("dFIL %.3g", fil.DFIL[pos])
 		}
 		p := filepath.Join(f.Setup.Out, part.name)
-		if err := SaveGrid(p, imgs, f.H, f.W, 8); err != nil {
+		if err := SaveGrid(p, imgs, f.H, f.W, plot.GridOptions{Cols: 8, Title: part.title, Captions: caps}); err != nil {
 			return nil, err
 		}
 		res.Files = append(res.Files, p)

@@ -479,6 +479,13 @@ func invertCSVRows(ts []InversionTarget) [][]string {
 	return rows
 }
 
+// The scatter's axis labels, in characters the figures' font has (its superscript
+// minus is missing: "I_S⁻¹" rendered as "I_S¹").
+const (
+	invertScatterXLabel = "FIL prediction: CRB = σ²Tr(I_S^-1)/|S|"
+	invertScatterYLabel = "realised white-box MSE per coordinate"
+)
+
 // writeFiles writes the per-target CSV and the scatter plot the experiment names.
 func (e InvertExperiment) writeFiles(res *InvertReport, inv *InversionResult) error {
 	if e.WriteCSV != "" {
@@ -500,7 +507,7 @@ func (e InvertExperiment) writeFiles(res *InvertReport, inv *InversionResult) er
 		x[k], y[k] = tg.CRB, tg.WhiteMSE
 	}
 	p, _, err := plot.Scatter(x, y, plot.ScatterOptions{LogX: true, LogY: true, Diagonal: true,
-		XLabel: "FIL prediction: CRB = σ²Tr(I_S⁻¹)/|S|", YLabel: "realised white-box MSE per coordinate",
+		XLabel: invertScatterXLabel, YLabel: invertScatterYLabel,
 		Title: fmt.Sprintf("attribute inversion, %s, σ=%g, %d trials", strings.Join(res.Columns, ","), e.Sigma, e.Trials)})
 	if err != nil {
 		return err

@@ -5,6 +5,12 @@ import (
 	"image"
 	"image/color"
 	"math"
+	"slices"
+
+	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // GridOptions lays out an image grid.
@@ -12,6 +18,22 @@ type GridOptions struct {
 	Cols  int // images per row (default: all in one row, at most 16)
 	Scale int // pixel magnification (default 2)
 	Pad   int // gap between images in output pixels (default 2)
+
+	// Labels, all optional. Title is a line above the grid; RowLabels[r] is written
+	// left of row r (e.g. "target", "reconstruction"); Captions[k] under image k
+	// (e.g. "MSE 0.012"). Cells widen to fit their captions. Text is drawn in the
+	// figures' font (MissingGlyphs says which characters it lacks).
+	Title     string
+	RowLabels []string
+	Captions  []string
+}
+
+// gridFontPx is the size of a grid's label text in pixels.
+const gridFontPx = 11
+
+// labelled reports whether the options ask for any text.
+func (o GridOptions) labelled() bool {
+	return o.Title != "" || len(o.RowLabels) > 0 || len(o.Captions) > 0
 }
 
 // ImageGrid tiles images (each C×H×W in [0,1], NCHW, C = 1 grey or 3 RGB) into one
@@ -38,8 +60,35 @@ func ImageGrid(imgs [][]float32, c, h, w int, opt GridOptions) (*image.RGBA, err
 		opt.Pad = 2
 	}
 	rows := (len(imgs) + opt.Cols - 1) / opt.Cols
-	cw, ch := w*opt.Scale+opt.Pad, h*opt.Scale+opt.Pad
-	W, H := opt.Cols*cw+opt.Pad, rows*ch+opt.Pad
+	if len(opt.RowLabels) > rows || len(opt.Captions) > len(imgs) {
+		return nil, fmt.Errorf("image grid: %d row labels and %d captions for %d rows of %d images", len(opt.RowLabels), len(opt.Captions), rows, len(imgs))
+	}
+	// Margins and cell sizes in pixels: text is measured in the figures' font.
+	face := gridFace()
+	px := func(l vg.Length) int { return int(math.Ceil(float64(l / vg.Inch * DPI))) }
+	left, top, capH := 0, 0, 0
+	imgW := w * opt.Scale
+	cellW := imgW
+	lineH := px(face.Extents().Height)
+	if opt.labelled() {
+		for _, l := range opt.RowLabels {
+			left = max(left, px(face.Width(l))+2*opt.Pad+2)
+		}
+		for _, c := range opt.Captions {
+			cellW = max(cellW, px(face.Width(c))+2)
+		}
+		if len(opt.Captions) > 0 {
+			capH = lineH
+		}
+		if opt.Title != "" {
+			top = lineH + opt.Pad
+		}
+	}
+	cw, ch := cellW+opt.Pad, h*opt.Scale+capH+opt.Pad
+	W, H := left+opt.Cols*cw+opt.Pad, top+rows*ch+opt.Pad
+	if opt.Title != "" {
+		W = max(W, px(face.Width(opt.Title))+2*opt.Pad)
+	}
 	if W > maxSide || H > maxSide {
 		return nil, fmt.Errorf("image grid: %d×%d px is too large", W, H)
 	}
@@ -47,13 +96,19 @@ func ImageGrid(imgs [][]float32, c, h, w int, opt GridOptions) (*image.RGBA, err
 	for i := range out.Pix {
 		out.Pix[i] = 255
 	}
+	if opt.labelled() { // text first: the canvas draws on a white copy of out
+		var err error
+		if out, err = drawGridText(out, face, opt, left, top, cw, ch, h*opt.Scale); err != nil {
+			return nil, err
+		}
+	}
 	plane := h * w
 	for k, im := range imgs {
 		if len(im) != c*plane {
 			return nil, fmt.Errorf("image grid: image %d has %d values, want %d", k, len(im), c*plane)
 		}
-		x0 := opt.Pad + (k%opt.Cols)*cw
-		y0 := opt.Pad + (k/opt.Cols)*ch
+		x0 := left + opt.Pad + (k%opt.Cols)*cw + (cellW-imgW)/2
+		y0 := top + opt.Pad + (k/opt.Cols)*ch
 		for y := 0; y < h; y++ {
 			for x := 0; x < w; x++ {
 				var rgb [3]uint8
@@ -78,4 +133,63 @@ func ImageGrid(imgs [][]float32, c, h, w int, opt GridOptions) (*image.RGBA, err
 		}
 	}
 	return out, nil
+}
+
+// gridFace is the font of grid labels: the figures' font at gridFontPx pixels.
+func gridFace() font.Face {
+	return font.DefaultCache.Lookup(gplot.DefaultFont, vg.Length(gridFontPx)*vg.Inch/DPI)
+}
+
+// drawGridText returns a white image of img's size with the title, row labels and
+// captions written into the margins.
+func drawGridText(img *image.RGBA, face font.Face, opt GridOptions, left, top, cw, ch, imgH int) (out *image.RGBA, err error) {
+	defer func() { // the font code panics on broken font data; report it
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("image grid: draw labels: %v", r)
+		}
+	}()
+	b := img.Bounds().Size()
+	c := vgimg.NewWith(vgimg.UseImage(img), vgimg.UseDPI(DPI))
+	unit := vg.Inch / DPI
+	// pt is the baseline point for text whose box starts at pixel column x and whose
+	// line occupies pixel rows y … y+lineH (image rows grow downwards, vg's upwards).
+	ext := face.Extents()
+	lineH := math.Ceil(float64(ext.Height / unit))
+	pt := func(x, y float64) vg.Point {
+		base := y + (lineH+float64((ext.Ascent-ext.Descent)/unit))/2
+		return vg.Point{X: vg.Length(x) * unit, Y: vg.Length(float64(b.Y)-base) * unit}
+	}
+	c.SetColor(color.Black)
+	if opt.Title != "" {
+		c.FillString(face, pt(float64(opt.Pad), float64(opt.Pad)/2), opt.Title)
+	}
+	for r, l := range opt.RowLabels {
+		y := float64(top+opt.Pad+r*ch) + float64(imgH)/2 - lineH/2
+		c.FillString(face, pt(float64(opt.Pad), y), l)
+	}
+	for k, s := range opt.Captions {
+		x := float64(left+opt.Pad+(k%opt.Cols)*cw) + float64(cw-opt.Pad)/2 - float64(face.Width(s)/unit)/2
+		y := float64(top + opt.Pad + (k/opt.Cols)*ch + imgH)
+		c.FillString(face, pt(x, y), s)
+	}
+	rgba, ok := c.Image().(*image.RGBA)
+	if !ok || rgba.Bounds() != img.Bounds() {
+		return nil, fmt.Errorf("image grid: the text canvas is not a %v RGBA image", img.Bounds())
+	}
+	return rgba, nil
+}
+
+// MissingGlyphs returns the characters of s that the figures' font (gonum's default,
+// Liberation Serif) has no glyph for: they would be drawn as boxes or dropped.
+func MissingGlyphs(s string) []rune {
+	f := font.DefaultCache.Lookup(gplot.DefaultFont, 12)
+	var out []rune
+	for _, r := range s {
+		if i, err := f.Face.GlyphIndex(nil, r); err != nil || i == 0 {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }

@@ -102,6 +102,12 @@ type ParetoOptions struct {
 // one scatter series per bound with its Pareto frontier as a dashed line, and the
 // MSE = 1 "perfect privacy" line.
 func Pareto(series []ParetoSeries, opt ParetoOptions) (*gplot.Plot, error) {
+	p, _, err := pareto(series, opt)
+	return p, err
+}
+
+// pareto is Pareto, also returning the legend (which records where it was drawn).
+func pareto(series []ParetoSeries, opt ParetoOptions) (*gplot.Plot, *insetLegend, error) {
 	p := gplot.New()
 	p.Title.Text = opt.Title
 	p.X.Label.Text = "test accuracy"
@@ -113,9 +119,10 @@ func Pareto(series []ParetoSeries, opt ParetoOptions) (*gplot.Plot, error) {
 	p.Y.Label.Text = "MSE lower bound"
 	p.Y.Scale = gplot.LogScale{}
 	p.Y.Tick.Marker = decadeTicks{}
-	// Top right: high accuracy and high bound at once is the region the privacy–
-	// utility trade-off leaves empty.
-	p.Legend.Top = true
+	p.X.Tick.Marker = linearTicks{Labels: 4}
+	// Inside the data area, preferably top right: high accuracy and high bound at
+	// once is the region the privacy–utility trade-off leaves empty.
+	legend := newInsetLegend()
 	p.Add(plotter.NewGrid())
 
 	ymin, ymax := 1.0, 1.0 // the MSE = 1 line is always shown
@@ -134,7 +141,7 @@ func Pareto(series []ParetoSeries, opt ParetoOptions) (*gplot.Plot, error) {
 		}
 		sc, err := plotter.NewScatter(pts)
 		if err != nil {
-			return nil, fmt.Errorf("pareto %s: %w", s.Key, err)
+			return nil, nil, fmt.Errorf("pareto %s: %w", s.Key, err)
 		}
 		sc.GlyphStyle.Color = s.kind.Color
 		sc.GlyphStyle.Shape = s.kind.Shape
@@ -145,16 +152,24 @@ func Pareto(series []ParetoSeries, opt ParetoOptions) (*gplot.Plot, error) {
 		}
 		ln, err := plotter.NewLine(front)
 		if err != nil {
-			return nil, fmt.Errorf("pareto %s frontier: %w", s.Key, err)
+			return nil, nil, fmt.Errorf("pareto %s frontier: %w", s.Key, err)
 		}
 		ln.LineStyle.Color = s.kind.Color
 		ln.LineStyle.Width = vg.Points(1.2)
 		ln.LineStyle.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 		p.Add(sc, ln)
-		p.Legend.Add(s.Label, sc, ln)
+		legend.Add(s.Label, sc, ln)
+		var line [][2]float64
+		for _, q := range pts {
+			legend.avoid = append(legend.avoid, [2]float64{q.Accuracy, q.Bound})
+		}
+		for _, q := range front {
+			line = append(line, [2]float64{q.Accuracy, q.Bound})
+		}
+		legend.avoidLine(line, true)
 	}
 	if total == 0 {
-		return nil, fmt.Errorf("pareto: no points with a positive finite bound to plot")
+		return nil, nil, fmt.Errorf("pareto: no points with a positive finite bound to plot")
 	}
 	if xmin == xmax {
 		xmin, xmax = xmin-0.01*scale, xmax+0.01*scale
@@ -163,17 +178,18 @@ func Pareto(series []ParetoSeries, opt ParetoOptions) (*gplot.Plot, error) {
 	xmin, xmax = xmin-pad, xmax+pad
 	perfect, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: 1}, {X: xmax, Y: 1}})
 	if err != nil {
-		return nil, fmt.Errorf("pareto: %w", err)
+		return nil, nil, fmt.Errorf("pareto: %w", err)
 	}
 	perfect.LineStyle.Color = color.Gray{Y: 90}
 	perfect.LineStyle.Width = vg.Points(1)
 	perfect.LineStyle.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
 	p.Add(perfect)
-	p.Legend.Add("MSE = 1 (perfect privacy)", perfect)
+	legend.Add("MSE = 1 (perfect privacy)", perfect)
+	p.Add(legend) // last: over the grid and the lines
 	p.X.Min, p.X.Max = xmin, xmax
 	// Head room above the highest point (a fifth of the log range, at least a decade)
-	// keeps the four-line legend off the points.
+	// leaves the top right corner free for the legend.
 	p.Y.Min = ymin / 2
 	p.Y.Max = ymax * math.Pow(10, math.Max(1, 0.2*math.Log10(ymax/ymin)))
-	return p, nil
+	return p, legend, nil
 }

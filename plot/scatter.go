@@ -82,9 +82,15 @@ type ScatterStats struct {
 // Scatter draws y against x (Guo et al. 2022, Fig. 3: the MSE lower bound predicted by dFIL
 // on x, the MSE the GLM attack realised on y, log-log, with the y = x cut-off).
 func Scatter(x, y []float64, opt ScatterOptions) (*gplot.Plot, ScatterStats, error) {
+	p, _, st, err := scatter(x, y, opt)
+	return p, st, err
+}
+
+// scatter is Scatter, also returning the legend (which records where it was drawn).
+func scatter(x, y []float64, opt ScatterOptions) (*gplot.Plot, *insetLegend, ScatterStats, error) {
 	var st ScatterStats
 	if len(x) != len(y) {
-		return nil, st, fmt.Errorf("scatter: %d x values but %d y values", len(x), len(y))
+		return nil, nil, st, fmt.Errorf("scatter: %d x values but %d y values", len(x), len(y))
 	}
 	var above, below plotter.XYs
 	lo, hi := math.Inf(1), math.Inf(-1)
@@ -104,7 +110,7 @@ func Scatter(x, y []float64, opt ScatterOptions) (*gplot.Plot, ScatterStats, err
 	st.N = len(above) + len(below)
 	st.Violations = len(below)
 	if st.N == 0 {
-		return nil, st, fmt.Errorf("scatter: no drawable points (%d dropped)", st.Dropped)
+		return nil, nil, st, fmt.Errorf("scatter: no drawable points (%d dropped)", st.Dropped)
 	}
 	p := gplot.New()
 	p.Title.Text = opt.Title
@@ -116,6 +122,7 @@ func Scatter(x, y []float64, opt ScatterOptions) (*gplot.Plot, ScatterStats, err
 		p.Y.Scale, p.Y.Tick.Marker = gplot.LogScale{}, decadeTicks{}
 	}
 	p.Add(plotter.NewGrid())
+	legend := newInsetLegend() // inside the data area, clear of the points
 	add := func(pts plotter.XYs, c color.Color, label string) error {
 		if len(pts) == 0 {
 			return nil
@@ -128,8 +135,11 @@ func Scatter(x, y []float64, opt ScatterOptions) (*gplot.Plot, ScatterStats, err
 		s.GlyphStyle.Shape = draw.CircleGlyph{}
 		s.GlyphStyle.Radius = vg.Points(2)
 		p.Add(s)
+		for _, q := range pts {
+			legend.avoid = append(legend.avoid, [2]float64{q.X, q.Y})
+		}
 		if label != "" {
-			p.Legend.Add(label, s)
+			legend.Add(label, s)
 		}
 		return nil
 	}
@@ -138,10 +148,10 @@ func Scatter(x, y []float64, opt ScatterOptions) (*gplot.Plot, ScatterStats, err
 		aboveLabel, belowLabel = "bound holds", "bound violated"
 	}
 	if err := add(above, color.RGBA{R: 31, G: 119, B: 180, A: 255}, aboveLabel); err != nil {
-		return nil, st, err
+		return nil, nil, st, err
 	}
 	if err := add(below, color.RGBA{R: 214, G: 39, B: 40, A: 255}, belowLabel); err != nil {
-		return nil, st, err
+		return nil, nil, st, err
 	}
 	if opt.Diagonal {
 		if lo == hi {
@@ -149,14 +159,15 @@ func Scatter(x, y []float64, opt ScatterOptions) (*gplot.Plot, ScatterStats, err
 		}
 		ln, err := plotter.NewLine(plotter.XYs{{X: lo, Y: lo}, {X: hi, Y: hi}})
 		if err != nil {
-			return nil, st, fmt.Errorf("scatter: %w", err)
+			return nil, nil, st, fmt.Errorf("scatter: %w", err)
 		}
 		ln.LineStyle.Width = vg.Points(1)
 		p.Add(ln)
-		p.Legend.Add("y = x", ln)
-		p.Legend.Top, p.Legend.Left = true, true
+		legend.Add("y = x", ln)
+		legend.avoidLine([][2]float64{{lo, lo}, {hi, hi}}, opt.LogX && opt.LogY)
 	}
-	return p, st, nil
+	p.Add(legend)
+	return p, legend, st, nil
 }
 
 func bad(v float64, log bool) bool {

@@ -23,6 +23,9 @@ func TestRunAllOnce(t *testing.T) {
 			t.Fatalf("workers=%d: summary %+v, calls %d", workers, sum, f.calls.Load())
 		}
 		exactlyOnce(t, out, jobs)
+		if _, err := os.Stat(out + "/.lock"); !os.IsNotExist(err) {
+			t.Errorf("workers=%d: the finished sweep left its .lock", workers)
+		}
 		// A second call finds everything done and runs nothing.
 		sum, err = Run(context.Background(), jobs, Options{Out: out, Workers: workers, Runner: f.run})
 		if err != nil || sum.Ran != 0 || sum.AlreadyDone != 7 || f.calls.Load() != 7 {

@@ -93,7 +93,7 @@ func (tu *tuning) pretrain(params []float64, seed uint64) error {
 		opt.step(params, grad)
 		for i, v := range params {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("pretraining step %d diverged (parameter %d is %v); lower pretrain_lr", t+1, i, v)
+				return fmt.Errorf("pretraining step %d: %w (parameter %d is %v); lower pretrain_lr", t+1, ErrDiverged, i, v)
 			}
 		}
 	}

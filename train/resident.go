@@ -234,7 +234,7 @@ func (w *worker) residentStep() (int, error) {
 		}
 	}
 	if bad > 0 {
-		return 0, fmt.Errorf("step %d: training diverged (%d parameters are not finite); lower lr or clip", w.st.Step+1, bad)
+		return 0, fmt.Errorf("step %d: %w (%d parameters are not finite); lower lr or clip", w.st.Step+1, ErrDiverged, bad)
 	}
 	if err := w.emit(w.st.Step); err != nil {
 		return 0, fmt.Errorf("step %d: privacy accounting: %w", w.st.Step+1, err)

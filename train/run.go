@@ -171,7 +171,25 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 	} else {
 		logf("resuming %s: repeat %d/%d", opt.Out, ck.Repeat+1, cfg.Repeats)
 	}
-	return s.run(ctx, ck, opt, logf)
+	res, err := s.run(ctx, ck, opt, logf)
+	if err != nil && opt.Out != "" && errors.Is(err, ErrDiverged) {
+		return nil, discardDiverged(opt.Out, err)
+	}
+	return res, err
+}
+
+// ErrDiverged is wrapped by the error of a run whose parameters or loss stopped
+// being finite. Resuming such a run is pointless (it continues bit-identically from
+// its last checkpoint and diverges again), so Run removes the checkpoint.
+var ErrDiverged = errors.New("training diverged")
+
+// discardDiverged removes the checkpoint of the diverged run in dir and says so in
+// the returned error, which wraps err.
+func discardDiverged(dir string, err error) error {
+	if rerr := os.Remove(filepath.Join(dir, CheckpointFile)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		return fmt.Errorf("%w (and removing its checkpoint failed: %v; remove %s before starting again)", err, rerr, filepath.Join(dir, CheckpointFile))
+	}
+	return fmt.Errorf("%w; the run is not resumable (it would diverge again), its checkpoint was removed from %s: start it again with other settings", err, dir)
 }
 
 // prepare loads the data and the model and computes the accounting constants.
@@ -516,6 +534,9 @@ func (w *worker) step() (int, error) {
 	}
 	w.tuneRelease()
 	for i, v := range w.sum {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return 0, fmt.Errorf("step %d: %w (released gradient sum %d is %v); lower lr or clip", w.st.Step+1, ErrDiverged, i, v)
+		}
 		w.grad[i] = float64(v) / b
 	}
 	if w.onStep != nil {
@@ -526,12 +547,16 @@ func (w *worker) step() (int, error) {
 		}
 	}
 	w.opt.step(w.st.Params, w.grad)
-	for i, v := range w.st.Params {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return 0, fmt.Errorf("step %d: training diverged (parameter %d is %v); lower lr or clip", w.st.Step+1, i, v)
+	w.syncParams()
+	for i, v := range w.p32 { // the float32 copy the model consumes: it overflows first
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			what := fmt.Sprintf("parameter %d is %v", i, w.st.Params[i])
+			if p := w.st.Params[i]; !math.IsNaN(p) && !math.IsInf(p, 0) {
+				what = fmt.Sprintf("parameter %d = %.3g overflows float32", i, p)
+			}
+			return 0, fmt.Errorf("step %d: %w (%s); lower lr or clip", w.st.Step+1, ErrDiverged, what)
 		}
 	}
-	w.syncParams()
 	if err := w.emit(w.st.Step); err != nil {
 		return 0, fmt.Errorf("step %d: privacy accounting: %w", w.st.Step+1, err)
 	}
@@ -681,7 +706,7 @@ func evaluateWith(ds *data.Dataset, classes int, logitsOf func(s0, n int, out []
 		}
 	}
 	if math.IsNaN(ev.Loss) || math.IsInf(ev.Loss, 0) {
-		return evaluation{}, fmt.Errorf("evaluate on %s: non-finite loss %v", ds.Name, ev.Loss)
+		return evaluation{}, fmt.Errorf("evaluate on %s: %w (the loss is %v); lower lr or clip", ds.Name, ErrDiverged, ev.Loss)
 	}
 	return ev, nil
 }

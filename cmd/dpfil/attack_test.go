@@ -250,3 +250,30 @@ func TestBadInputSameError(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackFailedStartLeavesNoDirectory: attack commands that fail before any
+// trial (missing data, bad values) leave no --out directory behind.
+func TestAttackFailedStartLeavesNoDirectory(t *testing.T) {
+	t.Setenv("DPFIL_DATA", t.TempDir())
+	t.Setenv("DPFIL_MIRROR", "http://127.0.0.1:1/") // refused at once: no network
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"game missing data", []string{"game", "--dataset", "cifar10", "--data-dir", t.TempDir(), "--epsilon", "8"}, "cifar10"},
+		{"game bad q", []string{"game", "--q", "2", "--epsilon", "8"}, "q"},
+		{"sweep missing data", []string{"sweep-eps", "--values", "1,2", "--dataset", "cifar10", "--data-dir", t.TempDir()}, "cifar10"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "new", "game")
+			_, err := runAttackCLI(t, append(append(tc.args, "--out", out), tinyGame...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error mentioning %q", err, tc.want)
+			}
+			if _, serr := os.Stat(filepath.Dir(out)); !os.IsNotExist(serr) {
+				t.Errorf("failed start (%v) left %s behind", err, filepath.Dir(out))
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -136,6 +137,19 @@ func TestGLMAttackCommand(t *testing.T) {
 	}
 	if float64(viol) != res["violations"].(float64) || float64(violBelow) != res["violations_bound_below_1"].(float64) {
 		t.Fatalf("violations CSV %d/%d vs JSON %v/%v", viol, violBelow, res["violations"], res["violations_bound_below_1"])
+	}
+	// The grids carry a title, row labels and captions: larger than the bare 2×8 grid
+	// of 28×28 digits at 3× with 1-pixel gaps (681×171 px).
+	for _, f := range []string{"glm_attack_top8.png", "glm_attack_bottom8.png"} {
+		fh, err := os.Open(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := png.DecodeConfig(fh)
+		fh.Close()
+		if err != nil || cfg.Width < 681+40 || cfg.Height < 171+30 {
+			t.Errorf("%s: %dx%d px (%v): no room for its labels", f, cfg.Width, cfg.Height, err)
+		}
 	}
 	// Same seed → same result.
 	again := runGLM(t, "glm", "attack", "--train-subset", "200", "--sigma", "1e-3", "--trials", "100", "--targets", "60", "--seed", "3", "--out", t.TempDir())

@@ -142,6 +142,9 @@ and 1/median dFIL for an unbiased attacker (Theorem 2).
 Writes DIR/result.json, DIR/dfil.npy (per-sample dFIL), DIR/params.npy and, while
 running, DIR/checkpoint.bin. Ctrl-C stops at a step boundary after a checkpoint;
 --resume DIR continues and ends with the same result as an uninterrupted run.
+A run that diverges (a non-finite gradient, parameter or loss) removes its
+checkpoint, since resuming would diverge again; a run that fails before writing
+anything removes the DIR it created.
 --record-transcript also writes what an informed adversary sees (θ₀, every released
 noisy gradient sum exactly as applied, the batches, the hyperparameters; θ_t is
 regenerated from these) to DIR/transcript.bin, transcript_r<r>.bin for repeat r > 0,

@@ -51,6 +51,11 @@ func TestTrainJSON(t *testing.T) {
 			t.Fatalf("missing %s: %v", f, err)
 		}
 	}
+	for _, f := range []string{".lock", "checkpoint.bin"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); !os.IsNotExist(err) {
+			t.Errorf("the finished run left %s behind", f)
+		}
+	}
 	// The run directory now holds a finished run: --resume returns it unchanged.
 	out2, err := runTrainCLI(t, "train", "--resume", dir, "--json", "--quiet")
 	if err != nil {
@@ -122,10 +127,14 @@ func TestTrainErrors(t *testing.T) {
 				}
 				args = append(args, a)
 			}
-			args = append(args, "--out", filepath.Join(t.TempDir(), "r"))
+			out := filepath.Join(t.TempDir(), "r")
+			args = append(args, "--out", out)
 			_, err := runTrainCLI(t, args...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error mentioning %q", err, tc.want)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("the failed start left its run directory %s behind", out)
 			}
 		})
 	}

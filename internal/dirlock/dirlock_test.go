@@ -2,6 +2,7 @@ package dirlock_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,4 +46,94 @@ func TestLockExcludesOtherProcess(t *testing.T) {
 		t.Fatalf("after the holder died: %v", err)
 	}
 	unlock()
+}
+
+// TestUnlockCleansUp: unlocking removes .lock, and the directories Lock created
+// when they are still empty; a directory that existed, or that holds a file, stays.
+func TestUnlockCleansUp(t *testing.T) {
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	t.Run("created and empty", func(t *testing.T) {
+		root := t.TempDir()
+		dir := filepath.Join(root, "a", "b", "run")
+		unlock, err := dirlock.Lock(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !exists(filepath.Join(dir, ".lock")) {
+			t.Fatal("no .lock while held")
+		}
+		unlock()
+		if exists(filepath.Join(root, "a")) {
+			t.Errorf("empty directories Lock created are left behind")
+		}
+		if !exists(root) {
+			t.Errorf("the existing parent was removed")
+		}
+	})
+	t.Run("created with content", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "run")
+		unlock, err := dirlock.Lock(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "result.json"), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		unlock()
+		if exists(filepath.Join(dir, ".lock")) {
+			t.Error(".lock left behind")
+		}
+		if !exists(filepath.Join(dir, "result.json")) {
+			t.Error("content removed")
+		}
+	})
+	t.Run("existed and empty", func(t *testing.T) {
+		dir := t.TempDir()
+		unlock, err := dirlock.Lock(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unlock()
+		if !exists(dir) {
+			t.Error("a directory the user had was removed")
+		}
+		if exists(filepath.Join(dir, ".lock")) {
+			t.Error(".lock left behind")
+		}
+		again, err := dirlock.Lock(dir) // and it can be taken again
+		if err != nil {
+			t.Fatal(err)
+		}
+		again()
+	})
+}
+
+// TestConcurrentSiblings: goroutines locking and unlocking sibling directories under
+// a parent that each may create and remove never fail (a removed parent is created
+// again) and leave no run directory behind (the shared parent may stay, empty: the
+// last to unlock need not be the one that created it).
+func TestConcurrentSiblings(t *testing.T) {
+	root := t.TempDir()
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		go func() {
+			for i := 0; i < 200; i++ {
+				unlock, err := dirlock.Lock(filepath.Join(root, "runs", fmt.Sprintf("g%d-%d", g, i)))
+				if err != nil {
+					errs <- err
+					return
+				}
+				unlock()
+			}
+			errs <- nil
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if es, _ := os.ReadDir(filepath.Join(root, "runs")); len(es) != 0 {
+		t.Errorf("left %d run directories", len(es))
+	}
 }

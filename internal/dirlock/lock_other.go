@@ -2,16 +2,13 @@
 
 package dirlock
 
-import (
-	"fmt"
-	"os"
-)
-
 // Lock only creates dir where advisory file locks are not available: running two
-// processes in one directory is then the user's responsibility.
+// processes in one directory is then the user's responsibility. unlock removes the
+// directories Lock created that are empty by then.
 func Lock(dir string) (unlock func(), err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create %s: %w", dir, err)
+	created, err := mkdirAll(dir)
+	if err != nil {
+		return nil, err
 	}
-	return func() {}, nil
+	return func() { removeEmpty(created) }, nil
 }

@@ -151,9 +151,30 @@ func Run(ctx context.Context, cfg train.Config, opt train.Options, record bool) 
 		return nil, errors.New("recording a transcript: Options.OnStep is already set")
 	}
 	opt.OnStep = rec.OnStep
+	_, statErr := os.Stat(opt.Out)
+	existed := statErr == nil
 	res, err := train.Run(ctx, cfg, opt)
 	if cerr := rec.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
+	if errors.Is(err, train.ErrDiverged) {
+		return nil, discardDiverged(opt.Out, cfg.Repeats, existed, err)
+	}
 	return res, err
+}
+
+// discardDiverged removes the transcripts of a diverged run from dir (they record a
+// run that has no result and cannot be resumed), and dir itself when the run created
+// it and it is empty now. The returned error wraps err.
+func discardDiverged(dir string, repeats int, existed bool, err error) error {
+	for r := range max(repeats, 1) {
+		path := filepath.Join(dir, FileName(r))
+		if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			return fmt.Errorf("%w (and removing its transcript failed: %v)", err, rerr)
+		}
+	}
+	if !existed {
+		_ = os.Remove(dir) // only when empty
+	}
+	return fmt.Errorf("%w; its transcripts were removed too", err)
 }

@@ -148,3 +148,28 @@ func TestFileName(t *testing.T) {
 		}
 	}
 }
+
+// TestRunDiverged: a recording run that diverges leaves neither its checkpoint nor
+// its transcripts (nor the directory it created), and its error says so.
+func TestRunDiverged(t *testing.T) {
+	cfg := train.DefaultConfig()
+	cfg.Model, cfg.TrainSubset, cfg.Batch, cfg.Steps, cfg.FILCoords, cfg.Seed = "mlp", 60, 10, 8, 0, 4
+	cfg.LR = 1e36
+	dir := filepath.Join(t.TempDir(), "run")
+	steps := 0
+	_, err := transcript.Run(context.Background(), cfg, train.Options{Out: dir, CheckpointEvery: 1,
+		Progress: func(e train.Event) { steps = e.Step }}, true)
+	if !errors.Is(err, train.ErrDiverged) {
+		t.Fatalf("lr 1e36: err %v, want train.ErrDiverged", err)
+	}
+	if steps < 1 {
+		t.Fatalf("diverged before the first step was recorded (%v): the test checks nothing", err)
+	}
+	if !strings.Contains(err.Error(), "checkpoint was removed") || !strings.Contains(err.Error(), "transcripts were removed") {
+		t.Errorf("error %q does not say what was removed", err)
+	}
+	if _, serr := os.Stat(dir); !errors.Is(serr, os.ErrNotExist) {
+		es, _ := os.ReadDir(dir)
+		t.Errorf("diverged run left its directory (%d entries)", len(es))
+	}
+}
