@@ -56,18 +56,30 @@ func (d DPSGD) StepEvent(t int) (Event, bool) {
 	return ShuffledEpochEvent{Q: d.Q(), Steps: min(per, d.Steps-t), Event: g}, true
 }
 
-// Ledger is the ledger of the whole run, as the trainer emits it step by step.
+// Ledger is the ledger of the whole run, equal to the one the trainer emits step by
+// step (StepEvent), built in O(1): one self-composed step event, or for shuffled
+// batches the full epochs and the last, partial one.
 func (d DPSGD) Ledger() (Ledger, error) {
 	var l Ledger
 	if err := d.check(); err != nil {
 		return l, err
 	}
-	for t := 0; t < d.Steps; t++ {
-		if e, ok := d.StepEvent(t); ok {
-			if err := l.Add(e, 1); err != nil {
-				return l, err
-			}
+	if d.Steps == 0 {
+		return l, nil
+	}
+	e, _ := d.StepEvent(0)
+	if d.Sampling != SamplingShuffle {
+		return l, l.Add(e, d.Steps)
+	}
+	per := d.N / d.Batch
+	if full := d.Steps / per; full > 0 {
+		if err := l.Add(ShuffledEpochEvent{Q: d.Q(), Steps: per, Event: e.(ShuffledEpochEvent).Event}, full); err != nil {
+			return l, err
 		}
+	}
+	if r := d.Steps % per; r > 0 {
+		last, _ := d.StepEvent(d.Steps - r)
+		return l, l.Add(last, 1)
 	}
 	return l, nil
 }
@@ -108,8 +120,13 @@ type Report struct {
 	Epsilon    float64 `json:"epsilon"`
 	Delta      float64 `json:"delta"`
 	Accountant string  `json:"accountant"`
-	Adjacency  string  `json:"adjacency"`
-	Sampling   string  `json:"sampling"`
+	// Adjacency is "add-remove" or "replace-one", or for shuffled batches under
+	// add-remove "zero-out": the batches stay fixed and the record's gradient is
+	// replaced by zero (AdjacencyMeaning says so), which is what the per-epoch
+	// Gaussian accounting of a shuffled run bounds.
+	Adjacency        string `json:"adjacency"`
+	AdjacencyMeaning string `json:"adjacency_meaning,omitempty"`
+	Sampling         string `json:"sampling"`
 	// ShuffleAccounting is "no-amplification" for shuffled batches.
 	ShuffleAccounting string `json:"shuffle_accounting,omitempty"`
 
@@ -147,7 +164,21 @@ type Theorem1Report struct {
 	MSEBoundRDP      float64 `json:"mse_bound_rdp"`
 	PaperRDPOrder2   float64 `json:"paper_rdp_order2_add_remove"`
 	PaperMSEBoundRDP float64 `json:"paper_mse_bound_rdp_add_remove"`
+	// RDPOrder2Antipodal is the exact order-2 Rényi divergence of the run for the
+	// antipodal pair of records (clipped gradients u and −u, all others 0;
+	// Order2AntipodalOf) and MSEBoundRDPAntipodal the Theorem 1 bound it would give
+	// (null: +∞). Exact for that pair, not proven to be the worst case: it shows how
+	// loose the proven RDPOrder2 is, it is not a bound. Nil when it could not be
+	// computed (AntipodalNote says why).
+	RDPOrder2Antipodal   *float64 `json:"rdp_order2_antipodal_exact"`
+	MSEBoundRDPAntipodal *float64 `json:"mse_bound_rdp_antipodal_exact"`
+	AntipodalNote        string   `json:"antipodal_note"`
 }
+
+// antipodalNote labels Theorem1Report.RDPOrder2Antipodal.
+const antipodalNote = "exact order-2 Rényi divergence for the antipodal replace-one pair " +
+	"(clipped gradients u and −u, all other records' gradients 0), by adaptive quadrature; " +
+	"not proven to be the worst case, so not a bound: rdp_order2 is the proven one"
 
 // ledgerSampling returns the sampling of the ledger's step events (an error when
 // they mix samplings) and its first step event.
@@ -219,6 +250,13 @@ func epsilonsOf(e Event, adj Adjacency, sh ShuffleAccounting, delta float64, pld
 	return pu, pl, r, ro, nil
 }
 
+// ZeroOut is Report.Adjacency of a shuffled run accounted under add-remove.
+const ZeroOut = "zero-out"
+
+// zeroOutMeaning explains ZeroOut where the number is reported.
+const zeroOutMeaning = "zero-out: the batches stay fixed and the record's gradient is replaced by zero " +
+	"(add-remove read for shuffled batches, whose permutation depends on the dataset size)"
+
 // NewReport derives a run's privacy report from its ledger.
 func NewReport(l Ledger, opt ReportOptions) (*Report, error) {
 	if err := checkDelta(opt.Delta); err != nil {
@@ -248,6 +286,9 @@ func NewReport(l Ledger, opt ReportOptions) (*Report, error) {
 		Events: l}
 	if s == SamplingShuffle {
 		p.ShuffleAccounting = ShuffleRigorous.String()
+		if adj == AddRemove {
+			p.Adjacency, p.AdjacencyMeaning = ZeroOut, zeroOutMeaning
+		}
 	}
 	p.EpsilonPLD, p.EpsilonPLDLower, p.EpsilonRDP, p.EpsilonRDPOrder, err = epsilonsOf(ev, adj, ShuffleRigorous, opt.Delta, acct != AccountantRDP)
 	if err != nil && acct == AccountantAuto {

@@ -3,7 +3,9 @@ package accounting
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestDPSGDLedger(t *testing.T) {
@@ -36,7 +38,7 @@ func TestNewReportLabelsAndChoice(t *testing.T) {
 	for _, tc := range []struct {
 		sampling Sampling
 		adj      string
-	}{{SamplingPoisson, "add-remove"}, {SamplingUniform, "replace-one"}, {SamplingShuffle, "add-remove"}} {
+	}{{SamplingPoisson, "add-remove"}, {SamplingUniform, "replace-one"}, {SamplingShuffle, "zero-out"}} {
 		d := DPSGD{Sampling: tc.sampling, N: 10000, Batch: 100, Steps: 300, NoiseMultiplier: 1.2}
 		l, err := d.Ledger()
 		if err != nil {
@@ -46,7 +48,8 @@ func TestNewReportLabelsAndChoice(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", tc.sampling, err)
 		}
-		if r.Adjacency != tc.adj || r.Sampling != tc.sampling.String() || r.Theorem1.Adjacency != "replace-one" {
+		if r.Adjacency != tc.adj || r.Sampling != tc.sampling.String() || r.Theorem1.Adjacency != "replace-one" ||
+			(tc.sampling == SamplingShuffle) != strings.Contains(r.AdjacencyMeaning, "batches stay fixed") {
 			t.Errorf("%v: labels %s %s %s", tc.sampling, r.Adjacency, r.Sampling, r.Theorem1.Adjacency)
 		}
 		if r.EpsilonPLD == nil || r.EpsilonRDP == nil {
@@ -150,5 +153,45 @@ func TestNewReportAutoFallsBackToRDP(t *testing.T) {
 	}
 	if r.Accountant != AccountantRDP || r.EpsilonPLD != nil || r.PLDUnavailable == "" || r.Epsilon != *r.EpsilonRDP {
 		t.Fatalf("auto fallback: %+v", r)
+	}
+}
+
+// DPSGD.Ledger builds in O(1) the ledger the trainer emits step by step.
+func TestDPSGDLedgerClosedForm(t *testing.T) {
+	for _, s := range []Sampling{SamplingPoisson, SamplingUniform, SamplingShuffle} {
+		for _, c := range []struct{ n, b, steps int }{{100, 10, 0}, {100, 10, 7}, {100, 10, 10}, {100, 10, 30}, {100, 10, 34}, {105, 10, 23}, {10, 10, 3}} {
+			d := DPSGD{Sampling: s, N: c.n, Batch: c.b, Steps: c.steps, NoiseMultiplier: 1.3}
+			var want Ledger
+			for step := 0; step < d.Steps; step++ {
+				if e, ok := d.StepEvent(step); ok {
+					if err := want.Add(e, 1); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			got, err := d.Ledger()
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _ := json.Marshal(got)
+			b, _ := json.Marshal(want)
+			if string(a) != string(b) {
+				t.Errorf("%v %+v: ledger %s, step by step %s", s, c, a, b)
+			}
+		}
+	}
+	// 10¹² steps: the step-by-step loop would take days.
+	done := make(chan error, 1)
+	go func() {
+		_, err := DPSGD{Sampling: SamplingShuffle, N: 60000, Batch: 600, Steps: 1e12, NoiseMultiplier: 1}.Ledger()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Ledger of 10¹² steps did not return within 20 s")
 	}
 }

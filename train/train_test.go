@@ -490,6 +490,7 @@ func TestAccountingFields(t *testing.T) {
 				o2, _ := accounting.Order2StepRDP(accounting.ReplaceOne, accounting.SamplingUniform, q, nm)
 				wantO2 = T * o2
 			case SamplingShuffle: // T = 7 < 10 batches per epoch: one epoch, one Gaussian release
+				wantAdj = accounting.ZeroOut // batches fixed, the record's gradient removed
 				wantRDP, _, _ = accounting.EpsilonFor(accounting.SampledGaussianRun{Q: 1, Sigma: nm, Steps: 1, Delta: 1e-5}, nil, accounting.ConversionImproved)
 				wantO2 = 4 / (nm * nm)
 				approx, _, _ := accounting.EpsilonFor(accounting.SampledGaussianRun{Q: q, Sigma: nm, Steps: T, Delta: 1e-5}, nil, accounting.ConversionImproved)

@@ -185,6 +185,9 @@ func runTrain(cmd *cobra.Command, fl *trainFlags) error {
 			cfg.Steps = 0
 		}
 		if cmd.Flags().Changed("target-epsilon") {
+			if e := cfg.TargetEpsilon; !(e > 0) || math.IsInf(e, 0) {
+				return fmt.Errorf("--target-epsilon = %v must be finite and > 0 (no noise multiplier reaches it; to train without noise, give --sigma 0)", e)
+			}
 			cfg.Sigma = 0 // solved for
 		}
 		if cfg, err = train.PrepareConfig(cfg, fl.archFile, stderrLogf(cmd, fl.quiet)); err != nil {

@@ -213,3 +213,19 @@ func TestTrainEvalBenchErrorsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// Issue 27: an impossible --target-epsilon (0, negative, NaN, +Inf) is refused as
+// 'account' refuses it, instead of training without noise.
+func TestTrainTargetEpsilonImpossible(t *testing.T) {
+	for _, v := range []string{"0", "-1", "NaN", "+Inf"} {
+		dir := filepath.Join(t.TempDir(), "run")
+		out, err := runTrainCLI(t, "train", "--model", "linear", "--dataset", "mnist-embedded", "--steps", "1", "--batch", "50",
+			"--train-subset", "100", "--target-epsilon", v, "--quiet", "--out", dir)
+		if err == nil || !strings.Contains(err.Error(), "--target-epsilon") || strings.Contains(out, "privacy") {
+			t.Errorf("--target-epsilon %s: error %v, output %q", v, err, out)
+		}
+		if _, serr := os.Stat(filepath.Join(dir, "result.json")); serr == nil {
+			t.Errorf("--target-epsilon %s: a run was written", v)
+		}
+	}
+}
