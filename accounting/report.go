@@ -355,6 +355,47 @@ func NewReport(l Ledger, opt ReportOptions) (*Report, error) {
 	return p, nil
 }
 
+// RunningPLDInterval is the PLD discretisation interval of RunningEpsilon: 10× the
+// report's, so that a progress update costs milliseconds; the pessimistic ε stays a
+// rigorous upper bound and lies within about 1e-4 of the report's at usual settings.
+const RunningPLDInterval = 10 * DefaultPLDInterval
+
+// RunningEpsilon is ε at delta of the ledger of the steps so far, for progress
+// reports: with the accountant the final report (NewReport) will use, under the
+// sampling's default adjacency — auto: the tighter of the PLD (on the coarser grid
+// RunningPLDInterval) and RDP; pld; rdp — so that the live ε and the summary's agree.
+// It returns the accountant that gave ε ("pld" or "rdp"; RDP when the PLD cannot be
+// composed under auto).
+func RunningEpsilon(l Ledger, delta float64, accountant string) (float64, string, error) {
+	s, _, err := ledgerSampling(l)
+	if err != nil {
+		return 0, "", err
+	}
+	adj, ev := DefaultAdjacency(s), l.Event()
+	ra := NewRDPAccountant(adj, ShuffleRigorous, nil)
+	if err := ra.Compose(ev); err != nil {
+		return 0, "", err
+	}
+	r, _, rerr := ra.Epsilon(delta)
+	if accountant == AccountantRDP {
+		return r, AccountantRDP, rerr
+	}
+	pa := NewPLDAccountant(adj, ShuffleRigorous, &PLDConfig{Interval: RunningPLDInterval})
+	if err := pa.Compose(ev); err != nil {
+		return 0, "", err
+	}
+	b, perr := pa.Epsilon(delta)
+	switch {
+	case perr != nil && (accountant == AccountantPLD || rerr != nil):
+		return 0, "", perr
+	case perr != nil:
+		return r, AccountantRDP, nil
+	case accountant != AccountantPLD && rerr == nil && r < b.Upper:
+		return r, AccountantRDP, nil
+	}
+	return b.Upper, AccountantPLD, nil
+}
+
 func noiseOf(e Event) float64 {
 	switch ev := e.(type) {
 	case PoissonSampledEvent:

@@ -15,7 +15,11 @@ func (res *RDPReport) WriteText(w io.Writer) {
 		if res.TargetEpsilon != nil {
 			fmt.Fprintf(w, "noise multiplier sigma = %.6g reaches epsilon ≤ %g\n", *res.Sigma, *res.TargetEpsilon)
 		}
-		head = fmt.Sprintf("q = %g, sigma = %g (%s clipping, c = %.4f), steps = %d", *res.Q, *res.Sigma, res.ClipMode, res.ClipConstant, res.Steps)
+		clip := res.ClipMode + " clipping"
+		if res.ClipConstant != 1 {
+			clip += fmt.Sprintf(": clipped norm ≤ c·C, c = %.4f, noise multiplier σ/c = %.4g", res.ClipConstant, *res.NoiseMultiplier)
+		}
+		head = fmt.Sprintf("q = %g, sigma = %g (%s), steps = %d", *res.Q, *res.Sigma, clip, res.Steps)
 	}
 	fmt.Fprintf(w, "%s: (%.4g, %g)-DP (RDP, %s adjacency, %s sampling, %s conversion, order %g)\n",
 		head, res.Epsilon, res.Delta, res.Adjacency, res.Sampling, res.Conversion, res.Order)
@@ -87,8 +91,12 @@ func (res *DPSGDReport) WriteText(w io.Writer) {
 	if res.TargetEpsilon != nil {
 		fmt.Fprintf(w, "noise multiplier σ = %.6g (σ/c = %.6g) reaches ε ≤ %g\n", res.Sigma, res.NoiseMultiplier, *res.TargetEpsilon)
 	}
-	fmt.Fprintf(w, "N = %d, B = %d (q = %.4g), T = %d, σ = %.6g, %s clipping (c = %.4f)\n",
-		res.N, res.Batch, res.Q, res.Steps, res.Sigma, res.ClipMode, res.ClipConstant)
+	clip := ""
+	if res.ClipConstant != 1 {
+		clip = fmt.Sprintf(": clipped norm ≤ c·C, c = %.4f, noise multiplier σ/c = %.4g", res.ClipConstant, res.NoiseMultiplier)
+	}
+	fmt.Fprintf(w, "N = %d, B = %d (q = %.4g), T = %d, σ = %.6g, %s clipping%s\n",
+		res.N, res.Batch, res.Q, res.Steps, res.Sigma, res.ClipMode, clip)
 	res.Privacy.WriteText(w)
 	if p := res.Privacy; p != nil && p.Kappa != nil {
 		fmt.Fprintf(w, "FIL factor         κ = %.6g (ε₀ = %.4g at δ_f = %.3g)", *p.Kappa, *p.KappaEpsilon0, res.FILDelta)

@@ -74,7 +74,11 @@ func (tp *trainProgress) event(e train.Event) {
 	if !math.IsNaN(e.TestAccuracy) {
 		msg += fmt.Sprintf(" acc %.3f", e.TestAccuracy)
 	}
-	msg += fmt.Sprintf(" ε %.3g", e.Epsilon)
+	if e.Accountant != "" {
+		msg += fmt.Sprintf(" ε(%s) %.3g", e.Accountant, e.Epsilon)
+	} else {
+		msg += fmt.Sprintf(" ε %.3g", e.Epsilon)
+	}
 	if e.DFILMax > 0 {
 		msg += fmt.Sprintf(" dFIL max %.3g med %.3g", e.DFILMax, e.DFILMedian)
 	}
