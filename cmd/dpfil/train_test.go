@@ -188,6 +188,19 @@ func TestDemoHuman(t *testing.T) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out)
 		}
 	}
+	// Issue 27: clean headlines — c is explained where it is shown, the paper's
+	// add-remove value sits on its own labelled line.
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "c = 1.115") && !strings.Contains(l, "smooth clipping bounds a clipped gradient by c·C") {
+			t.Errorf("c unexplained: %q", l)
+		}
+		if strings.HasPrefix(l, "Theorem 1 (RDP)") && (strings.Contains(l, "paper") || strings.Contains(l, "not a valid")) {
+			t.Errorf("Theorem 1 headline carries the paper's value: %q", l)
+		}
+	}
+	if !strings.Contains(out, "smooth clipping bounds a clipped gradient by c·C, c = 1.115") {
+		t.Errorf("c not explained:\n%s", out)
+	}
 }
 
 // The same bad input names the same flag in every run (cobra checks its flag groups
