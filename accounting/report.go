@@ -134,6 +134,11 @@ type Report struct {
 	EpsilonPLDLower *float64 `json:"epsilon_pld_lower"` // PLD, optimistic discretisation: the exact ε is ≥ this
 	EpsilonRDP      *float64 `json:"epsilon_rdp"`       // RDP upper bound; null where RDP has none (replace-one Poisson)
 	EpsilonRDPOrder *float64 `json:"epsilon_rdp_order"`
+	// PLDInterval is the discretisation interval of the PLD's privacy loss: 1e-4,
+	// coarser for very long runs whose composition would need an FFT of more than 2^21
+	// points (the pessimistic ε stays a rigorous upper bound; EpsilonPLDLower brackets
+	// the discretisation error).
+	PLDInterval float64 `json:"pld_interval,omitempty"`
 	// PLDUnavailable says why the PLD gave no ε (auto then reports RDP's).
 	PLDUnavailable string `json:"pld_unavailable,omitempty"`
 	Conversion     string `json:"conversion"` // RDP → (ε, δ)
@@ -226,28 +231,51 @@ func ledgerSampling(l Ledger) (Sampling, Event, error) {
 	return s, first, nil
 }
 
-// epsilonsOf composes the event under adj/sh and returns (PLD upper, PLD lower, RDP,
-// RDP order); unavailable values are nil.
-func epsilonsOf(e Event, adj Adjacency, sh ShuffleAccounting, delta float64, pld bool) (pu, pl, r, ro *float64, err error) {
+// epsilons are the ε of an event: PLD upper and lower (on the grid Interval), RDP
+// and its order; unavailable values are nil.
+type epsilons struct {
+	pu, pl, r, ro *float64
+	interval      float64
+}
+
+// reportMaxFFT caps the FFT length of a report's PLD: a composition that needs more
+// (very long runs, large ε) is recomposed on a proportionally coarser grid, which
+// keeps ε a rigorous upper bound (the pessimistic discretisation, bracketed by
+// epsilon_pld_lower) at a cost of a second or two instead of minutes.
+const reportMaxFFT = 1 << 21
+
+// epsilonsOf composes the event under adj/sh and returns its ε by both accountants
+// (the PLD only when pld is set).
+func epsilonsOf(e Event, adj Adjacency, sh ShuffleAccounting, delta float64, pld bool) (epsilons, error) {
+	var out epsilons
 	ra := NewRDPAccountant(adj, sh, nil)
 	if err := ra.Compose(e); err != nil {
-		return nil, nil, nil, nil, err
+		return out, err
 	}
 	if v, o, err := ra.Epsilon(delta); err == nil {
-		r, ro = &v, &o
+		out.r, out.ro = &v, &o
 	}
-	if pld {
-		pa := NewPLDAccountant(adj, sh, nil)
+	if !pld {
+		return out, nil
+	}
+	h := DefaultPLDInterval
+	for {
+		pa := NewPLDAccountant(adj, sh, &PLDConfig{Interval: h, MaxPoints: reportMaxFFT})
 		if err := pa.Compose(e); err != nil {
-			return nil, nil, nil, nil, err
+			return out, err
 		}
 		b, err := pa.Epsilon(delta)
-		if err != nil {
-			return nil, nil, nil, nil, err
+		var big *pldTooLargeError
+		if errors.As(err, &big) && h < 0.05 {
+			h = math.Min(0.05, h*1.25*float64(big.points)/reportMaxFFT)
+			continue
 		}
-		pu, pl = &b.Upper, &b.Lower
+		if err != nil {
+			return out, err
+		}
+		out.pu, out.pl, out.interval = &b.Upper, &b.Lower, h
+		return out, nil
 	}
-	return pu, pl, r, ro, nil
 }
 
 // ZeroOut is Report.Adjacency of a shuffled run accounted under add-remove.
@@ -290,13 +318,13 @@ func NewReport(l Ledger, opt ReportOptions) (*Report, error) {
 			p.Adjacency, p.AdjacencyMeaning = ZeroOut, zeroOutMeaning
 		}
 	}
-	p.EpsilonPLD, p.EpsilonPLDLower, p.EpsilonRDP, p.EpsilonRDPOrder, err = epsilonsOf(ev, adj, ShuffleRigorous, opt.Delta, acct != AccountantRDP)
+	es, err := epsilonsOf(ev, adj, ShuffleRigorous, opt.Delta, acct != AccountantRDP)
 	if err != nil && acct == AccountantAuto {
 		// The PLD refuses extreme settings (e.g. a privacy-loss range too wide at tiny
 		// noise); auto then reports the RDP bound, which is valid too.
 		pldErr := err
-		p.EpsilonPLD, p.EpsilonPLDLower, p.EpsilonRDP, p.EpsilonRDPOrder, err = epsilonsOf(ev, adj, ShuffleRigorous, opt.Delta, false)
-		if err == nil && p.EpsilonRDP == nil {
+		es, err = epsilonsOf(ev, adj, ShuffleRigorous, opt.Delta, false)
+		if err == nil && es.r == nil {
 			err = pldErr
 		}
 		if err == nil {
@@ -306,6 +334,7 @@ func NewReport(l Ledger, opt ReportOptions) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.EpsilonPLD, p.EpsilonPLDLower, p.EpsilonRDP, p.EpsilonRDPOrder, p.PLDInterval = es.pu, es.pl, es.r, es.ro, es.interval
 	switch {
 	case acct == AccountantRDP && p.EpsilonRDP == nil:
 		return nil, errors.New("the RDP accountant has no ε bound under replace-one adjacency with Poisson sampling; use the PLD accountant")
@@ -315,10 +344,11 @@ func NewReport(l Ledger, opt ReportOptions) (*Report, error) {
 		p.Accountant, p.Epsilon = AccountantPLD, *p.EpsilonPLD
 	}
 	if s == SamplingShuffle {
-		au, _, ar, _, err := epsilonsOf(ev, adj, ShufflePoissonApprox, opt.Delta, acct != AccountantRDP && p.EpsilonPLD != nil)
+		ea, err := epsilonsOf(ev, adj, ShufflePoissonApprox, opt.Delta, acct != AccountantRDP && p.EpsilonPLD != nil)
 		if err != nil {
 			return nil, fmt.Errorf("Poisson approximation: %w", err)
 		}
+		au, ar := ea.pu, ea.r
 		if au != nil && (ar == nil || *au <= *ar) {
 			p.EpsilonPoissonApprox = au
 		} else {
@@ -454,7 +484,8 @@ func CalibrateNoise(d DPSGD, opt ReportOptions, target float64) (float64, error)
 		if err != nil {
 			return 0, false, err
 		}
-		pu, _, r, _, err := epsilonsOf(l.Event(), adj, ShuffleRigorous, opt.Delta, pld)
+		es, err := epsilonsOf(l.Event(), adj, ShuffleRigorous, opt.Delta, pld)
+		pu, r := es.pu, es.r
 		switch {
 		case err != nil:
 			return 0, false, err

@@ -77,7 +77,14 @@ func (p *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "                   %s\n", p.AdjacencyMeaning)
 	}
 	if p.EpsilonPLD != nil && p.EpsilonRDP != nil {
-		fmt.Fprintf(w, "                   PLD ε ∈ [%.4g, %.4g], RDP ε = %.4g (order %g)\n", *p.EpsilonPLDLower, *p.EpsilonPLD, *p.EpsilonRDP, *p.EpsilonRDPOrder)
+		grid := ""
+		if p.PLDInterval > DefaultPLDInterval {
+			grid = fmt.Sprintf(" (loss grid %.3g: a long run, coarser than the default %g)", p.PLDInterval, DefaultPLDInterval)
+		}
+		fmt.Fprintf(w, "                   PLD ε ∈ [%.4g, %.4g]%s, RDP ε = %.4g (order %g)\n", *p.EpsilonPLDLower, *p.EpsilonPLD, grid, *p.EpsilonRDP, *p.EpsilonRDPOrder)
+	}
+	if p.PLDUnavailable != "" {
+		fmt.Fprintf(w, "                   PLD not computed (%s): ε is the RDP accountant's\n", p.PLDUnavailable)
 	}
 	if p.EpsilonPoissonApprox != nil {
 		fmt.Fprintf(w, "                   ε = %.4g if shuffled batches were Poisson-sampled (the papers' approximation, not a proven bound)\n", *p.EpsilonPoissonApprox)
@@ -99,7 +106,7 @@ func (res *DPSGDReport) WriteText(w io.Writer) {
 		res.N, res.Batch, res.Q, res.Steps, res.Sigma, res.ClipMode, clip)
 	res.Privacy.WriteText(w)
 	if p := res.Privacy; p != nil && p.Kappa != nil {
-		fmt.Fprintf(w, "FIL factor         κ = %.6g (ε₀ = %.4g at δ_f = %.3g)", *p.Kappa, *p.KappaEpsilon0, res.FILDelta)
+		fmt.Fprintf(w, "FIL factor         κ = %.6g (ε₀ = %.4g of one step, replace-one, at δ_f = %.3g)", *p.Kappa, *p.KappaEpsilon0, res.FILDelta)
 		if p.KappaPoissonApprox != nil && !math.IsNaN(*p.KappaPoissonApprox) {
 			fmt.Fprintf(w, "; Poisson approximation κ = %.6g", *p.KappaPoissonApprox)
 		}
@@ -163,7 +170,7 @@ func (res *DFILFilesReport) WriteText(w io.Writer) {
 // WriteText writes the human summary of the report: κ and the paper's classical
 // value beside it.
 func (res *KappaReport) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "kappa = %.6g (q = %g, sigma = %g, c = %g, delta_f = %.3g; ε₀ = %.4g, analytic Gaussian mechanism)\n",
+	fmt.Fprintf(w, "kappa = %.6g (q = %g, sigma = %g, c = %g, delta_f = %.3g; ε₀ = %.4g of one step, replace-one, analytic Gaussian mechanism)\n",
 		res.Kappa, res.Q, res.Sigma, res.ClipConstant, res.DeltaF, res.Epsilon0)
 	valid := "valid"
 	if res.PaperEpsilon0 >= 1 {

@@ -218,7 +218,7 @@ func AccountKappa(req KappaRequest) (*KappaReport, error) {
 		return nil, fmt.Errorf("kappa: %w", err)
 	}
 	return &KappaReport{Q: p.Q, Sigma: p.Sigma, ClipConstant: p.ClipConstant, DeltaF: p.DeltaF, Kappa: k, Epsilon0: eps0,
-		Epsilon0Method: "analytic Gaussian mechanism (Balle & Wang 2018)", PaperEpsilon0: paperEps0, PaperKappa: kc}, nil
+		Epsilon0Method: "analytic Gaussian mechanism (Balle & Wang 2018), one step under replace-one adjacency (sensitivity 2cC)", PaperEpsilon0: paperEps0, PaperKappa: kc}, nil
 }
 
 // MSERequest asks for MSE lower bounds on reconstruction; a nil field is not asked
