@@ -57,6 +57,16 @@ type PLDConfig struct {
 	// discretisation and each composition (default 1e-15). Truncated mass is put at
 	// +∞ in the pessimistic distribution, so it adds to the reported δ.
 	TailMass float64 `json:"tail_mass,omitempty"`
+	// MaxPoints caps the FFT length of a composition (default and at most 2^24); a
+	// composition that needs more fails with an error naming the length it needs.
+	MaxPoints int `json:"max_points,omitempty"`
+}
+
+// pldTooLargeError is the error of a composition whose FFT would exceed its cap.
+type pldTooLargeError struct{ points int }
+
+func (e *pldTooLargeError) Error() string {
+	return fmt.Sprintf("PLD: composition needs an FFT of %d points; use a larger interval", e.points)
 }
 
 // resolved returns the configuration with defaults filled in, validated.
@@ -76,6 +86,12 @@ func (c *PLDConfig) resolved() (PLDConfig, error) {
 	}
 	if math.IsNaN(r.TailMass) || r.TailMass <= 0 || r.TailMass > 1e-3 {
 		return r, fmt.Errorf("PLD tail mass %v must be in (0, 1e-3]", r.TailMass)
+	}
+	if r.MaxPoints == 0 {
+		r.MaxPoints = pldMaxPoints
+	}
+	if r.MaxPoints < 1 || r.MaxPoints > pldMaxPoints {
+		return r, fmt.Errorf("PLD FFT cap %d must be in [1, %d]", r.MaxPoints, pldMaxPoints)
 	}
 	return r, nil
 }
@@ -350,7 +366,7 @@ func (p *PLD) distributions() ([]pldDirection, float64, error) {
 	if err := checkAdjacency(p.Adjacency); err != nil {
 		return nil, 0, err
 	}
-	key := fmt.Sprintf("%d|%v|%v|%v", p.Adjacency, cfg.Interval, cfg.TailMass, p.Steps)
+	key := fmt.Sprintf("%d|%v|%v|%d|%v", p.Adjacency, cfg.Interval, cfg.TailMass, cfg.MaxPoints, p.Steps)
 	if p.cache != nil && p.cacheKey == key {
 		return p.cache, p.cacheH, nil
 	}
@@ -373,6 +389,9 @@ type stepGroup struct {
 // removeOnly (add/remove only) only the remove direction (P = mixture, Q = N(0, σ²))
 // is computed.
 func composeSteps(adj Adjacency, steps []PLDStep, cfg PLDConfig, removeOnly bool) ([]pldDirection, error) {
+	if cfg.MaxPoints == 0 {
+		cfg.MaxPoints = pldMaxPoints
+	}
 	delta := 1.0 // sensitivity of the base Gaussian
 	if adj == ReplaceOne {
 		delta = 2
@@ -476,7 +495,7 @@ func composeSteps(adj Adjacency, steps []PLDStep, cfg PLDConfig, removeOnly bool
 						xs[i] = d.pess
 					}
 				}
-				return composeAll(xs, counts, tail, pess)
+				return composeAllMax(xs, counts, tail, pess, cfg.MaxPoints)
 			}
 			var inner sync.WaitGroup
 			inner.Add(1)
@@ -1168,6 +1187,11 @@ func (d pmf) selfCompose(t int, tail float64, pess bool) (pmf, error) {
 // optimistically the bound on the mass below it (whose copies land too high) is
 // counted as spurious (excess). Supports of at most 2^16 points are used whole.
 func composeAll(ds []pmf, counts []int, tail float64, pess bool) (pmf, error) {
+	return composeAllMax(ds, counts, tail, pess, pldMaxPoints)
+}
+
+// composeAllMax is composeAll with an FFT of at most maxPoints points.
+func composeAllMax(ds []pmf, counts []int, tail float64, pess bool, maxPoints int) (pmf, error) {
 	var terms []mgfTerm
 	r := pmf{}
 	full := 1
@@ -1217,8 +1241,8 @@ func composeAll(ds []pmf, counts []int, tail float64, pess bool) (pmf, error) {
 		}
 	}
 	nf := goodFFTLen(jhi - jlo + 1)
-	if nf > pldMaxPoints {
-		return pmf{}, fmt.Errorf("PLD: composition needs an FFT of %d points; use a larger interval", nf)
+	if nf > maxPoints {
+		return pmf{}, &pldTooLargeError{nf}
 	}
 	fft := fourier.NewFFT(nf)
 	buf := make([]float64, nf)

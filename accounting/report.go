@@ -56,18 +56,30 @@ func (d DPSGD) StepEvent(t int) (Event, bool) {
 	return ShuffledEpochEvent{Q: d.Q(), Steps: min(per, d.Steps-t), Event: g}, true
 }
 
-// Ledger is the ledger of the whole run, as the trainer emits it step by step.
+// Ledger is the ledger of the whole run, equal to the one the trainer emits step by
+// step (StepEvent), built in O(1): one self-composed step event, or for shuffled
+// batches the full epochs and the last, partial one.
 func (d DPSGD) Ledger() (Ledger, error) {
 	var l Ledger
 	if err := d.check(); err != nil {
 		return l, err
 	}
-	for t := 0; t < d.Steps; t++ {
-		if e, ok := d.StepEvent(t); ok {
-			if err := l.Add(e, 1); err != nil {
-				return l, err
-			}
+	if d.Steps == 0 {
+		return l, nil
+	}
+	e, _ := d.StepEvent(0)
+	if d.Sampling != SamplingShuffle {
+		return l, l.Add(e, d.Steps)
+	}
+	per := d.N / d.Batch
+	if full := d.Steps / per; full > 0 {
+		if err := l.Add(ShuffledEpochEvent{Q: d.Q(), Steps: per, Event: e.(ShuffledEpochEvent).Event}, full); err != nil {
+			return l, err
 		}
+	}
+	if r := d.Steps % per; r > 0 {
+		last, _ := d.StepEvent(d.Steps - r)
+		return l, l.Add(last, 1)
 	}
 	return l, nil
 }
@@ -108,8 +120,13 @@ type Report struct {
 	Epsilon    float64 `json:"epsilon"`
 	Delta      float64 `json:"delta"`
 	Accountant string  `json:"accountant"`
-	Adjacency  string  `json:"adjacency"`
-	Sampling   string  `json:"sampling"`
+	// Adjacency is "add-remove" or "replace-one", or for shuffled batches under
+	// add-remove "zero-out": the batches stay fixed and the record's gradient is
+	// replaced by zero (AdjacencyMeaning says so), which is what the per-epoch
+	// Gaussian accounting of a shuffled run bounds.
+	Adjacency        string `json:"adjacency"`
+	AdjacencyMeaning string `json:"adjacency_meaning,omitempty"`
+	Sampling         string `json:"sampling"`
 	// ShuffleAccounting is "no-amplification" for shuffled batches.
 	ShuffleAccounting string `json:"shuffle_accounting,omitempty"`
 
@@ -117,6 +134,11 @@ type Report struct {
 	EpsilonPLDLower *float64 `json:"epsilon_pld_lower"` // PLD, optimistic discretisation: the exact ε is ≥ this
 	EpsilonRDP      *float64 `json:"epsilon_rdp"`       // RDP upper bound; null where RDP has none (replace-one Poisson)
 	EpsilonRDPOrder *float64 `json:"epsilon_rdp_order"`
+	// PLDInterval is the discretisation interval of the PLD's privacy loss: 1e-4,
+	// coarser for very long runs whose composition would need an FFT of more than 2^21
+	// points (the pessimistic ε stays a rigorous upper bound; EpsilonPLDLower brackets
+	// the discretisation error).
+	PLDInterval float64 `json:"pld_interval,omitempty"`
 	// PLDUnavailable says why the PLD gave no ε (auto then reports RDP's).
 	PLDUnavailable string `json:"pld_unavailable,omitempty"`
 	Conversion     string `json:"conversion"` // RDP → (ε, δ)
@@ -147,7 +169,21 @@ type Theorem1Report struct {
 	MSEBoundRDP      float64 `json:"mse_bound_rdp"`
 	PaperRDPOrder2   float64 `json:"paper_rdp_order2_add_remove"`
 	PaperMSEBoundRDP float64 `json:"paper_mse_bound_rdp_add_remove"`
+	// RDPOrder2Antipodal is the exact order-2 Rényi divergence of the run for the
+	// antipodal pair of records (clipped gradients u and −u, all others 0;
+	// Order2AntipodalOf) and MSEBoundRDPAntipodal the Theorem 1 bound it would give
+	// (null: +∞). Exact for that pair, not proven to be the worst case: it shows how
+	// loose the proven RDPOrder2 is, it is not a bound. Nil when it could not be
+	// computed (AntipodalNote says why).
+	RDPOrder2Antipodal   *float64 `json:"rdp_order2_antipodal_exact"`
+	MSEBoundRDPAntipodal *float64 `json:"mse_bound_rdp_antipodal_exact"`
+	AntipodalNote        string   `json:"antipodal_note"`
 }
+
+// antipodalNote labels Theorem1Report.RDPOrder2Antipodal.
+const antipodalNote = "exact order-2 Rényi divergence for the antipodal replace-one pair " +
+	"(clipped gradients u and −u, all other records' gradients 0), by adaptive quadrature; " +
+	"not proven to be the worst case, so not a bound: rdp_order2 is the proven one"
 
 // ledgerSampling returns the sampling of the ledger's step events (an error when
 // they mix samplings) and its first step event.
@@ -195,29 +231,59 @@ func ledgerSampling(l Ledger) (Sampling, Event, error) {
 	return s, first, nil
 }
 
-// epsilonsOf composes the event under adj/sh and returns (PLD upper, PLD lower, RDP,
-// RDP order); unavailable values are nil.
-func epsilonsOf(e Event, adj Adjacency, sh ShuffleAccounting, delta float64, pld bool) (pu, pl, r, ro *float64, err error) {
+// epsilons are the ε of an event: PLD upper and lower (on the grid Interval), RDP
+// and its order; unavailable values are nil.
+type epsilons struct {
+	pu, pl, r, ro *float64
+	interval      float64
+}
+
+// reportMaxFFT caps the FFT length of a report's PLD: a composition that needs more
+// (very long runs, large ε) is recomposed on a proportionally coarser grid, which
+// keeps ε a rigorous upper bound (the pessimistic discretisation, bracketed by
+// epsilon_pld_lower) at a cost of a second or two instead of minutes.
+const reportMaxFFT = 1 << 21
+
+// epsilonsOf composes the event under adj/sh and returns its ε by both accountants
+// (the PLD only when pld is set).
+func epsilonsOf(e Event, adj Adjacency, sh ShuffleAccounting, delta float64, pld bool) (epsilons, error) {
+	var out epsilons
 	ra := NewRDPAccountant(adj, sh, nil)
 	if err := ra.Compose(e); err != nil {
-		return nil, nil, nil, nil, err
+		return out, err
 	}
 	if v, o, err := ra.Epsilon(delta); err == nil {
-		r, ro = &v, &o
+		out.r, out.ro = &v, &o
 	}
-	if pld {
-		pa := NewPLDAccountant(adj, sh, nil)
+	if !pld {
+		return out, nil
+	}
+	h := DefaultPLDInterval
+	for {
+		pa := NewPLDAccountant(adj, sh, &PLDConfig{Interval: h, MaxPoints: reportMaxFFT})
 		if err := pa.Compose(e); err != nil {
-			return nil, nil, nil, nil, err
+			return out, err
 		}
 		b, err := pa.Epsilon(delta)
-		if err != nil {
-			return nil, nil, nil, nil, err
+		var big *pldTooLargeError
+		if errors.As(err, &big) && h < 0.05 {
+			h = math.Min(0.05, h*1.25*float64(big.points)/reportMaxFFT)
+			continue
 		}
-		pu, pl = &b.Upper, &b.Lower
+		if err != nil {
+			return out, err
+		}
+		out.pu, out.pl, out.interval = &b.Upper, &b.Lower, h
+		return out, nil
 	}
-	return pu, pl, r, ro, nil
 }
+
+// ZeroOut is Report.Adjacency of a shuffled run accounted under add-remove.
+const ZeroOut = "zero-out"
+
+// zeroOutMeaning explains ZeroOut where the number is reported.
+const zeroOutMeaning = "zero-out: the batches stay fixed and the record's gradient is replaced by zero " +
+	"(add-remove read for shuffled batches, whose permutation depends on the dataset size)"
 
 // NewReport derives a run's privacy report from its ledger.
 func NewReport(l Ledger, opt ReportOptions) (*Report, error) {
@@ -248,14 +314,17 @@ func NewReport(l Ledger, opt ReportOptions) (*Report, error) {
 		Events: l}
 	if s == SamplingShuffle {
 		p.ShuffleAccounting = ShuffleRigorous.String()
+		if adj == AddRemove {
+			p.Adjacency, p.AdjacencyMeaning = ZeroOut, zeroOutMeaning
+		}
 	}
-	p.EpsilonPLD, p.EpsilonPLDLower, p.EpsilonRDP, p.EpsilonRDPOrder, err = epsilonsOf(ev, adj, ShuffleRigorous, opt.Delta, acct != AccountantRDP)
+	es, err := epsilonsOf(ev, adj, ShuffleRigorous, opt.Delta, acct != AccountantRDP)
 	if err != nil && acct == AccountantAuto {
 		// The PLD refuses extreme settings (e.g. a privacy-loss range too wide at tiny
 		// noise); auto then reports the RDP bound, which is valid too.
 		pldErr := err
-		p.EpsilonPLD, p.EpsilonPLDLower, p.EpsilonRDP, p.EpsilonRDPOrder, err = epsilonsOf(ev, adj, ShuffleRigorous, opt.Delta, false)
-		if err == nil && p.EpsilonRDP == nil {
+		es, err = epsilonsOf(ev, adj, ShuffleRigorous, opt.Delta, false)
+		if err == nil && es.r == nil {
 			err = pldErr
 		}
 		if err == nil {
@@ -265,6 +334,7 @@ func NewReport(l Ledger, opt ReportOptions) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.EpsilonPLD, p.EpsilonPLDLower, p.EpsilonRDP, p.EpsilonRDPOrder, p.PLDInterval = es.pu, es.pl, es.r, es.ro, es.interval
 	switch {
 	case acct == AccountantRDP && p.EpsilonRDP == nil:
 		return nil, errors.New("the RDP accountant has no ε bound under replace-one adjacency with Poisson sampling; use the PLD accountant")
@@ -274,10 +344,11 @@ func NewReport(l Ledger, opt ReportOptions) (*Report, error) {
 		p.Accountant, p.Epsilon = AccountantPLD, *p.EpsilonPLD
 	}
 	if s == SamplingShuffle {
-		au, _, ar, _, err := epsilonsOf(ev, adj, ShufflePoissonApprox, opt.Delta, acct != AccountantRDP && p.EpsilonPLD != nil)
+		ea, err := epsilonsOf(ev, adj, ShufflePoissonApprox, opt.Delta, acct != AccountantRDP && p.EpsilonPLD != nil)
 		if err != nil {
 			return nil, fmt.Errorf("Poisson approximation: %w", err)
 		}
+		au, ar := ea.pu, ea.r
 		if au != nil && (ar == nil || *au <= *ar) {
 			p.EpsilonPoissonApprox = au
 		} else {
@@ -312,6 +383,47 @@ func NewReport(l Ledger, opt ReportOptions) (*Report, error) {
 		}
 	}
 	return p, nil
+}
+
+// RunningPLDInterval is the PLD discretisation interval of RunningEpsilon: 10× the
+// report's, so that a progress update costs milliseconds; the pessimistic ε stays a
+// rigorous upper bound and lies within about 1e-4 of the report's at usual settings.
+const RunningPLDInterval = 10 * DefaultPLDInterval
+
+// RunningEpsilon is ε at delta of the ledger of the steps so far, for progress
+// reports: with the accountant the final report (NewReport) will use, under the
+// sampling's default adjacency — auto: the tighter of the PLD (on the coarser grid
+// RunningPLDInterval) and RDP; pld; rdp — so that the live ε and the summary's agree.
+// It returns the accountant that gave ε ("pld" or "rdp"; RDP when the PLD cannot be
+// composed under auto).
+func RunningEpsilon(l Ledger, delta float64, accountant string) (float64, string, error) {
+	s, _, err := ledgerSampling(l)
+	if err != nil {
+		return 0, "", err
+	}
+	adj, ev := DefaultAdjacency(s), l.Event()
+	ra := NewRDPAccountant(adj, ShuffleRigorous, nil)
+	if err := ra.Compose(ev); err != nil {
+		return 0, "", err
+	}
+	r, _, rerr := ra.Epsilon(delta)
+	if accountant == AccountantRDP {
+		return r, AccountantRDP, rerr
+	}
+	pa := NewPLDAccountant(adj, ShuffleRigorous, &PLDConfig{Interval: RunningPLDInterval})
+	if err := pa.Compose(ev); err != nil {
+		return 0, "", err
+	}
+	b, perr := pa.Epsilon(delta)
+	switch {
+	case perr != nil && (accountant == AccountantPLD || rerr != nil):
+		return 0, "", perr
+	case perr != nil:
+		return r, AccountantRDP, nil
+	case accountant != AccountantPLD && rerr == nil && r < b.Upper:
+		return r, AccountantRDP, nil
+	}
+	return b.Upper, AccountantPLD, nil
 }
 
 func noiseOf(e Event) float64 {
@@ -372,7 +484,8 @@ func CalibrateNoise(d DPSGD, opt ReportOptions, target float64) (float64, error)
 		if err != nil {
 			return 0, false, err
 		}
-		pu, _, r, _, err := epsilonsOf(l.Event(), adj, ShuffleRigorous, opt.Delta, pld)
+		es, err := epsilonsOf(l.Event(), adj, ShuffleRigorous, opt.Delta, pld)
+		pu, r := es.pu, es.r
 		switch {
 		case err != nil:
 			return 0, false, err

@@ -3,7 +3,9 @@ package accounting
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestDPSGDLedger(t *testing.T) {
@@ -36,7 +38,7 @@ func TestNewReportLabelsAndChoice(t *testing.T) {
 	for _, tc := range []struct {
 		sampling Sampling
 		adj      string
-	}{{SamplingPoisson, "add-remove"}, {SamplingUniform, "replace-one"}, {SamplingShuffle, "add-remove"}} {
+	}{{SamplingPoisson, "add-remove"}, {SamplingUniform, "replace-one"}, {SamplingShuffle, "zero-out"}} {
 		d := DPSGD{Sampling: tc.sampling, N: 10000, Batch: 100, Steps: 300, NoiseMultiplier: 1.2}
 		l, err := d.Ledger()
 		if err != nil {
@@ -46,7 +48,8 @@ func TestNewReportLabelsAndChoice(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", tc.sampling, err)
 		}
-		if r.Adjacency != tc.adj || r.Sampling != tc.sampling.String() || r.Theorem1.Adjacency != "replace-one" {
+		if r.Adjacency != tc.adj || r.Sampling != tc.sampling.String() || r.Theorem1.Adjacency != "replace-one" ||
+			(tc.sampling == SamplingShuffle) != strings.Contains(r.AdjacencyMeaning, "batches stay fixed") {
 			t.Errorf("%v: labels %s %s %s", tc.sampling, r.Adjacency, r.Sampling, r.Theorem1.Adjacency)
 		}
 		if r.EpsilonPLD == nil || r.EpsilonRDP == nil {
@@ -136,19 +139,93 @@ func TestCalibrateNoise(t *testing.T) {
 // auto never fails where RDP has a bound: at tiny noise the PLD refuses the run and
 // the report falls back to the (valid) RDP ε, saying why.
 func TestNewReportAutoFallsBackToRDP(t *testing.T) {
-	d := DPSGD{Sampling: SamplingPoisson, N: 1000, Batch: 100, Steps: 200, NoiseMultiplier: 0.05}
+	// (σ = 0.05 needed an FFT beyond the cap at the 1e-4 grid and is now recomposed on
+	// a coarser one; at σ = 0.02 the privacy loss leaves the PLD's ±600 range.)
+	d := DPSGD{Sampling: SamplingPoisson, N: 1000, Batch: 100, Steps: 200, NoiseMultiplier: 0.02}
 	l, err := d.Ledger()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := NewReport(l, ReportOptions{Delta: 1e-5, Accountant: AccountantPLD}); err == nil {
-		t.Fatal("the PLD now handles σ = 0.05: pick a smaller noise to test the fallback")
+		t.Fatal("the PLD now handles σ = 0.02: pick a smaller noise to test the fallback")
 	}
 	r, err := NewReport(l, ReportOptions{Delta: 1e-5})
 	if err != nil {
-		t.Fatalf("auto at σ = 0.05: %v", err)
+		t.Fatalf("auto at σ = 0.02: %v", err)
 	}
 	if r.Accountant != AccountantRDP || r.EpsilonPLD != nil || r.PLDUnavailable == "" || r.Epsilon != *r.EpsilonRDP {
 		t.Fatalf("auto fallback: %+v", r)
+	}
+}
+
+// DPSGD.Ledger builds in O(1) the ledger the trainer emits step by step.
+func TestDPSGDLedgerClosedForm(t *testing.T) {
+	for _, s := range []Sampling{SamplingPoisson, SamplingUniform, SamplingShuffle} {
+		for _, c := range []struct{ n, b, steps int }{{100, 10, 0}, {100, 10, 7}, {100, 10, 10}, {100, 10, 30}, {100, 10, 34}, {105, 10, 23}, {10, 10, 3}} {
+			d := DPSGD{Sampling: s, N: c.n, Batch: c.b, Steps: c.steps, NoiseMultiplier: 1.3}
+			var want Ledger
+			for step := 0; step < d.Steps; step++ {
+				if e, ok := d.StepEvent(step); ok {
+					if err := want.Add(e, 1); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			got, err := d.Ledger()
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _ := json.Marshal(got)
+			b, _ := json.Marshal(want)
+			if string(a) != string(b) {
+				t.Errorf("%v %+v: ledger %s, step by step %s", s, c, a, b)
+			}
+		}
+	}
+	// 10¹² steps: the step-by-step loop would take days.
+	done := make(chan error, 1)
+	go func() {
+		_, err := DPSGD{Sampling: SamplingShuffle, N: 60000, Batch: 600, Steps: 1e12, NoiseMultiplier: 1}.Ledger()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Ledger of 10¹² steps did not return within 20 s")
+	}
+}
+
+// Issue 27 (account dpsgd --steps 1e7 took 43 s): a report's PLD whose composition
+// would need an FFT of more than 2^21 points is recomposed on a coarser grid; ε stays
+// a rigorous upper bound, here within 1e-5 (relative) of the default grid's.
+func TestReportCoarsensPLDForLongRuns(t *testing.T) {
+	const nm = 1 / 1.1152
+	for _, tc := range []struct {
+		steps  int
+		coarse bool
+	}{{10000, false}, {1000000, true}} {
+		d := DPSGD{Sampling: SamplingPoisson, N: 60000, Batch: 600, Steps: tc.steps, NoiseMultiplier: nm}
+		l, _ := d.Ledger()
+		r, err := NewReport(l, ReportOptions{Delta: 1e-5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fine, err := PLDEpsilon(AddRemove, SamplingPoisson, SampledGaussianRun{Q: 0.01, Sigma: nm, Steps: tc.steps, Delta: 1e-5}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (r.PLDInterval > DefaultPLDInterval) != tc.coarse || r.PLDInterval < DefaultPLDInterval {
+			t.Errorf("T = %d: PLD interval %v", tc.steps, r.PLDInterval)
+		}
+		if tc.coarse {
+			if *r.EpsilonPLD < fine.Lower || *r.EpsilonPLD > fine.Upper*(1+1e-5) || *r.EpsilonPLDLower > fine.Upper {
+				t.Errorf("T = %d: coarse PLD [%v, %v], default grid [%v, %v]", tc.steps, *r.EpsilonPLDLower, *r.EpsilonPLD, fine.Lower, fine.Upper)
+			}
+		} else if *r.EpsilonPLD != fine.Upper || *r.EpsilonPLDLower != fine.Lower {
+			t.Errorf("T = %d: PLD [%v, %v], want the default grid's [%v, %v]", tc.steps, *r.EpsilonPLDLower, *r.EpsilonPLD, fine.Lower, fine.Upper)
+		}
 	}
 }

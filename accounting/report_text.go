@@ -15,14 +15,37 @@ func (res *RDPReport) WriteText(w io.Writer) {
 		if res.TargetEpsilon != nil {
 			fmt.Fprintf(w, "noise multiplier sigma = %.6g reaches epsilon ≤ %g\n", *res.Sigma, *res.TargetEpsilon)
 		}
-		head = fmt.Sprintf("q = %g, sigma = %g (%s clipping, c = %.4f), steps = %d", *res.Q, *res.Sigma, res.ClipMode, res.ClipConstant, res.Steps)
+		clip := res.ClipMode + " clipping"
+		if res.ClipConstant != 1 {
+			clip += fmt.Sprintf(": clipped norm ≤ c·C, c = %.4f, noise multiplier σ/c = %.4g", res.ClipConstant, *res.NoiseMultiplier)
+		}
+		head = fmt.Sprintf("q = %g, sigma = %g (%s), steps = %d", *res.Q, *res.Sigma, clip, res.Steps)
 	}
 	fmt.Fprintf(w, "%s: (%.4g, %g)-DP (RDP, %s adjacency, %s sampling, %s conversion, order %g)\n",
 		head, res.Epsilon, res.Delta, res.Adjacency, res.Sampling, res.Conversion, res.Order)
-	fmt.Fprintf(w, "order-2 RDP of the run (%s): %.6g\n", res.Adjacency, res.RDPOrder2)
-	t := res.Theorem1
-	fmt.Fprintf(w, "Theorem 1 MSE lower bound on [0,1]^d (unbiased attacker): %.6g (ε₂ = %.6g, replace-one)\n", t.MSEBoundRDP, t.RDPOrder2)
-	fmt.Fprintf(w, "  the paper's add-remove ε₂ = %.6g would give %.6g (not a valid bound)\n", t.PaperRDPOrder2, t.PaperMSEBoundRDP)
+	fmt.Fprintf(w, "order-2 RDP of the run (%s): %.6g\n", res.RDPOrder2Adjacency, res.RDPOrder2)
+	res.Theorem1.writeText(w, "Theorem 1 (unbiased attacker, data in [0,1]^d): ", "  ")
+}
+
+// writeText writes Theorem 1's proven bound on one line (after head) and, on
+// secondary lines (after indent), the antipodal pair's exact value and the paper's
+// add-remove value, each labelled.
+func (t Theorem1Report) writeText(w io.Writer, head, indent string) {
+	fmt.Fprintf(w, "%sMSE ≥ %.4g (ε₂ = %.4g, replace-one, proven bound)\n", head, t.MSEBoundRDP, t.RDPOrder2)
+	if t.RDPOrder2Antipodal != nil {
+		fmt.Fprintf(w, "%santipodal pair, exact (not proven worst case): ε₂ = %.4g → MSE ≥ %s\n", indent, *t.RDPOrder2Antipodal, showBound(t.MSEBoundRDPAntipodal))
+	} else {
+		fmt.Fprintf(w, "%santipodal pair, exact: %s\n", indent, t.AntipodalNote)
+	}
+	fmt.Fprintf(w, "%sthe paper's add-remove ε₂ = %.4g → %.4g (not a valid Theorem 1 input; for comparison)\n", indent, t.PaperRDPOrder2, t.PaperMSEBoundRDP)
+}
+
+// showBound formats a nullable MSE bound (nil: +∞, no leakage).
+func showBound(p *float64) string {
+	if p == nil {
+		return "+Inf (no leakage)"
+	}
+	return fmt.Sprintf("%.4g", *p)
 }
 
 // WriteText writes the human summary of the report: the PLD bracket and the RDP ε
@@ -50,15 +73,23 @@ func (p *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, ", %s", p.ShuffleAccounting)
 	}
 	fmt.Fprintln(w, ")")
+	if p.Adjacency == ZeroOut {
+		fmt.Fprintf(w, "                   %s\n", p.AdjacencyMeaning)
+	}
 	if p.EpsilonPLD != nil && p.EpsilonRDP != nil {
-		fmt.Fprintf(w, "                   PLD ε ∈ [%.4g, %.4g], RDP ε = %.4g (order %g)\n", *p.EpsilonPLDLower, *p.EpsilonPLD, *p.EpsilonRDP, *p.EpsilonRDPOrder)
+		grid := ""
+		if p.PLDInterval > DefaultPLDInterval {
+			grid = fmt.Sprintf(" (loss grid %.3g: a long run, coarser than the default %g)", p.PLDInterval, DefaultPLDInterval)
+		}
+		fmt.Fprintf(w, "                   PLD ε ∈ [%.4g, %.4g]%s, RDP ε = %.4g (order %g)\n", *p.EpsilonPLDLower, *p.EpsilonPLD, grid, *p.EpsilonRDP, *p.EpsilonRDPOrder)
+	}
+	if p.PLDUnavailable != "" {
+		fmt.Fprintf(w, "                   PLD not computed (%s): ε is the RDP accountant's\n", p.PLDUnavailable)
 	}
 	if p.EpsilonPoissonApprox != nil {
 		fmt.Fprintf(w, "                   ε = %.4g if shuffled batches were Poisson-sampled (the papers' approximation, not a proven bound)\n", *p.EpsilonPoissonApprox)
 	}
-	t := p.Theorem1
-	fmt.Fprintf(w, "Theorem 1 (RDP)    ε₂ = %.4g (%s) → MSE ≥ %.4g   [paper's add-remove ε₂ = %.4g → %.4g, not a valid bound]\n",
-		t.RDPOrder2, t.Adjacency, t.MSEBoundRDP, t.PaperRDPOrder2, t.PaperMSEBoundRDP)
+	p.Theorem1.writeText(w, "Theorem 1 (RDP)    ", "                   ")
 }
 
 // WriteText writes the human summary of the report: the run, its privacy report
@@ -67,11 +98,15 @@ func (res *DPSGDReport) WriteText(w io.Writer) {
 	if res.TargetEpsilon != nil {
 		fmt.Fprintf(w, "noise multiplier σ = %.6g (σ/c = %.6g) reaches ε ≤ %g\n", res.Sigma, res.NoiseMultiplier, *res.TargetEpsilon)
 	}
-	fmt.Fprintf(w, "N = %d, B = %d (q = %.4g), T = %d, σ = %.6g, %s clipping (c = %.4f)\n",
-		res.N, res.Batch, res.Q, res.Steps, res.Sigma, res.ClipMode, res.ClipConstant)
+	clip := ""
+	if res.ClipConstant != 1 {
+		clip = fmt.Sprintf(": clipped norm ≤ c·C, c = %.4f, noise multiplier σ/c = %.4g", res.ClipConstant, res.NoiseMultiplier)
+	}
+	fmt.Fprintf(w, "N = %d, B = %d (q = %.4g), T = %d, σ = %.6g, %s clipping%s\n",
+		res.N, res.Batch, res.Q, res.Steps, res.Sigma, res.ClipMode, clip)
 	res.Privacy.WriteText(w)
 	if p := res.Privacy; p != nil && p.Kappa != nil {
-		fmt.Fprintf(w, "FIL factor         κ = %.6g (ε₀ = %.4g at δ_f = %.3g)", *p.Kappa, *p.KappaEpsilon0, res.FILDelta)
+		fmt.Fprintf(w, "FIL factor         κ = %.6g (ε₀ = %.4g of one step, replace-one, at δ_f = %.3g)", *p.Kappa, *p.KappaEpsilon0, res.FILDelta)
 		if p.KappaPoissonApprox != nil && !math.IsNaN(*p.KappaPoissonApprox) {
 			fmt.Fprintf(w, "; Poisson approximation κ = %.6g", *p.KappaPoissonApprox)
 		}
@@ -79,20 +114,39 @@ func (res *DPSGDReport) WriteText(w io.Writer) {
 	}
 }
 
-// WriteText writes the human summary of the report: every estimate of γ.
+// WriteText writes the human summary of the report: the rigorous bound first, the
+// other bounds, then the Monte Carlo check.
 func (res *ReRoReport) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "q = %g, sigma = %g, steps = %d, kappa = %.6g, N = %d (seed %d)\n", res.Q, res.Sigma, res.Steps, res.Kappa, res.Samples, res.Seed)
-	fmt.Fprintf(w, "ReRo gamma: %.6g   %.0f%% CI [%.6g, %.6g]   advantage %.6g\n",
-		res.Gamma, 100*res.Confidence, res.GammaLow, res.GammaHigh, res.Advantage)
-	fmt.Fprintf(w, "Monte Carlo: %.6g from ν draws (Hayes et al.'s estimator), %.6g from mixture draws\n", res.GammaNu, res.GammaMu)
-	if res.GammaExact != nil {
-		fmt.Fprintf(w, "gamma exact (q = 1 closed form): %.6g\n", *res.GammaExact)
+	res.WriteBound(w)
+	if res.GammaTradeoff != nil && res.GammaExact == nil {
+		fmt.Fprintf(w, "  PLD trade-off curve: exact γ ∈ [%.6g, %.6g] (discretisation)\n", *res.GammaTradeoffLower, *res.GammaTradeoff)
+	} else if res.TradeoffNote != "" {
+		fmt.Fprintf(w, "  PLD trade-off curve: %s\n", res.TradeoffNote)
 	}
-	fmt.Fprintf(w, "gamma from the PLD trade-off curve: %.6g (rigorous upper bound; discretisation lower end %.6g)\n", res.GammaTradeoff, res.GammaTradeoffLower)
-	fmt.Fprintf(w, "gamma from RDP: %.6g (order %g)\n", res.GammaRDP, res.RDPOrder)
+	fmt.Fprintf(w, "  RDP-based bound: %.6g (order %g)\n", res.GammaRDP, res.RDPOrder)
+	if mc := res.MonteCarlo; mc != nil {
+		fmt.Fprintf(w, "Monte Carlo check (Hayes et al., N = %d, seed %d): %.6g, %.0f%% CI [%.6g, %.6g]; from mixture draws %.6g\n",
+			mc.Samples, res.Seed, mc.Gamma, 100*mc.Confidence, mc.GammaLow, mc.GammaHigh, mc.GammaMu)
+		if mc.Warning != "" {
+			fmt.Fprintf(w, "  Monte Carlo warning: %s\n", mc.Warning)
+		}
+	} else {
+		fmt.Fprintf(w, "Monte Carlo check: skipped (%s)\n", res.MonteCarloSkipped)
+	}
 	if res.Warning != "" {
 		fmt.Fprintf(w, "warning: %s\n", res.Warning)
 	}
+}
+
+// WriteBound writes the run and its headline bound γ (what is known before the
+// Monte Carlo runs).
+func (res *ReRoReport) WriteBound(w io.Writer) {
+	fmt.Fprintf(w, "q = %g, sigma = %g, steps = %d, kappa = %.6g\n", res.Q, res.Sigma, res.Steps, res.Kappa)
+	rel := "≤"
+	if res.GammaExact != nil || res.Q == 0 {
+		rel = "="
+	}
+	fmt.Fprintf(w, "ReRo gamma %s %.6g (%s; add-remove, Poisson sampling)   advantage %.6g\n", rel, res.Gamma, res.GammaMethod, res.Advantage)
 }
 
 // WriteText writes the human summary of the merged dFIL: its statistics and
@@ -116,7 +170,7 @@ func (res *DFILFilesReport) WriteText(w io.Writer) {
 // WriteText writes the human summary of the report: κ and the paper's classical
 // value beside it.
 func (res *KappaReport) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "kappa = %.6g (q = %g, sigma = %g, c = %g, delta_f = %.3g; ε₀ = %.4g, analytic Gaussian mechanism)\n",
+	fmt.Fprintf(w, "kappa = %.6g (q = %g, sigma = %g, c = %g, delta_f = %.3g; ε₀ = %.4g of one step, replace-one, analytic Gaussian mechanism)\n",
 		res.Kappa, res.Q, res.Sigma, res.ClipConstant, res.DeltaF, res.Epsilon0)
 	valid := "valid"
 	if res.PaperEpsilon0 >= 1 {

@@ -118,12 +118,12 @@ type RDPReport struct {
 	Conversion      string   `json:"conversion"`
 	Epsilon         float64  `json:"epsilon"`
 	Order           float64  `json:"order"`
-	// RDPOrder2 is the order-2 RDP of the run under Adjacency.
-	RDPOrder2 float64 `json:"rdp_order2"`
-	// MSEBoundRDP is Theorem1.MSEBoundRDP (the replace-one value); null when it is
-	// +∞ (ε₂ = 0: no leakage).
-	MSEBoundRDP *float64       `json:"mse_bound_rdp"`
-	Theorem1    Theorem1Report `json:"theorem1"`
+	// RDPOrder2 is the order-2 RDP of the run under Adjacency, which
+	// RDPOrder2Adjacency repeats: every number at the top level holds for Adjacency.
+	// Theorem 1's MSE bound needs the replace-one ε₂ and is in Theorem1 only.
+	RDPOrder2          float64        `json:"rdp_order2"`
+	RDPOrder2Adjacency string         `json:"rdp_order2_adjacency"`
+	Theorem1           Theorem1Report `json:"theorem1"`
 	// TargetEpsilon is set when sigma was solved for.
 	TargetEpsilon *float64 `json:"target_epsilon,omitempty"`
 }
@@ -238,11 +238,10 @@ func (req RDPRequest) account(res *RDPReport, ev Event, c float64) error {
 	if res.Epsilon, res.Order, err = a.Epsilon(res.Delta); err != nil {
 		return fmt.Errorf("RDP accountant: %w", err)
 	}
-	res.RDPOrder2 = a.Order2()
+	res.RDPOrder2, res.RDPOrder2Adjacency = a.Order2(), req.Adjacency.String()
 	if res.Theorem1, err = Theorem1Of(ev); err != nil {
 		return err
 	}
-	res.MSEBoundRDP = jsonfloat.Ptr(res.Theorem1.MSEBoundRDP)
 	res.Accountant, res.Adjacency, res.Sampling = AccountantRDP, req.Adjacency.String(), req.Sampling.String()
 	res.ClipMode, res.ClipConstant, res.Conversion = req.ClipMode, c, req.Conversion.String()
 	return nil
@@ -263,7 +262,13 @@ func Theorem1Of(ev Event) (Theorem1Report, error) {
 	if err := paper.Compose(AsPoisson(ev)); err != nil {
 		return Theorem1Report{}, fmt.Errorf("Theorem 1 (paper's value): %w", err)
 	}
-	return Theorem1Report{Adjacency: ReplaceOne.String(),
+	r := Theorem1Report{Adjacency: ReplaceOne.String(),
 		RDPOrder2: t1.Order2(), MSEBoundRDP: MSEBoundRDP(t1.Order2()),
-		PaperRDPOrder2: paper.Order2(), PaperMSEBoundRDP: MSEBoundRDP(paper.Order2())}, nil
+		PaperRDPOrder2: paper.Order2(), PaperMSEBoundRDP: MSEBoundRDP(paper.Order2()), AntipodalNote: antipodalNote}
+	if a, err := Order2AntipodalOf(ev); err != nil {
+		r.AntipodalNote = "not computed: " + err.Error()
+	} else {
+		r.RDPOrder2Antipodal, r.MSEBoundRDPAntipodal = &a, jsonfloat.Ptr(MSEBoundRDP(a))
+	}
+	return r, nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpfil/dpfil/accounting"
 )
@@ -55,8 +56,8 @@ func TestAccountRDP(t *testing.T) {
 			if !near(res.RDPOrder2, steps*o2, 1e-12) || !near(th.RDPOrder2, steps*r1, 1e-12) || !near(th.PaperRDPOrder2, steps*p2, 1e-12) {
 				t.Errorf("order-2 RDP %v, Theorem 1 %v, paper %v; want %v, %v, %v", res.RDPOrder2, th.RDPOrder2, th.PaperRDPOrder2, steps*o2, steps*r1, steps*p2)
 			}
-			if want := 1 / (4 * math.Expm1(th.RDPOrder2)); *res.MSEBoundRDP != want || th.MSEBoundRDP != want {
-				t.Errorf("MSE bound %v, want %v", *res.MSEBoundRDP, want)
+			if want := 1 / (4 * math.Expm1(th.RDPOrder2)); th.MSEBoundRDP != want || res.RDPOrder2Adjacency != tc.adj.String() {
+				t.Errorf("MSE bound %v, want %v; order-2 adjacency %q", th.MSEBoundRDP, want, res.RDPOrder2Adjacency)
 			}
 			if res.Adjacency != tc.adj.String() || res.Sampling != tc.samp.String() || res.Accountant != "rdp" || res.Conversion != "improved" {
 				t.Errorf("labels %+v", res)
@@ -160,7 +161,7 @@ func TestRequestErrors(t *testing.T) {
 			return err
 		}, "sigma = NaN"},
 		{"rero NaN", func() error {
-			_, err := accounting.ReRoBounds(accounting.ReRoConfig{Q: 0.1, Sigma: 1, Steps: 1, Kappa: math.NaN(), Confidence: math.NaN()})
+			_, err := accounting.ReRoBounds(accounting.ReRoRequest{ReRoConfig: accounting.ReRoConfig{Q: 0.1, Sigma: 1, Steps: 1, Kappa: math.NaN(), Confidence: math.NaN()}})
 			return err
 		}, "kappa = NaN"},
 		{"kappa no delta_f", func() error {
@@ -263,15 +264,61 @@ func TestBoundRequests(t *testing.T) {
 }
 
 func TestReRoBounds(t *testing.T) {
-	r, err := accounting.ReRoBounds(accounting.ReRoConfig{Q: 1, Sigma: 2, Steps: 10, Kappa: 0.01, Samples: 20000, Seed: 3})
+	r, err := accounting.ReRoBounds(accounting.ReRoRequest{ReRoConfig: accounting.ReRoConfig{Q: 1, Sigma: 2, Steps: 10, Kappa: 0.01, Samples: 20000, Seed: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	exact, _ := accounting.ReRoClosedForm(2, 10, 0.01)
 	tr, _ := accounting.ReRoTradeoff(accounting.ReRoRun{Q: 1, Sigma: 2, Steps: 10, Kappa: 0.01}, nil)
-	if r.GammaExact == nil || *r.GammaExact != exact || r.Gamma != exact || r.GammaTradeoff != tr.Gamma || r.GammaTradeoffLower != tr.GammaLower ||
-		!(tr.GammaLower <= exact && exact <= tr.Gamma+1e-9) || r.Seed != 3 || r.Q != 1 {
+	if r.GammaExact == nil || *r.GammaExact != exact || r.Gamma != exact || *r.GammaTradeoff != tr.Gamma || *r.GammaTradeoffLower != tr.GammaLower ||
+		!(tr.GammaLower <= exact && exact <= tr.Gamma+1e-9) || r.Seed != 3 || r.Q != 1 || r.MonteCarlo == nil || r.Warning != "" {
 		t.Errorf("ReRo %+v; closed form %v, trade-off [%v, %v]", r, exact, tr.GammaLower, tr.Gamma)
+	}
+}
+
+// Issue 27: the headline γ is the rigorous bound, computed (and handed to Bound)
+// before the Monte Carlo, whose cost is capped.
+func TestReRoBoundsRigorousFirst(t *testing.T) {
+	var order []string
+	cfg := accounting.ReRoConfig{Q: 0.01, Sigma: 1, Steps: 1000, Kappa: 0.01, Samples: 20000, Seed: 1,
+		Progress: func(done, total int64) {
+			if len(order) == 0 || order[len(order)-1] != "mc" {
+				order = append(order, "mc")
+			}
+		}}
+	var atBound accounting.ReRoReport
+	r, err := accounting.ReRoBounds(accounting.ReRoRequest{ReRoConfig: cfg, Bound: func(b *accounting.ReRoReport) {
+		order = append(order, "bound")
+		atBound = *b
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(order) != 2 || order[0] != "bound" || order[1] != "mc" {
+		t.Errorf("order of events %v, want the bound before the Monte Carlo", order)
+	}
+	if atBound.Gamma != r.Gamma || atBound.MonteCarlo != nil || r.MonteCarlo == nil || r.Gamma != *r.GammaTradeoff ||
+		r.Gamma > r.GammaRDP || !strings.Contains(r.GammaMethod, "trade-off") {
+		t.Errorf("bound %+v, report %+v", atBound, r)
+	}
+	// Skipped on request, and over the cap, saying so; the bound is still there.
+	skip, err := accounting.ReRoBounds(accounting.ReRoRequest{ReRoConfig: cfg, SkipMonteCarlo: true})
+	if err != nil || skip.MonteCarlo != nil || skip.MonteCarloSkipped == "" || skip.Gamma != r.Gamma {
+		t.Errorf("skipped: %+v, %v", skip, err)
+	}
+	capped, err := accounting.ReRoBounds(accounting.ReRoRequest{ReRoConfig: cfg, MaxDraws: 1000 * 40000 / 2})
+	if err != nil || capped.MonteCarlo != nil || !strings.Contains(capped.MonteCarloSkipped, "cap") || capped.Gamma != r.Gamma {
+		t.Errorf("capped: %+v, %v", capped, err)
+	}
+	// The default cap stops T = 10⁵ with the default 10⁶ + 10⁶ draws (2·10¹¹ normal
+	// draws, about an hour of one core) at once.
+	start := time.Now()
+	big, err := accounting.ReRoBounds(accounting.ReRoRequest{ReRoConfig: accounting.ReRoConfig{Q: 0.01, Sigma: 1, Steps: 100000, Kappa: 0.01}})
+	if err != nil || big.MonteCarlo != nil || big.MonteCarloSkipped == "" || !(big.Gamma > 0.5 && big.Gamma <= 1) {
+		t.Errorf("T = 1e5: %+v, %v", big, err)
+	}
+	if d := time.Since(start); d > 2*time.Minute {
+		t.Errorf("T = 1e5 took %v", d)
 	}
 }
 
@@ -293,7 +340,7 @@ func TestWriteText(t *testing.T) {
 		want []string
 	}{
 		{nilReport, []string{"privacy            none (σ = 0)"}},
-		{rdp, []string{"schedule of 2 segments, 15 steps", "RDP, add-remove adjacency", "Theorem 1 MSE lower bound", "not a valid bound"}},
+		{rdp, []string{"schedule of 2 segments, 15 steps", "RDP, add-remove adjacency", "Theorem 1 (unbiased attacker", "proven bound", "antipodal pair, exact (not proven worst case)", "not a valid Theorem 1 input"}},
 		{mse, []string{"Theorem 1 (RDP, eps2 = 0, diameter 1): MSE ≥ +Inf (no leakage)", "Theorem 2 (dFIL = 0, unbiased attacker): MSE ≥ +Inf (no leakage)"}},
 	}
 	for i, tc := range tests {

@@ -88,7 +88,6 @@ func ReRoRDP(q, sigma float64, steps int, kappa float64, orders []float64) (gamm
 }
 
 // ReRoConfig configures the Monte Carlo estimate of the blow-up function.
-// ReRoConfig configures the Monte Carlo estimate of the blow-up function.
 type ReRoConfig struct {
 	Q, Sigma   float64
 	Steps      int
@@ -158,6 +157,9 @@ type ReRoResult struct {
 	Warning string `json:"warning,omitempty"`
 }
 
+// reroDefaultSamples is the default number of ν draws.
+const reroDefaultSamples = 1_000_000
+
 // reroChunk is the number of samples per chunk; chunk c draws from its own stream
 // seeded by (Seed, c), so the result does not depend on the number of workers.
 const reroChunk = 2048
@@ -223,7 +225,7 @@ func reroMonteCarlo(cfg ReRoConfig, marginScale float64) (ReRoResult, error) {
 		return ReRoResult{}, err
 	}
 	if cfg.Samples == 0 {
-		cfg.Samples = 1_000_000
+		cfg.Samples = reroDefaultSamples
 	}
 	if cfg.Samples < 1 {
 		return ReRoResult{}, fmt.Errorf("number of samples %d must be ≥ 1", cfg.Samples)

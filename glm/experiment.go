@@ -136,6 +136,19 @@ func (f *Fitted) Account() (accounting.GLMAccount, error) {
 	return accounting.AccountGLM(rel)
 }
 
+// Release.RSource values: where the input norm bound R of the accounting came from.
+const (
+	RadiusFromData = "data"  // the largest training input norm (data-dependent)
+	RadiusGiven    = "given" // Setup.Radius (--radius)
+)
+
+// What Release.Eps2 holds for, by RSource.
+const (
+	eps2DataDependent = "not a DP guarantee: R is the largest input norm of this training set (data-dependent), " +
+		"so a neighbouring dataset may have another R; give --radius (√d, or √(d+1) with bias, for inputs in [0,1]^d) for an order-2 RDP guarantee"
+	eps2Guaranteed = "order-2 RDP under replace-one adjacency for every dataset whose inputs satisfy ‖x̃‖ ≤ R (--radius)"
+)
+
 // Eps2Note explains the ε₂ fields of a Release.
 const Eps2Note = "eps2 is the order-2 RDP Δ²/σ² of output perturbation with Δ = 2·L·R/(nλ) " +
 	"(R = max ‖x̃‖ over the training data incl. bias unless --radius is given, L = sup|ℓ'|: 1 for logistic, " +
@@ -159,13 +172,18 @@ type Release struct {
 	GradNorm    float64         `json:"grad_norm"`
 	NewtonIters int             `json:"newton_iters"`
 	R           float64         `json:"r"`
-	Sensitivity float64         `json:"sensitivity"`
-	Eps2        jsonfloat.Inf   `json:"eps2"`
-	MSEBoundRDP jsonfloat.Inf   `json:"mse_bound_rdp"`
-	Eps2Paper   jsonfloat.Inf   `json:"eps2_paper"`
-	Eps2Note    string          `json:"eps2_note"`
-	FitSeconds  float64         `json:"fit_seconds"`
-	OutDir      string          `json:"out_dir"`
+	// RSource is "data" when R is the largest training input norm (data-dependent,
+	// so Eps2 is not a DP guarantee) and "given" when --radius set it;
+	// Eps2Guarantee says what Eps2 holds for.
+	RSource       string        `json:"r_source"`
+	Eps2Guarantee string        `json:"eps2_guarantee"`
+	Sensitivity   float64       `json:"sensitivity"`
+	Eps2          jsonfloat.Inf `json:"eps2"`
+	MSEBoundRDP   jsonfloat.Inf `json:"mse_bound_rdp"`
+	Eps2Paper     jsonfloat.Inf `json:"eps2_paper"`
+	Eps2Note      string        `json:"eps2_note"`
+	FitSeconds    float64       `json:"fit_seconds"`
+	OutDir        string        `json:"out_dir"`
 }
 
 // Release returns the description of the fitted model with its accuracies and
@@ -186,11 +204,16 @@ func (f *Fitted) Release() (Release, error) {
 		return Release{}, err
 	}
 	s := f.Setup
-	return Release{Dataset: s.Dataset, Source: f.Source, Loss: f.Loss.String(), Bias: s.Bias,
+	rel := Release{Dataset: s.Dataset, Source: f.Source, Loss: f.Loss.String(), Bias: s.Bias,
 		Lambda: s.Lambda, Sigma: s.Sigma, N: f.Train.N, D: f.Train.D, P: f.Model.P,
 		Accuracy: jsonfloat.Float(testAcc), TrainAcc: jsonfloat.Float(trainAcc), GradNorm: f.Model.GradNorm, NewtonIters: f.Model.Iters,
 		R: acc.R, Sensitivity: acc.Sensitivity, Eps2: jsonfloat.Inf(acc.Eps2), MSEBoundRDP: jsonfloat.Inf(acc.MSEBoundRDP),
-		Eps2Paper: jsonfloat.Inf(acc.Eps2Paper), Eps2Note: Eps2Note, FitSeconds: f.FitSeconds, OutDir: s.Out}, nil
+		Eps2Paper: jsonfloat.Inf(acc.Eps2Paper), Eps2Note: Eps2Note, FitSeconds: f.FitSeconds, OutDir: s.Out,
+		RSource: RadiusFromData, Eps2Guarantee: eps2DataDependent}
+	if s.Radius > 0 {
+		rel.RSource, rel.Eps2Guarantee = RadiusGiven, eps2Guaranteed
+	}
+	return rel, nil
 }
 
 // Spread is the maximum, median (numpy's default linear interpolation, as

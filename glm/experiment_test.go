@@ -59,6 +59,14 @@ func TestAccountPolicy(t *testing.T) {
 		if rel.N != 60 || rel.R != a.R || float64(rel.Eps2) != a.Eps2 || rel.P != 784+map[bool]int{true: 1}[tc.bias] {
 			t.Fatalf("release %+v", rel)
 		}
+		// Issue 27: a data-dependent R is labelled as no DP guarantee.
+		var b strings.Builder
+		rel.WriteText(&b)
+		fromData := tc.radius == 0
+		if (rel.RSource == RadiusFromData) != fromData || strings.Contains(rel.Eps2Guarantee, "not a DP guarantee") != fromData ||
+			strings.Contains(b.String(), "not a DP guarantee") != fromData {
+			t.Errorf("%+v: r_source %q, eps2_guarantee %q, summary:\n%s", tc, rel.RSource, rel.Eps2Guarantee, b.String())
+		}
 	}
 	s := Setup{Dataset: "mnist01-embedded", Loss: "logistic", Lambda: 0.05, Sigma: 0.3, TrainSubset: 60, Radius: 0.5}
 	f, err := s.Fit()

@@ -12,6 +12,11 @@ func (c Release) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "fit: %d Newton iterations, ‖∇F‖ = %.3g, %.1fs; accuracy test %.4f train %.4f\n", c.NewtonIters, c.GradNorm, c.FitSeconds, float64(c.Accuracy), float64(c.TrainAcc))
 	fmt.Fprintf(w, "RDP: R=%.4g, Δ=%.4g, ε₂=Δ²/σ²=%.4g → MSE ≥ %.4g (paper's 2/(nλσ) = %.4g is not the order-2 RDP)\n",
 		c.R, c.Sensitivity, float64(c.Eps2), float64(c.MSEBoundRDP), float64(c.Eps2Paper))
+	if c.RSource == RadiusFromData {
+		fmt.Fprintf(w, "     ε₂ is %s\n", c.Eps2Guarantee)
+	} else {
+		fmt.Fprintf(w, "     ε₂ is an %s\n", c.Eps2Guarantee)
+	}
 }
 
 // WriteText writes the release and the FIL summary.

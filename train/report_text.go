@@ -11,9 +11,13 @@ import (
 // the privacy report, the FIL bounds, the tuning and the time taken.
 func (res *Result) WriteText(w io.Writer) {
 	cfg := res.Config
-	fmt.Fprintf(w, "%s on %s (%d train / %d test), %d steps × batch %d (%s), σ = %.4g, C = %g (%s clipping, c = %.4f), lr %g, momentum %g\n",
+	fmt.Fprintf(w, "%s on %s (%d train / %d test), %d steps × batch %d (%s), σ = %.4g, C = %g (%s clipping), lr %g, momentum %g\n",
 		cfg.Model, res.Dataset.Name, res.Dataset.NTrain, res.Dataset.NTest, res.Steps, cfg.Batch, res.Sampling,
-		res.Sigma, cfg.Clip, cfg.ClipMode, res.ClipConstant, cfg.LR, cfg.Momentum)
+		res.Sigma, cfg.Clip, cfg.ClipMode, cfg.LR, cfg.Momentum)
+	if res.ClipConstant != 1 && res.Sigma > 0 {
+		fmt.Fprintf(w, "                   smooth clipping bounds a clipped gradient by c·C, c = %.4f, so the accountants take σ/c = %.4g\n",
+			res.ClipConstant, res.NoiseMultiplierRDP)
+	}
 	fmt.Fprintf(w, "test accuracy      %.4f", res.TestAccuracy)
 	if len(res.TestAccuracies) > 1 {
 		fmt.Fprintf(w, " (mean of %d repeats: %v)", len(res.TestAccuracies), res.TestAccuracies)

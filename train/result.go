@@ -16,18 +16,21 @@ import (
 // noise, the FIL MSE bounds 1/dFIL when dFIL = 0) are written as JSON null and read
 // back as +Inf (internal/jsonfloat's convention).
 type Result struct {
-	Config            Config             `json:"config"`
-	TestAccuracy      float64            `json:"test_accuracy"`   // mean over repeats
-	TestAccuracies    []float64          `json:"test_accuracies"` // per repeat
-	Epsilon           float64            `json:"epsilon"`         // at Config.Delta: Privacy.Epsilon (see Privacy for accountant, adjacency, sampling)
-	RDPOrder2         float64            `json:"rdp_order2"`      // ε₂ for Theorem 1: proven order-2 RDP under replace-one
-	MSEBoundRDP       float64            `json:"mse_bound_rdp"`   // 1/(4(e^ε₂ − 1)), Theorem 1 with the replace-one ε₂
-	Privacy           *accounting.Report `json:"privacy"`         // what every privacy number holds for (null without noise)
-	DFILMax           float64            `json:"dfil_max"`
-	DFILMedian        float64            `json:"dfil_median"`
-	DFILMean          float64            `json:"dfil_mean"`
-	MSEBoundFILMax    float64            `json:"mse_bound_fil_max"`    // 1/dfil_max
-	MSEBoundFILMedian float64            `json:"mse_bound_fil_median"` // 1/dfil_median
+	Config         Config    `json:"config"`
+	TestAccuracy   float64   `json:"test_accuracy"`   // mean over repeats
+	TestAccuracies []float64 `json:"test_accuracies"` // per repeat
+	Epsilon        float64   `json:"epsilon"`         // at Config.Delta: Privacy.Epsilon (see Privacy for accountant, adjacency, sampling)
+	RDPOrder2      float64   `json:"rdp_order2"`      // ε₂ for Theorem 1: proven order-2 RDP under replace-one
+	MSEBoundRDP    float64   `json:"mse_bound_rdp"`   // 1/(4(e^ε₂ − 1)), Theorem 1 with the replace-one ε₂
+	// RDPOrder2Adjacency names the adjacency of rdp_order2 and mse_bound_rdp
+	// (replace-one, Theorem 1's), which differs from epsilon's (Privacy.Adjacency).
+	RDPOrder2Adjacency string             `json:"rdp_order2_adjacency,omitempty"`
+	Privacy            *accounting.Report `json:"privacy"` // what every privacy number holds for (null without noise)
+	DFILMax            float64            `json:"dfil_max"`
+	DFILMedian         float64            `json:"dfil_median"`
+	DFILMean           float64            `json:"dfil_mean"`
+	MSEBoundFILMax     float64            `json:"mse_bound_fil_max"`    // 1/dfil_max
+	MSEBoundFILMedian  float64            `json:"mse_bound_fil_median"` // 1/dfil_median
 
 	EpsilonOrder       float64            `json:"epsilon_order"`        // RDP order that attains the RDP ε (null when ε is not from RDP)
 	Conversion         string             `json:"conversion"`           // RDP → (ε, δ) conversion used

@@ -76,7 +76,8 @@ type Event struct {
 	Step, Steps     int     // steps done in this repeat, of T
 	Loss            float64 // mean loss of the last non-empty batch
 	TestAccuracy    float64 // latest test accuracy (NaN before the first evaluation)
-	Epsilon         float64 // ε at δ after Step steps (+Inf without noise)
+	Epsilon         float64 // ε at δ after Step steps (+Inf without noise), from Accountant
+	Accountant      string  // "pld" or "rdp": the result's accountant (accounting.RunningEpsilon); "" without noise
 	DFILMax         float64 // current max / median dFIL of this repeat (0 when FIL is off)
 	DFILMedian      float64
 }
@@ -347,17 +348,18 @@ func checkCallerModel(cfg Config, m models.Model) error {
 	return nil
 }
 
-// progressEpsilon is ε at δ of the steps done so far (RDP, for progress reports; the
-// result's ε comes from PrivacyReport).
-func (w *worker) progressEpsilon() float64 {
+// progressEpsilon is ε at δ of the steps done so far, from the accountant the
+// result will report (accounting.RunningEpsilon: auto is the tighter of a slightly
+// coarser PLD and RDP), and that accountant's name.
+func (w *worker) progressEpsilon() (float64, string) {
 	if w.progress == nil {
-		return math.Inf(1)
+		return math.Inf(1), ""
 	}
-	eps, _, err := w.progress.Epsilon(w.s.cfg.Delta)
+	eps, acct, err := accounting.RunningEpsilon(w.ledger, w.s.cfg.Delta, w.s.cfg.Accountant)
 	if err != nil {
-		return math.NaN()
+		return math.NaN(), ""
 	}
-	return eps
+	return eps, acct
 }
 
 // worker holds the buffers and state of the repeat being trained.
@@ -782,8 +784,9 @@ func (s *setup) run(ctx context.Context, ck *checkpoint, opt Options, logf func(
 			}
 			if opt.Progress != nil && (t%progressEvery == 0 || t == s.steps) {
 				mx, med := w.dfilStats()
+				eps, acct := w.progressEpsilon()
 				opt.Progress(Event{Repeat: r, Repeats: s.cfg.Repeats, Step: t, Steps: s.steps, Loss: w.st.LastLoss,
-					TestAccuracy: testAcc, Epsilon: w.progressEpsilon(), DFILMax: mx, DFILMedian: med})
+					TestAccuracy: testAcc, Epsilon: eps, Accountant: acct, DFILMax: mx, DFILMedian: med})
 			}
 			due := opt.CheckpointEvery > 0 && t%opt.CheckpointEvery == 0 ||
 				opt.CheckpointEvery == 0 && (t == 1 || time.Since(lastCk) >= interval)
@@ -893,6 +896,7 @@ func (s *setup) result(ck *checkpoint, wallSec, stepSec float64, samples int64) 
 		}
 		res.Privacy = p
 		res.Epsilon, res.RDPOrder2, res.MSEBoundRDP, res.Kappa = p.Epsilon, p.Theorem1.RDPOrder2, p.Theorem1.MSEBoundRDP, *p.Kappa
+		res.RDPOrder2Adjacency = p.Theorem1.Adjacency
 		if p.Accountant == AccountantRDP && p.EpsilonRDPOrder != nil {
 			res.EpsilonOrder = *p.EpsilonRDPOrder
 		}

@@ -490,6 +490,7 @@ func TestAccountingFields(t *testing.T) {
 				o2, _ := accounting.Order2StepRDP(accounting.ReplaceOne, accounting.SamplingUniform, q, nm)
 				wantO2 = T * o2
 			case SamplingShuffle: // T = 7 < 10 batches per epoch: one epoch, one Gaussian release
+				wantAdj = accounting.ZeroOut // batches fixed, the record's gradient removed
 				wantRDP, _, _ = accounting.EpsilonFor(accounting.SampledGaussianRun{Q: 1, Sigma: nm, Steps: 1, Delta: 1e-5}, nil, accounting.ConversionImproved)
 				wantO2 = 4 / (nm * nm)
 				approx, _, _ := accounting.EpsilonFor(accounting.SampledGaussianRun{Q: q, Sigma: nm, Steps: T, Delta: 1e-5}, nil, accounting.ConversionImproved)
@@ -699,5 +700,64 @@ func TestSamplingParsedOnce(t *testing.T) {
 				t.Errorf("dpsgd re-read the sampling string: %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// Issue 27: the live ε of the progress events comes from the accountant the result
+// reports (auto: PLD here), so the last event agrees with the summary's ε.
+func TestProgressEpsilonMatchesResult(t *testing.T) {
+	for _, acct := range []string{accounting.AccountantAuto, accounting.AccountantRDP} {
+		cfg := tinyConfig()
+		cfg.Batch, cfg.Steps, cfg.Sigma, cfg.Sampling, cfg.Accountant = 5, 40, 0.8, SamplingPoisson, acct
+		var last Event
+		res, err := Run(context.Background(), cfg, Options{Model: &softmaxModel{d: 4, k: 2}, Data: toyData(50, 5, 4, 2, 1),
+			Progress: func(e Event) { last = e }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := res.Privacy
+		if last.Step != 40 || last.Accountant != p.Accountant || math.Abs(last.Epsilon-res.Epsilon) > 1e-3*res.Epsilon || last.Epsilon < res.Epsilon-1e-9 {
+			t.Errorf("%s: last progress ε(%s) = %v at step %d, result ε(%s) = %v (RDP %v)", acct, last.Accountant, last.Epsilon, last.Step, p.Accountant, res.Epsilon, *p.EpsilonRDP)
+		}
+	}
+}
+
+// Issue 27: the summary's headline lines are clean — c is explained where it is
+// shown, the paper's add-remove ε₂ and the antipodal pair's exact value sit on
+// secondary lines, labelled.
+func TestResultSummaryHeadlines(t *testing.T) {
+	cfg := tinyConfig()
+	cfg.Batch, cfg.Steps, cfg.Sigma, cfg.ClipMode = 5, 10, 1, ClipModeSmooth
+	res, err := Run(context.Background(), cfg, Options{Model: &softmaxModel{d: 4, k: 2}, Data: toyData(50, 5, 4, 2, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	res.WriteText(&b)
+	lines := strings.Split(b.String(), "\n")
+	if strings.Contains(lines[0], "c =") {
+		t.Errorf("first line carries c unexplained: %q", lines[0])
+	}
+	var sawC, sawT1, sawPaper, sawAnti bool
+	for _, l := range lines {
+		switch {
+		case strings.Contains(l, "smooth clipping bounds a clipped gradient by c·C, c = 1.115"):
+			sawC = true
+		case strings.HasPrefix(l, "Theorem 1 (RDP)"):
+			sawT1 = strings.Contains(l, "proven bound") && !strings.Contains(l, "paper") && !strings.Contains(l, "not a valid")
+		case strings.Contains(l, "the paper's add-remove ε₂") && strings.Contains(l, "not a valid Theorem 1 input"):
+			sawPaper = true
+		case strings.Contains(l, "antipodal pair, exact (not proven worst case)"):
+			sawAnti = true
+		}
+	}
+	if !sawC || !sawT1 || !sawPaper || !sawAnti {
+		t.Errorf("c explained %v, clean Theorem 1 line %v, paper's value labelled %v, antipodal labelled %v:\n%s", sawC, sawT1, sawPaper, sawAnti, b.String())
+	}
+	if res.RDPOrder2Adjacency != "replace-one" || res.Privacy.Adjacency != "add-remove" {
+		t.Errorf("rdp_order2 under %q, epsilon under %q", res.RDPOrder2Adjacency, res.Privacy.Adjacency)
+	}
+	if res.Privacy.Theorem1.RDPOrder2Antipodal == nil || *res.Privacy.Theorem1.RDPOrder2Antipodal > res.RDPOrder2 {
+		t.Errorf("result theorem1 %+v", res.Privacy.Theorem1)
 	}
 }

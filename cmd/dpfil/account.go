@@ -2,8 +2,12 @@ package main
 
 import (
 	"fmt"
+	"math"
+	"os"
+	"strings"
 
 	"github.com/dpfil/dpfil/accounting"
+	"github.com/dpfil/dpfil/internal/termprogress"
 	"github.com/dpfil/dpfil/train"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -135,26 +139,33 @@ relative). 'account pld' is tighter; 'account dpsgd' reports both.`,
 
 // reroFlags are the flags of 'account rero' beside the configuration they fill.
 type reroFlags struct {
-	cfg   accounting.ReRoConfig
-	prior int
-	quiet bool
+	cfg       accounting.ReRoConfig
+	prior     int
+	quiet, mc bool
+	maxDraws  float64
 }
 
 func newAccountReRoCmd() *cobra.Command {
 	var fl reroFlags
 	cmd := reportCmd(&cobra.Command{
 		Use:   "rero",
-		Short: "ReRo bound on reconstruction success (Hayes et al.): Monte Carlo, q = 1 closed form, RDP-based",
+		Short: "ReRo bound on reconstruction success (Hayes et al.): rigorous trade-off bound, q = 1 closed form, RDP; Monte Carlo as a check",
 		Long: `Upper bound γ on the success probability of any reconstruction attack against
 --steps steps of DP-SGD when a guess from the prior succeeds with probability κ
 (--kappa, or 1/K for a uniform prior of --prior-size K), after Hayes, Mahloujifar &
-Balle (2023, "Bounding training data reconstruction in DP-SGD", Sec. 3). gamma, the
-number to read, is the q = 1 closed form gamma_exact = Φ(√T/σ − Φ⁻¹(1−κ)) when q = 1,
-otherwise gamma_nu, the Monte Carlo estimate from N draws of N(0, σ²I_T) (gamma_mu,
-from draws of the mixture, with a warning when gamma_nu is known to be off), with a
-DKW confidence interval [gamma_low, gamma_high]; gamma_rdp is the RDP-based bound and
-advantage = (gamma − κ)/(1 − κ). Estimators and their errors: docs/accounting.md.`,
+Balle (2023, "Bounding training data reconstruction in DP-SGD", Sec. 3).
+
+gamma, the number to read, is rigorous (no sampling error): the q = 1 closed form
+Φ(√T/σ − Φ⁻¹(1−κ)) when q = 1, otherwise the smaller of the bounds from the PLD
+trade-off curve (gamma_tradeoff; the exact γ is at least gamma_tradeoff_lower) and
+from RDP (gamma_rdp); advantage = (gamma − κ)/(1 − κ). It is computed and shown (on
+stderr) first. Then Hayes et al.'s Monte Carlo estimate runs as a check
+(monte_carlo: its estimate with a DKW confidence interval), costing steps ×
+(samples + mu-samples) normal draws (about 10⁸ per second and core), with progress
+on stderr; it is skipped, saying so, above --max-draws or with --monte-carlo=false.
+Estimators and their errors: docs/accounting.md.`,
 		Example: `  dpfil account rero --q 0.01 --sigma 1 --steps 1000 --prior-size 10
+  dpfil account rero --q 0.01 --sigma 1 --steps 100000 --kappa 0.01 --monte-carlo=false
   dpfil account rero --q 1 --sigma 2 --steps 10 --kappa 0.01 --samples 1000000 --json`,
 		Args: cobra.NoArgs,
 	}, fl.run)
@@ -162,8 +173,10 @@ advantage = (gamma − κ)/(1 − κ). Estimators and their errors: docs/account
 	bindRunFlags(f, &fl.cfg.Q, &fl.cfg.Sigma, &fl.cfg.Steps, nil)
 	f.Float64Var(&fl.cfg.Kappa, "kappa", 0, "baseline success probability κ in (0, 1]")
 	f.IntVar(&fl.prior, "prior-size", 0, "size K of a uniform prior (κ = 1/K)")
+	f.BoolVar(&fl.mc, "monte-carlo", true, "run Hayes et al.'s Monte Carlo estimate as a check of the rigorous bound")
 	f.IntVar(&fl.cfg.Samples, "samples", 1_000_000, "Monte Carlo draws N from N(0, σ²I_T)")
 	f.IntVar(&fl.cfg.MuSamples, "mu-samples", 0, "draws from the mixture for the confidence interval (default: --samples)")
+	f.Float64Var(&fl.maxDraws, "max-draws", accounting.DefaultReRoMaxDraws, "skip the Monte Carlo (saying so) when it needs more than this many normal draws, steps × (samples + mu-samples); 0 = no cap")
 	f.Float64Var(&fl.cfg.Confidence, "confidence", 0.95, "confidence level of the interval, in (0, 1)")
 	f.IntVar(&fl.cfg.Workers, "workers", 0, "goroutines (default: number of CPUs); does not change the result")
 	addQuietFlag(cmd, &fl.quiet)
@@ -175,7 +188,8 @@ advantage = (gamma − κ)/(1 − κ). Estimators and their errors: docs/account
 }
 
 func (fl *reroFlags) run(cmd *cobra.Command, _ []string) (*accounting.ReRoReport, error) {
-	cfg := fl.cfg
+	req := accounting.ReRoRequest{ReRoConfig: fl.cfg, SkipMonteCarlo: !fl.mc}
+	cfg := &req.ReRoConfig
 	if cmd.Flags().Changed("prior-size") {
 		k, err := accounting.KappaFromPriorSize(fl.prior)
 		if err != nil {
@@ -184,22 +198,54 @@ func (fl *reroFlags) run(cmd *cobra.Command, _ []string) (*accounting.ReRoReport
 		cfg.Kappa = k
 	}
 	if cfg.Samples < 1 { // 0 would mean the library's default
-		return nil, fmt.Errorf("--samples = %d must be ≥ 1", cfg.Samples)
+		return nil, fmt.Errorf("--samples = %d must be ≥ 1 (--monte-carlo=false skips the Monte Carlo)", cfg.Samples)
 	}
 	if cmd.Flags().Changed("mu-samples") && cfg.MuSamples < 1 {
 		return nil, fmt.Errorf("--mu-samples = %d must be ≥ 1", cfg.MuSamples)
 	}
-	// Progress in units of 1% of the draws (ν and μ).
-	prog := newProgress(100, "rero", fl.quiet)
-	defer prog.Finish()
+	switch {
+	case !(fl.maxDraws >= 0) || math.IsInf(fl.maxDraws, 0) || fl.maxDraws > math.MaxInt64/2:
+		return nil, fmt.Errorf("--max-draws = %v must be finite and ≥ 0 (0: no cap)", fl.maxDraws)
+	case fl.maxDraws == 0:
+		req.MaxDraws = -1
+	default:
+		req.MaxDraws = max(1, int64(fl.maxDraws))
+	}
+	// The rigorous bound is shown at once; the Monte Carlo reports progress in units
+	// of 1% of its draws (ν and μ).
+	var prog *progress
+	defer func() { finishProgress(prog) }()
+	req.Bound = func(r *accounting.ReRoReport) {
+		if fl.quiet {
+			return
+		}
+		var b strings.Builder
+		r.WriteBound(&b)
+		fmt.Fprint(cmd.ErrOrStderr(), b.String())
+		if d := accounting.ReRoDraws(*cfg); !req.SkipMonteCarlo && r.Q > 0 && (req.MaxDraws < 0 || d <= float64(req.MaxDraws)) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "Monte Carlo check: %.3g normal draws (cap --max-draws %.3g; --monte-carlo=false skips it)\n", d, fl.maxDraws)
+		}
+	}
 	reported := int64(0)
 	cfg.Progress = func(done, total int64) {
+		if prog == nil {
+			prog = cmdProgress(cmd, 100, "rero Monte Carlo", fl.quiet)
+		}
 		if pct := 100 * done / total; pct > reported {
 			prog.Add(pct-reported, "")
 			reported = pct
 		}
 	}
-	return accounting.ReRoBounds(cfg)
+	return accounting.ReRoBounds(req)
+}
+
+// cmdProgress is newProgress on the command's stderr (plain lines when that is not
+// the process's stderr, e.g. in tests).
+func cmdProgress(cmd *cobra.Command, total int64, label string, quiet bool) *progress {
+	if w := cmd.ErrOrStderr(); w != os.Stderr {
+		return termprogress.New(w, false, total, label, quiet)
+	}
+	return newProgress(total, label, quiet)
 }
 
 func newAccountFILCmd() *cobra.Command {

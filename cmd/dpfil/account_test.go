@@ -60,10 +60,10 @@ func TestAccountRDP(t *testing.T) {
 	}
 	// Theorem 1 takes the replace-one ε₂; the paper's add-remove value is labelled beside it.
 	rr, _ := accounting.Order2StepRDP(accounting.ReplaceOne, accounting.SamplingPoisson, 0.01, 1.1)
-	if want := 1 / (4 * (math.Exp(1000*rr) - 1)); math.Abs(acctNum(t, m, "mse_bound_rdp")-want) > 1e-9*want {
-		t.Errorf("mse_bound_rdp %v, want %v", m["mse_bound_rdp"], want)
-	}
 	t1 := m["theorem1"].(map[string]any)
+	if want := 1 / (4 * (math.Exp(1000*rr) - 1)); math.Abs(acctNum(t, t1, "mse_bound_rdp")-want) > 1e-9*want {
+		t.Errorf("theorem1.mse_bound_rdp %v, want %v", t1["mse_bound_rdp"], want)
+	}
 	if want := 1 / (4 * (math.Exp(1000*r2) - 1)); t1["adjacency"] != "replace-one" || math.Abs(acctNum(t, t1, "paper_mse_bound_rdp_add_remove")-want) > 1e-9*want {
 		t.Errorf("theorem1 %v, paper bound want %v", t1, want)
 	}
@@ -145,10 +145,11 @@ func TestAccountRDPTargetEpsilon(t *testing.T) {
 
 func TestAccountReRo(t *testing.T) {
 	m := accountJSON(t, "rero", "--q", "1", "--sigma", "2", "--steps", "10", "--kappa", "0.01", "--samples", "200000", "--seed", "3")
+	mc := m["monte_carlo"].(map[string]any)
 	exact, _ := accounting.ReRoClosedForm(2, 10, 0.01)
-	lo, hi, g := acctNum(t, m, "gamma_low"), acctNum(t, m, "gamma_high"), acctNum(t, m, "gamma")
-	if exact < lo || exact > hi || g < lo || g > hi {
-		t.Errorf("gamma %v CI [%v, %v], exact %v", g, lo, hi, exact)
+	lo, hi, g := acctNum(t, mc, "gamma_low"), acctNum(t, mc, "gamma_high"), acctNum(t, m, "gamma")
+	if exact < lo || exact > hi || g != exact {
+		t.Errorf("gamma %v, Monte Carlo CI [%v, %v], exact %v", g, lo, hi, exact)
 	}
 	if acctNum(t, m, "gamma_exact") != exact {
 		t.Errorf("gamma_exact %v", m["gamma_exact"])
@@ -162,23 +163,58 @@ func TestAccountReRo(t *testing.T) {
 	if gt, gl := acctNum(t, m, "gamma_tradeoff"), acctNum(t, m, "gamma_tradeoff_lower"); math.Abs(gt-exact) > 1e-3 || gl > gt {
 		t.Errorf("gamma_tradeoff [%v, %v], exact %v", gl, gt, exact)
 	}
-	// q < 1: the trade-off bound lies inside the Monte Carlo interval.
+	// q < 1: gamma is the trade-off bound, inside the Monte Carlo interval.
 	p := accountJSON(t, "rero", "--q", "0.1", "--sigma", "1", "--steps", "30", "--kappa", "0.05", "--samples", "100000", "--seed", "4")
-	if gt := acctNum(t, p, "gamma_tradeoff"); gt < acctNum(t, p, "gamma_low") || gt > acctNum(t, p, "gamma_high") {
-		t.Errorf("gamma_tradeoff %v outside the Monte Carlo interval [%v, %v]", gt, p["gamma_low"], p["gamma_high"])
+	pmc := p["monte_carlo"].(map[string]any)
+	if gt := acctNum(t, p, "gamma_tradeoff"); gt != acctNum(t, p, "gamma") || gt < acctNum(t, pmc, "gamma_low") || gt > acctNum(t, pmc, "gamma_high") {
+		t.Errorf("gamma %v, gamma_tradeoff %v, Monte Carlo interval [%v, %v]", p["gamma"], gt, pmc["gamma_low"], pmc["gamma_high"])
 	}
 	// Prior size K ⇔ κ = 1/K; same seed, same result; workers do not matter.
 	a := accountJSON(t, "rero", "--q", "0.05", "--sigma", "1", "--steps", "50", "--prior-size", "100", "--samples", "20000", "--workers", "1")
 	b := accountJSON(t, "rero", "--q", "0.05", "--sigma", "1", "--steps", "50", "--kappa", "0.01", "--samples", "20000", "--workers", "3")
-	if a["gamma"] != b["gamma"] || a["gamma_high"] != b["gamma_high"] || acctNum(t, a, "kappa") != 0.01 {
+	amc, bmc := a["monte_carlo"].(map[string]any), b["monte_carlo"].(map[string]any)
+	if a["gamma"] != b["gamma"] || amc["gamma"] != bmc["gamma"] || amc["gamma_high"] != bmc["gamma_high"] || acctNum(t, a, "kappa") != 0.01 {
 		t.Errorf("prior-size/workers changed the result: %v vs %v", a, b)
 	}
 	if _, ok := a["gamma_exact"]; ok {
 		t.Error("gamma_exact must be absent for q < 1")
 	}
 	out, _, err := runAccount(t, "rero", "--q", "1", "--sigma", "2", "--steps", "10", "--kappa", "0.01", "--samples", "10000")
-	if err != nil || !strings.Contains(out, "ReRo gamma") || !strings.Contains(out, "closed form") {
+	if err != nil || !strings.Contains(out, "ReRo gamma = ") || !strings.Contains(out, "closed form") || !strings.Contains(out, "Monte Carlo check (") {
 		t.Errorf("human output %q, %v", out, err)
+	}
+}
+
+// Issue 27: the rigorous bound comes first (on stderr, before the Monte Carlo's
+// progress), the Monte Carlo is optional and capped, and the headline gamma is the
+// rigorous bound with the Monte Carlo beside it.
+func TestAccountReRoBoundFirst(t *testing.T) {
+	out, errOut, err := runAccount(t, "rero", "--q", "0.01", "--sigma", "1", "--steps", "1000", "--kappa", "0.01", "--samples", "20000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, p := strings.Index(errOut, "ReRo gamma ≤"), strings.Index(errOut, "rero Monte Carlo")
+	if b < 0 || p < 0 || b > p {
+		t.Errorf("stderr %q: want the bound before the Monte Carlo progress", errOut)
+	}
+	if !strings.Contains(out, "ReRo gamma ≤") || !strings.Contains(out, "PLD trade-off curve") || !strings.Contains(out, "Monte Carlo check (") {
+		t.Errorf("stdout %q", out)
+	}
+	// T = 10⁵ with the default 10⁶ + 10⁶ draws is over the default cap: skipped at once.
+	m := accountJSON(t, "rero", "--q", "0.01", "--sigma", "1", "--steps", "100000", "--kappa", "0.01", "--quiet")
+	if m["monte_carlo"] != nil || !strings.Contains(fmt.Sprint(m["monte_carlo_skipped"]), "cap") || acctNum(t, m, "gamma") <= 0 {
+		t.Errorf("T = 1e5: %v", m)
+	}
+	m = accountJSON(t, "rero", "--q", "0.01", "--sigma", "1", "--steps", "100", "--kappa", "0.01", "--monte-carlo=false")
+	if m["monte_carlo"] != nil || m["monte_carlo_skipped"] != "not requested" {
+		t.Errorf("--monte-carlo=false: %v", m)
+	}
+	m = accountJSON(t, "rero", "--q", "0.01", "--sigma", "1", "--steps", "100", "--kappa", "0.01", "--samples", "1000", "--max-draws", "1000")
+	if m["monte_carlo"] != nil {
+		t.Errorf("--max-draws 1000: %v", m)
+	}
+	if _, _, err := runAccount(t, "rero", "--q", "0.01", "--sigma", "1", "--steps", "100", "--kappa", "0.01", "--max-draws", "-1"); err == nil {
+		t.Error("--max-draws -1 accepted")
 	}
 }
 
@@ -385,5 +421,41 @@ func TestAccountErrorsDeterministic(t *testing.T) {
 				t.Fatalf("%v: run %d says %q, run 0 said %q", args, i, err, first)
 			}
 		}
+	}
+}
+
+// Issue 27: every top-level number of 'account rdp --json' holds for the report's
+// adjacency (the replace-one Theorem 1 numbers live in theorem1 only); shuffled
+// runs name their zero-out adjacency; Theorem 1's proven ε₂ has the antipodal
+// pair's exact value beside it, labelled.
+func TestAccountPrivacyLabels(t *testing.T) {
+	m := accountJSON(t, "rdp", "--q", "0.01", "--sigma", "0.5", "--steps", "1000", "--delta", "1e-5")
+	if _, ok := m["mse_bound_rdp"]; ok {
+		t.Errorf("top-level mse_bound_rdp (a replace-one value) beside add-remove numbers: %v", m)
+	}
+	if m["rdp_order2_adjacency"] != m["adjacency"] || m["adjacency"] != "add-remove" {
+		t.Errorf("rdp_order2_adjacency %v, adjacency %v", m["rdp_order2_adjacency"], m["adjacency"])
+	}
+	th := m["theorem1"].(map[string]any)
+	if math.Round(acctNum(t, th, "rdp_order2")*100) != 1097 || math.Round(acctNum(t, th, "rdp_order2_antipodal_exact")*100) != 713 ||
+		!strings.Contains(fmt.Sprint(th["antipodal_note"]), "not proven to be the worst case") {
+		t.Errorf("theorem1 %v: want proven ε₂ 10.97, antipodal 7.13 (issue 27)", th)
+	}
+	out, _, err := runAccount(t, "rdp", "--q", "0.01", "--sigma", "0.5", "--steps", "1000", "--delta", "1e-5")
+	if err != nil || !strings.Contains(out, "order-2 RDP of the run (add-remove)") || !strings.Contains(out, "antipodal pair, exact (not proven worst case): ε₂ = 7.125") {
+		t.Errorf("rdp human output %q, %v", out, err)
+	}
+	d := accountJSON(t, "dpsgd", "--n", "10000", "--batch", "100", "--steps", "300", "--sigma", "1", "--sampling", "shuffle")
+	p := d["privacy"].(map[string]any)
+	if p["adjacency"] != "zero-out" || !strings.Contains(fmt.Sprint(p["adjacency_meaning"]), "batches stay fixed") {
+		t.Errorf("shuffle privacy %v", p)
+	}
+	if _, ok := p["theorem1"].(map[string]any)["rdp_order2_antipodal_exact"].(float64); !ok {
+		t.Errorf("dpsgd theorem1 %v", p["theorem1"])
+	}
+	out, _, err = runAccount(t, "dpsgd", "--n", "10000", "--batch", "100", "--steps", "300", "--sigma", "1", "--sampling", "shuffle")
+	if err != nil || !strings.Contains(out, "zero-out adjacency") || !strings.Contains(out, "the record's gradient is replaced by zero") ||
+		strings.Contains(out, "add-remove adjacency") || !strings.Contains(out, "antipodal pair, exact") {
+		t.Errorf("dpsgd human output %q, %v", out, err)
 	}
 }

@@ -74,7 +74,11 @@ func (tp *trainProgress) event(e train.Event) {
 	if !math.IsNaN(e.TestAccuracy) {
 		msg += fmt.Sprintf(" acc %.3f", e.TestAccuracy)
 	}
-	msg += fmt.Sprintf(" ε %.3g", e.Epsilon)
+	if e.Accountant != "" {
+		msg += fmt.Sprintf(" ε(%s) %.3g", e.Accountant, e.Epsilon)
+	} else {
+		msg += fmt.Sprintf(" ε %.3g", e.Epsilon)
+	}
 	if e.DFILMax > 0 {
 		msg += fmt.Sprintf(" dFIL max %.3g med %.3g", e.DFILMax, e.DFILMedian)
 	}
@@ -203,6 +207,9 @@ func runTrain(cmd *cobra.Command, fl *trainFlags) error {
 			cfg.Steps = 0
 		}
 		if cmd.Flags().Changed("target-epsilon") {
+			if e := cfg.TargetEpsilon; !(e > 0) || math.IsInf(e, 0) {
+				return fmt.Errorf("--target-epsilon = %v must be finite and > 0 (no noise multiplier reaches it; to train without noise, give --sigma 0)", e)
+			}
 			cfg.Sigma = 0 // solved for
 		}
 		if cfg, err = train.PrepareConfig(cfg, fl.archFile, stderrLogf(cmd, fl.quiet)); err != nil {

@@ -197,6 +197,19 @@ func TestDemoHuman(t *testing.T) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out)
 		}
 	}
+	// Issue 27: clean headlines — c is explained where it is shown, the paper's
+	// add-remove value sits on its own labelled line.
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "c = 1.115") && !strings.Contains(l, "smooth clipping bounds a clipped gradient by c·C") {
+			t.Errorf("c unexplained: %q", l)
+		}
+		if strings.HasPrefix(l, "Theorem 1 (RDP)") && (strings.Contains(l, "paper") || strings.Contains(l, "not a valid")) {
+			t.Errorf("Theorem 1 headline carries the paper's value: %q", l)
+		}
+	}
+	if !strings.Contains(out, "smooth clipping bounds a clipped gradient by c·C, c = 1.115") {
+		t.Errorf("c not explained:\n%s", out)
+	}
 }
 
 // The same bad input names the same flag in every run (cobra checks its flag groups
@@ -219,6 +232,22 @@ func TestTrainEvalBenchErrorsDeterministic(t *testing.T) {
 			} else if err.Error() != first {
 				t.Fatalf("%v: run %d says %q, run 0 said %q", args, i, err, first)
 			}
+		}
+	}
+}
+
+// Issue 27: an impossible --target-epsilon (0, negative, NaN, +Inf) is refused as
+// 'account' refuses it, instead of training without noise.
+func TestTrainTargetEpsilonImpossible(t *testing.T) {
+	for _, v := range []string{"0", "-1", "NaN", "+Inf"} {
+		dir := filepath.Join(t.TempDir(), "run")
+		out, err := runTrainCLI(t, "train", "--model", "linear", "--dataset", "mnist-embedded", "--steps", "1", "--batch", "50",
+			"--train-subset", "100", "--target-epsilon", v, "--quiet", "--out", dir)
+		if err == nil || !strings.Contains(err.Error(), "--target-epsilon") || strings.Contains(out, "privacy") {
+			t.Errorf("--target-epsilon %s: error %v, output %q", v, err, out)
+		}
+		if _, serr := os.Stat(filepath.Join(dir, "result.json")); serr == nil {
+			t.Errorf("--target-epsilon %s: a run was written", v)
 		}
 	}
 }
