@@ -30,7 +30,15 @@ type PlanOptions struct {
 	Time      string // --time, e.g. "24:00:00" (optional)
 	Partition string // --partition (optional)
 	GPUs      int    // --gres=gpu:N (optional)
+	Gres      string // --gres as given, e.g. "gpu:a100:1" (optional; exclusive with GPUs)
 	Mem       string // --mem, e.g. "8G" (optional)
+	// Grace is how many seconds before the time limit Slurm sends SIGTERM to the
+	// task (--signal=B:TERM@Grace; default DefaultGrace). The task then checkpoints,
+	// exits with ExitInterrupted and requeues itself.
+	Grace int
+	// Log is the Slurm output file pattern (--output, e.g. "logs/%A_%a.out";
+	// optional: Slurm's default slurm-%A_%a.out in the submit directory).
+	Log string
 
 	// Kubernetes.
 	Image           string // container image holding the dpfil binary
@@ -77,13 +85,35 @@ func (o *PlanOptions) defaults() error {
 	if o.BackoffPerIndex < 1 {
 		o.BackoffPerIndex = 3
 	}
-	for _, s := range []string{o.Time, o.Partition, o.Mem, o.Out, o.Bin, o.Grid, o.Image, o.PVC, o.GridDir, o.Namespace} {
+	if o.Grace < 0 {
+		return fmt.Errorf("plan: grace = %d s must not be negative", o.Grace)
+	}
+	if o.Grace == 0 {
+		o.Grace = DefaultGrace
+	}
+	if o.GPUs < 0 {
+		return fmt.Errorf("plan: gpus = %d must not be negative", o.GPUs)
+	}
+	if o.GPUs > 0 && o.Gres != "" {
+		return fmt.Errorf("plan: give either --gpus (%d) or --gres (%q), not both", o.GPUs, o.Gres)
+	}
+	for _, s := range []string{o.Time, o.Partition, o.Mem, o.Out, o.Bin, o.Grid, o.Image, o.PVC, o.GridDir, o.Namespace, o.Gres, o.Log} {
 		if strings.ContainsAny(s, "\n\r") {
 			return fmt.Errorf("plan: option %q contains a line break", s)
 		}
 	}
 	return nil
 }
+
+// DefaultGrace is the default number of seconds between the SIGTERM a task gets
+// before its time limit (or on preemption) and the SIGKILL that follows.
+const DefaultGrace = 120
+
+// ExitInterrupted is the exit status of 'dpfil sweep run' stopped by SIGTERM or
+// SIGINT after checkpointing its current run (EX_TEMPFAIL of sysexits.h: try again).
+// The Slurm script requeues its task on it; a Kubernetes pod that exits with it is
+// replaced without counting against the index's backoff limit.
+const ExitInterrupted = 75
 
 // shellQuote quotes s for a POSIX shell.
 func shellQuote(s string) string {
@@ -94,7 +124,16 @@ func shellQuote(s string) string {
 }
 
 // SlurmScript returns a Slurm job-array script running shard $SLURM_ARRAY_TASK_ID of
-// opt.Shards. Submit it with sbatch; a requeued or resubmitted task resumes.
+// opt.Shards. Submit it with sbatch.
+//
+// Preemption and time limits: Slurm sends SIGTERM to the batch shell opt.Grace
+// seconds before the time limit (--signal=B:TERM@Grace), and preemption or
+// 'scancel --signal=TERM --batch' send it too. The shell forwards it to dpfil, which
+// checkpoints its current run and exits with ExitInterrupted; the shell then
+// requeues its own array task with 'scontrol requeue' when the job is still RUNNING
+// (not when it is being cancelled) and exits with the same status. The requeued task
+// (or a resubmitted array) skips the shard's finished runs and resumes the
+// unfinished one from its checkpoint.
 func SlurmScript(opt PlanOptions) (string, error) {
 	if err := opt.defaults(); err != nil {
 		return "", err
@@ -119,15 +158,40 @@ func SlurmScript(opt PlanOptions) (string, error) {
 	if opt.GPUs > 0 {
 		fmt.Fprintf(&b, "#SBATCH --gres=gpu:%d\n", opt.GPUs)
 	}
+	if opt.Gres != "" {
+		fmt.Fprintf(&b, "#SBATCH --gres=%s\n", opt.Gres)
+	}
+	if opt.Log != "" {
+		fmt.Fprintf(&b, "#SBATCH --output=%s\n", opt.Log)
+	}
+	fmt.Fprintf(&b, "#SBATCH --open-mode=append\n")
 	fmt.Fprintf(&b, "#SBATCH --requeue\n")
+	fmt.Fprintf(&b, "#SBATCH --signal=B:TERM@%d\n", opt.Grace)
 	fmt.Fprintf(&b, "#\n# dpfil sweep %s in %d shards; shard i writes %s/shard-i.\n", opt.Name, opt.Shards, opt.Out)
 	fmt.Fprintf(&b, "# Submit: sbatch THIS_FILE. Rerunning a task resumes it (finished runs are kept).\n")
+	fmt.Fprintf(&b, "# SIGTERM (time limit - %d s, preemption, scancel --signal=TERM --batch) is forwarded\n", opt.Grace)
+	fmt.Fprintf(&b, "# to dpfil, which checkpoints and exits %d; the task then requeues itself.\n", ExitInterrupted)
 	fmt.Fprintf(&b, "# When all tasks are done: %s sweep merge %s/shard-* --out %s\n", opt.Bin, opt.Out, opt.Out)
-	fmt.Fprintf(&b, "set -euo pipefail\n")
+	fmt.Fprintf(&b, "set -uo pipefail\n")
 	fmt.Fprintf(&b, "N=%d\n", opt.Shards)
 	fmt.Fprintf(&b, "SHARD=\"${SLURM_ARRAY_TASK_ID:?submit this script as a Slurm job array (sbatch)}\"\n")
-	fmt.Fprintf(&b, "exec %s sweep run %s --out %s/shard-\"$SHARD\" --shard \"$SHARD/$N\" --workers %d\n",
+	fmt.Fprintf(&b, "term=0\n")
+	fmt.Fprintf(&b, "trap 'term=1; kill -TERM \"$pid\" 2>/dev/null' TERM\n")
+	fmt.Fprintf(&b, "%s sweep run %s --out %s/shard-\"$SHARD\" --shard \"$SHARD/$N\" --workers %d &\n",
 		shellQuote(opt.Bin), shellQuote(opt.Grid), shellQuote(opt.Out), opt.Workers)
+	fmt.Fprintf(&b, "pid=$!\n")
+	// wait returns early (status > 128) when the trapped TERM arrives; wait again
+	// until dpfil has really exited, then once more for its status.
+	fmt.Fprintf(&b, "while wait \"$pid\"; rc=$?; kill -0 \"$pid\" 2>/dev/null; do :; done\n")
+	fmt.Fprintf(&b, "if [ \"$term\" = 1 ] && [ \"$rc\" -gt 128 ]; then wait \"$pid\"; rc=$?; fi\n")
+	fmt.Fprintf(&b, "if [ \"$rc\" = %d ] && [ -n \"${SLURM_JOB_ID:-}\" ]; then\n", ExitInterrupted)
+	fmt.Fprintf(&b, "  state=$(squeue -h -j \"$SLURM_JOB_ID\" -o %%T 2>/dev/null || true)\n")
+	fmt.Fprintf(&b, "  if [ \"$state\" = RUNNING ]; then\n")
+	fmt.Fprintf(&b, "    echo \"dpfil: shard $SHARD/$N checkpointed after SIGTERM; requeueing task $SLURM_JOB_ID\" >&2\n")
+	fmt.Fprintf(&b, "    scontrol requeue \"$SLURM_JOB_ID\" || echo \"dpfil: scontrol requeue failed; resubmit to resume\" >&2\n")
+	fmt.Fprintf(&b, "  fi\n")
+	fmt.Fprintf(&b, "fi\n")
+	fmt.Fprintf(&b, "exit \"$rc\"\n")
 	return b.String(), nil
 }
 
@@ -208,6 +272,9 @@ func K8sManifest(opt PlanOptions) (string, error) {
 	}
 	if opt.Image == "" {
 		return "", fmt.Errorf("plan: --image is required for Kubernetes")
+	}
+	if opt.Gres != "" {
+		return "", fmt.Errorf("plan: --gres %q is Slurm's; on Kubernetes ask for GPUs with --gpus", opt.Gres)
 	}
 	if len(opt.GridYAML) == 0 {
 		return "", fmt.Errorf("plan: empty grid file")
