@@ -329,3 +329,72 @@ func TestSlurmSweepPreemptAndMerge(t *testing.T) {
 	}
 	t.Logf("Slurm sweep with preemption, merge and plot took %.1f s", time.Since(start).Seconds())
 }
+
+// 'sweep submit' and 'sweep status OUT' through the command line, with a stand-in
+// sbatch and squeue on PATH: the job id (human and JSON), --dry-run's script, the
+// status of the submitted sweep, and the errors for a missing --slurm or sbatch.
+func TestSweepSubmitAndStatusCLI(t *testing.T) {
+	grid := writeGrid(t)
+	bin := t.TempDir()
+	for name, body := range map[string]string{
+		"sbatch": "echo 777",
+		"squeue": `echo "777_0|RUNNING|None"; echo "777_2|PENDING|Resources"`,
+		"sacct":  "echo 'Slurm accounting storage is disabled' >&2; exit 1",
+	} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	out := filepath.Join(t.TempDir(), "res")
+
+	s, err := runCLI(t, newRootCmd(), "sweep", "submit", grid, "--slurm", "--shards", "3", "--out", out, "--time", "2:00:00", "--gres", "gpu:1", "--partition", "gpu", "--dry-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"#!/bin/bash\n", "#SBATCH --array=0-2\n", "#SBATCH --gres=gpu:1\n", "#SBATCH --time=2:00:00\n", "#SBATCH --signal=B:TERM@120\n", "#SBATCH --requeue\n", selfExe(t) + " sweep run "} {
+		if !strings.Contains(s, w) {
+			t.Errorf("dry run lacks %q:\n%s", w, s)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatal("--dry-run wrote the results root")
+	}
+	s, err = runCLI(t, newRootCmd(), "sweep", "submit", grid, "--slurm", "--shards", "3", "--out", out)
+	if err != nil || !strings.Contains(s, "submitted job 777: 12 runs") {
+		t.Fatalf("submit: %v\n%s", err, s)
+	}
+	s, err = runCLI(t, newRootCmd(), "sweep", "submit", grid, "--slurm", "--shards", "3", "--out", out, "--json")
+	var rep sweep.SubmitReport
+	if err != nil || json.Unmarshal([]byte(s), &rep) != nil || rep.JobID != "777" || rep.Resub != 1 {
+		t.Fatalf("submit --json: %v %+v\n%s", err, rep, s)
+	}
+
+	s, err = runCLI(t, newRootCmd(), "sweep", "status", out)
+	if err != nil || !strings.Contains(s, "12 runs: 0 done, 0 running, 0 failed, 12 pending") || !strings.Contains(s, "PENDING (Resources)") {
+		t.Fatalf("status: %v\n%s", err, s)
+	}
+	s, err = runCLI(t, newRootCmd(), "sweep", "status", out, "--json")
+	var st sweep.ClusterStatus
+	if err != nil || json.Unmarshal([]byte(s), &st) != nil || st.Runs != 12 || st.Tasks[0].State != "RUNNING" || len(st.Jobs) != 2 {
+		t.Fatalf("status --json: %v %+v\n%s", err, st, s)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sweep", "submit", grid, "--shards", "2"}, "--slurm is required"},
+		{[]string{"sweep", "submit", grid, "--slurm", "--shards", "2", "--gpus", "1", "--gres", "gpu:1", "--dry-run"}, "not both"},
+		{[]string{"sweep", "status", t.TempDir()}, "sweep status GRID --out DIR"},
+		{[]string{"sweep", "status", out, "--shard", "0/2"}, "--shard needs a grid"},
+	} {
+		if _, err := runCLI(t, newRootCmd(), tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("dpfil %s: %v, want an error containing %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
+	t.Setenv("PATH", t.TempDir())
+	if _, err := runCLI(t, newRootCmd(), "sweep", "submit", grid, "--slurm", "--shards", "2", "--out", t.TempDir()); err == nil || !strings.Contains(err.Error(), "sbatch not found on PATH") {
+		t.Errorf("without sbatch: %v", err)
+	}
+}
