@@ -215,20 +215,39 @@ type (
 		Spec       k8sJobSpec `yaml:"spec"`
 	}
 	k8sJobSpec struct {
-		CompletionMode       string         `yaml:"completionMode"`
-		Completions          int            `yaml:"completions"`
-		Parallelism          int            `yaml:"parallelism"`
-		BackoffLimitPerIndex int            `yaml:"backoffLimitPerIndex"`
-		Template             k8sPodTemplate `yaml:"template"`
+		CompletionMode       string              `yaml:"completionMode"`
+		Completions          int                 `yaml:"completions"`
+		Parallelism          int                 `yaml:"parallelism"`
+		BackoffLimitPerIndex int                 `yaml:"backoffLimitPerIndex"`
+		PodFailurePolicy     k8sPodFailurePolicy `yaml:"podFailurePolicy"`
+		Template             k8sPodTemplate      `yaml:"template"`
+	}
+	k8sPodFailurePolicy struct {
+		Rules []k8sPodFailureRule `yaml:"rules"`
+	}
+	k8sPodFailureRule struct {
+		Action          string              `yaml:"action"`
+		OnExitCodes     *k8sExitCodes       `yaml:"onExitCodes,omitempty"`
+		OnPodConditions []k8sPodCondPattern `yaml:"onPodConditions,omitempty"`
+	}
+	k8sExitCodes struct {
+		ContainerName string `yaml:"containerName"`
+		Operator      string `yaml:"operator"`
+		Values        []int  `yaml:"values"`
+	}
+	k8sPodCondPattern struct {
+		Type   string `yaml:"type"`
+		Status string `yaml:"status"`
 	}
 	k8sPodTemplate struct {
 		Metadata k8sMeta    `yaml:"metadata"`
 		Spec     k8sPodSpec `yaml:"spec"`
 	}
 	k8sPodSpec struct {
-		RestartPolicy string         `yaml:"restartPolicy"`
-		Containers    []k8sContainer `yaml:"containers"`
-		Volumes       []k8sVolume    `yaml:"volumes"`
+		RestartPolicy                 string         `yaml:"restartPolicy"`
+		TerminationGracePeriodSeconds int            `yaml:"terminationGracePeriodSeconds"`
+		Containers                    []k8sContainer `yaml:"containers"`
+		Volumes                       []k8sVolume    `yaml:"volumes"`
 	}
 	k8sContainer struct {
 		Name         string       `yaml:"name"`
@@ -265,7 +284,16 @@ const GridFileName = "grid.yaml"
 // K8sManifest returns a two-document Kubernetes manifest: a ConfigMap holding the grid
 // file and an Indexed Job (completionMode: Indexed, completions = shards) whose pod
 // with index i runs shard $JOB_COMPLETION_INDEX into <Out>/shard-i on a persistent
-// volume. Apply it with kubectl apply -f; a retried index resumes.
+// volume. Apply it with kubectl apply -f.
+//
+// Resume semantics are those of the Slurm script: dpfil is the container's process
+// (sh -c exec), so the SIGTERM of a pod deletion, eviction or preemption reaches it;
+// it checkpoints its current run within terminationGracePeriodSeconds (opt.Grace)
+// and exits with ExitInterrupted. The Job's podFailurePolicy ignores that exit code
+// and disruptions (DisruptionTarget), so such a pod is replaced without counting
+// against backoffLimitPerIndex; other failures count. The replacement pod, like any
+// retried index, skips the shard's finished runs and resumes the unfinished one from
+// its checkpoint on the volume.
 func K8sManifest(opt PlanOptions) (string, error) {
 	if err := opt.defaults(); err != nil {
 		return "", err
@@ -304,10 +332,15 @@ func K8sManifest(opt PlanOptions) (string, error) {
 			Completions:          opt.Shards,
 			Parallelism:          opt.Parallelism,
 			BackoffLimitPerIndex: opt.BackoffPerIndex,
+			PodFailurePolicy: k8sPodFailurePolicy{Rules: []k8sPodFailureRule{
+				{Action: "Ignore", OnExitCodes: &k8sExitCodes{ContainerName: "dpfil", Operator: "In", Values: []int{ExitInterrupted}}},
+				{Action: "Ignore", OnPodConditions: []k8sPodCondPattern{{Type: "DisruptionTarget", Status: "True"}}},
+			}},
 			Template: k8sPodTemplate{
 				Metadata: k8sMeta{Labels: labels},
 				Spec: k8sPodSpec{
-					RestartPolicy: "Never",
+					RestartPolicy:                 "Never",
+					TerminationGracePeriodSeconds: opt.Grace,
 					Containers: []k8sContainer{{
 						Name:      "dpfil",
 						Image:     opt.Image,
