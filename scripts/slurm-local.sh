@@ -23,7 +23,7 @@ if ! command -v sbatch >/dev/null 2>&1 || [ ! -x /usr/sbin/munged ] || [ ! -x /u
   say "installing slurm-wlm and munge (apt)"
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq slurm-wlm munge >/dev/null
+  $SUDO apt-get install -y -qq --no-install-recommends slurm-wlm munge >/dev/null
 fi
 
 # munge: the package made /etc/munge/munge.key; the daemon runs as user munge.
