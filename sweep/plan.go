@@ -175,16 +175,18 @@ func SlurmScript(opt PlanOptions) (string, error) {
 	fmt.Fprintf(&b, "set -uo pipefail\n")
 	fmt.Fprintf(&b, "N=%d\n", opt.Shards)
 	fmt.Fprintf(&b, "SHARD=\"${SLURM_ARRAY_TASK_ID:?submit this script as a Slurm job array (sbatch)}\"\n")
-	fmt.Fprintf(&b, "term=0\n")
-	fmt.Fprintf(&b, "trap 'term=1; kill -TERM \"$pid\" 2>/dev/null' TERM\n")
+	fmt.Fprintf(&b, "term=0 pid=\n")
+	fmt.Fprintf(&b, "trap 'term=1; [ -n \"$pid\" ] && kill -TERM \"$pid\" 2>/dev/null' TERM\n")
 	fmt.Fprintf(&b, "%s sweep run %s --out %s/shard-\"$SHARD\" --shard \"$SHARD/$N\" --workers %d &\n",
 		shellQuote(opt.Bin), shellQuote(opt.Grid), shellQuote(opt.Out), opt.Workers)
 	fmt.Fprintf(&b, "pid=$!\n")
+	fmt.Fprintf(&b, "if [ \"$term\" = 1 ]; then kill -TERM \"$pid\"; fi # TERM before dpfil started\n")
 	// wait returns early (status > 128) when the trapped TERM arrives; wait again
 	// until dpfil has really exited, then once more for its status.
 	fmt.Fprintf(&b, "while wait \"$pid\"; rc=$?; kill -0 \"$pid\" 2>/dev/null; do :; done\n")
 	fmt.Fprintf(&b, "if [ \"$term\" = 1 ] && [ \"$rc\" -gt 128 ]; then wait \"$pid\"; rc=$?; fi\n")
-	fmt.Fprintf(&b, "if [ \"$rc\" = %d ] && [ -n \"${SLURM_JOB_ID:-}\" ]; then\n", ExitInterrupted)
+	// 143: the TERM came before dpfil handled signals (nothing to checkpoint yet).
+	fmt.Fprintf(&b, "if [ -n \"${SLURM_JOB_ID:-}\" ] && { [ \"$rc\" = %d ] || [ \"$term:$rc\" = 1:143 ]; }; then\n", ExitInterrupted)
 	fmt.Fprintf(&b, "  state=$(squeue -h -j \"$SLURM_JOB_ID\" -o %%T 2>/dev/null || true)\n")
 	fmt.Fprintf(&b, "  if [ \"$state\" = RUNNING ]; then\n")
 	fmt.Fprintf(&b, "    echo \"dpfil: shard $SHARD/$N checkpointed after SIGTERM; requeueing task $SLURM_JOB_ID\" >&2\n")

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -52,8 +54,8 @@ func TestSlurmScriptPreemption(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"#SBATCH --requeue\n", "#SBATCH --signal=B:TERM@300\n", "#SBATCH --gres=gpu:a100:1\n",
-		"#SBATCH --output=/l/%A_%a.out\n", "#SBATCH --open-mode=append\n", "trap 'term=1; kill -TERM \"$pid\"", "scontrol requeue \"$SLURM_JOB_ID\"",
-		`if [ "$rc" = 75 ]`, `exit "$rc"`} {
+		"#SBATCH --output=/l/%A_%a.out\n", "#SBATCH --open-mode=append\n", "trap 'term=1; [ -n \"$pid\" ] && kill -TERM \"$pid\"", "scontrol requeue \"$SLURM_JOB_ID\"",
+		`[ "$rc" = 75 ] || [ "$term:$rc" = 1:143 ]`, `exit "$rc"`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("script lacks %q:\n%s", want, s)
 		}
@@ -266,5 +268,56 @@ func TestRunRecordsFailures(t *testing.T) {
 	}
 	if f, err := ReadFailures(t.TempDir()); err != nil || len(f) != 0 {
 		t.Fatalf("no failures file: %+v %v", f, err)
+	}
+}
+
+// The Slurm script's requeue decision, with stand-ins for dpfil, squeue and
+// scontrol: it requeues its own task only after an interrupted dpfil (exit 75, or
+// killed by the TERM it forwarded before dpfil handled signals) and only while the
+// job is RUNNING, and it exits with dpfil's status.
+func TestSlurmScriptRequeueDecision(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("dpfil", `exit "$FAKE_RC"`)
+	write("squeue", `echo "$FAKE_STATE"`)
+	write("scontrol", `echo "$@" > "`+dir+`/scontrol.args"`)
+	s, err := SlurmScript(PlanOptions{Grid: "g.yaml", Shards: 2, Out: dir, Bin: filepath.Join(dir, "dpfil")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "job.sh")
+	if err := os.WriteFile(script, []byte(s), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		rc      int
+		state   string
+		requeue bool
+	}{
+		{75, "RUNNING", true},
+		{75, "CANCELLED", false}, // scancel: stays cancelled
+		{75, "COMPLETING", false},
+		{0, "RUNNING", false},
+		{1, "RUNNING", false}, // failed runs: no requeue loop
+		{143, "RUNNING", false},
+	} {
+		os.Remove(filepath.Join(dir, "scontrol.args"))
+		cmd := exec.Command("bash", script)
+		cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "SLURM_ARRAY_TASK_ID=1", "SLURM_JOB_ID=77",
+			"FAKE_RC=" + strconv.Itoa(tc.rc), "FAKE_STATE=" + tc.state}
+		out, _ := cmd.CombinedOutput()
+		if got := cmd.ProcessState.ExitCode(); got != tc.rc {
+			t.Errorf("dpfil exit %d: script exit %d\n%s", tc.rc, got, out)
+		}
+		args, err := os.ReadFile(filepath.Join(dir, "scontrol.args"))
+		if requeued := err == nil; requeued != tc.requeue {
+			t.Errorf("dpfil exit %d, job %s: requeued %v, want %v\n%s", tc.rc, tc.state, requeued, tc.requeue, out)
+		} else if requeued && strings.TrimSpace(string(args)) != "requeue 77" {
+			t.Errorf("scontrol %q", args)
+		}
 	}
 }

@@ -18,9 +18,12 @@ import (
 )
 
 // preemptGrid is 4 real training runs (linear model, embedded MNIST) of a few
-// seconds each: long enough to be preempted in the middle, short enough for CI.
+// seconds each: long enough to be preempted in the middle of their DP-SGD steps even
+// when a loaded machine delays the signal by a second or two, short enough for CI.
+// The RDP accountant keeps the accounting after the last step (which a SIGTERM does
+// not interrupt: the run then finishes) short.
 const preemptGrid = `name: preempt
-base: {model: linear, dataset: mnist-embedded, train_subset: 200, batch: 20, steps: 800, fil_coords: 4, repeats: 1}
+base: {model: linear, dataset: mnist-embedded, train_subset: 200, batch: 20, steps: 1500, fil_coords: 4, repeats: 1, accountant: rdp}
 grid: {sigma: [0.5, 2], lr: [0.05, 0.2]}
 `
 
