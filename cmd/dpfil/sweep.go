@@ -234,7 +234,13 @@ func newSweepPlanCmd() *cobra.Command {
 task per shard, 'dpfil sweep run GRID --shard $SLURM_ARRAY_TASK_ID/N'), with --k8s a
 Kubernetes manifest (a ConfigMap with the grid file and an Indexed Job whose pod i
 runs shard $JOB_COMPLETION_INDEX/N). Shard i writes <results>/shard-i; a retried
-task resumes. Gather the shards with 'dpfil sweep merge <results>/shard-* --out <results>'.`,
+task resumes. Gather the shards with 'dpfil sweep merge <results>/shard-* --out <results>'.
+
+Both survive preemption: on SIGTERM dpfil checkpoints its current run and exits 75;
+the Slurm task then requeues itself (#SBATCH --requeue, --signal=B:TERM@grace), and
+the Job's podFailurePolicy replaces such a pod without counting it as a failure. The
+requeued task or pod skips finished runs and resumes the interrupted one from its
+checkpoint. 'dpfil sweep submit' writes the Slurm script and calls sbatch.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, err := sweep.Expand(args[0])
@@ -280,7 +286,7 @@ func addPlanOptionFlags(cmd *cobra.Command, o *sweep.PlanOptions) {
 	f.StringVar(&o.Partition, "partition", "", "Slurm partition")
 	f.IntVar(&o.GPUs, "gpus", 0, "GPUs per task")
 	f.StringVar(&o.Gres, "gres", "", "Slurm --gres, e.g. gpu:1 or gpu:a100:1 (instead of --gpus)")
-	f.IntVar(&o.Grace, "grace", sweep.DefaultGrace, "seconds between Slurm's SIGTERM (before the time limit) and SIGKILL")
+	f.IntVar(&o.Grace, "grace", sweep.DefaultGrace, "seconds from SIGTERM to SIGKILL for a task to checkpoint: Slurm --signal=B:TERM@grace before the time limit; Kubernetes terminationGracePeriodSeconds")
 	f.StringVar(&o.Mem, "mem", "", "memory per task, e.g. 8G (Slurm) or 8Gi (Kubernetes)")
 	f.StringVar(&o.Image, "image", "", "container image with dpfil (Kubernetes)")
 	f.IntVar(&o.Parallelism, "parallelism", 0, "pods at once (Kubernetes; default all shards)")
