@@ -13,7 +13,10 @@
 // and fsync; ReadResults skips (and reports) a torn last line, so a killed sweep
 // resumes without repeating or losing finished runs. Merge combines the results of
 // shards, deduplicating by hash and reporting conflicting results; SlurmScript and
-// K8sManifest write the cluster plans that fan the shards out. Frontier computes the
+// K8sManifest write the cluster plans that fan the shards out; their tasks survive
+// SIGTERM (checkpoint, exit ExitInterrupted, requeue) and resume. Expanded.Submit
+// hands the Slurm script to sbatch and records the submission; StatusOfSubmission
+// reports its runs from the shard directories, squeue and sacct. Frontier computes the
 // non-dominated (accuracy, MSE bound) points.
 //
 // Expand reads a grid file for the typed requests behind 'dpfil sweep': its Run,

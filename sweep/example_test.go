@@ -52,13 +52,14 @@ func ExampleSlurmScript() {
 		panic(err)
 	}
 	for _, line := range strings.Split(s, "\n") {
-		if strings.HasPrefix(line, "#SBATCH --array") || strings.HasPrefix(line, "exec ") {
+		if strings.HasPrefix(line, "#SBATCH --array") || strings.HasPrefix(line, "#SBATCH --signal") || strings.HasPrefix(line, "dpfil ") {
 			fmt.Println(line)
 		}
 	}
 	// Output:
 	// #SBATCH --array=0-15
-	// exec dpfil sweep run sweeps/mnist-fig5.yaml --out out/shard-"$SHARD" --shard "$SHARD/$N" --workers 1
+	// #SBATCH --signal=B:TERM@120
+	// dpfil sweep run sweeps/mnist-fig5.yaml --out out/shard-"$SHARD" --shard "$SHARD/$N" --workers 1 &
 }
 
 // Expand a grid file and list the jobs of one shard, as 'dpfil sweep list' does.

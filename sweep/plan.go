@@ -30,7 +30,15 @@ type PlanOptions struct {
 	Time      string // --time, e.g. "24:00:00" (optional)
 	Partition string // --partition (optional)
 	GPUs      int    // --gres=gpu:N (optional)
+	Gres      string // --gres as given, e.g. "gpu:a100:1" (optional; exclusive with GPUs)
 	Mem       string // --mem, e.g. "8G" (optional)
+	// Grace is how many seconds before the time limit Slurm sends SIGTERM to the
+	// task (--signal=B:TERM@Grace; default DefaultGrace). The task then checkpoints,
+	// exits with ExitInterrupted and requeues itself.
+	Grace int
+	// Log is the Slurm output file pattern (--output, e.g. "logs/%A_%a.out";
+	// optional: Slurm's default slurm-%A_%a.out in the submit directory).
+	Log string
 
 	// Kubernetes.
 	Image           string // container image holding the dpfil binary
@@ -77,13 +85,35 @@ func (o *PlanOptions) defaults() error {
 	if o.BackoffPerIndex < 1 {
 		o.BackoffPerIndex = 3
 	}
-	for _, s := range []string{o.Time, o.Partition, o.Mem, o.Out, o.Bin, o.Grid, o.Image, o.PVC, o.GridDir, o.Namespace} {
+	if o.Grace < 0 {
+		return fmt.Errorf("plan: grace = %d s must not be negative", o.Grace)
+	}
+	if o.Grace == 0 {
+		o.Grace = DefaultGrace
+	}
+	if o.GPUs < 0 {
+		return fmt.Errorf("plan: gpus = %d must not be negative", o.GPUs)
+	}
+	if o.GPUs > 0 && o.Gres != "" {
+		return fmt.Errorf("plan: give either --gpus (%d) or --gres (%q), not both", o.GPUs, o.Gres)
+	}
+	for _, s := range []string{o.Time, o.Partition, o.Mem, o.Out, o.Bin, o.Grid, o.Image, o.PVC, o.GridDir, o.Namespace, o.Gres, o.Log} {
 		if strings.ContainsAny(s, "\n\r") {
 			return fmt.Errorf("plan: option %q contains a line break", s)
 		}
 	}
 	return nil
 }
+
+// DefaultGrace is the default number of seconds between the SIGTERM a task gets
+// before its time limit (or on preemption) and the SIGKILL that follows.
+const DefaultGrace = 120
+
+// ExitInterrupted is the exit status of 'dpfil sweep run' stopped by SIGTERM or
+// SIGINT after checkpointing its current run (EX_TEMPFAIL of sysexits.h: try again).
+// The Slurm script requeues its task on it; a Kubernetes pod that exits with it is
+// replaced without counting against the index's backoff limit.
+const ExitInterrupted = 75
 
 // shellQuote quotes s for a POSIX shell.
 func shellQuote(s string) string {
@@ -94,7 +124,16 @@ func shellQuote(s string) string {
 }
 
 // SlurmScript returns a Slurm job-array script running shard $SLURM_ARRAY_TASK_ID of
-// opt.Shards. Submit it with sbatch; a requeued or resubmitted task resumes.
+// opt.Shards. Submit it with sbatch.
+//
+// Preemption and time limits: Slurm sends SIGTERM to the batch shell opt.Grace
+// seconds before the time limit (--signal=B:TERM@Grace), and preemption or
+// 'scancel --signal=TERM --batch' send it too. The shell forwards it to dpfil, which
+// checkpoints its current run and exits with ExitInterrupted; the shell then
+// requeues its own array task with 'scontrol requeue' when the job is still RUNNING
+// (not when it is being cancelled) and exits with the same status. The requeued task
+// (or a resubmitted array) skips the shard's finished runs and resumes the
+// unfinished one from its checkpoint.
 func SlurmScript(opt PlanOptions) (string, error) {
 	if err := opt.defaults(); err != nil {
 		return "", err
@@ -119,15 +158,42 @@ func SlurmScript(opt PlanOptions) (string, error) {
 	if opt.GPUs > 0 {
 		fmt.Fprintf(&b, "#SBATCH --gres=gpu:%d\n", opt.GPUs)
 	}
+	if opt.Gres != "" {
+		fmt.Fprintf(&b, "#SBATCH --gres=%s\n", opt.Gres)
+	}
+	if opt.Log != "" {
+		fmt.Fprintf(&b, "#SBATCH --output=%s\n", opt.Log)
+	}
+	fmt.Fprintf(&b, "#SBATCH --open-mode=append\n")
 	fmt.Fprintf(&b, "#SBATCH --requeue\n")
+	fmt.Fprintf(&b, "#SBATCH --signal=B:TERM@%d\n", opt.Grace)
 	fmt.Fprintf(&b, "#\n# dpfil sweep %s in %d shards; shard i writes %s/shard-i.\n", opt.Name, opt.Shards, opt.Out)
 	fmt.Fprintf(&b, "# Submit: sbatch THIS_FILE. Rerunning a task resumes it (finished runs are kept).\n")
+	fmt.Fprintf(&b, "# SIGTERM (time limit - %d s, preemption, scancel --signal=TERM --batch) is forwarded\n", opt.Grace)
+	fmt.Fprintf(&b, "# to dpfil, which checkpoints and exits %d; the task then requeues itself.\n", ExitInterrupted)
 	fmt.Fprintf(&b, "# When all tasks are done: %s sweep merge %s/shard-* --out %s\n", opt.Bin, opt.Out, opt.Out)
-	fmt.Fprintf(&b, "set -euo pipefail\n")
+	fmt.Fprintf(&b, "set -uo pipefail\n")
 	fmt.Fprintf(&b, "N=%d\n", opt.Shards)
 	fmt.Fprintf(&b, "SHARD=\"${SLURM_ARRAY_TASK_ID:?submit this script as a Slurm job array (sbatch)}\"\n")
-	fmt.Fprintf(&b, "exec %s sweep run %s --out %s/shard-\"$SHARD\" --shard \"$SHARD/$N\" --workers %d\n",
+	fmt.Fprintf(&b, "term=0 pid=\n")
+	fmt.Fprintf(&b, "trap 'term=1; [ -n \"$pid\" ] && kill -TERM \"$pid\" 2>/dev/null' TERM\n")
+	fmt.Fprintf(&b, "%s sweep run %s --out %s/shard-\"$SHARD\" --shard \"$SHARD/$N\" --workers %d &\n",
 		shellQuote(opt.Bin), shellQuote(opt.Grid), shellQuote(opt.Out), opt.Workers)
+	fmt.Fprintf(&b, "pid=$!\n")
+	fmt.Fprintf(&b, "if [ \"$term\" = 1 ]; then kill -TERM \"$pid\"; fi # TERM before dpfil started\n")
+	// wait returns early (status > 128) when the trapped TERM arrives; wait again
+	// until dpfil has really exited, then once more for its status.
+	fmt.Fprintf(&b, "while wait \"$pid\"; rc=$?; kill -0 \"$pid\" 2>/dev/null; do :; done\n")
+	fmt.Fprintf(&b, "if [ \"$term\" = 1 ] && [ \"$rc\" -gt 128 ]; then wait \"$pid\"; rc=$?; fi\n")
+	// 143: the TERM came before dpfil handled signals (nothing to checkpoint yet).
+	fmt.Fprintf(&b, "if [ -n \"${SLURM_JOB_ID:-}\" ] && { [ \"$rc\" = %d ] || [ \"$term:$rc\" = 1:143 ]; }; then\n", ExitInterrupted)
+	fmt.Fprintf(&b, "  state=$(squeue -h -j \"$SLURM_JOB_ID\" -o %%T 2>/dev/null || true)\n")
+	fmt.Fprintf(&b, "  if [ \"$state\" = RUNNING ]; then\n")
+	fmt.Fprintf(&b, "    echo \"dpfil: shard $SHARD/$N checkpointed after SIGTERM; requeueing task $SLURM_JOB_ID\" >&2\n")
+	fmt.Fprintf(&b, "    scontrol requeue \"$SLURM_JOB_ID\" || echo \"dpfil: scontrol requeue failed; resubmit to resume\" >&2\n")
+	fmt.Fprintf(&b, "  fi\n")
+	fmt.Fprintf(&b, "fi\n")
+	fmt.Fprintf(&b, "exit \"$rc\"\n")
 	return b.String(), nil
 }
 
@@ -151,20 +217,39 @@ type (
 		Spec       k8sJobSpec `yaml:"spec"`
 	}
 	k8sJobSpec struct {
-		CompletionMode       string         `yaml:"completionMode"`
-		Completions          int            `yaml:"completions"`
-		Parallelism          int            `yaml:"parallelism"`
-		BackoffLimitPerIndex int            `yaml:"backoffLimitPerIndex"`
-		Template             k8sPodTemplate `yaml:"template"`
+		CompletionMode       string              `yaml:"completionMode"`
+		Completions          int                 `yaml:"completions"`
+		Parallelism          int                 `yaml:"parallelism"`
+		BackoffLimitPerIndex int                 `yaml:"backoffLimitPerIndex"`
+		PodFailurePolicy     k8sPodFailurePolicy `yaml:"podFailurePolicy"`
+		Template             k8sPodTemplate      `yaml:"template"`
+	}
+	k8sPodFailurePolicy struct {
+		Rules []k8sPodFailureRule `yaml:"rules"`
+	}
+	k8sPodFailureRule struct {
+		Action          string              `yaml:"action"`
+		OnExitCodes     *k8sExitCodes       `yaml:"onExitCodes,omitempty"`
+		OnPodConditions []k8sPodCondPattern `yaml:"onPodConditions,omitempty"`
+	}
+	k8sExitCodes struct {
+		ContainerName string `yaml:"containerName"`
+		Operator      string `yaml:"operator"`
+		Values        []int  `yaml:"values"`
+	}
+	k8sPodCondPattern struct {
+		Type   string `yaml:"type"`
+		Status string `yaml:"status"`
 	}
 	k8sPodTemplate struct {
 		Metadata k8sMeta    `yaml:"metadata"`
 		Spec     k8sPodSpec `yaml:"spec"`
 	}
 	k8sPodSpec struct {
-		RestartPolicy string         `yaml:"restartPolicy"`
-		Containers    []k8sContainer `yaml:"containers"`
-		Volumes       []k8sVolume    `yaml:"volumes"`
+		RestartPolicy                 string         `yaml:"restartPolicy"`
+		TerminationGracePeriodSeconds int            `yaml:"terminationGracePeriodSeconds"`
+		Containers                    []k8sContainer `yaml:"containers"`
+		Volumes                       []k8sVolume    `yaml:"volumes"`
 	}
 	k8sContainer struct {
 		Name         string       `yaml:"name"`
@@ -201,13 +286,25 @@ const GridFileName = "grid.yaml"
 // K8sManifest returns a two-document Kubernetes manifest: a ConfigMap holding the grid
 // file and an Indexed Job (completionMode: Indexed, completions = shards) whose pod
 // with index i runs shard $JOB_COMPLETION_INDEX into <Out>/shard-i on a persistent
-// volume. Apply it with kubectl apply -f; a retried index resumes.
+// volume. Apply it with kubectl apply -f.
+//
+// Resume semantics are those of the Slurm script: dpfil is the container's process
+// (sh -c exec), so the SIGTERM of a pod deletion, eviction or preemption reaches it;
+// it checkpoints its current run within terminationGracePeriodSeconds (opt.Grace)
+// and exits with ExitInterrupted. The Job's podFailurePolicy ignores that exit code
+// and disruptions (DisruptionTarget), so such a pod is replaced without counting
+// against backoffLimitPerIndex; other failures count. The replacement pod, like any
+// retried index, skips the shard's finished runs and resumes the unfinished one from
+// its checkpoint on the volume.
 func K8sManifest(opt PlanOptions) (string, error) {
 	if err := opt.defaults(); err != nil {
 		return "", err
 	}
 	if opt.Image == "" {
 		return "", fmt.Errorf("plan: --image is required for Kubernetes")
+	}
+	if opt.Gres != "" {
+		return "", fmt.Errorf("plan: --gres %q is Slurm's; on Kubernetes ask for GPUs with --gpus", opt.Gres)
 	}
 	if len(opt.GridYAML) == 0 {
 		return "", fmt.Errorf("plan: empty grid file")
@@ -237,10 +334,15 @@ func K8sManifest(opt PlanOptions) (string, error) {
 			Completions:          opt.Shards,
 			Parallelism:          opt.Parallelism,
 			BackoffLimitPerIndex: opt.BackoffPerIndex,
+			PodFailurePolicy: k8sPodFailurePolicy{Rules: []k8sPodFailureRule{
+				{Action: "Ignore", OnExitCodes: &k8sExitCodes{ContainerName: "dpfil", Operator: "In", Values: []int{ExitInterrupted}}},
+				{Action: "Ignore", OnPodConditions: []k8sPodCondPattern{{Type: "DisruptionTarget", Status: "True"}}},
+			}},
 			Template: k8sPodTemplate{
 				Metadata: k8sMeta{Labels: labels},
 				Spec: k8sPodSpec{
-					RestartPolicy: "Never",
+					RestartPolicy:                 "Never",
+					TerminationGracePeriodSeconds: opt.Grace,
 					Containers: []k8sContainer{{
 						Name:      "dpfil",
 						Image:     opt.Image,

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -162,8 +163,12 @@ func Run(ctx context.Context, jobs []Job, opt Options) (Summary, error) {
 						return
 					}
 					logf("sweep: run %d (%s) failed: %v", j.Index, j.Hash, rerr)
+					f := Failure{Index: j.Index, Hash: j.Hash, Error: rerr.Error()}
 					mu.Lock()
-					sum.Failed = append(sum.Failed, Failure{Index: j.Index, Hash: j.Hash, Error: rerr.Error()})
+					sum.Failed = append(sum.Failed, f)
+					if err := appendFailure(opt.Out, f); err != nil {
+						logf("sweep: %v", err)
+					}
 					mu.Unlock()
 					continue
 				}
@@ -206,6 +211,51 @@ func Run(ctx context.Context, jobs []Job, opt Options) (Summary, error) {
 		return sum, fmt.Errorf("sweep: %d of %d runs failed (first: run %d: %s)", len(sum.Failed), len(todo), sum.Failed[0].Index, sum.Failed[0].Error)
 	}
 	return sum, nil
+}
+
+// FailuresFile is the log of failed runs in a sweep directory: one JSON Failure per
+// line, appended when a run fails ('sweep status OUT' reads it). A run that later
+// finishes counts as done whatever this file says.
+const FailuresFile = "failures.jsonl"
+
+// appendFailure appends f to out's failures log.
+func appendFailure(out string, f Failure) error {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("record failure of run %d: %w", f.Index, err)
+	}
+	fh, err := os.OpenFile(filepath.Join(out, FailuresFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("record failure of run %d: %w", f.Index, err)
+	}
+	_, werr := fh.Write(append(b, '\n'))
+	if cerr := fh.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("record failure of run %d: %w", f.Index, werr)
+	}
+	return nil
+}
+
+// ReadFailures reads dir's failures log (none: an empty map), the last failure of
+// each run by hash; lines that do not decode are skipped.
+func ReadFailures(dir string) (map[string]Failure, error) {
+	b, err := os.ReadFile(filepath.Join(dir, FailuresFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]Failure{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read failures: %w", err)
+	}
+	m := map[string]Failure{}
+	for _, line := range bytes.Split(b, []byte{'\n'}) {
+		var f Failure
+		if json.Unmarshal(line, &f) == nil && f.Hash != "" {
+			m[f.Hash] = f
+		}
+	}
+	return m, nil
 }
 
 // safeRun calls the runner, turning a panic into an error so that one bad

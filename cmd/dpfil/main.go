@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -15,9 +16,31 @@ func main() {
 	root := newRootCmd()
 	if err := root.Execute(); err != nil {
 		fmt.Fprintf(os.Stderr, "dpfil: error: %v\n", err)
-		os.Exit(1)
+		os.Exit(exitStatus(err))
 	}
 }
+
+// exitCoder is an error that asks for a particular exit status (exitError).
+type exitCoder interface{ ExitCode() int }
+
+// exitStatus is the process exit status for err: its own code if it has one, else 1.
+func exitStatus(err error) int {
+	var ec exitCoder
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return 1
+}
+
+// exitError gives err the exit status code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+func (e exitError) ExitCode() int { return e.code }
 
 // newRootCmd builds the whole command tree. Each command group lives in its own file
 // and contributes one constructor here.

@@ -56,6 +56,8 @@ func readmeSkip(args []string) string {
 		return "downloads (tested against local servers in data_test.go)"
 	case strings.Contains(s, " --device cuda "):
 		return "needs the GPU build"
+	case strings.Contains(s, " runs/cluster") && !strings.Contains(s, " --dry-run "):
+		return "needs a Slurm cluster (TestSlurmSweepPreemptAndMerge runs these on one)"
 	}
 	return ""
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/dpfil/dpfil/sweep"
 	"github.com/spf13/cobra"
@@ -42,7 +45,7 @@ relative to the grid file; 'dpfil arch --help'), in base or swept like any key:
 
 The grid expands in a fixed order (sorted keys, last key fastest); each run is
 identified by its config hash, so 'sweep run' resumes without repeating finished runs.`,
-	}, newSweepRunCmd(deps), newSweepStatusCmd(), newSweepListCmd(), newSweepPlanCmd(), newSweepMergeCmd())
+	}, newSweepRunCmd(deps), newSweepStatusCmd(), newSweepListCmd(), newSweepPlanCmd(), newSweepSubmitCmd(), newSweepMergeCmd())
 }
 
 // withGrid expands the grid file path and calls f on it.
@@ -72,7 +75,8 @@ func newSweepRunCmd(deps sweepDeps) *cobra.Command {
 does not already hold. Each run works in DIR/runs/<hash>/ and resumes from its
 checkpoint there; each finished run is appended to DIR/results.jsonl as one line
 (written in one append and synced). Ctrl-C or SIGTERM stops cleanly at a checkpoint;
-rerun the same command to continue.`,
+rerun the same command to continue. An interrupted run exits with status 75
+(EX_TEMPFAIL), failed runs with 1.`,
 		Args: cobra.ExactArgs(1),
 	}, func(cmd *cobra.Command, args []string) (*sweep.RunReport, error) {
 		e, err := sweep.Expand(args[0])
@@ -98,7 +102,13 @@ rerun the same command to continue.`,
 		req.OnDone = func(r sweep.Record) { bar.Add(1, r.Hash) }
 		ctx, stop := interruptContext(cmd)
 		defer stop()
-		return e.Run(ctx, req)
+		rep, err := e.Run(ctx, req)
+		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			// Stopped by SIGTERM/SIGINT at a checkpoint: a status the Slurm script
+			// requeues on, distinct from failed runs (1).
+			err = exitError{code: sweep.ExitInterrupted, err: err}
+		}
+		return rep, err
 	})
 	f := cmd.Flags()
 	f.StringVar(&req.Out, "out", "", "sweep directory (results.jsonl and runs/)")
@@ -112,19 +122,89 @@ rerun the same command to continue.`,
 
 func newSweepStatusCmd() *cobra.Command {
 	var (
-		out   string
-		shard sweep.Shard
+		out    string
+		shard  sweep.Shard
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "status GRID --out DIR | status OUT",
+		Short: "Count finished and pending runs: of a grid in a sweep directory, or of a submitted sweep",
+		Long: `With a grid and --out: count the finished and pending runs of GRID (of shard i/n with
+--shard) in the sweep directory DIR.
+
+With only OUT, the results root of 'dpfil sweep submit': read its submit.json, the
+shard directories OUT/shard-i and the scheduler (squeue; sacct when Slurm keeps
+accounting) and show each array task's Slurm state and each run as done, running,
+failed (its last attempt failed) or pending (waiting for its task; "started" when it
+resumes from a checkpoint).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				if cmd.Flags().Changed("shard") {
+					return fmt.Errorf("sweep status OUT: --shard needs a grid: dpfil sweep status GRID --out DIR --shard i/n")
+				}
+				r, err := sweep.StatusOfSubmission(cmd.Context(), args[0])
+				return emitReport(cmd, asJSON, r, err)
+			}
+			r, err := withGrid(args[0], func(e *sweep.Expanded) (*sweep.StatusReport, error) { return e.Status(out, shard) })
+			return emitReport(cmd, asJSON, r, err)
+		},
+	}
+	addJSONFlag(cmd, &asJSON)
+	cmd.Flags().StringVar(&out, "out", "", "sweep directory (with a grid)")
+	addShardFlag(cmd, &shard, "count only shard i of n (with a grid)")
+	return cmd
+}
+
+func newSweepSubmitCmd() *cobra.Command {
+	var (
+		req   sweep.SubmitRequest
+		slurm bool
 	)
 	cmd := reportCmd(&cobra.Command{
-		Use:   "status GRID --out DIR",
-		Short: "Count finished and pending runs of a grid in a sweep directory",
-		Args:  cobra.ExactArgs(1),
-	}, func(_ *cobra.Command, args []string) (*sweep.StatusReport, error) {
-		return withGrid(args[0], func(e *sweep.Expanded) (*sweep.StatusReport, error) { return e.Status(out, shard) })
+		Use:   "submit GRID --slurm --shards N [--out DIR]",
+		Short: "Submit a grid to Slurm as a job array of N shards (sbatch)",
+		Long: `Write the Slurm job-array script of GRID in N shards into DIR (slurm.sh; the tasks'
+output goes to DIR/logs, shard i's results to DIR/shard-i) and submit it with sbatch,
+which must be on PATH; print the job id. --dry-run prints the script instead and
+writes nothing. DIR/submit.json records the submission for 'dpfil sweep status DIR'.
+
+Preemption: each task asks for SIGTERM --grace seconds before its time limit
+(--signal=B:TERM@grace) and is --requeue'able. On SIGTERM (time limit, preemption,
+'scancel --batch --signal=TERM') dpfil checkpoints its current run and exits with
+status 75; the task then requeues itself ('scontrol requeue', only while the job is
+RUNNING: a cancelled job stays cancelled). A requeued task, or the same sweep
+submitted again (same GRID, --shards and --out), skips the finished runs of its shard
+and resumes the unfinished one from its checkpoint, so the results equal those of an
+uninterrupted 'dpfil sweep run'. When all tasks are done:
+'dpfil sweep merge DIR/shard-* --out DIR'.`,
+		Args: cobra.ExactArgs(1),
+	}, func(cmd *cobra.Command, args []string) (*sweep.SubmitReport, error) {
+		if !slurm {
+			return nil, fmt.Errorf("sweep submit: --slurm is required (the only scheduler submit talks to; for Kubernetes write the manifest with 'dpfil sweep plan --k8s' and kubectl apply it)")
+		}
+		if req.Bin == "" {
+			exe, err := os.Executable()
+			if err != nil {
+				return nil, fmt.Errorf("sweep submit: this executable's path (give --bin): %w", err)
+			}
+			req.Bin = exe
+		}
+		e, err := sweep.Expand(args[0])
+		if err != nil {
+			return nil, err
+		}
+		return e.Submit(cmd.Context(), req)
 	})
-	cmd.Flags().StringVar(&out, "out", "", "sweep directory")
-	addShardFlag(cmd, &shard, "count only shard i of n")
-	markRequired(cmd, "out")
+	f := cmd.Flags()
+	f.IntVar(&req.Shards, "shards", 0, "number of shards (array tasks)")
+	f.BoolVar(&slurm, "slurm", false, "submit to Slurm (required)")
+	f.BoolVar(&req.DryRun, "dry-run", false, "print the script; write and submit nothing")
+	addPlanOptionFlags(cmd, &req.PlanOptions)
+	f.Lookup("bin").DefValue = "this executable"
+	f.Lookup("bin").Usage = "dpfil executable as the jobs see it"
+	req.Bin = ""
+	_ = cmd.MarkFlagRequired("shards")
 	return cmd
 }
 
@@ -154,7 +234,13 @@ func newSweepPlanCmd() *cobra.Command {
 task per shard, 'dpfil sweep run GRID --shard $SLURM_ARRAY_TASK_ID/N'), with --k8s a
 Kubernetes manifest (a ConfigMap with the grid file and an Indexed Job whose pod i
 runs shard $JOB_COMPLETION_INDEX/N). Shard i writes <results>/shard-i; a retried
-task resumes. Gather the shards with 'dpfil sweep merge <results>/shard-* --out <results>'.`,
+task resumes. Gather the shards with 'dpfil sweep merge <results>/shard-* --out <results>'.
+
+Both survive preemption: on SIGTERM dpfil checkpoints its current run and exits 75;
+the Slurm task then requeues itself (#SBATCH --requeue, --signal=B:TERM@grace), and
+the Job's podFailurePolicy replaces such a pod without counting it as a failure. The
+requeued task or pod skips finished runs and resumes the interrupted one from its
+checkpoint. 'dpfil sweep submit' writes the Slurm script and calls sbatch.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, err := sweep.Expand(args[0])
@@ -199,6 +285,8 @@ func addPlanOptionFlags(cmd *cobra.Command, o *sweep.PlanOptions) {
 	f.StringVar(&o.Time, "time", "", "Slurm --time limit, e.g. 24:00:00")
 	f.StringVar(&o.Partition, "partition", "", "Slurm partition")
 	f.IntVar(&o.GPUs, "gpus", 0, "GPUs per task")
+	f.StringVar(&o.Gres, "gres", "", "Slurm --gres, e.g. gpu:1 or gpu:a100:1 (instead of --gpus)")
+	f.IntVar(&o.Grace, "grace", sweep.DefaultGrace, "seconds from SIGTERM to SIGKILL for a task to checkpoint: Slurm --signal=B:TERM@grace before the time limit; Kubernetes terminationGracePeriodSeconds")
 	f.StringVar(&o.Mem, "mem", "", "memory per task, e.g. 8G (Slurm) or 8Gi (Kubernetes)")
 	f.StringVar(&o.Image, "image", "", "container image with dpfil (Kubernetes)")
 	f.IntVar(&o.Parallelism, "parallelism", 0, "pods at once (Kubernetes; default all shards)")

@@ -27,13 +27,22 @@ import (
 // binary; the dpfil binary has no such switch.
 const sweepChildEnv = "DPFIL_TEST_AS_DPFIL_WITH_FAKE_SWEEP"
 
+// realChildEnv makes the test binary act as the real dpfil executable (the whole
+// command tree, real training), for tests that need a separate process: signals,
+// Slurm jobs.
+const realChildEnv = "DPFIL_TEST_AS_DPFIL"
+
 func TestMain(m *testing.M) {
-	if os.Getenv(sweepChildEnv) == "1" {
-		root := rootWithFakeSweep()
+	fake, real := os.Getenv(sweepChildEnv) == "1", os.Getenv(realChildEnv) == "1"
+	if fake || real {
+		root := newRootCmd()
+		if fake {
+			root = rootWithFakeSweep()
+		}
 		root.SetArgs(os.Args[1:])
 		if err := root.Execute(); err != nil {
 			fmt.Fprintf(os.Stderr, "dpfil: error: %v\n", err)
-			os.Exit(1)
+			os.Exit(exitStatus(err))
 		}
 		os.Exit(0)
 	}
