@@ -171,6 +171,8 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static int g_init;
 static si_ctx *g_primary;
 static unsigned long g_ctx_gen, g_launches;
+static unsigned long g_ctx_retains, g_ctx_releases; // cuDevicePrimaryCtxRetain/Release calls
+static void ctx_stats(void);
 static __thread si_ctx *t_cur;
 
 uintptr_t si_host_base, si_dev_base;
@@ -564,6 +566,8 @@ SI_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice d)
 		g_primary->gen = ++g_ctx_gen;
 	}
 	g_primary->retains++;
+	g_ctx_retains++;
+	ctx_stats();
 	*pctx = (CUcontext)g_primary;
 	pthread_mutex_unlock(&g_mu);
 	return CUDA_SUCCESS;
@@ -582,6 +586,7 @@ SI_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice d) {
 		si_log("cuDevicePrimaryCtxRelease: the primary context is not retained (CUDA_ERROR_INVALID_CONTEXT)");
 		return CUDA_ERROR_INVALID_CONTEXT;
 	}
+	g_ctx_releases++;
 	if (--c->retains == 0) {
 		// The last release destroys the context: its work finishes first, then its
 		// memory and modules go. Threads that still have it current get
@@ -594,6 +599,7 @@ SI_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice d) {
 		c->live = 0;
 		g_primary = NULL;
 	}
+	ctx_stats();
 	pthread_mutex_unlock(&g_mu);
 	return CUDA_SUCCESS;
 }
@@ -1469,4 +1475,25 @@ SI_EXPORT void *dpfil_standin_device_view(const void *p) {
 	uintptr_t u = (uintptr_t)p;
 	if (u >= si_host_base && u - si_host_base < si_arena_len) return (void *)to_dev(u);
 	return (void *)p;
+}
+
+// ---- context lifetime, for the stand-in cuBLAS and the tests ----
+
+// dpfil_standin_ctx_live reports whether ctx (a context handle, destroyed or not) is
+// alive: the stand-in cuBLAS refuses to run in a context that was released and
+// destroyed under it.
+SI_EXPORT int dpfil_standin_ctx_live(const void *ctx) {
+	pthread_mutex_lock(&g_mu);
+	int live = ctx != NULL && ((const si_ctx *)ctx)->live;
+	pthread_mutex_unlock(&g_mu);
+	return live;
+}
+
+// ctx_stats prints the running counts of primary-context retains and releases after
+// each (DPFIL_STANDIN_CTXSTATS=1: the context-lifetime test reads the last line; a Go
+// program leaves through exit_group, so nothing runs at exit). Called with g_mu held.
+static void ctx_stats(void) {
+	if (env("DPFIL_STANDIN_CTXSTATS"))
+		si_log("primary context: %lu retain(s), %lu release(s), %s", g_ctx_retains, g_ctx_releases,
+		       g_primary != NULL && g_primary->live ? "live" : "destroyed");
 }
