@@ -69,8 +69,9 @@ var emuKernels = map[string]C.int{
 // are tested where there is no GPU (CI), against the same float64 reference as the
 // CPU backend; it is far too slow for real work.
 type emulator struct {
-	mu     sync.Mutex // the emulated launch geometry is process-global C state
-	closed bool
+	mu         sync.Mutex // the emulated launch geometry is process-global C state
+	closed     bool
+	hostEvents // EventTimer: the host clock (events.go)
 }
 
 // NewEmulator returns the CPU emulator driver.

@@ -57,6 +57,7 @@ type GPU struct {
 	pinUsed     int
 	pinFailed   bool
 	hiddenSyncs int64
+	events      gpuEvents // EventTimer (gpu_events.go)
 }
 
 // OpenGPU opens GPU number ordinal (0-based, in CUDA's order): it uses the device's

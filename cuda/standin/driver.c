@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../kernels/hostemu.h"
@@ -1496,4 +1497,124 @@ static void ctx_stats(void) {
 	if (env("DPFIL_STANDIN_CTXSTATS"))
 		si_log("primary context: %lu retain(s), %lu release(s), %s", g_ctx_retains, g_ctx_releases,
 		       g_primary != NULL && g_primary->live ? "live" : "destroyed");
+}
+
+// ---- events: host timestamps taken when the queue runs them ----
+
+// An event recorded on the legacy stream is queued like any other operation; when the
+// queue runs (at the next synchronising call), it takes the host's monotonic clock,
+// so the time between two events is the time the stand-in took to run the work
+// queued between them: the stand-in's "GPU time". Events are never freed (a stale
+// handle stays detectable).
+#define SI_MAGIC_EVENT 0x6576656e74ull
+
+typedef struct {
+	uint64_t magic;
+	si_ctx *ctx;
+	int recorded, done;
+	struct timespec t;
+} si_event;
+
+static si_event *event_of(CUevent h) {
+	si_event *e = (si_event *)h;
+	return e != NULL && e->magic == SI_MAGIC_EVENT ? e : NULL;
+}
+
+static void event_stamp(void *arg, int run) {
+	si_event *e = arg;
+	if (run) clock_gettime(CLOCK_MONOTONIC, &e->t);
+	e->done = run;
+}
+
+SI_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *ph, unsigned int flags) {
+	if (ph == NULL || (flags & ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING)) != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_ctx *c = need_ctx(&r, "cuEventCreate");
+	if (c != NULL) {
+		si_event *e = calloc(1, sizeof *e);
+		e->magic = SI_MAGIC_EVENT;
+		e->ctx = c;
+		*ph = (CUevent)e;
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuEventRecord(CUevent h, CUstream s) {
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_event *e = event_of(h);
+	si_ctx *c = need_ctx(&r, "cuEventRecord");
+	if (c != NULL && (e == NULL || e->ctx != c)) {
+		si_log("cuEventRecord: %p is not an event of the current context (CUDA_ERROR_INVALID_HANDLE)", (void *)h);
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (c != NULL && s != NULL) {
+		si_log("cuEventRecord: only the legacy default stream is supported");
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (c != NULL) {
+		si_op *op = calloc(1, sizeof *op);
+		op->kind = OP_HOSTFN;
+		op->hostfn = event_stamp;
+		op->arg = e;
+		e->recorded = 1;
+		e->done = 0;
+		enqueue(c, op);
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuEventQuery(CUevent h) {
+	pthread_mutex_lock(&g_mu);
+	si_event *e = event_of(h);
+	CUresult r = e == NULL ? CUDA_ERROR_INVALID_HANDLE : e->ctx->sticky != CUDA_SUCCESS ? e->ctx->sticky
+		     : !e->recorded || e->done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent h) {
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_event *e = event_of(h);
+	si_ctx *c = need_ctx(&r, "cuEventSynchronize");
+	if (c != NULL && (e == NULL || e->ctx != c)) {
+		si_log("cuEventSynchronize: %p is not an event of the current context (CUDA_ERROR_INVALID_HANDLE)", (void *)h);
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (c != NULL && e->recorded && !e->done) {
+		r = drain(c, "cuEventSynchronize");
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
+	pthread_mutex_lock(&g_mu);
+	si_event *a = event_of(start), *b = event_of(end);
+	CUresult r = CUDA_SUCCESS;
+	if (ms == NULL || a == NULL || b == NULL) {
+		r = ms == NULL ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
+	} else if (!a->recorded || !b->recorded) {
+		si_log("cuEventElapsedTime: an event was never recorded (CUDA_ERROR_INVALID_HANDLE)");
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (!a->done || !b->done) {
+		r = CUDA_ERROR_NOT_READY;
+	} else {
+		*ms = (float)((double)(b->t.tv_sec - a->t.tv_sec) * 1e3 + (double)(b->t.tv_nsec - a->t.tv_nsec) / 1e6);
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent h) {
+	pthread_mutex_lock(&g_mu);
+	si_event *e = event_of(h);
+	CUresult r = CUDA_SUCCESS;
+	if (e == NULL) r = CUDA_ERROR_INVALID_HANDLE;
+	else if (e->recorded && !e->done && e->ctx->queued) r = drain(e->ctx, "cuEventDestroy"); // its queued stamp runs first
+	if (e != NULL) e->magic = 0; // stale from now on (the memory stays: the queue may hold it)
+	pthread_mutex_unlock(&g_mu);
+	return r;
 }
