@@ -111,4 +111,3 @@ func TestTimeDevice(t *testing.T) {
 		t.Errorf("TimeDevice on a driver without events: %v", err)
 	}
 }
-
