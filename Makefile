@@ -6,7 +6,8 @@ PKGS      := ./...
 TESTFLAGS ?= -count=1 -timeout 20m
 
 .PHONY: all build demo data test vet fmt bench clean ptx cuda cuda-check cuda-env \
-	cuda-standin cuda-standin-symbols cuda-standin-check cuda-standin-seeded cuda-ptxas
+	cuda-standin cuda-standin-symbols cuda-standin-check cuda-standin-seeded cuda-ptxas \
+	gpu-pack gpu-check-dry
 
 all: build
 
@@ -173,3 +174,28 @@ cuda-standin-seeded: cuda-env
 # the committed PTX for sm_75 and sm_90, warnings as errors, registers × block ≤ 64 Ki.
 cuda-ptxas:
 	cuda/standin/ptxas-check.sh cuda/kernels/dpfil.ptx
+
+# ---- The GPU evidence run (scripts/gpu-check.sh: one device call of ≤ 6 minutes) ----
+# gpu-pack builds the stripped binaries the GPU host needs (it has no Go) into
+# bin/gpu-pack/gpu-pack.tar.gz, checks the 64 MiB a device call carries and prints the
+# call (carry list, command). gpu-check-dry runs the same script end to end against the
+# stand-in driver with the binaries of `make cuda` (nvidia-smi, compute-sanitizer and
+# PyTorch are SKIPs there, and only there: no GPU), then again with a seeded failure
+# (GPU_CHECK_SEED_FAIL=train, the train step alone), which must exit non-zero.
+GPU_DRY := $(BIN)/gpu-check-dry
+gpu-pack: cuda-env
+	$(CUDA_ENV) GO=$(GO) scripts/gpu-pack.sh
+
+gpu-check-dry: cuda cuda-standin
+	$(GO) build -o $(BIN)/cmpruns cuda/standin/cmpruns.go
+	$(GO) build -o $(BIN)/dpfilbench ./scripts/bench-torch/dpfilbench
+	rm -rf $(GPU_DRY)
+	OUT=$(GPU_DRY)/ok $(STANDIN_ENV) scripts/gpu-check.sh --dry-run
+	@test -s $(GPU_DRY)/ok/gpu-check.tar.gz && test "$$(ls $(GPU_DRY)/ok | wc -l)" -le 8 || \
+	  { echo "gpu-check-dry: no tarball, or more than 8 files under OUT: $$(ls $(GPU_DRY)/ok)" >&2; exit 1; }
+	@if OUT=$(GPU_DRY)/seeded GPU_CHECK_SEED_FAIL=train GPU_CHECK_STEPS=train $(STANDIN_ENV) \
+	    scripts/gpu-check.sh --dry-run > $(GPU_DRY)/seeded.log 2>&1; then \
+	  echo "gpu-check-dry: the seeded failure (GPU_CHECK_SEED_FAIL=train) exited 0" >&2; exit 1; fi; \
+	  grep -q '| train-20 | FAIL |' $(GPU_DRY)/seeded/summary.txt || \
+	  { echo "gpu-check-dry: train-20 did not FAIL under the seeded failure" >&2; cat $(GPU_DRY)/seeded.log >&2; exit 1; }; \
+	  echo "gpu-check-dry: the seeded failure exits non-zero with train-20 FAIL, as it must"
