@@ -124,8 +124,17 @@ if [ "${GPU_CHECK_SEED_FAIL:-}" = "train" ]; then
   ACC_TOL=-1
   log "seeded failure: accuracy tolerance $ACC_TOL"
 fi
-# Each step's own limit, inside the call's 6 minutes.
-lim() { timeout --kill-after=5 "$@"; }
+# Each step's own limit, and never past the call's budget ($GPU_CHECK_BUDGET seconds
+# from the start, default 340: the device call allows 6 minutes); a step cut by the
+# budget fails like any other.
+BUDGET=${GPU_CHECK_BUDGET:-340}
+lim() { # SECONDS COMMAND...
+  local n=$1 left=$((BUDGET - (SECONDS - T0)))
+  shift
+  [ "$left" -lt "$n" ] && n=$left
+  [ "$n" -lt 1 ] && n=1
+  timeout --kill-after=5 "$n" "$@"
+}
 
 # ---- nvidia-smi ----
 if ! want nvidia-smi; then
@@ -170,7 +179,7 @@ for tool in memcheck racecheck synccheck; do
     continue
   fi
   # Go's asynchronous preemption signals are left out of the sanitized process.
-  GODEBUG=asyncpreemptoff=1 lim 75 "$RUN" "$san" --tool "$tool" --error-exitcode 3 bin/dpfil-cuda train --device cuda $SAN_TRAIN \
+  GODEBUG=asyncpreemptoff=1 lim 60 "$RUN" "$san" --tool "$tool" --error-exitcode 3 bin/dpfil-cuda train --device cuda $SAN_TRAIN \
     --out "$W/san-$tool" >"$W/$name.log" 2>&1
   rc=$?
   errs=$(grep -Eo 'ERROR SUMMARY: [0-9]+ error' "$W/$name.log" | tail -n 1)
