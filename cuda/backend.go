@@ -252,20 +252,10 @@ func (b *Backend) dev(s []float32, out bool) unsafe.Pointer {
 	if b.plain {
 		return b.stageIn(s, out)
 	}
-	if b.nstage == len(b.stage) {
-		b.stage = append(b.stage, nil)
+	st := b.nextStage(len(s))
+	if st == nil {
+		return nil
 	}
-	st := b.stage[b.nstage]
-	if len(st) < len(s) {
-		q := b.allocBytes(4 * len(s))
-		if q == nil {
-			return nil
-		}
-		st = unsafe.Slice((*float32)(q), len(s))
-		b.stage[b.nstage] = st
-	}
-	b.nstage++
-	st = st[:len(s)]
 	copy(st, s)
 	b.stats.StagedBytes += int64(4 * len(s))
 	if out {
@@ -758,22 +748,33 @@ func (b *Backend) copyOut(dst, src unsafe.Pointer, n int) bool {
 	return true
 }
 
-// stageIn is dev for a host slice in the plain mode: a device staging buffer that
-// gets a copy of s now and, when out, is copied back into s when the call ends.
-func (b *Backend) stageIn(s []float32, out bool) unsafe.Pointer {
+// nextStage returns the call's next staging buffer with room for n > 0 float32s (the
+// buffers are kept and reused by later calls, grown when too small), or nil when the
+// allocation failed (b.err says why).
+func (b *Backend) nextStage(n int) []float32 {
 	if b.nstage == len(b.stage) {
 		b.stage = append(b.stage, nil)
 	}
 	st := b.stage[b.nstage]
-	if len(st) < len(s) {
-		q := b.allocBytes(4 * len(s))
+	if len(st) < n {
+		q := b.allocBytes(4 * n)
 		if q == nil {
 			return nil
 		}
-		st = unsafe.Slice((*float32)(q), len(s))
+		st = unsafe.Slice((*float32)(q), n)
 		b.stage[b.nstage] = st
 	}
 	b.nstage++
+	return st[:n]
+}
+
+// stageIn is dev for a host slice in the plain mode: a device staging buffer that
+// gets a copy of s now and, when out, is copied back into s when the call ends.
+func (b *Backend) stageIn(s []float32, out bool) unsafe.Pointer {
+	st := b.nextStage(len(s))
+	if st == nil {
+		return nil
+	}
 	ps, pd := unsafe.Pointer(unsafe.SliceData(s)), unsafe.Pointer(unsafe.SliceData(st))
 	b.copyIn(pd, ps, 4*len(s))
 	b.stats.StagedBytes += int64(4 * len(s))

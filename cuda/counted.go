@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/dpfil/dpfil/models"
@@ -16,8 +17,9 @@ type Counts = models.DeviceCounts
 // counted is a Driver that counts the calls to the driver it wraps.
 type counted struct {
 	Driver
-	mu sync.Mutex
-	c  Counts
+	mu   sync.Mutex
+	c    Counts
+	wait time.Duration // host time spent in CopyDtoH and Sync (waiting for the device)
 }
 
 func newCounted(d Driver) *counted {
@@ -72,6 +74,7 @@ func (d *counted) CopyDtoD(dst, src unsafe.Pointer, n int) error {
 
 func (d *counted) CopyDtoH(dst, src unsafe.Pointer, n int) error {
 	d.add(func(c *Counts) { c.DtoHCopies++; c.DtoHBytes += int64(n); c.Syncs++ })
+	defer d.waited(time.Now())
 	return d.Driver.CopyDtoH(dst, src, n)
 }
 
@@ -92,5 +95,21 @@ func (d *counted) SgemmStridedBatched(transA, transB bool, m, n, k int, alpha fl
 
 func (d *counted) Sync() error {
 	d.add(func(c *Counts) { c.Syncs++ })
+	defer d.waited(time.Now())
 	return d.Driver.Sync()
+}
+
+// waited adds the time since t0 to the host's waiting time.
+func (d *counted) waited(t0 time.Time) {
+	w := time.Since(t0)
+	d.mu.Lock()
+	d.wait += w
+	d.mu.Unlock()
+}
+
+// waitTime is the host time spent waiting for the device so far (CopyDtoH, Sync).
+func (d *counted) waitTime() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.wait
 }

@@ -37,6 +37,7 @@ var emuKernels = map[string]C.int{
 	"k_act_tangent":          C.EMU_K_ACT_TANGENT,
 	"k_blocked_dotsq":        C.EMU_K_BLOCKED_DOTSQ,
 	"k_sum_rows":             C.EMU_K_SUM_ROWS,
+	"k_sum_chunks":           C.EMU_K_SUM_CHUNKS,
 	"k_row_sqnorm":           C.EMU_K_ROW_SQNORM,
 	"k_zero":                 C.EMU_K_ZERO,
 	"k_transpose3":           C.EMU_K_TRANSPOSE3,
@@ -68,8 +69,9 @@ var emuKernels = map[string]C.int{
 // are tested where there is no GPU (CI), against the same float64 reference as the
 // CPU backend; it is far too slow for real work.
 type emulator struct {
-	mu     sync.Mutex // the emulated launch geometry is process-global C state
-	closed bool
+	mu         sync.Mutex // the emulated launch geometry is process-global C state
+	closed     bool
+	hostEvents // EventTimer: the host clock (events.go)
 }
 
 // NewEmulator returns the CPU emulator driver.

@@ -63,6 +63,9 @@ static int call(int id, const uint64_t* a) {
 	case EMU_K_SUM_ROWS:
 		k_sum_rows(I(0), I(1), PD(2), PD(3));
 		return 0;
+	case EMU_K_SUM_CHUNKS:
+		k_sum_chunks(I(0), I(1), PD(2), PD(3));
+		return 0;
 	case EMU_K_ROW_SQNORM:
 		k_row_sqnorm(I(0), I(1), I(2), I(3), PI(4), PF(5), PD(6));
 		return 0;

@@ -57,11 +57,13 @@ type GPU struct {
 	pinUsed     int
 	pinFailed   bool
 	hiddenSyncs int64
+	events      gpuEvents // EventTimer (gpu_events.go)
 }
 
-// OpenGPU opens GPU number ordinal (0-based, in CUDA's order): it retains the
-// device's primary context (the one cuBLAS, a runtime-API library, uses too), loads
-// the embedded PTX and cuBLAS. The returned Driver is a *GPU.
+// OpenGPU opens GPU number ordinal (0-based, in CUDA's order): it uses the device's
+// primary context (the one cuBLAS, a runtime-API library, uses too; retained once per
+// process, see gpu_context.go), loads the embedded PTX and cuBLAS. The returned Driver
+// is a *GPU.
 func OpenGPU(ordinal int) (Driver, error) {
 	params, err := ptxEntryParams(ptxModule)
 	if err != nil {
@@ -98,9 +100,9 @@ func OpenGPU(ordinal int) (Driver, error) {
 		return nil, fmt.Errorf("cuda: device %d (%s): managed-memory attribute: %w", ordinal, devName, err)
 	}
 
-	ctx, err := dev.RetainPrimaryCtx()
+	ctx, err := primaryContext(dev, ordinal) // retained once per process (gpu_context.go)
 	if err != nil {
-		return nil, fmt.Errorf("cuda: device %d (%s): retain primary context: %w", ordinal, devName, err)
+		return nil, fmt.Errorf("cuda: device %d (%s): %w", ordinal, devName, err)
 	}
 	g := &GPU{dev: dev, ctx: ctx, params: params, ordinal: ordinal, fnByName: map[string]cu.Function{}, managed: managed != 0}
 	fail := func(err error) (Driver, error) {
@@ -110,7 +112,6 @@ func OpenGPU(ordinal int) (Driver, error) {
 		if g.mod != (cu.Module{}) {
 			_ = g.mod.Unload()
 		}
-		_ = dev.ReleasePrimaryCtx()
 		return nil, err
 	}
 	if err := cu.SetCurrentContext(ctx); err != nil {
@@ -426,7 +427,9 @@ func (g *GPU) Sync() error {
 }
 
 // Close waits for the device, destroys the cuBLAS handle, unloads the kernels and
-// releases the primary context. Further calls fail; a second Close is a no-op.
+// frees the upload ring. The device's primary context stays retained for the process
+// (gpu_context.go), so a later OpenGPU works. Further calls fail; a second Close is a
+// no-op.
 func (g *GPU) Close() error {
 	g.state.Lock()
 	defer g.state.Unlock()
@@ -455,9 +458,8 @@ func (g *GPU) Close() error {
 	if err := g.mod.Unload(); err != nil {
 		errs = append(errs, fmt.Errorf("unload the kernels: %w", err))
 	}
-	if err := g.dev.ReleasePrimaryCtx(); err != nil {
-		errs = append(errs, fmt.Errorf("release the primary context: %w", err))
-	}
+	// The primary context stays retained (gpu_context.go): cuBLAS's runtime keeps
+	// using it after this handle is gone.
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cuda: close device %d: %w", g.ordinal, err)
 	}

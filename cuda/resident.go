@@ -29,7 +29,7 @@ type resident struct {
 	w32, sum        []float32 // the network's parameters; clipped, then released, sum
 	x, fx           []float32 // the gathered batch and FIL members (grown)
 	xIdx            []int     // the indices x holds
-	bad             []float64 // per-thread non-finite counts of the update, then their sum
+	bad             []float64 // per-thread non-finite counts of the update, then their sumTree levels
 }
 
 // ErrNotResident is returned by the Resident* methods of a model that cannot keep a
@@ -246,20 +246,22 @@ func (m *Model) ResidentUpdate(key uint64, step int, std, denom, lr, mom, wd flo
 	b := m.be
 	pairs := (r.P + 1) / 2
 	threads := min(maxGrid, (pairs+blockSize-1)/blockSize) * blockSize
-	if len(r.bad) < threads+1 {
-		r.bad = b.AllocFloat64(threads + 1)
+	if len(r.bad) < sumTreeLen(threads) {
+		r.bad = b.AllocFloat64(sumTreeLen(threads))
 	}
 	if !b.begin() {
 		return 0, b.Err()
 	}
-	part, total := unsafe.Pointer(unsafe.SliceData(r.bad)), unsafe.Add(unsafe.Pointer(unsafe.SliceData(r.bad)), 8*threads)
+	part := unsafe.Pointer(unsafe.SliceData(r.bad))
 	b.launch("k_dpsgd_update", pairs, r.P, int64(key), int64(step), std, denom, lr, mom, wd,
 		unsafe.Pointer(unsafe.SliceData(r.sum)), unsafe.Pointer(unsafe.SliceData(r.w)), unsafe.Pointer(unsafe.SliceData(r.v)),
 		unsafe.Pointer(unsafe.SliceData(r.w32)), part)
-	b.launchRaw("k_sum_rows", 1, Args(1, threads, part, total))
+	// The per-thread counts folded by a multi-block sum (reduce.go), not one thread.
 	var nb [1]float64
-	b.synced = true
-	b.copyOut(unsafe.Pointer(&nb[0]), total, 8)
+	if total := b.sumTree(threads, part); total != nil {
+		b.synced = true
+		b.copyOut(unsafe.Pointer(&nb[0]), total, 8)
+	}
 	b.end()
 	if err := m.check("update", nil); err != nil {
 		return 0, err

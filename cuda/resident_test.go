@@ -34,7 +34,7 @@ func residentSplit(t *testing.T, nTrain, nTest int) *data.Split {
 // openModel opens arch on a fresh driver of dev (plain device memory).
 func openModel(t *testing.T, dev string, arch models.Arch) *cuda.Model {
 	t.Helper()
-	drv, err := cuda.OpenDriver(dev)
+	drv, err := cuda.SharedTestDriver(dev)
 	if err != nil {
 		t.Fatal(err)
 	}

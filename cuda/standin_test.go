@@ -171,12 +171,7 @@ func TestStandinPTXChecks(t *testing.T) {
 	if !onStandin(t) {
 		t.Skip("GPU 0 is not the stand-in driver")
 	}
-	d, err := OpenGPU(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	leave, err := d.(*GPU).enter("test")
+	leave, err := theTestGPU.enter("test")
 	if err != nil {
 		t.Fatal(err)
 	}

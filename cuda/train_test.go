@@ -65,7 +65,7 @@ func TestDPSGDMatchesCPU(t *testing.T) {
 	wantP, wantF, wantAcc := run(cpu)
 	for _, dev := range devices() {
 		t.Run(dev, func(t *testing.T) {
-			drv, err := cuda.OpenDriver(dev)
+			drv, err := cuda.SharedTestDriver(dev)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -107,6 +107,7 @@ SGEMM rate; times_floor is measured time over floor time.`,
 	f.IntVar(&req.FILBatch, "fil-batch", 0, "samples of the batch used to time the FIL step (0 = all)")
 	f.Float64Var(&req.Seconds, "seconds", 5, "minimum seconds per measurement (at least one call each)")
 	f.BoolVar(&req.Oracle, "oracle", true, "also time the Gorgonia oracle's per-sample gradients")
+	f.IntVar(&req.Warmup, "warmup", 2, "untimed calls of each path before the timed rounds (first calls allocate, upload, JIT-compile)")
 	f.StringVar(&req.Device, "device", "cpu", "cpu, or cuda to also time the GPU backend in the same run (needs bin/dpfil-cuda)")
 	addSeedFlag(cmd, &req.Seed)
 	return cmd

@@ -197,6 +197,19 @@ KERNEL k_sum_rows(int rows, int m, const double* in, double* out) {
 	}
 }
 
+// k_sum_chunks: out[r] = Σ_{c < m, r·m + c < n} in[r·m + c] for r < ⌈n/m⌉, each chunk
+// in order: one level of the deterministic multi-block sum of n values (sumTree in
+// cuda/reduce.go). in and out must not overlap.
+KERNEL k_sum_chunks(int n, int m, const double* in, double* out) {
+	GRID_STRIDE(r, ((long long)n + m - 1) / m) {
+		long long c0 = r * m;
+		long long c1 = c0 + m < (long long)n ? c0 + m : (long long)n;
+		double s = 0.0;
+		for (long long c = c0; c < c1; c++) s += in[c];
+		out[r] = s;
+	}
+}
+
 // k_row_sqnorm: thread t = r·S + c (r < rows, S stripes) sums in double, over the nb
 // blocks (o, z) of blocks, the squares of x[r·stride + o + i] for i ≡ c (mod S), and
 // writes part[t].

@@ -28,6 +28,25 @@ int cuCtxGetCurrent(void **ctx);
 int dpfil_standin_enqueue(const char *what, void (*fn)(void *, int), void *arg, int n, const char *const *names,
 			  const uintptr_t *base, const uint64_t *bytes);
 void *dpfil_standin_device_view(const void *p);
+int dpfil_standin_ctx_live(const void *ctx);
+
+// The context the CUDA runtime inside cuBLAS adopted: the one current at the process's
+// first cublasCreate. The real runtime keeps its state for that context for the rest
+// of the process; the stand-in adopts it without retaining it, so a driver that
+// releases the primary context to zero (destroying it) while cuBLAS may still use
+// it is caught at cuBLAS's next call, even after a new primary context was made.
+static void *rt_ctx;
+
+// adopted_live reports whether cuBLAS's adopted context is alive; what names the call.
+static int adopted_live(const char *what) {
+	void *c = __atomic_load_n(&rt_ctx, __ATOMIC_ACQUIRE);
+	if (c == NULL || dpfil_standin_ctx_live(c)) return 1;
+	fprintf(stderr,
+		"dpfil stand-in cuBLAS: %s after the context cuBLAS adopted at its first cublasCreate was released and "
+		"destroyed (the primary context must stay retained while cuBLAS is loaded)\n",
+		what);
+	return 0;
+}
 
 enum { EXECUTION_FAILED = 13 };
 
@@ -45,6 +64,12 @@ int cublasCreate_v2(void **h) {
 		free(x);
 		return NOT_INITIALIZED;
 	}
+	if (!adopted_live("cublasCreate")) {
+		free(x);
+		return NOT_INITIALIZED;
+	}
+	void *none = NULL; // the first cublasCreate of the process adopts its context
+	__atomic_compare_exchange_n(&rt_ctx, &none, x->ctx, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	*h = x;
 	return OK;
 }
@@ -110,6 +135,7 @@ static int sgemm(const char *what, void *h, int ta, int tb, int m, int n, int k,
 	int s = check(&x->base, ta, tb, m, n, k, lda, ldb, ldc);
 	if (s != OK) return s;
 	if (batch < 0 || sA < 0 || sB < 0 || sC < 0) return INVALID_VALUE;
+	if (!adopted_live(what)) return NOT_INITIALIZED;
 	void *cur = NULL;
 	if (cuCtxGetCurrent(&cur) != 0 || cur != x->ctx) {
 		fprintf(stderr, "dpfil stand-in cuBLAS: %s from a thread whose current context is not the handle's\n", what);

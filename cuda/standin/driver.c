@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../kernels/hostemu.h"
@@ -171,6 +172,8 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static int g_init;
 static si_ctx *g_primary;
 static unsigned long g_ctx_gen, g_launches;
+static unsigned long g_ctx_retains, g_ctx_releases; // cuDevicePrimaryCtxRetain/Release calls
+static void ctx_stats(void);
 static __thread si_ctx *t_cur;
 
 uintptr_t si_host_base, si_dev_base;
@@ -564,6 +567,8 @@ SI_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice d)
 		g_primary->gen = ++g_ctx_gen;
 	}
 	g_primary->retains++;
+	g_ctx_retains++;
+	ctx_stats();
 	*pctx = (CUcontext)g_primary;
 	pthread_mutex_unlock(&g_mu);
 	return CUDA_SUCCESS;
@@ -582,6 +587,7 @@ SI_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice d) {
 		si_log("cuDevicePrimaryCtxRelease: the primary context is not retained (CUDA_ERROR_INVALID_CONTEXT)");
 		return CUDA_ERROR_INVALID_CONTEXT;
 	}
+	g_ctx_releases++;
 	if (--c->retains == 0) {
 		// The last release destroys the context: its work finishes first, then its
 		// memory and modules go. Threads that still have it current get
@@ -594,6 +600,7 @@ SI_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice d) {
 		c->live = 0;
 		g_primary = NULL;
 	}
+	ctx_stats();
 	pthread_mutex_unlock(&g_mu);
 	return CUDA_SUCCESS;
 }
@@ -1469,4 +1476,145 @@ SI_EXPORT void *dpfil_standin_device_view(const void *p) {
 	uintptr_t u = (uintptr_t)p;
 	if (u >= si_host_base && u - si_host_base < si_arena_len) return (void *)to_dev(u);
 	return (void *)p;
+}
+
+// ---- context lifetime, for the stand-in cuBLAS and the tests ----
+
+// dpfil_standin_ctx_live reports whether ctx (a context handle, destroyed or not) is
+// alive: the stand-in cuBLAS refuses to run in a context that was released and
+// destroyed under it.
+SI_EXPORT int dpfil_standin_ctx_live(const void *ctx) {
+	pthread_mutex_lock(&g_mu);
+	int live = ctx != NULL && ((const si_ctx *)ctx)->live;
+	pthread_mutex_unlock(&g_mu);
+	return live;
+}
+
+// ctx_stats prints the running counts of primary-context retains and releases after
+// each (DPFIL_STANDIN_CTXSTATS=1: the context-lifetime test reads the last line; a Go
+// program leaves through exit_group, so nothing runs at exit). Called with g_mu held.
+static void ctx_stats(void) {
+	if (env("DPFIL_STANDIN_CTXSTATS"))
+		si_log("primary context: %lu retain(s), %lu release(s), %s", g_ctx_retains, g_ctx_releases,
+		       g_primary != NULL && g_primary->live ? "live" : "destroyed");
+}
+
+// ---- events: host timestamps taken when the queue runs them ----
+
+// An event recorded on the legacy stream is queued like any other operation; when the
+// queue runs (at the next synchronising call), it takes the host's monotonic clock,
+// so the time between two events is the time the stand-in took to run the work
+// queued between them: the stand-in's "GPU time". Events are never freed (a stale
+// handle stays detectable).
+#define SI_MAGIC_EVENT 0x6576656e74ull
+
+typedef struct {
+	uint64_t magic;
+	si_ctx *ctx;
+	int recorded, done;
+	struct timespec t;
+} si_event;
+
+static si_event *event_of(CUevent h) {
+	si_event *e = (si_event *)h;
+	return e != NULL && e->magic == SI_MAGIC_EVENT ? e : NULL;
+}
+
+static void event_stamp(void *arg, int run) {
+	si_event *e = arg;
+	if (run) clock_gettime(CLOCK_MONOTONIC, &e->t);
+	e->done = run;
+}
+
+SI_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *ph, unsigned int flags) {
+	if (ph == NULL || (flags & ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING)) != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_ctx *c = need_ctx(&r, "cuEventCreate");
+	if (c != NULL) {
+		si_event *e = calloc(1, sizeof *e);
+		e->magic = SI_MAGIC_EVENT;
+		e->ctx = c;
+		*ph = (CUevent)e;
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuEventRecord(CUevent h, CUstream s) {
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_event *e = event_of(h);
+	si_ctx *c = need_ctx(&r, "cuEventRecord");
+	if (c != NULL && (e == NULL || e->ctx != c)) {
+		si_log("cuEventRecord: %p is not an event of the current context (CUDA_ERROR_INVALID_HANDLE)", (void *)h);
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (c != NULL && s != NULL) {
+		si_log("cuEventRecord: only the legacy default stream is supported");
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (c != NULL) {
+		si_op *op = calloc(1, sizeof *op);
+		op->kind = OP_HOSTFN;
+		op->hostfn = event_stamp;
+		op->arg = e;
+		e->recorded = 1;
+		e->done = 0;
+		enqueue(c, op);
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuEventQuery(CUevent h) {
+	pthread_mutex_lock(&g_mu);
+	si_event *e = event_of(h);
+	CUresult r = e == NULL ? CUDA_ERROR_INVALID_HANDLE : e->ctx->sticky != CUDA_SUCCESS ? e->ctx->sticky
+		     : !e->recorded || e->done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent h) {
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_event *e = event_of(h);
+	si_ctx *c = need_ctx(&r, "cuEventSynchronize");
+	if (c != NULL && (e == NULL || e->ctx != c)) {
+		si_log("cuEventSynchronize: %p is not an event of the current context (CUDA_ERROR_INVALID_HANDLE)", (void *)h);
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (c != NULL && e->recorded && !e->done) {
+		r = drain(c, "cuEventSynchronize");
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
+	pthread_mutex_lock(&g_mu);
+	si_event *a = event_of(start), *b = event_of(end);
+	CUresult r = CUDA_SUCCESS;
+	if (ms == NULL || a == NULL || b == NULL) {
+		r = ms == NULL ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
+	} else if (!a->recorded || !b->recorded) {
+		si_log("cuEventElapsedTime: an event was never recorded (CUDA_ERROR_INVALID_HANDLE)");
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (!a->done || !b->done) {
+		r = CUDA_ERROR_NOT_READY;
+	} else {
+		*ms = (float)((double)(b->t.tv_sec - a->t.tv_sec) * 1e3 + (double)(b->t.tv_nsec - a->t.tv_nsec) / 1e6);
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent h) {
+	pthread_mutex_lock(&g_mu);
+	si_event *e = event_of(h);
+	CUresult r = CUDA_SUCCESS;
+	if (e == NULL) r = CUDA_ERROR_INVALID_HANDLE;
+	else if (e->recorded && !e->done && e->ctx->queued) r = drain(e->ctx, "cuEventDestroy"); // its queued stamp runs first
+	if (e != NULL) e->magic = 0; // stale from now on (the memory stays: the queue may hold it)
+	pthread_mutex_unlock(&g_mu);
+	return r;
 }
