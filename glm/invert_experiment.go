@@ -16,6 +16,7 @@ import (
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/internal/atomicfile"
+	"github.com/dpfil/dpfil/internal/csvfile"
 	"github.com/dpfil/dpfil/internal/jsonfloat"
 	"github.com/dpfil/dpfil/plot"
 	"gonum.org/v1/gonum/stat"
@@ -465,7 +466,7 @@ func InvertCSVHeader() []string {
 }
 
 func invertCSVRows(ts []InversionTarget) [][]string {
-	g := FormatFloat
+	g := csvfile.FormatFloat
 	rows := make([][]string, len(ts))
 	for k, tg := range ts {
 		vals := make([]string, len(tg.True))
@@ -493,7 +494,7 @@ func (e InvertExperiment) writeFiles(res *InvertReport, inv *InversionResult) er
 	}
 	if e.Out != "" {
 		path := filepath.Join(e.Out, "glm_invert.csv")
-		if err := WriteCSV(path, InvertCSVHeader(), invertCSVRows(inv.Targets)); err != nil {
+		if err := csvfile.Write(path, InvertCSVHeader(), invertCSVRows(inv.Targets)); err != nil {
 			return err
 		}
 		res.Files = append(res.Files, path)
