@@ -12,6 +12,7 @@ import (
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/models"
+	"github.com/dpfil/dpfil/transcript"
 	"gonum.org/v1/gonum/stat"
 )
 
@@ -288,7 +289,7 @@ func (s GameSpec) runOptions(g *Game, fingerprint string, eps float64) RunOption
 			}
 		}}
 	if s.RecordTranscripts {
-		opt.Record = g.TranscriptRecorder(filepath.Join(s.Out, "transcripts"), TranscriptHeader{
+		opt.Record = g.TranscriptRecorder(filepath.Join(s.Out, "transcripts"), transcript.Header{
 			Model: s.Model, Dataset: s.Dataset, DatasetSHA256: fingerprint})
 	}
 	return opt

@@ -46,8 +46,9 @@ func Expand(file string) (*Expanded, error) {
 
 // RunPoint is the headline numbers of one finished run. In JSON a number that is not
 // finite (an infinite ε without noise, an infinite FIL bound when FIL is off, a NaN
-// accuracy the record lacks) is null (internal/jsonfloat's convention); null reads
-// back as NaN for the accuracy and +Inf for the others.
+// accuracy the record lacks) is null, and null reads back as result.json's reader
+// (train.Metrics) reads the same field: NaN for the accuracy, +Inf for ε and the
+// bounds; a report written, read and written again is byte-identical.
 type RunPoint struct {
 	Index             int
 	Hash              string

@@ -120,7 +120,7 @@ DIR/glm_irfil.csv (per iteration) and DIR/glm_irfil_weights.csv (final weights a
 }
 
 func newGLMInvertCmd() *cobra.Command {
-	var e glm.InvertExperiment
+	var e attack.InvertExperiment
 	var quiet bool
 	cmd := reportCmd(&cobra.Command{
 		Use:   "invert",
@@ -137,12 +137,12 @@ The attribute's FIL predicts the white-box error: per-coordinate MSE ≈ CRB =
 Tr(I_S⁻¹)/|S| ≥ 1/dFIL ≥ 1/η². Preprocessing (--unit-ball, --pca; Hannun et al. 2021,
 Sec. 6.1), --irfil and measurements: docs/glm.md.`,
 		Args: cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string) (*glm.InvertReport, error) {
+	}, func(cmd *cobra.Command, _ []string) (*attack.InvertReport, error) {
 		e.Logf = stderrLogf(cmd, quiet)
 		pr := &lazyProgress{label: "glm invert", quiet: quiet}
 		defer pr.finish()
 		e.Progress = pr.add
-		return glm.RunInvert(cmd.Context(), e)
+		return attack.RunInvert(cmd.Context(), e)
 	})
 	bindInvertFlags(cmd, &e)
 	addQuietFlag(cmd, &quiet)
@@ -150,7 +150,7 @@ Sec. 6.1), --irfil and measurements: docs/glm.md.`,
 }
 
 // bindInvertFlags binds the flags of 'glm invert' to e, with their defaults.
-func bindInvertFlags(cmd *cobra.Command, e *glm.InvertExperiment) {
+func bindInvertFlags(cmd *cobra.Command, e *attack.InvertExperiment) {
 	fl := cmd.Flags()
 	fl.StringVar(&e.Dataset, "dataset", "mnist01-embedded", "binary image dataset (pixel columns p0…p783) when neither --csv nor --synthetic is given: mnist01-embedded, mnist01, fashion01, or your own with labels 0/1: "+strings.Join(data.UserDatasetForms(), ", "))
 	fl.StringVar(&e.DataDir, "data-dir", "", "directory holding the dataset's files (searched first)")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/plot"
+	"github.com/dpfil/dpfil/plot/figures"
 	"github.com/spf13/cobra"
 	gplot "gonum.org/v1/plot"
 )
@@ -28,7 +29,7 @@ training data reconstruction in DP-SGD".`,
 
 // addFigureFlags binds the output flags every figure command shares to fig, with
 // the figure's default size w × h.
-func addFigureFlags(cmd *cobra.Command, fig *plot.Figure, w, h int) {
+func addFigureFlags(cmd *cobra.Command, fig *figures.Figure, w, h int) {
 	cmd.Flags().StringVarP(&fig.Out, "output", "o", "", "figure file: .png, .svg or .pdf")
 	cmd.Flags().IntVar(&fig.Width, "width", w, "width in pixels")
 	cmd.Flags().IntVar(&fig.Height, "height", h, "height in pixels")
@@ -36,7 +37,7 @@ func addFigureFlags(cmd *cobra.Command, fig *plot.Figure, w, h int) {
 }
 
 func newPlotParetoCmd() *cobra.Command {
-	var req plot.ParetoRequest
+	var req figures.ParetoRequest
 	cmd := reportCmd(&cobra.Command{
 		Use:   "pareto SWEEPDIR|RESULTS.jsonl|RUNDIR|result.json... -o pareto.png",
 		Short: "Test accuracy vs MSE lower bounds (RDP, FIL max, FIL median) with Pareto frontiers (Guo et al. Fig. 5)",
@@ -51,9 +52,9 @@ directory of 'dpfil train' (its result.json), a result.json, or a directory of r
 directories (e.g. runs/). Results are deduplicated by config hash; conflicts and
 unusable lines are listed on stderr.`,
 		Args: cobra.MinimumNArgs(1),
-	}, func(cmd *cobra.Command, args []string) (*plot.ParetoReport, error) {
+	}, func(cmd *cobra.Command, args []string) (*figures.ParetoReport, error) {
 		req.Inputs, req.Warn = args, cmd.ErrOrStderr()
-		return plot.WritePareto(req)
+		return figures.WritePareto(req)
 	})
 	addFigureFlags(cmd, &req.Figure, 800, 600)
 	cmd.Flags().BoolVar(&req.Percent, "percent", false, "accuracy axis in percent")
@@ -61,7 +62,7 @@ unusable lines are listed on stderr.`,
 }
 
 func newPlotHistCmd() *cobra.Command {
-	var req plot.HistRequest
+	var req figures.HistRequest
 	cmd := reportCmd(&cobra.Command{
 		Use:   "hist --dfil DFIL.npy -o hist.png",
 		Short: "Histogram of per-sample dFIL or of the per-sample MSE bound 1/dFIL (Guo et al. Fig. 2)",
@@ -70,7 +71,7 @@ of the MSE lower bound 1/dFIL of an unbiased reconstruction attack (--what mse),
 the dfil.npy a training run writes. Log10 x by default (--linear to turn off); a
 dashed line marks MSE = 1 (dFIL = 1), "perfect privacy".`,
 		Args: cobra.NoArgs,
-	}, func(*cobra.Command, []string) (*plot.HistReport, error) { return plot.WriteHist(req) })
+	}, func(*cobra.Command, []string) (*figures.HistReport, error) { return figures.WriteHist(req) })
 	addFigureFlags(cmd, &req.Figure, 800, 500)
 	cmd.Flags().StringVar(&req.DFIL, "dfil", "", "per-sample dFIL, float64 .npy (a run's dfil.npy)")
 	cmd.Flags().StringVar(&req.What, "what", "mse", "dfil or mse (1/dFIL)")
@@ -81,7 +82,7 @@ dashed line marks MSE = 1 (dFIL = 1), "perfect privacy".`,
 }
 
 func newPlotScatterCmd() *cobra.Command {
-	var req plot.ScatterRequest
+	var req figures.ScatterRequest
 	cmd := reportCmd(&cobra.Command{
 		Use:   "scatter --csv FILE --x COL --y COL -o scatter.png",
 		Short: "Scatter plot of two CSV columns, e.g. predicted vs realised MSE (log-log, y = x; Guo et al. Fig. 3)",
@@ -89,7 +90,7 @@ func newPlotScatterCmd() *cobra.Command {
 attack realised (y), log-log, with the y = x cut-off; points below it (the attack did
 better than the bound) are red and counted as violations.`,
 		Args: cobra.NoArgs,
-	}, func(*cobra.Command, []string) (*plot.ScatterReport, error) { return plot.WriteScatter(req) })
+	}, func(*cobra.Command, []string) (*figures.ScatterReport, error) { return figures.WriteScatter(req) })
 	addFigureFlags(cmd, &req.Figure, 600, 600)
 	f := cmd.Flags()
 	f.StringVar(&req.CSV, "csv", "", "CSV file with a header row")
@@ -105,7 +106,7 @@ better than the bound) are red and counted as violations.`,
 }
 
 func newPlotImagesCmd() *cobra.Command {
-	var req plot.ImagesRequest
+	var req figures.ImagesRequest
 	cmd := reportCmd(&cobra.Command{
 		Use:   "images (--indices LIST | --dfil DFIL.npy --top K --bottom K) -o grid.png",
 		Short: "Grid of dataset samples, e.g. those with the highest and lowest dFIL (Guo et al. Fig. 4, 6)",
@@ -115,7 +116,7 @@ training split) the --top K samples of highest dFIL (most exposed) followed by t
 --bottom K of lowest dFIL. Writes a PNG at --scale pixels per image pixel; --width and
 --height do not apply.`,
 		Args: cobra.NoArgs,
-	}, func(*cobra.Command, []string) (*plot.ImagesReport, error) { return plot.WriteImages(req) })
+	}, func(*cobra.Command, []string) (*figures.ImagesReport, error) { return figures.WriteImages(req) })
 	f := cmd.Flags()
 	f.StringVarP(&req.Out, "output", "o", "", "PNG file")
 	f.StringVar(&req.Dataset, "dataset", "mnist-embedded", data.FlagHelp())
@@ -140,12 +141,12 @@ type plotAttackOut struct {
 	Height int    `json:"height"`
 	XLabel string `json:"x_label"`
 	LogX   bool   `json:"log_x"`
-	plot.AttackSweep
+	figures.AttackSweep
 }
 
 func newPlotAttackCmd() *cobra.Command {
 	var (
-		fig        plot.Figure
+		fig        figures.Figure
 		logX, linX bool
 	)
 	cmd := reportCmd(&cobra.Command{
@@ -166,11 +167,11 @@ RDP-based ReRo bound (dashed) and the prior baseline κ = 1/K (dotted).`,
 		if err != nil {
 			return nil, err
 		}
-		opt := plot.AttackOptions{Title: fig.Title}
+		opt := figures.AttackOptions{Title: fig.Title}
 		if logX || linX {
 			opt.LogX = &logX
 		}
-		p, err := plot.Attack(sw, opt)
+		p, err := figures.Attack(sw, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -188,7 +189,7 @@ RDP-based ReRo bound (dashed) and the prior baseline κ = 1/K (dotted).`,
 }
 
 // readAttackSweep reads a sweep.json or sweep.csv of the attack sweeps.
-func readAttackSweep(path string) (*plot.AttackSweep, error) {
+func readAttackSweep(path string) (*figures.AttackSweep, error) {
 	format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
 	if format != "json" && format != "csv" {
 		return nil, fmt.Errorf("plot attack: %s: want a sweep .json or .csv file", path)
@@ -198,7 +199,7 @@ func readAttackSweep(path string) (*plot.AttackSweep, error) {
 		return nil, fmt.Errorf("plot attack: %w", err)
 	}
 	defer f.Close()
-	sw, err := plot.ReadAttackSweep(f, format)
+	sw, err := figures.ReadAttackSweep(f, format)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

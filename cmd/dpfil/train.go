@@ -12,7 +12,6 @@ import (
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/models"
 	"github.com/dpfil/dpfil/train"
-	"github.com/dpfil/dpfil/train/transcript"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -103,7 +102,7 @@ func runTraining(cmd *cobra.Command, cfg train.Config, out string, resume bool, 
 		}
 	}
 	opt := train.Options{Out: out, Resume: resume, CheckpointEvery: ckEvery, Logf: logf, Progress: tp.event}
-	res, err := transcript.Run(ctx, cfg, opt, record)
+	res, err := train.RunWithTranscript(ctx, cfg, opt, record)
 	tp.finish()
 	if err != nil {
 		if errors.Is(err, context.Canceled) && out != "" {

@@ -8,9 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpfil/dpfil/attack"
 	"github.com/dpfil/dpfil/train"
-	"github.com/dpfil/dpfil/train/transcript"
+	"github.com/dpfil/dpfil/transcript"
 )
 
 // TestTrainRecordTranscript records a short two-repeat mlp run, reads the
@@ -27,13 +26,13 @@ func TestTrainRecordTranscript(t *testing.T) {
 		t.Fatal(err)
 	}
 	for r := 0; r < 2; r++ {
-		tr, err := attack.OpenTranscript(filepath.Join(dir, transcript.FileName(r)))
+		tr, err := transcript.Open(filepath.Join(dir, transcript.FileName(r)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		h := tr.Header
 		if !tr.Complete || len(tr.Steps) != steps || h.Steps != steps || h.Repeat != r || h.Model != "mlp" ||
-			h.Update != attack.UpdateMomentum || h.Momentum != 0.7 || h.WeightDecay != 0.01 || h.LR != 0.3 ||
+			h.Update != transcript.UpdateMomentum || h.Momentum != 0.7 || h.WeightDecay != 0.01 || h.LR != 0.3 ||
 			h.BatchDenominator != batch || h.Q != float64(batch)/n || h.NTrain != n || h.Sigma != 0.8 || h.ClipMode != "hard" {
 			t.Fatalf("repeat %d: complete %v, %d steps, header %+v", r, tr.Complete, len(tr.Steps), h)
 		}

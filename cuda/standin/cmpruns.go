@@ -40,7 +40,7 @@ import (
 	"path/filepath"
 
 	"github.com/dpfil/dpfil/accounting"
-	"github.com/dpfil/dpfil/attack"
+	"github.com/dpfil/dpfil/transcript"
 )
 
 type result struct {
@@ -184,11 +184,11 @@ func compareTranscripts(cpuDir, devDir string, rtol float64) (string, error) {
 	if e1 != nil && e2 != nil {
 		return "", nil
 	}
-	ct, err := attack.OpenTranscript(cp)
+	ct, err := transcript.Open(cp)
 	if err != nil {
 		return "", err
 	}
-	dt, err := attack.OpenTranscript(dp)
+	dt, err := transcript.Open(dp)
 	if err != nil {
 		return "", err
 	}

@@ -1,4 +1,4 @@
-package glm
+package attack
 
 import (
 	"errors"
@@ -9,16 +9,17 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/dpfil/dpfil/glm"
 	"github.com/dpfil/dpfil/internal/splitmix"
 )
 
 // InversionOptions configures a Monte Carlo attribute-inversion experiment.
 type InversionOptions struct {
-	Sigma   float64 // output-perturbation noise σ > 0 (0 only with NoiseFree)
-	Prior   *Prior  // the attacked columns and what the adversary knows of them
-	Targets []int   // attacked rows
-	Trials  int     // independent releases w̃ = w* + N(0, σ²I) per target
-	Seed    uint64  // the releases' noise
+	Sigma   float64         // output-perturbation noise σ > 0 (0 only with NoiseFree)
+	Prior   *AttributePrior // the attacked columns and what the adversary knows of them
+	Targets []int           // attacked rows
+	Trials  int             // independent releases w̃ = w* + N(0, σ²I) per target
+	Seed    uint64          // the releases' noise
 	// SharedReleases attacks every target in the same Trials releases (one release
 	// exposes all rows, as in deployment); by default each target gets its own releases
 	// (drawn from Seed and its position), so the per-target MSEs are independent
@@ -27,7 +28,7 @@ type InversionOptions struct {
 	// NoiseFree attacks the exact minimiser w* (σ = 0): the white-box attack must then
 	// recover the attribute exactly when it is identified.
 	NoiseFree bool
-	Attack    AttackOptions
+	Attack    WhiteBoxOptions
 	Workers   int            // default GOMAXPROCS
 	Progress  func(done int) // called with the number of (target, trial) pairs finished
 	Stop      func() error   // polled between targets; a non-nil error aborts
@@ -40,7 +41,7 @@ type InversionOptions struct {
 type InversionTarget struct {
 	Row  int       `json:"row"`
 	True []float64 `json:"true"`
-	Prediction
+	glm.Prediction
 	// Per-coordinate MSE ‖x̂ − x‖²/|S| averaged over trials, and (discrete
 	// attributes) the fraction of trials that recovered the exact value.
 	WhiteMSE, BlackMSE, BaselineMSE float64
@@ -75,11 +76,11 @@ type InversionDecile struct {
 
 // RunInversion draws Trials releases from Seed and attacks every target in each with
 // the white-box, black-box and baseline (prior mode / mean) adversaries.
-func (iv *Inverter) RunInversion(opt InversionOptions) (*InversionResult, error) {
+func RunInversion(iv *glm.Inverter, opt InversionOptions) (*InversionResult, error) {
 	if opt.Prior == nil {
 		return nil, errors.New("inversion: no prior")
 	}
-	if err := iv.checkCols(opt.Prior.Cols); err != nil {
+	if err := iv.CheckCols(opt.Prior.Cols); err != nil {
 		return nil, err
 	}
 	if opt.NoiseFree {
@@ -112,7 +113,7 @@ func (iv *Inverter) RunInversion(opt InversionOptions) (*InversionResult, error)
 				w[a] = iv.W[a] + opt.Sigma*rng.NormFloat64()
 			}
 			releases[r] = w
-			s2[r] = iv.blackBoxScale(w)
+			s2[r] = iv.ResidualVariance(w)
 		}
 		return releases, s2
 	}
@@ -184,7 +185,7 @@ func (iv *Inverter) RunInversion(opt InversionOptions) (*InversionResult, error)
 				}
 				tg := InversionTarget{Row: i, True: make([]float64, len(cols))}
 				for c, col := range cols {
-					tg.True[c] = iv.tab.Row(i)[col]
+					tg.True[c] = iv.Table().Row(i)[col]
 				}
 				var err error
 				if opt.Predict {
@@ -193,10 +194,10 @@ func (iv *Inverter) RunInversion(opt InversionOptions) (*InversionResult, error)
 				for r := 0; r < opt.Trials && err == nil; r++ {
 					var wb, bb []float64
 					var resid float64
-					if wb, resid, err = iv.WhiteBox(i, releases[r], opt.Prior, opt.Attack); err != nil {
+					if wb, resid, err = WhiteBox(iv, i, releases[r], opt.Prior, opt.Attack); err != nil {
 						break
 					}
-					if bb, err = iv.BlackBox(i, releases[r], opt.Prior, s2[r]); err != nil {
+					if bb, err = BlackBox(iv, i, releases[r], opt.Prior, s2[r]); err != nil {
 						break
 					}
 					tg.WhiteMSE += sqErr(wb, tg.True)
@@ -306,68 +307,4 @@ func inversionDeciles(ts []InversionTarget) []InversionDecile {
 		out = append(out, d)
 	}
 	return out
-}
-
-// AttributeIRFILStep is one iteration of attribute-level IRFIL.
-type AttributeIRFILStep struct {
-	Iter    int     `json:"iter"`
-	EtaMean float64 `json:"eta_mean"` // mean attribute-level η over the rows
-	EtaStd  float64 `json:"eta_std"`
-	Spread  float64 `json:"spread"` // std/mean
-}
-
-// AttributeIRFIL runs Hannun et al. 2021, Algorithm 1 with the attribute-level η of columns cols
-// (Hannun et al. 2021, Sec. 6.4, Fig. 7: "η specific to the attribute under attack"): starting
-// from ω = 1 it fits, computes η_i = ‖J_S,i‖₂/σ and sets ω_i ← n(ω_i/η_i)/Σ_j ω_j/η_j,
-// iters times. It returns the final weights (to refit with InvertConfig.Weights) and
-// the per-iteration spread of η.
-func AttributeIRFIL(t *Table, cfg InvertConfig, cols []int, sigma float64, iters int) ([]float64, []AttributeIRFILStep, error) {
-	if iters < 0 {
-		return nil, nil, fmt.Errorf("attribute IRFIL: iterations must be ≥ 0, got %d", iters)
-	}
-	w := make([]float64, t.N)
-	for i := range w {
-		w[i] = 1
-	}
-	var steps []AttributeIRFILStep
-	for it := 0; ; it++ {
-		c := cfg
-		c.Weights = w
-		iv, err := NewInverter(t, c)
-		if err != nil {
-			return nil, nil, fmt.Errorf("attribute IRFIL iteration %d: %w", it, err)
-		}
-		eta := make([]float64, t.N)
-		st := AttributeIRFILStep{Iter: it}
-		for i := range eta {
-			j, err := iv.Jacobian(i, cols, false)
-			if err != nil {
-				return nil, nil, err
-			}
-			eta[i] = spectralNorm(j) / sigma
-			st.EtaMean += eta[i] / float64(t.N)
-		}
-		for _, e := range eta {
-			st.EtaStd += (e - st.EtaMean) * (e - st.EtaMean) / float64(t.N)
-		}
-		st.EtaStd = math.Sqrt(st.EtaStd)
-		st.Spread = st.EtaStd / st.EtaMean
-		steps = append(steps, st)
-		if it == iters {
-			return w, steps, nil
-		}
-		next := make([]float64, t.N)
-		sum := 0.0
-		for i, e := range eta {
-			if !(e > 0) {
-				return nil, nil, fmt.Errorf("attribute IRFIL iteration %d: row %d has η = %v; cannot reweight", it, i, e)
-			}
-			next[i] = w[i] / e
-			sum += next[i]
-		}
-		for i := range next {
-			next[i] *= float64(t.N) / sum
-		}
-		w = next
-	}
 }

@@ -1,4 +1,4 @@
-package plot_test
+package figures_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/dpfil/dpfil/accounting"
-	"github.com/dpfil/dpfil/plot"
+	"github.com/dpfil/dpfil/plot/figures"
 	"github.com/dpfil/dpfil/sweep"
 )
 
@@ -29,7 +29,7 @@ func TestParseIndices(t *testing.T) {
 		{"x", nil, true},
 		{"0-10001", nil, true},
 	} {
-		got, err := plot.ParseIndices(c.in)
+		got, err := figures.ParseIndices(c.in)
 		if (err != nil) != c.err || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("ParseIndices(%q) = %v, %v; want %v (error %v)", c.in, got, err, c.want, c.err)
 		}
@@ -52,7 +52,7 @@ func TestWritePareto(t *testing.T) {
 	}
 	var warn bytes.Buffer
 	out := filepath.Join(dir, "p.svg")
-	rep, err := plot.WritePareto(plot.ParetoRequest{Figure: plot.Figure{Out: out, Width: 400, Height: 300}, Inputs: []string{dir, sweep.ResultsPath(dir)}, Warn: &warn})
+	rep, err := figures.WritePareto(figures.ParetoRequest{Figure: figures.Figure{Out: out, Width: 400, Height: 300}, Inputs: []string{dir, sweep.ResultsPath(dir)}, Warn: &warn})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestWritePareto(t *testing.T) {
 	if b, err := os.ReadFile(out); err != nil || !strings.Contains(string(b), "<svg") {
 		t.Fatalf("figure: %v", err)
 	}
-	if _, err := plot.WritePareto(plot.ParetoRequest{Inputs: []string{dir}}); err == nil || !strings.Contains(err.Error(), "no output file") {
+	if _, err := figures.WritePareto(figures.ParetoRequest{Inputs: []string{dir}}); err == nil || !strings.Contains(err.Error(), "no output file") {
 		t.Fatalf("no -o: %v", err)
 	}
 }
@@ -87,14 +87,14 @@ func TestWriteHist(t *testing.T) {
 	if err := accounting.SaveDFIL(npy, []float64{0.5, 2, 4, 0}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := plot.WriteHist(plot.HistRequest{Figure: plot.Figure{Out: filepath.Join(dir, "h.png"), Width: 300, Height: 200}, DFIL: npy, What: "mse", Bins: 4})
+	rep, err := figures.WriteHist(figures.HistRequest{Figure: figures.Figure{Out: filepath.Join(dir, "h.png"), Width: 300, Height: 200}, DFIL: npy, What: "mse", Bins: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.N != 3 || rep.Dropped != 1 || rep.Min != 0.25 || rep.Max != 2 || len(rep.Counts) != 4 {
 		t.Fatalf("report %+v", rep)
 	}
-	if _, err := plot.WriteHist(plot.HistRequest{Figure: plot.Figure{Out: filepath.Join(dir, "h.png")}, DFIL: npy, What: "eta"}); err == nil {
+	if _, err := figures.WriteHist(figures.HistRequest{Figure: figures.Figure{Out: filepath.Join(dir, "h.png")}, DFIL: npy, What: "eta"}); err == nil {
 		t.Fatal("--what eta accepted")
 	}
 }
@@ -106,7 +106,7 @@ func TestWriteImagesByDFIL(t *testing.T) {
 	if err := accounting.SaveDFIL(npy, []float64{3, 9, 1, 7, 5}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := plot.WriteImages(plot.ImagesRequest{Out: filepath.Join(dir, "g.png"), Dataset: "mnist-embedded", Split: "train", DFIL: npy, Top: 2, Bottom: 1, Scale: 1})
+	rep, err := figures.WriteImages(figures.ImagesRequest{Out: filepath.Join(dir, "g.png"), Dataset: "mnist-embedded", Split: "train", DFIL: npy, Top: 2, Bottom: 1, Scale: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,14 +116,14 @@ func TestWriteImagesByDFIL(t *testing.T) {
 	if rep.Width != rep.Height || rep.Width < 2*28 || rep.Width > 3*28 {
 		t.Fatalf("grid %d×%d, want two columns and two rows of 28 px (and padding)", rep.Width, rep.Height)
 	}
-	for _, bad := range []plot.ImagesRequest{
+	for _, bad := range []figures.ImagesRequest{
 		{Out: "g.svg", Indices: "1"},
 		{Out: "g.png"},
 		{Out: "g.png", Indices: "1", DFIL: npy},
 		{Out: filepath.Join(dir, "g.png"), Dataset: "mnist-embedded", Split: "test", DFIL: npy, Top: 1},
 		{Out: filepath.Join(dir, "g.png"), Dataset: "mnist-embedded", Split: "train", Indices: "99999"},
 	} {
-		if _, err := plot.WriteImages(bad); err == nil {
+		if _, err := figures.WriteImages(bad); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
 	}

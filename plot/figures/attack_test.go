@@ -1,4 +1,4 @@
-package plot
+package figures
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"image/png"
 	"strings"
 	"testing"
+
+	"github.com/dpfil/dpfil/plot"
 )
 
 // attackSweepJSON and attackSweepCSV are the same sweep in the two formats 'dpfil
@@ -87,7 +89,7 @@ func TestAttackFigure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := Render(p, "png", 500, 350)
+		b, err := plot.Render(p, "png", 500, 350)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,9 +1,10 @@
-package glm
+package attack
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,7 +16,9 @@ import (
 
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
+	"github.com/dpfil/dpfil/glm"
 	"github.com/dpfil/dpfil/internal/atomicfile"
+	"github.com/dpfil/dpfil/internal/csvfile"
 	"github.com/dpfil/dpfil/internal/jsonfloat"
 	"github.com/dpfil/dpfil/plot"
 	"gonum.org/v1/gonum/stat"
@@ -63,28 +66,28 @@ type InvertExperiment struct {
 
 // InvertReport is the outcome of RunInvert.
 type InvertReport struct {
-	Source        string               `json:"source"`
-	N             int                  `json:"n"`
-	D             int                  `json:"d"`
-	K             int                  `json:"k"`
-	P             int                  `json:"p"`
-	Preprocess    string               `json:"preprocess"`
-	Explained     float64              `json:"pca_explained_variance"`
-	Loss          string               `json:"loss"`
-	Lambda        float64              `json:"lambda"`
-	Bias          bool                 `json:"bias"`
-	Sigma         float64              `json:"sigma"`
-	NoiseFree     bool                 `json:"noise_free"`
-	TrainMetric   float64              `json:"train_metric"` // accuracy (logistic) or mean squared error (lsq) of w*
-	TrainMetricIs string               `json:"train_metric_is"`
-	Columns       []string             `json:"columns"`
-	Discrete      bool                 `json:"discrete"`
-	PriorValues   int                  `json:"prior_values,omitempty"`
-	IRFIL         []AttributeIRFILStep `json:"irfil,omitempty"`
-	Targets       int                  `json:"targets"`
-	Trials        int                  `json:"trials"`
-	Shared        bool                 `json:"shared_releases"`
-	Seed          uint64               `json:"seed"`
+	Source        string                   `json:"source"`
+	N             int                      `json:"n"`
+	D             int                      `json:"d"`
+	K             int                      `json:"k"`
+	P             int                      `json:"p"`
+	Preprocess    string                   `json:"preprocess"`
+	Explained     float64                  `json:"pca_explained_variance"`
+	Loss          string                   `json:"loss"`
+	Lambda        float64                  `json:"lambda"`
+	Bias          bool                     `json:"bias"`
+	Sigma         float64                  `json:"sigma"`
+	NoiseFree     bool                     `json:"noise_free"`
+	TrainMetric   float64                  `json:"train_metric"` // accuracy (logistic) or mean squared error (lsq) of w*
+	TrainMetricIs string                   `json:"train_metric_is"`
+	Columns       []string                 `json:"columns"`
+	Discrete      bool                     `json:"discrete"`
+	PriorValues   int                      `json:"prior_values,omitempty"`
+	IRFIL         []glm.AttributeIRFILStep `json:"irfil,omitempty"`
+	Targets       int                      `json:"targets"`
+	Trials        int                      `json:"trials"`
+	Shared        bool                     `json:"shared_releases"`
+	Seed          uint64                   `json:"seed"`
 
 	WhiteMSE    jsonfloat.Float `json:"white_box_mse"`
 	BlackMSE    jsonfloat.Float `json:"black_box_mse"`
@@ -136,7 +139,7 @@ func (e InvertExperiment) Validate() error {
 	case e.Trials < 1:
 		return fmt.Errorf("glm invert: trials must be ≥ 1, got %d", e.Trials)
 	case e.IRFIL > 0 && e.NoiseFree:
-		return errors.New("glm invert: IRFIL needs σ > 0 (it equalises η = ‖J‖/σ); do not attack noise-free")
+		return errors.New("glm invert: glm.IRFIL needs σ > 0 (it equalises η = ‖J‖/σ); do not attack noise-free")
 	case len(e.Box) > 0 && (len(e.Box) != 2 || !(e.Box[0] < e.Box[1]) || math.IsInf(e.Box[0], 0) || math.IsInf(e.Box[1], 0)):
 		return fmt.Errorf("glm invert: box wants finite LO < HI, got %v", e.Box)
 	case e.NoiseFree && e.Scatter != "":
@@ -147,7 +150,7 @@ func (e InvertExperiment) Validate() error {
 
 // invertTable is a loaded table and, for images, their shape.
 type invertTable struct {
-	t      *Table
+	t      *glm.Table
 	source string
 	h, w   int
 }
@@ -160,7 +163,7 @@ func (e InvertExperiment) table() (*invertTable, error) {
 		if n == 0 {
 			n = 1000
 		}
-		t, err := GenerateTable(e.Synthetic, n, e.Seed)
+		t, err := glm.GenerateTable(e.Synthetic, n, e.Seed)
 		if err != nil {
 			return nil, err
 		}
@@ -171,7 +174,7 @@ func (e InvertExperiment) table() (*invertTable, error) {
 			return nil, fmt.Errorf("open table: %w", err)
 		}
 		defer f.Close()
-		t, err := ReadCSV(f, e.Target)
+		t, err := glm.ReadCSV(f, e.Target)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", e.CSVPath, err)
 		}
@@ -195,15 +198,15 @@ func (e InvertExperiment) imageTable() (*invertTable, error) {
 	if tr.C != 1 {
 		return nil, fmt.Errorf("dataset %s has %d channels; glm invert takes single-channel images", e.Dataset, tr.C)
 	}
-	d, err := NewData(tr.Images, tr.Labels, tr.N, tr.Dim())
+	d, err := glm.NewData(tr.Images, tr.Labels, tr.N, tr.Dim())
 	if err != nil {
 		return nil, err
 	}
-	loss := Logistic
+	loss := glm.Logistic
 	if e.Loss == "lsq" {
-		loss = LeastSquares
+		loss = glm.LeastSquares
 	}
-	t := TableFromData(d, loss)
+	t := glm.TableFromData(d, loss)
 	if e.Rows > 0 {
 		t = t.Head(e.Rows)
 	}
@@ -240,9 +243,9 @@ func (e InvertExperiment) columns(it *invertTable) ([]int, error) {
 	spec := e.Columns
 	if spec == "" {
 		switch {
-		case e.Synthetic == SyntheticIWPC:
+		case e.Synthetic == glm.SyntheticIWPC:
 			spec = "vkorc1_a,vkorc1_b"
-		case e.Synthetic == SyntheticAdult:
+		case e.Synthetic == glm.SyntheticAdult:
 			spec = "married"
 		case it.h > 0: // the centre 2×2 pixel block
 			return BlockColumns([]int{it.h/2 - 1, it.w/2 - 1, 2, 2}, it.h, it.w)
@@ -257,8 +260,8 @@ func (e InvertExperiment) columns(it *invertTable) ([]int, error) {
 		idx := []int{0}
 		if c, err := it.t.Column(part); err == nil {
 			idx[0] = c
-		} else if idx, err = ParseColumns(part, it.t.D); err != nil {
-			return nil, fmt.Errorf("glm invert: %q is neither a column name nor an index range (columns: %s)", part, it.t.names())
+		} else if idx, err = glm.ParseColumns(part, it.t.D); err != nil {
+			return nil, fmt.Errorf("glm invert: %q is neither a column name nor an index range (columns: %s)", part, columnNames(it.t))
 		}
 		for _, c := range idx {
 			if seen[c] {
@@ -271,8 +274,8 @@ func (e InvertExperiment) columns(it *invertTable) ([]int, error) {
 	return cols, nil
 }
 
-// names lists the first column names (for error messages).
-func (t *Table) names() string {
+// columnNames lists the first column names of t (for error messages).
+func columnNames(t *glm.Table) string {
 	if len(t.Names) > 12 {
 		return strings.Join(t.Names[:12], ", ") + ", …"
 	}
@@ -281,7 +284,7 @@ func (t *Table) names() string {
 
 // targets draws the attacked rows from the seed (all rows when Targets is 0 or ≥ n).
 func (e InvertExperiment) targets(n int) []int {
-	return SampleRows(n, e.Targets, e.Seed, 0x696e76) // stream "inv"
+	return glm.SampleRows(n, e.Targets, e.Seed, 0x696e76) // stream "inv"
 }
 
 // RunInvert loads the table, fits and (optionally) IRFIL-reweights the GLM, attacks
@@ -306,7 +309,7 @@ func RunInvert(ctx context.Context, e InvertExperiment) (*InvertReport, error) {
 	}
 	tidx := e.targets(it.t.N)
 	res.Targets = len(tidx)
-	var attack AttackOptions
+	var attack WhiteBoxOptions
 	if len(e.Box) == 2 {
 		attack.Lo, attack.Hi = e.Box[0], e.Box[1]
 	}
@@ -315,7 +318,7 @@ func RunInvert(ctx context.Context, e InvertExperiment) (*InvertReport, error) {
 		progress = func(k int) { e.Progress(k, len(tidx)*e.Trials) }
 	}
 	t1 := time.Now()
-	inv, err := iv.RunInversion(InversionOptions{Sigma: e.Sigma, NoiseFree: e.NoiseFree, Prior: prior, Targets: tidx,
+	inv, err := RunInversion(iv, InversionOptions{Sigma: e.Sigma, NoiseFree: e.NoiseFree, Prior: prior, Targets: tidx,
 		Trials: e.Trials, Seed: e.Seed, Attack: attack, Predict: !e.NoiseFree, SharedReleases: e.SharedReleases,
 		Progress: progress, Stop: ctxStop(ctx)})
 	if err != nil {
@@ -340,11 +343,11 @@ func ctxStop(ctx context.Context) func() error {
 
 // fit resolves the loss, the attribute, its prior and the preprocessing, fits the
 // GLM (after IRFIL when asked) and starts the report.
-func (e InvertExperiment) fit(it *invertTable) (*InvertReport, *Inverter, *Prior, error) {
+func (e InvertExperiment) fit(it *invertTable) (*InvertReport, *glm.Inverter, *AttributePrior, error) {
 	t := it.t
-	loss := LeastSquares
+	loss := glm.LeastSquares
 	if e.Loss == "logistic" || e.Loss == "auto" && t.BinaryTargets() {
-		loss = Logistic
+		loss = glm.Logistic
 	}
 	cols, err := e.columns(it)
 	if err != nil {
@@ -352,19 +355,19 @@ func (e InvertExperiment) fit(it *invertTable) (*InvertReport, *Inverter, *Prior
 	}
 	discrete := e.AttrType == "discrete"
 	if e.AttrType == "auto" {
-		if p, err := NewPrior(t, cols, true); err == nil && len(p.Values) <= 10 {
+		if p, err := NewAttributePrior(t, cols, true); err == nil && len(p.Values) <= 10 {
 			discrete = true
 		}
 	}
-	prior, err := NewPrior(t, cols, discrete)
+	prior, err := NewAttributePrior(t, cols, discrete)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	pre, err := NewPreprocess(t, e.UnitBall, e.PCA)
+	pre, err := glm.NewPreprocess(t, e.UnitBall, e.PCA)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cfg := InvertConfig{Loss: loss, Lambda: e.Lambda, Bias: e.Bias, Pre: pre}
+	cfg := glm.InvertConfig{Loss: loss, Lambda: e.Lambda, Bias: e.Bias, Pre: pre}
 	res := &InvertReport{Source: it.source, N: t.N, D: t.D, K: pre.K, Preprocess: pre.String(), Explained: pre.Explained,
 		Loss: loss.String(), Lambda: e.Lambda, Bias: e.Bias, Sigma: e.Sigma, NoiseFree: e.NoiseFree,
 		Discrete: discrete, Trials: e.Trials, Shared: e.SharedReleases, Seed: e.Seed, Note: invertNote}
@@ -379,11 +382,11 @@ func (e InvertExperiment) fit(it *invertTable) (*InvertReport, *Inverter, *Prior
 	}
 	t0 := time.Now()
 	if e.IRFIL > 0 {
-		if cfg.Weights, res.IRFIL, err = AttributeIRFIL(t, cfg, cols, e.Sigma, e.IRFIL); err != nil {
+		if cfg.Weights, res.IRFIL, err = glm.AttributeIRFIL(t, cfg, cols, e.Sigma, e.IRFIL); err != nil {
 			return nil, nil, nil, err
 		}
 	}
-	iv, err := NewInverter(t, cfg)
+	iv, err := glm.NewInverter(t, cfg)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("fit: %w", err)
 	}
@@ -430,34 +433,6 @@ func (res *InvertReport) summarise(inv *InversionResult, noiseFree bool) {
 	}
 }
 
-// TrainMetric is the training accuracy (logistic) or mean squared error (least
-// squares) of w*, and which of the two it is.
-func (iv *Inverter) TrainMetric() (float64, string) {
-	t := iv.Table()
-	z := make([]float64, iv.P)
-	off := 0
-	if iv.Config().Bias {
-		off = 1
-		z[0] = 1
-	}
-	acc, mse := 0.0, 0.0
-	for i := 0; i < t.N; i++ {
-		iv.Preprocess().Apply(t.Row(i), z[off:])
-		m := 0.0
-		for a, v := range z {
-			m += v * iv.W[a]
-		}
-		if (m > 0) == (t.T[i] == 1) {
-			acc++
-		}
-		mse += (m - t.T[i]) * (m - t.T[i])
-	}
-	if iv.Config().Loss == Logistic {
-		return acc / float64(t.N), "accuracy"
-	}
-	return mse / float64(t.N), "mse"
-}
-
 // InvertCSVHeader names the columns of glm_invert.csv: one row per target.
 func InvertCSVHeader() []string {
 	return []string{"row", "true", "crb", "bound_dfil", "bound_eta", "dfil", "eta_sq", "eta_xy",
@@ -465,7 +440,7 @@ func InvertCSVHeader() []string {
 }
 
 func invertCSVRows(ts []InversionTarget) [][]string {
-	g := FormatFloat
+	g := csvfile.FormatFloat
 	rows := make([][]string, len(ts))
 	for k, tg := range ts {
 		vals := make([]string, len(tg.True))
@@ -493,7 +468,7 @@ func (e InvertExperiment) writeFiles(res *InvertReport, inv *InversionResult) er
 	}
 	if e.Out != "" {
 		path := filepath.Join(e.Out, "glm_invert.csv")
-		if err := WriteCSV(path, InvertCSVHeader(), invertCSVRows(inv.Targets)); err != nil {
+		if err := csvfile.Write(path, InvertCSVHeader(), invertCSVRows(inv.Targets)); err != nil {
 			return err
 		}
 		res.Files = append(res.Files, path)
@@ -517,4 +492,40 @@ func (e InvertExperiment) writeFiles(res *InvertReport, inv *InversionResult) er
 	}
 	res.Files = append(res.Files, e.Scatter)
 	return nil
+}
+
+// WriteText writes the table, the adversaries' errors and the FIL prediction.
+func (r *InvertReport) WriteText(w io.Writer) {
+	noise := ""
+	if r.NoiseFree {
+		noise = " (noise-free: σ = 0)"
+	}
+	fmt.Fprintf(w, "table %s: n=%d, d=%d → %d features (%s), p=%d; %s loss, λ=%g, bias=%v\n", r.Source, r.N, r.D, r.K, r.Preprocess, r.P, r.Loss, r.Lambda, r.Bias)
+	fmt.Fprintf(w, "fit: train %s %.4g; release σ=%g%s\n", r.TrainMetricIs, r.TrainMetric, r.Sigma, noise)
+	kind := "continuous (Gaussian prior)"
+	if r.Discrete {
+		kind = fmt.Sprintf("discrete (%d observed values)", r.PriorValues)
+	}
+	fmt.Fprintf(w, "attribute %s: %s; %d targets × %d trials in %.1fs\n", strings.Join(r.Columns, ","), kind, r.Targets, r.Trials, r.AttackSeconds)
+	if len(r.IRFIL) > 0 {
+		first, last := r.IRFIL[0], r.IRFIL[len(r.IRFIL)-1]
+		fmt.Fprintf(w, "IRFIL: η spread %.4f → %.4f after %d iterations\n", first.Spread, last.Spread, last.Iter)
+	}
+	fmt.Fprintf(w, "%-10s %12s %10s\n", "adversary", "MSE/coord", "accuracy")
+	fmt.Fprintf(w, "%-10s %12.4g %10.4f\n", "white-box", float64(r.WhiteMSE), float64(r.WhiteAcc))
+	fmt.Fprintf(w, "%-10s %12.4g %10.4f\n", "black-box", float64(r.BlackMSE), float64(r.BlackAcc))
+	fmt.Fprintf(w, "%-10s %12.4g %10.4f\n", "baseline", float64(r.BaselineMSE), float64(r.BaselineAcc))
+	if !r.NoiseFree {
+		fmt.Fprintf(w, "FIL prediction: mean CRB %.4g, mean 1/dFIL %.4g; median realised/CRB %.3f, corr(log CRB, log MSE) %.3f; targets below CRB %d, below 1/dFIL %d of %d\n",
+			float64(r.MeanCRB), float64(r.MeanBoundDFIL), float64(r.MedianRatio), float64(r.LogCorr), r.BelowCRB, r.BelowBoundDFIL, r.Targets)
+		if len(r.Deciles) > 0 {
+			fmt.Fprintln(w, "η² decile            white acc  black acc  white MSE   mean CRB")
+			for _, d := range r.Deciles {
+				fmt.Fprintf(w, "[%8.3g, %8.3g]  %9.3f  %9.3f  %9.4g  %9.4g\n", d.EtaSqLo, d.EtaSqHi, d.WhiteAcc, d.BlackAcc, d.WhiteMSE, d.CRB)
+			}
+		}
+	}
+	if len(r.Files) > 0 {
+		fmt.Fprintf(w, "wrote %s\n", strings.Join(r.Files, ", "))
+	}
 }

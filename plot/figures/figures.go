@@ -1,4 +1,4 @@
-package plot
+package figures
 
 import (
 	"cmp"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
+	"github.com/dpfil/dpfil/plot"
 	"github.com/dpfil/dpfil/sweep"
 )
 
@@ -32,7 +33,7 @@ func (f Figure) Check() error {
 	if f.Out == "" {
 		return errors.New("no output file: give -o FILE.png|.svg|.pdf")
 	}
-	_, err := Format(f.Out)
+	_, err := plot.Format(f.Out)
 	return err
 }
 
@@ -98,7 +99,7 @@ func WritePareto(req ParetoRequest) (*ParetoReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := Save(p, req.Out, req.Width, req.Height); err != nil {
+	if err := plot.Save(p, req.Out, req.Width, req.Height); err != nil {
 		return nil, err
 	}
 	res := &ParetoReport{Out: req.Out, Width: req.Width, Height: req.Height, Records: len(recs), Conflicts: len(rep.Conflicts), BadLines: len(rep.BadLines)}
@@ -142,7 +143,7 @@ type HistRequest struct {
 type HistReport struct {
 	Out  string `json:"out"`
 	What string `json:"what"`
-	HistStats
+	plot.HistStats
 	label string
 }
 
@@ -167,11 +168,11 @@ func WriteHist(req HistRequest) (*HistReport, error) {
 	default:
 		return nil, fmt.Errorf("plot hist: --what %q, want dfil or mse", req.What)
 	}
-	p, st, err := Histogram(vals, HistOptions{Bins: req.Bins, Log10: !req.Linear, XLabel: label, Title: req.Title, Marker: 1, MarkerLabel: "MSE = 1 (perfect privacy)"})
+	p, st, err := plot.Histogram(vals, plot.HistOptions{Bins: req.Bins, Log10: !req.Linear, XLabel: label, Title: req.Title, Marker: 1, MarkerLabel: "MSE = 1 (perfect privacy)"})
 	if err != nil {
 		return nil, err
 	}
-	if err := Save(p, req.Out, req.Width, req.Height); err != nil {
+	if err := plot.Save(p, req.Out, req.Width, req.Height); err != nil {
 		return nil, err
 	}
 	return &HistReport{Out: req.Out, What: req.What, HistStats: st, label: label}, nil
@@ -195,10 +196,10 @@ type ScatterRequest struct {
 // ScatterReport is what WriteScatter drew.
 type ScatterReport struct {
 	Out string `json:"out"`
-	ScatterStats
+	plot.ScatterStats
 }
 
-// WriteScatter reads the two columns, draws Scatter and writes the figure.
+// WriteScatter reads the two columns, draws plot.Scatter and writes the figure.
 func WriteScatter(req ScatterRequest) (*ScatterReport, error) {
 	if err := req.Check(); err != nil {
 		return nil, err
@@ -208,16 +209,16 @@ func WriteScatter(req ScatterRequest) (*ScatterReport, error) {
 		return nil, fmt.Errorf("plot scatter: %w", err)
 	}
 	defer f.Close()
-	x, y, err := ReadCSVColumns(f, req.X, req.Y)
+	x, y, err := plot.ReadCSVColumns(f, req.X, req.Y)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", req.CSV, err)
 	}
-	opt := ScatterOptions{XLabel: cmp.Or(req.XLabel, req.X), YLabel: cmp.Or(req.YLabel, req.Y), Title: req.Title, LogX: !req.LinearX, LogY: !req.LinearY, Diagonal: !req.NoDiagonal}
-	p, st, err := Scatter(x, y, opt)
+	opt := plot.ScatterOptions{XLabel: cmp.Or(req.XLabel, req.X), YLabel: cmp.Or(req.YLabel, req.Y), Title: req.Title, LogX: !req.LinearX, LogY: !req.LinearY, Diagonal: !req.NoDiagonal}
+	p, st, err := plot.Scatter(x, y, opt)
 	if err != nil {
 		return nil, err
 	}
-	if err := Save(p, req.Out, req.Width, req.Height); err != nil {
+	if err := plot.Save(p, req.Out, req.Width, req.Height); err != nil {
 		return nil, err
 	}
 	return &ScatterReport{Out: req.Out, ScatterStats: st}, nil
@@ -266,7 +267,7 @@ type ImagesRequest struct {
 	Indices          string // e.g. "0,3,10-19" (ParseIndices)
 	DFIL             string // a run's dfil.npy, indexed like the training split
 	Top, Bottom      int
-	Cols, Scale      int // GridOptions; Cols defaults to max(Top, Bottom) with DFIL
+	Cols, Scale      int // plot.GridOptions; Cols defaults to max(Top, Bottom) with DFIL
 }
 
 // ImagesReport is what WriteImages drew.
@@ -281,12 +282,12 @@ type ImagesReport struct {
 	Height  int       `json:"height"`
 }
 
-// WriteImages selects the samples, draws ImageGrid and writes the PNG.
+// WriteImages selects the samples, draws plot.ImageGrid and writes the PNG.
 func WriteImages(req ImagesRequest) (*ImagesReport, error) {
 	if req.Out == "" {
 		return nil, errors.New("plot images: no output file: give -o FILE.png")
 	}
-	if f, err := Format(req.Out); err != nil || f != "png" {
+	if f, err := plot.Format(req.Out); err != nil || f != "png" {
 		return nil, fmt.Errorf("plot images: %s: the image grid is written as .png", req.Out)
 	}
 	if (req.Indices == "") == (req.DFIL == "") {
@@ -320,11 +321,11 @@ func WriteImages(req ImagesRequest) (*ImagesReport, error) {
 	if req.Cols == 0 && req.Top > 0 && req.Bottom > 0 && req.DFIL != "" {
 		req.Cols = max(req.Top, req.Bottom)
 	}
-	img, err := ImageGrid(imgs, ds.C, ds.H, ds.W, GridOptions{Cols: req.Cols, Scale: req.Scale})
+	img, err := plot.ImageGrid(imgs, ds.C, ds.H, ds.W, plot.GridOptions{Cols: req.Cols, Scale: req.Scale})
 	if err != nil {
 		return nil, err
 	}
-	if err := SavePNG(req.Out, img); err != nil {
+	if err := plot.SavePNG(req.Out, img); err != nil {
 		return nil, err
 	}
 	b := img.Bounds().Size()

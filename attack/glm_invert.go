@@ -1,4 +1,4 @@
-package glm
+package attack
 
 import (
 	"errors"
@@ -6,15 +6,17 @@ import (
 	"math"
 	"sort"
 
+	"github.com/dpfil/dpfil/glm"
+
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
-// Prior is what both attacks know about the attribute's distribution: for a discrete
+// AttributePrior is what both attacks know about the attribute's distribution: for a discrete
 // attribute its observed values (tuples over S) and their frequencies, for a
 // continuous one its mean and covariance; both estimated from the training table
 // (the adversary knows the population prior p(x[S]), Hannun et al. 2021, Sec. 6.4).
-type Prior struct {
+type AttributePrior struct {
 	Cols []int
 	// Discrete attribute: Values[v] is one tuple of len(Cols) values, Prob[v] its
 	// frequency. Nil for a continuous attribute.
@@ -26,15 +28,15 @@ type Prior struct {
 }
 
 // Discrete reports whether the prior is over a finite set of values.
-func (p *Prior) Discrete() bool { return p.Values != nil }
+func (p *AttributePrior) Discrete() bool { return p.Values != nil }
 
 // maxDiscreteValues caps the candidate set of a discrete attribute.
 const maxDiscreteValues = 64
 
-// NewPrior estimates the prior of columns cols from the table. discrete selects the
+// NewAttributePrior estimates the prior of columns cols from the table. discrete selects the
 // finite candidate set (the distinct observed tuples, at most 64) or, when false, a
 // Gaussian with the empirical mean and covariance.
-func NewPrior(t *Table, cols []int, discrete bool) (*Prior, error) {
+func NewAttributePrior(t *glm.Table, cols []int, discrete bool) (*AttributePrior, error) {
 	if len(cols) == 0 {
 		return nil, errors.New("prior: no attribute columns")
 	}
@@ -44,7 +46,7 @@ func NewPrior(t *Table, cols []int, discrete bool) (*Prior, error) {
 		}
 	}
 	s := len(cols)
-	p := &Prior{Cols: append([]int(nil), cols...)}
+	p := &AttributePrior{Cols: append([]int(nil), cols...)}
 	if discrete {
 		idx := map[string]int{}
 		var counts []float64
@@ -108,7 +110,7 @@ func NewPrior(t *Table, cols []int, discrete bool) (*Prior, error) {
 }
 
 // Mode returns the most probable discrete value (the baseline adversary's guess).
-func (p *Prior) Mode() []float64 {
+func (p *AttributePrior) Mode() []float64 {
 	best := 0
 	for k, pr := range p.Prob {
 		if pr > p.Prob[best] {
@@ -118,8 +120,8 @@ func (p *Prior) Mode() []float64 {
 	return p.Values[best]
 }
 
-// AttackOptions tunes the white-box attack's Gauss–Newton iteration.
-type AttackOptions struct {
+// WhiteBoxOptions tunes the white-box attack's Gauss–Newton iteration.
+type WhiteBoxOptions struct {
 	MaxIter int     // Levenberg–Marquardt iterations (default 50)
 	Tol     float64 // stop when the step is below Tol·(1+‖x‖) (default 1e-9)
 	// Lo, Hi, when Lo < Hi, clip every iterate to [Lo, Hi] (e.g. pixels in [0, 1]);
@@ -128,21 +130,12 @@ type AttackOptions struct {
 	Lo, Hi float64
 }
 
-// withRow returns z̃ of row i with its columns cols set to v.
-func (iv *Inverter) withRow(i int, cols []int, v []float64, dst []float64) {
-	x := append([]float64(nil), iv.tab.Row(i)...)
-	for c, col := range cols {
-		x[col] = v[c]
-	}
-	iv.features(x, dst)
-}
-
 // WhiteBox is Hannun et al. 2021, eq. 30: x̂ = argmin_v ‖w̃ − f(D with x_i[S] = v)‖₂, where f refits
 // the model exactly. For a discrete prior the minimum is over its values; otherwise a
 // Levenberg–Marquardt (Gauss–Newton) iteration from the prior mean with the exact
 // Jacobian of the refitted minimiser. It returns the estimate and the residual
 // ‖w̃ − f(·)‖ at it.
-func (iv *Inverter) WhiteBox(i int, release []float64, prior *Prior, opt AttackOptions) ([]float64, float64, error) {
+func WhiteBox(iv *glm.Inverter, i int, release []float64, prior *AttributePrior, opt WhiteBoxOptions) ([]float64, float64, error) {
 	if i < 0 || i >= iv.N {
 		return nil, 0, fmt.Errorf("white-box attack: row %d outside [0,%d)", i, iv.N)
 	}
@@ -163,8 +156,8 @@ func (iv *Inverter) WhiteBox(i int, release []float64, prior *Prior, opt AttackO
 	if prior.Discrete() {
 		best, bestR := -1, math.Inf(1)
 		for k, v := range prior.Values {
-			iv.withRow(i, cols, v, zi)
-			w, err := iv.solve(i, zi, release)
+			iv.WithRow(i, cols, v, zi)
+			w, err := iv.Refit(i, zi, release)
 			if err != nil {
 				return nil, 0, fmt.Errorf("white-box attack: refit: %w", err)
 			}
@@ -192,22 +185,22 @@ func (iv *Inverter) WhiteBox(i int, release []float64, prior *Prior, opt AttackO
 	s := len(cols)
 	x := append([]float64(nil), prior.Mean...)
 	clampV(x)
-	iv.withRow(i, cols, x, zi)
-	w, err := iv.solve(i, zi, release)
+	iv.WithRow(i, cols, x, zi)
+	w, err := iv.Refit(i, zi, release)
 	if err != nil {
 		return nil, 0, fmt.Errorf("white-box attack: refit: %w", err)
 	}
-	h := iv.hessian(i, zi, w)
+	h := iv.Hessian(i, zi, w)
 	r := resid(w)
 	mu := -1.0
 	trial := make([]float64, s)
 	zt := make([]float64, p)
 	for it := 0; it < maxIter && r > 0; it++ {
-		hinv, err := invertSym(h)
+		hinv, err := glm.InvertSym(h)
 		if err != nil {
 			return nil, 0, fmt.Errorf("white-box attack: Hessian: %w", err)
 		}
-		j := iv.jacobianCols(i, zi, w, hinv, cols, false)
+		j := iv.JacobianCols(i, zi, w, hinv, cols, false)
 		res := mat.NewVecDense(p, nil)
 		for a := range w {
 			res.SetVec(a, w[a]-release[a])
@@ -243,8 +236,8 @@ func (iv *Inverter) WhiteBox(i int, release []float64, prior *Prior, opt AttackO
 				trial[c] = x[c] - delta.AtVec(c)
 			}
 			clampV(trial)
-			iv.withRow(i, cols, trial, zt)
-			wt, err := iv.solve(i, zt, w)
+			iv.WithRow(i, cols, trial, zt)
+			wt, err := iv.Refit(i, zt, w)
 			if err != nil {
 				mu *= 10
 				continue
@@ -257,7 +250,7 @@ func (iv *Inverter) WhiteBox(i int, release []float64, prior *Prior, opt AttackO
 				copy(x, trial)
 				copy(zi, zt)
 				w, r = wt, rt
-				h = iv.hessian(i, zi, w)
+				h = iv.Hessian(i, zi, w)
 				mu = math.Max(mu/3, 1e-15)
 				accepted = true
 				if step <= tol*(1+norm2(x)) {
@@ -274,25 +267,13 @@ func (iv *Inverter) WhiteBox(i int, release []float64, prior *Prior, opt AttackO
 	return x, r, nil
 }
 
-// blackBoxScale returns the black-box adversary's model statistics: s², the mean
-// squared residual of the released model on the training set (least squares; seed
-// 001 Sec. 6.4's "standard error").
-func (iv *Inverter) blackBoxScale(release []float64) float64 {
-	s := 0.0
-	for j := 0; j < iv.N; j++ {
-		d := floats.Dot(release, iv.zt[j*iv.P:(j+1)*iv.P]) - iv.tab.T[j]
-		s += d * d
-	}
-	return math.Max(s/float64(iv.N), 1e-300)
-}
-
 // BlackBox is Hannun et al. 2021, eq. 31 (Fredrikson et al. 2014): with black-box access to the
 // released model's predictions, x̂ = argmax_v p(v)·π(w̃ᵀz̃(x_i with v), t_i), where π is
 // the Gaussian N(t_i, s²) of the training residuals (least squares) or the predicted
 // probability of the label (logistic). For a continuous attribute it returns the
 // posterior mode under the Gaussian prior (closed form for least squares, Newton for
 // logistic). s2 is the adversary's residual variance (0: computed from release).
-func (iv *Inverter) BlackBox(i int, release []float64, prior *Prior, s2 float64) ([]float64, error) {
+func BlackBox(iv *glm.Inverter, i int, release []float64, prior *AttributePrior, s2 float64) ([]float64, error) {
 	if i < 0 || i >= iv.N {
 		return nil, fmt.Errorf("black-box attack: row %d outside [0,%d)", i, iv.N)
 	}
@@ -300,22 +281,22 @@ func (iv *Inverter) BlackBox(i int, release []float64, prior *Prior, s2 float64)
 		return nil, fmt.Errorf("black-box attack: release has %d weights, want %d", len(release), iv.P)
 	}
 	if s2 <= 0 {
-		s2 = iv.blackBoxScale(release)
+		s2 = iv.ResidualVariance(release)
 	}
-	t := iv.tab.T[i]
+	t := iv.Table().T[i]
 	cols := prior.Cols
 	z := make([]float64, iv.P)
 	logLik := func(m float64) float64 {
-		if iv.cfg.Loss == LeastSquares {
+		if iv.Config().Loss == glm.LeastSquares {
 			return -(m - t) * (m - t) / (2 * s2)
 		}
-		f, _, _ := iv.cfg.Loss.derivs(m, t)
+		f, _, _ := iv.Config().Loss.Derivs(m, t)
 		return -f
 	}
 	if prior.Discrete() {
 		best, bestS := 0, math.Inf(-1)
 		for k, v := range prior.Values {
-			iv.withRow(i, cols, v, z)
+			iv.WithRow(i, cols, v, z)
 			sc := math.Log(prior.Prob[k]) + logLik(floats.Dot(release, z))
 			if sc > bestS {
 				best, bestS = k, sc
@@ -326,15 +307,9 @@ func (iv *Inverter) BlackBox(i int, release []float64, prior *Prior, s2 float64)
 	// The margin is affine in x[S]: m(v) = c + gᵀv.
 	s := len(cols)
 	zero := make([]float64, s)
-	iv.withRow(i, cols, zero, z)
+	iv.WithRow(i, cols, zero, z)
 	c := floats.Dot(release, z)
-	g := make([]float64, s)
-	u := release[iv.off:]
-	for k, col := range cols {
-		for r := 0; r < iv.K; r++ {
-			g[k] += u[r] * iv.pre.A.At(r, col)
-		}
-	}
+	g := iv.MarginGrad(release, cols)
 	cov := mat.NewSymDense(s, nil)
 	for a := 0; a < s; a++ {
 		for b := a; b < s; b++ {
@@ -346,7 +321,7 @@ func (iv *Inverter) BlackBox(i int, release []float64, prior *Prior, s2 float64)
 	var sg mat.VecDense
 	sg.MulVec(cov, gv)
 	gsg := mat.Dot(gv, &sg)
-	if iv.cfg.Loss == LeastSquares {
+	if iv.Config().Loss == glm.LeastSquares {
 		// Gaussian prior × Gaussian likelihood of a linear observation.
 		k := (t - c - floats.Dot(g, mu)) / (s2 + gsg)
 		out := make([]float64, s)
@@ -365,7 +340,7 @@ func (iv *Inverter) BlackBox(i int, release []float64, prior *Prior, s2 float64)
 	tau := 0.0
 	for it := 0; it < 100; it++ {
 		m := m0 + tau*gsg
-		_, d1, d2 := iv.cfg.Loss.derivs(m, t) // −log p = ℓ
+		_, d1, d2 := iv.Config().Loss.Derivs(m, t) // −log p = ℓ
 		grad := -tau*gsg - d1*gsg
 		hess := -gsg - d2*gsg*gsg
 		stepT := grad / hess
@@ -379,4 +354,14 @@ func (iv *Inverter) BlackBox(i int, release []float64, prior *Prior, s2 float64)
 		out[a] = mu[a] + sg.AtVec(a)*tau
 	}
 	return out, nil
+}
+
+// norm2 is the Euclidean norm of v, summed in order (the white-box attack's step
+// test, as in glm).
+func norm2(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x * x
+	}
+	return math.Sqrt(s)
 }

@@ -1,4 +1,4 @@
-package glm
+package attack
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package transcript_test
+package train_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/dpfil/dpfil/train"
-	"github.com/dpfil/dpfil/train/transcript"
+	"github.com/dpfil/dpfil/transcript"
 )
 
 var errCrash = errors.New("simulated crash")
@@ -19,12 +19,12 @@ var errCrash = errors.New("simulated crash")
 // TestRecorderResume interrupts a recording run after it wrote steps past its
 // last checkpoint (and a torn record), resumes it, and checks that the transcripts
 // equal an uninterrupted run's byte for byte.
-func TestRecorderResume(t *testing.T) {
+func TestTranscriptRecorderResume(t *testing.T) {
 	cfg := train.DefaultConfig()
 	cfg.Model, cfg.TrainSubset, cfg.Batch, cfg.Steps, cfg.FILCoords = "mlp", 120, 10, 9, 0
 	cfg.Repeats, cfg.Seed, cfg.LR, cfg.Sigma = 2, 3, 0.2, 1.1
 	record := func(dir string, resume bool, crashAt [2]int) error {
-		rec := transcript.NewRecorder(dir, cfg)
+		rec := train.NewTranscriptRecorder(dir, cfg)
 		_, err := train.Run(context.Background(), cfg, train.Options{
 			Out: dir, Resume: resume, CheckpointEvery: 3,
 			OnStep: func(s train.StepRecord) error {
@@ -82,17 +82,17 @@ func TestRecorderResume(t *testing.T) {
 }
 
 // TestRecorderResumeMismatch: a transcript of another run is not continued.
-func TestRecorderResumeMismatch(t *testing.T) {
+func TestTranscriptRecorderResumeMismatch(t *testing.T) {
 	dir := t.TempDir()
 	cfg := train.DefaultConfig()
 	cfg.Model, cfg.TrainSubset, cfg.Batch, cfg.Steps, cfg.FILCoords = "mlp", 60, 10, 4, 0
-	rec := transcript.NewRecorder(dir, cfg)
+	rec := train.NewTranscriptRecorder(dir, cfg)
 	if _, err := train.Run(context.Background(), cfg, train.Options{OnStep: rec.OnStep}); err != nil {
 		t.Fatal(err)
 	}
 	other := cfg
 	other.Seed++
-	rec2 := transcript.NewRecorder(dir, other)
+	rec2 := train.NewTranscriptRecorder(dir, other)
 	_, err := train.Run(context.Background(), other, train.Options{OnStep: func(s train.StepRecord) error {
 		s.Step = 2 // pretend to resume at step 2
 		return rec2.OnStep(s)
@@ -104,11 +104,11 @@ func TestRecorderResumeMismatch(t *testing.T) {
 
 // Run records when asked, and keeps recording when it resumes a directory that
 // holds a transcript; the file equals the one a Recorder writes by hand.
-func TestRun(t *testing.T) {
+func TestRunWithTranscript(t *testing.T) {
 	cfg := train.DefaultConfig()
 	cfg.Model, cfg.TrainSubset, cfg.Batch, cfg.Steps, cfg.FILCoords, cfg.Seed = "mlp", 60, 10, 5, 0, 4
 	byHand := t.TempDir()
-	rec := transcript.NewRecorder(byHand, cfg)
+	rec := train.NewTranscriptRecorder(byHand, cfg)
 	if _, err := train.Run(context.Background(), cfg, train.Options{OnStep: rec.OnStep}); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestRun(t *testing.T) {
 	if ok, err := transcript.Exists(dir); ok || err != nil {
 		t.Fatalf("Exists before the run: %v, %v", ok, err)
 	}
-	if _, err := transcript.Run(context.Background(), cfg, train.Options{Out: dir}, true); err != nil {
+	if _, err := train.RunWithTranscript(context.Background(), cfg, train.Options{Out: dir}, true); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(filepath.Join(dir, transcript.File))
@@ -133,15 +133,15 @@ func TestRun(t *testing.T) {
 	if ok, err := transcript.Exists(dir); !ok || err != nil {
 		t.Fatalf("Exists after the run: %v, %v", ok, err)
 	}
-	if _, err := transcript.Run(context.Background(), cfg, train.Options{}, true); err == nil {
+	if _, err := train.RunWithTranscript(context.Background(), cfg, train.Options{}, true); err == nil {
 		t.Error("recording without a run directory: no error")
 	}
-	if _, err := transcript.Run(context.Background(), cfg, train.Options{Out: dir, OnStep: rec.OnStep}, true); err == nil {
+	if _, err := train.RunWithTranscript(context.Background(), cfg, train.Options{Out: dir, OnStep: rec.OnStep}, true); err == nil {
 		t.Error("recording with OnStep already set: no error")
 	}
 }
 
-func TestFileName(t *testing.T) {
+func TestTranscriptFileName(t *testing.T) {
 	for r, want := range []string{"transcript.bin", "transcript_r1.bin", "transcript_r2.bin"} {
 		if got := transcript.FileName(r); got != want {
 			t.Errorf("FileName(%d) = %q, want %q", r, got, want)
@@ -151,13 +151,13 @@ func TestFileName(t *testing.T) {
 
 // TestRunDiverged: a recording run that diverges leaves neither its checkpoint nor
 // its transcripts (nor the directory it created), and its error says so.
-func TestRunDiverged(t *testing.T) {
+func TestRunWithTranscriptDiverged(t *testing.T) {
 	cfg := train.DefaultConfig()
 	cfg.Model, cfg.TrainSubset, cfg.Batch, cfg.Steps, cfg.FILCoords, cfg.Seed = "mlp", 60, 10, 8, 0, 4
 	cfg.LR = 1e36
 	dir := filepath.Join(t.TempDir(), "run")
 	steps := 0
-	_, err := transcript.Run(context.Background(), cfg, train.Options{Out: dir, CheckpointEvery: 1,
+	_, err := train.RunWithTranscript(context.Background(), cfg, train.Options{Out: dir, CheckpointEvery: 1,
 		Progress: func(e train.Event) { steps = e.Step }}, true)
 	if !errors.Is(err, train.ErrDiverged) {
 		t.Fatalf("lr 1e36: err %v, want train.ErrDiverged", err)

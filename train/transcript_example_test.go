@@ -1,4 +1,4 @@
-package transcript_test
+package train_test
 
 import (
 	"context"
@@ -7,14 +7,13 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/dpfil/dpfil/attack"
 	"github.com/dpfil/dpfil/train"
-	"github.com/dpfil/dpfil/train/transcript"
+	"github.com/dpfil/dpfil/transcript"
 )
 
 // Train a small model while recording what an informed adversary sees, then read
 // the transcript back.
-func ExampleRun() {
+func ExampleRunWithTranscript() {
 	dir, err := os.MkdirTemp("", "transcript-example")
 	if err != nil {
 		log.Fatal(err)
@@ -22,10 +21,10 @@ func ExampleRun() {
 	defer os.RemoveAll(dir)
 	cfg := train.DefaultConfig()
 	cfg.Model, cfg.TrainSubset, cfg.Batch, cfg.Steps, cfg.FILCoords = "mlp", 100, 10, 3, 0
-	if _, err := transcript.Run(context.Background(), cfg, train.Options{Out: dir}, true); err != nil {
+	if _, err := train.RunWithTranscript(context.Background(), cfg, train.Options{Out: dir}, true); err != nil {
 		log.Fatal(err)
 	}
-	tr, err := attack.OpenTranscript(filepath.Join(dir, transcript.File))
+	tr, err := transcript.Open(filepath.Join(dir, transcript.File))
 	if err != nil {
 		log.Fatal(err)
 	}

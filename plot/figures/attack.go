@@ -1,8 +1,7 @@
-package plot
+package figures
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"image/color"
@@ -12,6 +11,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/dpfil/dpfil/attack"
+	"github.com/dpfil/dpfil/plot"
 
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -55,24 +57,6 @@ type AttackSweep struct {
 	Bounds []BoundPoint   `json:"bounds"` // by x
 }
 
-// sweepJSON is the part of sweep.json the figure needs.
-type sweepJSON struct {
-	Sweep   string    `json:"sweep"`
-	Values  []float64 `json:"values"`
-	Results []struct {
-		Gamma    *float64   `json:"gamma"`
-		GammaCI  [2]float64 `json:"gamma_ci"`
-		GammaRDP *float64   `json:"gamma_rdp"`
-		Kappa    float64    `json:"kappa"`
-		Attacks  map[string]struct {
-			Successes int        `json:"successes"`
-			Trials    int        `json:"trials"`
-			Rate      float64    `json:"success_rate"`
-			CI        [2]float64 `json:"success_ci"`
-		} `json:"attacks"`
-	} `json:"results"`
-}
-
 // ReadAttackSweep reads an attack sweep's sweep.json (format "json") or sweep.csv
 // (format "csv") and checks it: a known sweep variable, finite x values, rates and
 // interval ends in [0, 1] with low ≤ rate ≤ high, successes ≤ trials, and one bound
@@ -98,21 +82,15 @@ func ReadAttackSweep(r io.Reader, format string) (*AttackSweep, error) {
 }
 
 func readAttackJSON(r io.Reader) (*AttackSweep, error) {
-	var j sweepJSON
-	if err := json.NewDecoder(r).Decode(&j); err != nil {
-		return nil, fmt.Errorf("decode JSON: %w", err)
-	}
-	if len(j.Values) != len(j.Results) {
-		return nil, fmt.Errorf("%d values but %d results", len(j.Values), len(j.Results))
+	j, err := attack.ReadSweepReport(r)
+	if err != nil {
+		return nil, err
 	}
 	s := &AttackSweep{Sweep: j.Sweep}
 	series := map[string]*AttackSeries{}
 	for i, res := range j.Results {
 		x := j.Values[i]
-		if res.Gamma == nil || res.GammaRDP == nil {
-			return nil, fmt.Errorf("result %d (x = %v) has no gamma or gamma_rdp", i, x)
-		}
-		s.Bounds = append(s.Bounds, BoundPoint{X: x, Gamma: *res.Gamma, GammaLow: res.GammaCI[0], GammaHi: res.GammaCI[1], GammaRDP: *res.GammaRDP, Kappa: res.Kappa})
+		s.Bounds = append(s.Bounds, BoundPoint{X: x, Gamma: res.Gamma, GammaLow: res.GammaCI[0], GammaHi: res.GammaCI[1], GammaRDP: res.GammaRDP, Kappa: res.Kappa})
 		for a, st := range res.Attacks {
 			se := series[a]
 			if se == nil {
@@ -348,7 +326,7 @@ func Attack(s *AttackSweep, opt AttackOptions) (*gplot.Plot, error) {
 	}
 	if logX {
 		p.X.Scale = gplot.LogScale{}
-		p.X.Tick.Marker = decadeTicks{}
+		p.X.Tick.Marker = plot.DecadeTicks{}
 		p.X.Min, p.X.Max = lo/math.Pow(hi/lo, 0.05), hi*math.Pow(hi/lo, 0.05)
 	} else {
 		pad := 0.05 * (hi - lo)

@@ -1,4 +1,12 @@
-package attack
+// Package transcript is the file format of the adversary's transcripts: what an
+// informed adversary sees of a DP-SGD run (θ₀, every released noisy gradient sum
+// exactly as applied, the batches or the known points' membership, and the
+// hyperparameters), written by dpfil train (train.RunWithTranscript) and by the
+// attack game, and read and replayed by package attack (format: docs/attacks.md).
+//
+// It sits below both train and attack and imports neither, so that the trainer can
+// record and the attacks can read without an arrow running back up.
+package transcript
 
 import (
 	"bytes"
@@ -7,15 +15,42 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 )
+
+// File is the transcript of repeat 0 in a run directory; repeat r > 0 is FileName(r).
+const File = "transcript.bin"
+
+// FileName is the transcript file of repeat r: File for r = 0, transcript_r<r>.bin
+// otherwise.
+func FileName(r int) string {
+	if r == 0 {
+		return File
+	}
+	return fmt.Sprintf("transcript_r%d.bin", r)
+}
+
+// Exists reports whether dir already holds a transcript (a resumed run then keeps
+// recording).
+func Exists(dir string) (bool, error) {
+	_, err := os.Stat(filepath.Join(dir, File))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("run directory: %w", err)
+	}
+	return true, nil
+}
 
 // Transcript file format (little endian), version 1:
 //
 //	magic "DPFT", u16 version, u16 reserved
 //	records: u32 payload length n, u8 kind, n payload bytes, u32 CRC-32C of kind+payload
-//	  kind 1 header: JSON TranscriptHeader (first record)
+//	  kind 1 header: JSON Header (first record)
 //	  kind 2 init:   P float32, θ₀ (second record)
 //	  kind 3 step:   u32 t, u32 P, P float32 released gradient g_t, u32 m,
 //	                 ⌈m/8⌉ bytes: bit j = known point j was in the batch (m = 0: all were),
@@ -41,12 +76,12 @@ const (
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// TranscriptHeader is what the adversary is told besides the gradients: the
+// Header is what the adversary is told besides the gradients: the
 // hyperparameters and the known points, and how to replay θ_t. With Update "" (the
 // attack game) θ_{t+1} = θ_t − LR/BatchDenominator · g_t; with Update "momentum"
 // (dpfil train) the trainer's heavy-ball step with ḡ_t = g_t/BatchDenominator:
 // u = ḡ_t + WeightDecay·θ_t, v ← Momentum·v + u, θ_{t+1} = θ_t − LR·v (see Replay).
-type TranscriptHeader struct {
+type Header struct {
 	Format           string  `json:"format"` // "dpfil-transcript"
 	Model            string  `json:"model"`
 	Dataset          string  `json:"dataset,omitempty"`
@@ -75,16 +110,16 @@ type TranscriptHeader struct {
 	ConfigHash  string  `json:"config_hash,omitempty"`
 }
 
-// Update rules of TranscriptHeader.Update.
+// Update rules of Header.Update.
 const (
 	UpdateSGD      = ""         // θ ← θ − LR/BatchDenominator · g
 	UpdateMomentum = "momentum" // dpfil train's momentum SGD with weight decay
 )
 
-// TranscriptStep is one step as released: the privatised gradient and which known
+// Step is one step as released: the privatised gradient and which known
 // points were in the batch (nil: all of them), and for training transcripts the
 // batch's dataset indices (nil when not recorded).
-type TranscriptStep struct {
+type Step struct {
 	T           int
 	Released    []float32
 	KnownMember []bool
@@ -93,16 +128,16 @@ type TranscriptStep struct {
 
 // Transcript is a loaded transcript.
 type Transcript struct {
-	Header TranscriptHeader
+	Header Header
 	Theta0 []float32
-	Steps  []TranscriptStep
+	Steps  []Step
 	// Complete is true when the file was closed properly (index and trailer valid);
 	// false when it was recovered up to its last good record.
 	Complete bool
 }
 
-// TranscriptWriter appends a transcript to a file.
-type TranscriptWriter struct {
+// Writer appends a transcript to a file.
+type Writer struct {
 	f       *os.File
 	off     int64
 	offsets []uint64
@@ -112,8 +147,8 @@ type TranscriptWriter struct {
 	buf     bytes.Buffer
 }
 
-// CreateTranscript creates path and writes the header and θ₀.
-func CreateTranscript(path string, h TranscriptHeader, theta0 []float32) (*TranscriptWriter, error) {
+// Create creates path and writes the header and θ₀.
+func Create(path string, h Header, theta0 []float32) (*Writer, error) {
 	h.Format = "dpfil-transcript"
 	if h.ClipMode == "" {
 		h.ClipMode = "hard"
@@ -129,7 +164,7 @@ func CreateTranscript(path string, h TranscriptHeader, theta0 []float32) (*Trans
 	if err != nil {
 		return nil, fmt.Errorf("transcript: %w", err)
 	}
-	w := &TranscriptWriter{f: f, p: h.NumParams, known: len(h.Known)}
+	w := &Writer{f: f, p: h.NumParams, known: len(h.Known)}
 	var magic [8]byte
 	copy(magic[:], transcriptMagic)
 	binary.LittleEndian.PutUint16(magic[4:], transcriptVersion)
@@ -157,7 +192,7 @@ func f32bytes(dst []byte, v []float32) []byte {
 }
 
 // record appends one record and returns its offset.
-func (w *TranscriptWriter) record(kind byte, payload []byte) (int64, error) {
+func (w *Writer) record(kind byte, payload []byte) (int64, error) {
 	w.buf.Reset()
 	var hdr [5]byte
 	binary.LittleEndian.PutUint32(hdr[:], uint32(len(payload)))
@@ -179,7 +214,7 @@ func (w *TranscriptWriter) record(kind byte, payload []byte) (int64, error) {
 
 // WriteStep appends step t (steps must come in order 0, 1, …): the released
 // privatised gradient and the batch membership of the known points (nil = all).
-func (w *TranscriptWriter) WriteStep(t int, released []float64, knownMember []bool) error {
+func (w *Writer) WriteStep(t int, released []float64, knownMember []bool) error {
 	if len(released) != w.p {
 		return fmt.Errorf("transcript: step %d has %d values, want %d", t, len(released), w.p)
 	}
@@ -199,7 +234,7 @@ func (w *TranscriptWriter) WriteStep(t int, released []float64, knownMember []bo
 // the trainer applied it (float32) and the dataset indices of the batch (possibly
 // empty). Known-point membership is not written (training headers list no known
 // points: the batch indices say who was in).
-func (w *TranscriptWriter) WriteTrainStep(t int, released []float32, batch []int) error {
+func (w *Writer) WriteTrainStep(t int, released []float32, batch []int) error {
 	if len(released) != w.p {
 		return fmt.Errorf("transcript: step %d has %d values, want %d", t, len(released), w.p)
 	}
@@ -220,7 +255,7 @@ func (w *TranscriptWriter) WriteTrainStep(t int, released []float32, batch []int
 }
 
 // writeStep encodes and appends a step record; batch == nil omits the batch field.
-func (w *TranscriptWriter) writeStep(t int, released []float32, knownMember []bool, batch []int) error {
+func (w *Writer) writeStep(t int, released []float32, knownMember []bool, batch []int) error {
 	if t != w.next {
 		return fmt.Errorf("transcript: step %d written after step %d", t, w.next-1)
 	}
@@ -255,15 +290,15 @@ func (w *TranscriptWriter) writeStep(t int, released []float32, knownMember []bo
 }
 
 // Steps is the number of steps written so far.
-func (w *TranscriptWriter) Steps() int { return w.next }
+func (w *Writer) Steps() int { return w.next }
 
-// ResumeTranscript reopens the transcript at path to continue writing at step
+// Resume reopens the transcript at path to continue writing at step
 // `steps` (a run resumed from a checkpoint taken after that many steps): it checks
-// that the file's header equals h (as CreateTranscript would write it), keeps θ₀ and
+// that the file's header equals h (as Create would write it), keeps θ₀ and
 // the first `steps` step records, cuts off everything after them (steps recorded
 // after the checkpoint, the index and trailer of a closed file, a torn record) and
 // appends from there. The file must hold at least `steps` intact step records.
-func ResumeTranscript(path string, h TranscriptHeader, steps int) (*TranscriptWriter, error) {
+func Resume(path string, h Header, steps int) (*Writer, error) {
 	h.Format = "dpfil-transcript"
 	if h.ClipMode == "" {
 		h.ClipMode = "hard"
@@ -327,11 +362,11 @@ func ResumeTranscript(path string, h TranscriptHeader, steps int) (*TranscriptWr
 		f.Close()
 		return nil, fmt.Errorf("transcript: resume: %w", err)
 	}
-	return &TranscriptWriter{f: f, off: off, offsets: offsets, p: h.NumParams, known: len(h.Known), next: steps}, nil
+	return &Writer{f: f, off: off, offsets: offsets, p: h.NumParams, known: len(h.Known), next: steps}, nil
 }
 
 // Close writes the index and the trailer and closes the file.
-func (w *TranscriptWriter) Close() error {
+func (w *Writer) Close() error {
 	b := binary.LittleEndian.AppendUint32(nil, uint32(len(w.offsets)))
 	for _, o := range w.offsets {
 		b = binary.LittleEndian.AppendUint64(b, o)
@@ -384,11 +419,11 @@ func readRecord(data []byte, off int64) (kind byte, payload []byte, next int64, 
 	return kind, payload, end, nil
 }
 
-// OpenTranscript reads and verifies a transcript. A properly closed file is read
+// Open reads and verifies a transcript. A properly closed file is read
 // through its index; otherwise records are read in order up to the last good one
 // (a crash leaves a torn final record, which is dropped). Any other damage is an
 // error naming the offending record.
-func OpenTranscript(path string) (*Transcript, error) {
+func Open(path string) (*Transcript, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("transcript: %w", err)
@@ -539,7 +574,7 @@ func (tr *Transcript) apply(kind byte, p []byte) error {
 		if int(binary.LittleEndian.Uint32(p[4:])) != P {
 			return fmt.Errorf("step %d has a different parameter count", t)
 		}
-		s := TranscriptStep{T: t, Released: make([]float32, P)}
+		s := Step{T: t, Released: make([]float32, P)}
 		for i := range s.Released {
 			s.Released[i] = math.Float32frombits(binary.LittleEndian.Uint32(p[8+4*i:]))
 		}
@@ -585,82 +620,15 @@ func (tr *Transcript) apply(kind byte, p []byte) error {
 	return nil
 }
 
-// Observations replays the transcript as the informed adversary: θ_t from θ₀ and the
-// released gradients, and ḡ_t = g_t − Σ clip_C(∇ℓ(θ_t, z)) over the known points z in
-// step t's batch. knownX/knownY are D₋ in the header's Known order.
-func (tr *Transcript) Observations(net Net, knownX []float64, knownY []int) ([]Observation, error) {
-	h := tr.Header
-	P := h.NumParams
-	if len(h.Known) > 0 && h.ClipMode != "hard" {
-		return nil, fmt.Errorf("replay: the known points' gradients are subtracted with hard clipping, the transcript used %q clipping", h.ClipMode)
-	}
-	if net == nil {
-		return nil, fmt.Errorf("replay: no network")
-	}
-	if net.NumParams() != P {
-		return nil, fmt.Errorf("replay: network has %d parameters, transcript %d", net.NumParams(), P)
-	}
-	d := net.InputDim()
-	if len(knownY) != len(h.Known) || len(knownX) != len(knownY)*d {
-		return nil, fmt.Errorf("replay: %d known points given, transcript has %d", len(knownY), len(h.Known))
-	}
-	rp := tr.newReplayer()
-	theta := rp.theta
-	grads := make([]float64, gradChunk*P)
-	obs := make([]Observation, 0, len(tr.Steps))
-	for _, s := range tr.Steps {
-		o := Observation{Theta: append([]float64(nil), theta...), GBar: make([]float64, P)}
-		for i, v := range s.Released {
-			o.GBar[i] = float64(v)
-		}
-		var x []float64
-		var y []int
-		flush := func() error {
-			n := len(y)
-			if n == 0 {
-				return nil
-			}
-			if err := net.PerSampleGrads(theta, x, y, n, grads[:n*P], nil); err != nil {
-				return fmt.Errorf("replay step %d: %w", s.T, err)
-			}
-			clipRows(grads, n, P, h.Clip, nil)
-			for k := 0; k < n; k++ {
-				for i, v := range grads[k*P : (k+1)*P] {
-					o.GBar[i] -= v
-				}
-			}
-			x, y = x[:0], y[:0]
-			return nil
-		}
-		for j := range knownY {
-			if s.KnownMember != nil && !s.KnownMember[j] {
-				continue
-			}
-			x = append(x, knownX[j*d:(j+1)*d]...)
-			y = append(y, knownY[j])
-			if len(y) == gradChunk {
-				if err := flush(); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if err := flush(); err != nil {
-			return nil, err
-		}
-		obs = append(obs, o)
-		rp.step(s.Released)
-	}
-	return obs, nil
-}
-
-// replayer rebuilds θ_t from θ₀ and the released gradients with the header's update.
-type replayer struct {
-	h          TranscriptHeader
+// Replayer rebuilds θ_t from θ₀ and the released gradients with the header's update.
+type Replayer struct {
+	h          Header
 	theta, vel []float64
 }
 
-func (tr *Transcript) newReplayer() *replayer {
-	r := &replayer{h: tr.Header, theta: make([]float64, len(tr.Theta0))}
+// NewReplayer returns a replayer at θ₀.
+func (tr *Transcript) NewReplayer() *Replayer {
+	r := &Replayer{h: tr.Header, theta: make([]float64, len(tr.Theta0))}
 	for i, v := range tr.Theta0 {
 		r.theta[i] = float64(v)
 	}
@@ -670,10 +638,10 @@ func (tr *Transcript) newReplayer() *replayer {
 	return r
 }
 
-// step applies one update. The momentum rule is written operation for operation
+// Step applies one update. The momentum rule is written operation for operation
 // like dpfil train's optimiser (explicit conversions forbid fused multiply-adds),
 // so the replay is bit-identical to the trainer's float64 master parameters.
-func (r *replayer) step(released []float32) {
+func (r *Replayer) Step(released []float32) {
 	h := r.h
 	if h.Update == UpdateSGD {
 		step := h.LR / h.BatchDenominator
@@ -690,12 +658,15 @@ func (r *replayer) step(released []float32) {
 	}
 }
 
+// Theta is θ_t before the next Step (the replayer's own slice: copy it to keep it).
+func (r *Replayer) Theta() []float64 { return r.theta }
+
 // Replay rebuilds the parameters from θ₀ and the released gradients: it calls each
 // (when non-nil) with θ_t before step t's update and returns θ_n after the last
 // recorded step, in float64 (dpfil train's master parameters; its params.npy holds
 // their float32 rounding).
 func (tr *Transcript) Replay(each func(t int, theta []float64) error) ([]float64, error) {
-	rp := tr.newReplayer()
+	rp := tr.NewReplayer()
 	for _, s := range tr.Steps {
 		if len(s.Released) != len(rp.theta) {
 			return nil, fmt.Errorf("replay: step %d has %d values, want %d", s.T, len(s.Released), len(rp.theta))
@@ -705,60 +676,7 @@ func (tr *Transcript) Replay(each func(t int, theta []float64) error) ([]float64
 				return nil, fmt.Errorf("replay step %d: %w", s.T, err)
 			}
 		}
-		rp.step(s.Released)
+		rp.Step(s.Released)
 	}
 	return rp.theta, nil
-}
-
-// PriorScores computes the prior-aware attacks' statistics (see Scores) of the
-// candidates (x, y) (K samples) from the observations.
-func PriorScores(net Net, obs []Observation, x []float64, y []int, clip float64) (Scores, error) {
-	K, P := len(y), net.NumParams()
-	if K == 0 || len(x) != K*net.InputDim() {
-		return Scores{}, fmt.Errorf("prior scores: %d candidates with %d values", K, len(x))
-	}
-	ci := make([]float64, K*P)
-	norms := make([]float64, K)
-	sc := Scores{}
-	c2 := clip * clip
-	for t, o := range obs {
-		if len(o.GBar) != P {
-			return Scores{}, fmt.Errorf("prior scores: step %d observation has %d values, want %d", t, len(o.GBar), P)
-		}
-		if err := net.PerSampleGrads(o.Theta, x, y, K, ci, nil); err != nil {
-			return Scores{}, fmt.Errorf("prior scores step %d: %w", t, err)
-		}
-		clipRows(ci, K, P, clip, norms)
-		dot := make([]float64, K)
-		nsq := make([]float64, K)
-		for k := 0; k < K; k++ {
-			d := 0.0
-			for i, v := range ci[k*P : (k+1)*P] {
-				d += v * o.GBar[i]
-			}
-			dot[k] = d / c2
-			nsq[k] = norms[k] * norms[k] / c2
-		}
-		sc.Dot = append(sc.Dot, dot)
-		sc.NormSq = append(sc.NormSq, nsq)
-	}
-	return sc, nil
-}
-
-// Decide applies the prior-aware attacks (Algorithm 2, Algorithm 3 with top ⌈qT⌉
-// terms, App. G log-likelihood) to scores and returns each one's guessed candidate.
-func Decide(s Scores, q, sigma float64) (map[string]int, error) {
-	if len(s.Dot) == 0 || len(s.Dot[0]) == 0 || len(s.NormSq) != len(s.Dot) {
-		return nil, fmt.Errorf("decide: empty or malformed scores")
-	}
-	for t := range s.Dot {
-		if len(s.Dot[t]) != len(s.Dot[0]) || len(s.NormSq[t]) != len(s.Dot[0]) {
-			return nil, fmt.Errorf("decide: step %d scores %d/%d candidates, want %d", t, len(s.Dot[t]), len(s.NormSq[t]), len(s.Dot[0]))
-		}
-	}
-	if !(q > 0 && q <= 1) || !(sigma >= 0) {
-		return nil, fmt.Errorf("decide: q = %v, σ = %v out of range", q, sigma)
-	}
-	c := GameConfig{Q: q, Steps: len(s.Dot)}
-	return decide(s, q, sigma, c.TopK()), nil
 }

@@ -1,10 +1,11 @@
-package plot
+package figures
 
 import (
 	"fmt"
 	"image/color"
 	"math"
 
+	"github.com/dpfil/dpfil/plot"
 	"github.com/dpfil/dpfil/sweep"
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -107,7 +108,7 @@ func Pareto(series []ParetoSeries, opt ParetoOptions) (*gplot.Plot, error) {
 }
 
 // pareto is Pareto, also returning the legend (which records where it was drawn).
-func pareto(series []ParetoSeries, opt ParetoOptions) (*gplot.Plot, *insetLegend, error) {
+func pareto(series []ParetoSeries, opt ParetoOptions) (*gplot.Plot, *plot.InsetLegend, error) {
 	p := gplot.New()
 	p.Title.Text = opt.Title
 	p.X.Label.Text = "test accuracy"
@@ -118,11 +119,11 @@ func pareto(series []ParetoSeries, opt ParetoOptions) (*gplot.Plot, *insetLegend
 	}
 	p.Y.Label.Text = "MSE lower bound"
 	p.Y.Scale = gplot.LogScale{}
-	p.Y.Tick.Marker = decadeTicks{}
-	p.X.Tick.Marker = linearTicks{Labels: 4}
+	p.Y.Tick.Marker = plot.DecadeTicks{}
+	p.X.Tick.Marker = plot.LinearTicks{Labels: 4}
 	// Inside the data area, preferably top right: high accuracy and high bound at
 	// once is the region the privacy–utility trade-off leaves empty.
-	legend := newInsetLegend()
+	legend := plot.NewInsetLegend()
 	p.Add(plotter.NewGrid())
 
 	ymin, ymax := 1.0, 1.0 // the MSE = 1 line is always shown
@@ -161,12 +162,12 @@ func pareto(series []ParetoSeries, opt ParetoOptions) (*gplot.Plot, *insetLegend
 		legend.Add(s.Label, sc, ln)
 		var line [][2]float64
 		for _, q := range pts {
-			legend.avoid = append(legend.avoid, [2]float64{q.Accuracy, q.Bound})
+			legend.Avoid([2]float64{q.Accuracy, q.Bound})
 		}
 		for _, q := range front {
 			line = append(line, [2]float64{q.Accuracy, q.Bound})
 		}
-		legend.avoidLine(line, true)
+		legend.AvoidLine(line, true)
 	}
 	if total == 0 {
 		return nil, nil, fmt.Errorf("pareto: no points with a positive finite bound to plot")

@@ -1,4 +1,4 @@
-package attack
+package transcript
 
 import (
 	"math"
@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-func trainHeader() TranscriptHeader {
-	return TranscriptHeader{Model: "test", NumParams: 3, Steps: 4, Q: 0.25, Sigma: 1, Clip: 1, ClipMode: "smooth",
+func trainHeader() Header {
+	return Header{Model: "test", NumParams: 3, Steps: 4, Q: 0.25, Sigma: 1, Clip: 1, ClipMode: "smooth",
 		LR: 0.5, BatchDenominator: 2, Seed: 9, Update: UpdateMomentum, Momentum: 0.5, WeightDecay: 0.1,
 		Sampling: "shuffle", NTrain: 8, ConfigHash: "abc"}
 }
@@ -20,7 +20,7 @@ var trainBatch = [][]int{{0, 7}, {3, 1}, {}, {6, 2}}
 
 func writeTrainTranscript(t *testing.T, path string, steps int, close bool) {
 	t.Helper()
-	w, err := CreateTranscript(path, trainHeader(), []float32{1, 0.5, -1})
+	w, err := Create(path, trainHeader(), []float32{1, 0.5, -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func writeTrainTranscript(t *testing.T, path string, steps int, close bool) {
 func TestTrainTranscriptRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.bin")
 	writeTrainTranscript(t, path, 4, true)
-	tr, err := OpenTranscript(path)
+	tr, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,11 +80,6 @@ func TestTrainTranscriptRoundTrip(t *testing.T) {
 			t.Fatalf("replayed θ %v, by hand %v", got, theta)
 		}
 	}
-	// smooth clipping: the known-point subtraction of Observations does not apply
-	tr.Header.Known = []int{1}
-	if _, err := tr.Observations(nil, nil, nil); err == nil || !strings.Contains(err.Error(), "clipping") {
-		t.Fatalf("Observations on a smooth-clipped transcript with known points: %v", err)
-	}
 }
 
 // TestResumeTranscript continues crashed and closed files from a step and compares
@@ -110,7 +105,7 @@ func TestResumeTranscript(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(dir, tc.name)
 			writeTrainTranscript(t, p, tc.written, tc.closed)
-			w, err := ResumeTranscript(p, trainHeader(), tc.from)
+			w, err := Resume(p, trainHeader(), tc.from)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,7 +133,7 @@ func TestResumeTranscript(t *testing.T) {
 	other.Seed++
 	for _, tc := range []struct {
 		name string
-		h    TranscriptHeader
+		h    Header
 		from int
 		err  string
 	}{
@@ -149,7 +144,7 @@ func TestResumeTranscript(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(dir, "bad-"+tc.name)
 			writeTrainTranscript(t, p, 2, false)
-			if _, err := ResumeTranscript(p, tc.h, tc.from); err == nil || !strings.Contains(err.Error(), tc.err) {
+			if _, err := Resume(p, tc.h, tc.from); err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Fatalf("error %v, want one mentioning %q", err, tc.err)
 			}
 		})
@@ -192,7 +187,7 @@ func TestTrainTranscriptBadBatch(t *testing.T) {
 func BenchmarkWriteTrainStep(b *testing.B) {
 	h := trainHeader()
 	h.NumParams, h.NTrain, h.BatchDenominator = 7960, 60000, 600
-	w, err := CreateTranscript(filepath.Join(b.TempDir(), "t.bin"), h, make([]float32, h.NumParams))
+	w, err := Create(filepath.Join(b.TempDir(), "t.bin"), h, make([]float32, h.NumParams))
 	if err != nil {
 		b.Fatal(err)
 	}
