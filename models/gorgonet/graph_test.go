@@ -343,9 +343,14 @@ func TestGraphEqualsEngine(t *testing.T) {
 	}
 }
 
-// TestGraphNoSecondOrder: FILSqNorms refuses with ErrNoSecondOrder and writes nothing.
+// TestGraphNoSecondOrder: through the float32 Model interface, a graph with an op
+// that has no forward-over-reverse rule (Pow) refuses FIL with ErrNoSecondOrder,
+// says why, and writes nothing; a graph of covered ops computes it.
 func TestGraphNoSecondOrder(t *testing.T) {
-	m, err := FromGraph(denseTanh(t, 4, 3, 2))
+	oc := opCase{name: "pow", xs: []int{1, 4}, body: func(b *gb, x *G.Node) *G.Node {
+		return b.must(G.Pow(b.must(G.Exp(b.affine("l1", x, 3))), b.konst("two", 2)))
+	}}
+	m, err := FromGraph(oc.spec(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,11 +360,21 @@ func TestGraphNoSecondOrder(t *testing.T) {
 	if !errors.Is(err, ErrNoSecondOrder) || !errors.Is(m.SecondOrderErr(), ErrNoSecondOrder) {
 		t.Fatalf("FILSqNorms: %v", err)
 	}
-	if !strings.Contains(err.Error(), "second-order") || !strings.Contains(err.Error(), "Grad") {
+	if !strings.Contains(err.Error(), "second-order") || !strings.Contains(err.Error(), "Grad") || !strings.Contains(err.Error(), "^") {
 		t.Errorf("the error does not say why: %v", err)
 	}
 	if out[0] != -1 {
 		t.Errorf("FILSqNorms wrote %v", out)
+	}
+	ok, err := FromGraph(denseTanh(t, 4, 3, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ok.SecondOrderErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ok.FILSqNorms(ok.Init(1), []float32{0.1, 0.2, 0.3, 0.4}, []int{1}, models.Clip{C: 1}, [][]int{{0, 3}}, out); err != nil || !(out[0] > 0) {
+		t.Errorf("covered ops: FILSqNorms %v, %v", out, err)
 	}
 }
 
