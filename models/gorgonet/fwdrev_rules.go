@@ -619,25 +619,27 @@ func im2colOf(op G.Op, in, out []int) (rule, error) {
 		p[j] = v
 	}
 	kh, kw, ph, pw, sh, sw, dh, dw := p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]
-	if len(in) != 4 || len(out) != 4 || in[0] != 1 {
-		return nil, fmt.Errorf("im2col of %v (want a one-sample (1, C, H, W))", in)
+	if len(in) != 4 || len(out) != 4 {
+		return nil, fmt.Errorf("im2col of %v (want (B, C, H, W))", in)
 	}
-	C, H, W := in[1], in[2], in[3]
+	B, C, H, W := in[0], in[1], in[2], in[3]
 	oh, ow := out[1], out[2]
-	if out[3] != C*kh*kw {
+	if out[0] != B || out[3] != C*kh*kw || oh != (H+2*ph-(dh*(kh-1)+1))/sh+1 || ow != (W+2*pw-(dw*(kw-1)+1))/sw+1 {
 		return nil, fmt.Errorf("im2col output %v for input %v", out, in)
 	}
 	b := newLinBuilder()
-	for r := 0; r < oh; r++ {
-		for c := 0; c < ow; c++ {
-			for ch := 0; ch < C; ch++ {
-				for i := 0; i < kh; i++ {
-					for j := 0; j < kw; j++ {
-						y, x := -ph+i*dh+r*sh, -pw+j*dw+c*sw
-						if y >= 0 && y < H && x >= 0 && x < W {
-							b.add(0, (ch*H+y)*W+x, 1)
+	for bi := 0; bi < B; bi++ {
+		for r := 0; r < oh; r++ {
+			for c := 0; c < ow; c++ {
+				for ch := 0; ch < C; ch++ {
+					for i := 0; i < kh; i++ {
+						for j := 0; j < kw; j++ {
+							y, x := -ph+i*dh+r*sh, -pw+j*dw+c*sw
+							if y >= 0 && y < H && x >= 0 && x < W {
+								b.add(0, ((bi*C+ch)*H+y)*W+x, 1)
+							}
+							b.endRow()
 						}
-						b.endRow()
 					}
 				}
 			}
