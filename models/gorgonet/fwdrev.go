@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"gonum.org/v1/gonum/floats"
 	G "gorgonia.org/gorgonia"
 
 	"github.com/dpfil/dpfil/models"
@@ -495,10 +496,8 @@ func (m *GraphModel) progFILSqNorms(params, x []float64, y []int, clip models.Cl
 					g := e.g[m.ptens[pi].Offset : m.ptens[pi].Offset+m.ptens[pi].Size]
 					sz := len(g)
 					gt := e.adjT[ni][j*sz : (j+1)*sz]
-					for q, v := range gt {
-						gd += g[q] * v
-						dd += v * v
-					}
+					gd += floats.Dot(g, gt)
+					dd += floats.Dot(gt, gt)
 				}
 				acc += models.ClippedTangentSqNorm(clip, gg, gd, dd)
 			}

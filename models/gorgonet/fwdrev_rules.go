@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"strings"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas64"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -1198,35 +1196,38 @@ func matmulOf(op G.Op, a, b, out []int) (rule, error) {
 	return r, nil
 }
 
-func tr(t bool) blas.Transpose {
-	if t {
-		return blas.Trans
-	}
-	return blas.NoTrans
+// mul adds op(A)·op(B) to C (m×n, row length n).
+func (r mmRule) mul(A, B, C []float64) { r.mulS(A, B, C, false) }
+
+// gemmD is gemmS with a sparsity flag.
+func gemmD(sparse, tA, tB bool, m, n, p int, A []float64, lda int, B []float64, ldb int, C []float64, ldc int) {
+	gemmS(sparse, tA, tB, m, n, p, A, lda, B, ldb, C, ldc)
 }
 
-var impl = blas64.Implementation()
-
-// mul adds op(A)·op(B) to C (m×n, row length n).
-func (r mmRule) mul(A, B, C []float64) {
-	impl.Dgemm(tr(r.tA), tr(r.tB), r.m, r.n, r.p, 1, A, r.lda, B, r.ldb, 1, C, r.n)
+// mulS is mul, skipping zeros when sparse (tangent operands).
+func (r mmRule) mulS(A, B, C []float64, sparse bool) {
+	gemmD(sparse, r.tA, r.tB, r.m, r.n, r.p, A, r.lda, B, r.ldb, C, r.n)
 }
 
 // gradA adds the adjoint of A for output adjoint D to dA (stored like A).
-func (r mmRule) gradA(D, B, dA []float64) {
+func (r mmRule) gradA(D, B, dA []float64) { r.gradAS(D, B, dA, false) }
+
+func (r mmRule) gradAS(D, B, dA []float64, sparse bool) {
 	if !r.tA { // dA (m×p) += D·op(B)ᵀ
-		impl.Dgemm(blas.NoTrans, tr(!r.tB), r.m, r.p, r.n, 1, D, r.n, B, r.ldb, 1, dA, r.lda)
+		gemmD(sparse, false, !r.tB, r.m, r.p, r.n, D, r.n, B, r.ldb, dA, r.lda)
 	} else { // dA (p×m) += op(B)·Dᵀ
-		impl.Dgemm(tr(r.tB), blas.Trans, r.p, r.m, r.n, 1, B, r.ldb, D, r.n, 1, dA, r.lda)
+		gemmD(sparse, r.tB, true, r.p, r.m, r.n, B, r.ldb, D, r.n, dA, r.lda)
 	}
 }
 
 // gradB adds the adjoint of B for output adjoint D to dB (stored like B).
-func (r mmRule) gradB(A, D, dB []float64) {
+func (r mmRule) gradB(A, D, dB []float64) { r.gradBS(A, D, dB, false) }
+
+func (r mmRule) gradBS(A, D, dB []float64, sparse bool) {
 	if !r.tB { // dB (p×n) += op(A)ᵀ·D
-		impl.Dgemm(tr(!r.tA), blas.NoTrans, r.p, r.n, r.m, 1, A, r.lda, D, r.n, 1, dB, r.ldb)
+		gemmD(sparse, !r.tA, false, r.p, r.n, r.m, A, r.lda, D, r.n, dB, r.ldb)
 	} else { // dB (n×p) += Dᵀ·op(A)
-		impl.Dgemm(blas.Trans, tr(r.tA), r.n, r.p, r.m, 1, D, r.n, A, r.lda, 1, dB, r.ldb)
+		gemmD(sparse, true, r.tA, r.n, r.p, r.m, D, r.n, A, r.lda, dB, r.ldb)
 	}
 }
 
@@ -1243,15 +1244,19 @@ func (r mmRule) tangent(e *env, pr *program, i int) {
 	clear(tC)
 	na, nb, nc := len(A), len(B), r.m*r.n
 	if tA != nil && !r.tA { // all directions in one product: (k·m × p)·op(B)
-		impl.Dgemm(blas.NoTrans, tr(r.tB), e.k*r.m, r.n, r.p, 1, tA, r.lda, B, r.ldb, 1, tC, r.n)
+		gemm(false, r.tB, e.k*r.m, r.n, r.p, tA, r.lda, B, r.ldb, tC, r.n)
 		tA = nil
+	}
+	if tB != nil && r.n == 1 { // op(B) is a column: Ċ (k × m) = Ḃ (k × p)·op(A)ᵀ
+		gemm(false, !r.tA, e.k, r.m, r.p, tB, r.p, A, r.lda, tC, r.m)
+		tB = nil
 	}
 	for q := 0; q < e.k; q++ {
 		if tA != nil {
-			r.mul(tA[q*na:(q+1)*na], B, tC[q*nc:(q+1)*nc])
+			r.mulS(tA[q*na:(q+1)*na], B, tC[q*nc:(q+1)*nc], true)
 		}
 		if tB != nil {
-			r.mul(A, tB[q*nb:(q+1)*nb], tC[q*nc:(q+1)*nc])
+			r.mulS(A, tB[q*nb:(q+1)*nb], tC[q*nc:(q+1)*nc], true)
 		}
 	}
 }
@@ -1273,22 +1278,28 @@ func (r mmRule) backwardTangent(e *env, pr *program, i int) {
 	na, nb, nc := len(A), len(B), r.m*r.n
 	if dtA != nil {
 		if !r.tA { // all directions at once: (k·m × n)·op(B)ᵀ
-			impl.Dgemm(blas.NoTrans, tr(!r.tB), e.k*r.m, r.p, r.n, 1, dtC, r.n, B, r.ldb, 1, dtA, r.lda)
+			gemmDense(false, !r.tB, e.k*r.m, r.p, r.n, dtC, r.n, B, r.ldb, dtA, r.lda)
 		}
 		for q := 0; q < e.k; q++ {
 			if r.tA {
 				r.gradA(dtC[q*nc:(q+1)*nc], B, dtA[q*na:(q+1)*na])
 			}
 			if tB != nil {
-				r.gradA(D, tB[q*nb:(q+1)*nb], dtA[q*na:(q+1)*na])
+				r.gradAS(D, tB[q*nb:(q+1)*nb], dtA[q*na:(q+1)*na], true)
 			}
 		}
 	}
 	if dtB != nil {
+		stacked := r.n == 1
+		if stacked { // op(B) is a column: δ̇B (k × p) += δ̇C (k × m)·op(A)
+			gemmDense(false, r.tA, e.k, r.p, r.m, dtC, r.m, A, r.lda, dtB, r.p)
+		}
 		for q := 0; q < e.k; q++ {
-			r.gradB(A, dtC[q*nc:(q+1)*nc], dtB[q*nb:(q+1)*nb])
+			if !stacked {
+				r.gradB(A, dtC[q*nc:(q+1)*nc], dtB[q*nb:(q+1)*nb])
+			}
 			if tA != nil {
-				r.gradB(tA[q*na:(q+1)*na], D, dtB[q*nb:(q+1)*nb])
+				r.gradBS(tA[q*na:(q+1)*na], D, dtB[q*nb:(q+1)*nb], true)
 			}
 		}
 	}
