@@ -44,6 +44,10 @@ type pnode struct {
 	dep    bool // depends on the input x: carries a forward tangent
 	adj    bool // a parameter reaches the loss through it: carries an adjoint
 	logits bool // an ancestor of the logits (evaluated by Logits)
+	// ownAdjT: the node's only consumer is a matrix product, whose first
+	// contribution overwrites the node's adjoint tangent, so tangents() does not
+	// clear it.
+	ownAdjT bool
 }
 
 const (
@@ -173,6 +177,22 @@ func compile(spec *GraphSpec) (*program, error) {
 	for i := range pr.nodes {
 		pr.nodes[i].adj = reach[i] && toLoss[i]
 	}
+	uses := make([]int, len(pr.nodes))
+	mmUse := make([]bool, len(pr.nodes))
+	for i := range pr.nodes {
+		n := &pr.nodes[i]
+		if n.r == nil || !n.adj || n.r.constOut() {
+			continue
+		}
+		_, mm := n.r.(mmRule)
+		for _, c := range n.in {
+			uses[c]++
+			mmUse[c] = mm
+		}
+	}
+	for i := range pr.nodes {
+		pr.nodes[i].ownAdjT = pr.nodes[i].adj && uses[i] == 1 && mmUse[i]
+	}
 	return pr, nil
 }
 
@@ -294,7 +314,7 @@ func (pr *program) tangents(e *env, coords []int) {
 		n.r.tangent(e, pr, i)
 	}
 	for i := range pr.nodes {
-		if t := e.adjTOf(i); t != nil {
+		if t := e.adjTOf(i); t != nil && !pr.nodes[i].ownAdjT {
 			clear(t)
 		}
 	}
@@ -422,18 +442,16 @@ func (m *GraphModel) progClippedGradSum(params, x []float64, y []int, clip model
 		}
 		losses[s] = l
 		m.prog.backward(e, m.ptens)
-		norm, sc := models.ClipVector(clip, e.g)
-		_ = sc
+		norm := math.Sqrt(floats.Dot(e.g, e.g))
 		if math.IsNaN(norm) || math.IsInf(norm, 0) {
 			return fmt.Errorf("%s: sample %d: gradient norm %v is not finite", m.arch.Name, s, norm)
 		}
+		sc, _ := clip.Scale(norm) // g̃ = sc·g (models.ClipVector's scale)
 		mu.Lock()
 		for turn != s {
 			cond.Wait()
 		}
-		for j, v := range e.g {
-			m.total[j] += v
-		}
+		floats.AddScaled(m.total, sc, e.g)
 		mu.Unlock()
 		return nil
 	})

@@ -8,19 +8,25 @@ import "gonum.org/v1/gonum/floats"
 // the sparser operand, so that products with one-hot input tangents cost what their
 // nonzeros do. Its result depends only on its operands (not on the worker).
 func gemm(tA, tB bool, m, n, p int, A []float64, lda int, B []float64, ldb int, C []float64, ldc int) {
-	gemmS(true, tA, tB, m, n, p, A, lda, B, ldb, C, ldc)
+	gemmS(true, false, tA, tB, m, n, p, A, lda, B, ldb, C, ldc)
 }
 
 // gemmDense is gemm for dense operands (values and adjoints): no zero counting, and
 // a matrix-vector product (n = 1) is a row of dot products.
 func gemmDense(tA, tB bool, m, n, p int, A []float64, lda int, B []float64, ldb int, C []float64, ldc int) {
-	gemmS(false, tA, tB, m, n, p, A, lda, B, ldb, C, ldc)
+	gemmS(false, false, tA, tB, m, n, p, A, lda, B, ldb, C, ldc)
 }
 
-func gemmS(sparse, tA, tB bool, m, n, p int, A []float64, lda int, B []float64, ldb int, C []float64, ldc int) {
+// gemmS is gemm (sparse) or gemmDense; with overwrite, C = op(A)·op(B) instead of
+// C += op(A)·op(B) (each row of C is cleared just before it is written, while it is
+// in cache).
+func gemmS(sparse, overwrite, tA, tB bool, m, n, p int, A []float64, lda int, B []float64, ldb int, C []float64, ldc int) {
 	if n == 1 && !tA && (tB || ldb == 1) && !sparse { // C[i] += ⟨A[i, :], b⟩, b contiguous
 		b := B[:p]
 		for i := 0; i < m; i++ {
+			if overwrite {
+				C[i*ldc] = 0
+			}
 			C[i*ldc] += floats.Dot(A[i*lda:i*lda+p], b)
 		}
 		return
@@ -44,6 +50,9 @@ func gemmS(sparse, tA, tB bool, m, n, p int, A []float64, lda int, B []float64, 
 	if nzA*n <= nzB*m { // rows of C: C[i, :] += op(A)[i, l]·op(B)[l, :]
 		for i := 0; i < m; i++ {
 			c := C[i*ldc : i*ldc+n]
+			if overwrite {
+				clear(c)
+			}
 			for l := 0; l < p; l++ {
 				a := at(i, l)
 				if a == 0 {
@@ -71,6 +80,11 @@ func gemmS(sparse, tA, tB bool, m, n, p int, A []float64, lda int, B []float64, 
 		return
 	}
 	// columns of C: C[:, j] += op(B)[l, j]·op(A)[:, l]
+	if overwrite {
+		for i := 0; i < m; i++ {
+			clear(C[i*ldc : i*ldc+n])
+		}
+	}
 	for j := 0; j < n; j++ {
 		for l := 0; l < p; l++ {
 			b := bt(l, j)

@@ -1201,7 +1201,7 @@ func (r mmRule) mul(A, B, C []float64) { r.mulS(A, B, C, false) }
 
 // gemmD is gemmS with a sparsity flag.
 func gemmD(sparse, tA, tB bool, m, n, p int, A []float64, lda int, B []float64, ldb int, C []float64, ldc int) {
-	gemmS(sparse, tA, tB, m, n, p, A, lda, B, ldb, C, ldc)
+	gemmS(sparse, false, tA, tB, m, n, p, A, lda, B, ldb, C, ldc)
 }
 
 // mulS is mul, skipping zeros when sparse (tangent operands).
@@ -1276,13 +1276,16 @@ func (r mmRule) backwardTangent(e *env, pr *program, i int) {
 	tA, tB, dtC := e.tanOf(in[0]), e.tanOf(in[1]), e.adjTOf(i)
 	dtA, dtB := e.adjTOf(in[0]), e.adjTOf(in[1])
 	na, nb, nc := len(A), len(B), r.m*r.n
+	// The first contribution to an input whose only consumer is this product
+	// overwrites its adjoint tangent (tangents() did not clear it).
+	owA, owB := pr.nodes[in[0]].ownAdjT, pr.nodes[in[1]].ownAdjT
 	if dtA != nil {
 		if !r.tA { // all directions at once: (k·m × n)·op(B)ᵀ
-			gemmDense(false, !r.tB, e.k*r.m, r.p, r.n, dtC, r.n, B, r.ldb, dtA, r.lda)
+			gemmS(false, owA, false, !r.tB, e.k*r.m, r.p, r.n, dtC, r.n, B, r.ldb, dtA, r.lda)
 		}
 		for q := 0; q < e.k; q++ {
-			if r.tA {
-				r.gradA(dtC[q*nc:(q+1)*nc], B, dtA[q*na:(q+1)*na])
+			if r.tA { // dA (p×m) += op(B)·Dᵀ
+				gemmS(false, owA, r.tB, true, r.p, r.m, r.n, B, r.ldb, dtC[q*nc:(q+1)*nc], r.n, dtA[q*na:(q+1)*na], r.lda)
 			}
 			if tB != nil {
 				r.gradAS(D, tB[q*nb:(q+1)*nb], dtA[q*na:(q+1)*na], true)
@@ -1292,11 +1295,16 @@ func (r mmRule) backwardTangent(e *env, pr *program, i int) {
 	if dtB != nil {
 		stacked := r.n == 1
 		if stacked { // op(B) is a column: δ̇B (k × p) += δ̇C (k × m)·op(A)
-			gemmDense(false, r.tA, e.k, r.p, r.m, dtC, r.m, A, r.lda, dtB, r.p)
+			gemmS(false, owB, false, r.tA, e.k, r.p, r.m, dtC, r.m, A, r.lda, dtB, r.p)
 		}
 		for q := 0; q < e.k; q++ {
 			if !stacked {
-				r.gradB(A, dtC[q*nc:(q+1)*nc], dtB[q*nb:(q+1)*nb])
+				dc, db := dtC[q*nc:(q+1)*nc], dtB[q*nb:(q+1)*nb]
+				if !r.tB { // dB (p×n) += op(A)ᵀ·D
+					gemmS(false, owB, !r.tA, false, r.p, r.n, r.m, A, r.lda, dc, r.n, db, r.ldb)
+				} else { // dB (n×p) += Dᵀ·op(A)
+					gemmS(false, owB, true, r.tA, r.n, r.p, r.m, dc, r.n, A, r.lda, db, r.ldb)
+				}
 			}
 			if tA != nil {
 				r.gradBS(tA[q*na:(q+1)*na], D, dtB[q*nb:(q+1)*nb], true)
