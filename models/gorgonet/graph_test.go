@@ -575,9 +575,11 @@ func TestGraphModelBadCalls(t *testing.T) {
 
 // BenchmarkGraphRoute times ClippedGradSum of a batch of 64 MNIST-sized inputs on a
 // 784→32→10 tanh MLP through the float32 models.Model interface: the engine
-// (models.NewCPUModel, all GOMAXPROCS workers) and the Gorgonia per-sample route
-// (float32 and float64 graphs, one tape run per sample), in wall time and process CPU
-// time per call. Run both in one process:
+// (models.NewCPUModel, all GOMAXPROCS workers) and Gorgonia's per-sample tape route
+// (float32 and float64 graphs, one tape run per sample; forced here, it is the
+// fallback for graphs with ops without a forward-over-reverse rule — the program's
+// own cost is BenchmarkGraphVsEngine's), in wall time and process CPU time per call.
+// Run both in one process:
 //
 //	go test -run '^$' -bench GraphRoute -cpu 1,2 ./models/gorgonet
 func BenchmarkGraphRoute(b *testing.B) {
@@ -594,6 +596,7 @@ func BenchmarkGraphRoute(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	g32.gorgoniaRoute, g64.gorgoniaRoute = true, true
 	rng := rand.New(rand.NewPCG(1, 2))
 	p := eng.Init(1)
 	x := make([]float32, n*d)
