@@ -356,27 +356,25 @@ func (m *GraphModel) envs(w, kmax int) []*env {
 	return m.envPool[:w]
 }
 
-// parallel runs f(e, s) for s = 0..n−1 on the workers; the first error wins.
+// parallel runs f(e, s) for every s = 0..n−1 on the workers, in increasing order of
+// s as the workers take them (f may wait for earlier samples: every sample is run,
+// even after an error); the error of the first failing sample is returned.
 func (m *GraphModel) parallel(n, kmax int, f func(e *env, s int) error) error {
 	w := m.nworkers(n)
 	es := m.envs(w, kmax)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make([]error, n)
-	var failed atomic.Bool
 	for i := 0; i < w; i++ {
 		wg.Add(1)
 		go func(e *env) {
 			defer wg.Done()
 			for {
 				s := int(next.Add(1) - 1)
-				if s >= n || failed.Load() {
+				if s >= n {
 					return
 				}
-				if err := f(e, s); err != nil {
-					errs[s] = err
-					failed.Store(true)
-				}
+				errs[s] = f(e, s)
 			}
 		}(es[i])
 	}
@@ -455,8 +453,6 @@ func (m *GraphModel) progClippedGradSum(params, x []float64, y []int, clip model
 		mu.Unlock()
 		return nil
 	})
-	// The deferred turn-keeping above increments turn; a failed run may leave
-	// samples untaken, which is fine: the error is returned.
 	return err
 }
 

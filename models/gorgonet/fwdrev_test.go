@@ -467,3 +467,31 @@ func TestGraphWorkersIdentical(t *testing.T) {
 		}
 	}
 }
+
+// TestGraphNonFiniteLossIsAnError: a sample whose loss is not finite (log of a
+// negative number) makes ClippedGradSum return an error naming it, with several
+// workers and samples after it (no deadlock in the ordered sum), and the model
+// still works on good samples afterwards.
+func TestGraphNonFiniteLossIsAnError(t *testing.T) {
+	m, err := FromGraph(unaryCase("log-negative", G.Log, false).spec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 12
+	p, x, y := randPoint(m, n, 2)
+	for i := range p {
+		p[i] = -math.Abs(p[i]) // negative pre-activations for inputs in [0, 1]
+	}
+	m.SetWorkers(3)
+	sum, losses := make([]float64, m.NumParams()), make([]float64, n)
+	err = m.ClippedGradSum64(p, x, y, models.Clip{C: 1}, sum, losses)
+	if err == nil || !strings.Contains(err.Error(), "not finite") {
+		t.Fatalf("err = %v", err)
+	}
+	for i := range p {
+		p[i] = math.Abs(p[i])
+	}
+	if err := m.ClippedGradSum64(p, x, y, models.Clip{C: 1}, sum, losses); err != nil {
+		t.Errorf("good point after a bad one: %v", err)
+	}
+}

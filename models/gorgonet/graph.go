@@ -521,8 +521,10 @@ func run(vm G.VM) (err error) {
 	return vm.RunAll()
 }
 
-// ClippedGradSum implements models.Model: per sample, the gradient of the loss from
-// the graph, clipped (models.ClipVector), summed in float64 and rounded once to sum.
+// ClippedGradSum implements models.Model: per sample, the gradient of the loss (by
+// the program's reverse rules, samples in parallel, or Gorgonia's tape when an op
+// has no rule), clipped as models.Clip scales it, summed in float64 in sample order
+// and rounded once to sum.
 func (m *GraphModel) ClippedGradSum(params, x []float32, y []int, clip models.Clip, sum []float32, losses []float64) error {
 	if err := clippedGradSum(m, params, x, y, clip, losses); err != nil {
 		return err
@@ -537,7 +539,8 @@ func (m *GraphModel) ClippedGradSum(params, x []float32, y []int, clip models.Cl
 }
 
 // ClippedGradSum64 is ClippedGradSum with float64 parameters, inputs and sum (exact
-// checks; a float32 graph still computes in float32).
+// checks). The program computes in float64 whatever the graph's dtype; Gorgonia's
+// tape (the fallback) computes in the graph's dtype.
 func (m *GraphModel) ClippedGradSum64(params, x []float64, y []int, clip models.Clip, sum []float64, losses []float64) error {
 	if len(sum) != m.p {
 		return fmt.Errorf("%s: sum buffer has %d values, want %d", m.arch.Name, len(sum), m.p)
