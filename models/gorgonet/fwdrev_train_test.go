@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -115,5 +116,20 @@ func TestTrainRunDFILEqualsFiniteDifferences(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTrainRunEtaNeedsEngine: η (fil_eta) needs the engine network's extra passes; a
+// graph model with FIL refuses it before training with a clear error, not a panic.
+func TestTrainRunEtaNeedsEngine(t *testing.T) {
+	m, err := FromGraph(opCase{name: "res", xs: []int{1, 1, 6, 6}, body: residualBody}.spec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := train.DefaultConfig().WithModel(m)
+	cfg.Dataset, cfg.Steps, cfg.Batch, cfg.FILCoords, cfg.FILEta = "tiny", 1, 5, 3, 5
+	_, err = train.Run(context.Background(), cfg, train.Options{Model: m, Data: tinySplit(5, 1)})
+	if err == nil || !strings.Contains(err.Error(), "fil_eta") {
+		t.Fatalf("err = %v", err)
 	}
 }
