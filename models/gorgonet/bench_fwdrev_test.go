@@ -67,3 +67,70 @@ func BenchmarkGraphVsEngine(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGraphVsEngineCNN is BenchmarkGraphVsEngine on mnist-cnn built as a graph
+// (ArchGraph, float64): clipped sum of 16 samples and the FIL step of 8 samples × 10
+// coordinates, engine (float32 CPU model) against the graph program.
+//
+//	go test -run '^$' -bench GraphVsEngineCNN -benchtime 3x ./models/gorgonet
+func BenchmarkGraphVsEngineCNN(b *testing.B) {
+	arch, err := models.ArchByName("mnist-cnn")
+	if err != nil {
+		b.Fatal(err)
+	}
+	eng, err := models.NewCPUModel(arch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec, toGraph, err := ArchGraph(arch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := FromGraph(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n, nf, kc = 16, 8, 10
+	p64, x64, y := RandomPoint(arch, n, 1)
+	gp64 := toGraph(p64)
+	p, gp, x := make([]float32, len(p64)), make([]float32, len(p64)), make([]float32, len(x64))
+	for i := range p64 {
+		p[i], gp[i] = float32(p64[i]), float32(gp64[i])
+	}
+	for i, v := range x64 {
+		x[i] = float32(v)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	coords := make([][]int, nf)
+	for i := range coords {
+		for j := 0; j < kc; j++ {
+			coords[i] = append(coords[i], rng.IntN(arch.InputDim()))
+		}
+	}
+	c := models.Clip{Mode: models.ClipSmooth, C: 1}
+	d := arch.InputDim()
+	for _, what := range []string{"sum", "fil"} {
+		for _, r := range []struct {
+			name string
+			m    models.Model
+			p    []float32
+		}{{"engine", eng, p}, {"graph", g, gp}} {
+			b.Run(what+"/"+r.name, func(b *testing.B) {
+				sum, losses, out := make([]float32, len(p)), make([]float64, n), make([]float64, nf)
+				cpu0 := cpuTime(b)
+				for i := 0; i < b.N; i++ {
+					var err error
+					if what == "sum" {
+						err = r.m.ClippedGradSum(r.p, x, y, c, sum, losses)
+					} else {
+						err = r.m.FILSqNorms(r.p, x[:nf*d], y[:nf], c, coords, out)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(cpuTime(b)-cpu0)/1e6/float64(b.N), "cpu-ms/op")
+			})
+		}
+	}
+}

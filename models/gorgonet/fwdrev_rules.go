@@ -222,6 +222,35 @@ type linRule struct {
 	from  []int32 // which input
 	src   []int32
 	w     []float64 // nil: all 1
+	// gather: out[o] = in₀[gather[o]] (−1: 0) when every row has at most one entry,
+	// of input 0, with weight 1 (Slice, Transpose, Repeat, im2col, one-input
+	// Reshape-like maps); nil otherwise.
+	gather []int32
+}
+
+// finish sets the gather fast path when the map allows it.
+func (r *linRule) finish() *linRule {
+	if r.w != nil {
+		return r
+	}
+	no := len(r.start) - 1
+	g := make([]int32, no)
+	for o := 0; o < no; o++ {
+		switch r.start[o+1] - r.start[o] {
+		case 0:
+			g[o] = -1
+		case 1:
+			j := r.start[o]
+			if r.from[j] != 0 {
+				return r
+			}
+			g[o] = r.src[j]
+		default:
+			return r
+		}
+	}
+	r.gather = g
+	return r
 }
 
 type linBuilder struct{ r linRule }
@@ -253,6 +282,17 @@ func (*linRule) constOut() bool { return false }
 func (r *linRule) forward(e *env, pr *program, i int) {
 	in := pr.nodes[i].in
 	y := e.val[i]
+	if r.gather != nil {
+		x := e.val[in[0]]
+		for o, s := range r.gather {
+			if s < 0 {
+				y[o] = 0
+			} else {
+				y[o] = x[s]
+			}
+		}
+		return
+	}
 	for o := range y {
 		var s float64
 		for j := r.start[o]; j < r.start[o+1]; j++ {
@@ -265,6 +305,21 @@ func (r *linRule) tangent(e *env, pr *program, i int) {
 	in := pr.nodes[i].in
 	ty := e.tanOf(i)
 	no := len(e.val[i])
+	if r.gather != nil {
+		tx := e.tanOf(in[0])
+		ni := len(e.val[in[0]])
+		for q := 0; q < e.k; q++ {
+			txq, tyq := tx[q*ni:(q+1)*ni], ty[q*no:(q+1)*no]
+			for o, s := range r.gather {
+				if s < 0 {
+					tyq[o] = 0
+				} else {
+					tyq[o] = txq[s]
+				}
+			}
+		}
+		return
+	}
 	clear(ty)
 	for q := 0; q < e.k; q++ {
 		for o := 0; o < no; o++ {
@@ -282,6 +337,16 @@ func (r *linRule) tangent(e *env, pr *program, i int) {
 func (r *linRule) backward(e *env, pr *program, i int) {
 	in := pr.nodes[i].in
 	dy := e.adj[i]
+	if r.gather != nil {
+		if d := e.adj[in[0]]; d != nil {
+			for o, s := range r.gather {
+				if s >= 0 {
+					d[s] += dy[o]
+				}
+			}
+		}
+		return
+	}
 	for o, v := range dy {
 		for j := r.start[o]; j < r.start[o+1]; j++ {
 			if d := e.adj[in[r.from[j]]]; d != nil {
@@ -294,6 +359,22 @@ func (r *linRule) backwardTangent(e *env, pr *program, i int) {
 	in := pr.nodes[i].in
 	dty := e.adjTOf(i)
 	no := len(e.val[i])
+	if r.gather != nil {
+		d := e.adjTOf(in[0])
+		if d == nil {
+			return
+		}
+		ni := len(e.val[in[0]])
+		for q := 0; q < e.k; q++ {
+			dq, tq := d[q*ni:(q+1)*ni], dty[q*no:(q+1)*no]
+			for o, s := range r.gather {
+				if s >= 0 {
+					dq[s] += tq[o]
+				}
+			}
+		}
+		return
+	}
 	for q := 0; q < e.k; q++ {
 		for o := 0; o < no; o++ {
 			v := dty[q*no+o]
@@ -407,7 +488,7 @@ func sliceOf(op G.Op, in, out []int) (rule, error) {
 		b.add(0, src, 1)
 		b.endRow()
 	})
-	return &b.r, nil
+	return b.r.finish(), nil
 }
 
 func prod(s []int) int {
@@ -449,7 +530,7 @@ func concatOf(ax int, ins [][]int, out []int) (rule, error) {
 		b.add(j, src, 1)
 		b.endRow()
 	})
-	return &b.r, nil
+	return b.r.finish(), nil
 }
 
 func transposeOf(pat, in, out []int) (rule, error) {
@@ -471,7 +552,7 @@ func transposeOf(pat, in, out []int) (rule, error) {
 		b.add(0, src, 1)
 		b.endRow()
 	})
-	return &b.r, nil
+	return b.r.finish(), nil
 }
 
 // repeatOf: tensor.Repeat repeats each element along ax (in[ax] → out[ax]).
@@ -482,7 +563,7 @@ func repeatOf(ax int, in, out []int) (rule, error) {
 			b.add(0, 0, 1)
 			b.endRow()
 		}
-		return &b.r, nil
+		return b.r.finish(), nil
 	}
 	if len(in) != len(out) || ax < 0 || ax >= len(in) || in[ax] == 0 || out[ax]%in[ax] != 0 {
 		return nil, fmt.Errorf("repeat along %d of %v into %v", ax, in, out)
@@ -501,7 +582,7 @@ func repeatOf(ax int, in, out []int) (rule, error) {
 		b.add(0, src, 1)
 		b.endRow()
 	})
-	return &b.r, nil
+	return b.r.finish(), nil
 }
 
 // reduceOf is Σ (or max) along the axes, which are removed from the shape.
@@ -546,7 +627,7 @@ func reduceOf(along, in, out []int, isMax bool) (rule, error) {
 	if isMax {
 		return &selRule{lin: b.r}, nil
 	}
-	return &b.r, nil
+	return b.r.finish(), nil
 }
 
 // ---- selections (Max, MaxPool2D): out[o] = in[argmax over row o's candidates],
@@ -643,7 +724,7 @@ func im2colOf(op G.Op, in, out []int) (rule, error) {
 			}
 		}
 	}
-	return &b.r, nil
+	return b.r.finish(), nil
 }
 
 func poolOf(op G.Op, isMax bool, in, out []int) (rule, error) {
@@ -687,7 +768,7 @@ func poolOf(op G.Op, isMax bool, in, out []int) (rule, error) {
 	if isMax {
 		return &selRule{lin: b.r}, nil
 	}
-	return &b.r, nil
+	return b.r.finish(), nil
 }
 
 // ---- sizes and comparisons: locally constant ----

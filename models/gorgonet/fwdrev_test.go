@@ -223,6 +223,14 @@ func opCases() []opCase {
 			return b.must(G.AveragePool2D(c, tensor.Shape{2, 2}, []int{0, 0}, []int{1, 1}))
 		}},
 		{name: "residual-sigmoid-maxpool", xs: []int{1, 1, 6, 6}, body: residualBody},
+		// A parameter-only branch (weight normalisation W/‖W‖): nodes with adjoints
+		// but no input tangent.
+		{name: "weight-norm", xs: []int{1, 5}, body: func(b *gb, x *G.Node) *G.Node {
+			w := b.param("V", 5, 4)
+			nrm := b.must(G.Sqrt(b.must(G.Sum(b.must(G.Square(w))))))
+			wn := b.must(G.HadamardDiv(w, nrm))
+			return b.must(G.Tanh(b.must(G.Mul(x, wn))))
+		}},
 	}
 	return cs
 }
