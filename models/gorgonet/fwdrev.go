@@ -66,12 +66,20 @@ type program struct {
 	loss   int
 	logits int
 	params []int // program index of each GraphSpec.Params entry
+	// dirBytes is the memory one input direction takes in an env (its forward and
+	// adjoint tangents).
+	dirBytes int
 }
 
 // compile builds the program of the ancestors of spec.Loss and spec.Logits. An op
 // without a rule makes it fail with an error wrapping ErrNoTangentRule that lists
 // every such node.
-func compile(spec *GraphSpec) (*program, error) {
+func compile(spec *GraphSpec) (pr *program, err error) {
+	defer func() { // an op whose fields are not what the rules expect
+		if r := recover(); r != nil {
+			pr, err = nil, fmt.Errorf("%w: compiling the graph panicked: %v", ErrNoTangentRule, r)
+		}
+	}()
 	g := spec.Graph
 	need := map[*G.Node]bool{}
 	for _, n := range g.SubgraphRoots(spec.Loss).AllNodes() {
@@ -86,7 +94,7 @@ func compile(spec *GraphSpec) (*program, error) {
 	for i, n := range spec.Params {
 		paramOf[n] = i
 	}
-	pr := &program{input: -1, label: -1, loss: -1, logits: -1, params: make([]int, len(spec.Params))}
+	pr = &program{input: -1, label: -1, loss: -1, logits: -1, params: make([]int, len(spec.Params))}
 	for i := range pr.params {
 		pr.params[i] = -1
 	}
@@ -191,7 +199,14 @@ func compile(spec *GraphSpec) (*program, error) {
 		}
 	}
 	for i := range pr.nodes {
-		pr.nodes[i].ownAdjT = pr.nodes[i].adj && uses[i] == 1 && mmUse[i]
+		n := &pr.nodes[i]
+		n.ownAdjT = n.adj && uses[i] == 1 && mmUse[i]
+		if n.dep {
+			pr.dirBytes += 8 * n.size
+		}
+		if n.adj {
+			pr.dirBytes += 8 * n.size
+		}
 	}
 	return pr, nil
 }
@@ -470,8 +485,12 @@ func (m *GraphModel) progLogits(params, x []float64, n int, put func(int, []floa
 	})
 }
 
-// filBlock is the number of input directions carried at once.
-const filBlock = 16
+// filBlock is the largest number of input directions carried at once; fewer when
+// their tangents would take more than filBlockBytes per worker.
+const (
+	filBlock      = 16
+	filBlockBytes = 256 << 20
+)
 
 // progFILSqNorms writes Σ_j ‖J_s e_{coords[s][j]}‖² to out[s], J_s the Jacobian of
 // sample s's clipped gradient w.r.t. its input, by forward-over-reverse on the
@@ -480,9 +499,10 @@ func (m *GraphModel) progFILSqNorms(params, x []float64, y []int, clip models.Cl
 	if err := m.checkFiniteInputs(x); err != nil {
 		return err
 	}
+	block := max(1, min(filBlock, filBlockBytes/max(1, m.prog.dirBytes)))
 	kmax := 0
 	for _, cs := range coords {
-		kmax = max(kmax, min(len(cs), filBlock))
+		kmax = max(kmax, min(len(cs), block))
 	}
 	clear(out)
 	if kmax == 0 {
