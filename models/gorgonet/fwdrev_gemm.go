@@ -47,6 +47,18 @@ func gemmS(sparse, overwrite, tA, tB bool, m, n, p int, A []float64, lda int, B 
 	if sparse {
 		nzA, nzB = nonzeros(A), nonzeros(B)
 	}
+	if !tA && tB && p >= 16 && 4*nzA > m*p && 4*nzB > p*n { // dense A·Bᵀ: rows of both are contiguous
+		for i := 0; i < m; i++ {
+			a := A[i*lda : i*lda+p]
+			for j := 0; j < n; j++ {
+				if overwrite {
+					C[i*ldc+j] = 0
+				}
+				C[i*ldc+j] += floats.Dot(a, B[j*ldb:j*ldb+p])
+			}
+		}
+		return
+	}
 	if nzA*n <= nzB*m { // rows of C: C[i, :] += op(A)[i, l]·op(B)[l, :]
 		for i := 0; i < m; i++ {
 			c := C[i*ldc : i*ldc+n]
