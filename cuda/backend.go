@@ -64,6 +64,7 @@ type Backend struct {
 	stats  Stats
 	base   Counts // driver counts at the last ResetStats
 	err    error
+	budget int // chunk budget in float32 values (0: not measured yet)
 	// The reductions' scratch: the tensor table and the partial sums (grown as needed).
 	iblk     []int32
 	iblkHost []int32 // what iblk holds (plain mode)
@@ -145,12 +146,50 @@ func (b *Backend) Name() string {
 // Device names the driver's device.
 func (b *Backend) Device() string { return b.drv.Name() }
 
-// chunkBudget is the float32 values one network chunk may hold on the device (1 GiB):
-// large chunks amortise the per-call launch and synchronisation.
-const chunkBudget = 1 << 28
+// Chunk budget (models.Chunker): the float32 values one chunk's buffers may hold,
+// sized from the device memory free when the network first asks (cuMemGetInfo),
+// then fixed for the backend's life so that every call chunks alike.
+const (
+	// minChunkBudget is the budget however little memory is free (64 MiB): a chunk
+	// of one sample needs about that for cifar-cnn at k = 50.
+	minChunkBudget = 1 << 24
+	// chunkMarginBytes is kept free besides a tenth of the device (cuBLAS's
+	// workspace, the context's own allocations, fragmentation).
+	chunkMarginBytes = 1 << 30
+	// chunkBufferCap bounds each layer buffer of a chunk to 2³¹−1 values: the
+	// kernels take element counts as 32-bit ints (models.Chunker.ChunkBufferCap).
+	chunkBufferCap = math.MaxInt32
+)
 
-// ChunkBudget sizes the network's chunks for the device (models.Chunker).
-func (b *Backend) ChunkBudget() int { return chunkBudget }
+// chunkBudgetFor returns the chunk budget for a device with free of total bytes
+// free: the network may hold two chunks' buffers at once (the first-order pass's and
+// the tangent pass's workspaces grow independently), so each gets half of what is
+// free beyond the margin, in float32 values, and at least minChunkBudget.
+func chunkBudgetFor(free, total int64) int {
+	usable := free - max(chunkMarginBytes, total/10)
+	return int(max(usable/(2*4), minChunkBudget))
+}
+
+// ChunkBufferCap is chunkBufferCap (models.Chunker).
+func (b *Backend) ChunkBufferCap() int { return chunkBufferCap }
+
+// ChunkBudget sizes the network's chunks for the device (models.Chunker) from its
+// free memory, measured once (see chunkBudgetFor). A failing cuMemGetInfo is kept as
+// the backend's error (Err) and the budget falls back to minChunkBudget.
+func (b *Backend) ChunkBudget() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.budget == 0 {
+		free, total, err := b.drv.MemInfo()
+		if err != nil {
+			b.fail(fmt.Errorf("cuda: device memory info: %w", err))
+			b.budget = minChunkBudget
+		} else {
+			b.budget = chunkBudgetFor(free, total)
+		}
+	}
+	return b.budget
+}
 
 // Workers is 1: the device runs one chunk at a time, in one stream.
 func (b *Backend) Workers() int { return 1 }
@@ -466,7 +505,7 @@ func (b *Backend) DotSq(x, y []float32) (xy, yy float64) {
 		return 0, 0
 	}
 	var gd, dd [1]float64
-	b.BlockedDotSqBatch(x, n, y[:n], n, 1, 1, 1, []int{0, n}, gd[:], dd[:])
+	b.BlockedDotSqBatch(x, n, y[:n], 1, 1, 1, []int{0, n}, gd[:], dd[:])
 	return gd[0], dd[0]
 }
 
@@ -575,12 +614,13 @@ func (b *Backend) ownsF64(x []float64) bool {
 
 // BlockedDotSqBatch reduces cs samples' gradients against their nj gradient-tangent
 // directions in two launches (models.TangentBatcher): sample s's gradient at
-// g[s·P:], its gradient tangents at tg[s·tgStride:], results for direction j of
+// g[s·P:], its gradient tangents in rows s·kc + j of tg in the chunk's tensor-major
+// layout (tensor t of row r at cs·kc·o_t + r·z_t), results for direction j of
 // sample s at gd[s·nj + j], dd[s·nj + j]. Stripes of each direction are summed in
 // double by separate threads, then each direction's stripes in order, so the result
 // is deterministic. When gd and dd are device memory the results stay there and
 // nothing waits; else the call waits and copies them to the host.
-func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, tgStride, cs, kc, nj int, blocks []int, gd, dd []float64) {
+func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, cs, kc, nj int, blocks []int, gd, dd []float64) {
 	if nj <= 0 || cs <= 0 {
 		return
 	}
@@ -598,7 +638,7 @@ func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, tgStride, 
 		return
 	}
 	part := unsafe.Pointer(unsafe.SliceData(b.fpart))
-	args := Args(cs, P, int64(tgStride), kc, nj, stripes, len(blocks)/2, unsafe.Pointer(unsafe.SliceData(b.iblk)), pg, ptg, part)
+	args := Args(cs, P, kc, nj, stripes, len(blocks)/2, unsafe.Pointer(unsafe.SliceData(b.iblk)), pg, ptg, part)
 	if b.plain && b.ownsF64(gd[:rows]) && b.ownsF64(dd[:rows]) {
 		// Partial sums of ⟨g, ġ⟩ are the first rows·stripes, of ‖ġ‖² the next.
 		if b.launchRaw("k_blocked_dotsq", (2*rows*stripes+reduceBlock-1)/reduceBlock, args) &&
@@ -614,6 +654,14 @@ func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, tgStride, 
 	}
 	copy(gd[:rows], f[:rows])
 	copy(dd[:rows], f[rows:2*rows])
+}
+
+// RepeatRows writes dst[r] = src[r/kd] for rows rows of n values
+// (models.TangentBatcher): one launch.
+func (b *Backend) RepeatRows(rows, kd, n int, src, dst []float32) {
+	b.op("k_repeat_rows", rows*n, func() []any {
+		return []any{rows, kd, n, b.dev(src[:(rows+kd-1)/kd*n], false), b.dev(dst[:rows*n], true)}
+	})
 }
 
 // RowSqNorms adds to out[r] the squared norm of row r's blocks, for rows rows of

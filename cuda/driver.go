@@ -65,6 +65,9 @@ type Driver interface {
 	SgemmStridedBatched(transA, transB bool, m, n, k int, alpha float32, a unsafe.Pointer, lda, strideA int, b unsafe.Pointer, ldb, strideB int, beta float32, c unsafe.Pointer, ldc, strideC, batch int) error
 	// Sync waits until every launched kernel and GEMM has finished.
 	Sync() error
+	// MemInfo reports the device memory free for new allocations and the device's
+	// total, in bytes (cuMemGetInfo); the backend sizes its chunks from it.
+	MemInfo() (free, total int64, err error)
 	// Close releases the device; the driver is unusable afterwards.
 	Close() error
 }

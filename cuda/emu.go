@@ -36,6 +36,7 @@ var emuKernels = map[string]C.int{
 	"k_act_bwd":              C.EMU_K_ACT_BWD,
 	"k_act_tangent":          C.EMU_K_ACT_TANGENT,
 	"k_blocked_dotsq":        C.EMU_K_BLOCKED_DOTSQ,
+	"k_repeat_rows":          C.EMU_K_REPEAT_ROWS,
 	"k_sum_rows":             C.EMU_K_SUM_ROWS,
 	"k_row_sqnorm":           C.EMU_K_ROW_SQNORM,
 	"k_zero":                 C.EMU_K_ZERO,
@@ -189,6 +190,16 @@ func (e *emulator) SgemmStridedBatched(transA, transB bool, m, n, k int, alpha f
 }
 
 func (e *emulator) Sync() error { return nil }
+
+// emulatorMemory is the device memory the emulator reports (MemInfo): 16 GiB, all of
+// it free. The emulator's memory is the host's; chunks never exceed the batch, so
+// the figure only bounds the chunk budget.
+const emulatorMemory = 16 << 30
+
+// MemInfo reports emulatorMemory free of emulatorMemory.
+func (e *emulator) MemInfo() (free, total int64, err error) {
+	return emulatorMemory, emulatorMemory, nil
+}
 
 func (e *emulator) Close() error {
 	e.mu.Lock()

@@ -408,6 +408,19 @@ func (g *GPU) SgemmStridedBatched(transA, transB bool, m, n, k int, alpha float3
 	return nil
 }
 
+// MemInfo reports the device's free and total memory (cuMemGetInfo).
+func (g *GPU) MemInfo() (free, total int64, err error) {
+	leave, err := g.enter("memory info")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer leave()
+	if free, total, err = cu.MemInfo(); err != nil {
+		return 0, 0, fmt.Errorf("cuda: memory info: %w", err)
+	}
+	return free, total, nil
+}
+
 // Sync waits for every kernel and GEMM issued so far and reports the first
 // asynchronous error (a fault in a kernel, say).
 func (g *GPU) Sync() error {

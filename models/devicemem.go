@@ -185,7 +185,7 @@ func (n *Network[T]) filSqNormsDevice(params, x []T, y []int, batch int, clip Cl
 		consume: func(*workspace[T], int, int, int, int, []T) {}, // consumeChunk runs instead
 		consumeChunk: func(ws *workspace[T], s0, cs, j0, kc int) {
 			gd, dd := n.f64(&n.dev.gd, cs*kc), n.f64(&n.dev.dd, cs*kc)
-			n.tb.BlockedDotSqBatch(ws.grads[:cs*P], P, ws.tgAll[:cs*kc*P], kc*P, cs, kc, kc, blocks, gd, dd)
+			n.tb.BlockedDotSqBatch(ws.grads[:cs*P], P, ws.tgAll[:cs*kc*P], cs, kc, kc, blocks, gd, dd)
 			// Directions past a sample's coordinates are zero rows: they add 0.
 			n.dm.ClippedTangentSqNorms(clip, cs, kc, gg[s0:s0+cs], gd, dd, fo[s0:s0+cs])
 		},
