@@ -52,7 +52,8 @@ type span struct{ start, end uintptr }
 // call, so an error never turns into a silently wrong number.
 type Backend struct {
 	drv   *counted
-	plain bool // plain device memory (else managed)
+	gd    *graphed // what the backend issues its work to: drv, or a graph's capture or replay
+	plain bool     // plain device memory (else managed)
 
 	mu     sync.Mutex
 	spans  []span           // sorted device allocations
@@ -118,7 +119,8 @@ func NewBackend(drv Driver) (*Backend, error) {
 	if drv == nil {
 		return nil, errors.New("cuda: nil driver")
 	}
-	return &Backend{drv: newCounted(drv)}, nil
+	c := newCounted(drv)
+	return &Backend{drv: c, gd: &graphed{counted: c}}, nil
 }
 
 // NewDeviceBackend returns a backend on drv that allocates plain device memory (see
@@ -131,6 +133,9 @@ func NewDeviceBackend(drv Driver) (*Backend, error) {
 	b.plain = true
 	return b, nil
 }
+
+// graphing reports whether the current call is captured or replayed (b.mu held).
+func (b *Backend) graphing() bool { return b.gd.mode != graphDirect }
 
 // Plain reports whether the backend allocates plain device memory.
 func (b *Backend) Plain() bool { return b.plain }
@@ -207,6 +212,9 @@ func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var errs []error
+	if err := b.gd.releaseAll(); err != nil {
+		errs = append(errs, err)
+	}
 	for _, p := range b.owned {
 		if err := b.drv.Free(p); err != nil {
 			errs = append(errs, err)
@@ -235,7 +243,7 @@ func (b *Backend) allocBytes(n int) unsafe.Pointer {
 	var err error
 	if b.plain {
 		if p, err = b.drv.Alloc(n); err == nil {
-			if err = b.drv.MemsetZero(p, n); err != nil {
+			if err = b.gd.MemsetZero(p, n); err != nil {
 				_ = b.drv.Free(p)
 			}
 		}
@@ -334,7 +342,7 @@ func (b *Backend) begin() bool {
 // waits for the device); without any, nothing waits.
 func (b *Backend) end() {
 	if b.err == nil && !b.synced && !b.plain {
-		if err := b.drv.Sync(); err != nil {
+		if err := b.gd.Sync(); err != nil {
 			b.fail(fmt.Errorf("cuda: synchronize: %w", err))
 		}
 	}
@@ -362,7 +370,7 @@ func (b *Backend) launch(name string, n int, args ...any) {
 		return
 	}
 	g := min(maxGrid, (n+blockSize-1)/blockSize)
-	if err := b.drv.Launch(name, Dim3{uint32(g), 1, 1}, Dim3{blockSize, 1, 1}, Args(args...)); err != nil {
+	if err := b.gd.Launch(name, Dim3{uint32(g), 1, 1}, Dim3{blockSize, 1, 1}, Args(args...)); err != nil {
 		b.fail(fmt.Errorf("cuda: %s: %w", name, err))
 	}
 }
@@ -388,9 +396,9 @@ func (b *Backend) GemmStridedBatched(transA, transB bool, m, n, k int, alpha flo
 	}
 	var err error
 	if batch == 1 {
-		err = b.drv.Sgemm(transA, transB, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc)
+		err = b.gd.Sgemm(transA, transB, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc)
 	} else {
-		err = b.drv.SgemmStridedBatched(transA, transB, m, n, k, alpha, pa, lda, strideA, pb, ldb, strideB, beta, pc, ldc, strideC, batch)
+		err = b.gd.SgemmStridedBatched(transA, transB, m, n, k, alpha, pa, lda, strideA, pb, ldb, strideB, beta, pc, ldc, strideC, batch)
 	}
 	if err != nil {
 		b.fail(fmt.Errorf("cuda: sgemm %d×(%d×%d×%d): %w", batch, m, n, k, err))
@@ -521,8 +529,9 @@ func (b *Backend) reduceScratch(blocks []int, need int) bool {
 		b.iblkHost = b.iblkHost[:0]
 	}
 	if b.plain {
-		// The table is the same for every call of a network: upload it when it changes.
-		same := len(b.iblkHost) == len(blocks)
+		// The table is the same for every call of a network: upload it when it changes
+		// (always in a graphed call, whose work may not depend on the calls before).
+		same := !b.graphing() && len(b.iblkHost) == len(blocks)
 		for i := 0; same && i < len(blocks); i++ {
 			same = b.iblkHost[i] == int32(blocks[i])
 		}
@@ -565,7 +574,7 @@ func (b *Backend) launchRaw(name string, grid int, args []uint64) bool {
 	if b.err != nil {
 		return false
 	}
-	if err := b.drv.Launch(name, Dim3{uint32(grid), 1, 1}, Dim3{reduceBlock, 1, 1}, args); err != nil {
+	if err := b.gd.Launch(name, Dim3{uint32(grid), 1, 1}, Dim3{reduceBlock, 1, 1}, args); err != nil {
 		b.fail(fmt.Errorf("cuda: %s: %w", name, err))
 		return false
 	}
@@ -600,7 +609,7 @@ func (b *Backend) reduce(name string, rows, stripes int, args []uint64) []float6
 		}
 		return h
 	}
-	if err := b.drv.Sync(); err != nil {
+	if err := b.gd.Sync(); err != nil {
 		b.fail(fmt.Errorf("cuda: synchronize: %w", err))
 		return nil
 	}
@@ -728,7 +737,7 @@ func (b *Backend) ints(slot int, idx []int) unsafe.Pointer {
 		}
 		return dst
 	}
-	same := len(sc.host) == len(idx)
+	same := !b.graphing() && len(sc.host) == len(idx)
 	for i := 0; same && i < len(idx); i++ {
 		same = sc.host[i] == int32(idx[i])
 	}
@@ -785,7 +794,7 @@ func (b *Backend) copyIn(dst, src unsafe.Pointer, n int) bool {
 		return false
 	}
 	if n > 0 {
-		if err := b.drv.CopyHtoD(dst, src, n); err != nil {
+		if err := b.gd.CopyHtoD(dst, src, n); err != nil {
 			b.fail(fmt.Errorf("cuda: copy %d bytes to the device: %w", n, err))
 			return false
 		}
@@ -798,7 +807,7 @@ func (b *Backend) copyOut(dst, src unsafe.Pointer, n int) bool {
 		return false
 	}
 	if n > 0 {
-		if err := b.drv.CopyDtoH(dst, src, n); err != nil {
+		if err := b.gd.CopyDtoH(dst, src, n); err != nil {
 			b.fail(fmt.Errorf("cuda: copy %d bytes to the host: %w", n, err))
 			return false
 		}
@@ -982,7 +991,7 @@ func (b *Backend) ScaledRowSum(rows, P int, scale []float64, x []float32, acc []
 		return
 	}
 	b.synced = true
-	if err := b.drv.Sync(); err != nil {
+	if err := b.gd.Sync(); err != nil {
 		b.fail(fmt.Errorf("cuda: synchronize: %w", err))
 		return
 	}

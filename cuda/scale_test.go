@@ -18,6 +18,8 @@ import (
 type countOnly struct {
 	region []byte
 	next   int
+	host   [][]byte // AllocHost's memory (host memory: the graphs' slots are written)
+	graphs Graph
 }
 
 func newCountOnly(t *testing.T) *countOnly {
@@ -50,6 +52,22 @@ func (d *countOnly) CopyDtoD(dst, src unsafe.Pointer, n int) error { return nil 
 func (d *countOnly) Launch(string, Dim3, Dim3, []uint64) error     { return nil }
 func (d *countOnly) Sync() error                                   { return nil }
 func (d *countOnly) Close() error                                  { return syscall.Munmap(d.region) }
+
+func (d *countOnly) AllocHost(n int) (unsafe.Pointer, error) {
+	b := make([]byte, n)
+	d.host = append(d.host, b)
+	return unsafe.Pointer(unsafe.SliceData(b)), nil
+}
+func (d *countOnly) FreeHost(unsafe.Pointer) error                       { return nil }
+func (d *countOnly) CopyHtoDPinned(dst, src unsafe.Pointer, n int) error { return nil }
+func (d *countOnly) CopyDtoHAsync(dst, src unsafe.Pointer, n int) error {
+	clear(unsafe.Slice((*byte)(dst), n))
+	return nil
+}
+func (d *countOnly) BeginCapture() error        { return nil }
+func (d *countOnly) EndCapture() (Graph, error) { d.graphs++; return d.graphs, nil }
+func (d *countOnly) LaunchGraph(Graph) error    { return nil }
+func (d *countOnly) DestroyGraph(Graph) error   { return nil }
 
 // MemInfo reports an 80 GB H100 with its context created: 79.1 of 79.6 GiB free.
 func (d *countOnly) MemInfo() (free, total int64, err error) {

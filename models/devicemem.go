@@ -210,11 +210,26 @@ type DeviceCounts struct {
 	Allocs     int64 `json:"allocs"`        // allocations
 	AllocBytes int64 `json:"alloc_bytes"`   // bytes allocated (device and managed)
 	Managed    int64 `json:"managed_bytes"` // of which managed memory
+	// Graph work: the counts above include what each graph launch queued.
+	GraphLaunches int64 `json:"graph_launches"` // CUDA graph launches
+	Captures      int64 `json:"captures"`       // graphs captured
+	// HostCalls are the driver calls that queue work or wait (a graph launch is one),
+	// i.e. what the host pays per step.
+	HostCalls int64 `json:"host_calls"`
+}
+
+// Add returns c + o.
+func (c DeviceCounts) Add(o DeviceCounts) DeviceCounts {
+	return DeviceCounts{c.HtoDBytes + o.HtoDBytes, c.DtoHBytes + o.DtoHBytes, c.DtoDBytes + o.DtoDBytes,
+		c.HtoDCopies + o.HtoDCopies, c.DtoHCopies + o.DtoHCopies, c.Syncs + o.Syncs, c.Launches + o.Launches,
+		c.Gemms + o.Gemms, c.Memsets + o.Memsets, c.Allocs + o.Allocs, c.AllocBytes + o.AllocBytes, c.Managed + o.Managed,
+		c.GraphLaunches + o.GraphLaunches, c.Captures + o.Captures, c.HostCalls + o.HostCalls}
 }
 
 // Sub returns c − o (the counts of an interval).
 func (c DeviceCounts) Sub(o DeviceCounts) DeviceCounts {
 	return DeviceCounts{c.HtoDBytes - o.HtoDBytes, c.DtoHBytes - o.DtoHBytes, c.DtoDBytes - o.DtoDBytes,
 		c.HtoDCopies - o.HtoDCopies, c.DtoHCopies - o.DtoHCopies, c.Syncs - o.Syncs, c.Launches - o.Launches,
-		c.Gemms - o.Gemms, c.Memsets - o.Memsets, c.Allocs - o.Allocs, c.AllocBytes - o.AllocBytes, c.Managed - o.Managed}
+		c.Gemms - o.Gemms, c.Memsets - o.Memsets, c.Allocs - o.Allocs, c.AllocBytes - o.AllocBytes, c.Managed - o.Managed,
+		c.GraphLaunches - o.GraphLaunches, c.Captures - o.Captures, c.HostCalls - o.HostCalls}
 }
