@@ -120,7 +120,9 @@ func NewBackend(drv Driver) (*Backend, error) {
 		return nil, errors.New("cuda: nil driver")
 	}
 	c := newCounted(drv)
-	return &Backend{drv: c, gd: &graphed{counted: c}}, nil
+	b := &Backend{drv: c, gd: &graphed{counted: c}}
+	b.gd.isDev = func(v uint64) bool { return b.ownsAddr(uintptr(v), 1) }
+	return b, nil
 }
 
 // NewDeviceBackend returns a backend on drv that allocates plain device memory (see
@@ -280,8 +282,10 @@ func (b *Backend) Alloc(n int) []float32 {
 }
 
 // owns reports whether the n bytes at p lie inside one device allocation.
-func (b *Backend) owns(p unsafe.Pointer, n int) bool {
-	a := uintptr(p)
+func (b *Backend) owns(p unsafe.Pointer, n int) bool { return b.ownsAddr(uintptr(p), n) }
+
+// ownsAddr is owns for an address.
+func (b *Backend) ownsAddr(a uintptr, n int) bool {
 	i := sort.Search(len(b.spans), func(i int) bool { return b.spans[i].end > a })
 	return i < len(b.spans) && b.spans[i].start <= a && a+uintptr(n) <= b.spans[i].end
 }

@@ -28,12 +28,16 @@ const (
 	graphReplay                   // check it against the capture, write the slots, launch at the end
 )
 
-// graphOp is one recorded operation of a capture: its kind and sizes, checked at
-// replay.
+// graphOp is one recorded operation of a capture: its kind, sizes and scalar
+// arguments, checked at replay. Device addresses are left out: a later call may use
+// reallocated buffers where the graph keeps using the ones it captured, which stay
+// allocated; a scalar that differs (one a graph's key left out) is an error, not a
+// stale value silently replayed.
 type graphOp struct {
 	kind string // kernel name, "gemm", "memset", "dtod", "htod", "dtoh"
 	n    int    // elements, bytes or GEMM batch
 	dims [4]int
+	args string // the kernel's or GEMM's scalar arguments
 }
 
 // pinSlot is page-locked host memory that a graph's copy reads or writes.
@@ -55,6 +59,9 @@ type stepGraph struct {
 // replay of one call at a time (cur).
 type graphed struct {
 	*counted
+	// isDev reports whether an argument slot holds an address of device memory
+	// (the backend's allocations; b.mu held).
+	isDev func(v uint64) bool
 	cache graphCache
 	mode  graphMode
 	cur   *stepGraph
@@ -73,7 +80,7 @@ func (d *graphed) record(op graphOp) (bool, error) {
 		return true, nil
 	case graphReplay:
 		if d.pos >= len(d.cur.ops) || d.cur.ops[d.pos] != op {
-			return false, fmt.Errorf("cuda graph: operation %d (%s, %d): %w", d.pos, op.kind, op.n, errGraphMismatch)
+			return false, fmt.Errorf("cuda graph: operation %d (%s, %d, scalars %s): %w", d.pos, op.kind, op.n, op.args, errGraphMismatch)
 		}
 		d.pos++
 		return false, nil
@@ -81,22 +88,40 @@ func (d *graphed) record(op graphOp) (bool, error) {
 	return true, nil
 }
 
+// scalars formats the argument slots that are not device addresses.
+func (d *graphed) scalars(args []uint64) string {
+	out := make([]byte, 0, 8*len(args))
+	for _, v := range args {
+		if d.isDev != nil && v != 0 && d.isDev(v) {
+			v = 0
+		}
+		out = fmt.Appendf(out, "%x,", v)
+	}
+	return string(out)
+}
+
 func (d *graphed) Launch(name string, grid, block Dim3, args []uint64) error {
-	if ok, err := d.record(graphOp{kind: name, n: len(args), dims: [4]int{int(grid.X), int(block.X)}}); !ok {
+	op := graphOp{kind: name, n: len(args), dims: [4]int{int(grid.X), int(block.X)}}
+	if d.mode != graphDirect {
+		op.args = d.scalars(args)
+	}
+	if ok, err := d.record(op); !ok {
 		return err
 	}
 	return d.counted.Launch(name, grid, block, args)
 }
 
 func (d *graphed) Sgemm(transA, transB bool, m, n, k int, alpha float32, a unsafe.Pointer, lda int, b unsafe.Pointer, ldb int, beta float32, c unsafe.Pointer, ldc int) error {
-	if ok, err := d.record(graphOp{kind: "gemm", n: 1, dims: [4]int{m, n, k, lda}}); !ok {
+	if ok, err := d.record(graphOp{kind: "gemm", n: 1, dims: [4]int{m, n, k, lda},
+		args: fmt.Sprint(transA, transB, alpha, ldb, beta, ldc)}); !ok {
 		return err
 	}
 	return d.counted.Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 func (d *graphed) SgemmStridedBatched(transA, transB bool, m, n, k int, alpha float32, a unsafe.Pointer, lda, strideA int, b unsafe.Pointer, ldb, strideB int, beta float32, c unsafe.Pointer, ldc, strideC, batch int) error {
-	if ok, err := d.record(graphOp{kind: "gemm", n: batch, dims: [4]int{m, n, k, lda}}); !ok {
+	if ok, err := d.record(graphOp{kind: "gemm", n: batch, dims: [4]int{m, n, k, lda},
+		args: fmt.Sprint(transA, transB, alpha, ldb, beta, ldc, strideA, strideB, strideC)}); !ok {
 		return err
 	}
 	return d.counted.SgemmStridedBatched(transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb, strideB, beta, c, ldc, strideC, batch)
