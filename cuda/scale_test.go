@@ -97,6 +97,13 @@ func residentStep(t *testing.T, m *Model, arch models.Arch, B, k int) (step Coun
 	if err := m.ResidentSetState(make([]float64, P), make([]float64, P)); err != nil {
 		t.Fatal(err)
 	}
+	return residentStepAgain(t, m, arch, B, k)
+}
+
+// residentStepAgain is residentStep on a model already loaded.
+func residentStepAgain(t *testing.T, m *Model, arch models.Arch, B, k int) (step Counts, grad, fil Stats) {
+	t.Helper()
+	D := m.InputDim()
 	idx, y, coords := make([]int, B), make([]int, B), make([][]int, B)
 	for s := range idx {
 		idx[s], y[s] = 2*s, s%arch.Classes
@@ -183,7 +190,8 @@ func TestStepLaunchesFixed(t *testing.T) {
 // launches, GEMMs, synchronisations and bytes each way (with -v it prints them;
 // docs/perf.md's H100 prediction starts from these). The synchronisations do not
 // depend on the size: 3 per step; mnist-cnn's step is one chunk, the same work as
-// at batch 60, within the 200 launches + GEMMs.
+// at batch 60, within the 200 launches + GEMMs. The third step of each
+// replays the captured graphs: at most 10 host driver calls (7).
 func TestResidentStepCountsAtScale(t *testing.T) {
 	var mnist []int64
 	for _, c := range []struct {
@@ -206,6 +214,15 @@ func TestResidentStepCountsAtScale(t *testing.T) {
 		if c.model == "mnist-cnn" {
 			mnist = append(mnist, step.Launches+step.Gemms)
 		}
+		// The second step captures the graphs, the third replays them.
+		residentStepAgain(t, m, arch, B, c.k)
+		third, _, _ := residentStepAgain(t, m, arch, B, c.k)
+		if third.HostCalls > 10 || third.GraphLaunches != 2 || third.Syncs != 3 {
+			t.Errorf("%s batch %d, a replayed step: %d host driver calls (want ≤ 10), %d graph launches, %d syncs",
+				c.model, B, third.HostCalls, third.GraphLaunches, third.Syncs)
+		}
+		t.Logf("%s, batch %d, k = %d, replayed: %d host driver calls (%d graph launches), %d launches + %d GEMMs queued",
+			c.model, B, c.k, third.HostCalls, third.GraphLaunches, third.Launches, third.Gemms)
 		t.Logf("%s, batch %d, k = %d: step %d launches + %d GEMMs (gradient %d + %d, FIL %d + %d), %d syncs, %d bytes in (%d of indices), %d out; %d backend calls",
 			c.model, B, c.k, step.Launches, step.Gemms, grad.Launches, grad.Gemms, fs.Launches, fs.Gemms, step.Syncs,
 			step.HtoDBytes, 4*B, step.DtoHBytes, grad.Calls+fs.Calls+1)
