@@ -47,7 +47,7 @@ func (g *GPU) NewEvent() (Event, error) {
 	return g.events.next, nil
 }
 
-// RecordEvent queues e on the default stream (cuEventRecord).
+// RecordEvent queues e on the driver's stream (cuEventRecord), after the work queued there.
 func (g *GPU) RecordEvent(e Event) error {
 	leave, err := g.enter("record event")
 	if err != nil {
@@ -56,7 +56,7 @@ func (g *GPU) RecordEvent(e Event) error {
 	defer leave()
 	ev, err := g.event(e)
 	if err == nil {
-		err = ev.Record(cu.NoStream)
+		err = ev.Record(g.stream)
 	}
 	if err != nil {
 		return fmt.Errorf("cuda: record event %d: %w", e, err)

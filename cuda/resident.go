@@ -172,7 +172,11 @@ func (b *Backend) gather(src unsafe.Pointer, u8 bool, d int, idx []int, dst []fl
 // when it holds the same rows.
 func (m *Model) batch(r *resident, idx []int, buf *[]float32, track bool) []float32 {
 	n := len(idx) * r.D
-	if track && len(r.xIdx) == len(idx) && len(*buf) >= n {
+	// A graphed call gathers always: its work may not depend on the calls before.
+	m.be.mu.Lock()
+	graphing := m.be.graphing()
+	m.be.mu.Unlock()
+	if track && !graphing && len(r.xIdx) == len(idx) && len(*buf) >= n {
 		same := true
 		for i, v := range idx {
 			if r.xIdx[i] != v {
@@ -211,8 +215,11 @@ func (m *Model) ResidentGradSum(idx, y []int, clip models.Clip, losses []float64
 			return fmt.Errorf("cuda: batch index %d outside [0,%d)", i, r.nTrain)
 		}
 	}
-	x := m.batch(r, idx, &r.x, true)
-	return m.check("clipped gradient sum", m.inner.ClippedGradSum(r.w32, x, y, clip, r.sum, losses))
+	key := fmt.Sprintf("grad/%d/%+v", len(idx), clip)
+	return m.check("clipped gradient sum", m.be.graphCall(key, func() error {
+		x := m.batch(r, idx, &r.x, true)
+		return m.inner.ClippedGradSum(r.w32, x, y, clip, r.sum, losses)
+	}))
 }
 
 // ResidentFIL writes the FIL norms (models.Model.FILSqNorms) of the training rows idx
@@ -227,9 +234,16 @@ func (m *Model) ResidentFIL(idx, y []int, clip models.Clip, coords [][]int, out 
 			return fmt.Errorf("cuda: FIL index %d outside [0,%d)", i, r.nTrain)
 		}
 	}
-	// The batch's rows when the FIL members are the batch (fil_rate 1), else gathered.
-	x := m.batch(r, idx, &r.x, true)
-	return m.check("FIL", m.inner.FILSqNorms(r.w32, x, y, clip, coords, out))
+	k := 0
+	for _, c := range coords {
+		k = max(k, len(c))
+	}
+	key := fmt.Sprintf("fil/%d/%d/%+v", len(idx), k, clip)
+	return m.check("FIL", m.be.graphCall(key, func() error {
+		// The batch's rows when the FIL members are the batch (fil_rate 1), else gathered.
+		x := m.batch(r, idx, &r.x, true)
+		return m.inner.FILSqNorms(r.w32, x, y, clip, coords, out)
+	}))
 }
 
 // ResidentUpdate privatises the device sum and applies the momentum update on the
