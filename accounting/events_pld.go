@@ -5,8 +5,9 @@ import "fmt"
 // PLDAccountant composes events into a privacy-loss-distribution accountant (PLD)
 // under one adjacency; shuffled epochs are accounted as Shuffle says.
 type PLDAccountant struct {
-	Shuffle ShuffleAccounting
-	pld     *PLD
+	Shuffle  ShuffleAccounting
+	pld      *PLD
+	sampling string // of the composed events (samplingOf)
 }
 
 // NewPLDAccountant returns an empty accountant; cfg nil means the PLD defaults.
@@ -33,6 +34,7 @@ func (a *PLDAccountant) Compose(e Event) error {
 			return fmt.Errorf("PLD accountant: %w", err)
 		}
 	}
+	a.sampling = mergeSampling(a.sampling, samplingOf(e))
 	return nil
 }
 
@@ -63,12 +65,6 @@ func (a *PLDAccountant) steps(e Event, count int, out *[]PLDStep) error {
 	}
 	return nil
 }
-
-// Epsilon returns the ε bracket at δ (Upper is the bound to report).
-func (a *PLDAccountant) Epsilon(delta float64) (EpsilonBounds, error) { return a.pld.Epsilon(delta) }
-
-// Delta returns the δ(ε) bracket.
-func (a *PLDAccountant) Delta(eps float64) (DeltaBounds, error) { return a.pld.Delta(eps) }
 
 // PLD returns the underlying accountant (its steps are its checkpointable state).
 func (a *PLDAccountant) PLD() *PLD { return a.pld }

@@ -461,18 +461,18 @@ func epsilonFrom(orders, values []float64, delta float64, conv Conversion) (floa
 	return best, bestOrder, nil
 }
 
-// SampledGaussianRun is Steps steps of the sampled Gaussian mechanism at sampling
+// sampledGaussianRun is Steps steps of the sampled Gaussian mechanism at sampling
 // rate Q and noise multiplier Sigma (sensitivity 1 per record), with ε reported at
 // Delta.
-type SampledGaussianRun struct {
+type sampledGaussianRun struct {
 	Q, Sigma float64
 	Steps    int
 	Delta    float64
 }
 
-// EpsilonFor returns (ε, optimal order) of run under add-remove adjacency with
+// epsilonFor returns (ε, optimal order) of run under add-remove adjacency with
 // Poisson sampling.
-func EpsilonFor(run SampledGaussianRun, orders []float64, conv Conversion) (float64, float64, error) {
+func epsilonFor(run sampledGaussianRun, orders []float64, conv Conversion) (float64, float64, error) {
 	r := NewRDP(orders)
 	if err := r.Compose(run.Q, run.Sigma, run.Steps); err != nil {
 		return 0, 0, err
@@ -480,12 +480,12 @@ func EpsilonFor(run SampledGaussianRun, orders []float64, conv Conversion) (floa
 	return r.Epsilon(run.Delta, conv)
 }
 
-// SigmaForEpsilon solves the inverse problem: the smallest noise multiplier σ (to a
+// sigmaForEpsilon solves the inverse problem: the smallest noise multiplier σ (to a
 // relative tolerance of 1e-6, by bisection in log σ) such that run.Steps steps of the
 // sampled Gaussian mechanism at rate run.Q are (targetEps, run.Delta)-DP (run.Sigma
 // is not used). The returned σ is the upper end of the final bracket, so it always
 // meets the target.
-func SigmaForEpsilon(run SampledGaussianRun, targetEps float64, orders []float64, conv Conversion) (float64, error) {
+func sigmaForEpsilon(run sampledGaussianRun, targetEps float64, orders []float64, conv Conversion) (float64, error) {
 	q, steps, delta := run.Q, run.Steps, run.Delta
 	if math.IsNaN(q) || q <= 0 || q > 1 {
 		return 0, fmt.Errorf("sampling rate q = %v must be in (0, 1] to solve for sigma", q)
@@ -503,7 +503,7 @@ func SigmaForEpsilon(run SampledGaussianRun, targetEps float64, orders []float64
 		orders = DefaultOrders()
 	}
 	eps := func(s float64) (float64, error) {
-		e, _, err := EpsilonFor(SampledGaussianRun{Q: q, Sigma: s, Steps: steps, Delta: delta}, orders, conv)
+		e, _, err := epsilonFor(sampledGaussianRun{Q: q, Sigma: s, Steps: steps, Delta: delta}, orders, conv)
 		return e, err
 	}
 	lo, hi := 0.1, 10.0

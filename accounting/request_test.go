@@ -42,7 +42,7 @@ func TestAccountRDP(t *testing.T) {
 			if tc.samp == accounting.SamplingUniform {
 				hand /= 2
 			}
-			eps, order, err := accounting.EpsilonFor(accounting.SampledGaussianRun{Q: q, Sigma: hand, Steps: steps, Delta: delta}, nil, accounting.ConversionImproved)
+			eps, order, err := rdpEpsilon(q, hand, int(steps), delta)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,11 +195,11 @@ func TestAccountPLDAndDPSGD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := accounting.PLDEpsilon(accounting.AddRemove, accounting.SamplingPoisson, accounting.SampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 1000, Delta: 1e-5}, nil)
+	e, err := poissonPLDEpsilon(0.01, 1, 1000, 1e-5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdp, order, _ := accounting.EpsilonFor(accounting.SampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 1000, Delta: 1e-5}, nil, accounting.ConversionImproved)
+	rdp, order, _ := rdpEpsilon(0.01, 1, 1000, 1e-5)
 	if res.Epsilon != e.Upper || res.EpsilonLower != e.Lower || res.DiscretisationError != e.Upper-e.Lower ||
 		*res.EpsilonRDP != rdp || *res.RDPOrder != order || !(res.Epsilon < rdp) {
 		t.Errorf("PLD report %+v; want [%v, %v], RDP %v at %v", res, e.Lower, e.Upper, rdp, order)
@@ -352,4 +352,24 @@ func TestWriteText(t *testing.T) {
 			}
 		}
 	}
+}
+
+// rdpEpsilon is (ε, order) of steps Poisson-sampled Gaussian steps under add-remove
+// by the per-order RDP accumulator, the improved conversion: the reference the
+// event accountants are checked against.
+func rdpEpsilon(q, sigma float64, steps int, delta float64) (float64, float64, error) {
+	r := accounting.NewRDP(nil)
+	if err := r.Compose(q, sigma, steps); err != nil {
+		return 0, 0, err
+	}
+	return r.Epsilon(delta, accounting.ConversionImproved)
+}
+
+// poissonPLDEpsilon is the same run's ε bracket by the bare PLD (default grid).
+func poissonPLDEpsilon(q, sigma float64, steps int, delta float64) (accounting.EpsilonBounds, error) {
+	p := accounting.NewPLD(accounting.AddRemove, nil)
+	if err := p.ComposePoissonGaussian(q, sigma, steps); err != nil {
+		return accounting.EpsilonBounds{}, err
+	}
+	return p.Epsilon(delta)
 }

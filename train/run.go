@@ -84,23 +84,19 @@ type Event struct {
 
 // setup is everything a run derives from its config and data before training.
 type setup struct {
-	cfg      Config // with Sigma solved when TargetEpsilon is set
-	userCfg  Config // as given (what the result and the hash record)
-	arch     models.Arch
-	model    models.Model
-	train    *data.Dataset
-	test     *data.Dataset
-	n, d, p  int
-	steps    int
-	q        float64
-	sampling accounting.Sampling // cfg.Sampling, parsed once
-	clip     models.Clip
-	c        float64 // clip constant
-	noiseStd float64 // σC
-	kappa    float64 // FIL factor κ under the run's sampling (1 for shuffle)
-	filDelta float64
-	filK     int     // coordinates per sample and step (d when exact); 0 = off
-	filRate  float64 // probability a batch member's FIL is computed (1 = all)
+	cfg     Config  // as given; its privacy parameters are resolved in priv
+	userCfg Config  // as given (what the result and the hash record)
+	priv    Privacy // σ (solved, effective), c, σ/c, q, T, δ, sampling: built once
+	arch    models.Arch
+	model   models.Model
+	train   *data.Dataset
+	test    *data.Dataset
+	n, d, p int
+	steps   int
+	clip    models.Clip
+	kappa   float64 // FIL factor κ under the run's sampling (1 for shuffle)
+	filK    int     // coordinates per sample and step (d when exact); 0 = off
+	filRate float64 // probability a batch member's FIL is computed (1 = all)
 
 	net      *models.Network[float32] // engine network for η and label FIL (extrafil.go)
 	etaScale []float64                // input scale of their directions (nil: raw pixels)
@@ -262,38 +258,19 @@ func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error)
 	if s.steps < 1 {
 		return nil, fmt.Errorf("epochs = %v gives no steps", cfg.Epochs)
 	}
-	s.q = float64(cfg.Batch) / float64(s.n)
 	if s.clip, err = cfg.clip(); err != nil {
 		return nil, err
 	}
-	s.c = s.clip.Constant()
-	if !(s.c >= 1) || math.IsInf(s.c, 0) {
-		return nil, fmt.Errorf("clip constant c = %v must be finite and ≥ 1", s.c)
+	c := s.clip.Constant()
+	if !(c >= 1) || math.IsInf(c, 0) {
+		return nil, fmt.Errorf("clip constant c = %v must be finite and ≥ 1", c)
 	}
-	if s.sampling, err = accounting.ParseSampling(cfg.Sampling); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	if cfg.TargetEpsilon > 0 {
-		d := accounting.DPSGD{Sampling: s.sampling, Batch: cfg.Batch, N: s.n, Steps: s.steps}
-		nm, err := accounting.CalibrateNoise(d, accounting.ReportOptions{Delta: cfg.Delta, Accountant: cfg.Accountant}, cfg.TargetEpsilon)
-		if err != nil {
-			return nil, fmt.Errorf("target_epsilon: %w", err)
-		}
-		cfg.Sigma = nm * s.c
-		s.cfg.Sigma = cfg.Sigma
-		logf("target ε = %g at δ = %g: noise multiplier σ = %.6g (σ/c = %.6g)", cfg.TargetEpsilon, cfg.Delta, cfg.Sigma, nm)
-	}
-	if err := s.tuneSigma(&cfg); err != nil {
+	if s.priv, err = resolvePrivacy(cfg, s.n, s.steps, c, s.tuneSigma(cfg), logf); err != nil {
 		return nil, err
 	}
-	s.noiseStd = cfg.Sigma * cfg.Clip
-	s.filDelta = cfg.FILDelta
-	if s.filDelta == 0 {
-		s.filDelta = accounting.DefaultFILDelta(s.steps, s.n)
-	}
-	if cfg.Sigma > 0 {
-		e0, _ := s.dpsgd().StepEvent(0)
-		if s.kappa, err = accounting.KappaOf(e0, s.filDelta, accounting.ShuffleRigorous); err != nil {
+	if s.priv.Noisy() {
+		e0, _ := s.priv.dpsgd().StepEvent(0)
+		if s.kappa, err = accounting.KappaOf(e0, s.priv.FILDelta, accounting.ShuffleRigorous); err != nil {
 			return nil, fmt.Errorf("FIL accounting: %w", err)
 		}
 	} else {
@@ -355,7 +332,7 @@ func (w *worker) progressEpsilon() (float64, string) {
 	if w.progress == nil {
 		return math.Inf(1), ""
 	}
-	eps, acct, err := accounting.RunningEpsilon(w.ledger, w.s.cfg.Delta, w.s.cfg.Accountant)
+	eps, acct, err := accounting.RunningEpsilon(w.ledger, w.s.priv.Delta, w.s.priv.Accountant)
 	if err != nil {
 		return math.NaN(), ""
 	}
@@ -449,8 +426,8 @@ func (s *setup) newWorker(repeat int, st *repeatState) (*worker, error) {
 	if err := s.startTuning(st); err != nil {
 		return nil, err
 	}
-	if s.cfg.Sigma > 0 {
-		w.progress = accounting.NewRDPAccountant(accounting.DefaultAdjacency(s.dpsgd().Sampling), accounting.ShuffleRigorous, nil)
+	if s.priv.Noisy() {
+		w.progress = accounting.NewRDPAccountant(s.priv.Adjacency, accounting.ShuffleRigorous, nil)
 		if err := w.progress.Compose(w.ledger.Event()); err != nil {
 			return nil, fmt.Errorf("checkpoint privacy ledger: %w", err)
 		}
@@ -531,8 +508,8 @@ func (w *worker) step() (int, error) {
 	// released noisy sum is rounded to float32 (kept in w.sum) so that a transcript
 	// holds exactly the gradient that was applied.
 	b := float64(s.cfg.Batch)
-	if s.noiseStd > 0 {
-		addNoise(w.sum, s.noiseStd, w.noiseKey, w.st.Step)
+	if s.priv.NoiseStd > 0 {
+		addNoise(w.sum, s.priv.NoiseStd, w.noiseKey, w.st.Step)
 	}
 	w.tuneRelease()
 	for i, v := range w.sum {
@@ -543,7 +520,7 @@ func (w *worker) step() (int, error) {
 	}
 	if w.onStep != nil {
 		if err := w.onStep(StepRecord{Repeat: w.st.Repeat, Step: w.st.Step, Steps: s.steps, Batch: idx,
-			Params: w.st.Params, Released: w.sum, Denominator: b, N: s.n, Q: s.q,
+			Params: w.st.Params, Released: w.sum, Denominator: b, N: s.n, Q: s.priv.Q,
 			Dataset: s.train.Name, DatasetSHA256: s.train.SHA256}); err != nil {
 			return 0, fmt.Errorf("step %d: %w", w.st.Step+1, err)
 		}
@@ -624,7 +601,7 @@ func (w *worker) filStep(idx []int) error {
 	if err := w.filSqNorms(idx, x, y); err != nil {
 		return fmt.Errorf("FIL: %w", err)
 	}
-	scale := float64(s.d) / float64(k) / (s.noiseStd * s.noiseStd) / s.filRate
+	scale := float64(s.d) / float64(k) / (s.priv.NoiseStd * s.priv.NoiseStd) / s.filRate
 	for j, v := range w.sq {
 		w.traceI[j] = scale * v
 	}
@@ -861,13 +838,13 @@ func (s *setup) finishRepeat(w *worker) (RepeatResult, error) {
 
 // result aggregates the finished repeats.
 func (s *setup) result(ck *checkpoint, wallSec, stepSec float64, samples int64) (*Result, error) {
-	cfg := s.cfg
+	cfg, pr := s.cfg, s.priv
 	res := &Result{
-		Config: s.userCfg, Sigma: cfg.Sigma, Epsilon: math.Inf(1), EpsilonOrder: math.NaN(), RDPOrder2: math.Inf(1),
+		Config: s.userCfg, Sigma: pr.Sigma, Epsilon: math.Inf(1), EpsilonOrder: math.NaN(), RDPOrder2: math.Inf(1),
 		Conversion:         accounting.ConversionImproved.String(),
-		NoiseMultiplierRDP: cfg.Sigma / s.c, ClipConstant: s.c, SampleRate: s.q, Steps: s.steps,
+		NoiseMultiplierRDP: pr.NoiseMultiplier, ClipConstant: s.priv.ClipConstant, SampleRate: s.priv.Q, Steps: s.steps,
 		Sampling: cfg.Sampling, FIL: s.filK > 0, FILCoordsUsed: s.filK, FILRate: s.filRate, FILInput: filInput(cfg),
-		Kappa: s.kappa, FILDelta: s.filDelta, Repeats: ck.Done, NumParams: s.p, InputDim: s.d,
+		Kappa: s.kappa, FILDelta: s.priv.FILDelta, Repeats: ck.Done, NumParams: s.p, InputDim: s.d,
 		Dataset:     DatasetInfo{Name: s.train.Name, Source: s.train.Source, SHA256: s.train.SHA256, NTrain: s.n, Classes: s.train.Classes},
 		GitCommit:   gitCommit(),
 		WallSeconds: wallSec, StepSeconds: stepSec,
@@ -879,14 +856,12 @@ func (s *setup) result(ck *checkpoint, wallSec, stepSec float64, samples int64) 
 	if stepSec > 0 {
 		res.SamplesPerSec = float64(samples) / stepSec
 	}
-	if cfg.Sigma == 0 {
+	if !pr.Noisy() {
 		res.MSEBoundRDP = 0 // no noise: no reconstruction bound
 	} else {
 		l := ck.Done[0].Ledger
 		for _, rr := range ck.Done[1:] {
-			a, _ := json.Marshal(rr.Ledger)
-			b, _ := json.Marshal(l)
-			if string(a) != string(b) {
+			if !rr.Ledger.Equal(l) {
 				return nil, fmt.Errorf("privacy accounting: repeat %d emitted other events than repeat 0", rr.Repeat)
 			}
 		}

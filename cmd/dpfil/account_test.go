@@ -47,10 +47,8 @@ func acctNum(t *testing.T, m map[string]any, k string) float64 {
 
 func TestAccountRDP(t *testing.T) {
 	m := accountJSON(t, "rdp", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--delta", "1e-5")
-	eps, order, err := accounting.EpsilonFor(accounting.SampledGaussianRun{Q: 0.01, Sigma: 1.1, Steps: 1000, Delta: 1e-5}, nil, accounting.ConversionImproved)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := libEpsilon(t, accounting.NewRDPAccountant(accounting.AddRemove, accounting.ShuffleRigorous, nil), poissonSteps(0.01, 1.1, 1000), 1e-5)
+	eps, order := b.Epsilon, b.Order
 	if acctNum(t, m, "epsilon") != eps || acctNum(t, m, "order") != order {
 		t.Errorf("epsilon %v order %v, library %v %v", m["epsilon"], m["order"], eps, order)
 	}
@@ -133,7 +131,7 @@ func TestAccountRDPTargetEpsilon(t *testing.T) {
 	if acctNum(t, m, "epsilon") > 2 || acctNum(t, m, "target_epsilon") != 2 {
 		t.Errorf("sigma %v gives epsilon %v > 2", s, m["epsilon"])
 	}
-	e, _, _ := accounting.EpsilonFor(accounting.SampledGaussianRun{Q: 0.01, Sigma: s * (1 - 2e-6), Steps: 1000, Delta: 1e-5}, nil, accounting.ConversionImproved)
+	e := libEpsilon(t, accounting.NewRDPAccountant(accounting.AddRemove, accounting.ShuffleRigorous, nil), poissonSteps(0.01, s*(1-2e-6), 1000), 1e-5).Epsilon
 	if e <= 2 {
 		t.Errorf("sigma %v not minimal: ε(0.999998σ) = %v", s, e)
 	}
