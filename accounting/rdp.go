@@ -6,10 +6,15 @@
 // Hayes et al. (2023) by Monte Carlo estimation of the blow-up function, its q = 1
 // closed form and its RDP-based form.
 //
-// AccountRDP, AccountPLD, AccountDPSGD, ReRoBounds, AccountKappa, MSEBounds and
-// SummarizeDFILFiles answer one question each from a typed request, as the
-// 'dpfil account' commands do: their reports marshal to the commands' JSON and write
+// AccountRDP, AccountPLD, AccountDPSGD, ReRoBounds, AccountKappa and MSEBounds
+// answer one question each from a typed request, as the 'dpfil account' commands
+// do: their reports marshal to the commands' JSON and write
 // the commands' human summary (WriteText).
+//
+// Accountant is the one privacy API: events (Ledger, DPSGD.StepEvent) are composed
+// into an RDPAccountant or a PLDAccountant, which answer ε(δ) and δ(ε) with what the
+// number holds for (EpsilonBound); EpsilonOf and CalibrateNoise give the ε a run
+// reports and the noise multiplier for a target ε, for train and the attacks alike.
 //
 // Every routine validates its inputs and returns an error for impossible
 // hyperparameters or non-finite values, naming the first bad field in the order the
@@ -21,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 )
 
 // Conversion selects the RDP → (ε, δ) conversion.
@@ -546,11 +550,4 @@ func sigmaForEpsilon(run sampledGaussianRun, targetEps float64, orders []float64
 		}
 	}
 	return hi, nil
-}
-
-// sortedCopy returns a sorted copy of x.
-func sortedCopy(x []float64) []float64 {
-	s := append([]float64(nil), x...)
-	sort.Float64s(s)
-	return s
 }

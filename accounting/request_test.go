@@ -3,7 +3,6 @@ package accounting_test
 import (
 	"io"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -173,7 +172,6 @@ func TestRequestErrors(t *testing.T) {
 			_, err := accounting.MSEBounds(accounting.MSERequest{DFIL: ptr(math.NaN())})
 			return err
 		}, "dfil = NaN"},
-		{"dfil no files", func() error { _, err := accounting.SummarizeDFILFiles(nil, ""); return err }, "no files"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -248,18 +246,6 @@ func TestBoundRequests(t *testing.T) {
 	}
 	if m, _ := accounting.MSEBounds(accounting.MSERequest{Eps2: ptr(0), Diameter: 1}); m.MSEBoundRDP != nil || m.MSEBoundFIL != nil {
 		t.Errorf("ε₂ = 0: bound %v, want null (+∞)", m.MSEBoundRDP)
-	}
-	dir := t.TempDir()
-	a, b, out := filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.npy"), filepath.Join(dir, "m.npy")
-	_ = accounting.SaveDFIL(a, []float64{1, 2, 4})
-	_ = accounting.SaveDFIL(b, []float64{3, 2, 0})
-	s, err := accounting.SummarizeDFILFiles([]string{a, b}, out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	merged, err := accounting.LoadDFIL(out)
-	if err != nil || !slices.Equal(merged, []float64{2, 2, 2}) || s.Runs != 2 || s.Summary.Max != 2 || s.Summary.MSEBoundMax != 0.5 {
-		t.Errorf("merged %v (%v), summary %+v", merged, err, s)
 	}
 }
 

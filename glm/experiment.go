@@ -17,6 +17,7 @@ import (
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/internal/atomicfile"
 	"github.com/dpfil/dpfil/internal/jsonfloat"
+	"github.com/dpfil/dpfil/internal/stats"
 	"github.com/dpfil/dpfil/plot"
 	"gonum.org/v1/gonum/stat"
 )
@@ -227,7 +228,7 @@ func SpreadOf(v []float64) Spread {
 	}
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
-	return Spread{Max: s[len(s)-1], Median: accounting.QuantileSorted(s, 0.5), Mean: stat.Mean(s, nil)}
+	return Spread{Max: s[len(s)-1], Median: stats.QuantileSorted(s, 0.5), Mean: stat.Mean(s, nil)}
 }
 
 // Extremes returns the positions of the k largest and k smallest values of v (both

@@ -16,7 +16,9 @@ import (
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/internal/dirlock"
+	"github.com/dpfil/dpfil/internal/stats"
 	"github.com/dpfil/dpfil/models"
+	"github.com/dpfil/dpfil/train/fil"
 )
 
 // Options controls where and how a run executes; none of it changes the result.
@@ -618,7 +620,7 @@ func (w *worker) dfilStats() (maxV, median float64) {
 	}
 	v := slices.Clone(w.fil.Sum)
 	slices.Sort(v)
-	return v[len(v)-1], accounting.QuantileSorted(v, 0.5) // the median of FILSummary
+	return v[len(v)-1], stats.QuantileSorted(v, 0.5) // the median of FILSummary
 }
 
 // evaluation of a model on a dataset.
@@ -897,7 +899,7 @@ func (s *setup) result(ck *checkpoint, wallSec, stepSec float64, samples int64) 
 		if err != nil {
 			return nil, fmt.Errorf("FIL accounting: %w", err)
 		}
-		sum := accounting.SummarizeDFIL(mean)
+		sum := fil.Summarize(mean)
 		res.DFILMax, res.DFILMedian, res.DFILMean = sum.Max, sum.Median, sum.Mean
 		res.MSEBoundFILMax, res.MSEBoundFILMedian = sum.MSEBoundMax, sum.MSEBoundMedian
 		res.DFILQuantiles = sum.Quantiles
@@ -917,7 +919,7 @@ func (s *setup) result(ck *checkpoint, wallSec, stepSec float64, samples int64) 
 // removes the checkpoint.
 func (s *setup) writeOutputs(dir string, ck *checkpoint, res *Result) error {
 	if res.DFIL != nil {
-		if err := accounting.SaveDFIL(filepath.Join(dir, DFILFile), res.DFIL); err != nil {
+		if err := fil.Save(filepath.Join(dir, DFILFile), res.DFIL); err != nil {
 			return fmt.Errorf("save dFIL: %w", err)
 		}
 		res.DFILPath = DFILFile

@@ -20,6 +20,7 @@ import (
 	"github.com/dpfil/dpfil/internal/philox"
 	"github.com/dpfil/dpfil/models"
 	"github.com/dpfil/dpfil/models/oracle"
+	dfil "github.com/dpfil/dpfil/train/fil"
 )
 
 // batchesOf replays the sampler of repeat r of cfg on n samples.
@@ -275,7 +276,7 @@ func TestFILMatchesHandFedAccountant(t *testing.T) {
 			}
 			// the same 1e-12 tolerance as per sample: trainer and test scale the
 			// squared norms in a different order of operations
-			sum := accounting.SummarizeDFIL(want)
+			sum := dfil.Summarize(want)
 			if math.Abs(res.DFILMax-sum.Max) > 1e-12*sum.Max || res.MSEBoundFILMax != 1/res.DFILMax {
 				t.Fatalf("dfil max %v / bound %v, want %v / %v", res.DFILMax, res.MSEBoundFILMax, sum.Max, 1/sum.Max)
 			}

@@ -257,6 +257,41 @@ func header(descr string, shape []int) []byte {
 	return buf.Bytes()
 }
 
+// EncodeFloat64 returns the .npy encoding of a float64 array of the given shape.
+func EncodeFloat64(shape []int, v []float64) ([]byte, error) {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	if n != len(v) {
+		return nil, fmt.Errorf("npy: shape %v holds %d values, got %d", shape, n, len(v))
+	}
+	b := header("<f8", shape)
+	data := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(data[8*i:], math.Float64bits(x))
+	}
+	return append(b, data...), nil
+}
+
+// ReadVector reads a float vector: a 1-D (or N×1) little-endian float64 or float32
+// array; other dtypes and shapes are errors.
+func ReadVector(r io.Reader) ([]float64, error) {
+	a, err := Read(r)
+	if err != nil {
+		return nil, err
+	}
+	if a.Dtype != "<f8" && a.Dtype != "<f4" {
+		return nil, fmt.Errorf("npy: unsupported dtype %q (want <f8 or <f4)", a.Dtype)
+	}
+	switch {
+	case len(a.Shape) == 1, len(a.Shape) == 2 && a.Shape[1] == 1:
+	default:
+		return nil, fmt.Errorf("npy: shape %v is not a vector", a.Shape)
+	}
+	return a.Data, nil
+}
+
 // EncodeFloat32 returns the .npy encoding of a float32 array of the given shape.
 func EncodeFloat32(shape []int, v []float32) ([]byte, error) {
 	n := 1
