@@ -55,7 +55,7 @@ func parsedVar[T fmt.Stringer](f *pflag.FlagSet, dst *T, name string, def T, par
 // accountant composes, to a request's fields, and --delta when delta is not nil.
 func bindRunFlags(f *pflag.FlagSet, q, sigma *float64, steps *int, delta *float64) {
 	f.Float64Var(q, "q", 0, "sampling rate q = B/N in [0, 1]")
-	f.Float64Var(sigma, "sigma", 0, "noise scale σ > 0 (noise N(0, σ²C²); the noise multiplier is σ/c, c from --clip-mode)")
+	f.Float64Var(sigma, "sigma", 0, "noise scale σ > 0 (noise N(0, σ²C²) on a sum of gradients clipped to c·C; the noise multiplier is σ/c, with c = 1 unless --clip-mode or --clip-constant sets it)")
 	f.IntVar(steps, "steps", 0, "number of DP-SGD steps T")
 	if delta != nil {
 		f.Float64Var(delta, "delta", 0, "target δ in (0, 1)")
