@@ -38,15 +38,8 @@ type Accountant interface {
 // is the "noise scale" of the trainer's flags and configs.
 func NoiseMultiplier(sigma, clipConstant float64) float64 { return sigma / clipConstant }
 
-// EpsilonBound is an accountant's ε and what it holds for.
-type EpsilonBound struct {
-	// Epsilon is a proven upper bound on ε at Delta (PLD: the pessimistic
-	// discretisation).
-	Epsilon float64 `json:"epsilon"`
-	Delta   float64 `json:"delta"`
-	// Lower (PLD only) is the optimistic discretisation's ε: the exact ε of the
-	// dominating pairs is ≥ Lower. Nil for RDP.
-	Lower      *float64  `json:"epsilon_lower,omitempty"`
+// HoldsFor is what an accountant's ε or δ holds for.
+type HoldsFor struct {
 	Accountant string    `json:"accountant"` // AccountantRDP or AccountantPLD
 	Adjacency  Adjacency `json:"adjacency"`
 	// Sampling of the composed events: poisson, uniform, shuffle, none (unsampled
@@ -63,19 +56,24 @@ type EpsilonBound struct {
 	Interval float64 `json:"interval,omitempty"`
 }
 
-// DeltaBound is an accountant's δ at Epsilon and what it holds for (the fields
-// mean what EpsilonBound's do).
+// EpsilonBound is an accountant's ε and what it holds for.
+type EpsilonBound struct {
+	// Epsilon is a proven upper bound on ε at Delta (PLD: the pessimistic
+	// discretisation).
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+	// Lower (PLD only) is the optimistic discretisation's ε: the exact ε of the
+	// dominating pairs is ≥ Lower. Nil for RDP.
+	Lower *float64 `json:"epsilon_lower,omitempty"`
+	HoldsFor
+}
+
+// DeltaBound is an accountant's δ at Epsilon and what it holds for.
 type DeltaBound struct {
-	Delta      float64   `json:"delta"` // proven upper bound
-	Epsilon    float64   `json:"epsilon"`
-	Lower      *float64  `json:"delta_lower,omitempty"` // PLD: the exact δ is ≥ this
-	Accountant string    `json:"accountant"`
-	Adjacency  Adjacency `json:"adjacency"`
-	Sampling   string    `json:"sampling"`
-	Shuffle    string    `json:"shuffle_accounting,omitempty"`
-	Order      float64   `json:"order,omitempty"`
-	Conversion string    `json:"conversion,omitempty"`
-	Interval   float64   `json:"interval,omitempty"`
+	Delta   float64  `json:"delta"` // proven upper bound
+	Epsilon float64  `json:"epsilon"`
+	Lower   *float64 `json:"delta_lower,omitempty"` // PLD: the exact δ is ≥ this
+	HoldsFor
 }
 
 // NewAccountant returns an empty accountant by name (AccountantRDP with the
@@ -218,8 +216,7 @@ func (a *RDPAccountant) Epsilon(delta float64) (EpsilonBound, error) {
 	if err != nil {
 		return EpsilonBound{}, err
 	}
-	return EpsilonBound{Epsilon: eps, Delta: delta, Accountant: AccountantRDP, Adjacency: a.Adjacency,
-		Sampling: a.sampling, Shuffle: shuffleName(a.sampling, a.Shuffle), Order: order, Conversion: a.Conversion.String()}, nil
+	return EpsilonBound{Epsilon: eps, Delta: delta, HoldsFor: a.holdsFor(order)}, nil
 }
 
 // Delta returns δ at ε, minimised over the orders (the inverse of Epsilon's
@@ -235,8 +232,13 @@ func (a *RDPAccountant) Delta(eps float64) (DeltaBound, error) {
 	if err != nil {
 		return DeltaBound{}, err
 	}
-	return DeltaBound{Delta: d, Epsilon: eps, Accountant: AccountantRDP, Adjacency: a.Adjacency,
-		Sampling: a.sampling, Shuffle: shuffleName(a.sampling, a.Shuffle), Order: order, Conversion: a.Conversion.String()}, nil
+	return DeltaBound{Delta: d, Epsilon: eps, HoldsFor: a.holdsFor(order)}, nil
+}
+
+// holdsFor labels the accountant's numbers (order: the optimal one).
+func (a *RDPAccountant) holdsFor(order float64) HoldsFor {
+	return HoldsFor{Accountant: AccountantRDP, Adjacency: a.Adjacency, Sampling: a.sampling,
+		Shuffle: shuffleName(a.sampling, a.Shuffle), Order: order, Conversion: a.Conversion.String()}
 }
 
 // deltaFrom is the δ at eps of per-order RDP values and its optimal order: at each
@@ -281,22 +283,8 @@ func (a *PLDAccountant) Name() string { return AccountantPLD }
 // Supports is nil when the PLD gives ε for e under the accountant's adjacency:
 // every valid event, except fixed-size sampling under add-remove.
 func (a *PLDAccountant) Supports(e Event) error {
-	if err := checkEvent(e); err != nil {
-		return err
-	}
-	if err := checkAdjacency(a.pld.Adjacency); err != nil {
-		return err
-	}
-	var steps []PLDStep
-	if err := a.steps(e, 1, &steps); err != nil {
-		return err
-	}
-	for _, s := range steps {
-		if err := validateStep(a.pld.Adjacency, s); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := a.validSteps(e)
+	return err
 }
 
 // Epsilon returns ε at δ: the pessimistic discretisation's (an upper bound), with
@@ -307,8 +295,7 @@ func (a *PLDAccountant) Epsilon(delta float64) (EpsilonBound, error) {
 		return EpsilonBound{}, err
 	}
 	lo := b.Lower
-	return EpsilonBound{Epsilon: b.Upper, Delta: delta, Lower: &lo, Accountant: AccountantPLD, Adjacency: a.pld.Adjacency,
-		Sampling: a.sampling, Shuffle: shuffleName(a.sampling, a.Shuffle), Interval: a.interval()}, nil
+	return EpsilonBound{Epsilon: b.Upper, Delta: delta, Lower: &lo, HoldsFor: a.holdsFor()}, nil
 }
 
 // Delta returns δ at ε (upper bound), with the optimistic one as Lower.
@@ -318,15 +305,15 @@ func (a *PLDAccountant) Delta(eps float64) (DeltaBound, error) {
 		return DeltaBound{}, err
 	}
 	lo := b.Lower
-	return DeltaBound{Delta: b.Upper, Epsilon: eps, Lower: &lo, Accountant: AccountantPLD, Adjacency: a.pld.Adjacency,
-		Sampling: a.sampling, Shuffle: shuffleName(a.sampling, a.Shuffle), Interval: a.interval()}, nil
+	return DeltaBound{Delta: b.Upper, Epsilon: eps, Lower: &lo, HoldsFor: a.holdsFor()}, nil
 }
 
-// interval is the PLD's loss discretisation interval (0 when its config is invalid).
-func (a *PLDAccountant) interval() float64 {
-	cfg, err := a.pld.Config.resolved()
-	if err != nil {
-		return 0
+// holdsFor labels the accountant's numbers, with the PLD's loss discretisation
+// interval (0 when its config is invalid).
+func (a *PLDAccountant) holdsFor() HoldsFor {
+	h := HoldsFor{Accountant: AccountantPLD, Adjacency: a.pld.Adjacency, Sampling: a.sampling, Shuffle: shuffleName(a.sampling, a.Shuffle)}
+	if cfg, err := a.pld.Config.resolved(); err == nil {
+		h.Interval = cfg.Interval
 	}
-	return cfg.Interval
+	return h
 }

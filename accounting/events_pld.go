@@ -17,17 +17,9 @@ func NewPLDAccountant(adj Adjacency, shuffle ShuffleAccounting, cfg *PLDConfig) 
 
 // Compose adds an event (validated first; on error the accountant is unchanged).
 func (a *PLDAccountant) Compose(e Event) error {
-	if err := checkEvent(e); err != nil {
+	steps, err := a.validSteps(e)
+	if err != nil {
 		return err
-	}
-	var steps []PLDStep
-	if err := a.steps(e, 1, &steps); err != nil {
-		return err
-	}
-	for _, s := range steps {
-		if err := validateStep(a.pld.Adjacency, s); err != nil {
-			return fmt.Errorf("PLD accountant: %w", err)
-		}
 	}
 	for _, s := range steps {
 		if err := a.pld.add(s); err != nil {
@@ -36,6 +28,26 @@ func (a *PLDAccountant) Compose(e Event) error {
 	}
 	a.sampling = mergeSampling(a.sampling, samplingOf(e))
 	return nil
+}
+
+// validSteps checks e and returns its PLD steps, each valid under the adjacency.
+func (a *PLDAccountant) validSteps(e Event) ([]PLDStep, error) {
+	if err := checkEvent(e); err != nil {
+		return nil, err
+	}
+	if err := checkAdjacency(a.pld.Adjacency); err != nil {
+		return nil, err
+	}
+	var steps []PLDStep
+	if err := a.steps(e, 1, &steps); err != nil {
+		return nil, err
+	}
+	for _, s := range steps {
+		if err := validateStep(a.pld.Adjacency, s); err != nil {
+			return nil, fmt.Errorf("PLD accountant: %w", err)
+		}
+	}
+	return steps, nil
 }
 
 func (a *PLDAccountant) steps(e Event, count int, out *[]PLDStep) error {

@@ -86,8 +86,7 @@ type Event struct {
 
 // setup is everything a run derives from its config and data before training.
 type setup struct {
-	cfg     Config  // as given; its privacy parameters are resolved in priv
-	userCfg Config  // as given (what the result and the hash record)
+	cfg     Config  // as given (what the result records), never changed: the resolved privacy parameters are priv
 	priv    Privacy // σ (solved, effective), c, σ/c, q, T, δ, sampling: built once
 	arch    models.Arch
 	model   models.Model
@@ -193,7 +192,7 @@ func discardDiverged(dir string, err error) error {
 
 // prepare loads the data and the model and computes the accounting constants.
 func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error) {
-	s := &setup{cfg: cfg, userCfg: cfg}
+	s := &setup{cfg: cfg}
 	var err error
 	split := opt.Data
 	if split == nil {
@@ -842,7 +841,7 @@ func (s *setup) finishRepeat(w *worker) (RepeatResult, error) {
 func (s *setup) result(ck *checkpoint, wallSec, stepSec float64, samples int64) (*Result, error) {
 	cfg, pr := s.cfg, s.priv
 	res := &Result{
-		Config: s.userCfg, Sigma: pr.Sigma, Epsilon: math.Inf(1), EpsilonOrder: math.NaN(), RDPOrder2: math.Inf(1),
+		Config: s.cfg, Sigma: pr.Sigma, Epsilon: math.Inf(1), EpsilonOrder: math.NaN(), RDPOrder2: math.Inf(1),
 		Conversion:         accounting.ConversionImproved.String(),
 		NoiseMultiplierRDP: pr.NoiseMultiplier, ClipConstant: s.priv.ClipConstant, SampleRate: s.priv.Q, Steps: s.steps,
 		Sampling: cfg.Sampling, FIL: s.filK > 0, FILCoordsUsed: s.filK, FILRate: s.filRate, FILInput: filInput(cfg),
