@@ -247,15 +247,12 @@ func deltaFrom(orders, values []float64, eps float64, conv Conversion) (float64,
 	if math.IsNaN(eps) || math.IsInf(eps, 0) || eps < 0 {
 		return 0, 0, fmt.Errorf("epsilon = %v must be finite and ≥ 0", eps)
 	}
-	if conv != ConversionImproved && conv != ConversionClassic {
-		return 0, 0, fmt.Errorf("unknown RDP conversion %v", conv)
+	if err := checkConversion(values, orders, conv); err != nil {
+		return 0, 0, err
 	}
 	best, bestOrder := 0.0, math.NaN() // log δ
 	for k, a := range orders {
 		v := values[k]
-		if math.IsNaN(v) || v < 0 {
-			return 0, 0, fmt.Errorf("invalid RDP value %v at order %v", v, a)
-		}
 		var ld float64
 		switch conv {
 		case ConversionImproved:

@@ -425,16 +425,13 @@ func epsilonFrom(orders, values []float64, delta float64, conv Conversion) (floa
 	if err := checkDelta(delta); err != nil {
 		return 0, 0, err
 	}
-	if conv != ConversionImproved && conv != ConversionClassic {
-		return 0, 0, fmt.Errorf("unknown RDP conversion %v", conv)
+	if err := checkConversion(values, orders, conv); err != nil {
+		return 0, 0, err
 	}
 	best, bestOrder := math.Inf(1), math.NaN()
 	logDelta := math.Log(delta)
 	for k, a := range orders {
 		v := values[k]
-		if math.IsNaN(v) || v < 0 {
-			return 0, 0, fmt.Errorf("invalid RDP value %v at order %v", v, a)
-		}
 		var e float64
 		switch conv {
 		case ConversionImproved:
@@ -550,4 +547,18 @@ func sigmaForEpsilon(run sampledGaussianRun, targetEps float64, orders []float64
 		}
 	}
 	return hi, nil
+}
+
+// checkConversion validates the inputs of an RDP ↔ (ε, δ) conversion: a known
+// conversion and per-order values that are ≥ 0 (not NaN).
+func checkConversion(values, orders []float64, conv Conversion) error {
+	if conv != ConversionImproved && conv != ConversionClassic {
+		return fmt.Errorf("unknown RDP conversion %v", conv)
+	}
+	for k, v := range values {
+		if math.IsNaN(v) || v < 0 {
+			return fmt.Errorf("invalid RDP value %v at order %v", v, orders[k])
+		}
+	}
+	return nil
 }
