@@ -394,9 +394,6 @@ func (a *RDPAccountant) add(q, sigma float64, count int, o2 float64) error {
 // when the adjacency is replace-one).
 func (a *RDPAccountant) Order2() float64 { return a.order2 }
 
-// RDP returns the composed per-order values (not meaningful when Epsilon fails).
-func (a *RDPAccountant) RDP() *RDP { return a.rdp }
-
 // KappaOf returns the FIL subsampling factor κ (Kappa) for one step event: a
 // Poisson-sampled or sampled-without-replacement Gaussian step gets
 // κ = q/(q + (1−q)e^{−ε₀}) (amplification by subsampling of the step's replace-one

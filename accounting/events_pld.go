@@ -77,6 +77,3 @@ func (a *PLDAccountant) steps(e Event, count int, out *[]PLDStep) error {
 	}
 	return nil
 }
-
-// PLD returns the underlying accountant (its steps are its checkpointable state).
-func (a *PLDAccountant) PLD() *PLD { return a.pld }

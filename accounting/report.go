@@ -506,18 +506,18 @@ func noiseOf(e Event) float64 {
 	return math.NaN()
 }
 
-// AsPoisson rewrites every sampled step as a Poisson step: the accounting the paper's
+// asPoisson rewrites every sampled step as a Poisson step: the accounting the paper's
 // code used for its add-remove ε₂ (not a bound for other samplings).
-func AsPoisson(e Event) Event {
+func asPoisson(e Event) Event {
 	switch ev := e.(type) {
 	case SampledWithoutReplacementEvent:
 		return PoissonSampledEvent{Q: ev.Q, Event: ev.Event}
 	case SelfComposedEvent:
-		return SelfComposedEvent{Event: AsPoisson(ev.Event), Count: ev.Count}
+		return SelfComposedEvent{Event: asPoisson(ev.Event), Count: ev.Count}
 	case ComposedEvent:
 		out := ComposedEvent{}
 		for _, x := range ev.Events {
-			out.Events = append(out.Events, AsPoisson(x))
+			out.Events = append(out.Events, asPoisson(x))
 		}
 		return out
 	}

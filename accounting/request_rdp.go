@@ -260,7 +260,7 @@ func Theorem1Of(ev Event) (Theorem1Report, error) {
 		return Theorem1Report{}, fmt.Errorf("Theorem 1: %w", err)
 	}
 	paper := NewRDPAccountant(AddRemove, ShufflePoissonApprox, nil)
-	if err := paper.Compose(AsPoisson(ev)); err != nil {
+	if err := paper.Compose(asPoisson(ev)); err != nil {
 		return Theorem1Report{}, fmt.Errorf("Theorem 1 (paper's value): %w", err)
 	}
 	r := Theorem1Report{Adjacency: ReplaceOne.String(),
