@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/glm"
 	"github.com/dpfil/dpfil/internal/csvfile"
 	"github.com/dpfil/dpfil/internal/jsonfloat"
+	"github.com/dpfil/dpfil/internal/stats"
 	"github.com/dpfil/dpfil/plot"
 	"gonum.org/v1/gonum/stat"
 )
@@ -99,7 +99,7 @@ func CompareFIL(bound, mse []float64) (FILComparison, error) {
 		}
 	}
 	sort.Float64s(finite)
-	c.MSEMedian, c.MSEMean = jsonfloat.Float(accounting.QuantileSorted(finite, 0.5)), jsonfloat.Float(math.NaN())
+	c.MSEMedian, c.MSEMean = jsonfloat.Float(stats.QuantileSorted(finite, 0.5)), jsonfloat.Float(math.NaN())
 	if len(finite) > 0 {
 		c.MSEMean = jsonfloat.Float(stat.Mean(finite, nil))
 	}

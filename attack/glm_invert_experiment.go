@@ -14,12 +14,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/glm"
 	"github.com/dpfil/dpfil/internal/atomicfile"
 	"github.com/dpfil/dpfil/internal/csvfile"
 	"github.com/dpfil/dpfil/internal/jsonfloat"
+	"github.com/dpfil/dpfil/internal/stats"
 	"github.com/dpfil/dpfil/plot"
 	"gonum.org/v1/gonum/stat"
 )
@@ -426,7 +426,7 @@ func (res *InvertReport) summarise(inv *InversionResult, noiseFree bool) {
 	}
 	if len(ratios) > 0 {
 		sort.Float64s(ratios)
-		res.MedianRatio = f(accounting.QuantileSorted(ratios, 0.5))
+		res.MedianRatio = f(stats.QuantileSorted(ratios, 0.5))
 	}
 	if len(lc) > 2 {
 		res.LogCorr = f(stat.Correlation(lc, lm, nil))

@@ -10,6 +10,7 @@ import (
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/internal/jsonfloat"
+	"github.com/dpfil/dpfil/internal/stats"
 	"gonum.org/v1/gonum/stat"
 )
 
@@ -209,7 +210,7 @@ func (f *Fitted) Release() (Release, error) {
 }
 
 // Spread is the maximum, median (numpy's default linear interpolation, as
-// accounting.QuantileSorted) and mean of a sample.
+// stats.QuantileSorted) and mean of a sample.
 type Spread struct{ Max, Median, Mean float64 }
 
 // SpreadOf returns the spread of v (NaN for an empty v).
@@ -219,7 +220,7 @@ func SpreadOf(v []float64) Spread {
 	}
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
-	return Spread{Max: s[len(s)-1], Median: accounting.QuantileSorted(s, 0.5), Mean: stat.Mean(s, nil)}
+	return Spread{Max: s[len(s)-1], Median: stats.QuantileSorted(s, 0.5), Mean: stat.Mean(s, nil)}
 }
 
 // Extremes returns the positions of the k largest and k smallest values of v (both

@@ -10,6 +10,7 @@ import (
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/internal/jsonfloat"
 	"github.com/dpfil/dpfil/models"
+	"github.com/dpfil/dpfil/train/fil"
 )
 
 // Result is what DIR/result.json holds. A number that is not finite is written as
@@ -276,7 +277,7 @@ func (r *Result) Metrics() Metrics {
 		r.MSEBoundFILMax, r.MSEBoundFILMedian}
 }
 
-// filSummaryJSON reads an accounting.FILSummary of result.json (η², label dFIL)
+// filSummaryJSON reads an fil.Summary of result.json (η², label dFIL)
 // with the file's null convention: null statistics and quantiles are NaN, null MSE
 // bounds +Inf (accounting writes both as null; encoding/json alone would read 0).
 type filSummaryJSON struct {
@@ -291,7 +292,7 @@ type filSummaryJSON struct {
 }
 
 // summary is the FILSummary read.
-func (j filSummaryJSON) summary() accounting.FILSummary {
+func (j filSummaryJSON) summary() fil.Summary {
 	var q map[string]float64
 	if j.Quantiles != nil {
 		q = make(map[string]float64, len(j.Quantiles))
@@ -299,7 +300,7 @@ func (j filSummaryJSON) summary() accounting.FILSummary {
 			q[k] = float64(v)
 		}
 	}
-	return accounting.FILSummary{Count: j.Count, Max: float64(j.Max), Median: float64(j.Median), Mean: float64(j.Mean),
+	return fil.Summary{Count: j.Count, Max: float64(j.Max), Median: float64(j.Median), Mean: float64(j.Mean),
 		Min: float64(j.Min), Quantiles: q, MSEBoundMax: float64(j.MSEBoundMax), MSEBoundMedian: float64(j.MSEBoundMedian)}
 }
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpfil/dpfil/accounting"
+	"github.com/dpfil/dpfil/train/fil"
 )
 
 // TestResultRoundTrip writes a result whose non-finite numbers are null (ε without
@@ -19,7 +19,7 @@ import (
 // as 0 and be rewritten as 0.)
 func TestResultRoundTrip(t *testing.T) {
 	inf, nan := math.Inf(1), math.NaN()
-	sum := accounting.FILSummary{Count: 3, Max: 0, Median: 0, Mean: 0, Min: nan,
+	sum := fil.Summary{Count: 3, Max: 0, Median: 0, Mean: 0, Min: nan,
 		Quantiles: map[string]float64{"p50": 0, "p99": nan}, MSEBoundMax: inf, MSEBoundMedian: inf}
 	r := &Result{Config: DefaultConfig(), TestAccuracy: 0.5, TestAccuracies: []float64{0.5}, Epsilon: inf, RDPOrder2: inf,
 		EpsilonOrder: inf, MSEBoundRDP: 0, FIL: true, DFILMax: 0, DFILMedian: 0, DFILMean: 0, MSEBoundFILMax: inf,

@@ -55,7 +55,7 @@ func parsedVar[T fmt.Stringer](f *pflag.FlagSet, dst *T, name string, def T, par
 // accountant composes, to a request's fields, and --delta when delta is not nil.
 func bindRunFlags(f *pflag.FlagSet, q, sigma *float64, steps *int, delta *float64) {
 	f.Float64Var(q, "q", 0, "sampling rate q = B/N in [0, 1]")
-	f.Float64Var(sigma, "sigma", 0, "noise multiplier σ > 0")
+	f.Float64Var(sigma, "sigma", 0, "noise scale σ > 0 (noise N(0, σ²C²) on a sum of gradients clipped to c·C; the noise multiplier is σ/c, with c = 1 unless --clip-mode or --clip-constant sets it)")
 	f.IntVar(steps, "steps", 0, "number of DP-SGD steps T")
 	if delta != nil {
 		f.Float64Var(delta, "delta", 0, "target δ in (0, 1)")
@@ -125,7 +125,7 @@ relative). 'account pld' is tighter; 'account dpsgd' reports both.`,
 	parsedVar(f, &req.Conversion, "conversion", accounting.ConversionImproved, accounting.ParseConversion, "RDP → (ε, δ) conversion: improved or classic")
 	f.StringVar(&schedule, "schedule", "", "heterogeneous run: comma-separated q:sigma:steps segments (instead of --q/--sigma/--steps)")
 	bindNeighbourFlags(f, &req.Adjacency, &req.Sampling)
-	f.StringVar(&clipMd, "clip-mode", train.ClipModeHard, "hard (σ is the noise multiplier) or smooth (divide by c ≈ 1.115, as train's default)")
+	f.StringVar(&clipMd, "clip-mode", train.ClipModeHard, "hard (c = 1: σ is the noise multiplier) or smooth (noise multiplier σ/c, c ≈ 1.115, as train's default)")
 	markRequired(cmd, "delta")
 	cmd.MarkFlagsOneRequired("q", "schedule")
 	cmd.MarkFlagsRequiredTogether("q", "steps")
@@ -407,7 +407,7 @@ add-remove value, labelled), κ, and the privacy events; or σ for --target-epsi
 	f.IntVar(&req.N, "n", 0, "number of training records N")
 	f.IntVar(&req.Batch, "batch", 0, "batch size B (expected size for Poisson)")
 	f.IntVar(&req.Steps, "steps", 0, "number of DP-SGD steps T")
-	f.Float64Var(&req.Sigma, "sigma", 0, "noise multiplier σ (noise N(0, σ²C²I))")
+	f.Float64Var(&req.Sigma, "sigma", 0, "noise scale σ (noise N(0, σ²C²I); the noise multiplier is σ/c)")
 	f.Float64Var(&target, "target-epsilon", 0, "solve for the smallest σ reaching this ε at --delta")
 	f.Float64Var(&req.Delta, "delta", 1e-5, "δ at which ε is reported")
 	f.Float64Var(&req.FILDelta, "fil-delta", 0, "κ's failure probability δ_f (0 = 1/(T·N), as train)")

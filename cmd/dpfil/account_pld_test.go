@@ -10,11 +10,8 @@ import (
 
 func TestAccountPLD(t *testing.T) {
 	m := accountJSON(t, "pld", "--q", "0.01", "--sigma", "1", "--steps", "10000", "--delta", "1e-5")
-	e, err := accounting.PLDEpsilon(accounting.AddRemove, accounting.SamplingPoisson, accounting.SampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 10000, Delta: 1e-5}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if acctNum(t, m, "epsilon") != e.Upper || acctNum(t, m, "epsilon_lower") != e.Lower {
+	e := libEpsilon(t, accounting.NewPLDAccountant(accounting.AddRemove, accounting.ShuffleRigorous, nil), poissonSteps(0.01, 1, 10000), 1e-5)
+	if acctNum(t, m, "epsilon") != e.Epsilon || acctNum(t, m, "epsilon_lower") != *e.Lower {
 		t.Errorf("epsilon %v lower %v, library %+v", m["epsilon"], m["epsilon_lower"], e)
 	}
 	if math.Abs(acctNum(t, m, "epsilon")-6.19) > 0.005 {
@@ -24,27 +21,29 @@ func TestAccountPLD(t *testing.T) {
 		acctNum(t, m, "interval") != 1e-4 || acctNum(t, m, "delta") != 1e-5 {
 		t.Errorf("labels %v", m)
 	}
-	if d := acctNum(t, m, "discretisation_error"); d != e.Upper-e.Lower || d < 0 {
+	if d := acctNum(t, m, "discretisation_error"); d != e.Epsilon-*e.Lower || d < 0 {
 		t.Errorf("discretisation_error %v", d)
 	}
-	rdp, order, _ := accounting.EpsilonFor(accounting.SampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 10000, Delta: 1e-5}, nil, accounting.ConversionImproved)
-	if acctNum(t, m, "epsilon_rdp") != rdp || acctNum(t, m, "rdp_order") != order || !(e.Upper < rdp) {
+	rb := libEpsilon(t, accounting.NewRDPAccountant(accounting.AddRemove, accounting.ShuffleRigorous, nil), poissonSteps(0.01, 1, 10000), 1e-5)
+	rdp, order := rb.Epsilon, rb.Order
+	if acctNum(t, m, "epsilon_rdp") != rdp || acctNum(t, m, "rdp_order") != order || !(e.Epsilon < rdp) {
 		t.Errorf("epsilon_rdp %v order %v, want %v %v (above PLD)", m["epsilon_rdp"], m["rdp_order"], rdp, order)
 	}
 
 	// Replace-one, Poisson: RDP has no ε bound there, the note says so.
 	r := accountJSON(t, "pld", "--q", "0.01", "--sigma", "1", "--steps", "100", "--delta", "1e-5", "--adjacency", "replace-one")
-	er, _ := accounting.PLDEpsilon(accounting.ReplaceOne, accounting.SamplingPoisson, accounting.SampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 100, Delta: 1e-5}, nil)
-	if acctNum(t, r, "epsilon") != er.Upper || r["adjacency"] != "replace-one" || r["epsilon_rdp"] != nil ||
+	er := libEpsilon(t, accounting.NewPLDAccountant(accounting.ReplaceOne, accounting.ShuffleRigorous, nil), poissonSteps(0.01, 1, 100), 1e-5)
+	if acctNum(t, r, "epsilon") != er.Epsilon || r["adjacency"] != "replace-one" || r["epsilon_rdp"] != nil ||
 		!strings.Contains(r["rdp_note"].(string), "replace-one") {
 		t.Errorf("replace-one: %v, library %+v", r, er)
 	}
 	// Uniform, replace-one, coarser grid: RDP beside it and above.
 	u := accountJSON(t, "pld", "--q", "0.01", "--sigma", "2", "--steps", "1000", "--delta", "1e-5",
 		"--adjacency", "replace-one", "--sampling", "uniform", "--interval", "1e-3")
-	eu, _ := accounting.PLDEpsilon(accounting.ReplaceOne, accounting.SamplingUniform, accounting.SampledGaussianRun{Q: 0.01, Sigma: 2, Steps: 1000, Delta: 1e-5}, &accounting.PLDConfig{Interval: 1e-3})
-	if acctNum(t, u, "epsilon") != eu.Upper || u["sampling"] != "uniform" || acctNum(t, u, "interval") != 1e-3 ||
-		!(acctNum(t, u, "epsilon_rdp") > eu.Upper) {
+	uniform := accounting.SelfComposedEvent{Event: accounting.SampledWithoutReplacementEvent{Q: 0.01, Event: accounting.GaussianEvent{NoiseMultiplier: 2}}, Count: 1000}
+	eu := libEpsilon(t, accounting.NewPLDAccountant(accounting.ReplaceOne, accounting.ShuffleRigorous, &accounting.PLDConfig{Interval: 1e-3}), uniform, 1e-5)
+	if acctNum(t, u, "epsilon") != eu.Epsilon || u["sampling"] != "uniform" || acctNum(t, u, "interval") != 1e-3 || eu.Interval != 1e-3 ||
+		!(acctNum(t, u, "epsilon_rdp") > eu.Epsilon) {
 		t.Errorf("uniform: %v, library %+v", u, eu)
 	}
 	// Human output.
@@ -98,4 +97,22 @@ func TestAccountPLDErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// poissonSteps is steps Poisson-sampled Gaussian steps at rate q, noise multiplier nm.
+func poissonSteps(q, nm float64, steps int) accounting.Event {
+	return accounting.SelfComposedEvent{Event: accounting.PoissonSampledEvent{Q: q, Event: accounting.GaussianEvent{NoiseMultiplier: nm}}, Count: steps}
+}
+
+// libEpsilon composes e into the library accountant a and returns its ε at delta.
+func libEpsilon(t *testing.T, a accounting.Accountant, e accounting.Event, delta float64) accounting.EpsilonBound {
+	t.Helper()
+	if err := a.Compose(e); err != nil {
+		t.Fatal(err)
+	}
+	b, err := a.Epsilon(delta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dpfil/dpfil/accounting"
+	"github.com/dpfil/dpfil/train/fil"
 )
 
 // runAccount runs 'dpfil account …' and returns stdout, stderr and the error.
@@ -47,10 +48,8 @@ func acctNum(t *testing.T, m map[string]any, k string) float64 {
 
 func TestAccountRDP(t *testing.T) {
 	m := accountJSON(t, "rdp", "--q", "0.01", "--sigma", "1.1", "--steps", "1000", "--delta", "1e-5")
-	eps, order, err := accounting.EpsilonFor(accounting.SampledGaussianRun{Q: 0.01, Sigma: 1.1, Steps: 1000, Delta: 1e-5}, nil, accounting.ConversionImproved)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := libEpsilon(t, accounting.NewRDPAccountant(accounting.AddRemove, accounting.ShuffleRigorous, nil), poissonSteps(0.01, 1.1, 1000), 1e-5)
+	eps, order := b.Epsilon, b.Order
 	if acctNum(t, m, "epsilon") != eps || acctNum(t, m, "order") != order {
 		t.Errorf("epsilon %v order %v, library %v %v", m["epsilon"], m["order"], eps, order)
 	}
@@ -133,7 +132,7 @@ func TestAccountRDPTargetEpsilon(t *testing.T) {
 	if acctNum(t, m, "epsilon") > 2 || acctNum(t, m, "target_epsilon") != 2 {
 		t.Errorf("sigma %v gives epsilon %v > 2", s, m["epsilon"])
 	}
-	e, _, _ := accounting.EpsilonFor(accounting.SampledGaussianRun{Q: 0.01, Sigma: s * (1 - 2e-6), Steps: 1000, Delta: 1e-5}, nil, accounting.ConversionImproved)
+	e := libEpsilon(t, accounting.NewRDPAccountant(accounting.AddRemove, accounting.ShuffleRigorous, nil), poissonSteps(0.01, s*(1-2e-6), 1000), 1e-5).Epsilon
 	if e <= 2 {
 		t.Errorf("sigma %v not minimal: ε(0.999998σ) = %v", s, e)
 	}
@@ -221,10 +220,10 @@ func TestAccountReRoBoundFirst(t *testing.T) {
 func TestAccountFIL(t *testing.T) {
 	dir := t.TempDir()
 	p1, p2 := filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.npy")
-	if err := accounting.SaveDFIL(p1, []float64{1, 2, 3, 4}); err != nil {
+	if err := fil.Save(p1, []float64{1, 2, 3, 4}); err != nil {
 		t.Fatal(err)
 	}
-	if err := accounting.SaveDFIL(p2, []float64{3, 2, 1, 0}); err != nil {
+	if err := fil.Save(p2, []float64{3, 2, 1, 0}); err != nil {
 		t.Fatal(err)
 	}
 	m := accountJSON(t, "fil", "--dfil", p1)
@@ -238,7 +237,7 @@ func TestAccountFIL(t *testing.T) {
 	if acctNum(t, m2, "runs") != 2 || acctNum(t, s2, "max") != 2 || acctNum(t, s2, "min") != 2 {
 		t.Errorf("merged summary %v", m2)
 	}
-	if x, err := accounting.LoadDFIL(merged); err != nil || len(x) != 4 || x[3] != 2 {
+	if x, err := fil.Load(merged); err != nil || len(x) != 4 || x[3] != 2 {
 		t.Errorf("merged file %v %v", x, err)
 	}
 	out, _, err := runAccount(t, "fil", "--dfil", p1)
@@ -301,7 +300,7 @@ func TestAccountErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	short := filepath.Join(dir, "short.npy")
-	if err := accounting.SaveDFIL(short, []float64{1, 2}); err != nil {
+	if err := fil.Save(short, []float64{1, 2}); err != nil {
 		t.Fatal(err)
 	}
 	rdp := []string{"rdp", "--steps", "100", "--delta", "1e-5"}
@@ -386,7 +385,7 @@ func TestAccountErrors(t *testing.T) {
 	}
 	// Merging runs of different lengths is an error too.
 	other := filepath.Join(dir, "other.npy")
-	if err := accounting.SaveDFIL(other, []float64{1, 2, 3}); err != nil {
+	if err := fil.Save(other, []float64{1, 2, 3}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := runAccount(t, "fil", "--dfil", short, "--dfil", other); err == nil || !strings.Contains(err.Error(), "merge") {

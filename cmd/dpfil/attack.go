@@ -40,7 +40,7 @@ func gameCmd[R any, P report[R]](c *cobra.Command, s *attack.GameSpec, play func
 	})
 	f := c.Flags()
 	f.Float64Var(&s.Epsilon, "epsilon", s.Epsilon, "target ε at --delta; σ is solved with the RDP accountant (ignored when --sigma is given)")
-	f.Float64Var(&s.Sigma, "sigma", s.Sigma, "noise multiplier σ (instead of --epsilon)")
+	f.Float64Var(&s.Sigma, "sigma", s.Sigma, "noise scale σ, the noise multiplier under the game's hard clipping (instead of --epsilon)")
 	f.Float64Var(&s.Delta, "delta", s.Delta, "δ of the (ε, δ) guarantee")
 	f.Float64Var(&s.Q, "q", s.Q, "Poisson sampling rate in (0, 1]; 1 = full batch")
 	f.IntVar(&s.Steps, "steps", s.Steps, "DP-SGD steps T")

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/sweep"
+	"github.com/dpfil/dpfil/train/fil"
 )
 
 func pngSize(t *testing.T, path string) (int, int) {
@@ -173,7 +173,7 @@ func TestPlotHistCommand(t *testing.T) {
 		vals[i] = math.Exp(rng.NormFloat64())
 	}
 	vals[7] = 0 // never sampled: infinite MSE bound, not drawable
-	if err := accounting.SaveDFIL(npy, vals); err != nil {
+	if err := fil.Save(npy, vals); err != nil {
 		t.Fatal(err)
 	}
 	fig := filepath.Join(dir, "h.png")
@@ -260,7 +260,7 @@ func TestPlotImagesCommand(t *testing.T) {
 		d[i] = float64((i * 37) % 50) // a permutation of 0..49
 	}
 	npy := filepath.Join(dir, "dfil.npy")
-	if err := accounting.SaveDFIL(npy, d); err != nil {
+	if err := fil.Save(npy, d); err != nil {
 		t.Fatal(err)
 	}
 	s, err = runCLI(t, newRootCmd(), "plot", "images", "--dfil", npy, "--top", "2", "--bottom", "2", "-o", fig, "--json")

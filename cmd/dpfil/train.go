@@ -29,7 +29,7 @@ func addTrainConfigFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "learning rate ρ")
 	fs.Float64Var(&cfg.Momentum, "momentum", cfg.Momentum, "SGD momentum in [0, 1)")
 	fs.Float64Var(&cfg.WeightDecay, "weight-decay", cfg.WeightDecay, "L2 weight decay λ (g ← ḡ + λw)")
-	fs.Float64Var(&cfg.Sigma, "sigma", cfg.Sigma, "noise multiplier σ (noise N(0, σ²C²I) on the summed clipped gradients)")
+	fs.Float64Var(&cfg.Sigma, "sigma", cfg.Sigma, "noise scale σ: noise N(0, σ²C²I) on the summed clipped gradients (the accountants' noise multiplier is σ/c, c the clip constant of --clip-mode)")
 	fs.Float64Var(&cfg.Clip, "clip", cfg.Clip, "per-sample clipping norm C")
 	fs.StringVar(&cfg.ClipMode, "clip-mode", cfg.ClipMode, "clipping: smooth (GELU, differentiable: the paper's choice for FIL) or hard")
 	fs.StringVar(&cfg.Sampling, "sampling", cfg.Sampling, "batches: poisson (exact accounting), uniform (fixed size B without replacement each step; replace-one accounting) or shuffle (the papers'; ε claims no amplification, the Poisson approximation is reported beside it)")

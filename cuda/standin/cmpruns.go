@@ -39,7 +39,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/dpfil/dpfil/accounting"
+	"github.com/dpfil/dpfil/internal/npy"
+	"github.com/dpfil/dpfil/train/fil"
 	"github.com/dpfil/dpfil/transcript"
 )
 
@@ -72,7 +73,7 @@ func load(dir string) (result, []float64, []float64, error) {
 	if r.TestAccuracy == nil || r.DFILPath == "" || r.ParamsPath == "" {
 		return r, nil, nil, fmt.Errorf("%s/result.json: no test_accuracy, dfil_path or params_path (run with FIL accounting)", dir)
 	}
-	dfil, err := accounting.LoadDFIL(filepath.Join(dir, r.DFILPath))
+	dfil, err := fil.Load(filepath.Join(dir, r.DFILPath))
 	if err != nil {
 		return r, nil, nil, err
 	}
@@ -80,7 +81,7 @@ func load(dir string) (result, []float64, []float64, error) {
 	if err != nil {
 		return r, nil, nil, err
 	}
-	params, err := accounting.DecodeNPY(bytes.NewReader(pb))
+	params, err := npy.ReadVector(bytes.NewReader(pb))
 	if err != nil {
 		return r, nil, nil, fmt.Errorf("%s: %w", r.ParamsPath, err)
 	}

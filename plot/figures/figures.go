@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/plot"
 	"github.com/dpfil/dpfil/sweep"
+	"github.com/dpfil/dpfil/train/fil"
 )
 
 // This file holds the typed requests and reports behind the 'dpfil plot' commands:
@@ -153,7 +153,7 @@ func WriteHist(req HistRequest) (*HistReport, error) {
 	if err := req.Check(); err != nil {
 		return nil, err
 	}
-	vals, err := accounting.LoadDFIL(req.DFIL)
+	vals, err := fil.Load(req.DFIL)
 	if err != nil {
 		return nil, err
 	}
@@ -354,7 +354,7 @@ func extremeDFIL(file, split string, n, top, bottom int) ([]int, []float64, erro
 	if split != "train" {
 		return nil, nil, errors.New("--dfil indexes the training split")
 	}
-	d, err := accounting.LoadDFIL(file)
+	d, err := fil.Load(file)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/plot/figures"
 	"github.com/dpfil/dpfil/sweep"
+	"github.com/dpfil/dpfil/train/fil"
 )
 
 func TestParseIndices(t *testing.T) {
@@ -84,7 +84,7 @@ func TestWritePareto(t *testing.T) {
 func TestWriteHist(t *testing.T) {
 	dir := t.TempDir()
 	npy := filepath.Join(dir, "dfil.npy")
-	if err := accounting.SaveDFIL(npy, []float64{0.5, 2, 4, 0}); err != nil {
+	if err := fil.Save(npy, []float64{0.5, 2, 4, 0}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := figures.WriteHist(figures.HistRequest{Figure: figures.Figure{Out: filepath.Join(dir, "h.png"), Width: 300, Height: 200}, DFIL: npy, What: "mse", Bins: 4})
@@ -103,7 +103,7 @@ func TestWriteHist(t *testing.T) {
 func TestWriteImagesByDFIL(t *testing.T) {
 	dir := t.TempDir()
 	npy := filepath.Join(dir, "dfil.npy")
-	if err := accounting.SaveDFIL(npy, []float64{3, 9, 1, 7, 5}); err != nil {
+	if err := fil.Save(npy, []float64{3, 9, 1, 7, 5}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := figures.WriteImages(figures.ImagesRequest{Out: filepath.Join(dir, "g.png"), Dataset: "mnist-embedded", Split: "train", DFIL: npy, Top: 2, Bottom: 1, Scale: 1})
