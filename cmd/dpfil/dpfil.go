@@ -1,0 +1,9 @@
+// Command dpfil trains private convnets with DP-SGD, accounts their privacy with
+// Fisher information leakage (FIL) and Rényi DP, turns both into lower bounds on the
+// mean squared error of reconstruction attacks, and runs those attacks. The command
+// line lives in package cli, which a user program imports to add its own models.
+package main
+
+import "github.com/dpfil/dpfil/cli"
+
+func main() { cli.Main() }
