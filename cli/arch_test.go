@@ -239,7 +239,7 @@ func TestArchCLIRefusals(t *testing.T) {
 // TestExampleArchs: every architecture file in examples/ parses and resolves for
 // MNIST-shaped data, and describes through the CLI.
 func TestExampleArchs(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join("..", "examples", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no example architectures: %v", err)
 	}

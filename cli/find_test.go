@@ -247,7 +247,7 @@ func TestAccountFILArgs(t *testing.T) {
 // minutes), that go test runs without -v (one line per package as each finishes),
 // and that the README states its duration and its MNIST download.
 func TestMakeTestSaysWhatItDoes(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	b, err := os.ReadFile(filepath.Join("..", "Makefile"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestMakeTestSaysWhatItDoes(t *testing.T) {
 	if !tested || !strings.Contains(recipe[0], "about 20 minutes on 2 cores") {
 		t.Errorf("test recipe: %q", recipe)
 	}
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

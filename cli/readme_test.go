@@ -14,7 +14,7 @@ import (
 // continuation lines joined and trailing comments removed, in order.
 func readmeCommands(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestREADMECommands(t *testing.T) {
 	if len(cmds) < 10 {
 		t.Fatalf("found only %d README commands: %q", len(cmds), cmds)
 	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs(filepath.Join(".."))
 	if err != nil {
 		t.Fatal(err)
 	}
