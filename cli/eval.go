@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newEvalCmd() *cobra.Command {
-	var req train.EvalRequest
+func newEvalCmd(opts Options) *cobra.Command {
+	req := train.EvalRequest{Models: opts.Models}
 	cmd := reportCmd(&cobra.Command{
 		Use:   "eval --run DIR",
 		Short: "Evaluate a trained model: accuracy, per-class accuracy, loss",
@@ -34,9 +34,9 @@ test part it also says whether the run's reported test accuracy is reproduced.`,
 	return cmd
 }
 
-func newPredictCmd() *cobra.Command {
+func newPredictCmd(opts Options) *cobra.Command {
 	var (
-		req    train.PredictRequest
+		req    = train.PredictRequest{Models: opts.Models}
 		top    int
 		asJSON bool
 	)

@@ -111,7 +111,7 @@ func mustWrite(t *testing.T, path, text string) {
 // its --help, that no group names a flag train lacks, and that the help shows each
 // flag once, under the group titles.
 func TestTrainFlagGroups(t *testing.T) {
-	cmd := newTrainCmd()
+	cmd := newTrainCmd(Options{})
 	cmd.InitDefaultHelpFlag()
 	in := map[string]int{}
 	for _, g := range trainFlagGroups() {

@@ -5,20 +5,10 @@ package cli
 
 import (
 	"errors"
-	"fmt"
-	"os"
 
 	"github.com/dpfil/dpfil/train"
 	"github.com/spf13/cobra"
 )
-
-func main() {
-	root := newRootCmd()
-	if err := root.Execute(); err != nil {
-		fmt.Fprintf(os.Stderr, "dpfil: error: %v\n", err)
-		os.Exit(exitStatus(err))
-	}
-}
 
 // exitCoder is an error that asks for a particular exit status (exitError).
 type exitCoder interface{ ExitCode() int }
@@ -42,9 +32,9 @@ func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) Unwrap() error { return e.err }
 func (e exitError) ExitCode() int { return e.code }
 
-// newRootCmd builds the whole command tree. Each command group lives in its own file
-// and contributes one constructor here.
-func newRootCmd() *cobra.Command {
+// newRoot builds the whole command tree with the program's options. Each command
+// group lives in its own file and contributes one constructor here.
+func newRoot(opts Options) *cobra.Command {
 	root := group(&cobra.Command{
 		Use:   "dpfil",
 		Short: "DP-SGD training with Fisher-information and Rényi-DP reconstruction accounting",
@@ -62,14 +52,14 @@ stdout with --json. Every random draw flows from --seed.`,
 		SilenceErrors: true,
 	},
 		newDataCmd(),
-		newTrainCmd(),
-		newEvalCmd(),
-		newPredictCmd(),
+		newTrainCmd(opts),
+		newEvalCmd(opts),
+		newPredictCmd(opts),
 		newArchCmd(),
 		newAccountCmd(),
 		newGLMCmd(),
 		newAttackCmd(),
-		newSweepCmd(),
+		newSweepCmd(opts),
 		newPlotCmd(),
 		newBenchCmd(),
 		newDemoCmd(),

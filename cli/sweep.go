@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/dpfil/dpfil/sweep"
+	"github.com/dpfil/dpfil/train"
 	"github.com/spf13/cobra"
 )
 
@@ -15,11 +16,15 @@ import (
 // fast fake.
 type sweepDeps struct {
 	runner func(logf func(string, ...any)) sweep.Runner
+	// models are the program's registered models (a grid's model: NAME).
+	models train.Registry
 }
 
 // newSweepCmd is the 'sweep' command group, training with train.Run.
-func newSweepCmd() *cobra.Command {
-	return newSweepCmdWith(sweepDeps{runner: sweep.TrainRunner})
+func newSweepCmd(opts Options) *cobra.Command {
+	return newSweepCmdWith(sweepDeps{models: opts.Models, runner: func(logf func(string, ...any)) sweep.Runner {
+		return sweep.TrainRunnerModels(logf, opts.Models)
+	}})
 }
 
 func newSweepCmdWith(deps sweepDeps) *cobra.Command {
@@ -45,12 +50,12 @@ relative to the grid file; 'dpfil arch --help'), in base or swept like any key:
 
 The grid expands in a fixed order (sorted keys, last key fastest); each run is
 identified by its config hash, so 'sweep run' resumes without repeating finished runs.`,
-	}, newSweepRunCmd(deps), newSweepStatusCmd(), newSweepListCmd(), newSweepPlanCmd(), newSweepSubmitCmd(), newSweepMergeCmd())
+	}, newSweepRunCmd(deps), newSweepStatusCmd(deps), newSweepListCmd(deps), newSweepPlanCmd(deps), newSweepSubmitCmd(deps), newSweepMergeCmd())
 }
 
 // withGrid expands the grid file path and calls f on it.
-func withGrid[R any](path string, f func(*sweep.Expanded) (*R, error)) (*R, error) {
-	e, err := sweep.Expand(path)
+func withGrid[R any](path string, reg train.Registry, f func(*sweep.Expanded) (*R, error)) (*R, error) {
+	e, err := sweep.ExpandModels(path, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +84,7 @@ rerun the same command to continue. An interrupted run exits with status 75
 (EX_TEMPFAIL), failed runs with 1.`,
 		Args: cobra.ExactArgs(1),
 	}, func(cmd *cobra.Command, args []string) (*sweep.RunReport, error) {
-		e, err := sweep.Expand(args[0])
+		e, err := sweep.ExpandModels(args[0], deps.models)
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +125,7 @@ rerun the same command to continue. An interrupted run exits with status 75
 	return cmd
 }
 
-func newSweepStatusCmd() *cobra.Command {
+func newSweepStatusCmd(deps sweepDeps) *cobra.Command {
 	var (
 		out    string
 		shard  sweep.Shard
@@ -146,7 +151,7 @@ resumes from a checkpoint).`,
 				r, err := sweep.StatusOfSubmission(cmd.Context(), args[0])
 				return emitReport(cmd, asJSON, r, err)
 			}
-			r, err := withGrid(args[0], func(e *sweep.Expanded) (*sweep.StatusReport, error) { return e.Status(out, shard) })
+			r, err := withGrid(args[0], deps.models, func(e *sweep.Expanded) (*sweep.StatusReport, error) { return e.Status(out, shard) })
 			return emitReport(cmd, asJSON, r, err)
 		},
 	}
@@ -156,7 +161,7 @@ resumes from a checkpoint).`,
 	return cmd
 }
 
-func newSweepSubmitCmd() *cobra.Command {
+func newSweepSubmitCmd(deps sweepDeps) *cobra.Command {
 	var (
 		req   sweep.SubmitRequest
 		slurm bool
@@ -190,7 +195,7 @@ uninterrupted 'dpfil sweep run'. When all tasks are done:
 			}
 			req.Bin = exe
 		}
-		e, err := sweep.Expand(args[0])
+		e, err := sweep.ExpandModels(args[0], deps.models)
 		if err != nil {
 			return nil, err
 		}
@@ -208,20 +213,20 @@ uninterrupted 'dpfil sweep run'. When all tasks are done:
 	return cmd
 }
 
-func newSweepListCmd() *cobra.Command {
+func newSweepListCmd(deps sweepDeps) *cobra.Command {
 	var shard sweep.Shard
 	cmd := reportCmd(&cobra.Command{
 		Use:   "list GRID",
 		Short: "Expand a grid and list its runs (index, hash, swept settings)",
 		Args:  cobra.ExactArgs(1),
 	}, func(_ *cobra.Command, args []string) (*sweep.Listing, error) {
-		return withGrid(args[0], func(e *sweep.Expanded) (*sweep.Listing, error) { return e.List(shard) })
+		return withGrid(args[0], deps.models, func(e *sweep.Expanded) (*sweep.Listing, error) { return e.List(shard) })
 	})
 	addShardFlag(cmd, &shard, "list only shard i of n")
 	return cmd
 }
 
-func newSweepPlanCmd() *cobra.Command {
+func newSweepPlanCmd(deps sweepDeps) *cobra.Command {
 	var (
 		req     sweep.PlanRequest
 		slurm   bool
@@ -243,7 +248,7 @@ requeued task or pod skips finished runs and resumes the interrupted one from it
 checkpoint. 'dpfil sweep submit' writes the Slurm script and calls sbatch.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			e, err := sweep.Expand(args[0])
+			e, err := sweep.ExpandModels(args[0], deps.models)
 			if err != nil {
 				return err
 			}

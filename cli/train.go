@@ -88,7 +88,7 @@ func (tp *trainProgress) event(e train.Event) {
 // runTraining runs cfg into out with a progress report and explains interruptions;
 // with record (or when out holds a transcript being resumed) it also writes the
 // adversary's transcript into out.
-func runTraining(cmd *cobra.Command, cfg train.Config, out string, resume bool, ckEvery int, quiet, record bool) (*train.Result, error) {
+func runTraining(cmd *cobra.Command, cfg train.Config, m models.Model, out string, resume bool, ckEvery int, quiet, record bool) (*train.Result, error) {
 	ctx, stop := interruptContext(cmd)
 	defer stop()
 	tp := &trainProgress{lazyProgress: lazyProgress{quiet: quiet}}
@@ -101,7 +101,7 @@ func runTraining(cmd *cobra.Command, cfg train.Config, out string, resume bool, 
 			fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...)
 		}
 	}
-	opt := train.Options{Out: out, Resume: resume, CheckpointEvery: ckEvery, Logf: logf, Progress: tp.event}
+	opt := train.Options{Out: out, Resume: resume, CheckpointEvery: ckEvery, Logf: logf, Progress: tp.event, Model: m}
 	res, err := train.RunWithTranscript(ctx, cfg, opt, record)
 	tp.finish()
 	if err != nil {
@@ -127,10 +127,11 @@ type trainFlags struct {
 	asJSON, describe, quiet, record bool
 	archFile, out, resume           string
 	ckEvery                         int
+	models                          train.Registry // the program's registered models
 }
 
-func newTrainCmd() *cobra.Command {
-	fl := trainFlags{cfg: train.DefaultConfig()}
+func newTrainCmd(opts Options) *cobra.Command {
+	fl := trainFlags{cfg: train.DefaultConfig(), models: opts.Models}
 	cmd := &cobra.Command{
 		Use:   "train",
 		Short: "Train a model with DP-SGD and FIL/RDP accounting",
@@ -166,6 +167,9 @@ and a resumed run keeps recording into them; format in docs/attacks.md.`,
 	cmd.MarkFlagsMutuallyExclusive("model", "arch")
 	cmd.MarkFlagsMutuallyExclusive("resume", "arch")
 	markResumeExclusive(cmd)
+	if len(opts.Models) > 0 {
+		f.Lookup("model").Usage += "; registered by this program: " + strings.Join(opts.Models.Names(), ", ")
+	}
 	addQuietFlag(cmd, &fl.quiet)
 	f.BoolVar(&fl.record, "record-transcript", false, "write the adversary's transcript (θ₀, released gradients, batches) to DIR/transcript.bin")
 	addJSONFlag(cmd, &fl.asJSON)
@@ -189,18 +193,27 @@ func trainFlagGroups() []flagGroup {
 
 func runTrain(cmd *cobra.Command, fl *trainFlags) error {
 	cfg, out := fl.cfg, fl.out
+	if fl.describe && fl.models.Has(cfg.Model) {
+		return describeRegistered(cmd, fl.models, cfg.Model, fl.asJSON)
+	}
 	if fl.describe {
 		return describeModel(cmd, cfg, fl.archFile, fl.asJSON, stderrLogf(cmd, fl.quiet))
 	}
 	if fl.ckEvery < 0 {
 		return fmt.Errorf("--checkpoint-every = %d must be ≥ 0 (0: after the first step, then every minute)", fl.ckEvery)
 	}
-	var err error
+	var (
+		err error
+		m   models.Model // a registered model (nil: the engine's)
+	)
 	if fl.resume != "" {
 		if cfg, err = train.LoadRunConfig(fl.resume); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
 		out = fl.resume
+		if cfg, m, err = fl.models.Resolve(cfg); err != nil {
+			return fmt.Errorf("resume %s: %w", fl.resume, err)
+		}
 	} else {
 		if cmd.Flags().Changed("epochs") && !cmd.Flags().Changed("steps") {
 			cfg.Steps = 0
@@ -214,14 +227,18 @@ func runTrain(cmd *cobra.Command, fl *trainFlags) error {
 		if cfg, err = train.PrepareConfig(cfg, fl.archFile, stderrLogf(cmd, fl.quiet)); err != nil {
 			return err
 		}
+		name := cfg.Model
+		if cfg, m, err = fl.models.Resolve(cfg); err != nil {
+			return err
+		}
 		if err := cfg.Validate(); err != nil {
 			return err
 		}
 		if out == "" {
-			out = filepath.Join("runs", cfg.Model+"-"+cfg.Hash())
+			out = filepath.Join("runs", name+"-"+cfg.Hash())
 		}
 	}
-	res, err := runTraining(cmd, cfg, out, fl.resume != "", fl.ckEvery, fl.quiet, fl.record)
+	res, err := runTraining(cmd, cfg, m, out, fl.resume != "", fl.ckEvery, fl.quiet, fl.record)
 	if err != nil {
 		return err
 	}
@@ -309,7 +326,7 @@ unbiased estimate; 'dpfil train --fil-coords 50 --fil-rate 1' is the paper's est
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			res, err := runTraining(cmd, cfg, out, false, 0, quiet, false)
+			res, err := runTraining(cmd, cfg, nil, out, false, 0, quiet, false)
 			if err != nil {
 				return err
 			}
