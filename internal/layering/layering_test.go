@@ -180,7 +180,7 @@ func TestTrainDoesNotLinkAttacks(t *testing.T) {
 	if !have["transcript"] || !have["models"] {
 		t.Fatalf("go list -deps ./train lacks transcript or models: %s", out)
 	}
-	for _, p := range []string{"attack", "sweep", "glm", "plot", "plot/figures", "cmd/dpfil"} {
+	for _, p := range []string{"attack", "sweep", "glm", "plot", "plot/figures", "cmd/dpfil", "cli"} {
 		if have[p] {
 			t.Errorf("go list -deps ./train includes %s", p)
 		}
