@@ -397,3 +397,17 @@ func (r *RefineReport) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "  %6d  %4d  %.4g  %.4g  %.4g\n", s.Index, s.ScreenRank, s.Screen, s.Exact, s.MSEBound)
 	}
 }
+
+// resultFILEstimator is result.json's fil_estimator: how each sample's dFIL was
+// computed, over how many runs, and what its maximum is.
+func resultFILEstimator(r *Result, exact bool) string {
+	members := "all members"
+	if r.FILRate > 0 && r.FILRate < 1 {
+		members = fmt.Sprintf("members subsampled at rate %g (weighted 1/rate)", r.FILRate)
+	}
+	reps := max(1, len(r.Repeats))
+	if exact {
+		return fmt.Sprintf("exact (all d = %d coordinates), %s, R=%d runs (mean)", r.InputDim, members, reps)
+	}
+	return fmt.Sprintf("screen k=%d, %s, R=%d runs (mean); dfil_max is the max of N noisy estimates (biased upward): refine it with 'dpfil account fil-refine'", r.FILCoordsUsed, members, reps)
+}
