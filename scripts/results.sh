@@ -70,6 +70,7 @@ run_entry() { # id, tier, status, runs (newline-separated), expects (newline-sep
   [ -n "$only" ] && [ "$id" != "$only" ] && return 0
   [ -z "$only" ] && [ "$tier" = quick ] && [ "$t" != quick ] && return 0
   if [[ "$status" == stale* ]] && [ "$update" = 0 ]; then stale+=("$id: $status"); return 0; fi
+  if [ -z "${runs//$'\n'/}" ]; then stale+=("$id: no run: lines recorded (regenerate it by hand): $status"); return 0; fi
   local W; W=$(mktemp -d)
   export W
   echo "== $id ($t) $(date -u +%T)"
@@ -113,6 +114,9 @@ while IFS=$'\t' read -r kind val; do
 done < <(parse)
 
 for s in "${stale[@]+"${stale[@]}"}"; do echo "stale (not checked): $s"; done
+if [ -n "$only" ] && ! grep -qx "id: $only" "$doc"; then
+  echo "results.sh: no entry $only in $doc" >&2; exit 2
+fi
 if [ "$update" = 1 ]; then
   today=$(date -u +%F)
   awk -v upd="$updates" -v commit="$commit" -v today="$today" '
