@@ -5,7 +5,7 @@ BIN       ?= bin
 PKGS      := ./...
 TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all build demo data test vet fmt bench clean ptx cuda cuda-check cuda-env \
+.PHONY: all build demo data test vet fmt bench clean results results-check ptx cuda cuda-check cuda-env \
 	cuda-standin cuda-standin-symbols cuda-standin-check cuda-standin-seeded cuda-ptxas \
 	gpu-pack gpu-check-dry
 
@@ -45,6 +45,16 @@ test: build
 	@echo "make test [4/4] $$(date +%T): go test, one line per package as it finishes (compiling first; the slowest packages take several minutes)"
 	$(GO) test $(TESTFLAGS) $(PKGS)
 	@echo "make test $$(date +%T): all passed"
+
+# docs/results.md's recorded results (scripts/results.sh; needs jq): results-check
+# reruns the quick entries and fails when a recorded number is not what the code
+# gives (CI); results reruns every entry at its recorded scale (hours) and rewrites
+# the numbers, stamping the commit (a clean tree only).
+results:
+	scripts/results.sh --tier all --update
+
+results-check:
+	scripts/results.sh --tier quick
 
 vet:
 	$(GO) vet $(PKGS)

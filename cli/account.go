@@ -24,7 +24,7 @@ in docs/accounting.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cmd.Help()
 		},
-	}, newAccountRDPCmd(), newAccountPLDCmd(), newAccountDPSGDCmd(), newAccountReRoCmd(), newAccountFILCmd(), newAccountKappaCmd(), newAccountMSECmd())
+	}, newAccountRDPCmd(), newAccountPLDCmd(), newAccountDPSGDCmd(), newAccountReRoCmd(), newAccountFILCmd(), newAccountFILRefineCmd(), newAccountKappaCmd(), newAccountMSECmd())
 }
 
 // parsedValue is a flag whose text parse turns into a T (an adjacency, a sampling,

@@ -27,6 +27,9 @@ func (res *Result) WriteText(w io.Writer) {
 	if res.FIL {
 		fmt.Fprintf(w, "FIL (k = %d, κ = %.4g) dFIL max %.4g, median %.4g, mean %.4g → MSE ≥ %.4g (worst sample), %.4g (median sample)\n",
 			res.FILCoordsUsed, res.Kappa, res.DFILMax, res.DFILMedian, res.DFILMean, res.MSEBoundFILMax, res.MSEBoundFILMedian)
+		if res.FILEstimator != "" {
+			fmt.Fprintf(w, "                   estimator: %s\n", res.FILEstimator)
+		}
 		if math.IsInf(res.MSEBoundFILMedian, 1) {
 			fmt.Fprintln(w, "                   median bound +Inf: more than half of the training samples had no FIL measured (never in a batch, or not picked by --fil-rate), so no leakage was recorded for them; train longer or raise --fil-rate")
 		}

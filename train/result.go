@@ -51,22 +51,26 @@ type Result struct {
 	Kappa              float64            `json:"kappa"`                // FIL factor κ under the run's sampling (Privacy.Kappa)
 	FILDelta           float64            `json:"fil_delta"`            // δ_f used for κ
 	DFILQuantiles      map[string]float64 `json:"dfil_quantiles,omitempty"`
-	TrainLoss          float64            `json:"train_loss"`         // final loss on the first ≤ 10 000 training samples, mean over repeats
-	TrainAccuracy      float64            `json:"train_accuracy"`     // final training accuracy, mean over repeats
-	TestLoss           float64            `json:"test_loss"`          // final test loss, mean over repeats
-	PerClassAccuracy   Floats             `json:"per_class_accuracy"` // test accuracy per class, mean over repeats (null: class absent)
-	Repeats            []RepeatResult     `json:"repeats"`
-	NumParams          int                `json:"num_params"`
-	InputDim           int                `json:"input_dim"`
-	Dataset            DatasetInfo        `json:"dataset"`
-	GitCommit          string             `json:"git_commit"` // VCS revision stamped into the binary ("" when none)
-	Version            BuildVersion       `json:"dpfil"`      // dpfil's build version (build info, not the caller's git)
-	Arch               *models.Arch       `json:"arch,omitempty"`
-	ArchHash           string             `json:"arch_hash,omitempty"` // models.Arch.Hash of Arch
-	ParamsNPZPath      string             `json:"params_npz_path,omitempty"`
-	DFILPath           string             `json:"dfil_path,omitempty"` // file names inside the run directory
-	ParamsPath         string             `json:"params_path,omitempty"`
-	DFIL               []float64          `json:"-"` // per-sample dFIL averaged over repeats (nil when FIL is off)
+	// FILEstimator names the estimator behind dfil_max, dfil_median and their MSE
+	// bounds (train/filrefine.go: the max of random-coordinate estimates is biased
+	// upward; 'dpfil account fil-refine' gives the two-stage worst-sample value).
+	FILEstimator     string         `json:"fil_estimator,omitempty"`
+	TrainLoss        float64        `json:"train_loss"`         // final loss on the first ≤ 10 000 training samples, mean over repeats
+	TrainAccuracy    float64        `json:"train_accuracy"`     // final training accuracy, mean over repeats
+	TestLoss         float64        `json:"test_loss"`          // final test loss, mean over repeats
+	PerClassAccuracy Floats         `json:"per_class_accuracy"` // test accuracy per class, mean over repeats (null: class absent)
+	Repeats          []RepeatResult `json:"repeats"`
+	NumParams        int            `json:"num_params"`
+	InputDim         int            `json:"input_dim"`
+	Dataset          DatasetInfo    `json:"dataset"`
+	GitCommit        string         `json:"git_commit"` // VCS revision stamped into the binary ("" when none)
+	Version          BuildVersion   `json:"dpfil"`      // dpfil's build version (build info, not the caller's git)
+	Arch             *models.Arch   `json:"arch,omitempty"`
+	ArchHash         string         `json:"arch_hash,omitempty"` // models.Arch.Hash of Arch
+	ParamsNPZPath    string         `json:"params_npz_path,omitempty"`
+	DFILPath         string         `json:"dfil_path,omitempty"` // file names inside the run directory
+	ParamsPath       string         `json:"params_path,omitempty"`
+	DFIL             []float64      `json:"-"` // per-sample dFIL averaged over repeats (nil when FIL is off)
 	// Eta is η, the spectral-norm FIL, and its MSE bounds (config.fil_eta > 0).
 	Eta *EtaResult `json:"eta,omitempty"`
 	// LabelFIL is the FIL of the labels (config.fil_label).

@@ -903,6 +903,7 @@ func (s *setup) result(ck *checkpoint, wallSec, stepSec float64, samples int64) 
 		res.MSEBoundFILMax, res.MSEBoundFILMedian = sum.MSEBoundMax, sum.MSEBoundMedian
 		res.DFILQuantiles = sum.Quantiles
 		res.DFIL = mean
+		res.FILEstimator = resultFILEstimator(res, s.cfg.FILExact || s.filK == s.d)
 	} else {
 		res.MSEBoundFILMax, res.MSEBoundFILMedian = math.Inf(1), math.Inf(1)
 	}
