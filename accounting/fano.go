@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 )
@@ -217,4 +218,19 @@ func OrthonormalMutualInfoMC(priorSize int, sigma float64, n int, seed uint64) (
 	mean := sum / float64(n)
 	v := math.Max(sumSq/float64(n)-mean*mean, 0) * float64(n) / float64(n-1)
 	return math.Log(float64(priorSize)) - mean, math.Sqrt(v / float64(n)), nil
+}
+
+// WriteText writes the bound in one line, indented as a sub-item of the ReRo report.
+func (b *FanoBound) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "  Fano bound (Guo et al. 2022b, uniform prior K = %d): success ≤ %.6g, advantage ≤ %.6g; I(π; w) ≤ %.6g nats (T·KL to the run without the target %.6g, pairwise closed form %.6g)\n",
+		b.PriorSize, b.Success, b.Advantage, b.MutualInfo, b.MutualInfoKL, b.MutualInfoPairwise)
+}
+
+// writeFano writes the report's Fano bound, or why there is none.
+func (res *ReRoReport) writeFano(w io.Writer) {
+	if res.Fano != nil {
+		res.Fano.WriteText(w)
+	} else if res.FanoNote != "" {
+		fmt.Fprintf(w, "  Fano bound: %s\n", res.FanoNote)
+	}
 }
