@@ -152,10 +152,33 @@ func (l *Ledger) Event() ComposedEvent {
 	return ComposedEvent{Events: append([]Event(nil), l.Events...)}
 }
 
+// Equal reports whether the two ledgers hold the same events in the same order
+// (the same entries: Add merges repeats alike in both).
+func (l Ledger) Equal(m Ledger) bool {
+	return len(l.Events) == len(m.Events) && eventsEqual(ComposedEvent{l.Events}, ComposedEvent{m.Events})
+}
+
+// eventsEqual compares two event trees field by field.
 func eventsEqual(a, b Event) bool {
-	ja, err1 := marshalEvent(a)
-	jb, err2 := marshalEvent(b)
-	return err1 == nil && err2 == nil && string(ja) == string(jb)
+	switch x := a.(type) {
+	case GaussianEvent, PoissonSampledEvent, SampledWithoutReplacementEvent, ShuffledEpochEvent:
+		return a == b // comparable structs of numbers; == also checks the kind
+	case SelfComposedEvent:
+		y, ok := b.(SelfComposedEvent)
+		return ok && x.Count == y.Count && eventsEqual(x.Event, y.Event)
+	case ComposedEvent:
+		y, ok := b.(ComposedEvent)
+		if !ok || len(x.Events) != len(y.Events) {
+			return false
+		}
+		for i := range x.Events {
+			if !eventsEqual(x.Events[i], y.Events[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // eventJSON is the tagged JSON form of every event kind.
@@ -240,14 +263,6 @@ func fromJSON(j eventJSON) (Event, error) {
 	return e, checkEvent(e)
 }
 
-func marshalEvent(e Event) ([]byte, error) {
-	j, err := toJSON(e)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(j)
-}
-
 // MarshalJSON writes the ledger as a list of tagged events.
 func (l Ledger) MarshalJSON() ([]byte, error) {
 	out := []eventJSON{}
@@ -292,6 +307,7 @@ type RDPAccountant struct {
 	rdp        *RDP
 	order2     float64 // proven order-2 bound, always maintained
 	partial    bool    // some event has only an order-2 bound
+	sampling   string  // of the composed events (samplingOf)
 }
 
 // NewRDPAccountant returns an empty accountant over orders (DefaultOrders if nil).
@@ -314,6 +330,7 @@ func (a *RDPAccountant) Compose(e Event) error {
 		a.order2, a.partial = o2, partial
 		return err
 	}
+	a.sampling = mergeSampling(a.sampling, samplingOf(e))
 	return nil
 }
 
@@ -376,17 +393,6 @@ func (a *RDPAccountant) add(q, sigma float64, count int, o2 float64) error {
 // Order2 returns the composed proven order-2 RDP bound (ε₂ of Guo et al.'s Theorem 1
 // when the adjacency is replace-one).
 func (a *RDPAccountant) Order2() float64 { return a.order2 }
-
-// Epsilon returns ε at δ and the optimal order.
-func (a *RDPAccountant) Epsilon(delta float64) (eps, order float64, err error) {
-	if a.partial {
-		return 0, 0, errors.New("RDP ε under replace-one adjacency with Poisson sampling is not available (only the order-2 bound is proven): use the PLD accountant")
-	}
-	return a.rdp.Epsilon(delta, a.Conversion)
-}
-
-// RDP returns the composed per-order values (not meaningful when Epsilon fails).
-func (a *RDPAccountant) RDP() *RDP { return a.rdp }
 
 // KappaOf returns the FIL subsampling factor κ (Kappa) for one step event: a
 // Poisson-sampled or sampled-without-replacement Gaussian step gets

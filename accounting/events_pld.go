@@ -5,8 +5,9 @@ import "fmt"
 // PLDAccountant composes events into a privacy-loss-distribution accountant (PLD)
 // under one adjacency; shuffled epochs are accounted as Shuffle says.
 type PLDAccountant struct {
-	Shuffle ShuffleAccounting
-	pld     *PLD
+	Shuffle  ShuffleAccounting
+	pld      *PLD
+	sampling string // of the composed events (samplingOf)
 }
 
 // NewPLDAccountant returns an empty accountant; cfg nil means the PLD defaults.
@@ -16,24 +17,37 @@ func NewPLDAccountant(adj Adjacency, shuffle ShuffleAccounting, cfg *PLDConfig) 
 
 // Compose adds an event (validated first; on error the accountant is unchanged).
 func (a *PLDAccountant) Compose(e Event) error {
-	if err := checkEvent(e); err != nil {
+	steps, err := a.validSteps(e)
+	if err != nil {
 		return err
-	}
-	var steps []PLDStep
-	if err := a.steps(e, 1, &steps); err != nil {
-		return err
-	}
-	for _, s := range steps {
-		if err := validateStep(a.pld.Adjacency, s); err != nil {
-			return fmt.Errorf("PLD accountant: %w", err)
-		}
 	}
 	for _, s := range steps {
 		if err := a.pld.add(s); err != nil {
 			return fmt.Errorf("PLD accountant: %w", err)
 		}
 	}
+	a.sampling = mergeSampling(a.sampling, samplingOf(e))
 	return nil
+}
+
+// validSteps checks e and returns its PLD steps, each valid under the adjacency.
+func (a *PLDAccountant) validSteps(e Event) ([]PLDStep, error) {
+	if err := checkEvent(e); err != nil {
+		return nil, err
+	}
+	if err := checkAdjacency(a.pld.Adjacency); err != nil {
+		return nil, err
+	}
+	var steps []PLDStep
+	if err := a.steps(e, 1, &steps); err != nil {
+		return nil, err
+	}
+	for _, s := range steps {
+		if err := validateStep(a.pld.Adjacency, s); err != nil {
+			return nil, fmt.Errorf("PLD accountant: %w", err)
+		}
+	}
+	return steps, nil
 }
 
 func (a *PLDAccountant) steps(e Event, count int, out *[]PLDStep) error {
@@ -63,12 +77,3 @@ func (a *PLDAccountant) steps(e Event, count int, out *[]PLDStep) error {
 	}
 	return nil
 }
-
-// Epsilon returns the ε bracket at δ (Upper is the bound to report).
-func (a *PLDAccountant) Epsilon(delta float64) (EpsilonBounds, error) { return a.pld.Epsilon(delta) }
-
-// Delta returns the δ(ε) bracket.
-func (a *PLDAccountant) Delta(eps float64) (DeltaBounds, error) { return a.pld.Delta(eps) }
-
-// PLD returns the underlying accountant (its steps are its checkpointable state).
-func (a *PLDAccountant) PLD() *PLD { return a.pld }

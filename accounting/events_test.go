@@ -59,26 +59,26 @@ func TestRDPAccountantMatchesDirect(t *testing.T) {
 	}{
 		{"poisson add-remove", AddRemove, ShuffleRigorous, SelfComposedEvent{PoissonSampledEvent{q, GaussianEvent{sigma}}, T},
 			func() (float64, error) {
-				e, _, err := EpsilonFor(SampledGaussianRun{Q: q, Sigma: sigma, Steps: T, Delta: delta}, nil, ConversionImproved)
+				e, _, err := epsilonFor(sampledGaussianRun{Q: q, Sigma: sigma, Steps: T, Delta: delta}, nil, ConversionImproved)
 				return e, err
 			},
 			float64(T) * mustF(SampledGaussianRDP(q, sigma, 2))},
 		{"uniform replace-one", ReplaceOne, ShuffleRigorous, SelfComposedEvent{SampledWithoutReplacementEvent{q, GaussianEvent{sigma}}, T},
 			func() (float64, error) {
-				e, _, err := EpsilonFor(SampledGaussianRun{Q: q, Sigma: sigma / 2, Steps: T, Delta: delta}, nil, ConversionImproved)
+				e, _, err := epsilonFor(sampledGaussianRun{Q: q, Sigma: sigma / 2, Steps: T, Delta: delta}, nil, ConversionImproved)
 				return e, err
 			},
 			float64(T) * math.Log1p(q*q*math.Expm1(4/(sigma*sigma)))},
 		// 500 steps of 1/q = 50 per epoch: 10 epochs, each one Gaussian of sensitivity 2.
 		{"shuffle rigorous replace-one", ReplaceOne, ShuffleRigorous, SelfComposedEvent{ShuffledEpochEvent{q, 50, GaussianEvent{sigma}}, 10},
 			func() (float64, error) {
-				e, _, err := EpsilonFor(SampledGaussianRun{Q: 1, Sigma: sigma / 2, Steps: 10, Delta: delta}, nil, ConversionImproved)
+				e, _, err := epsilonFor(sampledGaussianRun{Q: 1, Sigma: sigma / 2, Steps: 10, Delta: delta}, nil, ConversionImproved)
 				return e, err
 			},
 			10 * 4 / (sigma * sigma)},
 		{"shuffle approx add-remove", AddRemove, ShufflePoissonApprox, SelfComposedEvent{ShuffledEpochEvent{q, 50, GaussianEvent{sigma}}, 10},
 			func() (float64, error) {
-				e, _, err := EpsilonFor(SampledGaussianRun{Q: q, Sigma: sigma, Steps: T, Delta: delta}, nil, ConversionImproved)
+				e, _, err := epsilonFor(sampledGaussianRun{Q: q, Sigma: sigma, Steps: T, Delta: delta}, nil, ConversionImproved)
 				return e, err
 			},
 			float64(T) * mustF(SampledGaussianRDP(q, sigma, 2))},
@@ -89,10 +89,11 @@ func TestRDPAccountantMatchesDirect(t *testing.T) {
 			if err := a.Compose(tc.event); err != nil {
 				t.Fatal(err)
 			}
-			eps, _, err := a.Epsilon(delta)
+			b, err := a.Epsilon(delta)
 			if err != nil {
 				t.Fatal(err)
 			}
+			eps := b.Epsilon
 			want, err := tc.wantEps()
 			if err != nil {
 				t.Fatal(err)
@@ -114,7 +115,7 @@ func TestRDPAccountantMatchesDirect(t *testing.T) {
 	if math.Abs(a.Order2()-float64(T)*o2) > 1e-12 {
 		t.Errorf("replace-one Poisson order 2 = %v, want %v", a.Order2(), float64(T)*o2)
 	}
-	if _, _, err := a.Epsilon(delta); err == nil {
+	if _, err := a.Epsilon(delta); err == nil {
 		t.Error("replace-one Poisson RDP ε: want an error pointing to PLD")
 	}
 	// A bad event leaves the accountant unchanged.

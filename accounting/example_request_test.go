@@ -3,6 +3,7 @@ package accounting_test
 import (
 	"fmt"
 	"log"
+	"slices"
 
 	"github.com/dpfil/dpfil/accounting"
 )
@@ -92,7 +93,8 @@ func ExampleFIL() {
 	kappa, _ := accounting.Kappa(accounting.KappaParams{Q: 0.5, Sigma: 1.0, ClipConstant: 1.0, DeltaF: accounting.DefaultFILDelta(1000, n)})
 	f, _ := accounting.NewFIL(n, d, kappa)
 	_ = f.AddStep([]int{0, 2}, []float64{784, 392})
-	s := accounting.SummarizeDFIL(f.DFIL())
-	fmt.Printf("kappa=%.6f max dFIL=%.4f MSE bound (worst sample)=%.4f\n", kappa, s.Max, s.MSEBoundMax)
+	dfil := f.DFIL()
+	worst := slices.Max(dfil)
+	fmt.Printf("kappa=%.6f max dFIL=%.4f MSE bound (worst sample)=%.4f\n", kappa, worst, accounting.MSEBoundFIL(worst))
 	// Output: kappa=0.999772 max dFIL=0.9998 MSE bound (worst sample)=1.0002
 }

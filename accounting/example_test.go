@@ -31,11 +31,57 @@ func ExampleRDP() {
 	// Output: eps=2.60 at order 8.1; MSE bound (Thm 1) 0.642
 }
 
-func ExampleSigmaForEpsilon() {
-	sigma, _ := accounting.SigmaForEpsilon(accounting.SampledGaussianRun{Q: 0.01, Steps: 1000, Delta: 1e-5}, 1, nil, accounting.ConversionImproved)
-	eps, _, _ := accounting.EpsilonFor(accounting.SampledGaussianRun{Q: 0.01, Sigma: sigma, Steps: 1000, Delta: 1e-5}, nil, accounting.ConversionImproved)
-	fmt.Printf("sigma=%.4f eps=%.4f\n", sigma, eps)
-	// Output: sigma=1.5131 eps=1.0000
+// Events are composed into an accountant, which answers ε(δ) and δ(ε) and says
+// what its numbers hold for.
+func ExampleAccountant() {
+	step := accounting.PoissonSampledEvent{Q: 0.01, Event: accounting.GaussianEvent{NoiseMultiplier: 1}}
+	for _, name := range []string{accounting.AccountantRDP, accounting.AccountantPLD} {
+		a, err := accounting.NewAccountant(name, accounting.AddRemove, accounting.ShuffleRigorous)
+		if err != nil {
+			panic(err)
+		}
+		if err := a.Supports(step); err != nil {
+			panic(err)
+		}
+		if err := a.Compose(accounting.SelfComposedEvent{Event: step, Count: 10000}); err != nil {
+			panic(err)
+		}
+		e, err := a.Epsilon(1e-5)
+		if err != nil {
+			panic(err)
+		}
+		d, err := a.Delta(e.Epsilon)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%s: ε = %.3f (%s, %s); δ(ε) = %.2g\n", e.Accountant, e.Epsilon, e.Adjacency, e.Sampling, d.Delta)
+	}
+	// RDP has no ε for Poisson sampling under replace-one: Supports says so.
+	r, _ := accounting.NewAccountant(accounting.AccountantRDP, accounting.ReplaceOne, accounting.ShuffleRigorous)
+	fmt.Println(r.Supports(step) != nil)
+	// Output:
+	// rdp: ε = 6.713 (add-remove, poisson); δ(ε) = 1e-05
+	// pld: ε = 6.188 (add-remove, poisson); δ(ε) = 1e-05
+	// true
+}
+
+// The noise multiplier σ/c for a target ε, and the ε it gives, as train's report
+// and the attacks compute them: the tighter of the PLD and RDP accountants.
+func ExampleCalibrateNoise() {
+	d := accounting.DPSGD{Sampling: accounting.SamplingPoisson, N: 60000, Batch: 600, Steps: 1000}
+	opt := accounting.ReportOptions{Delta: 1e-5}
+	nm, err := accounting.CalibrateNoise(d.LedgerAt, opt, 1)
+	if err != nil {
+		panic(err)
+	}
+	l, _ := d.LedgerAt(nm)
+	e, err := accounting.EpsilonOf(l, opt)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("σ/c = %.4f: ε = %.4f by %s (%s, %s)\n", nm, e.Epsilon, e.Accountant, e.Adjacency, e.Sampling)
+	// Output:
+	// σ/c = 1.4147: ε = 1.0000 by pld (add-remove, poisson)
 }
 
 func ExampleReRoMonteCarlo() {

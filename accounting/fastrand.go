@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"math"
+	"math/bits"
 
 	"github.com/dpfil/dpfil/internal/splitmix"
 )
@@ -30,18 +31,25 @@ func newXoshiro(seed uint64, stream uint64) *xoshiro {
 	return r
 }
 
-func rotl(x uint64, k uint) uint64 { return (x << k) | (x >> (64 - k)) }
+// xoshiroStep is the one xoshiro256++ step: the output of state (s0, s1, s2, s3)
+// and the next state. It takes and returns the state by value so that it inlines
+// into hot loops that keep the state in registers (ratioGen.fill) as well as into
+// next.
+func xoshiroStep(s0, s1, s2, s3 uint64) (out, n0, n1, n2, n3 uint64) {
+	out = bits.RotateLeft64(s0+s3, 23) + s0
+	t := s1 << 17
+	s2 ^= s0
+	s3 ^= s1
+	s1 ^= s2
+	s0 ^= s3
+	s2 ^= t
+	return out, s0, s1, s2, bits.RotateLeft64(s3, 45)
+}
 
 func (r *xoshiro) next() uint64 {
-	res := rotl(r.s0+r.s3, 23) + r.s0
-	t := r.s1 << 17
-	r.s2 ^= r.s0
-	r.s3 ^= r.s1
-	r.s1 ^= r.s2
-	r.s0 ^= r.s3
-	r.s2 ^= t
-	r.s3 = rotl(r.s3, 45)
-	return res
+	var out uint64
+	out, r.s0, r.s1, r.s2, r.s3 = xoshiroStep(r.s0, r.s1, r.s2, r.s3)
+	return out
 }
 
 // uniform returns a float64 in (0, 1).

@@ -1,13 +1,9 @@
 package accounting
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-
-	"github.com/dpfil/dpfil/internal/jsonfloat"
-	"gonum.org/v1/gonum/stat"
 )
 
 // KappaParams are the inputs of the FIL subsampling factor κ: sampling rate Q, noise
@@ -197,85 +193,4 @@ func MeanDFIL(runs ...[]float64) ([]float64, error) {
 		out[i] /= k
 	}
 	return out, nil
-}
-
-// SummaryQuantiles are the quantile levels reported by SummarizeDFIL, keyed
-// "p01" … "p99".
-func SummaryQuantiles() []float64 {
-	return []float64{0.01, 0.05, 0.10, 0.25, 0.50, 0.75, 0.90, 0.95, 0.99}
-}
-
-// FILSummary summarises per-sample dFIL: max, median, mean, quantiles (linear
-// interpolation between order statistics, numpy's default) and the Theorem 2 MSE
-// bounds for an unbiased attacker, 1/max dFIL (worst sample) and 1/median dFIL.
-// Bounds are +Inf when the dFIL is 0; JSON encodes non-finite numbers as null.
-// Use it as a named field, not embedded: an embedded FILSummary would promote its
-// MarshalJSON and hide the enclosing struct's other fields.
-type FILSummary struct {
-	Count          int                `json:"count"`
-	Max            float64            `json:"max"`
-	Median         float64            `json:"median"`
-	Mean           float64            `json:"mean"`
-	Min            float64            `json:"min"`
-	Quantiles      map[string]float64 `json:"quantiles"`
-	MSEBoundMax    float64            `json:"mse_bound_max"`
-	MSEBoundMedian float64            `json:"mse_bound_median"`
-}
-
-// MarshalJSON encodes the summary with non-finite values (an infinite MSE bound when
-// dFIL is 0) as null.
-func (s FILSummary) MarshalJSON() ([]byte, error) {
-	q := make(map[string]*float64, len(s.Quantiles))
-	for k, v := range s.Quantiles {
-		q[k] = jsonfloat.Ptr(v)
-	}
-	return json.Marshal(struct {
-		Count          int                 `json:"count"`
-		Max            *float64            `json:"max"`
-		Median         *float64            `json:"median"`
-		Mean           *float64            `json:"mean"`
-		Min            *float64            `json:"min"`
-		Quantiles      map[string]*float64 `json:"quantiles"`
-		MSEBoundMax    *float64            `json:"mse_bound_max"`
-		MSEBoundMedian *float64            `json:"mse_bound_median"`
-	}{s.Count, jsonfloat.Ptr(s.Max), jsonfloat.Ptr(s.Median), jsonfloat.Ptr(s.Mean), jsonfloat.Ptr(s.Min), q,
-		jsonfloat.Ptr(s.MSEBoundMax), jsonfloat.Ptr(s.MSEBoundMedian)})
-}
-
-// QuantileSorted is the linear-interpolation quantile of sorted s at p ∈ [0, 1]:
-// numpy's default ("linear", Hyndman & Fan type 7), s[⌊h⌋] + (h − ⌊h⌋)(s[⌊h⌋+1] − s[⌊h⌋])
-// with h = p(n − 1). (gonum's stat.Quantile offers the empirical CDF and type 4, not
-// this one, and users compare dFIL quantiles with numpy.) NaN for an empty s.
-func QuantileSorted(s []float64, p float64) float64 {
-	if len(s) == 0 {
-		return math.NaN()
-	}
-	h := p * float64(len(s)-1)
-	lo := int(math.Floor(h))
-	if lo >= len(s)-1 {
-		return s[len(s)-1]
-	}
-	return s[lo] + (h-float64(lo))*(s[lo+1]-s[lo])
-}
-
-// SummarizeDFIL summarises per-sample dFIL values. An empty slice gives Count 0 and
-// NaN statistics.
-func SummarizeDFIL(dfil []float64) FILSummary {
-	out := FILSummary{Count: len(dfil), Quantiles: map[string]float64{}}
-	if len(dfil) == 0 {
-		nan := math.NaN()
-		out.Max, out.Median, out.Mean, out.Min = nan, nan, nan, nan
-		out.MSEBoundMax, out.MSEBoundMedian = nan, nan
-		return out
-	}
-	s := sortedCopy(dfil)
-	out.Min, out.Max = s[0], s[len(s)-1]
-	out.Mean = stat.Mean(s, nil)
-	out.Median = QuantileSorted(s, 0.5)
-	for _, p := range SummaryQuantiles() {
-		out.Quantiles[fmt.Sprintf("p%02d", int(math.Round(p*100)))] = QuantileSorted(s, p)
-	}
-	out.MSEBoundMax = MSEBoundFIL(out.Max)
-	out.MSEBoundMedian = MSEBoundFIL(out.Median)
-	return out
 }

@@ -1,13 +1,9 @@
 package accounting
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -168,130 +164,5 @@ func TestMeanDFIL(t *testing.T) {
 		if _, err := MeanDFIL(bad...); err == nil {
 			t.Errorf("MeanDFIL(%v): want an error", bad)
 		}
-	}
-}
-
-func TestSummarizeDFIL(t *testing.T) {
-	// 0, 1, …, 100: quantile p is 100p exactly with linear interpolation.
-	x := make([]float64, 101)
-	for i := range x {
-		x[100-i] = float64(i)
-	}
-	s := SummarizeDFIL(x)
-	if s.Count != 101 || s.Max != 100 || s.Min != 0 || s.Median != 50 || s.Mean != 50 {
-		t.Errorf("summary %+v", s)
-	}
-	for k, want := range map[string]float64{"p01": 1, "p05": 5, "p25": 25, "p90": 90, "p99": 99} {
-		if math.Abs(s.Quantiles[k]-want) > 1e-12 {
-			t.Errorf("%s = %v, want %v", k, s.Quantiles[k], want)
-		}
-	}
-	if s.MSEBoundMax != 0.01 || s.MSEBoundMedian != 0.02 {
-		t.Errorf("bounds %v %v", s.MSEBoundMax, s.MSEBoundMedian)
-	}
-	// Interpolation between order statistics: [1, 2] has median 1.5, p25 1.25.
-	s2 := SummarizeDFIL([]float64{2, 1})
-	if s2.Median != 1.5 || s2.Quantiles["p25"] != 1.25 {
-		t.Errorf("two-point summary %+v", s2)
-	}
-	// All zero: infinite bounds encode as null.
-	z := SummarizeDFIL([]float64{0, 0})
-	b, err := json.Marshal(z)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(b), `"mse_bound_max":null`) {
-		t.Errorf("JSON %s", b)
-	}
-	if e := SummarizeDFIL(nil); e.Count != 0 || !math.IsNaN(e.Max) {
-		t.Errorf("empty summary %+v", e)
-	}
-}
-
-func TestDFILFileRoundTrip(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "dfil.npy")
-	x := []float64{0, 1.5, 1e-300, 3e10}
-	if err := SaveDFIL(p, x); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(p)
-	// Header: magic, v1.0, 64-byte-aligned, numpy's dict spelling.
-	if !bytes.HasPrefix(b, []byte("\x93NUMPY\x01\x00")) || (len(b)-8*len(x))%64 != 0 ||
-		!bytes.Contains(b, []byte("{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }")) {
-		t.Errorf("unexpected npy layout %q", b[:min(len(b), 80)])
-	}
-	y, err := LoadDFIL(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprint(y) != fmt.Sprint(x) {
-		t.Errorf("round trip %v", y)
-	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
-		t.Errorf("temporary files left behind: %v", ents)
-	}
-	if err := SaveDFIL(filepath.Join(dir, "bad.npy"), []float64{math.NaN()}); err == nil {
-		t.Error("saving NaN: want an error")
-	}
-	if err := SaveDFIL(filepath.Join(dir, "no", "such", "dir.npy"), x); err == nil {
-		t.Error("saving into a missing directory: want an error")
-	}
-}
-
-func TestLoadDFILCorrupt(t *testing.T) {
-	var good bytes.Buffer
-	if err := EncodeNPY(&good, []float64{1, 2, 3}); err != nil {
-		t.Fatal(err)
-	}
-	g := good.Bytes()
-	hdr := func(h string) []byte {
-		b := []byte("\x93NUMPY\x01\x00")
-		b = append(b, byte(len(h)), byte(len(h)>>8))
-		return append(b, h...)
-	}
-	f32 := append(hdr("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n"), 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40)
-	tests := []struct {
-		name string
-		data []byte
-		ok   bool
-	}{
-		{"good", g, true},
-		{"float32", f32, true},
-		{"empty", nil, false},
-		{"bad magic", append([]byte("XNUMPY"), g[6:]...), false},
-		{"truncated data", g[:len(g)-3], false},
-		{"trailing bytes", append(append([]byte{}, g...), 1), false},
-		{"truncated header", g[:20], false},
-		{"int dtype", append(hdr("{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }\n"), make([]byte, 8)...), false},
-		{"big endian", append(hdr("{'descr': '>f8', 'fortran_order': False, 'shape': (1,), }\n"), make([]byte, 8)...), false},
-		{"matrix", append(hdr("{'descr': '<f8', 'fortran_order': False, 'shape': (1, 2), }\n"), make([]byte, 16)...), false},
-		{"no shape", append(hdr("{'descr': '<f8', 'fortran_order': False}\n"), make([]byte, 8)...), false},
-		{"version 9", append([]byte("\x93NUMPY\x09\x00"), g[8:]...), false},
-		{"NaN value", append(hdr("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }\n"), 1, 0, 0, 0, 0, 0, 0xf8, 0x7f), false},
-		{"negative value", append(hdr("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }\n"), 0, 0, 0, 0, 0, 0, 0xf0, 0xbf), false},
-		{"huge shape", append(hdr("{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999,), }\n"), make([]byte, 8)...), false},
-	}
-	dir := t.TempDir()
-	for i, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			p := filepath.Join(dir, fmt.Sprintf("f%d.npy", i))
-			if err := os.WriteFile(p, tc.data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			x, err := LoadDFIL(p)
-			if tc.ok && err != nil {
-				t.Fatalf("unexpected error %v", err)
-			}
-			if !tc.ok && err == nil {
-				t.Fatalf("want an error, got %v", x)
-			}
-		})
-	}
-	if x, _ := LoadDFIL(filepath.Join(dir, "f1.npy")); fmt.Sprint(x) != "[1 2]" {
-		t.Errorf("float32 file read as %v", x)
-	}
-	if _, err := LoadDFIL(filepath.Join(dir, "missing.npy")); err == nil {
-		t.Error("missing file: want an error")
 	}
 }

@@ -25,7 +25,7 @@ import (
 //     log(1 + q²(e^{4/σ²} − 1)), the order-2 divergence of the dominating pair
 //     (qN(2, σ²) + (1−q)N(0, σ²), N(0, σ²)) of Zhu, Dong & Wang (AISTATS 2022).
 //
-// Shuffled batches have no per-step bound (use ShuffleEpochOrder2 per epoch); uniform
+// Shuffled batches have no per-step bound (use shuffleEpochOrder2 per epoch); uniform
 // sampling under add-remove is not defined (the dataset size would change).
 func Order2StepRDP(adj Adjacency, s Sampling, q, sigma float64) (float64, error) {
 	if err := checkQSigma(q, sigma); err != nil {
@@ -52,18 +52,18 @@ func Order2StepRDP(adj Adjacency, s Sampling, q, sigma float64) (float64, error)
 	case adj == ReplaceOne && s == SamplingUniform:
 		return SampledGaussianRDP(q, sigma/2, 2)
 	case s == SamplingShuffle:
-		return 0, fmt.Errorf("order-2 RDP: shuffled batches have no per-step bound; account them per epoch (ShuffleEpochOrder2)")
+		return 0, fmt.Errorf("order-2 RDP: shuffled batches have no per-step bound; account them per epoch (shuffleEpochOrder2)")
 	case adj == AddRemove && s == SamplingUniform:
 		return 0, fmt.Errorf("order-2 RDP: uniform (fixed-size, without replacement) sampling is accounted under replace-one adjacency only")
 	}
 	return 0, fmt.Errorf("order-2 RDP: unknown adjacency %v or sampling %v", adj, s)
 }
 
-// ShuffleEpochOrder2 is the order-2 RDP of one epoch of shuffled batches that claims
+// shuffleEpochOrder2 is the order-2 RDP of one epoch of shuffled batches that claims
 // no amplification: each record enters at most one batch per epoch, so an epoch is at
 // most one Gaussian release of it, with sensitivity 1 (add-remove, read as the batches
 // staying fixed and z's gradient removed) or 2 (replace-one): Δ²/σ².
-func ShuffleEpochOrder2(adj Adjacency, sigma float64) (float64, error) {
+func shuffleEpochOrder2(adj Adjacency, sigma float64) (float64, error) {
 	if err := checkQSigma(1, sigma); err != nil {
 		return 0, err
 	}

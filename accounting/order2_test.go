@@ -220,8 +220,8 @@ func TestOrder2StepRDP(t *testing.T) {
 	if _, err := Order2StepRDP(ReplaceOne, SamplingPoisson, math.NaN(), 1); err == nil {
 		t.Error("NaN q: want an error")
 	}
-	e, _ := ShuffleEpochOrder2(ReplaceOne, 2)
-	e1, _ := ShuffleEpochOrder2(AddRemove, 2)
+	e, _ := shuffleEpochOrder2(ReplaceOne, 2)
+	e1, _ := shuffleEpochOrder2(AddRemove, 2)
 	if e != 1 || e1 != 0.25 {
 		t.Errorf("shuffle epoch order 2: replace %v (want 1), add-remove %v (want 0.25)", e, e1)
 	}

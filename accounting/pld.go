@@ -322,31 +322,6 @@ func (p *PLD) Delta(eps float64) (DeltaBounds, error) {
 	return b, nil
 }
 
-// PLDEpsilon is the one-call PLD accountant: run.Steps steps of DP-SGD with
-// sampling s (SamplingPoisson or SamplingUniform; uniform needs ReplaceOne) at rate
-// run.Q and noise multiplier run.Sigma, converted to ε at run.Delta. For shuffled
-// batches no subsampled PLD is exact: compose one Gaussian per epoch with
-// (*PLD).ComposeGaussian.
-func PLDEpsilon(adj Adjacency, s Sampling, run SampledGaussianRun, cfg *PLDConfig) (EpsilonBounds, error) {
-	q, sigma, steps, delta := run.Q, run.Sigma, run.Steps, run.Delta
-	p := NewPLD(adj, cfg)
-	var err error
-	switch s {
-	case SamplingPoisson:
-		err = p.ComposePoissonGaussian(q, sigma, steps)
-	case SamplingUniform:
-		err = p.ComposeUniformGaussian(q, sigma, steps)
-	case SamplingShuffle:
-		err = errors.New("shuffled batches have no subsampled PLD: account one Gaussian release per epoch with ComposeGaussian")
-	default:
-		err = fmt.Errorf("invalid sampling %d", int(s))
-	}
-	if err != nil {
-		return EpsilonBounds{}, err
-	}
-	return p.Epsilon(delta)
-}
-
 // ---------------------------------------------------------------------------
 // Composed distributions.
 

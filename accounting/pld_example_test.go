@@ -18,7 +18,11 @@ func ExamplePLD() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	rdp, _, err := accounting.EpsilonFor(accounting.SampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 10000, Delta: 1e-5}, nil, accounting.ConversionImproved)
+	r := accounting.NewRDP(nil)
+	if err := r.Compose(0.01, 1, 10000); err != nil {
+		log.Fatal(err)
+	}
+	rdp, _, err := r.Epsilon(1e-5, accounting.ConversionImproved)
 	if err != nil {
 		log.Fatal(err)
 	}

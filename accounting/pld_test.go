@@ -2,6 +2,8 @@ package accounting
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -538,7 +540,7 @@ func TestPLDBelowRDP(t *testing.T) {
 					if err != nil {
 						t.Fatalf("q=%v σ=%v T=%d δ=%v: %v", q, sigma, steps, delta, err)
 					}
-					r, _, err := EpsilonFor(SampledGaussianRun{Q: q, Sigma: sigma, Steps: steps, Delta: delta}, nil, ConversionImproved)
+					r, _, err := epsilonFor(sampledGaussianRun{Q: q, Sigma: sigma, Steps: steps, Delta: delta}, nil, ConversionImproved)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -558,14 +560,14 @@ func TestPLDBelowRDP(t *testing.T) {
 func TestPLDReferenceValues(t *testing.T) {
 	// Issue 15: q = 0.01, σ = 1, T = 10 000, δ = 1e-5, Poisson add/remove: RDP 6.71,
 	// dp_accounting's PLD about 6.19.
-	e, err := PLDEpsilon(AddRemove, SamplingPoisson, SampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 10000, Delta: 1e-5}, nil)
+	e, err := pldEpsilon(AddRemove, SamplingPoisson, sampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 10000, Delta: 1e-5}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if math.Abs(e.Upper-6.19) > 0.005 || math.Abs(e.Lower-6.19) > 0.005 {
 		t.Errorf("issue 15 reference: ε ∈ [%v, %v], want 6.19 ± 0.005", e.Lower, e.Upper)
 	}
-	if r, _, _ := EpsilonFor(SampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 10000, Delta: 1e-5}, nil, ConversionImproved); math.Abs(r-6.71) > 0.005 {
+	if r, _, _ := epsilonFor(sampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 10000, Delta: 1e-5}, nil, ConversionImproved); math.Abs(r-6.71) > 0.005 {
 		t.Errorf("RDP reference %v, want 6.71", r)
 	}
 
@@ -609,7 +611,7 @@ func TestPLDReferenceValues(t *testing.T) {
 func TestPLDMonotone(t *testing.T) {
 	eps := func(adj Adjacency, s Sampling, q, sigma float64, steps int) float64 {
 		t.Helper()
-		e, err := PLDEpsilon(adj, s, SampledGaussianRun{Q: q, Sigma: sigma, Steps: steps, Delta: 1e-5}, &PLDConfig{Interval: 1e-3})
+		e, err := pldEpsilon(adj, s, sampledGaussianRun{Q: q, Sigma: sigma, Steps: steps, Delta: 1e-5}, &PLDConfig{Interval: 1e-3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -670,7 +672,7 @@ func TestPLDEdgeCases(t *testing.T) {
 		}
 	}
 	// q = 1 equals the plain Gaussian.
-	a, _ := PLDEpsilon(AddRemove, SamplingPoisson, SampledGaussianRun{Q: 1, Sigma: 2, Steps: 10, Delta: 1e-5}, nil)
+	a, _ := pldEpsilon(AddRemove, SamplingPoisson, sampledGaussianRun{Q: 1, Sigma: 2, Steps: 10, Delta: 1e-5}, nil)
 	p := NewPLD(AddRemove, nil)
 	_ = p.ComposeGaussian(2, 10)
 	b, _ := p.Epsilon(1e-5)
@@ -685,15 +687,15 @@ func TestPLDEdgeCases(t *testing.T) {
 		t.Errorf("steps %+v", p.Steps)
 	}
 	// A large δ gives ε = 0, a tiny one needs the far tail.
-	if e, err := PLDEpsilon(AddRemove, SamplingPoisson, SampledGaussianRun{Q: 0.01, Sigma: 5, Steps: 10, Delta: 0.5}, nil); err != nil || e.Upper != 0 {
+	if e, err := pldEpsilon(AddRemove, SamplingPoisson, sampledGaussianRun{Q: 0.01, Sigma: 5, Steps: 10, Delta: 0.5}, nil); err != nil || e.Upper != 0 {
 		t.Errorf("δ = 0.5: %+v %v", e, err)
 	}
-	if e, err := PLDEpsilon(AddRemove, SamplingPoisson, SampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 100, Delta: 1e-12}, nil); err != nil || !(e.Upper > 1) {
+	if e, err := pldEpsilon(AddRemove, SamplingPoisson, sampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 100, Delta: 1e-12}, nil); err != nil || !(e.Upper > 1) {
 		t.Errorf("δ = 1e-12: %+v %v", e, err)
 	}
 	// A coarser grid gives a wider bracket around the same value.
-	fine, _ := PLDEpsilon(AddRemove, SamplingPoisson, SampledGaussianRun{Q: 0.05, Sigma: 1, Steps: 100, Delta: 1e-5}, nil)
-	coarse, _ := PLDEpsilon(AddRemove, SamplingPoisson, SampledGaussianRun{Q: 0.05, Sigma: 1, Steps: 100, Delta: 1e-5}, &PLDConfig{Interval: 1e-2})
+	fine, _ := pldEpsilon(AddRemove, SamplingPoisson, sampledGaussianRun{Q: 0.05, Sigma: 1, Steps: 100, Delta: 1e-5}, nil)
+	coarse, _ := pldEpsilon(AddRemove, SamplingPoisson, sampledGaussianRun{Q: 0.05, Sigma: 1, Steps: 100, Delta: 1e-5}, &PLDConfig{Interval: 1e-2})
 	if !(coarse.Upper >= fine.Upper-1e-9 && coarse.Lower <= fine.Lower+1e-9 && coarse.Upper-coarse.Lower > fine.Upper-fine.Lower) {
 		t.Errorf("coarse %+v, fine %+v", coarse, fine)
 	}
@@ -724,23 +726,23 @@ func TestPLDValidation(t *testing.T) {
 		{"interval NaN", func() error { _, err := NewPLD(AddRemove, &PLDConfig{Interval: math.NaN()}).Epsilon(1e-5); return err }, "interval"},
 		{"tail mass 0.5", func() error { _, err := NewPLD(AddRemove, &PLDConfig{TailMass: 0.5}).Epsilon(1e-5); return err }, "tail"},
 		{"δ below +∞ mass", func() error {
-			_, err := PLDEpsilon(AddRemove, SamplingPoisson, SampledGaussianRun{Q: 0.5, Sigma: 1, Steps: 10, Delta: 1e-17}, nil)
+			_, err := pldEpsilon(AddRemove, SamplingPoisson, sampledGaussianRun{Q: 0.5, Sigma: 1, Steps: 10, Delta: 1e-17}, nil)
 			return err
 		}, "+∞"},
 		{"grid too fine", func() error {
-			_, err := PLDEpsilon(AddRemove, SamplingPoisson, SampledGaussianRun{Q: 0.5, Sigma: 0.2, Steps: 10, Delta: 1e-5}, &PLDConfig{Interval: 1e-7})
+			_, err := pldEpsilon(AddRemove, SamplingPoisson, sampledGaussianRun{Q: 0.5, Sigma: 0.2, Steps: 10, Delta: 1e-5}, &PLDConfig{Interval: 1e-7})
 			return err
 		}, "interval"},
 		{"noise too small", func() error {
-			_, err := PLDEpsilon(AddRemove, SamplingPoisson, SampledGaussianRun{Q: 0.5, Sigma: 0.01, Steps: 10, Delta: 1e-5}, nil)
+			_, err := pldEpsilon(AddRemove, SamplingPoisson, sampledGaussianRun{Q: 0.5, Sigma: 0.01, Steps: 10, Delta: 1e-5}, nil)
 			return err
 		}, "noise"},
 		{"shuffle helper", func() error {
-			_, err := PLDEpsilon(AddRemove, SamplingShuffle, SampledGaussianRun{Q: 0.5, Sigma: 1, Steps: 10, Delta: 1e-5}, nil)
+			_, err := pldEpsilon(AddRemove, SamplingShuffle, sampledGaussianRun{Q: 0.5, Sigma: 1, Steps: 10, Delta: 1e-5}, nil)
 			return err
 		}, "shuffle"},
 		{"uniform helper add/remove", func() error {
-			_, err := PLDEpsilon(AddRemove, SamplingUniform, SampledGaussianRun{Q: 0.5, Sigma: 1, Steps: 10, Delta: 1e-5}, nil)
+			_, err := pldEpsilon(AddRemove, SamplingUniform, sampledGaussianRun{Q: 0.5, Sigma: 1, Steps: 10, Delta: 1e-5}, nil)
 			return err
 		}, "add/remove"},
 		{"bad step from JSON", func() error {
@@ -808,7 +810,7 @@ func TestPLDCheckpointJSON(t *testing.T) {
 // asserted with a generous 3 s bound for loaded machines.
 func TestPLDSpeed(t *testing.T) {
 	start := time.Now()
-	e, err := PLDEpsilon(AddRemove, SamplingPoisson, SampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 10000, Delta: 1e-5}, nil)
+	e, err := pldEpsilon(AddRemove, SamplingPoisson, sampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 10000, Delta: 1e-5}, nil)
 	el := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -821,8 +823,33 @@ func TestPLDSpeed(t *testing.T) {
 
 func BenchmarkPLDEpsilon10k(b *testing.B) {
 	for range b.N {
-		if _, err := PLDEpsilon(AddRemove, SamplingPoisson, SampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 10000, Delta: 1e-5}, nil); err != nil {
+		if _, err := pldEpsilon(AddRemove, SamplingPoisson, sampledGaussianRun{Q: 0.01, Sigma: 1, Steps: 10000, Delta: 1e-5}, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// pldEpsilon is the one-call PLD accountant: run.Steps steps of DP-SGD with
+// sampling s (SamplingPoisson or SamplingUniform; uniform needs ReplaceOne) at rate
+// run.Q and noise multiplier run.Sigma, converted to ε at run.Delta. For shuffled
+// batches no subsampled PLD is exact: compose one Gaussian per epoch with
+// (*PLD).ComposeGaussian.
+func pldEpsilon(adj Adjacency, s Sampling, run sampledGaussianRun, cfg *PLDConfig) (EpsilonBounds, error) {
+	q, sigma, steps, delta := run.Q, run.Sigma, run.Steps, run.Delta
+	p := NewPLD(adj, cfg)
+	var err error
+	switch s {
+	case SamplingPoisson:
+		err = p.ComposePoissonGaussian(q, sigma, steps)
+	case SamplingUniform:
+		err = p.ComposeUniformGaussian(q, sigma, steps)
+	case SamplingShuffle:
+		err = errors.New("shuffled batches have no subsampled PLD: account one Gaussian release per epoch with ComposeGaussian")
+	default:
+		err = fmt.Errorf("invalid sampling %d", int(s))
+	}
+	if err != nil {
+		return EpsilonBounds{}, err
+	}
+	return p.Epsilon(delta)
 }

@@ -6,10 +6,15 @@
 // Hayes et al. (2023) by Monte Carlo estimation of the blow-up function, its q = 1
 // closed form and its RDP-based form.
 //
-// AccountRDP, AccountPLD, AccountDPSGD, ReRoBounds, AccountKappa, MSEBounds and
-// SummarizeDFILFiles answer one question each from a typed request, as the
-// 'dpfil account' commands do: their reports marshal to the commands' JSON and write
+// AccountRDP, AccountPLD, AccountDPSGD, ReRoBounds, AccountKappa and MSEBounds
+// answer one question each from a typed request, as the 'dpfil account' commands
+// do: their reports marshal to the commands' JSON and write
 // the commands' human summary (WriteText).
+//
+// Accountant is the one privacy API: events (Ledger, DPSGD.StepEvent) are composed
+// into an RDPAccountant or a PLDAccountant, which answer ε(δ) and δ(ε) with what the
+// number holds for (EpsilonBound); EpsilonOf and CalibrateNoise give the ε a run
+// reports and the noise multiplier for a target ε, for train and the attacks alike.
 //
 // Every routine validates its inputs and returns an error for impossible
 // hyperparameters or non-finite values, naming the first bad field in the order the
@@ -21,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 )
 
 // Conversion selects the RDP → (ε, δ) conversion.
@@ -421,16 +425,13 @@ func epsilonFrom(orders, values []float64, delta float64, conv Conversion) (floa
 	if err := checkDelta(delta); err != nil {
 		return 0, 0, err
 	}
-	if conv != ConversionImproved && conv != ConversionClassic {
-		return 0, 0, fmt.Errorf("unknown RDP conversion %v", conv)
+	if err := checkConversion(values, orders, conv); err != nil {
+		return 0, 0, err
 	}
 	best, bestOrder := math.Inf(1), math.NaN()
 	logDelta := math.Log(delta)
 	for k, a := range orders {
 		v := values[k]
-		if math.IsNaN(v) || v < 0 {
-			return 0, 0, fmt.Errorf("invalid RDP value %v at order %v", v, a)
-		}
 		var e float64
 		switch conv {
 		case ConversionImproved:
@@ -461,18 +462,18 @@ func epsilonFrom(orders, values []float64, delta float64, conv Conversion) (floa
 	return best, bestOrder, nil
 }
 
-// SampledGaussianRun is Steps steps of the sampled Gaussian mechanism at sampling
+// sampledGaussianRun is Steps steps of the sampled Gaussian mechanism at sampling
 // rate Q and noise multiplier Sigma (sensitivity 1 per record), with ε reported at
 // Delta.
-type SampledGaussianRun struct {
+type sampledGaussianRun struct {
 	Q, Sigma float64
 	Steps    int
 	Delta    float64
 }
 
-// EpsilonFor returns (ε, optimal order) of run under add-remove adjacency with
+// epsilonFor returns (ε, optimal order) of run under add-remove adjacency with
 // Poisson sampling.
-func EpsilonFor(run SampledGaussianRun, orders []float64, conv Conversion) (float64, float64, error) {
+func epsilonFor(run sampledGaussianRun, orders []float64, conv Conversion) (float64, float64, error) {
 	r := NewRDP(orders)
 	if err := r.Compose(run.Q, run.Sigma, run.Steps); err != nil {
 		return 0, 0, err
@@ -480,12 +481,12 @@ func EpsilonFor(run SampledGaussianRun, orders []float64, conv Conversion) (floa
 	return r.Epsilon(run.Delta, conv)
 }
 
-// SigmaForEpsilon solves the inverse problem: the smallest noise multiplier σ (to a
+// sigmaForEpsilon solves the inverse problem: the smallest noise multiplier σ (to a
 // relative tolerance of 1e-6, by bisection in log σ) such that run.Steps steps of the
 // sampled Gaussian mechanism at rate run.Q are (targetEps, run.Delta)-DP (run.Sigma
 // is not used). The returned σ is the upper end of the final bracket, so it always
 // meets the target.
-func SigmaForEpsilon(run SampledGaussianRun, targetEps float64, orders []float64, conv Conversion) (float64, error) {
+func sigmaForEpsilon(run sampledGaussianRun, targetEps float64, orders []float64, conv Conversion) (float64, error) {
 	q, steps, delta := run.Q, run.Steps, run.Delta
 	if math.IsNaN(q) || q <= 0 || q > 1 {
 		return 0, fmt.Errorf("sampling rate q = %v must be in (0, 1] to solve for sigma", q)
@@ -503,7 +504,7 @@ func SigmaForEpsilon(run SampledGaussianRun, targetEps float64, orders []float64
 		orders = DefaultOrders()
 	}
 	eps := func(s float64) (float64, error) {
-		e, _, err := EpsilonFor(SampledGaussianRun{Q: q, Sigma: s, Steps: steps, Delta: delta}, orders, conv)
+		e, _, err := epsilonFor(sampledGaussianRun{Q: q, Sigma: s, Steps: steps, Delta: delta}, orders, conv)
 		return e, err
 	}
 	lo, hi := 0.1, 10.0
@@ -548,9 +549,16 @@ func SigmaForEpsilon(run SampledGaussianRun, targetEps float64, orders []float64
 	return hi, nil
 }
 
-// sortedCopy returns a sorted copy of x.
-func sortedCopy(x []float64) []float64 {
-	s := append([]float64(nil), x...)
-	sort.Float64s(s)
-	return s
+// checkConversion validates the inputs of an RDP ↔ (ε, δ) conversion: a known
+// conversion and per-order values that are ≥ 0 (not NaN).
+func checkConversion(values, orders []float64, conv Conversion) error {
+	if conv != ConversionImproved && conv != ConversionClassic {
+		return fmt.Errorf("unknown RDP conversion %v", conv)
+	}
+	for k, v := range values {
+		if math.IsNaN(v) || v < 0 {
+			return fmt.Errorf("invalid RDP value %v at order %v", v, orders[k])
+		}
+	}
+	return nil
 }

@@ -371,18 +371,18 @@ func TestSigmaForEpsilon(t *testing.T) {
 		{256.0 / 60000, 14060, 2}, {0.01, 1000, 1}, {1, 10, 5}, {0.1, 100, 8},
 	}
 	for _, tc := range tests {
-		s, err := SigmaForEpsilon(SampledGaussianRun{Q: tc.q, Steps: tc.steps, Delta: 1e-5}, tc.target, nil, ConversionImproved)
+		s, err := sigmaForEpsilon(sampledGaussianRun{Q: tc.q, Steps: tc.steps, Delta: 1e-5}, tc.target, nil, ConversionImproved)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, _, err := EpsilonFor(SampledGaussianRun{Q: tc.q, Sigma: s, Steps: tc.steps, Delta: 1e-5}, nil, ConversionImproved)
+		e, _, err := epsilonFor(sampledGaussianRun{Q: tc.q, Sigma: s, Steps: tc.steps, Delta: 1e-5}, nil, ConversionImproved)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if e > tc.target {
 			t.Errorf("q=%v: σ=%v gives ε=%v > target %v", tc.q, s, e, tc.target)
 		}
-		e2, _, _ := EpsilonFor(SampledGaussianRun{Q: tc.q, Sigma: s * (1 - 2e-6), Steps: tc.steps, Delta: 1e-5}, nil, ConversionImproved)
+		e2, _, _ := epsilonFor(sampledGaussianRun{Q: tc.q, Sigma: s * (1 - 2e-6), Steps: tc.steps, Delta: 1e-5}, nil, ConversionImproved)
 		if e2 <= tc.target {
 			t.Errorf("q=%v: σ=%v is not minimal to 1e-6 (ε at 0.999998σ = %v)", tc.q, s, e2)
 		}
@@ -392,7 +392,7 @@ func TestSigmaForEpsilon(t *testing.T) {
 		steps    int
 		delta, e float64
 	}{{0, 10, 1e-5, 1}, {0.1, 0, 1e-5, 1}, {0.1, 10, 0, 1}, {0.1, 10, 1e-5, -1}, {0.1, 10, 1e-5, math.Inf(1)}} {
-		if _, err := SigmaForEpsilon(SampledGaussianRun{Q: bad.q, Steps: bad.steps, Delta: bad.delta}, bad.e, nil, ConversionImproved); err == nil {
+		if _, err := sigmaForEpsilon(sampledGaussianRun{Q: bad.q, Steps: bad.steps, Delta: bad.delta}, bad.e, nil, ConversionImproved); err == nil {
 			t.Errorf("%+v: want an error", bad)
 		}
 	}
@@ -409,7 +409,7 @@ func TestEpsilonMatchesTFPrivacyTutorial(t *testing.T) {
 	for x := 12; x < 64; x++ {
 		o = append(o, float64(x))
 	}
-	eps, order, err := EpsilonFor(SampledGaussianRun{Q: 256.0 / 60000, Sigma: 1.1, Steps: 14062, Delta: 1e-5}, o, ConversionClassic)
+	eps, order, err := epsilonFor(sampledGaussianRun{Q: 256.0 / 60000, Sigma: 1.1, Steps: 14062, Delta: 1e-5}, o, ConversionClassic)
 	if err != nil {
 		t.Fatal(err)
 	}

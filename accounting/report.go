@@ -18,6 +18,12 @@ type DPSGD struct {
 	NoiseMultiplier float64
 }
 
+// LedgerAt is the run's Ledger at noise multiplier nm (CalibrateNoise's argument).
+func (d DPSGD) LedgerAt(nm float64) (Ledger, error) {
+	d.NoiseMultiplier = nm
+	return d.Ledger()
+}
+
 // Q is the sampling rate B/N.
 func (d DPSGD) Q() float64 { return float64(d.Batch) / float64(d.N) }
 
@@ -69,7 +75,8 @@ func (d DPSGD) Ledger() (Ledger, error) {
 	}
 	e, _ := d.StepEvent(0)
 	if d.Sampling != SamplingShuffle {
-		return l, l.Add(e, d.Steps)
+		err := l.Add(e, d.Steps) // before l is read: Go leaves the order of `return l, l.Add(…)` open
+		return l, err
 	}
 	per := d.N / d.Batch
 	if full := d.Steps / per; full > 0 {
@@ -79,7 +86,8 @@ func (d DPSGD) Ledger() (Ledger, error) {
 	}
 	if r := d.Steps % per; r > 0 {
 		last, _ := d.StepEvent(d.Steps - r)
-		return l, l.Add(last, 1)
+		err := l.Add(last, 1)
+		return l, err
 	}
 	return l, nil
 }
@@ -231,12 +239,9 @@ func ledgerSampling(l Ledger) (Sampling, Event, error) {
 	return s, first, nil
 }
 
-// epsilons are the ε of an event: PLD upper and lower (on the grid Interval), RDP
-// and its order; unavailable values are nil.
-type epsilons struct {
-	pu, pl, r, ro *float64
-	interval      float64
-}
+// epsilons are the ε of an event by the RDP and the PLD accountant; nil where
+// unavailable.
+type epsilons struct{ rdp, pld *EpsilonBound }
 
 // reportMaxFFT caps the FFT length of a report's PLD: a composition that needs more
 // (very long runs, large ε) is recomposed on a proportionally coarser grid, which
@@ -244,27 +249,31 @@ type epsilons struct {
 // epsilon_pld_lower) at a cost of a second or two instead of minutes.
 const reportMaxFFT = 1 << 21
 
+// composedEpsilon composes e into a and returns its ε at delta.
+func composedEpsilon(a Accountant, e Event, delta float64) (EpsilonBound, error) {
+	if err := a.Compose(e); err != nil {
+		return EpsilonBound{}, err
+	}
+	return a.Epsilon(delta)
+}
+
 // epsilonsOf composes the event under adj/sh and returns its ε by both accountants
-// (the PLD only when pld is set).
+// (the PLD only when pld is set; an RDP that has no ε here is left nil).
 func epsilonsOf(e Event, adj Adjacency, sh ShuffleAccounting, delta float64, pld bool) (epsilons, error) {
 	var out epsilons
 	ra := NewRDPAccountant(adj, sh, nil)
 	if err := ra.Compose(e); err != nil {
 		return out, err
 	}
-	if v, o, err := ra.Epsilon(delta); err == nil {
-		out.r, out.ro = &v, &o
+	if b, err := ra.Epsilon(delta); err == nil {
+		out.rdp = &b
 	}
 	if !pld {
 		return out, nil
 	}
 	h := DefaultPLDInterval
 	for {
-		pa := NewPLDAccountant(adj, sh, &PLDConfig{Interval: h, MaxPoints: reportMaxFFT})
-		if err := pa.Compose(e); err != nil {
-			return out, err
-		}
-		b, err := pa.Epsilon(delta)
+		b, err := composedEpsilon(NewPLDAccountant(adj, sh, &PLDConfig{Interval: h, MaxPoints: reportMaxFFT}), e, delta)
 		var big *pldTooLargeError
 		if errors.As(err, &big) && h < 0.05 {
 			h = math.Min(0.05, h*1.25*float64(big.points)/reportMaxFFT)
@@ -273,9 +282,101 @@ func epsilonsOf(e Event, adj Adjacency, sh ShuffleAccounting, delta float64, pld
 		if err != nil {
 			return out, err
 		}
-		out.pu, out.pl, out.interval = &b.Upper, &b.Lower, h
+		out.pld = &b
 		return out, nil
 	}
+}
+
+// pick is the ε the accountant acct reports: rdp: RDP's; pld: the PLD's; auto: the
+// smaller of both (ties: the PLD's). Nil when that accountant has none.
+func (es epsilons) pick(acct string) *EpsilonBound {
+	switch {
+	case acct == AccountantRDP:
+		return es.rdp
+	case acct == AccountantPLD:
+		return es.pld
+	case es.rdp != nil && (es.pld == nil || es.rdp.Epsilon < es.pld.Epsilon):
+		return es.rdp
+	}
+	return es.pld
+}
+
+// errRDPNoBound is the RDP accountant's answer where it has no ε.
+var errRDPNoBound = errors.New("the RDP accountant has no ε bound under replace-one adjacency with Poisson sampling; use the PLD accountant")
+
+// reportSetup is what ReportOptions resolve to for a ledger.
+type reportSetup struct {
+	acct     string
+	adj      Adjacency
+	sampling Sampling
+	first    Event // the first step event
+}
+
+// resolve checks opt and resolves its defaults for the ledger l.
+func (opt ReportOptions) resolve(l Ledger) (reportSetup, error) {
+	var r reportSetup
+	if err := checkDelta(opt.Delta); err != nil {
+		return r, err
+	}
+	r.acct = opt.Accountant
+	if r.acct == "" {
+		r.acct = AccountantAuto
+	}
+	if r.acct != AccountantAuto && r.acct != AccountantPLD && r.acct != AccountantRDP {
+		return r, fmt.Errorf("unknown accountant %q (want auto, pld or rdp)", r.acct)
+	}
+	var err error
+	if r.sampling, r.first, err = ledgerSampling(l); err != nil {
+		return r, err
+	}
+	r.adj = DefaultAdjacency(r.sampling)
+	if opt.Adjacency != nil {
+		r.adj = *opt.Adjacency
+	}
+	if r.sampling == SamplingUniform && r.adj == AddRemove {
+		return r, errors.New("uniform (fixed-size, without replacement) sampling is accounted under replace-one adjacency only")
+	}
+	return r, nil
+}
+
+// epsilons returns the ledger's ε by both accountants as the report computes them
+// (shuffled epochs without amplification): under auto, a PLD that cannot be
+// composed leaves the RDP's, and pldErr says why.
+func (r reportSetup) epsilons(ev Event, delta float64) (es epsilons, pldErr error, err error) {
+	es, err = epsilonsOf(ev, r.adj, ShuffleRigorous, delta, r.acct != AccountantRDP)
+	if err != nil && r.acct == AccountantAuto {
+		// The PLD refuses extreme settings (e.g. a privacy-loss range too wide at tiny
+		// noise); auto then reports the RDP bound, which is valid too.
+		pldErr = err
+		es, err = epsilonsOf(ev, r.adj, ShuffleRigorous, delta, false)
+		if err == nil && es.rdp == nil {
+			err = pldErr
+		}
+	}
+	if err != nil {
+		return es, nil, err
+	}
+	if es.pick(r.acct) == nil {
+		return es, nil, errRDPNoBound
+	}
+	return es, pldErr, nil
+}
+
+// EpsilonOf is the ε that NewReport reports for the ledger (Report.Epsilon, with
+// its accountant, adjacency and sampling): by opt.Accountant (auto: the tighter of
+// the PLD and RDP), under opt.Adjacency or the sampling's default, shuffled epochs
+// without amplification. It skips the rest of the report (Theorem 1, κ), so it is
+// what calibrations and attacks call.
+func EpsilonOf(l Ledger, opt ReportOptions) (EpsilonBound, error) {
+	r, err := opt.resolve(l)
+	if err != nil {
+		return EpsilonBound{}, err
+	}
+	es, _, err := r.epsilons(l.Event(), opt.Delta)
+	if err != nil {
+		return EpsilonBound{}, err
+	}
+	return *es.pick(r.acct), nil
 }
 
 // ZeroOut is Report.Adjacency of a shuffled run accounted under add-remove.
@@ -287,27 +388,11 @@ const zeroOutMeaning = "zero-out: the batches stay fixed and the record's gradie
 
 // NewReport derives a run's privacy report from its ledger.
 func NewReport(l Ledger, opt ReportOptions) (*Report, error) {
-	if err := checkDelta(opt.Delta); err != nil {
-		return nil, err
-	}
-	acct := opt.Accountant
-	if acct == "" {
-		acct = AccountantAuto
-	}
-	if acct != AccountantAuto && acct != AccountantPLD && acct != AccountantRDP {
-		return nil, fmt.Errorf("unknown accountant %q (want auto, pld or rdp)", acct)
-	}
-	s, first, err := ledgerSampling(l)
+	r, err := opt.resolve(l)
 	if err != nil {
 		return nil, err
 	}
-	adj := DefaultAdjacency(s)
-	if opt.Adjacency != nil {
-		adj = *opt.Adjacency
-	}
-	if s == SamplingUniform && adj == AddRemove {
-		return nil, errors.New("uniform (fixed-size, without replacement) sampling is accounted under replace-one adjacency only")
-	}
+	acct, adj, s, first := r.acct, r.adj, r.sampling, r.first
 	ev := l.Event()
 	p := &Report{Delta: opt.Delta, Adjacency: adj.String(), Sampling: s.String(),
 		Conversion: ConversionImproved.String(), Orders: "1.1, 1.2, …, 10.9, 11, …, 63, 128, 256, 512, 1024",
@@ -318,41 +403,28 @@ func NewReport(l Ledger, opt ReportOptions) (*Report, error) {
 			p.Adjacency, p.AdjacencyMeaning = ZeroOut, zeroOutMeaning
 		}
 	}
-	es, err := epsilonsOf(ev, adj, ShuffleRigorous, opt.Delta, acct != AccountantRDP)
-	if err != nil && acct == AccountantAuto {
-		// The PLD refuses extreme settings (e.g. a privacy-loss range too wide at tiny
-		// noise); auto then reports the RDP bound, which is valid too.
-		pldErr := err
-		es, err = epsilonsOf(ev, adj, ShuffleRigorous, opt.Delta, false)
-		if err == nil && es.r == nil {
-			err = pldErr
-		}
-		if err == nil {
-			p.PLDUnavailable = pldErr.Error()
-		}
-	}
+	es, pldErr, err := r.epsilons(ev, opt.Delta)
 	if err != nil {
 		return nil, err
 	}
-	p.EpsilonPLD, p.EpsilonPLDLower, p.EpsilonRDP, p.EpsilonRDPOrder, p.PLDInterval = es.pu, es.pl, es.r, es.ro, es.interval
-	switch {
-	case acct == AccountantRDP && p.EpsilonRDP == nil:
-		return nil, errors.New("the RDP accountant has no ε bound under replace-one adjacency with Poisson sampling; use the PLD accountant")
-	case acct == AccountantRDP, acct == AccountantAuto && p.EpsilonRDP != nil && (p.EpsilonPLD == nil || *p.EpsilonRDP < *p.EpsilonPLD):
-		p.Accountant, p.Epsilon = AccountantRDP, *p.EpsilonRDP
-	default:
-		p.Accountant, p.Epsilon = AccountantPLD, *p.EpsilonPLD
+	if pldErr != nil {
+		p.PLDUnavailable = pldErr.Error()
 	}
+	if b := es.rdp; b != nil {
+		p.EpsilonRDP, p.EpsilonRDPOrder = &b.Epsilon, &b.Order
+	}
+	if b := es.pld; b != nil {
+		p.EpsilonPLD, p.EpsilonPLDLower, p.PLDInterval = &b.Epsilon, b.Lower, b.Interval
+	}
+	chosen := es.pick(acct)
+	p.Accountant, p.Epsilon = chosen.Accountant, chosen.Epsilon
 	if s == SamplingShuffle {
 		ea, err := epsilonsOf(ev, adj, ShufflePoissonApprox, opt.Delta, acct != AccountantRDP && p.EpsilonPLD != nil)
 		if err != nil {
 			return nil, fmt.Errorf("Poisson approximation: %w", err)
 		}
-		au, ar := ea.pu, ea.r
-		if au != nil && (ar == nil || *au <= *ar) {
-			p.EpsilonPoissonApprox = au
-		} else {
-			p.EpsilonPoissonApprox = ar
+		if b := ea.pick(AccountantAuto); b != nil {
+			p.EpsilonPoissonApprox = &b.Epsilon
 		}
 	}
 	if p.Theorem1, err = Theorem1Of(ev); err != nil {
@@ -402,13 +474,9 @@ func RunningEpsilon(l Ledger, delta float64, accountant string) (float64, string
 		return 0, "", err
 	}
 	adj, ev := DefaultAdjacency(s), l.Event()
-	ra := NewRDPAccountant(adj, ShuffleRigorous, nil)
-	if err := ra.Compose(ev); err != nil {
-		return 0, "", err
-	}
-	r, _, rerr := ra.Epsilon(delta)
+	r, rerr := composedEpsilon(NewRDPAccountant(adj, ShuffleRigorous, nil), ev, delta)
 	if accountant == AccountantRDP {
-		return r, AccountantRDP, rerr
+		return r.Epsilon, AccountantRDP, rerr
 	}
 	pa := NewPLDAccountant(adj, ShuffleRigorous, &PLDConfig{Interval: RunningPLDInterval})
 	if err := pa.Compose(ev); err != nil {
@@ -419,11 +487,11 @@ func RunningEpsilon(l Ledger, delta float64, accountant string) (float64, string
 	case perr != nil && (accountant == AccountantPLD || rerr != nil):
 		return 0, "", perr
 	case perr != nil:
-		return r, AccountantRDP, nil
-	case accountant != AccountantPLD && rerr == nil && r < b.Upper:
-		return r, AccountantRDP, nil
+		return r.Epsilon, AccountantRDP, nil
+	case accountant != AccountantPLD && rerr == nil && r.Epsilon < b.Epsilon:
+		return r.Epsilon, AccountantRDP, nil
 	}
-	return b.Upper, AccountantPLD, nil
+	return b.Epsilon, AccountantPLD, nil
 }
 
 func noiseOf(e Event) float64 {
@@ -440,64 +508,66 @@ func noiseOf(e Event) float64 {
 	return math.NaN()
 }
 
-// AsPoisson rewrites every sampled step as a Poisson step: the accounting the paper's
+// asPoisson rewrites every sampled step as a Poisson step: the accounting the paper's
 // code used for its add-remove ε₂ (not a bound for other samplings).
-func AsPoisson(e Event) Event {
+func asPoisson(e Event) Event {
 	switch ev := e.(type) {
 	case SampledWithoutReplacementEvent:
 		return PoissonSampledEvent{Q: ev.Q, Event: ev.Event}
 	case SelfComposedEvent:
-		return SelfComposedEvent{Event: AsPoisson(ev.Event), Count: ev.Count}
+		return SelfComposedEvent{Event: asPoisson(ev.Event), Count: ev.Count}
 	case ComposedEvent:
 		out := ComposedEvent{}
 		for _, x := range ev.Events {
-			out.Events = append(out.Events, AsPoisson(x))
+			out.Events = append(out.Events, asPoisson(x))
 		}
 		return out
 	}
 	return e
 }
 
-// CalibrateNoise returns the smallest noise multiplier σ/c (to a relative 1e-4)
-// whose report ε at opt.Delta is at most target, for the run d (its
-// NoiseMultiplier is ignored). Bisection in log σ; the returned σ meets the target.
-// The cheap RDP solution brackets the PLD one (PLD ε ≤ RDP ε), so the PLD is only
-// evaluated near the answer.
-func CalibrateNoise(d DPSGD, opt ReportOptions, target float64) (float64, error) {
+// CalibrateNoise returns the smallest noise multiplier σ/c (NoiseMultiplier; to a
+// relative 1e-4) whose ε by EpsilonOf at opt is at most target, for the run whose
+// ledger at a noise multiplier ledgerAt returns (DPSGD.LedgerAt for a DP-SGD run).
+// Bisection in log σ; the returned σ meets the target. The cheap RDP solution
+// brackets the PLD one (PLD ε ≤ RDP ε), so the PLD is only evaluated near the answer.
+func CalibrateNoise(ledgerAt func(noiseMultiplier float64) (Ledger, error), opt ReportOptions, target float64) (float64, error) {
 	if !(target > 0) || math.IsInf(target, 0) {
 		return 0, fmt.Errorf("target ε = %v must be finite and > 0", target)
 	}
 	if err := checkDelta(opt.Delta); err != nil {
 		return 0, err
 	}
-	adj := DefaultAdjacency(d.Sampling)
-	if opt.Adjacency != nil {
-		adj = *opt.Adjacency
+	l, err := ledgerAt(1)
+	if err != nil {
+		return 0, err
 	}
-	acct := opt.Accountant
-	if acct == "" {
-		acct = AccountantAuto
+	r, err := opt.resolve(l)
+	if err != nil {
+		return 0, err
 	}
 	eps := func(nm float64, pld bool) (float64, bool, error) { // ε of the chosen accountant; ok = defined
-		d.NoiseMultiplier = nm
-		l, err := d.Ledger()
+		l, err := ledgerAt(nm)
 		if err != nil {
 			return 0, false, err
 		}
-		es, err := epsilonsOf(l.Event(), adj, ShuffleRigorous, opt.Delta, pld)
-		pu, r := es.pu, es.r
+		es, err := epsilonsOf(l.Event(), r.adj, ShuffleRigorous, opt.Delta, pld)
 		switch {
 		case err != nil:
 			return 0, false, err
+		case !pld && es.rdp == nil:
+			return 0, false, nil
 		case !pld:
-			if r == nil {
-				return 0, false, nil
-			}
-			return *r, true, nil
-		case r != nil && *r < *pu:
-			return *r, true, nil
+			return es.rdp.Epsilon, true, nil
 		}
-		return *pu, true, nil
+		acct := r.acct
+		if acct == AccountantRDP { // only the bracket's accountant differs
+			acct = AccountantAuto
+		}
+		if b := es.pick(acct); b != nil {
+			return b.Epsilon, true, nil
+		}
+		return 0, false, errRDPNoBound
 	}
 	solve := func(pld bool, lo, hi float64) (float64, bool, error) {
 		for { // hi meets the target
@@ -545,9 +615,9 @@ func CalibrateNoise(d DPSGD, opt ReportOptions, target float64) (float64, error)
 		return 0, err
 	}
 	switch {
-	case acct == AccountantRDP && !ok:
-		return 0, errors.New("the RDP accountant has no ε bound under replace-one adjacency with Poisson sampling; use the PLD accountant")
-	case acct == AccountantRDP:
+	case r.acct == AccountantRDP && !ok:
+		return 0, errRDPNoBound
+	case r.acct == AccountantRDP:
 		return nm, nil
 	case ok: // PLD ≤ RDP: the RDP solution meets the target; the answer is at most it
 		nm, _, err = solve(true, nm*0.8, nm)

@@ -117,7 +117,7 @@ func TestCalibrateNoise(t *testing.T) {
 	}{{SamplingPoisson, AccountantAuto, 2}, {SamplingPoisson, AccountantRDP, 8}, {SamplingUniform, AccountantPLD, 1}, {SamplingShuffle, AccountantAuto, 4}} {
 		d := DPSGD{Sampling: tc.s, N: 20000, Batch: 200, Steps: 400}
 		opt := ReportOptions{Delta: 1e-5, Accountant: tc.acct}
-		nm, err := CalibrateNoise(d, opt, tc.target)
+		nm, err := CalibrateNoise(d.LedgerAt, opt, tc.target)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +131,7 @@ func TestCalibrateNoise(t *testing.T) {
 			t.Errorf("%v/%s: σ %v gives ε %v for target %v", tc.s, tc.acct, nm, r.Epsilon, tc.target)
 		}
 	}
-	if _, err := CalibrateNoise(DPSGD{N: 10, Batch: 1, Steps: 1}, ReportOptions{Delta: 1e-5}, -1); err == nil {
+	if _, err := CalibrateNoise(DPSGD{N: 10, Batch: 1, Steps: 1}.LedgerAt, ReportOptions{Delta: 1e-5}, -1); err == nil {
 		t.Error("negative target: want an error")
 	}
 }
@@ -213,7 +213,7 @@ func TestReportCoarsensPLDForLongRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fine, err := PLDEpsilon(AddRemove, SamplingPoisson, SampledGaussianRun{Q: 0.01, Sigma: nm, Steps: tc.steps, Delta: 1e-5}, nil)
+		fine, err := pldEpsilon(AddRemove, SamplingPoisson, sampledGaussianRun{Q: 0.01, Sigma: nm, Steps: tc.steps, Delta: 1e-5}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

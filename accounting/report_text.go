@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 )
 
 // WriteText writes the human summary of the report: ε with the setting it holds
@@ -148,24 +147,6 @@ func (res *ReRoReport) WriteBound(w io.Writer) {
 		rel = "="
 	}
 	fmt.Fprintf(w, "ReRo gamma %s %.6g (%s; add-remove, Poisson sampling)   advantage %.6g\n", rel, res.Gamma, res.GammaMethod, res.Advantage)
-}
-
-// WriteText writes the human summary of the merged dFIL: its statistics and
-// Theorem 2's bounds.
-func (res *DFILFilesReport) WriteText(w io.Writer) {
-	s := res.Summary
-	fmt.Fprintf(w, "%d samples, %d run(s)\n", s.Count, res.Runs)
-	fmt.Fprintf(w, "dFIL max %.6g  median %.6g  mean %.6g  min %.6g\n", s.Max, s.Median, s.Mean, s.Min)
-	keys := make([]string, 0, len(s.Quantiles))
-	for k := range s.Quantiles {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(w, "  %s %.6g\n", k, s.Quantiles[k])
-	}
-	fmt.Fprintf(w, "Theorem 2 MSE lower bound: worst sample 1/max = %.6g, median sample 1/median = %.6g\n",
-		s.MSEBoundMax, s.MSEBoundMedian)
 }
 
 // WriteText writes the human summary of the report: κ and the paper's classical

@@ -295,38 +295,3 @@ func MSEBounds(req MSERequest) (*MSEReport, error) {
 	}
 	return &res, nil
 }
-
-// DFILFilesReport summarises per-sample dFIL files merged by the per-sample mean.
-type DFILFilesReport struct {
-	Files   []string   `json:"files"`
-	Runs    int        `json:"runs"`
-	Summary FILSummary `json:"summary"`
-	Out     string     `json:"out,omitempty"`
-}
-
-// SummarizeDFILFiles reads the per-sample dFIL vectors of repeated runs (.npy files
-// as SaveDFIL writes them), merges them by the per-sample mean, writes the merged
-// vector to out unless out is "", and summarises it (SummarizeDFIL).
-func SummarizeDFILFiles(files []string, out string) (*DFILFilesReport, error) {
-	if len(files) == 0 {
-		return nil, errors.New("dFIL summary: no files")
-	}
-	runs := make([][]float64, 0, len(files))
-	for _, p := range files {
-		x, err := LoadDFIL(p)
-		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, x)
-	}
-	mean, err := MeanDFIL(runs...)
-	if err != nil {
-		return nil, fmt.Errorf("merge dFIL runs: %w", err)
-	}
-	if out != "" {
-		if err := SaveDFIL(out, mean); err != nil {
-			return nil, err
-		}
-	}
-	return &DFILFilesReport{Files: files, Runs: len(files), Summary: SummarizeDFIL(mean), Out: out}, nil
-}

@@ -77,21 +77,22 @@ func AccountPLD(req PLDRequest) (*PLDReport, error) {
 	default:
 		return nil, fmt.Errorf("%s sampling has no subsampled PLD; use poisson or uniform (DPSGDRequest accounts shuffled epochs)", req.Sampling)
 	}
-	e, err := PLDEpsilon(req.Adjacency, req.Sampling, SampledGaussianRun{Q: req.Q, Sigma: req.Sigma, Steps: req.Steps, Delta: req.Delta}, &PLDConfig{Interval: req.Interval})
+	run := SelfComposedEvent{Event: ev, Count: req.Steps}
+	e, err := composedEpsilon(NewPLDAccountant(req.Adjacency, ShuffleRigorous, &PLDConfig{Interval: req.Interval}), run, req.Delta)
 	if err != nil {
 		return nil, fmt.Errorf("PLD accountant: %w", err)
 	}
 	res := &PLDReport{Accountant: AccountantPLD, Q: req.Q, Sigma: req.Sigma, Steps: req.Steps, Delta: req.Delta,
 		Adjacency: req.Adjacency.String(), Sampling: req.Sampling.String(), Interval: req.Interval,
-		TailMass: DefaultPLDTailMass, Epsilon: e.Upper, EpsilonLower: e.Lower, DiscretisationError: e.Upper - e.Lower}
+		TailMass: DefaultPLDTailMass, Epsilon: e.Epsilon, EpsilonLower: *e.Lower, DiscretisationError: e.Epsilon - *e.Lower}
 	ra := NewRDPAccountant(req.Adjacency, ShuffleRigorous, nil)
-	if err := ra.Compose(SelfComposedEvent{Event: ev, Count: req.Steps}); err != nil {
+	if err := ra.Compose(run); err != nil {
 		return nil, fmt.Errorf("RDP accountant: %w", err)
 	}
-	if re, order, err := ra.Epsilon(req.Delta); err != nil {
+	if re, err := ra.Epsilon(req.Delta); err != nil {
 		res.RDPNote = err.Error()
 	} else {
-		res.EpsilonRDP, res.RDPOrder = &re, &order
+		res.EpsilonRDP, res.RDPOrder = &re.Epsilon, &re.Order
 	}
 	return res, nil
 }
@@ -166,7 +167,7 @@ func AccountDPSGD(req DPSGDRequest) (*DPSGDReport, error) {
 	res := &DPSGDReport{N: req.N, Batch: req.Batch, Steps: req.Steps, Sigma: req.Sigma, ClipMode: req.ClipMode, ClipConstant: c,
 		FILDelta: opt.FILDelta}
 	if req.TargetEpsilon != nil {
-		nm, err := CalibrateNoise(d, opt, *req.TargetEpsilon)
+		nm, err := CalibrateNoise(d.LedgerAt, opt, *req.TargetEpsilon)
 		if err != nil {
 			return nil, fmt.Errorf("solve for sigma: %w", err)
 		}

@@ -184,7 +184,7 @@ func solveSigmaRDP(req RDPRequest, c float64) (float64, error) {
 	if req.Adjacency == AddRemove && req.Sampling == SamplingUniform {
 		return 0, errors.New("uniform sampling is accounted under replace-one adjacency only")
 	}
-	s, err := SigmaForEpsilon(SampledGaussianRun{Q: req.Q, Steps: req.Steps, Delta: req.Delta}, target, req.Orders, req.Conversion)
+	s, err := sigmaForEpsilon(sampledGaussianRun{Q: req.Q, Steps: req.Steps, Delta: req.Delta}, target, req.Orders, req.Conversion)
 	if err != nil {
 		return 0, fmt.Errorf("solve for sigma: %w", err)
 	}
@@ -234,10 +234,11 @@ func (req RDPRequest) account(res *RDPReport, ev Event, c float64) error {
 	if err := a.Compose(ev); err != nil {
 		return fmt.Errorf("RDP accountant: %w", err)
 	}
-	var err error
-	if res.Epsilon, res.Order, err = a.Epsilon(res.Delta); err != nil {
+	b, err := a.Epsilon(res.Delta)
+	if err != nil {
 		return fmt.Errorf("RDP accountant: %w", err)
 	}
+	res.Epsilon, res.Order = b.Epsilon, b.Order
 	res.RDPOrder2, res.RDPOrder2Adjacency = a.Order2(), req.Adjacency.String()
 	if res.Theorem1, err = Theorem1Of(ev); err != nil {
 		return err
@@ -259,7 +260,7 @@ func Theorem1Of(ev Event) (Theorem1Report, error) {
 		return Theorem1Report{}, fmt.Errorf("Theorem 1: %w", err)
 	}
 	paper := NewRDPAccountant(AddRemove, ShufflePoissonApprox, nil)
-	if err := paper.Compose(AsPoisson(ev)); err != nil {
+	if err := paper.Compose(asPoisson(ev)); err != nil {
 		return Theorem1Report{}, fmt.Errorf("Theorem 1 (paper's value): %w", err)
 	}
 	r := Theorem1Report{Adjacency: ReplaceOne.String(),

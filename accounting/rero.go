@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"runtime"
 	"sort"
 	"sync"
@@ -541,8 +540,8 @@ func (g ratioGen) fill(rng *xoshiro, ls []float64, fromMu bool) {
 		}
 		return
 	}
-	// Hot loop: the generator state lives in registers, the ziggurat's rectangle
-	// test and the exp are inlined by hand; rare cases call out.
+	// Hot loop: the generator state lives in registers (xoshiroStep inlines), the
+	// ziggurat's rectangle test and the exp are inlined by hand; rare cases call out.
 	const inv = 256 / math.Ln2
 	const ln2hi = 6.93147180369123816490e-01 / 256
 	const ln2lo = 1.90821492927058770002e-10 / 256
@@ -553,26 +552,14 @@ func (g ratioGen) fill(rng *xoshiro, ls []float64, fromMu bool) {
 		for t := 0; t < g.steps; t++ {
 			sh := sh0
 			if fromMu {
-				u := bits.RotateLeft64(s0+s3, 23) + s0
-				tt := s1 << 17
-				s2 ^= s0
-				s3 ^= s1
-				s1 ^= s2
-				s0 ^= s3
-				s2 ^= tt
-				s3 = bits.RotateLeft64(s3, 45)
+				var u uint64
+				u, s0, s1, s2, s3 = xoshiroStep(s0, s1, s2, s3)
 				if u < qBits {
 					sh = sh1
 				}
 			}
-			u := bits.RotateLeft64(s0+s3, 23) + s0
-			tt := s1 << 17
-			s2 ^= s0
-			s3 ^= s1
-			s1 ^= s2
-			s0 ^= s3
-			s2 ^= tt
-			s3 = bits.RotateLeft64(s3, 45)
+			var u uint64
+			u, s0, s1, s2, s3 = xoshiroStep(s0, s1, s2, s3)
 			z, ok := zig.fast(u)
 			if !ok {
 				rng.s0, rng.s1, rng.s2, rng.s3 = s0, s1, s2, s3

@@ -10,10 +10,17 @@ import (
 // Bounds are the privacy guarantee of a game's DP-SGD run and the ReRo upper bounds on
 // any attack's success probability with a uniform prior of size K (κ = 1/K).
 type Bounds struct {
-	Epsilon float64 `json:"epsilon"` // (ε, δ)-DP of the T released gradients (RDP, improved conversion)
-	Delta   float64 `json:"delta"`
-	Sigma   float64 `json:"sigma"`
-	Kappa   float64 `json:"kappa"`
+	// Epsilon is the (ε, δ)-DP of the T released gradients as train reports it
+	// (accounting.EpsilonOf: the tighter of the PLD and RDP accountants), under
+	// Adjacency (add-remove) with Poisson sampling at rate q (q = 1: every record in
+	// every batch); Accountant names the one that gave it.
+	Epsilon    float64 `json:"epsilon"`
+	Delta      float64 `json:"delta"`
+	Accountant string  `json:"accountant,omitempty"`
+	Adjacency  string  `json:"adjacency,omitempty"`
+	Sampling   string  `json:"sampling,omitempty"`
+	Sigma      float64 `json:"sigma"`
+	Kappa      float64 `json:"kappa"`
 	// Gamma is the Hayes et al. ReRo bound: the q = 1 closed form
 	// Φ(√T/σ − Φ⁻¹(1−κ)), or the Monte Carlo blow-up estimate for q < 1 (GammaCI
 	// its confidence interval; equal to Gamma for the closed form).
@@ -51,11 +58,11 @@ func ComputeBounds(req BoundsRequest) (Bounds, error) {
 		b.Epsilon, b.Gamma, b.GammaMC, b.GammaRDP, b.GammaCI, b.Exact = math.Inf(1), 1, 1, 1, [2]float64{1, 1}, true
 		return b, nil
 	}
-	eps, _, err := accounting.EpsilonFor(accounting.SampledGaussianRun{Q: q, Sigma: sigma, Steps: steps, Delta: delta}, nil, accounting.ConversionImproved)
+	e, err := gameEpsilon(q, sigma, steps, delta)
 	if err != nil {
 		return Bounds{}, fmt.Errorf("bounds: ε: %w", err)
 	}
-	b.Epsilon = eps
+	b.Epsilon, b.Accountant, b.Adjacency, b.Sampling = e.Epsilon, e.Accountant, e.Adjacency.String(), e.Sampling
 	r, err := accounting.ReRoMonteCarlo(accounting.ReRoConfig{Q: q, Sigma: sigma, Steps: steps, Kappa: b.Kappa, Samples: samples, Seed: seed})
 	if err != nil {
 		return Bounds{}, fmt.Errorf("bounds: ReRo: %w", err)
@@ -96,4 +103,37 @@ func OrthogonalSuccess(sigma float64, steps, priorSize int) (float64, error) {
 		s += w * phi * math.Pow(0.5*math.Erfc(-(z+mu)/math.Sqrt2), float64(priorSize-1))
 	}
 	return math.Min(1, s), nil
+}
+
+// gameLedger is the privacy ledger of the game's releases: steps Poisson-sampled
+// Gaussian steps at rate q with noise multiplier nm (hard clipping, so σ/c = σ).
+func gameLedger(q, nm float64, steps int) (accounting.Ledger, error) {
+	var l accounting.Ledger
+	err := l.Add(accounting.PoissonSampledEvent{Q: q, Event: accounting.GaussianEvent{NoiseMultiplier: nm}}, steps)
+	return l, err
+}
+
+// gameReportOptions are the accounting options of the game: δ, the default
+// accountant (auto: the tighter of the PLD and RDP, as train reports) and the
+// sampling's default adjacency (add-remove).
+func gameReportOptions(delta float64) accounting.ReportOptions {
+	return accounting.ReportOptions{Delta: delta, Accountant: accounting.AccountantAuto}
+}
+
+// gameEpsilon is ε at delta of the game at (q, σ, T), computed as train's report
+// computes it.
+func gameEpsilon(q, sigma float64, steps int, delta float64) (accounting.EpsilonBound, error) {
+	l, err := gameLedger(q, sigma, steps)
+	if err != nil {
+		return accounting.EpsilonBound{}, err
+	}
+	return accounting.EpsilonOf(l, gameReportOptions(delta))
+}
+
+// CalibrateSigma is the smallest noise multiplier σ (to a relative 1e-4) whose ε
+// at delta (gameEpsilon) is at most target for steps Poisson-sampled steps at
+// rate q: accounting.CalibrateNoise, the calibration train's target_epsilon uses.
+func CalibrateSigma(q float64, steps int, delta, target float64) (float64, error) {
+	return accounting.CalibrateNoise(func(nm float64) (accounting.Ledger, error) { return gameLedger(q, nm, steps) },
+		gameReportOptions(delta), target)
 }

@@ -11,8 +11,13 @@
 //     (2022), "Bounding Training Data Reconstruction in Private (Deep) Learning";
 //   - Balle et al.'s closed-form GLM attack on output perturbation (GLMAttack) and
 //     its comparison with the per-example FIL bound (RunGLMExperiment, CompareFIL),
-//     Guo et al. (2022) Sec. 7.2.
+//     Guo et al. (2022) Sec. 7.2;
+//   - the attribute inversion of an output-perturbed GLM (Hannun et al. 2021,
+//     "Measuring Data Leakage in Machine-Learning Models with Fisher Information",
+//     Sec. 6.4; Fredrikson et al. 2014): white-box and black-box adversaries
+//     (WhiteBox, BlackBox, RunInversion) against the FIL prediction of package glm's
+//     Inverter (RunInvert, 'dpfil glm invert').
 //
 // Every experiment takes a spec struct and returns a typed report whose JSON is what
-// 'dpfil attack' and 'dpfil glm attack' print.
+// 'dpfil attack', 'dpfil glm attack' and 'dpfil glm invert' print.
 package attack

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 
 	"github.com/dpfil/dpfil/attack"
 )
@@ -46,30 +44,6 @@ func ExampleGame_Run() {
 	st, _ := attack.Summarize(res)
 	fmt.Println(st[attack.AttackPrior].Successes, "of", st[attack.AttackPrior].Trials)
 	// Output: 20 of 20
-}
-
-// Writing a transcript and reading it back; the reader verifies every record.
-func ExampleCreateTranscript() {
-	dir, _ := os.MkdirTemp("", "transcript")
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "run.dpft")
-	h := attack.TranscriptHeader{Model: "mlp", NumParams: 3, Known: []int{4, 7}, Steps: 2, Q: 1,
-		Sigma: 1, Clip: 0.1, LR: 1, BatchDenominator: 3}
-	w, err := attack.CreateTranscript(path, h, []float32{0.5, -1, 2})
-	if err != nil {
-		panic(err)
-	}
-	_ = w.WriteStep(0, []float64{0.1, 0.2, 0.3}, nil)
-	_ = w.WriteStep(1, []float64{-0.1, 0, 0.25}, nil)
-	if err := w.Close(); err != nil {
-		panic(err)
-	}
-	tr, err := attack.OpenTranscript(path)
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(tr.Complete, len(tr.Steps), tr.Steps[1].Released)
-	// Output: true 2 [-0.1 0 0.25]
 }
 
 // The ReRo bound of a full-batch run (Hayes, Mahloujifar and Balle 2023, Sec. 3.2): the

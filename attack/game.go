@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/dpfil/dpfil/internal/splitmix"
+	"github.com/dpfil/dpfil/transcript"
 )
 
 // Net is the per-sample gradient oracle the attack game trains and attacks with:
@@ -642,7 +643,7 @@ func nearest(p Pool, prior []int, x []float64) int {
 // transcript to dir/trial-NNNNNN.dpft: base (model, dataset, …) completed with the
 // game's hyperparameters, D₋ and the trial's prior. Pool indices are written as the
 // dataset indices, so the pool should be the dataset split itself.
-func (g *Game) TranscriptRecorder(dir string, base TranscriptHeader) func(trial int) (func(int, []float64, []bool, Observation) error, func() error, error) {
+func (g *Game) TranscriptRecorder(dir string, base transcript.Header) func(trial int) (func(int, []float64, []bool, Observation) error, func() error, error) {
 	return func(trial int) (func(int, []float64, []bool, Observation) error, func() error, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, nil, fmt.Errorf("transcripts: %w", err)
@@ -657,7 +658,7 @@ func (g *Game) TranscriptRecorder(dir string, base TranscriptHeader) func(trial 
 		for i, v := range g.theta0 {
 			th[i] = float32(v)
 		}
-		w, err := CreateTranscript(filepath.Join(dir, fmt.Sprintf("trial-%06d.dpft", trial)), h, th)
+		w, err := transcript.Create(filepath.Join(dir, fmt.Sprintf("trial-%06d.dpft", trial)), h, th)
 		if err != nil {
 			return nil, nil, err
 		}

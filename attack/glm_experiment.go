@@ -9,9 +9,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/glm"
+	"github.com/dpfil/dpfil/internal/csvfile"
 	"github.com/dpfil/dpfil/internal/jsonfloat"
+	"github.com/dpfil/dpfil/internal/stats"
 	"github.com/dpfil/dpfil/plot"
 	"gonum.org/v1/gonum/stat"
 )
@@ -98,7 +99,7 @@ func CompareFIL(bound, mse []float64) (FILComparison, error) {
 		}
 	}
 	sort.Float64s(finite)
-	c.MSEMedian, c.MSEMean = jsonfloat.Float(accounting.QuantileSorted(finite, 0.5)), jsonfloat.Float(math.NaN())
+	c.MSEMedian, c.MSEMean = jsonfloat.Float(stats.QuantileSorted(finite, 0.5)), jsonfloat.Float(math.NaN())
 	if len(finite) > 0 {
 		c.MSEMean = jsonfloat.Float(stat.Mean(finite, nil))
 	}
@@ -189,7 +190,7 @@ func (res *GLMReport) fill(f *glm.Fitted, tidx []int, fil *glm.FILResult, att *G
 
 // write writes the per-target CSV and the image grids.
 func (res *GLMReport) write(f *glm.Fitted, tidx []int, fil *glm.FILResult, att *GLMAttackResult, top, bottom []int) error {
-	g := glm.FormatFloat
+	g := csvfile.FormatFloat
 	rows := make([][]string, len(tidx))
 	for k, i := range tidx {
 		bound, mse := 1/fil.DFIL[k], att.MSE[k]
@@ -198,7 +199,7 @@ func (res *GLMReport) write(f *glm.Fitted, tidx []int, fil *glm.FILResult, att *
 			g(att.MSEStdErr[k]), strconv.Itoa(att.Finite[k]), strconv.FormatBool(viol)}
 	}
 	path := filepath.Join(f.Setup.Out, "glm_attack.csv")
-	if err := glm.WriteCSV(path, []string{"index", "label", "dfil", "mse_bound", "mse_realised", "mse_stderr", "finite_trials", "violation"}, rows); err != nil {
+	if err := csvfile.Write(path, []string{"index", "label", "dfil", "mse_bound", "mse_realised", "mse_stderr", "finite_trials", "violation"}, rows); err != nil {
 		return err
 	}
 	res.Files = append(res.Files, path)
@@ -219,7 +220,7 @@ func (res *GLMReport) write(f *glm.Fitted, tidx []int, fil *glm.FILResult, att *
 			caps = append(caps, fmt.Sprintf("MSE %.2g", meanSqDiff(rec, f.Train.Row(tidx[p]))))
 		}
 		out := filepath.Join(f.Setup.Out, part.name)
-		if err := glm.SaveGrid(out, imgs, f.H, f.W, plot.GridOptions{Cols: len(part.pos), Title: part.title,
+		if err := plot.SaveGrid(out, imgs, f.H, f.W, plot.GridOptions{Cols: len(part.pos), Title: part.title,
 			RowLabels: []string{"target", "reconstruction"}, Captions: caps}); err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/models"
+	"github.com/dpfil/dpfil/transcript"
 	"gonum.org/v1/gonum/stat"
 )
 
@@ -19,8 +20,10 @@ import (
 // "Bounding Training Data Reconstruction in DP-SGD", Sec. 3.1 and 4, played on a
 // dataset's training split with a named architecture.
 type GameSpec struct {
-	// Epsilon is the target ε at Delta; the noise multiplier σ is solved for it with
-	// the RDP accountant unless UseSigma is set, in which case Sigma is used as given.
+	// Epsilon is the target ε at Delta; the noise multiplier σ is solved for it
+	// (CalibrateSigma: the accountant train reports, the tighter of PLD and RDP,
+	// add-remove, Poisson sampling) unless UseSigma is set, in which case Sigma is
+	// used as given.
 	Epsilon  float64
 	Sigma    float64
 	UseSigma bool
@@ -115,6 +118,9 @@ type GameReport struct {
 	Kappa             float64                `json:"kappa"`
 	Epsilon           float64                `json:"epsilon"`
 	Delta             float64                `json:"delta"`
+	Accountant        string                 `json:"accountant,omitempty"` // what ε holds for (Bounds)
+	Adjacency         string                 `json:"adjacency,omitempty"`
+	Sampling          string                 `json:"sampling,omitempty"`
 	Sigma             float64                `json:"sigma"`
 	Q                 float64                `json:"q"`
 	Steps             int                    `json:"steps"`
@@ -216,8 +222,7 @@ func PlayGameOn(ctx context.Context, spec GameSpec, pools *Pools) (*GameReport, 
 	start := time.Now()
 	sigma := spec.Sigma
 	if !spec.UseSigma {
-		run := accounting.SampledGaussianRun{Q: spec.Q, Steps: spec.Steps, Delta: spec.Delta}
-		s, err := accounting.SigmaForEpsilon(run, spec.Epsilon, nil, accounting.ConversionImproved)
+		s, err := CalibrateSigma(spec.Q, spec.Steps, spec.Delta, spec.Epsilon)
 		if err != nil {
 			return nil, fmt.Errorf("noise for ε = %v: %w", spec.Epsilon, err)
 		}
@@ -290,7 +295,7 @@ func (s GameSpec) runOptions(g *Game, fingerprint string, eps float64) RunOption
 			}
 		}}
 	if s.RecordTranscripts {
-		opt.Record = g.TranscriptRecorder(filepath.Join(s.Out, "transcripts"), TranscriptHeader{
+		opt.Record = g.TranscriptRecorder(filepath.Join(s.Out, "transcripts"), transcript.Header{
 			Model: s.Model, Dataset: s.Dataset, DatasetSHA256: fingerprint})
 	}
 	return opt
@@ -300,7 +305,7 @@ func newGameReport(s GameSpec, sigma float64, b Bounds, stats map[string]AttackS
 	a := stats[s.Attack]
 	return &GameReport{Attack: s.Attack, SuccessRate: a.Rate, SuccessCI: a.CI, Successes: a.Successes, Trials: a.Trials,
 		Gamma: b.Gamma, GammaCI: b.GammaCI, GammaRDP: b.GammaRDP, GammaExact: b.Exact, Fano: b.Fano, Kappa: b.Kappa,
-		Epsilon: b.Epsilon, Delta: s.Delta, Sigma: sigma, Q: s.Q, Steps: s.Steps, PriorSize: s.PriorSize,
+		Epsilon: b.Epsilon, Delta: s.Delta, Accountant: b.Accountant, Adjacency: b.Adjacency, Sampling: b.Sampling, Sigma: sigma, Q: s.Q, Steps: s.Steps, PriorSize: s.PriorSize,
 		Known: s.Known, Clip: s.Clip, LR: s.LR, Model: s.Model, Dataset: s.Dataset, Seed: s.Seed, Attacks: stats, Out: s.Out}
 }
 

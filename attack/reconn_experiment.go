@@ -12,10 +12,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/internal/atomicfile"
 	"github.com/dpfil/dpfil/internal/jsonfloat"
+	"github.com/dpfil/dpfil/internal/stats"
 	"github.com/dpfil/dpfil/plot"
 	"github.com/dpfil/dpfil/train"
 )
@@ -196,7 +196,7 @@ func newRecoNNReport(cfg train.Config, e RecoNNExperiment, res *RecoNNResult) *R
 		}
 	}
 	sort.Float64s(bounds)
-	out.MedianBoundFIL = inf(accounting.QuantileSorted(bounds, 0.5))
+	out.MedianBoundFIL = inf(stats.QuantileSorted(bounds, 0.5))
 	return out
 }
 

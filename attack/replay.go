@@ -2,6 +2,8 @@ package attack
 
 import (
 	"fmt"
+
+	"github.com/dpfil/dpfil/transcript"
 )
 
 // ReplayReport is the outcome of Replay: the prior-aware attacks' guesses on a
@@ -14,7 +16,7 @@ type ReplayReport struct {
 	Guess      map[string]int `json:"guess"`       // per attack: guessed position in the prior
 	GuessIndex map[string]int `json:"guess_index"` // per attack: guessed dataset index
 	// Header is the transcript's header (model, dataset, q, σ, C).
-	Header TranscriptHeader `json:"-"`
+	Header transcript.Header `json:"-"`
 }
 
 // Replay runs the prior-aware attacks on the transcript file at path as the informed
@@ -24,7 +26,7 @@ type ReplayReport struct {
 // released gradients, subtracts the clipped gradients of the known points D₋ and
 // scores the prior's candidates (PriorScores, Decide).
 func Replay(path, dataDir string) (*ReplayReport, error) {
-	tr, err := OpenTranscript(path)
+	tr, err := transcript.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +54,7 @@ func Replay(path, dataDir string) (*ReplayReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	obs, err := tr.Observations(net, kx, ky)
+	obs, err := Observations(tr, net, kx, ky)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,11 @@ import (
 func (r *GameReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "attack game: %s on %s, |D₋| = %d, K = %d, T = %d, q = %g, C = %g, lr = %g\n",
 		r.Model, r.Dataset, r.Known, r.PriorSize, r.Steps, r.Q, r.Clip, r.LR)
-	fmt.Fprintf(w, "privacy:     σ = %.4g, (ε, δ) = (%.4g, %g)\n", r.Sigma, r.Epsilon, r.Delta)
+	fmt.Fprintf(w, "privacy:     σ = %.4g, (ε, δ) = (%.4g, %g)", r.Sigma, r.Epsilon, r.Delta)
+	if r.Accountant != "" {
+		fmt.Fprintf(w, " by %s, %s, %s sampling", r.Accountant, r.Adjacency, r.Sampling)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "bounds:      ReRo γ = %.4f", r.Gamma)
 	if r.GammaExact {
 		fmt.Fprint(w, " (q = 1 closed form)")

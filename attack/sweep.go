@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"path/filepath"
 	"sort"
@@ -140,6 +141,40 @@ func (sr *SweepReport) Write() error {
 		return fmt.Errorf("encode sweep CSV: %w", err)
 	}
 	return atomicfile.WriteFile(sr.CSV, []byte(b.String()))
+}
+
+// ReadSweepReport reads a sweep.json written by SweepReport.Write. Every result
+// must carry its bounds (gamma and gamma_rdp present and not null), and there must be
+// one result per value.
+func ReadSweepReport(r io.Reader) (*SweepReport, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read sweep: %w", err)
+	}
+	var sr SweepReport
+	if err := json.Unmarshal(b, &sr); err != nil {
+		return nil, fmt.Errorf("decode JSON: %w", err)
+	}
+	if len(sr.Values) != len(sr.Results) {
+		return nil, fmt.Errorf("%d values but %d results", len(sr.Values), len(sr.Results))
+	}
+	var raw struct {
+		Results []map[string]json.RawMessage `json:"results"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("decode JSON: %w", err)
+	}
+	for i, res := range raw.Results {
+		if res == nil {
+			return nil, fmt.Errorf("result %d (x = %v) is null", i, sr.Values[i])
+		}
+		for _, k := range []string{"gamma", "gamma_rdp"} {
+			if v, ok := res[k]; !ok || string(v) == "null" {
+				return nil, fmt.Errorf("result %d (x = %v) has no gamma or gamma_rdp", i, sr.Values[i])
+			}
+		}
+	}
+	return &sr, nil
 }
 
 func (sr *SweepReport) csvRows() [][]string {

@@ -52,7 +52,8 @@ type span struct{ start, end uintptr }
 // call, so an error never turns into a silently wrong number.
 type Backend struct {
 	drv   *counted
-	plain bool // plain device memory (else managed)
+	gd    *graphed // what the backend issues its work to: drv, or a graph's capture or replay
+	plain bool     // plain device memory (else managed)
 
 	mu     sync.Mutex
 	spans  []span           // sorted device allocations
@@ -64,6 +65,7 @@ type Backend struct {
 	stats  Stats
 	base   Counts // driver counts at the last ResetStats
 	err    error
+	budget int // chunk budget in float32 values (0: not measured yet)
 	// The reductions' scratch: the tensor table and the partial sums (grown as needed).
 	iblk     []int32
 	iblkHost []int32 // what iblk holds (plain mode)
@@ -117,7 +119,10 @@ func NewBackend(drv Driver) (*Backend, error) {
 	if drv == nil {
 		return nil, errors.New("cuda: nil driver")
 	}
-	return &Backend{drv: newCounted(drv)}, nil
+	c := newCounted(drv)
+	b := &Backend{drv: c, gd: &graphed{counted: c}}
+	b.gd.isDev = func(v uint64) bool { return b.ownsAddr(uintptr(v), 1) }
+	return b, nil
 }
 
 // NewDeviceBackend returns a backend on drv that allocates plain device memory (see
@@ -130,6 +135,9 @@ func NewDeviceBackend(drv Driver) (*Backend, error) {
 	b.plain = true
 	return b, nil
 }
+
+// graphing reports whether the current call is captured or replayed (b.mu held).
+func (b *Backend) graphing() bool { return b.gd.mode != graphDirect }
 
 // Plain reports whether the backend allocates plain device memory.
 func (b *Backend) Plain() bool { return b.plain }
@@ -145,12 +153,50 @@ func (b *Backend) Name() string {
 // Device names the driver's device.
 func (b *Backend) Device() string { return b.drv.Name() }
 
-// chunkBudget is the float32 values one network chunk may hold on the device (1 GiB):
-// large chunks amortise the per-call launch and synchronisation.
-const chunkBudget = 1 << 28
+// Chunk budget (models.Chunker): the float32 values one chunk's buffers may hold,
+// sized from the device memory free when the network first asks (cuMemGetInfo),
+// then fixed for the backend's life so that every call chunks alike.
+const (
+	// minChunkBudget is the budget however little memory is free (64 MiB): a chunk
+	// of one sample needs about that for cifar-cnn at k = 50.
+	minChunkBudget = 1 << 24
+	// chunkMarginBytes is kept free besides a tenth of the device (cuBLAS's
+	// workspace, the context's own allocations, fragmentation).
+	chunkMarginBytes = 1 << 30
+	// chunkBufferCap bounds each layer buffer of a chunk to 2³¹−1 values: the
+	// kernels take element counts as 32-bit ints (models.Chunker.ChunkBufferCap).
+	chunkBufferCap = math.MaxInt32
+)
 
-// ChunkBudget sizes the network's chunks for the device (models.Chunker).
-func (b *Backend) ChunkBudget() int { return chunkBudget }
+// chunkBudgetFor returns the chunk budget for a device with free of total bytes
+// free: the network may hold two chunks' buffers at once (the first-order pass's and
+// the tangent pass's workspaces grow independently), so each gets half of what is
+// free beyond the margin, in float32 values, and at least minChunkBudget.
+func chunkBudgetFor(free, total int64) int {
+	usable := free - max(chunkMarginBytes, total/10)
+	return int(max(usable/(2*4), minChunkBudget))
+}
+
+// ChunkBufferCap is chunkBufferCap (models.Chunker).
+func (b *Backend) ChunkBufferCap() int { return chunkBufferCap }
+
+// ChunkBudget sizes the network's chunks for the device (models.Chunker) from its
+// free memory, measured once (see chunkBudgetFor). A failing cuMemGetInfo is kept as
+// the backend's error (Err) and the budget falls back to minChunkBudget.
+func (b *Backend) ChunkBudget() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.budget == 0 {
+		free, total, err := b.drv.MemInfo()
+		if err != nil {
+			b.fail(fmt.Errorf("cuda: device memory info: %w", err))
+			b.budget = minChunkBudget
+		} else {
+			b.budget = chunkBudgetFor(free, total)
+		}
+	}
+	return b.budget
+}
 
 // Workers is 1: the device runs one chunk at a time, in one stream.
 func (b *Backend) Workers() int { return 1 }
@@ -168,6 +214,9 @@ func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var errs []error
+	if err := b.gd.releaseAll(); err != nil {
+		errs = append(errs, err)
+	}
 	for _, p := range b.owned {
 		if err := b.drv.Free(p); err != nil {
 			errs = append(errs, err)
@@ -196,7 +245,7 @@ func (b *Backend) allocBytes(n int) unsafe.Pointer {
 	var err error
 	if b.plain {
 		if p, err = b.drv.Alloc(n); err == nil {
-			if err = b.drv.MemsetZero(p, n); err != nil {
+			if err = b.gd.MemsetZero(p, n); err != nil {
 				_ = b.drv.Free(p)
 			}
 		}
@@ -233,8 +282,10 @@ func (b *Backend) Alloc(n int) []float32 {
 }
 
 // owns reports whether the n bytes at p lie inside one device allocation.
-func (b *Backend) owns(p unsafe.Pointer, n int) bool {
-	a := uintptr(p)
+func (b *Backend) owns(p unsafe.Pointer, n int) bool { return b.ownsAddr(uintptr(p), n) }
+
+// ownsAddr is owns for an address.
+func (b *Backend) ownsAddr(a uintptr, n int) bool {
 	i := sort.Search(len(b.spans), func(i int) bool { return b.spans[i].end > a })
 	return i < len(b.spans) && b.spans[i].start <= a && a+uintptr(n) <= b.spans[i].end
 }
@@ -252,20 +303,10 @@ func (b *Backend) dev(s []float32, out bool) unsafe.Pointer {
 	if b.plain {
 		return b.stageIn(s, out)
 	}
-	if b.nstage == len(b.stage) {
-		b.stage = append(b.stage, nil)
+	st := b.nextStage(len(s))
+	if st == nil {
+		return nil
 	}
-	st := b.stage[b.nstage]
-	if len(st) < len(s) {
-		q := b.allocBytes(4 * len(s))
-		if q == nil {
-			return nil
-		}
-		st = unsafe.Slice((*float32)(q), len(s))
-		b.stage[b.nstage] = st
-	}
-	b.nstage++
-	st = st[:len(s)]
 	copy(st, s)
 	b.stats.StagedBytes += int64(4 * len(s))
 	if out {
@@ -295,7 +336,7 @@ func (b *Backend) begin() bool {
 // waits for the device); without any, nothing waits.
 func (b *Backend) end() {
 	if b.err == nil && !b.synced && !b.plain {
-		if err := b.drv.Sync(); err != nil {
+		if err := b.gd.Sync(); err != nil {
 			b.fail(fmt.Errorf("cuda: synchronize: %w", err))
 		}
 	}
@@ -323,7 +364,7 @@ func (b *Backend) launch(name string, n int, args ...any) {
 		return
 	}
 	g := min(maxGrid, (n+blockSize-1)/blockSize)
-	if err := b.drv.Launch(name, Dim3{uint32(g), 1, 1}, Dim3{blockSize, 1, 1}, Args(args...)); err != nil {
+	if err := b.gd.Launch(name, Dim3{uint32(g), 1, 1}, Dim3{blockSize, 1, 1}, Args(args...)); err != nil {
 		b.fail(fmt.Errorf("cuda: %s: %w", name, err))
 	}
 }
@@ -349,9 +390,9 @@ func (b *Backend) GemmStridedBatched(transA, transB bool, m, n, k int, alpha flo
 	}
 	var err error
 	if batch == 1 {
-		err = b.drv.Sgemm(transA, transB, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc)
+		err = b.gd.Sgemm(transA, transB, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc)
 	} else {
-		err = b.drv.SgemmStridedBatched(transA, transB, m, n, k, alpha, pa, lda, strideA, pb, ldb, strideB, beta, pc, ldc, strideC, batch)
+		err = b.gd.SgemmStridedBatched(transA, transB, m, n, k, alpha, pa, lda, strideA, pb, ldb, strideB, beta, pc, ldc, strideC, batch)
 	}
 	if err != nil {
 		b.fail(fmt.Errorf("cuda: sgemm %d×(%d×%d×%d): %w", batch, m, n, k, err))
@@ -466,7 +507,7 @@ func (b *Backend) DotSq(x, y []float32) (xy, yy float64) {
 		return 0, 0
 	}
 	var gd, dd [1]float64
-	b.BlockedDotSqBatch(x, n, y[:n], n, 1, 1, 1, []int{0, n}, gd[:], dd[:])
+	b.BlockedDotSqBatch(x, n, y[:n], 1, 1, 1, []int{0, n}, gd[:], dd[:])
 	return gd[0], dd[0]
 }
 
@@ -482,8 +523,9 @@ func (b *Backend) reduceScratch(blocks []int, need int) bool {
 		b.iblkHost = b.iblkHost[:0]
 	}
 	if b.plain {
-		// The table is the same for every call of a network: upload it when it changes.
-		same := len(b.iblkHost) == len(blocks)
+		// The table is the same for every call of a network: upload it when it changes
+		// (always in a graphed call, whose work may not depend on the calls before).
+		same := !b.graphing() && len(b.iblkHost) == len(blocks)
 		for i := 0; same && i < len(blocks); i++ {
 			same = b.iblkHost[i] == int32(blocks[i])
 		}
@@ -526,7 +568,7 @@ func (b *Backend) launchRaw(name string, grid int, args []uint64) bool {
 	if b.err != nil {
 		return false
 	}
-	if err := b.drv.Launch(name, Dim3{uint32(grid), 1, 1}, Dim3{reduceBlock, 1, 1}, args); err != nil {
+	if err := b.gd.Launch(name, Dim3{uint32(grid), 1, 1}, Dim3{reduceBlock, 1, 1}, args); err != nil {
 		b.fail(fmt.Errorf("cuda: %s: %w", name, err))
 		return false
 	}
@@ -561,7 +603,7 @@ func (b *Backend) reduce(name string, rows, stripes int, args []uint64) []float6
 		}
 		return h
 	}
-	if err := b.drv.Sync(); err != nil {
+	if err := b.gd.Sync(); err != nil {
 		b.fail(fmt.Errorf("cuda: synchronize: %w", err))
 		return nil
 	}
@@ -575,12 +617,13 @@ func (b *Backend) ownsF64(x []float64) bool {
 
 // BlockedDotSqBatch reduces cs samples' gradients against their nj gradient-tangent
 // directions in two launches (models.TangentBatcher): sample s's gradient at
-// g[s·P:], its gradient tangents at tg[s·tgStride:], results for direction j of
+// g[s·P:], its gradient tangents in rows s·kc + j of tg in the chunk's tensor-major
+// layout (tensor t of row r at cs·kc·o_t + r·z_t), results for direction j of
 // sample s at gd[s·nj + j], dd[s·nj + j]. Stripes of each direction are summed in
 // double by separate threads, then each direction's stripes in order, so the result
 // is deterministic. When gd and dd are device memory the results stay there and
 // nothing waits; else the call waits and copies them to the host.
-func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, tgStride, cs, kc, nj int, blocks []int, gd, dd []float64) {
+func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, cs, kc, nj int, blocks []int, gd, dd []float64) {
 	if nj <= 0 || cs <= 0 {
 		return
 	}
@@ -598,7 +641,7 @@ func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, tgStride, 
 		return
 	}
 	part := unsafe.Pointer(unsafe.SliceData(b.fpart))
-	args := Args(cs, P, int64(tgStride), kc, nj, stripes, len(blocks)/2, unsafe.Pointer(unsafe.SliceData(b.iblk)), pg, ptg, part)
+	args := Args(cs, P, kc, nj, stripes, len(blocks)/2, unsafe.Pointer(unsafe.SliceData(b.iblk)), pg, ptg, part)
 	if b.plain && b.ownsF64(gd[:rows]) && b.ownsF64(dd[:rows]) {
 		// Partial sums of ⟨g, ġ⟩ are the first rows·stripes, of ‖ġ‖² the next.
 		if b.launchRaw("k_blocked_dotsq", (2*rows*stripes+reduceBlock-1)/reduceBlock, args) &&
@@ -614,6 +657,14 @@ func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, tgStride, 
 	}
 	copy(gd[:rows], f[:rows])
 	copy(dd[:rows], f[rows:2*rows])
+}
+
+// RepeatRows writes dst[r] = src[r/kd] for rows rows of n values
+// (models.TangentBatcher): one launch.
+func (b *Backend) RepeatRows(rows, kd, n int, src, dst []float32) {
+	b.op("k_repeat_rows", rows*n, func() []any {
+		return []any{rows, kd, n, b.dev(src[:(rows+kd-1)/kd*n], false), b.dev(dst[:rows*n], true)}
+	})
 }
 
 // RowSqNorms adds to out[r] the squared norm of row r's blocks, for rows rows of
@@ -680,7 +731,7 @@ func (b *Backend) ints(slot int, idx []int) unsafe.Pointer {
 		}
 		return dst
 	}
-	same := len(sc.host) == len(idx)
+	same := !b.graphing() && len(sc.host) == len(idx)
 	for i := 0; same && i < len(idx); i++ {
 		same = sc.host[i] == int32(idx[i])
 	}
@@ -737,7 +788,7 @@ func (b *Backend) copyIn(dst, src unsafe.Pointer, n int) bool {
 		return false
 	}
 	if n > 0 {
-		if err := b.drv.CopyHtoD(dst, src, n); err != nil {
+		if err := b.gd.CopyHtoD(dst, src, n); err != nil {
 			b.fail(fmt.Errorf("cuda: copy %d bytes to the device: %w", n, err))
 			return false
 		}
@@ -750,7 +801,7 @@ func (b *Backend) copyOut(dst, src unsafe.Pointer, n int) bool {
 		return false
 	}
 	if n > 0 {
-		if err := b.drv.CopyDtoH(dst, src, n); err != nil {
+		if err := b.gd.CopyDtoH(dst, src, n); err != nil {
 			b.fail(fmt.Errorf("cuda: copy %d bytes to the host: %w", n, err))
 			return false
 		}
@@ -758,22 +809,33 @@ func (b *Backend) copyOut(dst, src unsafe.Pointer, n int) bool {
 	return true
 }
 
-// stageIn is dev for a host slice in the plain mode: a device staging buffer that
-// gets a copy of s now and, when out, is copied back into s when the call ends.
-func (b *Backend) stageIn(s []float32, out bool) unsafe.Pointer {
+// nextStage returns the call's next staging buffer with room for n > 0 float32s (the
+// buffers are kept and reused by later calls, grown when too small), or nil when the
+// allocation failed (b.err says why).
+func (b *Backend) nextStage(n int) []float32 {
 	if b.nstage == len(b.stage) {
 		b.stage = append(b.stage, nil)
 	}
 	st := b.stage[b.nstage]
-	if len(st) < len(s) {
-		q := b.allocBytes(4 * len(s))
+	if len(st) < n {
+		q := b.allocBytes(4 * n)
 		if q == nil {
 			return nil
 		}
-		st = unsafe.Slice((*float32)(q), len(s))
+		st = unsafe.Slice((*float32)(q), n)
 		b.stage[b.nstage] = st
 	}
 	b.nstage++
+	return st[:n]
+}
+
+// stageIn is dev for a host slice in the plain mode: a device staging buffer that
+// gets a copy of s now and, when out, is copied back into s when the call ends.
+func (b *Backend) stageIn(s []float32, out bool) unsafe.Pointer {
+	st := b.nextStage(len(s))
+	if st == nil {
+		return nil
+	}
 	ps, pd := unsafe.Pointer(unsafe.SliceData(s)), unsafe.Pointer(unsafe.SliceData(st))
 	b.copyIn(pd, ps, 4*len(s))
 	b.stats.StagedBytes += int64(4 * len(s))
@@ -934,7 +996,7 @@ func (b *Backend) ScaledRowSum(rows, P int, scale []float64, x []float32, acc []
 		return
 	}
 	b.synced = true
-	if err := b.drv.Sync(); err != nil {
+	if err := b.gd.Sync(); err != nil {
 		b.fail(fmt.Errorf("cuda: synchronize: %w", err))
 		return
 	}

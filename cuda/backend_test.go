@@ -7,15 +7,11 @@ import (
 )
 
 // testDrivers returns the drivers this test binary can run: the emulator always, and
-// the GPU too when built with -tags dpfil_cuda (where a missing GPU fails the test).
+// the GPU TestMain opened too when built with -tags dpfil_cuda.
 func testDrivers(t *testing.T) []Driver {
 	t.Helper()
 	drivers := []Driver{NewEmulator()}
-	if HasGPU() {
-		gpu, err := OpenDriver("cuda")
-		if err != nil {
-			t.Fatalf("cuda build without a usable GPU: %v", err)
-		}
+	if gpu := testGPU(); gpu != nil {
 		drivers = append(drivers, gpu)
 	}
 	return drivers

@@ -36,7 +36,7 @@ func BenchmarkEngine(b *testing.B) {
 				m, err = models.NewCPUModel(arch)
 			} else {
 				var drv cuda.Driver
-				if drv, err = cuda.OpenDriver(dev); err == nil {
+				if drv, err = cuda.SharedTestDriver(dev); err == nil {
 					m, err = cuda.Open(arch, drv)
 				}
 			}

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/dpfil/dpfil/models"
@@ -13,11 +14,18 @@ import (
 // device, so the emulator and the stand-in give a GPU's numbers.
 type Counts = models.DeviceCounts
 
-// counted is a Driver that counts the calls to the driver it wraps.
+// counted is a Driver that counts the calls to the driver it wraps. Work captured
+// into a graph is counted when the graph is launched (each launch queues it again),
+// so launches, GEMMs and bytes per step are the same captured or not; HostCalls
+// counts what the host itself called.
 type counted struct {
 	Driver
-	mu sync.Mutex
-	c  Counts
+	mu        sync.Mutex
+	c         Counts
+	wait      time.Duration // host time spent in CopyDtoH and Sync (waiting for the device)
+	capturing bool
+	capBase   Counts           // the counts when the capture began
+	graphs    map[Graph]Counts // the work each graph queues
 }
 
 func newCounted(d Driver) *counted {
@@ -39,10 +47,78 @@ func (d *counted) Counts() Counts {
 	return c
 }
 
+// add counts one host call f; queued work recorded while capturing is counted again
+// at each launch of its graph (the capture itself queues nothing).
 func (d *counted) add(f func(c *Counts)) {
 	d.mu.Lock()
 	f(&d.c)
+	d.c.HostCalls++
 	d.mu.Unlock()
+}
+
+// graphWork is the queued work a capture recorded: launches, GEMMs, memsets and
+// copies (not allocations).
+func graphWork(c Counts) Counts {
+	return Counts{HtoDBytes: c.HtoDBytes, DtoHBytes: c.DtoHBytes, DtoDBytes: c.DtoDBytes, HtoDCopies: c.HtoDCopies,
+		DtoHCopies: c.DtoHCopies, Launches: c.Launches, Gemms: c.Gemms, Memsets: c.Memsets}
+}
+
+func (d *counted) BeginCapture() error {
+	d.mu.Lock()
+	d.capturing, d.capBase = true, d.c
+	d.c.HostCalls++
+	d.mu.Unlock()
+	return d.Driver.BeginCapture()
+}
+
+func (d *counted) EndCapture() (Graph, error) {
+	g, err := d.Driver.EndCapture()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.c.HostCalls++
+	if !d.capturing {
+		return g, err
+	}
+	d.capturing = false
+	// The capture queued nothing: take its work out of the counts until launched.
+	w := graphWork(d.c.Sub(d.capBase))
+	d.c = d.c.Sub(w)
+	if err == nil {
+		if d.graphs == nil {
+			d.graphs = map[Graph]Counts{}
+		}
+		d.graphs[g] = w
+		d.c.Captures++
+	}
+	return g, err
+}
+
+func (d *counted) LaunchGraph(g Graph) error {
+	d.mu.Lock()
+	w := d.graphs[g]
+	hc := d.c.HostCalls + 1
+	d.c = d.c.Add(w)
+	d.c.HostCalls = hc
+	d.c.GraphLaunches++
+	d.mu.Unlock()
+	return d.Driver.LaunchGraph(g)
+}
+
+func (d *counted) DestroyGraph(g Graph) error {
+	d.mu.Lock()
+	delete(d.graphs, g)
+	d.mu.Unlock()
+	return d.Driver.DestroyGraph(g)
+}
+
+func (d *counted) CopyHtoDPinned(dst, src unsafe.Pointer, n int) error {
+	d.add(func(c *Counts) { c.HtoDCopies++; c.HtoDBytes += int64(n) })
+	return d.Driver.CopyHtoDPinned(dst, src, n)
+}
+
+func (d *counted) CopyDtoHAsync(dst, src unsafe.Pointer, n int) error {
+	d.add(func(c *Counts) { c.DtoHCopies++; c.DtoHBytes += int64(n) })
+	return d.Driver.CopyDtoHAsync(dst, src, n)
 }
 
 func (d *counted) Alloc(n int) (unsafe.Pointer, error) {
@@ -72,6 +148,7 @@ func (d *counted) CopyDtoD(dst, src unsafe.Pointer, n int) error {
 
 func (d *counted) CopyDtoH(dst, src unsafe.Pointer, n int) error {
 	d.add(func(c *Counts) { c.DtoHCopies++; c.DtoHBytes += int64(n); c.Syncs++ })
+	defer d.waited(time.Now())
 	return d.Driver.CopyDtoH(dst, src, n)
 }
 
@@ -92,5 +169,21 @@ func (d *counted) SgemmStridedBatched(transA, transB bool, m, n, k int, alpha fl
 
 func (d *counted) Sync() error {
 	d.add(func(c *Counts) { c.Syncs++ })
+	defer d.waited(time.Now())
 	return d.Driver.Sync()
+}
+
+// waited adds the time since t0 to the host's waiting time.
+func (d *counted) waited(t0 time.Time) {
+	w := time.Since(t0)
+	d.mu.Lock()
+	d.wait += w
+	d.mu.Unlock()
+}
+
+// waitTime is the host time spent waiting for the device so far (CopyDtoH, Sync).
+func (d *counted) waitTime() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.wait
 }

@@ -17,6 +17,7 @@ package cuda
 typedef int (*dpfil_cublasCreate_t)(void **handle);
 typedef int (*dpfil_cublasDestroy_t)(void *handle);
 typedef int (*dpfil_cublasSetStream_t)(void *handle, void *stream);
+typedef int (*dpfil_cublasSetWorkspace_t)(void *handle, void *ws, size_t bytes);
 typedef int (*dpfil_cublasSetMathMode_t)(void *handle, int mode);
 typedef int (*dpfil_cublasGetVersion_t)(void *handle, int *version);
 typedef int (*dpfil_cublasSgemm_t)(void *handle, int transa, int transb, int m, int n, int k,
@@ -32,6 +33,7 @@ typedef struct {
 	dpfil_cublasCreate_t create;
 	dpfil_cublasDestroy_t destroy;
 	dpfil_cublasSetStream_t setStream;
+	dpfil_cublasSetWorkspace_t setWorkspace;
 	dpfil_cublasSetMathMode_t setMathMode;
 	dpfil_cublasGetVersion_t getVersion;
 	dpfil_cublasSgemm_t sgemm;
@@ -69,6 +71,7 @@ static dpfil_cublas *dpfil_cublas_open(const char *path, const char *ltPath, cha
 	DPFIL_SYM(create, "cublasCreate_v2")
 	DPFIL_SYM(destroy, "cublasDestroy_v2")
 	DPFIL_SYM(setStream, "cublasSetStream_v2")
+	DPFIL_SYM(setWorkspace, "cublasSetWorkspace_v2")
 	DPFIL_SYM(setMathMode, "cublasSetMathMode")
 	DPFIL_SYM(getVersion, "cublasGetVersion_v2")
 	DPFIL_SYM(sgemm, "cublasSgemm_v2")
@@ -96,6 +99,7 @@ static int dpfil_cublas_destroy(dpfil_cublas *b) {
 	return s;
 }
 static int dpfil_cublas_set_stream(dpfil_cublas *b, void *stream) { return b->setStream(b->handle, stream); }
+static int dpfil_cublas_set_workspace(dpfil_cublas *b, void *ws, size_t n) { return b->setWorkspace(b->handle, ws, n); }
 static int dpfil_cublas_set_math_mode(dpfil_cublas *b, int mode) { return b->setMathMode(b->handle, mode); }
 static int dpfil_cublas_version(dpfil_cublas *b, int *v) { return b->getVersion(b->handle, v); }
 
@@ -175,8 +179,8 @@ func openCublasFrom(tried []string) (*cublas, error) {
 	return nil, cublasNotFound(tried, reasons)
 }
 
-// init creates the handle, binds it to the default stream, selects true fp32 math and
-// reads the version.
+// init creates the handle, binds it to the default stream (until bind), selects true
+// fp32 math and reads the version.
 func (l *cublas) init() error {
 	if s := C.dpfil_cublas_create(l.b); s != 0 {
 		return fmt.Errorf("cublasCreate: %s", cublasStatusString(int(s)))
@@ -200,6 +204,24 @@ func (l *cublas) init() error {
 
 // close destroys the handle and unloads the library. The caller holds the OS thread
 // with the context current.
+// bind binds the handle to the driver's stream and gives it its own workspace of
+// bytes device memory (cublasSetWorkspace_v2), so that GEMMs are ordered with the
+// driver's kernels, can be captured into a CUDA graph, and never make cuBLAS
+// allocate (which a capture forbids).
+func (l *cublas) bind(stream, ws unsafe.Pointer, bytes int) error {
+	if s := C.dpfil_cublas_set_stream(l.b, stream); s != 0 {
+		return fmt.Errorf("cublasSetStream: %s", cublasStatusString(int(s)))
+	}
+	if s := C.dpfil_cublas_set_workspace(l.b, ws, C.size_t(bytes)); s != 0 {
+		return fmt.Errorf("cublasSetWorkspace: %s", cublasStatusString(int(s)))
+	}
+	return nil
+}
+
+// cublasWorkspaceBytes is the workspace dpfil gives cuBLAS: 32 MiB, what NVIDIA
+// recommends for Hopper.
+const cublasWorkspaceBytes = 32 << 20
+
 func (l *cublas) close() error {
 	var err error
 	if s := C.dpfil_cublas_destroy(l.b); s != 0 {

@@ -94,8 +94,8 @@ func TestCublasLoader(t *testing.T) {
 
 // TestCublasSgemmThroughTheCABI runs the driver's SGEMMs through the real C glue and a
 // column-major stand-in for cuBLAS (which also checks the leading dimensions the way
-// cuBLAS does and that the handle uses default math on the default stream), against the
-// row-major product computed from its definition.
+// cuBLAS does and that the handle uses default math on a stream of its own with a
+// workspace of its own), against the row-major product computed from its definition.
 func TestCublasSgemmThroughTheCABI(t *testing.T) {
 	_, good, _ := fakeCublasLayout(t)
 	l, err := openCublasFrom([]string{good})
@@ -104,6 +104,14 @@ func TestCublasSgemmThroughTheCABI(t *testing.T) {
 	}
 	defer l.close()
 	ptr := func(s []float32) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) }
+	one := make([]float32, 16)
+	if err := l.sgemm(false, false, 1, 1, 1, 1, ptr(one), 1, ptr(one), 1, 0, ptr(one), 1); err == nil {
+		t.Fatal("an SGEMM on the default stream without a workspace ran")
+	}
+	stream, ws := make([]byte, 8), make([]byte, 1024) // the fake only checks that they are set
+	if err := l.bind(unsafe.Pointer(&stream[0]), unsafe.Pointer(&ws[0]), len(ws)); err != nil {
+		t.Fatal(err)
+	}
 	r := rand.New(rand.NewPCG(5, 6))
 	cases := []struct {
 		transA, transB bool

@@ -45,14 +45,14 @@ func (b *Backend) copyBytes(dst, src unsafe.Pointer, n int) {
 	switch {
 	case !b.plain:
 		// Managed memory: the host may read and write it once the device is idle.
-		if err := b.drv.Sync(); err != nil {
+		if err := b.gd.Sync(); err != nil {
 			b.fail(fmt.Errorf("cuda: synchronize: %w", err))
 			return
 		}
 		b.synced = true
 		copy(unsafe.Slice((*byte)(dst), n), unsafe.Slice((*byte)(src), n))
 	case dd && sd:
-		if err := b.drv.CopyDtoD(dst, src, n); err != nil {
+		if err := b.gd.CopyDtoD(dst, src, n); err != nil {
 			b.fail(fmt.Errorf("cuda: copy %d bytes on the device: %w", n, err))
 		}
 	case dd:
@@ -122,7 +122,7 @@ func (b *Backend) ZeroFloat64(x []float64) {
 	if p == nil {
 		return
 	}
-	if err := b.drv.MemsetZero(p, 8*len(x)); err != nil {
+	if err := b.gd.MemsetZero(p, 8*len(x)); err != nil {
 		b.fail(fmt.Errorf("cuda: memset: %w", err))
 	}
 }

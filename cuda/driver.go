@@ -65,9 +65,40 @@ type Driver interface {
 	SgemmStridedBatched(transA, transB bool, m, n, k int, alpha float32, a unsafe.Pointer, lda, strideA int, b unsafe.Pointer, ldb, strideB int, beta float32, c unsafe.Pointer, ldc, strideC, batch int) error
 	// Sync waits until every launched kernel and GEMM has finished.
 	Sync() error
+	// MemInfo reports the device memory free for new allocations and the device's
+	// total, in bytes (cuMemGetInfo); the backend sizes its chunks from it.
+	MemInfo() (free, total int64, err error)
+
+	// CUDA graphs (see Graph): the stream's work between BeginCapture and EndCapture
+	// is recorded, not run, and LaunchGraph queues all of it again with one call.
+	// While capturing, nothing may wait for the device (CopyDtoH, Sync) and copies
+	// from the host must come from page-locked memory (AllocHost), which the graph
+	// reads each time it runs.
+
+	// AllocHost returns n bytes of page-locked host memory (cuMemHostAlloc);
+	// FreeHost releases it.
+	AllocHost(n int) (unsafe.Pointer, error)
+	FreeHost(p unsafe.Pointer) error
+	// CopyHtoDPinned queues a copy of n bytes from page-locked memory src (read when
+	// the copy runs, so it must not change until then) to device memory dst.
+	CopyHtoDPinned(dst, src unsafe.Pointer, n int) error
+	// CopyDtoHAsync queues a copy of n bytes of device memory src to page-locked
+	// memory dst, which holds them after the next Sync.
+	CopyDtoHAsync(dst, src unsafe.Pointer, n int) error
+	// BeginCapture starts recording the stream's work into a graph.
+	BeginCapture() error
+	// EndCapture stops recording and returns the graph, instantiated.
+	EndCapture() (Graph, error)
+	// LaunchGraph queues a captured graph's work on the stream (one call).
+	LaunchGraph(g Graph) error
+	// DestroyGraph releases a graph.
+	DestroyGraph(g Graph) error
 	// Close releases the device; the driver is unusable afterwards.
 	Close() error
 }
+
+// Graph is a driver's handle of an instantiated CUDA graph (cuGraphExec).
+type Graph uintptr
 
 // Arg packs a kernel argument into an 8-byte slot: int (passed as a 32-bit int),
 // int64 (a long long), float32, float64 or a device pointer.

@@ -36,7 +36,9 @@ var emuKernels = map[string]C.int{
 	"k_act_bwd":              C.EMU_K_ACT_BWD,
 	"k_act_tangent":          C.EMU_K_ACT_TANGENT,
 	"k_blocked_dotsq":        C.EMU_K_BLOCKED_DOTSQ,
+	"k_repeat_rows":          C.EMU_K_REPEAT_ROWS,
 	"k_sum_rows":             C.EMU_K_SUM_ROWS,
+	"k_sum_chunks":           C.EMU_K_SUM_CHUNKS,
 	"k_row_sqnorm":           C.EMU_K_ROW_SQNORM,
 	"k_zero":                 C.EMU_K_ZERO,
 	"k_transpose3":           C.EMU_K_TRANSPOSE3,
@@ -68,8 +70,38 @@ var emuKernels = map[string]C.int{
 // are tested where there is no GPU (CI), against the same float64 reference as the
 // CPU backend; it is far too slow for real work.
 type emulator struct {
-	mu     sync.Mutex // the emulated launch geometry is process-global C state
-	closed bool
+	mu         sync.Mutex // the emulated launch geometry is process-global C state
+	closed     bool
+	hostEvents // EventTimer: the host clock (events.go)
+	// CUDA graphs: while capturing, work is recorded in cap instead of run; a graph
+	// is its recorded work, run again by LaunchGraph.
+	gmu       sync.Mutex
+	capturing bool
+	cap       []func() error
+	graphs    map[Graph][]func() error
+	nextGraph Graph
+}
+
+// run runs f now, or records it while capturing.
+func (e *emulator) run(f func() error) error {
+	e.gmu.Lock()
+	if e.capturing {
+		e.cap = append(e.cap, f)
+		e.gmu.Unlock()
+		return nil
+	}
+	e.gmu.Unlock()
+	return f()
+}
+
+// noCapture fails what may not be captured (a wait, a copy from pageable memory).
+func (e *emulator) noCapture(what string) error {
+	e.gmu.Lock()
+	defer e.gmu.Unlock()
+	if e.capturing {
+		return fmt.Errorf("cuda emulator: %s while capturing a graph", what)
+	}
+	return nil
 }
 
 // NewEmulator returns the CPU emulator driver.
@@ -106,15 +138,108 @@ func (e *emulator) Alloc(n int) (unsafe.Pointer, error) {
 // MemsetZero zeroes n bytes (at once: the emulator runs everything in issue order).
 func (e *emulator) MemsetZero(p unsafe.Pointer, n int) error {
 	if n > 0 {
-		C.memset(p, 0, C.size_t(n))
+		return e.run(func() error { C.memset(p, 0, C.size_t(n)); return nil })
 	}
 	return nil
 }
 
-// CopyHtoD, CopyDtoD and CopyDtoH copy at once.
-func (e *emulator) CopyHtoD(dst, src unsafe.Pointer, n int) error { return e.copy(dst, src, n) }
-func (e *emulator) CopyDtoD(dst, src unsafe.Pointer, n int) error { return e.copy(dst, src, n) }
-func (e *emulator) CopyDtoH(dst, src unsafe.Pointer, n int) error { return e.copy(dst, src, n) }
+// CopyHtoD, CopyDtoD and CopyDtoH copy at once (CopyHtoD's source may be reused at
+// once, so it cannot be captured: CopyHtoDPinned can).
+func (e *emulator) CopyHtoD(dst, src unsafe.Pointer, n int) error {
+	if err := e.noCapture("a copy from pageable host memory"); err != nil {
+		return err
+	}
+	return e.copy(dst, src, n)
+}
+func (e *emulator) CopyDtoD(dst, src unsafe.Pointer, n int) error {
+	return e.run(func() error { return e.copy(dst, src, n) })
+}
+func (e *emulator) CopyDtoH(dst, src unsafe.Pointer, n int) error {
+	if err := e.noCapture("a copy to the host (a wait)"); err != nil {
+		return err
+	}
+	return e.copy(dst, src, n)
+}
+
+// CopyHtoDPinned and CopyDtoHAsync copy when they run (at once, or at each launch
+// of the graph that captured them).
+func (e *emulator) CopyHtoDPinned(dst, src unsafe.Pointer, n int) error {
+	return e.run(func() error { return e.copy(dst, src, n) })
+}
+func (e *emulator) CopyDtoHAsync(dst, src unsafe.Pointer, n int) error {
+	return e.run(func() error { return e.copy(dst, src, n) })
+}
+
+// AllocHost is C heap memory (the emulator has no page-locking to do).
+func (e *emulator) AllocHost(n int) (unsafe.Pointer, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("cuda emulator: allocate %d host bytes", n)
+	}
+	p := C.calloc(C.size_t(n), 1)
+	if p == nil {
+		return nil, fmt.Errorf("cuda emulator: out of memory allocating %d host bytes", n)
+	}
+	return p, nil
+}
+
+func (e *emulator) FreeHost(p unsafe.Pointer) error {
+	C.free(p)
+	return nil
+}
+
+// BeginCapture starts recording: work is kept, not run, until EndCapture.
+func (e *emulator) BeginCapture() error {
+	e.gmu.Lock()
+	defer e.gmu.Unlock()
+	if e.capturing {
+		return fmt.Errorf("cuda emulator: begin capture: already capturing")
+	}
+	e.capturing, e.cap = true, nil
+	return nil
+}
+
+// EndCapture returns the recorded work as a graph.
+func (e *emulator) EndCapture() (Graph, error) {
+	e.gmu.Lock()
+	defer e.gmu.Unlock()
+	if !e.capturing {
+		return 0, fmt.Errorf("cuda emulator: end capture: not capturing")
+	}
+	e.capturing = false
+	if e.graphs == nil {
+		e.graphs = map[Graph][]func() error{}
+	}
+	e.nextGraph++
+	e.graphs[e.nextGraph], e.cap = e.cap, nil
+	return e.nextGraph, nil
+}
+
+// LaunchGraph runs a graph's recorded work in order.
+func (e *emulator) LaunchGraph(g Graph) error {
+	e.gmu.Lock()
+	ops, ok := e.graphs[g]
+	capturing := e.capturing
+	e.gmu.Unlock()
+	if !ok || capturing {
+		return fmt.Errorf("cuda emulator: launch graph %d: unknown, or launched while capturing", g)
+	}
+	for _, f := range ops {
+		if err := f(); err != nil {
+			return fmt.Errorf("cuda emulator: graph %d: %w", g, err)
+		}
+	}
+	return nil
+}
+
+func (e *emulator) DestroyGraph(g Graph) error {
+	e.gmu.Lock()
+	defer e.gmu.Unlock()
+	if _, ok := e.graphs[g]; !ok {
+		return fmt.Errorf("cuda emulator: destroy graph %d: unknown", g)
+	}
+	delete(e.graphs, g)
+	return nil
+}
 
 func (e *emulator) copy(dst, src unsafe.Pointer, n int) error {
 	if n < 0 || n > 0 && (dst == nil || src == nil) {
@@ -139,18 +264,21 @@ func (e *emulator) Launch(name string, grid, block Dim3, args []uint64) error {
 	if grid.X*grid.Y*grid.Z == 0 || block.X*block.Y*block.Z == 0 {
 		return fmt.Errorf("cuda emulator: launch %s with empty grid %v or block %v", name, grid, block)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return fmt.Errorf("cuda emulator: launch %s after Close", name)
-	}
-	a := (*C.uint64_t)(C.malloc(C.size_t(8 * max(1, len(args)))))
-	defer C.free(unsafe.Pointer(a))
-	copy(unsafe.Slice((*uint64)(unsafe.Pointer(a)), len(args)), args)
-	if C.emu_launch(id, C.uint(grid.X), C.uint(grid.Y), C.uint(grid.Z), C.uint(block.X), C.uint(block.Y), C.uint(block.Z), a) != 0 {
-		return fmt.Errorf("cuda emulator: kernel %s failed", name)
-	}
-	return nil
+	args = append([]uint64(nil), args...) // the caller may reuse its slots
+	return e.run(func() error {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.closed {
+			return fmt.Errorf("cuda emulator: launch %s after Close", name)
+		}
+		a := (*C.uint64_t)(C.malloc(C.size_t(8 * max(1, len(args)))))
+		defer C.free(unsafe.Pointer(a))
+		copy(unsafe.Slice((*uint64)(unsafe.Pointer(a)), len(args)), args)
+		if C.emu_launch(id, C.uint(grid.X), C.uint(grid.Y), C.uint(grid.Z), C.uint(block.X), C.uint(block.Y), C.uint(block.Z), a) != 0 {
+			return fmt.Errorf("cuda emulator: kernel %s failed", name)
+		}
+		return nil
+	})
 }
 
 func cbool(b bool) C.int {
@@ -169,9 +297,11 @@ func (e *emulator) Sgemm(transA, transB bool, m, n, k int, alpha float32, a unsa
 	if m == 0 || n == 0 {
 		return nil
 	}
-	C.emu_sgemm(cbool(transA), cbool(transB), C.int(m), C.int(n), C.int(k), C.float(alpha),
-		(*C.float)(a), C.int(lda), (*C.float)(b), C.int(ldb), C.float(beta), (*C.float)(c), C.int(ldc))
-	return nil
+	return e.run(func() error {
+		C.emu_sgemm(cbool(transA), cbool(transB), C.int(m), C.int(n), C.int(k), C.float(alpha),
+			(*C.float)(a), C.int(lda), (*C.float)(b), C.int(ldb), C.float(beta), (*C.float)(c), C.int(ldc))
+		return nil
+	})
 }
 
 func (e *emulator) SgemmStridedBatched(transA, transB bool, m, n, k int, alpha float32, a unsafe.Pointer, lda, strideA int, b unsafe.Pointer, ldb, strideB int, beta float32, c unsafe.Pointer, ldc, strideC, batch int) error {
@@ -188,7 +318,17 @@ func (e *emulator) SgemmStridedBatched(transA, transB bool, m, n, k int, alpha f
 	return nil
 }
 
-func (e *emulator) Sync() error { return nil }
+func (e *emulator) Sync() error { return e.noCapture("a synchronisation") }
+
+// emulatorMemory is the device memory the emulator reports (MemInfo): 16 GiB, all of
+// it free. The emulator's memory is the host's; chunks never exceed the batch, so
+// the figure only bounds the chunk budget.
+const emulatorMemory = 16 << 30
+
+// MemInfo reports emulatorMemory free of emulatorMemory.
+func (e *emulator) MemInfo() (free, total int64, err error) {
+	return emulatorMemory, emulatorMemory, nil
+}
 
 func (e *emulator) Close() error {
 	e.mu.Lock()

@@ -58,10 +58,16 @@ static int call(int id, const uint64_t* a) {
 		k_act_tangent(I(0), I(1), I(2), I(3), PF(4), PF(5), PF(6), PF(7), PF(8), PF(9), PF(10));
 		return 0;
 	case EMU_K_BLOCKED_DOTSQ:
-		k_blocked_dotsq(I(0), I(1), L(2), I(3), I(4), I(5), I(6), PI(7), PF(8), PF(9), PD(10));
+		k_blocked_dotsq(I(0), I(1), I(2), I(3), I(4), I(5), PI(6), PF(7), PF(8), PD(9));
+		return 0;
+	case EMU_K_REPEAT_ROWS:
+		k_repeat_rows(I(0), I(1), I(2), PF(3), PF(4));
 		return 0;
 	case EMU_K_SUM_ROWS:
 		k_sum_rows(I(0), I(1), PD(2), PD(3));
+		return 0;
+	case EMU_K_SUM_CHUNKS:
+		k_sum_chunks(I(0), I(1), PD(2), PD(3));
 		return 0;
 	case EMU_K_ROW_SQNORM:
 		k_row_sqnorm(I(0), I(1), I(2), I(3), PI(4), PF(5), PD(6));

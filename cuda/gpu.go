@@ -33,9 +33,10 @@ var ptxModule string
 const minComputeCapability = 75
 
 // GPU is the Driver of one NVIDIA GPU. Every method may be called from any goroutine:
-// each binds the device's primary context to its (locked) OS thread first. Kernels
-// and GEMMs go to the legacy default stream in issue order; Sync waits for them.
-// Besides Driver it offers SgemmStridedBatched.
+// each binds the device's primary context to its (locked) OS thread first. Kernels,
+// GEMMs, memsets and copies go to the driver's own stream (non-blocking, so that it
+// can be captured into a CUDA graph; cuBLAS is bound to it with its own workspace)
+// in issue order; Sync waits for them.
 type GPU struct {
 	dev      cu.Device
 	ctx      cu.CUContext
@@ -57,11 +58,22 @@ type GPU struct {
 	pinUsed     int
 	pinFailed   bool
 	hiddenSyncs int64
+	events      gpuEvents // EventTimer (gpu_events.go)
+	// The stream every launch, copy, memset and GEMM goes to, cuBLAS's workspace
+	// (device memory), and the instantiated CUDA graphs by handle (gpu_graph.go,
+	// guarded by graphMu).
+	stream    cu.Stream
+	blasWS    unsafe.Pointer
+	graphMu   sync.Mutex
+	graphs    map[Graph]unsafe.Pointer
+	lastGraph Graph
+	capturing bool // guarded by pinMu: CopyHtoD (the ring) may not be captured
 }
 
-// OpenGPU opens GPU number ordinal (0-based, in CUDA's order): it retains the
-// device's primary context (the one cuBLAS, a runtime-API library, uses too), loads
-// the embedded PTX and cuBLAS. The returned Driver is a *GPU.
+// OpenGPU opens GPU number ordinal (0-based, in CUDA's order): it uses the device's
+// primary context (the one cuBLAS, a runtime-API library, uses too; retained once per
+// process, see gpu_context.go), loads the embedded PTX and cuBLAS. The returned Driver
+// is a *GPU.
 func OpenGPU(ordinal int) (Driver, error) {
 	params, err := ptxEntryParams(ptxModule)
 	if err != nil {
@@ -98,19 +110,24 @@ func OpenGPU(ordinal int) (Driver, error) {
 		return nil, fmt.Errorf("cuda: device %d (%s): managed-memory attribute: %w", ordinal, devName, err)
 	}
 
-	ctx, err := dev.RetainPrimaryCtx()
+	ctx, err := primaryContext(dev, ordinal) // retained once per process (gpu_context.go)
 	if err != nil {
-		return nil, fmt.Errorf("cuda: device %d (%s): retain primary context: %w", ordinal, devName, err)
+		return nil, fmt.Errorf("cuda: device %d (%s): %w", ordinal, devName, err)
 	}
 	g := &GPU{dev: dev, ctx: ctx, params: params, ordinal: ordinal, fnByName: map[string]cu.Function{}, managed: managed != 0}
 	fail := func(err error) (Driver, error) {
 		if g.blas != nil {
 			_ = g.blas.close()
 		}
+		if g.blasWS != nil {
+			_ = cu.MemFree(cu.DevicePtr(uintptr(g.blasWS)))
+		}
+		if g.stream != (cu.Stream{}) {
+			_ = g.stream.Destroy()
+		}
 		if g.mod != (cu.Module{}) {
 			_ = g.mod.Unload()
 		}
-		_ = dev.ReleasePrimaryCtx()
 		return nil, err
 	}
 	if err := cu.SetCurrentContext(ctx); err != nil {
@@ -120,8 +137,19 @@ func OpenGPU(ordinal int) (Driver, error) {
 		return fail(fmt.Errorf("cuda: device %d (%s): load the kernels' PTX (compute_75, from nvcc 11.8; needs an NVIDIA driver ≥ 520): %w",
 			ordinal, devName, err))
 	}
+	if g.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
+		return fail(fmt.Errorf("cuda: device %d (%s): create a stream: %w", ordinal, devName, err))
+	}
 	if g.blas, err = openCublas(); err != nil {
 		return fail(err)
+	}
+	ws, err := cu.MemAlloc(cublasWorkspaceBytes)
+	if err != nil {
+		return fail(fmt.Errorf("cuda: device %d (%s): cuBLAS workspace: %w", ordinal, devName, err))
+	}
+	g.blasWS = *(*unsafe.Pointer)(unsafe.Pointer(&ws))
+	if err := g.blas.bind(*(*unsafe.Pointer)(unsafe.Pointer(&g.stream)), g.blasWS, cublasWorkspaceBytes); err != nil {
+		return fail(fmt.Errorf("cuda: device %d (%s): %w", ordinal, devName, err))
 	}
 	g.name = fmt.Sprintf("%s (sm_%d%d) cuBLAS %s", devName, major, minor, cublasVersionString(g.blas.version))
 	// Best effort: CU_DEVICE_ATTRIBUTE_CLOCK_RATE is deprecated in CUDA 13, and a
@@ -200,7 +228,7 @@ func (g *GPU) Alloc(n int) (unsafe.Pointer, error) {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&dptr)), nil
 }
 
-// MemsetZero queues zeroing n bytes at p (cuMemsetD8 on the default stream).
+// MemsetZero queues zeroing n bytes at p (cuMemsetD8Async on the driver's stream).
 func (g *GPU) MemsetZero(p unsafe.Pointer, n int) error {
 	if n <= 0 {
 		return nil
@@ -210,13 +238,13 @@ func (g *GPU) MemsetZero(p unsafe.Pointer, n int) error {
 		return err
 	}
 	defer leave()
-	if err := cu.MemsetD8(cu.DevicePtr(uintptr(p)), 0, int64(n)); err != nil {
+	if err := cu.MemsetD8Async(cu.DevicePtr(uintptr(p)), 0, int64(n), g.stream); err != nil {
 		return fmt.Errorf("cuda: memset %d bytes at %p: %w", n, p, err)
 	}
 	return nil
 }
 
-// CopyHtoD queues a copy from host memory on the default stream
+// CopyHtoD queues a copy from host memory on the driver's stream
 // (cuMemcpyHtoDAsync) through the page-locked upload ring, so the caller may reuse src
 // at once and the copy does not wait for the device.
 func (g *GPU) CopyHtoD(dst, src unsafe.Pointer, n int) error {
@@ -236,7 +264,7 @@ func (g *GPU) CopyHtoD(dst, src unsafe.Pointer, n int) error {
 	return nil
 }
 
-// CopyDtoD queues a device-to-device copy on the default stream.
+// CopyDtoD queues a device-to-device copy on the driver's stream.
 func (g *GPU) CopyDtoD(dst, src unsafe.Pointer, n int) error {
 	if n <= 0 {
 		return nil
@@ -246,14 +274,15 @@ func (g *GPU) CopyDtoD(dst, src unsafe.Pointer, n int) error {
 		return err
 	}
 	defer leave()
-	if err := cu.MemcpyDtoDAsync(cu.DevicePtr(uintptr(dst)), cu.DevicePtr(uintptr(src)), int64(n), cu.NoStream); err != nil {
+	if err := cu.MemcpyDtoDAsync(cu.DevicePtr(uintptr(dst)), cu.DevicePtr(uintptr(src)), int64(n), g.stream); err != nil {
 		return fmt.Errorf("cuda: copy %d bytes on the device: %w", n, err)
 	}
 	return nil
 }
 
-// CopyDtoH copies device memory to the host after all queued work (cuMemcpyDtoH:
-// synchronous) and reports the first asynchronous error.
+// CopyDtoH copies device memory to the host after all queued work (a copy queued on
+// the driver's stream, then a wait for the stream) and reports the first asynchronous
+// error.
 func (g *GPU) CopyDtoH(dst, src unsafe.Pointer, n int) error {
 	if n <= 0 {
 		return nil
@@ -267,7 +296,10 @@ func (g *GPU) CopyDtoH(dst, src unsafe.Pointer, n int) error {
 	// queued copy has read its ring bytes and the ring is empty.
 	g.pinMu.Lock()
 	defer g.pinMu.Unlock()
-	if err := cu.MemcpyDtoH(dst, cu.DevicePtr(uintptr(src)), int64(n)); err != nil {
+	if err := cu.MemcpyDtoHAsync(dst, cu.DevicePtr(uintptr(src)), int64(n), g.stream); err != nil {
+		return fmt.Errorf("cuda: copy %d bytes to the host: %w", n, err)
+	}
+	if err := g.stream.Synchronize(); err != nil {
 		return fmt.Errorf("cuda: copy %d bytes to the host: %w", n, err)
 	}
 	g.pinUsed = 0
@@ -301,11 +333,11 @@ func (g *GPU) AllocManaged(n int) (unsafe.Pointer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cuda: alloc managed %d bytes: %w", n, err)
 	}
-	if err := cu.MemsetD8(dptr, 0, size); err != nil {
+	if err := cu.MemsetD8Async(dptr, 0, size, g.stream); err != nil {
 		_ = cu.MemFree(dptr)
 		return nil, fmt.Errorf("cuda: alloc managed %d bytes: zero it: %w", n, err)
 	}
-	if err := cu.Synchronize(); err != nil {
+	if err := g.stream.Synchronize(); err != nil {
 		_ = cu.MemFree(dptr)
 		return nil, fmt.Errorf("cuda: alloc managed %d bytes: synchronize: %w", n, err)
 	}
@@ -345,7 +377,7 @@ func (g *GPU) function(name string) (cu.Function, error) {
 	return fn, nil
 }
 
-// Launch runs kernel name on grid×block threads on the default stream. Each argument
+// Launch runs kernel name on grid×block threads on the driver's stream. Each argument
 // slot is passed by address; the kernel reads its parameter's size (4 or 8 bytes) from
 // the slot's low bytes. Errors inside the kernel surface at the next Sync.
 func (g *GPU) Launch(name string, grid, block Dim3, args []uint64) error {
@@ -373,14 +405,14 @@ func (g *GPU) Launch(name string, grid, block Dim3, args []uint64) error {
 		params[i] = unsafe.Pointer(&args[i])
 	}
 	if err := fn.Launch(int(grid.X), int(grid.Y), int(grid.Z), int(block.X), int(block.Y), int(block.Z),
-		0, cu.NoStream, params); err != nil {
+		0, g.stream, params); err != nil {
 		return fmt.Errorf("cuda: launch %s (grid %v, block %v): %w", name, grid, block, err)
 	}
 	return nil
 }
 
 // Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major float32 matrices with
-// cuBLAS in true fp32 (CUBLAS_DEFAULT_MATH, no TF32), on the default stream.
+// cuBLAS in true fp32 (CUBLAS_DEFAULT_MATH, no TF32), on the driver's stream.
 func (g *GPU) Sgemm(transA, transB bool, m, n, k int, alpha float32, a unsafe.Pointer, lda int, b unsafe.Pointer, ldb int, beta float32, c unsafe.Pointer, ldc int) error {
 	leave, err := g.enter("sgemm")
 	if err != nil {
@@ -408,6 +440,19 @@ func (g *GPU) SgemmStridedBatched(transA, transB bool, m, n, k int, alpha float3
 	return nil
 }
 
+// MemInfo reports the device's free and total memory (cuMemGetInfo).
+func (g *GPU) MemInfo() (free, total int64, err error) {
+	leave, err := g.enter("memory info")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer leave()
+	if free, total, err = cu.MemInfo(); err != nil {
+		return 0, 0, fmt.Errorf("cuda: memory info: %w", err)
+	}
+	return free, total, nil
+}
+
 // Sync waits for every kernel and GEMM issued so far and reports the first
 // asynchronous error (a fault in a kernel, say).
 func (g *GPU) Sync() error {
@@ -418,7 +463,7 @@ func (g *GPU) Sync() error {
 	defer leave()
 	g.pinMu.Lock()
 	defer g.pinMu.Unlock()
-	if err := cu.Synchronize(); err != nil {
+	if err := g.stream.Synchronize(); err != nil {
 		return fmt.Errorf("cuda: sync: %w", err)
 	}
 	g.pinUsed = 0
@@ -426,7 +471,9 @@ func (g *GPU) Sync() error {
 }
 
 // Close waits for the device, destroys the cuBLAS handle, unloads the kernels and
-// releases the primary context. Further calls fail; a second Close is a no-op.
+// frees the upload ring. The device's primary context stays retained for the process
+// (gpu_context.go), so a later OpenGPU works. Further calls fail; a second Close is a
+// no-op.
 func (g *GPU) Close() error {
 	g.state.Lock()
 	defer g.state.Unlock()
@@ -446,6 +493,12 @@ func (g *GPU) Close() error {
 	if err := g.blas.close(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := cu.MemFree(cu.DevicePtr(uintptr(g.blasWS))); err != nil {
+		errs = append(errs, fmt.Errorf("free the cuBLAS workspace: %w", err))
+	}
+	if err := g.stream.Destroy(); err != nil {
+		errs = append(errs, fmt.Errorf("destroy the stream: %w", err))
+	}
 	if g.pin != nil {
 		if err := memFreeHost(g.pin); err != nil {
 			errs = append(errs, err)
@@ -455,9 +508,8 @@ func (g *GPU) Close() error {
 	if err := g.mod.Unload(); err != nil {
 		errs = append(errs, fmt.Errorf("unload the kernels: %w", err))
 	}
-	if err := g.dev.ReleasePrimaryCtx(); err != nil {
-		errs = append(errs, fmt.Errorf("release the primary context: %w", err))
-	}
+	// The primary context stays retained (gpu_context.go): cuBLAS's runtime keeps
+	// using it after this handle is gone.
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cuda: close device %d: %w", g.ordinal, err)
 	}

@@ -45,6 +45,11 @@ func memFreeHost(p unsafe.Pointer) error {
 // when the ring is full (a synchronisation, counted in hiddenSyncs). Copies larger
 // than the ring (data sets) go from pageable memory.
 func (g *GPU) stageHtoD(dst, src unsafe.Pointer, n int) error {
+	if g.capturing {
+		// A graph would read the ring bytes at each launch, long after the ring
+		// moved on: captured copies come from their own page-locked memory.
+		return fmt.Errorf("a copy through the upload ring while the stream is captured (use CopyHtoDPinned)")
+	}
 	if g.pin == nil && !g.pinFailed {
 		p, err := memHostAlloc(pinRingBytes)
 		if err != nil {
@@ -54,10 +59,10 @@ func (g *GPU) stageHtoD(dst, src unsafe.Pointer, n int) error {
 		}
 	}
 	if g.pin == nil || n > pinRingBytes {
-		return cu.MemcpyHtoDAsync(cu.DevicePtr(uintptr(dst)), src, int64(n), cu.NoStream)
+		return cu.MemcpyHtoDAsync(cu.DevicePtr(uintptr(dst)), src, int64(n), g.stream)
 	}
 	if g.pinUsed+n > pinRingBytes {
-		if err := cu.Synchronize(); err != nil {
+		if err := g.stream.Synchronize(); err != nil {
 			return err
 		}
 		g.hiddenSyncs++
@@ -66,7 +71,7 @@ func (g *GPU) stageHtoD(dst, src unsafe.Pointer, n int) error {
 	slot := unsafe.Add(g.pin, g.pinUsed)
 	copy(unsafe.Slice((*byte)(slot), n), unsafe.Slice((*byte)(src), n))
 	g.pinUsed += (n + 255) &^ 255
-	return cu.MemcpyHtoDAsync(cu.DevicePtr(uintptr(dst)), slot, int64(n), cu.NoStream)
+	return cu.MemcpyHtoDAsync(cu.DevicePtr(uintptr(dst)), slot, int64(n), g.stream)
 }
 
 // HiddenSyncs is the number of synchronisations the driver made on its own (a full

@@ -193,12 +193,7 @@ func TestGPUJITErrorLog(t *testing.T) {
 		t.Fatal("the embedded PTX does not declare k_act_fwd's parameter 3 as expected")
 	}
 	bad := strings.Replace(ptxModule, whole, "\n)", 1)
-	d, err := OpenGPU(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	leave, err := d.(*GPU).enter("test")
+	leave, err := theTestGPU.enter("test")
 	if err != nil {
 		t.Fatal(err)
 	}

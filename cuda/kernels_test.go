@@ -396,24 +396,38 @@ func TestDeviceOps(t *testing.T) {
 			}
 		}
 		be.RowSqNorms(rows, stride, blocks, f32(be, mx), norms)
-		kc, nj := 5, 4
-		gv, tg := randVec(rng, stride), randVec(rng, kc*stride)
-		gd, dd := make([]float64, nj), make([]float64, nj)
-		be.BlockedDotSqBatch(f32(be, gv), stride, f32(be, tg), kc*stride, 1, kc, nj, blocks, gd, dd)
-		for j := 0; j < nj; j++ {
-			var wgd, wdd float64
-			for bi := 0; bi < len(blocks); bi += 2 {
-				o, z := blocks[bi], blocks[bi+1]
-				for i := 0; i < z; i++ {
-					v := tg[kc*o+j*z+i]
-					wgd += gv[o+i] * v
-					wdd += v * v
+		// cs samples of kc directions in the chunk's tensor-major layout: tensor
+		// (o, z) of row s·kc + j at cs·kc·o + (s·kc + j)·z.
+		cs, kc, nj := 3, 5, 4
+		gv, tg := randVec(rng, cs*stride), randVec(rng, cs*kc*stride)
+		gd, dd := make([]float64, cs*nj), make([]float64, cs*nj)
+		be.BlockedDotSqBatch(f32(be, gv), stride, f32(be, tg), cs, kc, nj, blocks, gd, dd)
+		for s := 0; s < cs; s++ {
+			for j := 0; j < nj; j++ {
+				var wgd, wdd float64
+				for bi := 0; bi < len(blocks); bi += 2 {
+					o, z := blocks[bi], blocks[bi+1]
+					for i := 0; i < z; i++ {
+						v := tg[cs*kc*o+(s*kc+j)*z+i]
+						wgd += gv[s*stride+o+i] * v
+						wdd += v * v
+					}
+				}
+				q := s*nj + j
+				if math.Abs(gd[q]-wgd) > 1e-9*(1+math.Abs(wgd)) || math.Abs(dd[q]-wdd) > 1e-9*wdd {
+					t.Errorf("%s blocked dot sample %d direction %d: (%v, %v), want (%v, %v)", drv.Name(), s, j, gd[q], dd[q], wgd, wdd)
 				}
 			}
-			if math.Abs(gd[j]-wgd) > 1e-9*(1+math.Abs(wgd)) || math.Abs(dd[j]-wdd) > 1e-9*wdd {
-				t.Errorf("%s blocked dot direction %d: (%v, %v), want (%v, %v)", drv.Name(), j, gd[j], dd[j], wgd, wdd)
-			}
 		}
+		// A sample's row repeated for each of its directions.
+		rep := randVec(rng, cs*7)
+		rep32 := be.Alloc(cs * kc * 7)
+		be.RepeatRows(cs*kc, kc, 7, f32(be, rep), rep32)
+		wantRep := make([]float64, cs*kc*7)
+		for r := 0; r < cs*kc; r++ {
+			copy(wantRep[r*7:(r+1)*7], rep[(r/kc)*7:])
+		}
+		check("repeated rows", rep32, wantRep)
 		for r := range norms {
 			if math.Abs(norms[r]-wantN[r]) > 1e-9*math.Abs(wantN[r]) {
 				t.Errorf("%s row squared norm %d = %v, want %v", drv.Name(), r, norms[r], wantN[r])

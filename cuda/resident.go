@@ -29,7 +29,7 @@ type resident struct {
 	w32, sum        []float32 // the network's parameters; clipped, then released, sum
 	x, fx           []float32 // the gathered batch and FIL members (grown)
 	xIdx            []int     // the indices x holds
-	bad             []float64 // per-thread non-finite counts of the update, then their sum
+	bad             []float64 // per-thread non-finite counts of the update, then their sumTree levels
 }
 
 // ErrNotResident is returned by the Resident* methods of a model that cannot keep a
@@ -172,7 +172,11 @@ func (b *Backend) gather(src unsafe.Pointer, u8 bool, d int, idx []int, dst []fl
 // when it holds the same rows.
 func (m *Model) batch(r *resident, idx []int, buf *[]float32, track bool) []float32 {
 	n := len(idx) * r.D
-	if track && len(r.xIdx) == len(idx) && len(*buf) >= n {
+	// A graphed call gathers always: its work may not depend on the calls before.
+	m.be.mu.Lock()
+	graphing := m.be.graphing()
+	m.be.mu.Unlock()
+	if track && !graphing && len(r.xIdx) == len(idx) && len(*buf) >= n {
 		same := true
 		for i, v := range idx {
 			if r.xIdx[i] != v {
@@ -211,8 +215,11 @@ func (m *Model) ResidentGradSum(idx, y []int, clip models.Clip, losses []float64
 			return fmt.Errorf("cuda: batch index %d outside [0,%d)", i, r.nTrain)
 		}
 	}
-	x := m.batch(r, idx, &r.x, true)
-	return m.check("clipped gradient sum", m.inner.ClippedGradSum(r.w32, x, y, clip, r.sum, losses))
+	key := fmt.Sprintf("grad/%d/%+v", len(idx), clip)
+	return m.check("clipped gradient sum", m.be.graphCall(key, func() error {
+		x := m.batch(r, idx, &r.x, true)
+		return m.inner.ClippedGradSum(r.w32, x, y, clip, r.sum, losses)
+	}))
 }
 
 // ResidentFIL writes the FIL norms (models.Model.FILSqNorms) of the training rows idx
@@ -227,9 +234,16 @@ func (m *Model) ResidentFIL(idx, y []int, clip models.Clip, coords [][]int, out 
 			return fmt.Errorf("cuda: FIL index %d outside [0,%d)", i, r.nTrain)
 		}
 	}
-	// The batch's rows when the FIL members are the batch (fil_rate 1), else gathered.
-	x := m.batch(r, idx, &r.x, true)
-	return m.check("FIL", m.inner.FILSqNorms(r.w32, x, y, clip, coords, out))
+	k := 0
+	for _, c := range coords {
+		k = max(k, len(c))
+	}
+	key := fmt.Sprintf("fil/%d/%d/%+v", len(idx), k, clip)
+	return m.check("FIL", m.be.graphCall(key, func() error {
+		// The batch's rows when the FIL members are the batch (fil_rate 1), else gathered.
+		x := m.batch(r, idx, &r.x, true)
+		return m.inner.FILSqNorms(r.w32, x, y, clip, coords, out)
+	}))
 }
 
 // ResidentUpdate privatises the device sum and applies the momentum update on the
@@ -246,20 +260,22 @@ func (m *Model) ResidentUpdate(key uint64, step int, std, denom, lr, mom, wd flo
 	b := m.be
 	pairs := (r.P + 1) / 2
 	threads := min(maxGrid, (pairs+blockSize-1)/blockSize) * blockSize
-	if len(r.bad) < threads+1 {
-		r.bad = b.AllocFloat64(threads + 1)
+	if len(r.bad) < sumTreeLen(threads) {
+		r.bad = b.AllocFloat64(sumTreeLen(threads))
 	}
 	if !b.begin() {
 		return 0, b.Err()
 	}
-	part, total := unsafe.Pointer(unsafe.SliceData(r.bad)), unsafe.Add(unsafe.Pointer(unsafe.SliceData(r.bad)), 8*threads)
+	part := unsafe.Pointer(unsafe.SliceData(r.bad))
 	b.launch("k_dpsgd_update", pairs, r.P, int64(key), int64(step), std, denom, lr, mom, wd,
 		unsafe.Pointer(unsafe.SliceData(r.sum)), unsafe.Pointer(unsafe.SliceData(r.w)), unsafe.Pointer(unsafe.SliceData(r.v)),
 		unsafe.Pointer(unsafe.SliceData(r.w32)), part)
-	b.launchRaw("k_sum_rows", 1, Args(1, threads, part, total))
+	// The per-thread counts folded by a multi-block sum (reduce.go), not one thread.
 	var nb [1]float64
-	b.synced = true
-	b.copyOut(unsafe.Pointer(&nb[0]), total, 8)
+	if total := b.sumTree(threads, part); total != nil {
+		b.synced = true
+		b.copyOut(unsafe.Pointer(&nb[0]), total, 8)
+	}
 	b.end()
 	if err := m.check("update", nil); err != nil {
 		return 0, err

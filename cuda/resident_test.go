@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -34,7 +35,7 @@ func residentSplit(t *testing.T, nTrain, nTest int) *data.Split {
 // openModel opens arch on a fresh driver of dev (plain device memory).
 func openModel(t *testing.T, dev string, arch models.Arch) *cuda.Model {
 	t.Helper()
-	drv, err := cuda.OpenDriver(dev)
+	drv, err := cuda.SharedTestDriver(dev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,9 +82,10 @@ func TestResidentStepTransfers(t *testing.T) {
 				}
 				P := float64(m.NumParams())
 				up, down := d.MaxStep.HtoDBytes, d.MaxStep.DtoHBytes
-				// indices + labels + k coordinates and one-hot values per FIL member,
-				// + 1 KiB of per-call constants (the reductions' tensor tables).
-				upBound := 4*float64(B)*2 + 8*float64(B*k) + 1024
+				// indices + labels (once per graphed call: twice) + k coordinates and
+				// one-hot values per FIL member, + 2 KiB of per-call constants (the
+				// reductions' tensor tables, uploaded by every graphed call).
+				upBound := 4*float64(B)*3 + 8*float64(B*k) + 2048
 				downBound := 4*float64(B) + 8*float64(B) + 8 + 64
 				if d.BatchIndexBytes != 4*float64(B) || up > upBound || up >= 4*P {
 					t.Errorf("batch %d: %.0f bytes to the device per step (indices %.0f), want ≤ %.0f and ≪ 4P = %.0f", B, up, d.BatchIndexBytes, upBound, 4*P)
@@ -170,6 +172,110 @@ func TestResidentResumeBitIdentical(t *testing.T) {
 				y, _ := os.ReadFile(filepath.Join(killed, f))
 				if len(x) == 0 || !bytes.Equal(x, y) {
 					t.Fatalf("%s differs after resume (%d vs %d bytes)", f, len(x), len(y))
+				}
+			}
+		})
+	}
+}
+
+// TestResidentGraphReplay runs device-resident steps (gradient sum, FIL, update) of
+// one shape with the CUDA graphs on and off: from the third step on, the gradient
+// and FIL calls replay their graphs, and every step must then cost at most 10 host
+// driver calls and give bit for bit the losses, FIL values, divergence counts and
+// parameters of the run without graphs.
+func TestResidentGraphReplay(t *testing.T) {
+	arch, err := models.ArchByName("mnist-cnn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	split := residentSplit(t, 128, 0)
+	const B, k, steps = 24, 4, 6
+	type result struct {
+		losses, fil []float64
+		bad         []int
+		w           []float64
+		hostCalls   []int64
+	}
+	run := func(dev string, graphs bool) result {
+		m := openModel(t, dev, arch)
+		defer m.Close()
+		if err := m.SetGraphs(graphs); err != nil {
+			t.Fatal(err)
+		}
+		tr := split.Train
+		if err := m.ResidentLoad(tr.Images, tr.N, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		P, D := m.NumParams(), m.InputDim()
+		w0 := make([]float64, P)
+		for i := range w0 {
+			w0[i] = 0.05 * math.Sin(float64(i))
+		}
+		if err := m.ResidentSetState(w0, make([]float64, P)); err != nil {
+			t.Fatal(err)
+		}
+		clip := models.Clip{Mode: models.ClipSmooth, C: 1}
+		var res result
+		for step := 0; step < steps; step++ {
+			idx, y, coords := make([]int, B), make([]int, B), make([][]int, B)
+			for s := range idx {
+				idx[s] = (step*37 + s*5) % tr.N
+				y[s] = tr.Labels[idx[s]]
+				coords[s] = make([]int, k)
+				for j := range coords[s] {
+					coords[s][j] = (step*101 + s*13 + j*7) % D
+				}
+			}
+			losses, fil := make([]float64, B), make([]float64, B)
+			before := m.DeviceCounts()
+			if err := m.ResidentGradSum(idx, y, clip, losses); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.ResidentFIL(idx, y, clip, coords, fil); err != nil {
+				t.Fatal(err)
+			}
+			bad, err := m.ResidentUpdate(3, step, 0.5, B, 0.1, 0.9, 1e-4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := m.DeviceCounts().Sub(before)
+			res.losses = append(res.losses, losses...)
+			res.fil = append(res.fil, fil...)
+			res.bad = append(res.bad, bad)
+			res.hostCalls = append(res.hostCalls, c.HostCalls)
+			t.Logf("%s, graphs %v, step %d: %d host driver calls (%d graph launches, %d captures), %d launches + %d GEMMs queued, %d syncs",
+				dev, graphs, step, c.HostCalls, c.GraphLaunches, c.Captures, c.Launches, c.Gemms, c.Syncs)
+		}
+		res.w = make([]float64, P)
+		if err := m.ResidentState(res.w, nil); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for _, dev := range devices() {
+		t.Run(dev, func(t *testing.T) {
+			on, off := run(dev, true), run(dev, false)
+			for step, hc := range on.hostCalls {
+				if step >= 2 && hc > 10 {
+					t.Errorf("step %d: %d host driver calls with the graphs replayed, want ≤ 10", step, hc)
+				}
+			}
+			if on.hostCalls[steps-1] >= off.hostCalls[steps-1] {
+				t.Errorf("graphs do not reduce the host calls: %d vs %d", on.hostCalls[steps-1], off.hostCalls[steps-1])
+			}
+			same := func(name string, a, b []float64) {
+				for i := range a {
+					if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+						t.Fatalf("%s[%d]: %v with graphs, %v without", name, i, a[i], b[i])
+					}
+				}
+			}
+			same("losses", on.losses, off.losses)
+			same("FIL", on.fil, off.fil)
+			same("parameters", on.w, off.w)
+			for i := range on.bad {
+				if on.bad[i] != off.bad[i] {
+					t.Fatalf("step %d: %d non-finite parameters with graphs, %d without", i, on.bad[i], off.bad[i])
 				}
 			}
 		})

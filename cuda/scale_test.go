@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -17,6 +18,8 @@ import (
 type countOnly struct {
 	region []byte
 	next   int
+	host   [][]byte // AllocHost's memory (host memory: the graphs' slots are written)
+	graphs Graph
 }
 
 func newCountOnly(t *testing.T) *countOnly {
@@ -49,6 +52,27 @@ func (d *countOnly) CopyDtoD(dst, src unsafe.Pointer, n int) error { return nil 
 func (d *countOnly) Launch(string, Dim3, Dim3, []uint64) error     { return nil }
 func (d *countOnly) Sync() error                                   { return nil }
 func (d *countOnly) Close() error                                  { return syscall.Munmap(d.region) }
+
+func (d *countOnly) AllocHost(n int) (unsafe.Pointer, error) {
+	b := make([]byte, n)
+	d.host = append(d.host, b)
+	return unsafe.Pointer(unsafe.SliceData(b)), nil
+}
+func (d *countOnly) FreeHost(unsafe.Pointer) error                       { return nil }
+func (d *countOnly) CopyHtoDPinned(dst, src unsafe.Pointer, n int) error { return nil }
+func (d *countOnly) CopyDtoHAsync(dst, src unsafe.Pointer, n int) error {
+	clear(unsafe.Slice((*byte)(dst), n))
+	return nil
+}
+func (d *countOnly) BeginCapture() error        { return nil }
+func (d *countOnly) EndCapture() (Graph, error) { d.graphs++; return d.graphs, nil }
+func (d *countOnly) LaunchGraph(Graph) error    { return nil }
+func (d *countOnly) DestroyGraph(Graph) error   { return nil }
+
+// MemInfo reports an 80 GB H100 with its context created: 79.1 of 79.6 GiB free.
+func (d *countOnly) MemInfo() (free, total int64, err error) {
+	return 84_929_347_584, 85_520_809_984, nil
+}
 func (d *countOnly) CopyDtoH(dst, src unsafe.Pointer, n int) error {
 	clear(unsafe.Slice((*byte)(dst), n))
 	return nil
@@ -60,12 +84,116 @@ func (d *countOnly) SgemmStridedBatched(bool, bool, int, int, int, float32, unsa
 	return nil
 }
 
+// residentStep runs one device-resident DP-SGD step with FIL on m (training set of
+// 2·B samples, batch every other sample, k coordinates per member) and returns the
+// driver's counts for the whole step and the backend's for its gradient and FIL
+// parts.
+func residentStep(t *testing.T, m *Model, arch models.Arch, B, k int) (step Counts, grad, fil Stats) {
+	t.Helper()
+	D, P := m.InputDim(), m.NumParams()
+	if err := m.ResidentLoad(make([]float32, 2*B*D), 2*B, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.ResidentSetState(make([]float64, P), make([]float64, P)); err != nil {
+		t.Fatal(err)
+	}
+	return residentStepAgain(t, m, arch, B, k)
+}
+
+// residentStepAgain is residentStep on a model already loaded.
+func residentStepAgain(t *testing.T, m *Model, arch models.Arch, B, k int) (step Counts, grad, fil Stats) {
+	t.Helper()
+	D := m.InputDim()
+	idx, y, coords := make([]int, B), make([]int, B), make([][]int, B)
+	for s := range idx {
+		idx[s], y[s] = 2*s, s%arch.Classes
+		coords[s] = make([]int, k)
+		for j := range coords[s] {
+			coords[s][j] = (s*k + j) % D
+		}
+	}
+	clip := models.Clip{Mode: models.ClipSmooth, C: 1}
+	losses, out := make([]float64, B), make([]float64, B)
+	before := m.DeviceCounts()
+	be := m.Backend()
+	be.ResetStats()
+	if err := m.ResidentGradSum(idx, y, clip, losses); err != nil {
+		t.Fatal(err)
+	}
+	grad = be.Stats()
+	be.ResetStats()
+	if err := m.ResidentFIL(idx, y, clip, coords, out); err != nil {
+		t.Fatal(err)
+	}
+	fil = be.Stats()
+	if _, err := m.ResidentUpdate(1, 0, 1, float64(B), 0.1, 0.9, 0); err != nil {
+		t.Fatal(err)
+	}
+	return m.DeviceCounts().Sub(before), grad, fil
+}
+
+// TestStepLaunchesFixed asserts that the launches + GEMMs of a device-resident
+// training step with FIL do not depend on the batch or the number of FIL directions:
+// the same at B = 16 and 64 and at k = 4 and 8, for mnist-cnn and cifar-cnn, on the
+// counting driver (an 80 GB device) and, for mnist-cnn, on the emulator and (in the
+// GPU build) the stand-in or GPU. Per-sample or per-direction loops of launches
+// (docs/perf.md v7's second gradient-tangent term) fail it.
+func TestStepLaunchesFixed(t *testing.T) {
+	type driver struct {
+		name   string
+		open   func(t *testing.T) Driver
+		models []string
+	}
+	drivers := []driver{
+		{"count-only", func(t *testing.T) Driver { return newCountOnly(t) }, []string{"mnist-cnn", "cifar-cnn"}},
+		{"emulator", func(*testing.T) Driver { return NewEmulator() }, []string{"mnist-cnn"}},
+	}
+	if HasGPU() {
+		drivers = append(drivers, driver{"cuda", func(t *testing.T) Driver {
+			d, err := OpenDriver("cuda")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}, []string{"mnist-cnn"}})
+	}
+	for _, d := range drivers {
+		for _, name := range d.models {
+			arch, err := models.ArchByName(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var first int64
+			for _, c := range []struct{ B, k int }{{16, 4}, {64, 4}, {16, 8}, {64, 8}} {
+				m, err := Open(arch, d.open(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				step, grad, fil := residentStep(t, m, arch, c.B, c.k)
+				m.Close()
+				work := step.Launches + step.Gemms
+				t.Logf("%s, %s, B = %d, k = %d: %d launches + %d GEMMs per step (gradient %d + %d, FIL %d + %d)",
+					d.name, name, c.B, c.k, step.Launches, step.Gemms, grad.Launches, grad.Gemms, fil.Launches, fil.Gemms)
+				if first == 0 {
+					first = work
+				} else if work != first {
+					t.Errorf("%s, %s, B = %d, k = %d: %d launches + GEMMs per step, %d at B = 16, k = 4", d.name, name, c.B, c.k, work, first)
+				}
+			}
+		}
+	}
+}
+
 // TestResidentStepCountsAtScale counts one device-resident DP-SGD step with FIL of
 // the two configurations — mnist-cnn at batch 600 and cifar-cnn at batch 200,
-// k = 50 — as a GPU would run it: launches, GEMMs, synchronisations and bytes each
-// way (with -v it prints them; docs/perf.md's H100 prediction starts from these).
-// The synchronisations do not depend on the size: 3 per step.
+// k = 50 — as a GPU would run it (an 80 GB H100's free memory sizes the chunks):
+// launches, GEMMs, synchronisations and bytes each way (with -v it prints them;
+// docs/perf.md's H100 prediction starts from these). The synchronisations do not
+// depend on the size: 3 per step; mnist-cnn's step is one chunk, the same work as
+// at batch 60, within the 200 launches + GEMMs. The third step of each
+// replays the captured graphs: at most 10 host driver calls (7).
 func TestResidentStepCountsAtScale(t *testing.T) {
+	var mnist []int64
 	for _, c := range []struct {
 		model    string
 		batch, k int
@@ -78,45 +206,55 @@ func TestResidentStepCountsAtScale(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		D, P, B := m.InputDim(), m.NumParams(), c.batch
-		if err := m.ResidentLoad(make([]float32, 2*B*D), 2*B, nil, 0); err != nil {
-			t.Fatal(err)
-		}
-		if err := m.ResidentSetState(make([]float64, P), make([]float64, P)); err != nil {
-			t.Fatal(err)
-		}
-		idx, y, coords := make([]int, B), make([]int, B), make([][]int, B)
-		for s := range idx {
-			idx[s], y[s] = 2*s, s%arch.Classes
-			coords[s] = make([]int, c.k)
-			for j := range coords[s] {
-				coords[s][j] = (s*c.k + j) % D
-			}
-		}
-		clip := models.Clip{Mode: models.ClipSmooth, C: 1}
-		losses, fil := make([]float64, B), make([]float64, B)
-		before := m.DeviceCounts()
-		be := m.Backend()
-		be.ResetStats()
-		if err := m.ResidentGradSum(idx, y, clip, losses); err != nil {
-			t.Fatal(err)
-		}
-		grad := be.Stats()
-		be.ResetStats()
-		if err := m.ResidentFIL(idx, y, clip, coords, fil); err != nil {
-			t.Fatal(err)
-		}
-		fs := be.Stats()
-		if _, err := m.ResidentUpdate(1, 0, 1, float64(B), 0.1, 0.9, 0); err != nil {
-			t.Fatal(err)
-		}
-		step := m.DeviceCounts().Sub(before)
+		B := c.batch
+		step, grad, fs := residentStep(t, m, arch, B, c.k)
 		if step.Syncs != 3 || step.Managed != 0 {
 			t.Errorf("%s batch %d: %d synchronisations per step (want 3), %d bytes of managed memory", c.model, B, step.Syncs, step.Managed)
 		}
+		if c.model == "mnist-cnn" {
+			mnist = append(mnist, step.Launches+step.Gemms)
+		}
+		// The second step captures the graphs, the third replays them.
+		residentStepAgain(t, m, arch, B, c.k)
+		third, _, _ := residentStepAgain(t, m, arch, B, c.k)
+		if third.HostCalls > 10 || third.GraphLaunches != 2 || third.Syncs != 3 {
+			t.Errorf("%s batch %d, a replayed step: %d host driver calls (want ≤ 10), %d graph launches, %d syncs",
+				c.model, B, third.HostCalls, third.GraphLaunches, third.Syncs)
+		}
+		t.Logf("%s, batch %d, k = %d, replayed: %d host driver calls (%d graph launches), %d launches + %d GEMMs queued",
+			c.model, B, c.k, third.HostCalls, third.GraphLaunches, third.Launches, third.Gemms)
 		t.Logf("%s, batch %d, k = %d: step %d launches + %d GEMMs (gradient %d + %d, FIL %d + %d), %d syncs, %d bytes in (%d of indices), %d out; %d backend calls",
 			c.model, B, c.k, step.Launches, step.Gemms, grad.Launches, grad.Gemms, fs.Launches, fs.Gemms, step.Syncs,
 			step.HtoDBytes, 4*B, step.DtoHBytes, grad.Calls+fs.Calls+1)
 		m.Close()
+	}
+	if mnist[0] != mnist[1] || mnist[0] > 200 {
+		t.Errorf("mnist-cnn: %d launches + GEMMs per step at batch 600 and %d at 60: want the same, ≤ 200", mnist[0], mnist[1])
+	}
+}
+
+// TestChunkBudget checks the chunk budget's sizing from free device memory.
+func TestChunkBudget(t *testing.T) {
+	const gib = 1 << 30
+	for _, c := range []struct {
+		free, total int64
+		want        int
+	}{
+		{79 * gib, 80 * gib, (79*gib - 8*gib) / 8}, // a tenth of the device kept free
+		{8 * gib, 8 * gib, (8*gib - 1*gib) / 8},    // at least 1 GiB kept free
+		{gib / 2, 8 * gib, minChunkBudget},         // never below the minimum
+	} {
+		if got := chunkBudgetFor(c.free, c.total); got != c.want {
+			t.Errorf("chunkBudgetFor(%d, %d) = %d, want %d", c.free, c.total, got, c.want)
+		}
+	}
+	be, err := NewDeviceBackend(newCountOnly(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	free, total, _ := be.drv.MemInfo()
+	if got, want := be.ChunkBudget(), chunkBudgetFor(free, total); got != want || be.ChunkBufferCap() != math.MaxInt32 {
+		t.Errorf("count-only backend: budget %d (want %d), buffer cap %d", got, want, be.ChunkBufferCap())
 	}
 }

@@ -57,6 +57,17 @@ var standinScenarios = []struct {
 	{"no-context", []string{"no current context on this OS thread", "caught: InvalidContext"}, false},
 	// A kernel argument into memory that was freed.
 	{"use-after-free", []string{"which was freed", "caught: cuda: launch k_zero"}, false},
+	// Work on the legacy default stream while the driver has its own stream.
+	{"legacy-stream", []string{"work on the legacy default stream while the context has a stream of its own", "caught:"}, false},
+	// A wait while the stream captures a graph.
+	{"sync-in-capture", []string{"a synchronisation while stream", "caught: cuda: sync"}, false},
+	// A captured copy from pageable host memory (the graph would read reused bytes).
+	{"pageable-in-capture", []string{"a copy from pageable host memory while stream", "caught:"}, false},
+	// A graph launched after a buffer it uses was freed.
+	{"graph-freed-buffer", []string{"freed since the capture", "caught: cuda: cuGraphLaunch"}, false},
+	// The host reads a graph's output before the graph ran (a Sync): the graph's
+	// buffers are PROT_NONE while it is queued.
+	{"graph-host-read", []string{"unexpected fault address", "standin_test.go"}, false},
 }
 
 // TestStandinCatches runs every scenario of standinScenarios in a child process and
@@ -159,6 +170,57 @@ func TestStandinScenario(t *testing.T) {
 			t.Fatal(err)
 		}
 		launchAndSync("k_zero", Dim3{1, 1, 1}, Dim3{128, 1, 1}, Args(100, ptr(y)))
+	case "legacy-stream":
+		g := d.(*GPU)
+		leave, err := g.enter("test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn, err := g.function("k_zero")
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := Args(100, ptr(x))
+		caught(fn.Launch(1, 1, 1, 128, 1, 1, 0, cu.NoStream, []unsafe.Pointer{unsafe.Pointer(&args[0]), unsafe.Pointer(&args[1])}))
+		leave()
+	case "sync-in-capture":
+		if err := d.BeginCapture(); err != nil {
+			t.Fatal(err)
+		}
+		caught(d.Sync())
+	case "pageable-in-capture":
+		g := d.(*GPU)
+		if err := d.BeginCapture(); err != nil {
+			t.Fatal(err)
+		}
+		leave, err := g.enter("test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		host := make([]float32, 100)
+		caught(cu.MemcpyHtoDAsync(cu.DevicePtr(uintptr(ptr(x))), ptr(host), 400, g.stream))
+		leave()
+	case "graph-freed-buffer", "graph-host-read":
+		if err := d.BeginCapture(); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Launch("k_act_fwd", Dim3{1, 1, 1}, Dim3{128, 1, 1}, Args(0, 100, ptr(x), ptr(y))); err != nil {
+			t.Fatal(err)
+		}
+		gr, err := d.EndCapture()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "graph-freed-buffer" {
+			if err := d.Free(ptr(y)); err != nil {
+				t.Fatal(err)
+			}
+			caught(d.LaunchGraph(gr))
+		}
+		if err := d.LaunchGraph(gr); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("y[0] = %v", y[0]) // no Sync: faults
 	default:
 		t.Fatalf("unknown scenario %q", name)
 	}
@@ -171,12 +233,7 @@ func TestStandinPTXChecks(t *testing.T) {
 	if !onStandin(t) {
 		t.Skip("GPU 0 is not the stand-in driver")
 	}
-	d, err := OpenGPU(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	leave, err := d.(*GPU).enter("test")
+	leave, err := theTestGPU.enter("test")
 	if err != nil {
 		t.Fatal(err)
 	}

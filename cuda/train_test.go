@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/cuda"
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/models"
 	"github.com/dpfil/dpfil/train"
+	"github.com/dpfil/dpfil/train/fil"
 )
 
 // devices are the cuda devices this test binary runs on: the emulator always, the
@@ -49,7 +49,7 @@ func TestDPSGDMatchesCPU(t *testing.T) {
 		if params, err = train.LoadParams(filepath.Join(dir, train.ParamsFile)); err != nil {
 			t.Fatal(err)
 		}
-		if dfil, err = accounting.LoadDFIL(filepath.Join(dir, train.DFILFile)); err != nil {
+		if dfil, err = fil.Load(filepath.Join(dir, train.DFILFile)); err != nil {
 			t.Fatal(err)
 		}
 		return params, dfil, res.TestAccuracy
@@ -65,7 +65,7 @@ func TestDPSGDMatchesCPU(t *testing.T) {
 	wantP, wantF, wantAcc := run(cpu)
 	for _, dev := range devices() {
 		t.Run(dev, func(t *testing.T) {
-			drv, err := cuda.OpenDriver(dev)
+			drv, err := cuda.SharedTestDriver(dev)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -37,11 +37,14 @@
 // operator in the eigenbasis of H, found by Lanczos iteration.
 //
 // IRFIL implements Hannun et al. (2021) Algorithm 1 (iteratively reweighted FIL) with
-// weight clamping; Inverter and RunInvert their attribute inversion (Sec. 6.4).
+// weight clamping (AttributeIRFIL: its attribute-level form). Inverter is the model
+// side of their attribute inversion (Sec. 6.4): the exact refit with one row changed,
+// its Hessian and Jacobians, and the FIL prediction (Predict) of an attack's error.
 //
 // The experiments behind 'dpfil glm' are library calls with typed reports: a Setup
-// names the dataset, loss, λ, σ and the accounting radius; RunFIL, RunIRFIL and
-// RunInvert fit, compute and write their CSV and PNG files (image grids and plots
-// are drawn by package plot). The GLM reconstruction attack lives in package attack
-// (attack.RunGLMExperiment).
+// names the dataset, loss, λ, σ and the accounting radius; RunFIL and RunIRFIL fit,
+// compute and write their CSV and PNG files (image grids and plots are drawn by
+// package plot). The attacks live in package attack: the GLM reconstruction attack
+// (attack.RunGLMExperiment) and the attribute inversion (attack.RunInvert,
+// 'dpfil glm invert').
 package glm

@@ -58,16 +58,6 @@ func ExampleParseColumns() {
 	// Output: [350 351 352 353 406]
 }
 
-// The 2×2 pixel block at row 13, column 13 of a 28×28 image (row-major indices).
-func ExampleBlockColumns() {
-	cols, err := glm.BlockColumns([]int{13, 13, 2, 2}, 28, 28)
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(cols)
-	// Output: [377 378 405 406]
-}
-
 // The median interpolates between the two middle values (numpy's default).
 func ExampleSpreadOf() {
 	s := glm.SpreadOf([]float64{3, 1, 2, 10})

@@ -1,23 +1,16 @@
 package glm
 
 import (
-	"cmp"
-	"encoding/csv"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
-	"github.com/dpfil/dpfil/internal/atomicfile"
 	"github.com/dpfil/dpfil/internal/jsonfloat"
-	"github.com/dpfil/dpfil/plot"
+	"github.com/dpfil/dpfil/internal/stats"
 	"gonum.org/v1/gonum/stat"
 )
 
@@ -217,7 +210,7 @@ func (f *Fitted) Release() (Release, error) {
 }
 
 // Spread is the maximum, median (numpy's default linear interpolation, as
-// accounting.QuantileSorted) and mean of a sample.
+// stats.QuantileSorted) and mean of a sample.
 type Spread struct{ Max, Median, Mean float64 }
 
 // SpreadOf returns the spread of v (NaN for an empty v).
@@ -227,7 +220,7 @@ func SpreadOf(v []float64) Spread {
 	}
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
-	return Spread{Max: s[len(s)-1], Median: accounting.QuantileSorted(s, 0.5), Mean: stat.Mean(s, nil)}
+	return Spread{Max: s[len(s)-1], Median: stats.QuantileSorted(s, 0.5), Mean: stat.Mean(s, nil)}
 }
 
 // Extremes returns the positions of the k largest and k smallest values of v (both
@@ -241,35 +234,6 @@ func Extremes(v []float64, k int) (top, bottom []int) {
 	sort.SliceStable(order, func(a, b int) bool { return v[order[a]] > v[order[b]] })
 	k = min(k, len(v))
 	return order[:k], order[len(order)-k:]
-}
-
-// WriteCSV writes a header and rows atomically to path, creating its directory.
-func WriteCSV(path string, header []string, rows [][]string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
-	}
-	return atomicfile.Write(path, func(w io.Writer) error {
-		cw := csv.NewWriter(w)
-		_ = cw.Write(header)
-		_ = cw.WriteAll(rows)
-		return cw.Error()
-	})
-}
-
-// FormatFloat is the CSV form of a number: 10 significant digits.
-func FormatFloat(v float64) string { return strconv.FormatFloat(v, 'g', 10, 64) }
-
-// SaveGrid writes grey-scale h×w images as a PNG grid laid out and labelled by opt
-// (opt.Cols per row, title, row labels, captions), each pixel drawn 3×3 unless
-// opt.Scale says otherwise (NaN pixels show mid-grey).
-func SaveGrid(path string, imgs [][]float32, h, w int, opt plot.GridOptions) error {
-	opt.Scale = cmp.Or(opt.Scale, 3)
-	opt.Pad = cmp.Or(opt.Pad, 1)
-	img, err := plot.ImageGrid(imgs, 1, h, w, opt)
-	if err != nil {
-		return err
-	}
-	return plot.SavePNG(path, img)
 }
 
 // Float32s converts v to float32 (for images).

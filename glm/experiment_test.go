@@ -1,7 +1,6 @@
 package glm
 
 import (
-	"context"
 	"encoding/csv"
 	"math"
 	"os"
@@ -10,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpfil/dpfil/accounting"
+	dfilfile "github.com/dpfil/dpfil/train/fil"
 )
 
 // TestAccountPolicy checks the radius and loss-bound policy of Fitted.Account against
@@ -121,7 +120,7 @@ func TestSpreadAndExtremes(t *testing.T) {
 	}
 }
 
-func TestParseColumnsAndBlock(t *testing.T) {
+func TestParseColumns(t *testing.T) {
 	cols, err := ParseColumns("3-5, 9,0", 10)
 	if err != nil || len(cols) != 5 || cols[0] != 3 || cols[2] != 5 || cols[3] != 9 || cols[4] != 0 {
 		t.Fatalf("%v %v", cols, err)
@@ -130,88 +129,6 @@ func TestParseColumnsAndBlock(t *testing.T) {
 		if _, err := ParseColumns(bad, 10); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
-	}
-	b, err := BlockColumns([]int{1, 2, 2, 3}, 4, 5)
-	if want := []int{7, 8, 9, 12, 13, 14}; err != nil || len(b) != len(want) {
-		t.Fatalf("block %v %v", b, err)
-	} else {
-		for i := range want {
-			if b[i] != want[i] {
-				t.Fatalf("block %v, want %v", b, want)
-			}
-		}
-	}
-	for _, bad := range [][]int{{0, 0, 2}, {3, 0, 2, 1}, {0, 0, 0, 1}, {-1, 0, 1, 1}} {
-		if _, err := BlockColumns(bad, 4, 5); err == nil {
-			t.Errorf("block %v accepted", bad)
-		}
-	}
-	if _, err := BlockColumns([]int{0, 0, 1, 1}, 0, 0); err == nil {
-		t.Error("block of a table accepted")
-	}
-}
-
-func TestInvertExperimentValidate(t *testing.T) {
-	good := InvertExperiment{Synthetic: SyntheticIWPC, Loss: "auto", AttrType: "auto", Lambda: 1e-2, Sigma: 1e-2, Trials: 1}
-	if err := good.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		mod  func(*InvertExperiment)
-		want string
-	}{
-		{func(e *InvertExperiment) { e.CSVPath = "x.csv" }, "at most one"},
-		{func(e *InvertExperiment) { e.Rows = -1 }, "rows"},
-		{func(e *InvertExperiment) { e.Loss = "probit" }, "probit"},
-		{func(e *InvertExperiment) { e.Lambda = 0 }, "lambda"},
-		{func(e *InvertExperiment) { e.Sigma = 0 }, "sigma"},
-		{func(e *InvertExperiment) { e.PCA = -1 }, "pca"},
-		{func(e *InvertExperiment) { e.Columns, e.Block = "a", []int{0, 0, 1, 1} }, "not both"},
-		{func(e *InvertExperiment) { e.AttrType = "both" }, "both"},
-		{func(e *InvertExperiment) { e.Trials = 0 }, "trials"},
-		{func(e *InvertExperiment) { e.NoiseFree, e.IRFIL = true, 1 }, "IRFIL"},
-		{func(e *InvertExperiment) { e.Box = []float64{1, 0} }, "box"},
-		{func(e *InvertExperiment) { e.Box = []float64{1} }, "box"},
-		{func(e *InvertExperiment) { e.NoiseFree, e.Scatter = true, "s.png" }, "scatter"},
-	} {
-		e := good
-		tc.mod(&e)
-		if err := e.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("error %v, want %q", err, tc.want)
-		}
-	}
-	e := good
-	e.Sigma, e.NoiseFree = 0, true
-	if err := e.Validate(); err != nil {
-		t.Fatalf("noise-free: %v", err)
-	}
-}
-
-// TestRunInvertSummary checks the report's comparison with the CRB against its own
-// per-target outcomes.
-func TestRunInvertSummary(t *testing.T) {
-	r, err := RunInvert(context.Background(), InvertExperiment{Synthetic: SyntheticIWPC, Rows: 150, Loss: "auto", AttrType: "auto",
-		Lambda: 1e-2, Sigma: 0.05, Bias: true, UnitBall: true, Targets: 12, Trials: 6, Seed: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Targets != 12 || len(r.PerTarget) != 12 || r.Columns[0] != "vkorc1_a" || !r.Discrete || r.Loss != "lsq" {
-		t.Fatalf("report %+v", r)
-	}
-	below, ratios := 0, []float64{}
-	for _, tg := range r.PerTarget {
-		if tg.WhiteMSE < tg.CRB {
-			below++
-		}
-		if tg.CRB > 0 && !math.IsInf(tg.CRB, 0) && tg.WhiteMSE > 0 {
-			ratios = append(ratios, tg.WhiteMSE/tg.CRB)
-		}
-	}
-	if r.BelowCRB != below {
-		t.Fatalf("below CRB %d, targets say %d", r.BelowCRB, below)
-	}
-	if len(ratios) > 0 && float64(r.MedianRatio) != SpreadOf(ratios).Median {
-		t.Fatalf("median ratio %v, targets say %v", r.MedianRatio, SpreadOf(ratios).Median)
 	}
 }
 
@@ -246,7 +163,7 @@ func TestRunFILFiles(t *testing.T) {
 			above++
 		}
 	}
-	npy, err := accounting.LoadDFIL(filepath.Join(out, "glm_dfil.npy"))
+	npy, err := dfilfile.Load(filepath.Join(out, "glm_dfil.npy"))
 	if err != nil || len(npy) != len(dfil) {
 		t.Fatalf("glm_dfil.npy: %d values, %v; CSV %d", len(npy), err, len(dfil))
 	}

@@ -7,9 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dpfil/dpfil/accounting"
+	"github.com/dpfil/dpfil/internal/csvfile"
 	"github.com/dpfil/dpfil/internal/jsonfloat"
 	"github.com/dpfil/dpfil/plot"
+	dfilfile "github.com/dpfil/dpfil/train/fil"
 )
 
 // FILExperiment computes every training example's FIL of an output-perturbed GLM
@@ -96,17 +97,17 @@ func (f *Fitted) writeFIL(fil *FILResult) (*FILReport, error) {
 		if 1/fil.DFIL[k] > 1 {
 			res.BoundAbove1++
 		}
-		rows[k] = []string{strconv.Itoa(i), strconv.Itoa(int(f.Train.Y[i])), FormatFloat(fil.DFIL[k]), FormatFloat(fil.Eta[k]), FormatFloat(1 / fil.DFIL[k])}
+		rows[k] = []string{strconv.Itoa(i), strconv.Itoa(int(f.Train.Y[i])), csvfile.FormatFloat(fil.DFIL[k]), csvfile.FormatFloat(fil.Eta[k]), csvfile.FormatFloat(1 / fil.DFIL[k])}
 	}
 	path := filepath.Join(f.Setup.Out, "glm_fil.csv")
-	if err := WriteCSV(path, []string{"index", "label", "dfil", "eta", "mse_bound"}, rows); err != nil {
+	if err := csvfile.Write(path, []string{"index", "label", "dfil", "eta", "mse_bound"}, rows); err != nil {
 		return nil, err
 	}
 	res.Files = append(res.Files, path)
 	// The per-example dFIL as a run's dfil.npy (example order), for 'plot hist'
 	// (Guo et al. 2022, Fig. 2).
 	npy := filepath.Join(f.Setup.Out, "glm_dfil.npy")
-	if err := accounting.SaveDFIL(npy, fil.DFIL); err != nil {
+	if err := dfilfile.Save(npy, fil.DFIL); err != nil {
 		return nil, err
 	}
 	res.Files = append(res.Files, npy)
@@ -122,7 +123,7 @@ func (f *Fitted) writeFIL(fil *FILResult) (*FILReport, error) {
 			caps[k] = fmt.Sprintf("dFIL %.3g", fil.DFIL[pos])
 		}
 		p := filepath.Join(f.Setup.Out, part.name)
-		if err := SaveGrid(p, imgs, f.H, f.W, plot.GridOptions{Cols: 8, Title: part.title, Captions: caps}); err != nil {
+		if err := plot.SaveGrid(p, imgs, f.H, f.W, plot.GridOptions{Cols: 8, Title: part.title, Captions: caps}); err != nil {
 			return nil, err
 		}
 		res.Files = append(res.Files, p)
@@ -142,10 +143,10 @@ func (f *Fitted) attributeFIL(an *Analysis, columns string, res *FILReport) erro
 	}
 	rows := make([][]string, len(attr.Indices))
 	for k, i := range attr.Indices {
-		rows[k] = []string{strconv.Itoa(i), strconv.Itoa(int(f.Train.Y[i])), FormatFloat(attr.DFIL[k]), FormatFloat(attr.Eta[k]), FormatFloat(1 / attr.DFIL[k])}
+		rows[k] = []string{strconv.Itoa(i), strconv.Itoa(int(f.Train.Y[i])), csvfile.FormatFloat(attr.DFIL[k]), csvfile.FormatFloat(attr.Eta[k]), csvfile.FormatFloat(1 / attr.DFIL[k])}
 	}
 	p := filepath.Join(f.Setup.Out, "glm_fil_attr.csv")
-	if err := WriteCSV(p, []string{"index", "label", "dfil_attr", "eta_attr", "mse_bound_attr"}, rows); err != nil {
+	if err := csvfile.Write(p, []string{"index", "label", "dfil_attr", "eta_attr", "mse_bound_attr"}, rows); err != nil {
 		return err
 	}
 	s := SpreadOf(attr.DFIL)

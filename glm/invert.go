@@ -362,13 +362,14 @@ func (iv *Inverter) Jacobian(i int, cols []int, label bool) (*mat.Dense, error) 
 	if i < 0 || i >= iv.N {
 		return nil, fmt.Errorf("glm invert: row %d outside [0,%d)", i, iv.N)
 	}
-	if err := iv.checkCols(cols); err != nil {
+	if err := iv.CheckCols(cols); err != nil {
 		return nil, err
 	}
 	return iv.jacobianCols(i, iv.zt[i*iv.P:(i+1)*iv.P], iv.W, iv.hinv, cols, label), nil
 }
 
-func (iv *Inverter) checkCols(cols []int) error {
+// CheckCols checks that cols are distinct columns of the table, at least one.
+func (iv *Inverter) CheckCols(cols []int) error {
 	if len(cols) == 0 {
 		return errors.New("glm invert: no attribute columns")
 	}
@@ -469,3 +470,87 @@ func spectralNorm(j *mat.Dense) float64 {
 	v := es.Values(nil)
 	return math.Sqrt(math.Max(v[len(v)-1], 0))
 }
+
+// TrainMetric is the training accuracy (logistic) or mean squared error (least
+// squares) of w*, and which of the two it is.
+func (iv *Inverter) TrainMetric() (float64, string) {
+	t := iv.Table()
+	z := make([]float64, iv.P)
+	off := 0
+	if iv.Config().Bias {
+		off = 1
+		z[0] = 1
+	}
+	acc, mse := 0.0, 0.0
+	for i := 0; i < t.N; i++ {
+		iv.Preprocess().Apply(t.Row(i), z[off:])
+		m := 0.0
+		for a, v := range z {
+			m += v * iv.W[a]
+		}
+		if (m > 0) == (t.T[i] == 1) {
+			acc++
+		}
+		mse += (m - t.T[i]) * (m - t.T[i])
+	}
+	if iv.Config().Loss == Logistic {
+		return acc / float64(t.N), "accuracy"
+	}
+	return mse / float64(t.N), "mse"
+}
+
+// WithRow returns z̃ of row i with its columns cols set to v.
+func (iv *Inverter) WithRow(i int, cols []int, v []float64, dst []float64) {
+	x := append([]float64(nil), iv.tab.Row(i)...)
+	for c, col := range cols {
+		x[col] = v[c]
+	}
+	iv.features(x, dst)
+}
+
+// ResidualVariance is the black-box adversary's model statistics: s², the mean
+// squared residual of the released model on the training set (least squares; seed
+// 001 Sec. 6.4's "standard error").
+func (iv *Inverter) ResidualVariance(release []float64) float64 {
+	s := 0.0
+	for j := 0; j < iv.N; j++ {
+		d := floats.Dot(release, iv.zt[j*iv.P:(j+1)*iv.P]) - iv.tab.T[j]
+		s += d * d
+	}
+	return math.Max(s/float64(iv.N), 1e-300)
+}
+
+// Refit is the model refitted exactly on the training set with row i's features
+// replaced by zi (Newton from init): f(D with x_i changed), what the white-box
+// inversion attack compares with the release.
+func (iv *Inverter) Refit(i int, zi, init []float64) ([]float64, error) { return iv.solve(i, zi, init) }
+
+// Hessian is the Hessian of the training objective at w with row i's features zi.
+func (iv *Inverter) Hessian(i int, zi, w []float64) *mat.SymDense { return iv.hessian(i, zi, w) }
+
+// JacobianCols is the Jacobian of the refitted minimiser with respect to columns
+// cols of row i (or its label), given the inverse Hessian hinv at w.
+func (iv *Inverter) JacobianCols(i int, zi, w []float64, hinv *mat.Dense, cols []int, label bool) *mat.Dense {
+	return iv.jacobianCols(i, zi, w, hinv, cols, label)
+}
+
+// InvertSym is the inverse of the symmetric positive definite h (an error when it is
+// not).
+func InvertSym(h *mat.SymDense) (*mat.Dense, error) { return invertSym(h) }
+
+// MarginGrad is g, the gradient of the released model's margin wᵀz̃(x) with respect
+// to the columns cols of the raw row x (the margin is affine in them).
+func (iv *Inverter) MarginGrad(release []float64, cols []int) []float64 {
+	g := make([]float64, len(cols))
+	u := release[iv.off:]
+	for k, col := range cols {
+		for r := 0; r < iv.K; r++ {
+			g[k] += u[r] * iv.pre.A.At(r, col)
+		}
+	}
+	return g
+}
+
+// Derivs is the loss ℓ(m, t) at margin m and target t with its first two
+// derivatives in m.
+func (l Loss) Derivs(m, t float64) (f, d1, d2 float64) { return l.derivs(m, t) }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/dpfil/dpfil/internal/csvfile"
 )
 
 // IRFILExperiment runs IRFIL (Hannun et al. 2021, Algorithm 1) on a Setup's data.
@@ -74,14 +76,14 @@ func RunIRFIL(e IRFILExperiment) (*IRFILReport, error) {
 }
 
 func (o *IRFILReport) write(f *Fitted, res *IRFILResult) error {
-	g := FormatFloat
+	g := csvfile.FormatFloat
 	rows := make([][]string, len(res.Iterations))
 	for k, it := range res.Iterations {
 		rows[k] = []string{strconv.Itoa(it.Iter), g(it.EtaMean), g(it.EtaStd), g(it.Spread), g(it.EtaMin), g(it.EtaMax),
 			g(it.WeightMin), g(it.WeightMax), strconv.Itoa(it.Clamped), g(it.TrainAcc), g(it.TestAcc), g(it.GradNorm)}
 	}
 	p := filepath.Join(f.Setup.Out, "glm_irfil.csv")
-	if err := WriteCSV(p, []string{"iter", "eta_mean", "eta_std", "spread", "eta_min", "eta_max", "weight_min", "weight_max", "clamped", "train_accuracy", "test_accuracy", "grad_norm"}, rows); err != nil {
+	if err := csvfile.Write(p, []string{"iter", "eta_mean", "eta_std", "spread", "eta_min", "eta_max", "weight_min", "weight_max", "clamped", "train_accuracy", "test_accuracy", "grad_norm"}, rows); err != nil {
 		return err
 	}
 	o.Files = append(o.Files, p)
@@ -90,7 +92,7 @@ func (o *IRFILReport) write(f *Fitted, res *IRFILResult) error {
 		wrows[i] = []string{strconv.Itoa(i), strconv.Itoa(int(f.Train.Y[i])), g(w), g(res.Eta[i])}
 	}
 	p = filepath.Join(f.Setup.Out, "glm_irfil_weights.csv")
-	if err := WriteCSV(p, []string{"index", "label", "weight", "eta"}, wrows); err != nil {
+	if err := csvfile.Write(p, []string{"index", "label", "weight", "eta"}, wrows); err != nil {
 		return err
 	}
 	o.Files = append(o.Files, p)

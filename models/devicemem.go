@@ -185,7 +185,7 @@ func (n *Network[T]) filSqNormsDevice(params, x []T, y []int, batch int, clip Cl
 		consume: func(*workspace[T], int, int, int, int, []T) {}, // consumeChunk runs instead
 		consumeChunk: func(ws *workspace[T], s0, cs, j0, kc int) {
 			gd, dd := n.f64(&n.dev.gd, cs*kc), n.f64(&n.dev.dd, cs*kc)
-			n.tb.BlockedDotSqBatch(ws.grads[:cs*P], P, ws.tgAll[:cs*kc*P], kc*P, cs, kc, kc, blocks, gd, dd)
+			n.tb.BlockedDotSqBatch(ws.grads[:cs*P], P, ws.tgAll[:cs*kc*P], cs, kc, kc, blocks, gd, dd)
 			// Directions past a sample's coordinates are zero rows: they add 0.
 			n.dm.ClippedTangentSqNorms(clip, cs, kc, gg[s0:s0+cs], gd, dd, fo[s0:s0+cs])
 		},
@@ -210,11 +210,26 @@ type DeviceCounts struct {
 	Allocs     int64 `json:"allocs"`        // allocations
 	AllocBytes int64 `json:"alloc_bytes"`   // bytes allocated (device and managed)
 	Managed    int64 `json:"managed_bytes"` // of which managed memory
+	// Graph work: the counts above include what each graph launch queued.
+	GraphLaunches int64 `json:"graph_launches"` // CUDA graph launches
+	Captures      int64 `json:"captures"`       // graphs captured
+	// HostCalls are the driver calls that queue work or wait (a graph launch is one),
+	// i.e. what the host pays per step.
+	HostCalls int64 `json:"host_calls"`
+}
+
+// Add returns c + o.
+func (c DeviceCounts) Add(o DeviceCounts) DeviceCounts {
+	return DeviceCounts{c.HtoDBytes + o.HtoDBytes, c.DtoHBytes + o.DtoHBytes, c.DtoDBytes + o.DtoDBytes,
+		c.HtoDCopies + o.HtoDCopies, c.DtoHCopies + o.DtoHCopies, c.Syncs + o.Syncs, c.Launches + o.Launches,
+		c.Gemms + o.Gemms, c.Memsets + o.Memsets, c.Allocs + o.Allocs, c.AllocBytes + o.AllocBytes, c.Managed + o.Managed,
+		c.GraphLaunches + o.GraphLaunches, c.Captures + o.Captures, c.HostCalls + o.HostCalls}
 }
 
 // Sub returns c − o (the counts of an interval).
 func (c DeviceCounts) Sub(o DeviceCounts) DeviceCounts {
 	return DeviceCounts{c.HtoDBytes - o.HtoDBytes, c.DtoHBytes - o.DtoHBytes, c.DtoDBytes - o.DtoDBytes,
 		c.HtoDCopies - o.HtoDCopies, c.DtoHCopies - o.DtoHCopies, c.Syncs - o.Syncs, c.Launches - o.Launches,
-		c.Gemms - o.Gemms, c.Memsets - o.Memsets, c.Allocs - o.Allocs, c.AllocBytes - o.AllocBytes, c.Managed - o.Managed}
+		c.Gemms - o.Gemms, c.Memsets - o.Memsets, c.Allocs - o.Allocs, c.AllocBytes - o.AllocBytes, c.Managed - o.Managed,
+		c.GraphLaunches - o.GraphLaunches, c.Captures - o.Captures, c.HostCalls - o.HostCalls}
 }

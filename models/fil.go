@@ -152,7 +152,7 @@ func (n *Network[T]) FILSqNorms(params, x []T, y []int, batch int, clip Clip, co
 			if len(gdBuf) < cs*kc {
 				gdBuf, ddBuf = make([]float64, cs*kc), make([]float64, cs*kc)
 			}
-			n.tb.BlockedDotSqBatch(ws.grads[:cs*P], P, ws.tgAll[:cs*kc*P], kc*P, cs, kc, kc, blocks, gdBuf, ddBuf)
+			n.tb.BlockedDotSqBatch(ws.grads[:cs*P], P, ws.tgAll[:cs*kc*P], cs, kc, kc, blocks, gdBuf, ddBuf)
 			for sl := 0; sl < cs; sl++ {
 				s := s0 + sl
 				var acc float64

@@ -387,28 +387,25 @@ func (c *convOps[T]) gradTangentsFIL(n *Network[T], ws *workspace[T], i, s, kc i
 }
 
 func (c *convOps[T]) gradTangentsAll(n *Network[T], ws *workspace[T], i, cs, kc int, first bool) {
-	P := n.p
 	rows := cs * kc
-	sS := kc * P // one sample's gradient tangents
-	tg := ws.tgAll[:rows*P]
+	tg := ws.tgAll[:rows*n.p]
 	tD := ws.tdlt[i+1][:rows*c.outN]
 	D := ws.dlt[i+1][:cs*c.outN]
-	gw := tg[kc*c.wOff:]
+	gw := tg[rows*c.wOff:] // row r's weight tangent at r·nW (tensor-major layout)
 	g := c.g
 	ckk, hwo, oc := g.CKK(), g.HWo(), c.out.C
-	n.gemmBatched(false, true, kc*oc, ckk, hwo, 1, tD, hwo, kc*c.outN, ws.cols[i], c.colLD(n, cs), hwo, 0, gw, ckk, sS, cs)
+	// Ḋ·colᵀ: per sample, its kc directions' Ḋ rows against its patches.
+	n.gemmBatched(false, true, kc*oc, ckk, hwo, 1, tD, hwo, kc*c.outN, ws.cols[i], c.colLD(n, cs), hwo, 0, gw, ckk, kc*c.nW, cs)
 	if first {
-		n.tb.SparseConvGradScatterRows(g, oc, rows, kc, ws.spIdx[:rows], ws.spVal[:rows], D, c.outN, gw, c.nW, sS)
-	} else if cs <= kc {
-		for s := 0; s < cs; s++ {
-			n.gemmBatched(false, true, oc, ckk, hwo, 1, D[s*c.outN:], hwo, 0, ws.tcols[i][s*kc*hwo:], c.colLD(n, rows), hwo, 1, gw[s*sS:], ckk, c.nW, kc)
-		}
+		n.tb.SparseConvGradScatterRows(g, oc, rows, kc, ws.spIdx[:rows], ws.spVal[:rows], D, c.outN, gw, c.nW, kc*c.nW)
 	} else {
-		for j := 0; j < kc; j++ {
-			n.gemmBatched(false, true, oc, ckk, hwo, 1, D, hwo, c.outN, ws.tcols[i][j*hwo:], c.colLD(n, rows), kc*hwo, 1, gw[j*c.nW:], ckk, sS, cs)
-		}
+		// D·ċolᵀ: per row, the sample's D (repeated per direction) against the row's
+		// tangent patches.
+		Dr := ws.drep[:rows*c.outN]
+		n.tb.RepeatRows(rows, kc, c.outN, D, Dr)
+		n.gemmBatched(false, true, oc, ckk, hwo, 1, Dr, hwo, c.outN, ws.tcols[i], c.colLD(n, rows), hwo, 1, gw, ckk, c.nW, rows)
 	}
-	n.tb.RowSumsBlocked(rows, kc, oc, hwo, tD, c.outN, tg[kc*c.bOff:], c.nB, sS)
+	n.tb.RowSumsBlocked(rows, rows, oc, hwo, tD, c.outN, tg[rows*c.bOff:], c.nB, 0)
 }
 
 // colPad is the number of values added to the row stride of a column-major patch

@@ -228,26 +228,23 @@ func (d *denseOps[T]) gradTangents(n *Network[T], ws *workspace[T], i, s, cs, kc
 }
 
 func (d *denseOps[T]) gradTangentsAll(n *Network[T], ws *workspace[T], i, cs, kc int, first bool) {
-	P := n.p
 	rows := cs * kc
-	sS := kc * P
-	tg := ws.tgAll[:rows*P]
+	tg := ws.tgAll[:rows*n.p]
 	tD := ws.tdlt[i+1][:rows*d.outN]
 	D := ws.dlt[i+1][:cs*d.outN]
-	gw := tg[kc*d.wOff:]
-	n.gemmBatched(false, false, kc*d.outN, d.inN, 1, 1, tD, 1, kc*d.outN, ws.acts[i], d.inN, d.inN, 0, gw, d.inN, sS, cs)
+	gw := tg[rows*d.wOff:] // row r's weight tangent at r·nW (tensor-major layout)
+	// Ḋ ⊗ a: per sample, its kc directions' Ḋ rows against its input.
+	n.gemmBatched(false, false, kc*d.outN, d.inN, 1, 1, tD, 1, kc*d.outN, ws.acts[i], d.inN, d.inN, 0, gw, d.inN, kc*d.nW, cs)
 	if first {
-		n.tb.SparseDenseGradScatterRows(d.inN, d.outN, rows, kc, ws.spIdx[:rows], ws.spVal[:rows], D, d.outN, gw, d.nW, sS)
-	} else if cs <= kc {
-		for s := 0; s < cs; s++ {
-			n.gemmBatched(false, false, d.outN, d.inN, 1, 1, D[s*d.outN:], 1, 0, ws.tacts[i][s*kc*d.inN:], d.inN, d.inN, 1, gw[s*sS:], d.inN, d.nW, kc)
-		}
+		n.tb.SparseDenseGradScatterRows(d.inN, d.outN, rows, kc, ws.spIdx[:rows], ws.spVal[:rows], D, d.outN, gw, d.nW, kc*d.nW)
 	} else {
-		for j := 0; j < kc; j++ {
-			n.gemmBatched(false, false, d.outN, d.inN, 1, 1, D, 1, d.outN, ws.tacts[i][j*d.inN:], d.inN, kc*d.inN, 1, gw[j*d.nW:], d.inN, sS, cs)
-		}
+		// D ⊗ ȧ: per row, the sample's D (repeated per direction) against the row's
+		// input tangent.
+		Dr := ws.drep[:rows*d.outN]
+		n.tb.RepeatRows(rows, kc, d.outN, D, Dr)
+		n.gemmBatched(false, false, d.outN, d.inN, 1, 1, Dr, 1, d.outN, ws.tacts[i], d.inN, d.inN, 1, gw, d.inN, d.nW, rows)
 	}
-	n.tb.RowSumsBlocked(rows, kc, d.outN, 1, tD, d.outN, tg[kc*d.bOff:], d.nB, sS)
+	n.tb.RowSumsBlocked(rows, rows, d.outN, 1, tD, d.outN, tg[rows*d.bOff:], d.nB, 0)
 }
 
 // minDenseTBatch is the smallest batch for which a first-order pass of one-sample

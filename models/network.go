@@ -201,6 +201,7 @@ type workspace[T Float] struct {
 	tg       []T       // kc×P gradient tangents of one sample
 	tp       []T       // cs·kc×P parameter tangents (only when pt)
 	tgAll    []T       // cs·kc×P gradient tangents of a whole chunk (only with TangentBatcher)
+	drep     []T       // cs·kc rows of the widest parameter layer's output (only with TangentBatcher)
 	prob     []float64 // Classes softmax probabilities
 	// win (4 per tangent row) and winD1 (f'(x) of one sample): the windowed
 	// tangent forward (tangent_window.go).
@@ -231,6 +232,17 @@ func (n *Network[T]) actFloats() int {
 		s += l.outN
 	}
 	return s
+}
+
+// maxParamOut is the largest output (values per sample) of a layer with parameters.
+func (n *Network[T]) maxParamOut() int {
+	m := 0
+	for _, l := range n.layers {
+		if l.pl != nil {
+			m = max(m, l.outN)
+		}
+	}
+	return m
 }
 
 // convFloats returns, per sample or tangent row, the total patch-matrix size over
@@ -267,7 +279,7 @@ const firstOrderCacheFloats = 1 << 19
 // so results do not depend on the number of workers.
 func (n *Network[T]) chunkSizes(batch, k int, pt bool) (cs, kc int) {
 	if ch, ok := n.be.(Chunker); ok {
-		return n.deviceChunkSizes(ch.ChunkBudget(), batch, k, pt)
+		return n.deviceChunkSizes(ch, batch, k, pt)
 	}
 	act := n.actFloats()
 	colT, maxCol, maxOut := n.convFloats()
@@ -350,33 +362,61 @@ type RowSqNormer[T Float] interface {
 type Chunker interface {
 	// ChunkBudget is the number of values one chunk's buffers may hold.
 	ChunkBudget() int
+	// ChunkBufferCap is the most values one layer buffer of a chunk (activations,
+	// deltas, patch matrices, their tangents) may hold, 0 for no limit: a device's
+	// kernels may count a buffer's elements in 32 bits. The chunk's gradient
+	// tangents (TangentBatcher) are exempt: only strided GEMMs and reductions with
+	// 64-bit offsets touch them.
+	ChunkBufferCap() int
+}
+
+// maxRowBuffer is the largest layer buffer per sample or tangent row: the input, a
+// layer's output (or delta), a patch matrix or an output-layout scratch.
+func (n *Network[T]) maxRowBuffer() int {
+	_, maxCol, maxOut := n.convFloats()
+	m := max(n.d, maxCol, maxOut)
+	for _, l := range n.layers {
+		m = max(m, l.outN)
+	}
+	return m
 }
 
 // deviceChunkSizes is chunkSizes for a Chunker backend: as many samples per chunk,
-// and as many tangent directions per pass, as the budget holds.
-func (n *Network[T]) deviceChunkSizes(budget, batch, k int, pt bool) (cs, kc int) {
+// and as many tangent directions per pass, as the budget holds, with no layer buffer
+// above the buffer cap.
+func (n *Network[T]) deviceChunkSizes(ch Chunker, batch, k int, pt bool) (cs, kc int) {
+	budget := ch.ChunkBudget()
+	maxRows := math.MaxInt
+	if c := ch.ChunkBufferCap(); c > 0 {
+		maxRows = max(1, c/n.maxRowBuffer())
+	}
 	act := n.actFloats()
 	colT, maxCol, maxOut := n.convFloats()
 	first := 2*act + colT + maxCol + maxOut + n.p + 1
-	cs = max(1, min(budget/first, batch))
 	if k == 0 {
-		return cs, 0
+		return balancedChunk(batch, min(budget/first, maxRows)), 0
 	}
 	row := 2*act + colT + maxCol + maxOut + 2
 	if pt {
 		row += n.p
 	}
 	if n.tb != nil {
-		row += n.p // the chunk's gradient tangents (ws.tgAll)
+		row += n.p + n.maxParamOut() // the chunk's gradient tangents (ws.tgAll, ws.drep)
 	}
-	for {
-		kc = (budget - cs*first) / (cs*row + n.p)
-		if kc >= k || cs == 1 {
-			break
-		}
-		cs /= 2
+	// All k directions in one pass when a sample's fit: the most samples that hold
+	// them, then chunks of equal size.
+	if most := min((budget-k*n.p)/(first+k*row), maxRows/k); most >= 1 {
+		return balancedChunk(batch, most), k
 	}
-	return cs, max(1, min(kc, k))
+	return 1, max(1, min((budget-first)/(row+n.p), maxRows, k))
+}
+
+// balancedChunk returns the chunk size that splits batch into the fewest chunks of at
+// most most samples, as equal as they can be.
+func balancedChunk(batch, most int) int {
+	most = max(1, min(most, batch))
+	chunks := (batch + most - 1) / most
+	return (batch + chunks - 1) / chunks
 }
 
 // workspaceFor returns worker w's workspace, grown to hold cs samples for the
@@ -418,6 +458,7 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 		}
 		if n.tb != nil {
 			ws.tgAll = be.Alloc(rows * n.p)
+			ws.drep = be.Alloc(rows * n.maxParamOut())
 		}
 	}
 	colsPad, scratchPad := n.convPads()

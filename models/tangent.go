@@ -38,7 +38,8 @@ type tangentRun[T Float] struct {
 	consume tangentConsumer[T]
 	// consumeChunk, when set and the backend batches tangents (TangentBatcher), is
 	// called once per chunk and pass instead of consume per sample, with every
-	// sample's gradient tangents in ws.tgAll (sample s at s·kc·P, blocked as ws.tg).
+	// sample's gradient tangents in ws.tgAll (the tensor-major layout of
+	// gradTangentsAll).
 	consumeChunk func(ws *workspace[T], s0, cs, j0, kc int)
 }
 
@@ -241,17 +242,24 @@ type TangentBatcher[T Float] interface {
 	// SparseDenseGradScatterRows is the same for a dense layer.
 	SparseDenseGradScatterRows(inN, outN, rows, kd int, idx []int, val, D []T, dStride int, gw []T, nW, gStride int)
 	// BlockedDotSqBatch writes, for cs samples and each direction j < nj of their
-	// blocked gradient tangents (kc directions; see gradTangentAt),
-	//   gd[s·nj + j] = Σ_t ⟨g_s[o_t : o_t+z_t], tg_s[kc·o_t + j·z_t :][:z_t]⟩ and
-	//   dd[s·nj + j] = Σ_t ‖tg_s[kc·o_t + j·z_t :][:z_t]‖²,
-	// accumulated in float64, with g_s = g[s·P:], tg_s = tg[s·tgStride:] and the
-	// parameter tensors t given as blocks = (o_0, z_0, o_1, z_1, …).
-	BlockedDotSqBatch(g []T, P int, tg []T, tgStride, cs, kc, nj int, blocks []int, gd, dd []float64)
+	// gradient tangents (kc directions; rows r = s·kc + j of tg in the chunk's
+	// tensor-major layout, see gradTangentsAll),
+	//   gd[s·nj + j] = Σ_t ⟨g_s[o_t : o_t+z_t], tg[cs·kc·o_t + r·z_t :][:z_t]⟩ and
+	//   dd[s·nj + j] = Σ_t ‖tg[cs·kc·o_t + r·z_t :][:z_t]‖²,
+	// accumulated in float64, with g_s = g[s·P:] and the parameter tensors t given
+	// as blocks = (o_0, z_0, o_1, z_1, …).
+	BlockedDotSqBatch(g []T, P int, tg []T, cs, kc, nj int, blocks []int, gd, dd []float64)
+	// RepeatRows writes dst[r·n:(r+1)·n] = src[(r/kd)·n:][:n] for r < rows: a
+	// sample's row once per tangent direction, so that a strided-batched GEMM over
+	// the rows reads it at a fixed stride.
+	RepeatRows(rows, kd, n int, src, dst []T)
 }
 
 // gradTangentsAll writes the kc gradient tangents of every sample of the chunk to
-// ws.tgAll (sample s at s·kc·P, each in gradTangents' blocked layout) with batched
-// device calls: the same terms as gradTangents, for all samples at once.
+// ws.tgAll with batched device calls, a fixed number per layer whatever cs and kc:
+// the same terms as gradTangents, for all rows r = s·kc + j at once, in the chunk's
+// tensor-major layout — parameter tensor t (offset o_t, size z_t) of row r at
+// cs·kc·o_t + r·z_t, so that every per-row operand lies at a fixed stride.
 func (n *Network[T]) gradTangentsAll(ws *workspace[T], cs, kc int, sparse bool) {
 	for i := range n.layers {
 		if l := &n.layers[i]; l.pl != nil {

@@ -1,19 +1,12 @@
-// Package plot draws dpfil's figures with gonum/plot, those of Guo, Karrer, Chaudhuri
-// and van der Maaten (2022), "Bounding training data reconstruction in private (deep)
-// learning" (ICML), and of Hayes, Mahloujifar and Balle (2023), "Bounding training
-// data reconstruction in DP-SGD" (NeurIPS):
+// Package plot holds dpfil's drawing primitives, built on gonum/plot and importable
+// by any package (it imports no other dpfil package): exact-label decade and
+// linear tick markers (DecadeTicks, LinearTicks), the framed inset legend that
+// avoids the data (InsetLegend), histograms (Histogram, Guo et al. 2022 Fig. 2),
+// log-log scatter plots with y = x (Scatter, Fig. 3), labelled image grids
+// (ImageGrid, SaveGrid; Fig. 4 and 6), and writing a figure at an exact pixel size
+// (PNG) or the matching point size (SVG, PDF at 96 px per inch: Render, Save,
+// SavePNG).
 //
-//   - Pareto: test accuracy against the MSE lower bounds of a sweep, with Pareto
-//     frontiers (Guo et al. Fig. 5);
-//   - Histogram: per-sample dFIL or MSE bound 1/dFIL over the training set (Fig. 2);
-//   - Scatter: the MSE bound predicted by dFIL against the MSE an attack realised,
-//     log-log with y = x (Fig. 3);
-//   - ImageGrid: training samples or reconstructions (Fig. 4 and 6);
-//   - Attack: attack success with confidence intervals and the ReRo bounds against
-//     ε, the prior size K or the sampling rate q (Hayes et al. Fig. 2, 3 and 5).
-//
-// WritePareto, WriteHist, WriteScatter and WriteImages read their inputs (sweep
-// results, a run's dfil.npy, a CSV file, a dataset), draw and write the figure, and
-// return a typed report; they are what 'dpfil plot' runs. Every figure is written at
-// an exact pixel size (PNG) or the matching point size (SVG, PDF at 96 px per inch).
+// The figures that read dpfil's result files (sweep results, a run's dfil.npy, an
+// attack sweep) are package plot/figures, which sits above sweep and attack.
 package plot

@@ -1,6 +1,7 @@
 package plot
 
 import (
+	"cmp"
 	"fmt"
 	"image"
 	"image/color"
@@ -192,4 +193,17 @@ func MissingGlyphs(s string) []rune {
 		}
 	}
 	return out
+}
+
+// SaveGrid writes grey-scale h×w images as a PNG grid laid out and labelled by opt
+// (opt.Cols per row, title, row labels, captions), each pixel drawn 3×3 unless
+// opt.Scale says otherwise (NaN pixels show mid-grey).
+func SaveGrid(path string, imgs [][]float32, h, w int, opt GridOptions) error {
+	opt.Scale = cmp.Or(opt.Scale, 3)
+	opt.Pad = cmp.Or(opt.Pad, 1)
+	img, err := ImageGrid(imgs, 1, h, w, opt)
+	if err != nil {
+		return err
+	}
+	return SavePNG(path, img)
 }

@@ -3,13 +3,10 @@ package plot
 import (
 	"image"
 	"math"
-	"path/filepath"
 	"strconv"
 	"testing"
 
-	"github.com/dpfil/dpfil/sweep"
 	gplot "gonum.org/v1/plot"
-	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 )
@@ -31,7 +28,7 @@ func TestLinearTicks(t *testing.T) {
 		{1000, 60000},
 		{99.2, 99.25},
 	} {
-		ticks := linearTicks{Labels: 4}.Ticks(r[0], r[1])
+		ticks := LinearTicks{Labels: 4}.Ticks(r[0], r[1])
 		var vals []float64
 		for _, tk := range ticks {
 			if tk.Value < r[0]-1e-12*math.Abs(r[0]) || tk.Value > r[1]+1e-12*math.Abs(r[1]) {
@@ -84,65 +81,6 @@ func slicesContainsNear(xs []float64, v float64) bool {
 		}
 	}
 	return false
-}
-
-// TestParetoLegendLayout draws the Fig. 5 plot of docs/img from its recorded
-// results and checks where the legend went: inside the data area, clear of the
-// title band, and over no data point.
-func TestParetoLegendLayout(t *testing.T) {
-	for _, files := range [][]string{
-		{"fig5-full-mnist.results.jsonl", "fig5-full-mnist-pilot.results.jsonl"},
-		{"fig5-reduced-mnist.results.jsonl"},
-		{"fig5-reduced-mnist-poisson.results.jsonl"},
-	} {
-		var recs []sweep.Record
-		for _, f := range files {
-			rs, _, err := sweep.ReadResults(filepath.Join("..", "docs", "img", f))
-			if err != nil {
-				t.Fatal(err)
-			}
-			recs = append(recs, rs...)
-		}
-		f := files[0]
-		series, err := ParetoData(recs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, size := range [][2]int{{800, 600}, {600, 450}, {1200, 500}} {
-			p, legend, err := pareto(series, ParetoOptions{Title: "Fig. 5 on the full MNIST (60 000 digits, T = 1000)", AccuracyPercent: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := vgimg.NewWith(vgimg.UseImage(image.NewRGBA(image.Rect(0, 0, size[0], size[1]))), vgimg.UseDPI(DPI))
-			dc := draw.New(c)
-			p.Draw(dc)
-			title := p.Title.TextStyle.Rectangle(p.Title.Text)
-			titleBottom := dc.Max.Y - title.Size().Y - p.Title.Padding
-			data := p.DataCanvas(dc)
-			r := legend.Rect
-			if r.Max.Y >= titleBottom {
-				t.Errorf("%s %v: legend top %v reaches the title band (from %v)", f, size, r.Max.Y, titleBottom)
-			}
-			if r.Min.X < data.Min.X || r.Max.X > data.Max.X || r.Min.Y < data.Min.Y || r.Max.Y > data.Max.Y {
-				t.Errorf("%s %v: legend %v outside the data area %v", f, size, r, data.Rectangle)
-			}
-			trX, trY := p.Transforms(&data)
-			for _, s := range series {
-				for _, q := range s.Points {
-					x, y := trX(100*q.Accuracy), trY(q.Bound)
-					if x >= r.Min.X && x <= r.Max.X && y >= r.Min.Y && y <= r.Max.Y {
-						t.Errorf("%s %v: legend covers the %s point (%v, %v)", f, size, s.Key, q.Accuracy, q.Bound)
-					}
-				}
-			}
-			if n := labelled(p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max)); n < 4 {
-				t.Errorf("%s %v: %d labelled x ticks", f, size, n)
-			}
-			if r.Size().X < vg.Points(50) || r.Size().Y < vg.Points(40) {
-				t.Errorf("%s %v: legend box %v too small for four entries", f, size, r.Size())
-			}
-		}
-	}
 }
 
 // TestScatterLegendLayout: the scatter's legend (bound holds / violated, y = x) sits

@@ -9,20 +9,20 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// insetLegend is a plotter that draws a legend inside the data area, framed on a
+// InsetLegend is a plotter that draws a legend inside the data area, framed on a
 // white background, in the first corner (top right, top left, bottom right, bottom
 // left) whose box covers none of the points and lines it was told to avoid (the
 // corner covering the fewest when none is free). Inside the data area it can never
 // reach the title band, which gonum's own legend, drawn against the top edge of the
 // area below the title, visibly touches.
-type insetLegend struct {
+type InsetLegend struct {
 	gplot.Legend
 	avoid [][2]float64 // data coordinates to keep clear
 	// Rect is where the box went at the last Plot call (for tests).
 	Rect vg.Rectangle
 }
 
-var _ gplot.Plotter = (*insetLegend)(nil)
+var _ gplot.Plotter = (*InsetLegend)(nil)
 
 // legendInset is the gap between the box and the data area's edges; legendPad the
 // gap between the box's frame and its entries.
@@ -31,16 +31,21 @@ const (
 	legendPad   = vg.Length(4)
 )
 
-func newInsetLegend() *insetLegend {
-	l := &insetLegend{Legend: gplot.NewLegend()}
+// NewInsetLegend returns an empty inset legend (icons first, 10 pt text); add
+// entries with Add and the places to keep clear with Avoid and AvoidLine.
+func NewInsetLegend() *InsetLegend {
+	l := &InsetLegend{Legend: gplot.NewLegend()}
 	l.Top, l.Left = true, true // icons first, text after them
 	l.TextStyle.Font.Size = vg.Points(10)
 	return l
 }
 
-// avoidLine adds points along the polyline pts (data coordinates) to the places the
+// Avoid adds data points (x, y) to the places the box keeps clear.
+func (l *InsetLegend) Avoid(pts ...[2]float64) { l.avoid = append(l.avoid, pts...) }
+
+// AvoidLine adds points along the polyline pts (data coordinates) to the places the
 // box keeps clear.
-func (l *insetLegend) avoidLine(pts [][2]float64, log bool) {
+func (l *InsetLegend) AvoidLine(pts [][2]float64, log bool) {
 	l.avoid = append(l.avoid, pts...)
 	for i := 1; i < len(pts); i++ {
 		a, b := pts[i-1], pts[i]
@@ -56,13 +61,13 @@ func (l *insetLegend) avoidLine(pts [][2]float64, log bool) {
 }
 
 // size is the box's width and height.
-func (l *insetLegend) size(c draw.Canvas) (w, h vg.Length) {
+func (l *InsetLegend) size(c draw.Canvas) (w, h vg.Length) {
 	r := l.Legend.Rectangle(c)
 	return r.Max.X - r.Min.X + 3*legendPad, r.Max.Y - r.Min.Y + 2*legendPad // text needs a little more on the right
 }
 
 // Plot implements gplot.Plotter.
-func (l *insetLegend) Plot(c draw.Canvas, p *gplot.Plot) {
+func (l *InsetLegend) Plot(c draw.Canvas, p *gplot.Plot) {
 	w, h := l.size(c)
 	trX, trY := p.Transforms(&c)
 	var pix []vg.Point

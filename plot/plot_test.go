@@ -1,187 +1,13 @@
 package plot
 
 import (
-	"bytes"
-	"encoding/json"
-	"encoding/xml"
-	"fmt"
-	"image/png"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/dpfil/dpfil/sweep"
 )
-
-func record(i int, m map[string]float64) sweep.Record {
-	res, _ := json.Marshal(m)
-	return sweep.Record{Hash: fmt.Sprintf("h%02d", i), Index: i, Config: json.RawMessage(`{}`), Result: res}
-}
-
-// syntheticRecords mimics a sweep: accuracy grows, bounds shrink with training.
-func syntheticRecords(n int, seed uint64) []sweep.Record {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	var recs []sweep.Record
-	for i := 0; i < n; i++ {
-		acc := 0.5 + 0.49*rng.Float64()
-		rdp := math.Pow(10, -4*acc+rng.NormFloat64()*0.3)
-		recs = append(recs, record(i, map[string]float64{
-			"test_accuracy": acc, "mse_bound_rdp": rdp,
-			"mse_bound_fil_max": rdp * 20 * (1 + rng.Float64()), "mse_bound_fil_median": rdp * 500,
-		}))
-	}
-	return recs
-}
-
-func TestParetoDataMatchesFrontier(t *testing.T) {
-	recs := syntheticRecords(60, 7)
-	// Records a log axis cannot show: FIL off (bound 0), NaN, Inf.
-	recs = append(recs,
-		record(60, map[string]float64{"test_accuracy": 0.99, "mse_bound_rdp": 0.5}),
-		record(61, map[string]float64{"test_accuracy": 0.98, "mse_bound_rdp": -1, "mse_bound_fil_max": 1, "mse_bound_fil_median": 2}),
-	)
-	series, err := ParetoData(recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(series) != 3 {
-		t.Fatalf("%d series", len(series))
-	}
-	wantDropped := map[string]int{"mse_bound_rdp": 1, "mse_bound_fil_max": 1, "mse_bound_fil_median": 1}
-	for _, s := range series {
-		if s.Dropped != wantDropped[s.Key] || len(s.Points) != len(recs)-s.Dropped {
-			t.Fatalf("%s: %d points, %d dropped", s.Key, len(s.Points), s.Dropped)
-		}
-		// Independent reference: Frontier on points built directly from the records.
-		var pts []sweep.Point
-		for i, r := range recs {
-			var m map[string]float64
-			json.Unmarshal(r.Result, &m)
-			if b := m[s.Key]; b > 0 {
-				pts = append(pts, sweep.Point{Index: i, Accuracy: m["test_accuracy"], Bound: b})
-			}
-		}
-		want, _ := sweep.Frontier(pts)
-		if !reflect.DeepEqual(s.Frontier, want) || len(want) == 0 {
-			t.Fatalf("%s frontier %v, want %v", s.Key, s.Frontier, want)
-		}
-	}
-}
-
-func TestRenderSizes(t *testing.T) {
-	series, err := ParetoData(syntheticRecords(30, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Pareto(series, ParetoOptions{Title: "test", AccuracyPercent: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, sz := range [][2]int{{640, 480}, {333, 211}, {1200, 900}} {
-		b, err := Render(p, "png", sz[0], sz[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		img, err := png.Decode(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := img.Bounds().Size(); got.X != sz[0] || got.Y != sz[1] {
-			t.Fatalf("PNG %v, want %v", got, sz)
-		}
-		// Something was drawn: not every pixel is the background.
-		colours := map[uint32]bool{}
-		for y := 0; y < sz[1]; y += 3 {
-			for x := 0; x < sz[0]; x += 3 {
-				r, g, b, _ := img.At(x, y).RGBA()
-				colours[r<<16|g<<8|b] = true
-			}
-		}
-		if len(colours) < 5 {
-			t.Fatalf("PNG looks blank (%d colours)", len(colours))
-		}
-
-		b, err = Render(p, "svg", sz[0], sz[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		var root struct {
-			XMLName xml.Name
-			Width   string `xml:"width,attr"`
-			Height  string `xml:"height,attr"`
-		}
-		if err := xml.Unmarshal(b, &root); err != nil {
-			t.Fatalf("SVG does not parse: %v", err)
-		}
-		w, _ := strconv.ParseFloat(strings.TrimSuffix(root.Width, "pt"), 64)
-		h, _ := strconv.ParseFloat(strings.TrimSuffix(root.Height, "pt"), 64)
-		if root.XMLName.Local != "svg" || math.Abs(w-float64(sz[0])*0.75) > 0.01 || math.Abs(h-float64(sz[1])*0.75) > 0.01 {
-			t.Fatalf("SVG %s %s×%s, want %g×%g pt", root.XMLName.Local, root.Width, root.Height, float64(sz[0])*0.75, float64(sz[1])*0.75)
-		}
-	}
-	b, err := Render(p, "pdf", 400, 300)
-	if err != nil || !bytes.HasPrefix(b, []byte("%PDF")) {
-		t.Fatalf("PDF: %v, %q", err, b[:min(8, len(b))])
-	}
-	for _, bad := range [][2]int{{0, 100}, {100, 5}, {100000, 100}} {
-		if _, err := Render(p, "png", bad[0], bad[1]); err == nil {
-			t.Fatalf("size %v: want error", bad)
-		}
-	}
-	if _, err := Render(p, "gif", 100, 100); err == nil {
-		t.Fatal("gif: want error")
-	}
-}
-
-func TestSave(t *testing.T) {
-	series, _ := ParetoData(syntheticRecords(10, 2))
-	p, err := Pareto(series, ParetoOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "sub", "f.png")
-	if err := Save(p, path, 300, 200); err != nil {
-		t.Fatal(err)
-	}
-	f, _ := os.Open(path)
-	defer f.Close()
-	cfg, err := png.DecodeConfig(f)
-	if err != nil || cfg.Width != 300 || cfg.Height != 200 {
-		t.Fatalf("saved PNG %v %v", cfg, err)
-	}
-	if err := Save(p, filepath.Join(dir, "f.txt"), 300, 200); err == nil {
-		t.Fatal(".txt: want error")
-	}
-	entries, _ := os.ReadDir(filepath.Join(dir, "sub"))
-	if len(entries) != 1 {
-		t.Fatalf("temporary files left behind: %v", entries)
-	}
-}
-
-func TestParetoNoPoints(t *testing.T) {
-	series, err := ParetoData([]sweep.Record{record(0, map[string]float64{"test_accuracy": 0.9})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Pareto(series, ParetoOptions{}); err == nil {
-		t.Fatal("no drawable points: want error")
-	}
-	// One point per series is fine (degenerate x range).
-	series, _ = ParetoData([]sweep.Record{record(0, map[string]float64{"test_accuracy": 0.9, "mse_bound_rdp": 3})})
-	p, err := Pareto(series, ParetoOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Render(p, "png", 200, 150); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func TestHistogramCounts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
@@ -334,19 +160,6 @@ func TestImageGrid(t *testing.T) {
 	}
 }
 
-func BenchmarkRenderParetoPNG(b *testing.B) {
-	series, _ := ParetoData(syntheticRecords(432, 3))
-	p, err := Pareto(series, ParetoOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := 0; i < b.N; i++ {
-		if _, err := Render(p, "png", 800, 600); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 func TestDecadeTicks(t *testing.T) {
 	tests := []struct {
 		min, max float64
@@ -367,7 +180,7 @@ func TestDecadeTicks(t *testing.T) {
 	for _, tc := range tests {
 		var labels []string
 		minor := 0
-		for _, tk := range (decadeTicks{}).Ticks(tc.min, tc.max) {
+		for _, tk := range (DecadeTicks{}).Ticks(tc.min, tc.max) {
 			if tk.Value < tc.min || tk.Value > tc.max {
 				t.Fatalf("[%g, %g]: tick %g outside the range", tc.min, tc.max, tk.Value)
 			}
@@ -384,7 +197,7 @@ func TestDecadeTicks(t *testing.T) {
 			t.Errorf("[%g, %g]: labels %v (%d minor), want %v (%d minor)", tc.min, tc.max, labels, minor, tc.labels, tc.minor)
 		}
 	}
-	if ts := (decadeTicks{}).Ticks(0, 1); ts != nil {
+	if ts := (DecadeTicks{}).Ticks(0, 1); ts != nil {
 		t.Fatalf("non-positive range: %v", ts)
 	}
 }

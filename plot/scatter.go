@@ -87,7 +87,7 @@ func Scatter(x, y []float64, opt ScatterOptions) (*gplot.Plot, ScatterStats, err
 }
 
 // scatter is Scatter, also returning the legend (which records where it was drawn).
-func scatter(x, y []float64, opt ScatterOptions) (*gplot.Plot, *insetLegend, ScatterStats, error) {
+func scatter(x, y []float64, opt ScatterOptions) (*gplot.Plot, *InsetLegend, ScatterStats, error) {
 	var st ScatterStats
 	if len(x) != len(y) {
 		return nil, nil, st, fmt.Errorf("scatter: %d x values but %d y values", len(x), len(y))
@@ -116,13 +116,13 @@ func scatter(x, y []float64, opt ScatterOptions) (*gplot.Plot, *insetLegend, Sca
 	p.Title.Text = opt.Title
 	p.X.Label.Text, p.Y.Label.Text = opt.XLabel, opt.YLabel
 	if opt.LogX {
-		p.X.Scale, p.X.Tick.Marker = gplot.LogScale{}, decadeTicks{}
+		p.X.Scale, p.X.Tick.Marker = gplot.LogScale{}, DecadeTicks{}
 	}
 	if opt.LogY {
-		p.Y.Scale, p.Y.Tick.Marker = gplot.LogScale{}, decadeTicks{}
+		p.Y.Scale, p.Y.Tick.Marker = gplot.LogScale{}, DecadeTicks{}
 	}
 	p.Add(plotter.NewGrid())
-	legend := newInsetLegend() // inside the data area, clear of the points
+	legend := NewInsetLegend() // inside the data area, clear of the points
 	add := func(pts plotter.XYs, c color.Color, label string) error {
 		if len(pts) == 0 {
 			return nil
@@ -164,7 +164,7 @@ func scatter(x, y []float64, opt ScatterOptions) (*gplot.Plot, *insetLegend, Sca
 		ln.LineStyle.Width = vg.Points(1)
 		p.Add(ln)
 		legend.Add("y = x", ln)
-		legend.avoidLine([][2]float64{{lo, lo}, {hi, hi}}, opt.LogX && opt.LogY)
+		legend.AvoidLine([][2]float64{{lo, lo}, {hi, hi}}, opt.LogX && opt.LogY)
 	}
 	p.Add(legend)
 	return p, legend, st, nil

@@ -8,18 +8,18 @@ import (
 	gplot "gonum.org/v1/plot"
 )
 
-// decadeTicks marks powers of ten on a log axis with exact labels ("1e-05", "0.01",
+// DecadeTicks marks powers of ten on a log axis with exact labels ("1e-05", "0.01",
 // "100"), labelling every n-th decade so that at most about 8 labels appear, with
 // unlabelled minor ticks at 2…9 × 10^k when the range spans few decades. (gonum's
 // LogTicks builds labels by repeated multiplication and prints 9.999999999999999e-05.)
-type decadeTicks struct{}
+type DecadeTicks struct{}
 
-var _ gplot.Ticker = decadeTicks{}
+var _ gplot.Ticker = DecadeTicks{}
 
 // Ticks implements gplot.Ticker; min and max must be positive. A range with fewer
 // than three labelled decades (0.03–0.7 has only 0.1) also labels 2 and 5 × 10^k,
 // and all of 2…9 × 10^k when that still gives fewer than three.
-func (decadeTicks) Ticks(min, max float64) []gplot.Tick {
+func (DecadeTicks) Ticks(min, max float64) []gplot.Tick {
 	if !(min > 0) || !(max >= min) || math.IsInf(max, 0) {
 		return nil
 	}
@@ -96,18 +96,18 @@ func pow10(k int) float64 {
 	return v
 }
 
-// linearTicks labels a linear axis at a round step (1, 2, 2.5 or 5 × 10^k): the
+// LinearTicks labels a linear axis at a round step (1, 2, 2.5 or 5 × 10^k): the
 // largest such step that still gives at least Labels labelled ticks inside the range,
 // with unlabelled minor ticks between them. (gonum's DefaultTicks aims at 3 labels
 // and can leave only two on a range like 57–98.)
-type linearTicks struct {
+type LinearTicks struct {
 	Labels int // minimum number of labelled ticks (values < 2 mean 2)
 }
 
-var _ gplot.Ticker = linearTicks{}
+var _ gplot.Ticker = LinearTicks{}
 
 // Ticks implements gplot.Ticker.
-func (t linearTicks) Ticks(lo, hi float64) []gplot.Tick {
+func (t LinearTicks) Ticks(lo, hi float64) []gplot.Tick {
 	if !(hi > lo) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
 		return nil
 	}

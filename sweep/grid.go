@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/dpfil/dpfil/train"
 )
 
 // Grid is a sweep specification: fixed Base settings plus, for each swept key, the
@@ -32,6 +34,9 @@ type Grid struct {
 	// Dir is the directory relative paths of the grid (arch files) are taken from:
 	// the grid file's, set by LoadGrid ("" = the working directory).
 	Dir string `yaml:"-" json:"-"`
+	// Models are the program's registered models (train.Registry): a grid's
+	// model: NAME may name one, as --model NAME does (ExpandModels).
+	Models train.Registry `yaml:"-" json:"-"`
 }
 
 // maxGridPoints caps the expansion so that a typo cannot allocate without bound.

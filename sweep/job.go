@@ -51,8 +51,12 @@ func ConfigFromSettings(settings map[string]any) (train.Config, error) {
 func (g *Grid) Jobs() ([]Job, error) {
 	pts := g.Points()
 	archs := map[string]*models.ArchSpec{}
+	registered := map[string]string{}
 	for _, p := range pts {
 		if err := g.resolveArch(p, archs); err != nil {
+			return nil, err
+		}
+		if err := g.resolveModel(p, registered); err != nil {
 			return nil, err
 		}
 	}
@@ -110,5 +114,27 @@ func (g *Grid) resolveArch(p map[string]any, archs map[string]*models.ArchSpec) 
 	if _, given := p["model"]; !given {
 		p["model"] = spec.Name
 	}
+	return nil
+}
+
+// resolveModel replaces a registered model's name in the grid point p (model: NAME,
+// g.Models) by its model's architecture name (gorgonia-graph:<name>@<fingerprint>),
+// built once per name into names, as train --model NAME does: the job's hash then
+// changes with the model's structure, and the runner finds the model by that name.
+func (g *Grid) resolveModel(p map[string]any, names map[string]string) error {
+	name, ok := p["model"].(string)
+	if _, arch := p["arch"]; !ok || arch || !g.Models.Has(name) {
+		return nil
+	}
+	an, seen := names[name]
+	if !seen {
+		m, err := g.Models.New(name)
+		if err != nil {
+			return fmt.Errorf("grid %s: %w", g.Name, err)
+		}
+		an = m.Arch().Name
+		names[name] = an
+	}
+	p["model"] = an
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/dpfil/dpfil/internal/dirlock"
 	"github.com/dpfil/dpfil/internal/jsonfloat"
+	"github.com/dpfil/dpfil/train"
 )
 
 // This file holds the typed requests and reports behind the 'dpfil sweep' commands:
@@ -33,10 +34,17 @@ type Expanded struct {
 
 // Expand reads the grid file and expands it into jobs (Grid.Jobs).
 func Expand(file string) (*Expanded, error) {
+	return ExpandModels(file, nil)
+}
+
+// ExpandModels is Expand for a program with registered models: the grid's
+// model: NAME may name one of reg (Grid.Models).
+func ExpandModels(file string, reg train.Registry) (*Expanded, error) {
 	g, err := LoadGrid(file)
 	if err != nil {
 		return nil, err
 	}
+	g.Models = reg
 	jobs, err := g.Jobs()
 	if err != nil {
 		return nil, err
@@ -46,8 +54,9 @@ func Expand(file string) (*Expanded, error) {
 
 // RunPoint is the headline numbers of one finished run. In JSON a number that is not
 // finite (an infinite ε without noise, an infinite FIL bound when FIL is off, a NaN
-// accuracy the record lacks) is null (internal/jsonfloat's convention); null reads
-// back as NaN for the accuracy and +Inf for the others.
+// accuracy the record lacks) is null, and null reads back as result.json's reader
+// (train.Metrics) reads the same field: NaN for the accuracy, +Inf for ε and the
+// bounds; a report written, read and written again is byte-identical.
 type RunPoint struct {
 	Index             int
 	Hash              string

@@ -170,3 +170,58 @@ func TestRunPointJSONRoundTrip(t *testing.T) {
 		t.Fatalf("read back %+v", back)
 	}
 }
+
+// TestNullReadsOneWay: a null accuracy, ε, dFIL and FIL bound in a record read the
+// same through Record.Metrics (results.jsonl) and RunPoint (the sweep report), a
+// report point written, read and written again is byte-identical with its nulls
+// kept, and two records that both lack an accuracy are duplicates, not a conflict.
+// (Metrics used to read a null accuracy as +Inf while RunPoint read NaN.)
+func TestNullReadsOneWay(t *testing.T) {
+	res := json.RawMessage(`{"test_accuracy":null,"epsilon":null,"mse_bound_rdp":0.01,"dfil_max":null,"mse_bound_fil_max":null,"mse_bound_fil_median":4}`)
+	r := sweep.Record{Hash: "h", Index: 2, Config: json.RawMessage(`{}`), Result: res}
+	m, err := r.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsNaN(m.TestAccuracy) || !math.IsInf(m.Epsilon, 1) || !math.IsNaN(m.DFILMax) || !math.IsInf(m.MSEBoundFILMax, 1) || m.MSEBoundFILMedian != 4 {
+		t.Fatalf("metrics %+v: want NaN accuracy and dFIL, +Inf ε and bound", m)
+	}
+	p := sweep.PointOf(r)
+	b1, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back sweep.RunPoint
+	if err := json.Unmarshal(b1, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsNaN(back.TestAccuracy) || !math.IsNaN(m.TestAccuracy) || !math.IsInf(back.Epsilon, 1) {
+		t.Fatalf("report point %+v reads null differently from Metrics %+v", back, m)
+	}
+	b2, err := json.Marshal(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"index":2,"hash":"h","test_accuracy":null,"epsilon":null,"mse_bound_rdp":0.01,"mse_bound_fil_max":null,"mse_bound_fil_median":4}`
+	if string(b1) != want || string(b2) != want {
+		t.Fatalf("written %s, rewritten %s, want %s", b1, b2, want)
+	}
+	mb, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m2 sweep.Metrics
+	if err := json.Unmarshal(mb, &m2); err != nil {
+		t.Fatal(err)
+	}
+	if mb2, _ := json.Marshal(m2); string(mb2) != string(mb) {
+		t.Fatalf("metrics rewritten %s, first %s", mb2, mb)
+	}
+	out, rep, err := sweep.Merge([]sweep.Source{{Name: "a", Records: []sweep.Record{r}}, {Name: "b", Records: []sweep.Record{r}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 || rep.Duplicates != 1 || len(rep.Conflicts) != 0 {
+		t.Fatalf("merge of a record with itself: %d kept, %d duplicates, conflicts %v", len(out), rep.Duplicates, rep.Conflicts)
+	}
+}

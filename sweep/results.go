@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/dpfil/dpfil/internal/atomicfile"
-	"github.com/dpfil/dpfil/internal/jsonfloat"
+	"github.com/dpfil/dpfil/train"
 )
 
 // ResultsFile is the name of the append-only results log inside a sweep directory.
@@ -32,41 +32,10 @@ type Record struct {
 	Result   json.RawMessage `json:"result"`
 }
 
-// Metrics are the headline numbers of a train.Result (its contract JSON names).
-type Metrics struct {
-	TestAccuracy      float64 `json:"test_accuracy"`
-	Epsilon           float64 `json:"epsilon"`
-	RDPOrder2         float64 `json:"rdp_order2"`
-	MSEBoundRDP       float64 `json:"mse_bound_rdp"`
-	DFILMax           float64 `json:"dfil_max"`
-	DFILMedian        float64 `json:"dfil_median"`
-	DFILMean          float64 `json:"dfil_mean"`
-	MSEBoundFILMax    float64 `json:"mse_bound_fil_max"`
-	MSEBoundFILMedian float64 `json:"mse_bound_fil_median"`
-}
-
-// UnmarshalJSON decodes the metrics; null (how train.Result writes an infinite ε or
-// MSE bound, internal/jsonfloat's convention) reads as +Inf, a missing field as 0.
-func (m *Metrics) UnmarshalJSON(b []byte) error {
-	var in struct {
-		TestAccuracy      jsonfloat.Inf `json:"test_accuracy"`
-		Epsilon           jsonfloat.Inf `json:"epsilon"`
-		RDPOrder2         jsonfloat.Inf `json:"rdp_order2"`
-		MSEBoundRDP       jsonfloat.Inf `json:"mse_bound_rdp"`
-		DFILMax           jsonfloat.Inf `json:"dfil_max"`
-		DFILMedian        jsonfloat.Inf `json:"dfil_median"`
-		DFILMean          jsonfloat.Inf `json:"dfil_mean"`
-		MSEBoundFILMax    jsonfloat.Inf `json:"mse_bound_fil_max"`
-		MSEBoundFILMedian jsonfloat.Inf `json:"mse_bound_fil_median"`
-	}
-	if err := json.Unmarshal(b, &in); err != nil {
-		return err
-	}
-	*m = Metrics{TestAccuracy: float64(in.TestAccuracy), Epsilon: float64(in.Epsilon), RDPOrder2: float64(in.RDPOrder2),
-		MSEBoundRDP: float64(in.MSEBoundRDP), DFILMax: float64(in.DFILMax), DFILMedian: float64(in.DFILMedian),
-		DFILMean: float64(in.DFILMean), MSEBoundFILMax: float64(in.MSEBoundFILMax), MSEBoundFILMedian: float64(in.MSEBoundFILMedian)}
-	return nil
-}
+// Metrics are the headline numbers of a train.Result under their JSON names, read by
+// train's one reader of result files (null is +Inf for ε, ε₂ and the MSE bounds, NaN
+// for the accuracy and the dFIL statistics; a missing field is 0).
+type Metrics = train.Metrics
 
 // Metrics decodes the headline numbers of the record's result.
 func (r Record) Metrics() (Metrics, error) {
@@ -269,7 +238,7 @@ func diffMetrics(a, b Metrics) []string {
 		{"mse_bound_fil_max", a.MSEBoundFILMax, b.MSEBoundFILMax},
 		{"mse_bound_fil_median", a.MSEBoundFILMedian, b.MSEBoundFILMedian},
 	} {
-		if f.x == f.y { // also equal infinities
+		if f.x == f.y || (math.IsNaN(f.x) && math.IsNaN(f.y)) { // also equal infinities, and null read twice
 			continue
 		}
 		if math.IsNaN(f.x) || math.IsNaN(f.y) || math.Abs(f.x-f.y) > relTol*math.Max(math.Abs(f.x), math.Abs(f.y)) {

@@ -16,6 +16,13 @@ import (
 // Datasets are loaded once per (dataset, data_dir) and shared by the runs of the
 // sweep. logf (may be nil) receives the trainer's log lines.
 func TrainRunner(logf func(string, ...any)) Runner {
+	return TrainRunnerModels(logf, nil)
+}
+
+// TrainRunnerModels is TrainRunner for a program with registered models: a job
+// whose model is one of reg's (ExpandModels) trains a fresh instance of it
+// (train.Registry.Resolve); a job naming a registered model reg lacks fails.
+func TrainRunnerModels(logf func(string, ...any), reg train.Registry) Runner {
 	type entry struct {
 		once  sync.Once
 		split *data.Split
@@ -44,7 +51,11 @@ func TrainRunner(logf func(string, ...any)) Runner {
 		if err != nil {
 			return nil, fmt.Errorf("load dataset %s: %w", job.Config.Dataset, err)
 		}
-		res, err := train.Run(ctx, job.Config, train.Options{Out: dir, Resume: true, Logf: logf, Data: split})
+		cfg, m, err := reg.Resolve(job.Config)
+		if err != nil {
+			return nil, err
+		}
+		res, err := train.Run(ctx, cfg, train.Options{Out: dir, Resume: true, Logf: logf, Data: split, Model: m})
 		if err != nil {
 			return nil, err
 		}

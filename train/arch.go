@@ -311,12 +311,32 @@ type FinishedRun struct {
 	Params []float32
 	// ParamsFile is the file the parameters were read from.
 	ParamsFile string
+	// Model is the registered model that ran (LoadRunModels), freshly built; nil
+	// for an engine architecture (built-in or architecture file).
+	Model models.Model
 }
 
 // LoadRun reads a finished run: result.json, its architecture (recorded, or the
 // built-in Model of results that predate the record) and the final parameters of
 // repeat r (params.npz for repeat 0 when present, else params.npy / params_r<r>.npy).
 func LoadRun(dir string, r int) (*FinishedRun, error) {
+	return loadRun(dir, r, nil)
+}
+
+// LoadRunModels is LoadRun for a program with registered models: a run of a
+// registered model (a kind:name architecture without engine layers, Registry) gets
+// that model, rebuilt by reg and checked against the run's recorded name and
+// architecture hash, and its flat parameters (params.npy, params_r<r>.npy). A run
+// of a model reg lacks is refused with the name it was trained with.
+func LoadRunModels(dir string, r int, reg Registry) (*FinishedRun, error) {
+	if reg == nil {
+		reg = Registry{}
+	}
+	return loadRun(dir, r, reg)
+}
+
+// loadRun is LoadRun, with the registered models reg when it is not nil.
+func loadRun(dir string, r int, reg Registry) (*FinishedRun, error) {
 	res, err := ReadResult(dir)
 	if err != nil {
 		return nil, explainNoResult(dir, err)
@@ -330,7 +350,13 @@ func LoadRun(dir string, r int) (*FinishedRun, error) {
 			return nil, fmt.Errorf("run %s: %w", dir, err)
 		}
 	}
-	if len(fr.Arch.Layers) == 0 && callerModel(fr.Arch.Name) {
+	registered := len(fr.Arch.Layers) == 0 && callerModel(fr.Arch.Name)
+	if registered && reg != nil {
+		if _, fr.Model, err = reg.Find(fr.Arch.Name); err != nil {
+			return nil, fmt.Errorf("run %s: %w", dir, err)
+		}
+		fr.Arch = fr.Model.Arch()
+	} else if registered {
 		return nil, fmt.Errorf("run %s: model %s was supplied by the caller (train.Options.Model), not recorded as layers: rebuild it and read %s with LoadParams", dir, fr.Arch.Name, ParamsFile)
 	}
 	if res.ArchHash != "" && fr.Arch.Hash() != res.ArchHash {
@@ -339,7 +365,7 @@ func LoadRun(dir string, r int) (*FinishedRun, error) {
 	if r < 0 || r >= max(1, len(res.Repeats)) {
 		return nil, fmt.Errorf("run %s: repeat %d, the run has %d", dir, r, len(res.Repeats))
 	}
-	if r == 0 && res.ParamsNPZPath != "" {
+	if r == 0 && res.ParamsNPZPath != "" && fr.Model == nil {
 		fr.ParamsFile = filepath.Join(dir, res.ParamsNPZPath)
 		fr.Params, err = LoadParamsNPZ(fr.ParamsFile, fr.Arch)
 	} else {
@@ -349,8 +375,12 @@ func LoadRun(dir string, r int) (*FinishedRun, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", dir, err)
 	}
-	if len(fr.Params) != fr.Arch.NumParams() {
-		return nil, fmt.Errorf("run %s: %s holds %d parameters, %s has %d", dir, fr.ParamsFile, len(fr.Params), fr.Arch.Name, fr.Arch.NumParams())
+	want := fr.Arch.NumParams()
+	if fr.Model != nil {
+		want = fr.Model.NumParams()
+	}
+	if len(fr.Params) != want {
+		return nil, fmt.Errorf("run %s: %s holds %d parameters, %s has %d", dir, fr.ParamsFile, len(fr.Params), fr.Arch.Name, want)
 	}
 	return fr, nil
 }

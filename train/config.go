@@ -38,7 +38,7 @@ type Config struct {
 	LR          float64 `json:"lr"`
 	Momentum    float64 `json:"momentum"` // default 0.5
 	WeightDecay float64 `json:"weight_decay,omitempty"`
-	Sigma       float64 `json:"sigma"` // noise multiplier (0 with TargetEpsilon: solved for)
+	Sigma       float64 `json:"sigma"` // noise scale σ: N(0, σ²C²I) on the clipped sum; noise multiplier σ/c (Privacy); 0 with TargetEpsilon: solved for
 	// TargetEpsilon, when > 0, solves for the smallest σ whose reported ε at Delta
 	// (the chosen accountant, adjacency and sampling, with the clip constant c of
 	// ClipMode) is at most this value; Sigma must then be 0. Result.Sigma is the σ used.
@@ -265,7 +265,7 @@ func (c Config) Hash() string {
 }
 
 // ClipConstant returns c (‖g̃‖ ≤ c·C) of a clip mode: 1 for hard clipping, ≈ 1.115
-// for smooth clipping with the exact GELU. Accountants take the noise multiplier σ/c.
+// for smooth clipping with the exact GELU. Accountants take the noise multiplier σ/c (accounting.NoiseMultiplier).
 func ClipConstant(mode string) (float64, error) {
 	c := Config{ClipMode: mode, Clip: 1}
 	cl, err := c.clip()

@@ -218,7 +218,7 @@ func (w *worker) etaStep(net *models.Network[float32], idx []int, x []float32, y
 	if err != nil {
 		return fmt.Errorf("η: %w", err)
 	}
-	scale := 1 / (s.noiseStd * s.noiseStd) / s.filRate
+	scale := 1 / (s.priv.NoiseStd * s.priv.NoiseStd) / s.filRate
 	vals := make([]float64, nb)
 	for j, lam := range sp.SqNorm {
 		vals[j] = scale * lam

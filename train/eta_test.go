@@ -12,8 +12,8 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/models"
+	"github.com/dpfil/dpfil/train/fil"
 )
 
 // smallConvArch is a small conv net with every kind of the mnist-cnn layers (conv
@@ -257,7 +257,7 @@ func TestEtaInTraining(t *testing.T) {
 	if res.Eta.MaxRelChange > 1e-3 {
 		t.Errorf("power iteration not converged in 30 iterations: relative change %g", res.Eta.MaxRelChange)
 	}
-	saved, err := accounting.LoadDFIL(filepath.Join(dir, EtaFile))
+	saved, err := fil.Load(filepath.Join(dir, EtaFile))
 	if err != nil || len(saved) != 40 || saved[0] != res.Eta.PerSample[0] {
 		t.Fatalf("eta.npy: %v", err)
 	}

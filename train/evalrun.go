@@ -25,6 +25,9 @@ type EvalRequest struct {
 	Device string
 	// Logf, if set, receives the data loader's messages.
 	Logf func(format string, args ...any)
+	// Models are the program's registered models (LoadRunModels): a run of one of
+	// them is evaluated with it, a run of a model the program lacks is refused.
+	Models Registry
 }
 
 // EvalReport is the evaluation of a run's parameters on a dataset.
@@ -58,7 +61,7 @@ func EvaluateRun(req EvalRequest) (*EvalReport, error) {
 	if req.Split != "test" && req.Split != "train" {
 		return nil, fmt.Errorf("eval: split %q, want test or train", req.Split)
 	}
-	fr, err := LoadRun(req.Run, req.Repeat)
+	fr, err := LoadRunModels(req.Run, req.Repeat, req.Models)
 	if err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
@@ -110,7 +113,7 @@ func evalData(name, dir, split string, logf func(string, ...any)) (*data.Dataset
 
 // evaluateOn evaluates fr's parameters on ds with a model on device.
 func evaluateOn(fr *FinishedRun, device string, ds *data.Dataset) (Evaluation, error) {
-	m, err := openModel(fr.Arch, device)
+	m, err := runModel(fr, device)
 	if err != nil {
 		return Evaluation{}, err
 	}
@@ -118,6 +121,18 @@ func evaluateOn(fr *FinishedRun, device string, ds *data.Dataset) (Evaluation, e
 		defer c.Close()
 	}
 	return Evaluate(m, fr.Params, ds)
+}
+
+// runModel is the model of a finished run on device: its registered model (on the
+// CPU), or its engine architecture's (openModel).
+func runModel(fr *FinishedRun, device string) (models.Model, error) {
+	if fr.Model == nil {
+		return openModel(fr.Arch, device)
+	}
+	if device != "" && device != "cpu" {
+		return nil, fmt.Errorf("device = %q, but model %s runs on the CPU", device, fr.Arch.Name)
+	}
+	return fr.Model, nil
 }
 
 // openModel is NewModel with "" meaning the CPU.
@@ -137,6 +152,8 @@ type PredictRequest struct {
 	Repeat int
 	Files  []string
 	Device string // "cpu" (default) or "cuda"
+	// Models are the program's registered models, as EvalRequest.Models.
+	Models Registry
 }
 
 // Prediction is one input's prediction.
@@ -183,7 +200,7 @@ func Predict(req PredictRequest) (*PredictReport, error) {
 	if req.Run == "" {
 		return nil, errors.New("predict: no run directory")
 	}
-	fr, err := LoadRun(req.Run, req.Repeat)
+	fr, err := LoadRunModels(req.Run, req.Repeat, req.Models)
 	if err != nil {
 		return nil, fmt.Errorf("predict: %w", err)
 	}
@@ -191,7 +208,7 @@ func Predict(req PredictRequest) (*PredictReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("predict: %w", err)
 	}
-	m, err := openModel(fr.Arch, req.Device)
+	m, err := runModel(fr, req.Device)
 	if err != nil {
 		return nil, fmt.Errorf("predict: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/models"
+	"github.com/dpfil/dpfil/train/fil"
 )
 
 // The run-level plumbing of η (eta.go) and label FIL (labelfil.go): accountants in
@@ -25,7 +26,7 @@ type EtaResult struct {
 	// median, quantiles, and the Theorem 2 bounds mse_bound_max = 1/max η² (the
 	// worst-protected sample) and mse_bound_median. 1/η² ≤ 1/dFIL in exact
 	// arithmetic: it bounds the MSE of every unbiased attacker whatever the direction.
-	EtaSq accounting.FILSummary `json:"eta_sq"`
+	EtaSq fil.Summary `json:"eta_sq"`
 	// MaxRelChange is the largest relative change of ‖J‖₂² in the last power
 	// iteration over every sample, step and repeat: small means converged (power
 	// iteration approaches ‖J‖₂² from below, so η² can only be under-estimated).
@@ -39,13 +40,13 @@ type EtaResult struct {
 type LabelFILResult struct {
 	Classes int `json:"classes"`
 	// DFIL: κ·Σ_t Tr(I_t(y))/K per sample, MSE bound E‖ŷ−y‖²/K ≥ 1/dFIL.
-	DFIL accounting.FILSummary `json:"dfil"`
+	DFIL fil.Summary `json:"dfil"`
 	// EtaSq: κ·Σ_t ‖I_t(y)‖₂ per sample, MSE bound ≥ 1/η².
-	EtaSq        accounting.FILSummary `json:"eta_sq"`
-	DFILPath     string                `json:"dfil_path,omitempty"`
-	EtaPath      string                `json:"eta_path,omitempty"`
-	PerSample    []float64             `json:"-"` // label dFIL
-	PerSampleEta []float64             `json:"-"`
+	EtaSq        fil.Summary `json:"eta_sq"`
+	DFILPath     string      `json:"dfil_path,omitempty"`
+	EtaPath      string      `json:"eta_path,omitempty"`
+	PerSample    []float64   `json:"-"` // label dFIL
+	PerSampleEta []float64   `json:"-"`
 }
 
 // extraFILOn reports whether η or label FIL are accounted.
@@ -133,7 +134,7 @@ func (s *setup) extraFILResult(res *Result, done []RepeatResult) error {
 		if err != nil {
 			return fmt.Errorf("η accounting: %w", err)
 		}
-		e := &EtaResult{Iterations: s.cfg.FILEta, EtaSq: accounting.SummarizeDFIL(m), PerSample: m}
+		e := &EtaResult{Iterations: s.cfg.FILEta, EtaSq: fil.Summarize(m), PerSample: m}
 		for _, rr := range done {
 			e.MaxRelChange = max(e.MaxRelChange, rr.EtaRelChange)
 		}
@@ -148,7 +149,7 @@ func (s *setup) extraFILResult(res *Result, done []RepeatResult) error {
 		if err != nil {
 			return fmt.Errorf("label FIL accounting: %w", err)
 		}
-		res.LabelFIL = &LabelFILResult{Classes: s.arch.Classes, DFIL: accounting.SummarizeDFIL(m), EtaSq: accounting.SummarizeDFIL(me),
+		res.LabelFIL = &LabelFILResult{Classes: s.arch.Classes, DFIL: fil.Summarize(m), EtaSq: fil.Summarize(me),
 			PerSample: m, PerSampleEta: me}
 	}
 	return nil
@@ -157,16 +158,16 @@ func (s *setup) extraFILResult(res *Result, done []RepeatResult) error {
 // writeExtraFIL writes eta.npy, label_dfil.npy and label_eta.npy.
 func writeExtraFIL(dir string, res *Result) error {
 	if e := res.Eta; e != nil {
-		if err := accounting.SaveDFIL(filepath.Join(dir, EtaFile), e.PerSample); err != nil {
+		if err := fil.Save(filepath.Join(dir, EtaFile), e.PerSample); err != nil {
 			return fmt.Errorf("save η: %w", err)
 		}
 		e.Path = EtaFile
 	}
 	if l := res.LabelFIL; l != nil {
-		if err := accounting.SaveDFIL(filepath.Join(dir, LabelDFILFile), l.PerSample); err != nil {
+		if err := fil.Save(filepath.Join(dir, LabelDFILFile), l.PerSample); err != nil {
 			return fmt.Errorf("save label dFIL: %w", err)
 		}
-		if err := accounting.SaveDFIL(filepath.Join(dir, LabelEtaFile), l.PerSampleEta); err != nil {
+		if err := fil.Save(filepath.Join(dir, LabelEtaFile), l.PerSampleEta); err != nil {
 			return fmt.Errorf("save label η: %w", err)
 		}
 		l.DFILPath, l.EtaPath = LabelDFILFile, LabelEtaFile

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/dpfil/dpfil/accounting"
+	"github.com/dpfil/dpfil/train/fil"
 )
 
 // FILSource is one input of SummarizeFIL: the dFIL file read and how its values
@@ -27,7 +27,7 @@ type FILSource struct {
 // (max, median, quantiles, Theorem 2's MSE bounds 1/max and 1/median dFIL) and the
 // estimator behind them.
 type FILSummaryReport struct {
-	accounting.DFILFilesReport
+	fil.FilesReport
 	// Estimator names how the dFIL values were computed: the sources' common one,
 	// "mixed: …" when they differ, or "not recorded" for bare .npy files.
 	Estimator string      `json:"estimator"`
@@ -53,11 +53,11 @@ func SummarizeFIL(inputs []string, out string) (*FILSummaryReport, error) {
 		files = append(files, src.File)
 		rep.Sources = append(rep.Sources, src)
 	}
-	sum, err := accounting.SummarizeDFILFiles(files, out)
+	sum, err := fil.SummarizeFiles(files, out)
 	if err != nil {
 		return nil, err
 	}
-	rep.DFILFilesReport = *sum
+	rep.FilesReport = *sum
 	rep.Estimator = rep.Sources[0].Estimator
 	for _, s := range rep.Sources[1:] {
 		if s.Estimator != rep.Estimator {
@@ -131,7 +131,7 @@ func (r *FILSummaryReport) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "  %s: %s\n", s.File, s.Estimator)
 		}
 	}
-	r.DFILFilesReport.WriteText(w)
+	r.FilesReport.WriteText(w)
 	exact := true
 	for _, s := range r.Sources {
 		exact = exact && s.Exact != nil && *s.Exact

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpfil/dpfil/accounting"
+	"github.com/dpfil/dpfil/train/fil"
 )
 
 // TestSummarizeFIL summarises the dFIL of real runs given as a run directory, as the
@@ -53,7 +53,7 @@ func TestSummarizeFIL(t *testing.T) {
 		t.Fatalf("exact run: %v, %+v", err, rep)
 	}
 	bare := filepath.Join(t.TempDir(), "copy.npy")
-	if err := accounting.SaveDFIL(bare, res.DFIL); err != nil {
+	if err := fil.Save(bare, res.DFIL); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = SummarizeFIL([]string{bare, est}, "")

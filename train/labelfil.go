@@ -132,7 +132,7 @@ func (w *worker) labelStep(net *models.Network[float32], idx []int, x []float32,
 	if err != nil {
 		return err
 	}
-	scale := 1 / (s.noiseStd * s.noiseStd) / s.filRate
+	scale := 1 / (s.priv.NoiseStd * s.priv.NoiseStd) / s.filRate
 	tr := make([]float64, len(idx))
 	top := make([]float64, len(idx))
 	for j := range idx {

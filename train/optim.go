@@ -22,7 +22,7 @@ func (o *momentumSGD) step(params, grad []float64) {
 	v := o.velocity[:len(params)]
 	grad = grad[:len(params)]
 	// The explicit conversions forbid fused multiply-adds, so the update rounds the
-	// same way on every platform (attack.Transcript.Replay repeats it bit for bit).
+	// same way on every platform (transcript.Transcript.Replay repeats it bit for bit).
 	for i, w := range params {
 		g := grad[i] + float64(wd*w)
 		v[i] = float64(m*v[i]) + g

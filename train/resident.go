@@ -219,7 +219,7 @@ func (w *worker) residentStep() (int, error) {
 		}
 	}
 	key := uint64(w.noiseKey[0]) | uint64(w.noiseKey[1])<<32
-	bad, err := w.res.ResidentUpdate(key, w.st.Step, s.noiseStd, b, s.cfg.LR, s.cfg.Momentum, s.cfg.WeightDecay)
+	bad, err := w.res.ResidentUpdate(key, w.st.Step, s.priv.NoiseStd, b, s.cfg.LR, s.cfg.Momentum, s.cfg.WeightDecay)
 	if err != nil {
 		return 0, fmt.Errorf("step %d: update: %w", w.st.Step+1, err)
 	}
@@ -228,7 +228,7 @@ func (w *worker) residentStep() (int, error) {
 			return 0, fmt.Errorf("step %d: %w", w.st.Step+1, err)
 		}
 		if err := w.onStep(StepRecord{Repeat: w.st.Repeat, Step: w.st.Step, Steps: s.steps, Batch: idx,
-			Params: w.pre, Released: w.sum, Denominator: b, N: s.n, Q: s.q,
+			Params: w.pre, Released: w.sum, Denominator: b, N: s.n, Q: s.priv.Q,
 			Dataset: s.train.Name, DatasetSHA256: s.train.SHA256}); err != nil {
 			return 0, fmt.Errorf("step %d: %w", w.st.Step+1, err)
 		}

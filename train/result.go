@@ -10,11 +10,15 @@ import (
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/internal/jsonfloat"
 	"github.com/dpfil/dpfil/models"
+	"github.com/dpfil/dpfil/train/fil"
 )
 
-// Result is what DIR/result.json holds. Values that are infinite (ε and ε₂ without
-// noise, the FIL MSE bounds 1/dFIL when dFIL = 0) are written as JSON null and read
-// back as +Inf (internal/jsonfloat's convention).
+// Result is what DIR/result.json holds. A number that is not finite is written as
+// JSON null, and null reads back as the one value each field documents: +Inf for ε,
+// ε₂, the ε order and the MSE bounds (infinite when nothing is noised or dFIL = 0),
+// NaN for every other number (internal/jsonfloat's Inf and Float). This file is the
+// one reader of result files: sweep reads a record's headline numbers through
+// Metrics, and what it writes reads back to the same bytes (TestResultRoundTrip).
 type Result struct {
 	Config         Config    `json:"config"`
 	TestAccuracy   float64   `json:"test_accuracy"`   // mean over repeats
@@ -200,20 +204,132 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	})
 }
 
-// UnmarshalJSON reads null ε, ε₂ and FIL MSE bounds back as +Inf, and absent dFIL
-// statistics as 0.
+// UnmarshalJSON reads a result written by MarshalJSON: null ε, ε₂, ε order and MSE
+// bounds as +Inf, a null accuracy or dFIL statistic as NaN, absent dFIL statistics
+// (FIL off) as 0.
 func (r *Result) UnmarshalJSON(b []byte) error {
 	var j resultJSON
 	j.resultAlias = (*resultAlias)(r)
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	r.Epsilon = jsonfloat.Value(j.Epsilon, math.Inf(1))
-	r.RDPOrder2 = jsonfloat.Value(j.RDPOrder2, math.Inf(1))
+	var m Metrics
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	r.TestAccuracy, r.Epsilon, r.RDPOrder2, r.MSEBoundRDP = m.TestAccuracy, m.Epsilon, m.RDPOrder2, m.MSEBoundRDP
+	r.DFILMax, r.DFILMedian, r.DFILMean = m.DFILMax, m.DFILMedian, m.DFILMean
+	r.MSEBoundFILMax, r.MSEBoundFILMedian = m.MSEBoundFILMax, m.MSEBoundFILMedian
 	r.EpsilonOrder = jsonfloat.Value(j.EpsilonOrder, math.Inf(1))
-	r.MSEBoundFILMax = jsonfloat.Value(j.MSEBoundFILMax, math.Inf(1))
-	r.MSEBoundFILMedian = jsonfloat.Value(j.MSEBoundFILMedian, math.Inf(1))
-	r.DFILMax, r.DFILMedian, r.DFILMean = jsonfloat.Value(j.DFILMax, 0), jsonfloat.Value(j.DFILMedian, 0), jsonfloat.Value(j.DFILMean, 0)
+	return nil
+}
+
+// Metrics are the headline numbers of a result.json under their JSON names, read
+// with the file's null convention (see Result): null is +Inf for ε, ε₂ and the MSE
+// bounds and NaN for the accuracy and the dFIL statistics; an absent field is 0 (the
+// dFIL statistics of a run without FIL). sweep reads its records through it.
+type Metrics struct {
+	TestAccuracy      float64
+	Epsilon           float64
+	RDPOrder2         float64
+	MSEBoundRDP       float64
+	DFILMax           float64
+	DFILMedian        float64
+	DFILMean          float64
+	MSEBoundFILMax    float64
+	MSEBoundFILMedian float64
+}
+
+// metricsJSON is Metrics' JSON form: each field's type says what null reads as.
+type metricsJSON struct {
+	TestAccuracy      jsonfloat.Float `json:"test_accuracy"`
+	Epsilon           jsonfloat.Inf   `json:"epsilon"`
+	RDPOrder2         jsonfloat.Inf   `json:"rdp_order2"`
+	MSEBoundRDP       jsonfloat.Inf   `json:"mse_bound_rdp"`
+	DFILMax           jsonfloat.Float `json:"dfil_max"`
+	DFILMedian        jsonfloat.Float `json:"dfil_median"`
+	DFILMean          jsonfloat.Float `json:"dfil_mean"`
+	MSEBoundFILMax    jsonfloat.Inf   `json:"mse_bound_fil_max"`
+	MSEBoundFILMedian jsonfloat.Inf   `json:"mse_bound_fil_median"`
+}
+
+// MarshalJSON writes the metrics, null for numbers that are not finite.
+func (m Metrics) MarshalJSON() ([]byte, error) {
+	return json.Marshal(metricsJSON{jsonfloat.Float(m.TestAccuracy), jsonfloat.Inf(m.Epsilon), jsonfloat.Inf(m.RDPOrder2),
+		jsonfloat.Inf(m.MSEBoundRDP), jsonfloat.Float(m.DFILMax), jsonfloat.Float(m.DFILMedian), jsonfloat.Float(m.DFILMean),
+		jsonfloat.Inf(m.MSEBoundFILMax), jsonfloat.Inf(m.MSEBoundFILMedian)})
+}
+
+// UnmarshalJSON reads the headline numbers of a result (other fields are ignored).
+func (m *Metrics) UnmarshalJSON(b []byte) error {
+	var j metricsJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*m = Metrics{float64(j.TestAccuracy), float64(j.Epsilon), float64(j.RDPOrder2), float64(j.MSEBoundRDP),
+		float64(j.DFILMax), float64(j.DFILMedian), float64(j.DFILMean), float64(j.MSEBoundFILMax), float64(j.MSEBoundFILMedian)}
+	return nil
+}
+
+// Metrics is r's headline numbers.
+func (r *Result) Metrics() Metrics {
+	return Metrics{r.TestAccuracy, r.Epsilon, r.RDPOrder2, r.MSEBoundRDP, r.DFILMax, r.DFILMedian, r.DFILMean,
+		r.MSEBoundFILMax, r.MSEBoundFILMedian}
+}
+
+// filSummaryJSON reads an fil.Summary of result.json (η², label dFIL)
+// with the file's null convention: null statistics and quantiles are NaN, null MSE
+// bounds +Inf (accounting writes both as null; encoding/json alone would read 0).
+type filSummaryJSON struct {
+	Count          int                        `json:"count"`
+	Max            jsonfloat.Float            `json:"max"`
+	Median         jsonfloat.Float            `json:"median"`
+	Mean           jsonfloat.Float            `json:"mean"`
+	Min            jsonfloat.Float            `json:"min"`
+	Quantiles      map[string]jsonfloat.Float `json:"quantiles"`
+	MSEBoundMax    jsonfloat.Inf              `json:"mse_bound_max"`
+	MSEBoundMedian jsonfloat.Inf              `json:"mse_bound_median"`
+}
+
+// summary is the FILSummary read.
+func (j filSummaryJSON) summary() fil.Summary {
+	var q map[string]float64
+	if j.Quantiles != nil {
+		q = make(map[string]float64, len(j.Quantiles))
+		for k, v := range j.Quantiles {
+			q[k] = float64(v)
+		}
+	}
+	return fil.Summary{Count: j.Count, Max: float64(j.Max), Median: float64(j.Median), Mean: float64(j.Mean),
+		Min: float64(j.Min), Quantiles: q, MSEBoundMax: float64(j.MSEBoundMax), MSEBoundMedian: float64(j.MSEBoundMedian)}
+}
+
+// UnmarshalJSON reads "eta" with its summary's nulls (see filSummaryJSON).
+func (e *EtaResult) UnmarshalJSON(b []byte) error {
+	type plain EtaResult
+	j := struct {
+		*plain
+		EtaSq filSummaryJSON `json:"eta_sq"`
+	}{plain: (*plain)(e)}
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	e.EtaSq = j.EtaSq.summary()
+	return nil
+}
+
+// UnmarshalJSON reads "label_fil" with its summaries' nulls (see filSummaryJSON).
+func (l *LabelFILResult) UnmarshalJSON(b []byte) error {
+	type plain LabelFILResult
+	j := struct {
+		*plain
+		DFIL  filSummaryJSON `json:"dfil"`
+		EtaSq filSummaryJSON `json:"eta_sq"`
+	}{plain: (*plain)(l)}
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	l.DFIL, l.EtaSq = j.DFIL.summary(), j.EtaSq.summary()
 	return nil
 }
 

@@ -16,7 +16,9 @@ import (
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/internal/dirlock"
+	"github.com/dpfil/dpfil/internal/stats"
 	"github.com/dpfil/dpfil/models"
+	"github.com/dpfil/dpfil/train/fil"
 )
 
 // Options controls where and how a run executes; none of it changes the result.
@@ -84,23 +86,18 @@ type Event struct {
 
 // setup is everything a run derives from its config and data before training.
 type setup struct {
-	cfg      Config // with Sigma solved when TargetEpsilon is set
-	userCfg  Config // as given (what the result and the hash record)
-	arch     models.Arch
-	model    models.Model
-	train    *data.Dataset
-	test     *data.Dataset
-	n, d, p  int
-	steps    int
-	q        float64
-	sampling accounting.Sampling // cfg.Sampling, parsed once
-	clip     models.Clip
-	c        float64 // clip constant
-	noiseStd float64 // σC
-	kappa    float64 // FIL factor κ under the run's sampling (1 for shuffle)
-	filDelta float64
-	filK     int     // coordinates per sample and step (d when exact); 0 = off
-	filRate  float64 // probability a batch member's FIL is computed (1 = all)
+	cfg     Config  // as given (what the result records), never changed: the resolved privacy parameters are priv
+	priv    Privacy // σ (solved, effective), c, σ/c, q, T, δ, sampling: built once
+	arch    models.Arch
+	model   models.Model
+	train   *data.Dataset
+	test    *data.Dataset
+	n, d, p int
+	steps   int
+	clip    models.Clip
+	kappa   float64 // FIL factor κ under the run's sampling (1 for shuffle)
+	filK    int     // coordinates per sample and step (d when exact); 0 = off
+	filRate float64 // probability a batch member's FIL is computed (1 = all)
 
 	net      *models.Network[float32] // engine network for η and label FIL (extrafil.go)
 	etaScale []float64                // input scale of their directions (nil: raw pixels)
@@ -195,7 +192,7 @@ func discardDiverged(dir string, err error) error {
 
 // prepare loads the data and the model and computes the accounting constants.
 func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error) {
-	s := &setup{cfg: cfg, userCfg: cfg}
+	s := &setup{cfg: cfg}
 	var err error
 	split := opt.Data
 	if split == nil {
@@ -262,38 +259,19 @@ func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error)
 	if s.steps < 1 {
 		return nil, fmt.Errorf("epochs = %v gives no steps", cfg.Epochs)
 	}
-	s.q = float64(cfg.Batch) / float64(s.n)
 	if s.clip, err = cfg.clip(); err != nil {
 		return nil, err
 	}
-	s.c = s.clip.Constant()
-	if !(s.c >= 1) || math.IsInf(s.c, 0) {
-		return nil, fmt.Errorf("clip constant c = %v must be finite and ≥ 1", s.c)
+	c := s.clip.Constant()
+	if !(c >= 1) || math.IsInf(c, 0) {
+		return nil, fmt.Errorf("clip constant c = %v must be finite and ≥ 1", c)
 	}
-	if s.sampling, err = accounting.ParseSampling(cfg.Sampling); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	if cfg.TargetEpsilon > 0 {
-		d := accounting.DPSGD{Sampling: s.sampling, Batch: cfg.Batch, N: s.n, Steps: s.steps}
-		nm, err := accounting.CalibrateNoise(d, accounting.ReportOptions{Delta: cfg.Delta, Accountant: cfg.Accountant}, cfg.TargetEpsilon)
-		if err != nil {
-			return nil, fmt.Errorf("target_epsilon: %w", err)
-		}
-		cfg.Sigma = nm * s.c
-		s.cfg.Sigma = cfg.Sigma
-		logf("target ε = %g at δ = %g: noise multiplier σ = %.6g (σ/c = %.6g)", cfg.TargetEpsilon, cfg.Delta, cfg.Sigma, nm)
-	}
-	if err := s.tuneSigma(&cfg); err != nil {
+	if s.priv, err = resolvePrivacy(cfg, s.n, s.steps, c, s.tuneSigma(cfg), logf); err != nil {
 		return nil, err
 	}
-	s.noiseStd = cfg.Sigma * cfg.Clip
-	s.filDelta = cfg.FILDelta
-	if s.filDelta == 0 {
-		s.filDelta = accounting.DefaultFILDelta(s.steps, s.n)
-	}
-	if cfg.Sigma > 0 {
-		e0, _ := s.dpsgd().StepEvent(0)
-		if s.kappa, err = accounting.KappaOf(e0, s.filDelta, accounting.ShuffleRigorous); err != nil {
+	if s.priv.Noisy() {
+		e0, _ := s.priv.dpsgd().StepEvent(0)
+		if s.kappa, err = accounting.KappaOf(e0, s.priv.FILDelta, accounting.ShuffleRigorous); err != nil {
 			return nil, fmt.Errorf("FIL accounting: %w", err)
 		}
 	} else {
@@ -355,7 +333,7 @@ func (w *worker) progressEpsilon() (float64, string) {
 	if w.progress == nil {
 		return math.Inf(1), ""
 	}
-	eps, acct, err := accounting.RunningEpsilon(w.ledger, w.s.cfg.Delta, w.s.cfg.Accountant)
+	eps, acct, err := accounting.RunningEpsilon(w.ledger, w.s.priv.Delta, w.s.priv.Accountant)
 	if err != nil {
 		return math.NaN(), ""
 	}
@@ -449,8 +427,8 @@ func (s *setup) newWorker(repeat int, st *repeatState) (*worker, error) {
 	if err := s.startTuning(st); err != nil {
 		return nil, err
 	}
-	if s.cfg.Sigma > 0 {
-		w.progress = accounting.NewRDPAccountant(accounting.DefaultAdjacency(s.dpsgd().Sampling), accounting.ShuffleRigorous, nil)
+	if s.priv.Noisy() {
+		w.progress = accounting.NewRDPAccountant(s.priv.Adjacency, accounting.ShuffleRigorous, nil)
 		if err := w.progress.Compose(w.ledger.Event()); err != nil {
 			return nil, fmt.Errorf("checkpoint privacy ledger: %w", err)
 		}
@@ -531,8 +509,8 @@ func (w *worker) step() (int, error) {
 	// released noisy sum is rounded to float32 (kept in w.sum) so that a transcript
 	// holds exactly the gradient that was applied.
 	b := float64(s.cfg.Batch)
-	if s.noiseStd > 0 {
-		addNoise(w.sum, s.noiseStd, w.noiseKey, w.st.Step)
+	if s.priv.NoiseStd > 0 {
+		addNoise(w.sum, s.priv.NoiseStd, w.noiseKey, w.st.Step)
 	}
 	w.tuneRelease()
 	for i, v := range w.sum {
@@ -543,7 +521,7 @@ func (w *worker) step() (int, error) {
 	}
 	if w.onStep != nil {
 		if err := w.onStep(StepRecord{Repeat: w.st.Repeat, Step: w.st.Step, Steps: s.steps, Batch: idx,
-			Params: w.st.Params, Released: w.sum, Denominator: b, N: s.n, Q: s.q,
+			Params: w.st.Params, Released: w.sum, Denominator: b, N: s.n, Q: s.priv.Q,
 			Dataset: s.train.Name, DatasetSHA256: s.train.SHA256}); err != nil {
 			return 0, fmt.Errorf("step %d: %w", w.st.Step+1, err)
 		}
@@ -624,7 +602,7 @@ func (w *worker) filStep(idx []int) error {
 	if err := w.filSqNorms(idx, x, y); err != nil {
 		return fmt.Errorf("FIL: %w", err)
 	}
-	scale := float64(s.d) / float64(k) / (s.noiseStd * s.noiseStd) / s.filRate
+	scale := float64(s.d) / float64(k) / (s.priv.NoiseStd * s.priv.NoiseStd) / s.filRate
 	for j, v := range w.sq {
 		w.traceI[j] = scale * v
 	}
@@ -641,7 +619,7 @@ func (w *worker) dfilStats() (maxV, median float64) {
 	}
 	v := slices.Clone(w.fil.Sum)
 	slices.Sort(v)
-	return v[len(v)-1], accounting.QuantileSorted(v, 0.5) // the median of FILSummary
+	return v[len(v)-1], stats.QuantileSorted(v, 0.5) // the median of FILSummary
 }
 
 // evaluation of a model on a dataset.
@@ -861,13 +839,13 @@ func (s *setup) finishRepeat(w *worker) (RepeatResult, error) {
 
 // result aggregates the finished repeats.
 func (s *setup) result(ck *checkpoint, wallSec, stepSec float64, samples int64) (*Result, error) {
-	cfg := s.cfg
+	cfg, pr := s.cfg, s.priv
 	res := &Result{
-		Config: s.userCfg, Sigma: cfg.Sigma, Epsilon: math.Inf(1), EpsilonOrder: math.NaN(), RDPOrder2: math.Inf(1),
+		Config: s.cfg, Sigma: pr.Sigma, Epsilon: math.Inf(1), EpsilonOrder: math.NaN(), RDPOrder2: math.Inf(1),
 		Conversion:         accounting.ConversionImproved.String(),
-		NoiseMultiplierRDP: cfg.Sigma / s.c, ClipConstant: s.c, SampleRate: s.q, Steps: s.steps,
+		NoiseMultiplierRDP: pr.NoiseMultiplier, ClipConstant: s.priv.ClipConstant, SampleRate: s.priv.Q, Steps: s.steps,
 		Sampling: cfg.Sampling, FIL: s.filK > 0, FILCoordsUsed: s.filK, FILRate: s.filRate, FILInput: filInput(cfg),
-		Kappa: s.kappa, FILDelta: s.filDelta, Repeats: ck.Done, NumParams: s.p, InputDim: s.d,
+		Kappa: s.kappa, FILDelta: s.priv.FILDelta, Repeats: ck.Done, NumParams: s.p, InputDim: s.d,
 		Dataset:     DatasetInfo{Name: s.train.Name, Source: s.train.Source, SHA256: s.train.SHA256, NTrain: s.n, Classes: s.train.Classes},
 		GitCommit:   gitCommit(),
 		WallSeconds: wallSec, StepSeconds: stepSec,
@@ -879,14 +857,12 @@ func (s *setup) result(ck *checkpoint, wallSec, stepSec float64, samples int64) 
 	if stepSec > 0 {
 		res.SamplesPerSec = float64(samples) / stepSec
 	}
-	if cfg.Sigma == 0 {
+	if !pr.Noisy() {
 		res.MSEBoundRDP = 0 // no noise: no reconstruction bound
 	} else {
 		l := ck.Done[0].Ledger
 		for _, rr := range ck.Done[1:] {
-			a, _ := json.Marshal(rr.Ledger)
-			b, _ := json.Marshal(l)
-			if string(a) != string(b) {
+			if !rr.Ledger.Equal(l) {
 				return nil, fmt.Errorf("privacy accounting: repeat %d emitted other events than repeat 0", rr.Repeat)
 			}
 		}
@@ -922,7 +898,7 @@ func (s *setup) result(ck *checkpoint, wallSec, stepSec float64, samples int64) 
 		if err != nil {
 			return nil, fmt.Errorf("FIL accounting: %w", err)
 		}
-		sum := accounting.SummarizeDFIL(mean)
+		sum := fil.Summarize(mean)
 		res.DFILMax, res.DFILMedian, res.DFILMean = sum.Max, sum.Median, sum.Mean
 		res.MSEBoundFILMax, res.MSEBoundFILMedian = sum.MSEBoundMax, sum.MSEBoundMedian
 		res.DFILQuantiles = sum.Quantiles
@@ -942,7 +918,7 @@ func (s *setup) result(ck *checkpoint, wallSec, stepSec float64, samples int64) 
 // removes the checkpoint.
 func (s *setup) writeOutputs(dir string, ck *checkpoint, res *Result) error {
 	if res.DFIL != nil {
-		if err := accounting.SaveDFIL(filepath.Join(dir, DFILFile), res.DFIL); err != nil {
+		if err := fil.Save(filepath.Join(dir, DFILFile), res.DFIL); err != nil {
 			return fmt.Errorf("save dFIL: %w", err)
 		}
 		res.DFILPath = DFILFile

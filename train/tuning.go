@@ -263,26 +263,28 @@ const (
 	streamTuneDraws uint64 = 0x7475_6e65_0002
 )
 
-// tuneSigma turns the noise multiplier into the effective one the accountants and the
-// FIL normalisation use (run.go's prepare, after σ is known): with learned noise of
-// base β the released covariance σ²C²(β²I + UAUᵀ) has smallest eigenvalue β²σ²C² on
-// the released coordinates (noise_fim.go), so σ_eff = βσ; with target_epsilon the
-// calibrated σ is σ_eff and σ = σ_eff/β.
-func (s *setup) tuneSigma(cfg *Config) error {
+// tuneSigma returns how learned noise turns σ into the effective σ the accountants
+// and the FIL normalisation use (resolvePrivacy, after σ is given or calibrated;
+// nil without learned noise): with learned noise of base β the released covariance
+// σ²C²(β²I + UAUᵀ) has smallest eigenvalue β²σ²C² on the released coordinates
+// (noise_fim.go), so σ_eff = βσ; with target_epsilon the calibrated σ is σ_eff and
+// σ = σ_eff/β.
+func (s *setup) tuneSigma(cfg Config) func(sigma float64) float64 {
 	if s.tune == nil || s.tune.cfg.NoiseRank == 0 {
 		return nil
 	}
-	beta := s.tune.cfg.noiseBase()
-	nominal := cfg.Sigma
-	if cfg.TargetEpsilon > 0 {
-		nominal = cfg.Sigma / beta
-	} else {
-		cfg.Sigma = beta * nominal
+	return func(sigma float64) float64 {
+		beta := s.tune.cfg.noiseBase()
+		nominal := sigma
+		if cfg.TargetEpsilon > 0 {
+			nominal = sigma / beta
+		} else {
+			sigma = beta * nominal
+		}
+		s.tune.noise = &noiseFIM{rank: s.tune.cfg.NoiseRank, power: s.tune.cfg.noisePower(), beta: beta,
+			samples: s.tune.cfg.noiseSamples(), every: s.tune.cfg.NoiseEvery, nominal: nominal, clipC: cfg.Clip}
+		return sigma
 	}
-	s.cfg.Sigma = cfg.Sigma
-	s.tune.noise = &noiseFIM{rank: s.tune.cfg.NoiseRank, power: s.tune.cfg.noisePower(), beta: beta,
-		samples: s.tune.cfg.noiseSamples(), every: s.tune.cfg.NoiseEvery, nominal: nominal, clipC: cfg.Clip}
-	return nil
 }
 
 // freezeMask resolves the freeze list to a parameter mask (true = frozen).
@@ -403,7 +405,7 @@ func (s *setup) tuningResult(res *Result) {
 		}
 	}
 	if tu.noise != nil {
-		tr.Noise = tu.noise.result(s.cfg.Sigma)
+		tr.Noise = tu.noise.result(s.priv.Sigma)
 	}
 	res.Tuning = tr
 }

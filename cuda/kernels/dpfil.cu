@@ -159,15 +159,17 @@ KERNEL k_act_tangent(int f, int n, int k, int size, const float* x, const float*
 	}
 }
 
-// k_blocked_dotsq: the FIL step's reduction for cs samples. The parameter tensors are
-// nb (offset, size) pairs in blocks; sample s's gradient is g + s·P and its gradient
-// tangents tg + s·tgStride hold kc directions per tensor, direction j of tensor t at
-// kc·o_t + j·z_t. Thread t = (s·nj + j)·S + c (S = stripes, j < nj) sums, over every
-// tensor, the elements i ≡ c (mod S) of ⟨g_t, tg_{t,j}⟩ and ‖tg_{t,j}‖² in double and writes
-// them to part[t] and part[cs·nj·S + t].
-KERNEL k_blocked_dotsq(int cs, int P, long long tgStride, int kc, int nj, int stripes, int nb,
+// k_blocked_dotsq: the FIL step's reduction for cs samples of kc directions. The
+// parameter tensors are nb (offset, size) pairs in blocks; sample s's gradient is
+// g + s·P and its gradient tangents are rows r = s·kc + j of tg, tensor by tensor
+// (the chunk's layout, models.TangentBatcher): tensor t of row r at
+// cs·kc·o_t + r·z_t. Thread t = (s·nj + j)·S + c (S = stripes, j < nj) sums, over
+// every tensor, the elements i ≡ c (mod S) of ⟨g_t, tg_{t,r}⟩ and ‖tg_{t,r}‖² in
+// double and writes them to part[t] and part[cs·nj·S + t].
+KERNEL k_blocked_dotsq(int cs, int P, int kc, int nj, int stripes, int nb,
                        const int* blocks, const float* g, const float* tg, double* part) {
 	long long n = (long long)cs * nj * stripes;
+	long long rows = (long long)cs * kc;
 	GRID_STRIDE(t, n) {
 		long long q = t / stripes;
 		int c = (int)(t % stripes), j = (int)(q % nj);
@@ -176,7 +178,7 @@ KERNEL k_blocked_dotsq(int cs, int P, long long tgStride, int kc, int nj, int st
 		for (int b = 0; b < nb; b++) {
 			long long off = blocks[2 * b], size = blocks[2 * b + 1];
 			const float* gt = g + s * P + off;
-			const float* tt = tg + s * tgStride + (long long)kc * off + (long long)j * size;
+			const float* tt = tg + rows * off + (s * kc + j) * size;
 			for (long long i = c; i < size; i += stripes) {
 				double v = (double)tt[i];
 				gd += (double)gt[i] * v;
@@ -188,11 +190,34 @@ KERNEL k_blocked_dotsq(int cs, int P, long long tgStride, int kc, int nj, int st
 	}
 }
 
+// k_repeat_rows: dst[r] = src[r / kd] for rows rows of n values (a sample's row
+// repeated for each of its kd tangent directions, so that a strided-batched GEMM
+// over the rows can read it at a fixed stride).
+KERNEL k_repeat_rows(int rows, int kd, int n, const float* src, float* dst) {
+	GRID_STRIDE(t, (long long)rows * n) {
+		long long r = t / n;
+		dst[t] = src[(r / kd) * n + t % n];
+	}
+}
+
 // k_sum_rows: out[r] = Σ_{c < m} in[r·m + c] for r < rows, in order.
 KERNEL k_sum_rows(int rows, int m, const double* in, double* out) {
 	GRID_STRIDE(r, rows) {
 		double s = 0.0;
 		for (int c = 0; c < m; c++) s += in[r * (long long)m + c];
+		out[r] = s;
+	}
+}
+
+// k_sum_chunks: out[r] = Σ_{c < m, r·m + c < n} in[r·m + c] for r < ⌈n/m⌉, each chunk
+// in order: one level of the deterministic multi-block sum of n values (sumTree in
+// cuda/reduce.go). in and out must not overlap.
+KERNEL k_sum_chunks(int n, int m, const double* in, double* out) {
+	GRID_STRIDE(r, ((long long)n + m - 1) / m) {
+		long long c0 = r * m;
+		long long c1 = c0 + m < (long long)n ? c0 + m : (long long)n;
+		double s = 0.0;
+		for (long long c = c0; c < c1; c++) s += in[c];
 		out[r] = s;
 	}
 }

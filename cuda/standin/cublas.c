@@ -1,6 +1,8 @@
 // The stand-in's cuBLAS: cuda/testdata/fakecublas.c (cuBLAS's argument checks, and the
-// handle set up as dpfil must set it up: default math, default stream), made
-// stream-ordered on the stand-in libcuda.so.1. An SGEMM is checked when it is called
+// handle set up as dpfil must set it up: default math, dpfil's own stream, its own
+// workspace), made stream-ordered on the stand-in libcuda.so.1: a GEMM is queued on
+// (or, while it captures, recorded by) the handle's stream, and the workspace must be
+// live device memory. An SGEMM is checked when it is called
 // (its handle's context must be current on the calling thread, and every operand it
 // reads or writes must lie inside one live device allocation: a host or Go pointer is
 // refused) and queued on the stand-in's stream; it runs at the next synchronising
@@ -25,9 +27,28 @@
 
 // From the stand-in libcuda.so.1 (driver.c).
 int cuCtxGetCurrent(void **ctx);
-int dpfil_standin_enqueue(const char *what, void (*fn)(void *, int), void *arg, int n, const char *const *names,
-			  const uintptr_t *base, const uint64_t *bytes);
+int dpfil_standin_enqueue(const char *what, void *stream, void (*fn)(void *, int), void *arg, int n,
+			  const char *const *names, const uintptr_t *base, const uint64_t *bytes);
 void *dpfil_standin_device_view(const void *p);
+int dpfil_standin_ctx_live(const void *ctx);
+
+// The context the CUDA runtime inside cuBLAS adopted: the one current at the process's
+// first cublasCreate. The real runtime keeps its state for that context for the rest
+// of the process; the stand-in adopts it without retaining it, so a driver that
+// releases the primary context to zero (destroying it) while cuBLAS may still use
+// it is caught at cuBLAS's next call, even after a new primary context was made.
+static void *rt_ctx;
+
+// adopted_live reports whether cuBLAS's adopted context is alive; what names the call.
+static int adopted_live(const char *what) {
+	void *c = __atomic_load_n(&rt_ctx, __ATOMIC_ACQUIRE);
+	if (c == NULL || dpfil_standin_ctx_live(c)) return 1;
+	fprintf(stderr,
+		"dpfil stand-in cuBLAS: %s after the context cuBLAS adopted at its first cublasCreate was released and "
+		"destroyed (the primary context must stay retained while cuBLAS is loaded)\n",
+		what);
+	return 0;
+}
 
 enum { EXECUTION_FAILED = 13 };
 
@@ -45,6 +66,12 @@ int cublasCreate_v2(void **h) {
 		free(x);
 		return NOT_INITIALIZED;
 	}
+	if (!adopted_live("cublasCreate")) {
+		free(x);
+		return NOT_INITIALIZED;
+	}
+	void *none = NULL; // the first cublasCreate of the process adopts its context
+	__atomic_compare_exchange_n(&rt_ctx, &none, x->ctx, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	*h = x;
 	return OK;
 }
@@ -78,9 +105,14 @@ __attribute__((target_clones("fma", "default"))) static void gemm32(int ta, int 
 		}
 }
 
+// run_gemm runs the job (run = 1) or frees it (run = 0: done with).
 static void run_gemm(void *arg, int run) {
 	gemm_job *j = arg;
-	if (run) {
+	if (!run) {
+		free(j);
+		return;
+	}
+	{
 		const char *mode = getenv("DPFIL_STANDIN_GEMM");
 		int fp64 = mode != NULL && strcmp(mode, "fp64") == 0;
 		const float *A = dpfil_standin_device_view(j->A), *B = dpfil_standin_device_view(j->B);
@@ -94,7 +126,6 @@ static void run_gemm(void *arg, int run) {
 				       j->beta, C + i * j->sC, j->ldc);
 		}
 	}
-	free(j);
 }
 
 // extent is the bytes a column-major rows×cols operand with leading dimension ld spans,
@@ -110,6 +141,7 @@ static int sgemm(const char *what, void *h, int ta, int tb, int m, int n, int k,
 	int s = check(&x->base, ta, tb, m, n, k, lda, ldb, ldc);
 	if (s != OK) return s;
 	if (batch < 0 || sA < 0 || sB < 0 || sC < 0) return INVALID_VALUE;
+	if (!adopted_live(what)) return NOT_INITIALIZED;
 	void *cur = NULL;
 	if (cuCtxGetCurrent(&cur) != 0 || cur != x->ctx) {
 		fprintf(stderr, "dpfil stand-in cuBLAS: %s from a thread whose current context is not the handle's\n", what);
@@ -120,16 +152,17 @@ static int sgemm(const char *what, void *h, int ta, int tb, int m, int n, int k,
 	if (j == NULL) return ALLOC_FAILED;
 	*j = (gemm_job){ta, tb, m, n, k, lda, ldb, ldc, batch, *alpha, *beta, A, B, C, sA, sB, sC};
 	// cuBLAS's column-major names: dpfil's row-major product passes its B as A.
-	static const char *const names[3] = {"C", "A", "B"};
-	uintptr_t base[3];
-	uint64_t bytes[3];
+	static const char *const names[4] = {"workspace", "C", "A", "B"};
+	uintptr_t base[4];
+	uint64_t bytes[4];
 	int nr = 0;
+	base[nr] = (uintptr_t)x->base.ws, bytes[nr++] = x->base.ws_bytes;
 	base[nr] = (uintptr_t)C, bytes[nr++] = extent(m, n, ldc, sC, batch);
 	if (k > 0) {
 		base[nr] = (uintptr_t)A, bytes[nr++] = extent(ta ? k : m, ta ? m : k, lda, sA, batch);
 		base[nr] = (uintptr_t)B, bytes[nr++] = extent(tb ? n : k, tb ? k : n, ldb, sB, batch);
 	}
-	int r = dpfil_standin_enqueue(what, run_gemm, j, nr, names, base, bytes);
+	int r = dpfil_standin_enqueue(what, x->base.stream, run_gemm, j, nr, names, base, bytes);
 	if (r == 0) return OK;
 	free(j);
 	if (r == 1 /* CUDA_ERROR_INVALID_VALUE */) return INVALID_VALUE;

@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../kernels/hostemu.h"
@@ -59,6 +60,9 @@
 #define SI_PAGE 4096ull
 #define SI_MAGIC_MOD 0x6d6f64756c65ull
 #define SI_MAGIC_FN 0x66756e63ull
+#define SI_MAGIC_STREAM 0x73747265616dull
+#define SI_MAGIC_GRAPH 0x6772617068ull
+#define SI_MAGIC_EXEC 0x65786563ull
 
 // The launch geometry the host-compiled kernels read (hostemu.h).
 dp_dim3 dp_emu_threadIdx, dp_emu_blockIdx, dp_emu_blockDim, dp_emu_gridDim;
@@ -86,15 +90,43 @@ static const char *env(const char *k) {
 // ---- global state: one device, guarded by one lock ----
 
 typedef struct si_op si_op;
+typedef struct si_stream si_stream;
 
 typedef struct si_ctx {
 	int live;
 	int retains;
 	CUresult sticky; // first asynchronous error: every later call returns it
 	unsigned long gen;
-	si_op *head, *tail; // the queue of the legacy default stream
+	si_op *head, *tail; // the queue: every stream's work in issue order (stricter than a GPU)
 	int queued;
+	int nstreams; // live streams from cuStreamCreate: then the legacy stream is refused
+	// Stream capture (cuStreamBeginCapture): the capturing stream's work is recorded
+	// here instead of queued; broken when something that may not be captured happened.
+	si_stream *cap;
+	si_op *cap_head, *cap_tail;
+	int cap_n, cap_broken;
 } si_ctx;
+
+// A stream from cuStreamCreate. The stand-in keeps one queue per context, so work of
+// every stream runs in issue order; streams are checked (live, this context's), and
+// while a context has one, work on the legacy default stream is refused: dpfil
+// issues every launch, copy, memset and GEMM on its own stream.
+struct si_stream {
+	uint64_t magic;
+	si_ctx *ctx;
+	int live;
+};
+
+// A captured graph's operations, shared by the graph and its instantiations.
+typedef struct {
+	si_op *head;
+	int n, refs;
+} si_oplist;
+
+typedef struct {
+	uint64_t magic;
+	si_oplist *list;
+} si_graph; // CUgraph and (magic SI_MAGIC_EXEC) CUgraphExec
 
 typedef struct si_module si_module;
 
@@ -116,7 +148,7 @@ struct si_module {
 	si_func *funcs;
 };
 
-enum { OP_KERNEL = 1, OP_MEMSET, OP_HOSTFN, OP_COPY };
+enum { OP_KERNEL = 1, OP_MEMSET, OP_HOSTFN, OP_COPY, OP_GRAPH };
 
 struct si_op {
 	int kind;
@@ -125,8 +157,13 @@ struct si_op {
 	// OP_KERNEL
 	si_func *fn;
 	uint64_t slots[SI_MAXPARAMS];
+	// every kind: the ids of the operand allocations (busy while queued; a graph
+	// launch checks that they are still live)
 	int nops;
-	unsigned long opid[SI_MAXPARAMS]; // ids of the operand allocations
+	unsigned long opid[SI_MAXPARAMS];
+	// OP_GRAPH: the graph's operations, run in order
+	si_oplist *list;
+	const char *what; // what queued it (messages)
 	// OP_MEMSET
 	uintptr_t dst;
 	uint64_t bytes;
@@ -141,6 +178,7 @@ struct si_op {
 	uint8_t *staged;
 	uintptr_t src;
 	int pinned;
+	int to_host; // cuMemcpyDtoHAsync: dst is host memory
 	uint64_t sum;
 };
 
@@ -171,6 +209,8 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static int g_init;
 static si_ctx *g_primary;
 static unsigned long g_ctx_gen, g_launches;
+static unsigned long g_ctx_retains, g_ctx_releases; // cuDevicePrimaryCtxRetain/Release calls
+static void ctx_stats(void);
 static __thread si_ctx *t_cur;
 
 uintptr_t si_host_base, si_dev_base;
@@ -361,6 +401,50 @@ static void enqueue(si_ctx *ctx, si_op *op) {
 	ctx->queued++;
 }
 
+// submit queues op on stream s of ctx — its operands become inaccessible to the
+// host until it ran — or, when s is capturing, records it in the capture.
+static void submit(si_ctx *ctx, si_stream *s, si_op *op) {
+	if (ctx->cap != NULL && s == ctx->cap) {
+		op->next = NULL;
+		if (ctx->cap_tail) ctx->cap_tail->next = op;
+		else ctx->cap_head = op;
+		ctx->cap_tail = op;
+		ctx->cap_n++;
+		return;
+	}
+	for (int i = 0; i < op->nops; i++) mark_busy(&allocs[op->opid[i] - 1]);
+	enqueue(ctx, op);
+}
+
+// add_operand records allocation a as an operand of op.
+static void add_operand(si_op *op, si_alloc *a) {
+	if (a != NULL && op->nops < SI_MAXPARAMS) op->opid[op->nops++] = a->id;
+}
+
+// get_stream resolves a stream handle of ctx for api: NULL for the legacy default
+// stream, which is refused while the context has a stream of its own.
+static CUresult get_stream(si_ctx *ctx, CUstream h, si_stream **out, const char *api) {
+	*out = NULL;
+	if (h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) {
+		if (ctx->nstreams > 0) {
+			si_log("%s: work on the legacy default stream while the context has a stream of its own "
+			       "(cuStreamCreate): dpfil issues every launch, copy, memset and GEMM on its stream",
+			       api);
+			return CUDA_ERROR_INVALID_HANDLE;
+		}
+		return CUDA_SUCCESS;
+	}
+	si_stream *s = (si_stream *)h;
+	if (s->magic != SI_MAGIC_STREAM || !s->live || s->ctx != ctx) {
+		si_log("%s: stream %p is not a live stream of the current context", api, (void *)h);
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	*out = s;
+	return CUDA_SUCCESS;
+}
+
+static void oplist_release(si_oplist *l);
+
 void si_launch_fail(int code) { longjmp(run_jmp, code); }
 
 static CUresult run_kernel(si_op *op) {
@@ -419,8 +503,18 @@ static CUresult run_op(si_op *op) {
 			memmove((void *)to_dev(op->dst), (const void *)op->src, op->bytes);
 			return CUDA_SUCCESS;
 		}
+		if (op->to_host) {
+			memmove((void *)op->dst, (const void *)to_dev(op->src), op->bytes);
+			return CUDA_SUCCESS;
+		}
 		memmove((void *)to_dev(op->dst), op->staged ? (const void *)op->staged : (const void *)to_dev(op->src),
 			op->bytes);
+		return CUDA_SUCCESS;
+	case OP_GRAPH:
+		for (si_op *o = op->list->head; o != NULL; o = o->next) {
+			CUresult r = run_op(o);
+			if (r != CUDA_SUCCESS) return r;
+		}
 		return CUDA_SUCCESS;
 	}
 	return CUDA_ERROR_UNKNOWN;
@@ -429,6 +523,13 @@ static CUresult run_op(si_op *op) {
 // drain runs the context's queued work in order (lock held). The first failure
 // becomes the context's sticky error and the rest of the queue is dropped.
 static CUresult drain(si_ctx *ctx, const char *why) {
+	if (ctx->cap != NULL) {
+		// A wait while a stream captures: CUDA invalidates the capture.
+		si_log("%s: a synchronisation while stream %p captures a graph (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)", why,
+		       (void *)ctx->cap);
+		ctx->cap_broken = 1;
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	}
 	if (ctx->queued && cfg_trace) si_log("%s: running %d queued operation(s)", why, ctx->queued);
 	while (ctx->head) {
 		si_op *op = ctx->head;
@@ -439,9 +540,9 @@ static CUresult drain(si_ctx *ctx, const char *why) {
 				ctx->sticky = r;
 				si_log("%s: the context is now in error %d; every later call fails with it", why, (int)r);
 			}
-		} else if (op->kind == OP_HOSTFN) {
-			op->hostfn(op->arg, 0); // not run: lets the callback free its argument
 		}
+		if (op->kind == OP_HOSTFN) op->hostfn(op->arg, 0); // done (or not run): frees its argument
+		if (op->kind == OP_GRAPH) oplist_release(op->list);
 		free(op->staged);
 		free(op);
 	}
@@ -564,6 +665,8 @@ SI_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice d)
 		g_primary->gen = ++g_ctx_gen;
 	}
 	g_primary->retains++;
+	g_ctx_retains++;
+	ctx_stats();
 	*pctx = (CUcontext)g_primary;
 	pthread_mutex_unlock(&g_mu);
 	return CUDA_SUCCESS;
@@ -582,6 +685,7 @@ SI_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice d) {
 		si_log("cuDevicePrimaryCtxRelease: the primary context is not retained (CUDA_ERROR_INVALID_CONTEXT)");
 		return CUDA_ERROR_INVALID_CONTEXT;
 	}
+	g_ctx_releases++;
 	if (--c->retains == 0) {
 		// The last release destroys the context: its work finishes first, then its
 		// memory and modules go. Threads that still have it current get
@@ -594,6 +698,7 @@ SI_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice d) {
 		c->live = 0;
 		g_primary = NULL;
 	}
+	ctx_stats();
 	pthread_mutex_unlock(&g_mu);
 	return CUDA_SUCCESS;
 }
@@ -699,10 +804,12 @@ SI_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr p) {
 	return r;
 }
 
-static CUresult memset_op(CUdeviceptr dst, uint32_t value, int width, size_t n, const char *api) {
+static CUresult memset_op(CUdeviceptr dst, uint32_t value, int width, size_t n, CUstream stream, const char *api) {
 	CUresult r;
 	pthread_mutex_lock(&g_mu);
 	si_ctx *c = need_ctx(&r, api);
+	si_stream *st = NULL;
+	if (c != NULL && (r = get_stream(c, stream, &st, api)) != CUDA_SUCCESS) c = NULL;
 	if (c != NULL) {
 		uint64_t bytes = (uint64_t)n * width;
 		si_alloc *a = host_alloc(c, (uintptr_t)dst, bytes);
@@ -720,8 +827,8 @@ static CUresult memset_op(CUdeviceptr dst, uint32_t value, int width, size_t n, 
 			op->bytes = bytes;
 			op->value = value;
 			op->width = width;
-			mark_busy(a);
-			enqueue(c, op);
+			add_operand(op, a);
+			submit(c, st, op);
 			if (cfg_trace) si_log("queued %s of %lu bytes at %#lx", api, (unsigned long)bytes, (unsigned long)dst);
 		}
 	}
@@ -730,11 +837,15 @@ static CUresult memset_op(CUdeviceptr dst, uint32_t value, int width, size_t n, 
 }
 
 SI_EXPORT CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dst, unsigned char uc, size_t n) {
-	return memset_op(dst, uc, 1, n, "cuMemsetD8");
+	return memset_op(dst, uc, 1, n, NULL, "cuMemsetD8");
 }
 
 SI_EXPORT CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr dst, unsigned int ui, size_t n) {
-	return memset_op(dst, ui, 4, n, "cuMemsetD32");
+	return memset_op(dst, ui, 4, n, NULL, "cuMemsetD32");
+}
+
+SI_EXPORT CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char uc, size_t n, CUstream stream) {
+	return memset_op(dst, uc, 1, n, stream, "cuMemsetD8Async");
 }
 
 // copy is a synchronous copy of n bytes: the queue runs first. Device ranges must lie
@@ -792,9 +903,15 @@ static CUresult copy_async(uintptr_t dst, uintptr_t src, int dev_src, size_t n, 
 	CUresult r;
 	pthread_mutex_lock(&g_mu);
 	si_ctx *c = need_ctx(&r, api);
-	if (c != NULL && stream != NULL) {
-		si_log("%s: stream %p: the stand-in has only the legacy default stream (pass 0)", api, (void *)stream);
-		r = CUDA_ERROR_INVALID_HANDLE;
+	si_stream *st = NULL;
+	if (c != NULL && (r = get_stream(c, stream, &st, api)) != CUDA_SUCCESS) c = NULL;
+	int capturing = c != NULL && c->cap != NULL && st == c->cap;
+	if (c != NULL && capturing && !dev_src && n > 0 && !pinned_range(src, n)) {
+		si_log("%s: a copy from pageable host memory while stream %p captures a graph: the graph would read "
+		       "bytes the caller may reuse (copy from page-locked memory, cuMemHostAlloc)",
+		       api, (void *)stream);
+		c->cap_broken = 1;
+		r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	} else if (c != NULL && n > 0) {
 		si_alloc *ad = host_alloc(c, dst, n), *as = NULL;
 		int src_in_arena = src >= si_host_base && src - si_host_base < si_arena_len;
@@ -818,7 +935,7 @@ static CUresult copy_async(uintptr_t dst, uintptr_t src, int dev_src, size_t n, 
 			op->bytes = n;
 			if (dev_src) {
 				op->src = src;
-				mark_busy(as);
+				add_operand(op, as);
 			} else if (pinned_range(src, n)) {
 				op->src = src;
 				op->pinned = 1;
@@ -827,8 +944,8 @@ static CUresult copy_async(uintptr_t dst, uintptr_t src, int dev_src, size_t n, 
 				op->staged = malloc(n);
 				memcpy(op->staged, (const void *)src, n);
 			}
-			mark_busy(ad);
-			enqueue(c, op);
+			add_operand(op, ad);
+			submit(c, st, op);
 			if (cfg_trace) si_log("queued %s of %zu bytes to %#lx", api, n, (unsigned long)dst);
 		}
 	}
@@ -891,6 +1008,258 @@ SI_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src
 }
 SI_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream) {
 	return copy_async((uintptr_t)dst, (uintptr_t)src, 1, n, stream, "cuMemcpyDtoDAsync");
+}
+
+// cuMemcpyDtoHAsync_v2 queues a copy from device memory to host memory, written when
+// the copy runs; in a capture the destination must be page-locked memory.
+SI_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream stream) {
+	const char *api = "cuMemcpyDtoHAsync";
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_ctx *c = need_ctx(&r, api);
+	si_stream *st = NULL;
+	if (c != NULL && (r = get_stream(c, stream, &st, api)) != CUDA_SUCCESS) c = NULL;
+	if (c != NULL && n > 0) {
+		si_alloc *as = host_alloc(c, (uintptr_t)src, n);
+		uintptr_t d = (uintptr_t)dst;
+		char desc[256];
+		if (as == NULL) {
+			describe(desc, sizeof desc, c, (uintptr_t)src);
+			si_log("%s(%zu bytes): the source range is not inside one live allocation: %s", api, n, desc);
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else if (d == 0 || (d >= si_host_base && d - si_host_base < si_arena_len)) {
+			si_log("%s: the destination %#lx is %s, but the call copies to host memory", api, (unsigned long)d,
+			       d ? "device memory" : "NULL");
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else if (c->cap != NULL && st == c->cap && !pinned_range(d, n)) {
+			si_log("%s: a copy to pageable host memory while stream %p captures a graph (use cuMemHostAlloc)", api,
+			       (void *)stream);
+			c->cap_broken = 1;
+			r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+		} else {
+			si_op *op = calloc(1, sizeof *op);
+			op->kind = OP_COPY;
+			op->to_host = 1;
+			op->dst = d;
+			op->src = (uintptr_t)src;
+			op->bytes = n;
+			add_operand(op, as);
+			submit(c, st, op);
+			if (cfg_trace) si_log("queued %s of %zu bytes from %#lx", api, n, (unsigned long)src);
+		}
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+// ---- streams and graphs ----
+
+SI_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *ph, unsigned int flags) {
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_ctx *c = need_ctx(&r, "cuStreamCreate");
+	if (c != NULL) {
+		if (ph == NULL || (flags != CU_STREAM_DEFAULT && flags != CU_STREAM_NON_BLOCKING)) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else {
+			si_stream *s = calloc(1, sizeof *s);
+			*s = (si_stream){SI_MAGIC_STREAM, c, 1};
+			c->nstreams++;
+			*ph = (CUstream)s;
+		}
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+// cuStreamDestroy_v2 waits for the queue and retires the stream (its memory is kept,
+// so a later use of the handle is reported, not undefined).
+SI_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream h) {
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_ctx *c = need_ctx(&r, "cuStreamDestroy");
+	si_stream *s = NULL;
+	if (c != NULL && (r = get_stream(c, h, &s, "cuStreamDestroy")) == CUDA_SUCCESS) {
+		if (s == NULL || s == c->cap) {
+			si_log("cuStreamDestroy: %s", s == NULL ? "the legacy stream cannot be destroyed" : "the stream is capturing");
+			r = CUDA_ERROR_INVALID_HANDLE;
+		} else {
+			r = c->queued ? drain(c, "cuStreamDestroy") : CUDA_SUCCESS;
+			s->live = 0;
+			c->nstreams--;
+		}
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream h) {
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_ctx *c = need_ctx(&r, "cuStreamSynchronize");
+	if (c != NULL) {
+		si_stream *s = (si_stream *)h;
+		if (h != NULL && h != CU_STREAM_LEGACY && (s->magic != SI_MAGIC_STREAM || !s->live || s->ctx != c)) {
+			si_log("cuStreamSynchronize: %p is not a live stream of the current context", (void *)h);
+			r = CUDA_ERROR_INVALID_HANDLE;
+		} else {
+			r = drain(c, "cuStreamSynchronize");
+		}
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream h, CUstreamCaptureMode mode) {
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_ctx *c = need_ctx(&r, "cuStreamBeginCapture");
+	si_stream *s = NULL;
+	if (c != NULL && (r = get_stream(c, h, &s, "cuStreamBeginCapture")) == CUDA_SUCCESS) {
+		if (s == NULL || c->cap != NULL || mode > CU_STREAM_CAPTURE_MODE_RELAXED) {
+			si_log("cuStreamBeginCapture: %s", s == NULL ? "the legacy stream cannot be captured"
+							   : c->cap != NULL ? "a stream of the context captures already"
+									    : "unknown capture mode");
+			r = s == NULL ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_ERROR_ILLEGAL_STATE;
+		} else {
+			c->cap = s;
+			c->cap_head = c->cap_tail = NULL;
+			c->cap_n = c->cap_broken = 0;
+		}
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+// oplist_release drops a reference to captured operations; the last frees them.
+static void oplist_release(si_oplist *l) {
+	if (--l->refs > 0) return;
+	for (si_op *op = l->head, *next; op != NULL; op = next) {
+		next = op->next;
+		if (op->kind == OP_HOSTFN) op->hostfn(op->arg, 0);
+		free(op->staged);
+		free(op);
+	}
+	free(l);
+}
+
+SI_EXPORT CUresult CUDAAPI cuStreamEndCapture(CUstream h, CUgraph *pg) {
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_ctx *c = need_ctx(&r, "cuStreamEndCapture");
+	if (c != NULL) {
+		if (pg == NULL || c->cap == NULL || (si_stream *)h != c->cap) {
+			si_log("cuStreamEndCapture: stream %p is not capturing", (void *)h);
+			r = CUDA_ERROR_ILLEGAL_STATE;
+		} else {
+			si_oplist *l = calloc(1, sizeof *l);
+			*l = (si_oplist){c->cap_head, c->cap_n, 1};
+			c->cap = NULL;
+			c->cap_head = c->cap_tail = NULL;
+			if (c->cap_broken) {
+				oplist_release(l);
+				r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+			} else {
+				si_graph *g = calloc(1, sizeof *g);
+				*g = (si_graph){SI_MAGIC_GRAPH, l};
+				*pg = (CUgraph)g;
+				if (cfg_trace) si_log("captured a graph of %d operation(s)", l->n);
+			}
+		}
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph hg, unsigned long long flags) {
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_ctx *c = need_ctx(&r, "cuGraphInstantiateWithFlags");
+	si_graph *g = (si_graph *)hg;
+	if (c != NULL) {
+		if (pe == NULL || g == NULL || g->magic != SI_MAGIC_GRAPH || flags != 0) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else {
+			si_graph *e = calloc(1, sizeof *e);
+			*e = (si_graph){SI_MAGIC_EXEC, g->list};
+			g->list->refs++;
+			*pe = (CUgraphExec)e;
+		}
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+static CUresult graph_destroy(void *h, uint64_t magic, const char *api) {
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_ctx *c = need_ctx(&r, api);
+	si_graph *g = h;
+	if (c != NULL) {
+		if (g == NULL || g->magic != magic) {
+			si_log("%s: %p is not a live graph", api, h);
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else {
+			g->magic = 0;
+			oplist_release(g->list);
+			free(g);
+		}
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuGraphDestroy(CUgraph g) { return graph_destroy(g, SI_MAGIC_GRAPH, "cuGraphDestroy"); }
+SI_EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec e) {
+	return graph_destroy(e, SI_MAGIC_EXEC, "cuGraphExecDestroy");
+}
+
+// cuGraphLaunch queues a graph's operations as one. Every allocation they use must
+// still be live, and until the graph ran every one of them is inaccessible to the
+// host (nothing outside the graph touches its buffers while it runs); page-locked
+// sources are read when it runs and must not change until then.
+SI_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec he, CUstream h) {
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_ctx *c = need_ctx(&r, "cuGraphLaunch");
+	si_stream *st = NULL;
+	si_graph *e = (si_graph *)he;
+	if (c != NULL && (r = get_stream(c, h, &st, "cuGraphLaunch")) == CUDA_SUCCESS) {
+		if (e == NULL || e->magic != SI_MAGIC_EXEC) {
+			si_log("cuGraphLaunch: %p is not an instantiated graph", (void *)he);
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else if (c->cap != NULL && st == c->cap) {
+			si_log("cuGraphLaunch: into a capturing stream (not supported by the stand-in)");
+			r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+		} else {
+			int i = 0;
+			for (si_op *o = e->list->head; o != NULL && r == CUDA_SUCCESS; o = o->next, i++)
+				for (int k = 0; k < o->nops; k++)
+					if (!allocs[o->opid[k] - 1].live) {
+						si_log("cuGraphLaunch: operation %d of the graph (%s) uses allocation #%lu, freed since the "
+						       "capture",
+						       i, o->kind == OP_KERNEL ? o->fn->name : o->kind == OP_HOSTFN ? "a GEMM" : "a copy or memset",
+						       o->opid[k]);
+						r = CUDA_ERROR_INVALID_VALUE;
+						break;
+					}
+			if (r == CUDA_SUCCESS) {
+				si_op *op = calloc(1, sizeof *op);
+				op->kind = OP_GRAPH;
+				op->list = e->list;
+				e->list->refs++;
+				for (si_op *o = e->list->head; o != NULL; o = o->next) {
+					if (o->kind == OP_KERNEL) o->info.launch = ++g_launches;
+					if (o->kind == OP_COPY && o->pinned) o->sum = fnv((const uint8_t *)o->src, o->bytes);
+					for (int k = 0; k < o->nops; k++) mark_busy(&allocs[o->opid[k] - 1]);
+				}
+				enqueue(c, op);
+				if (cfg_trace) si_log("queued a graph of %d operation(s)", e->list->n);
+			}
+		}
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
 }
 
 // ---- modules: PTX parsing ----
@@ -1346,11 +1715,9 @@ SI_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction h, unsigned gx, unsigned gy
 		si_log("cuLaunchKernel %s: %u bytes of dynamic shared memory", f->name, shmem);
 		goto out;
 	}
-	if (stream != NULL && stream != CU_STREAM_LEGACY) {
-		si_log("cuLaunchKernel %s: only the legacy default stream is supported", f->name);
-		r = CUDA_ERROR_INVALID_HANDLE;
-		goto out;
-	}
+	si_stream *st = NULL;
+	if ((r = get_stream(c, stream, &st, "cuLaunchKernel")) != CUDA_SUCCESS) goto out;
+	r = CUDA_ERROR_INVALID_VALUE;
 	if (extra != NULL) {
 		si_log("cuLaunchKernel %s: the extra argument form is not supported; pass kernelParams", f->name);
 		goto out;
@@ -1408,12 +1775,9 @@ SI_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction h, unsigned gx, unsigned gy
 	op->info.launch = ++g_launches;
 	op->info.grid[0] = gx, op->info.grid[1] = gy, op->info.grid[2] = gz;
 	op->info.block[0] = bx, op->info.block[1] = by, op->info.block[2] = bz;
-	for (int i = 0; i < nops; i++) {
-		mark_busy(operands[i]);
-		op->opid[i] = operands[i]->id;
-	}
+	for (int i = 0; i < nops; i++) op->opid[i] = operands[i]->id;
 	op->nops = nops;
-	enqueue(c, op);
+	submit(c, st, op);
 	if (cfg_trace)
 		si_log("queued launch #%lu %s grid (%u,%u,%u) block (%u,%u,%u)", op->info.launch, f->name, gx, gy, gz, bx, by,
 		       bz);
@@ -1425,17 +1789,21 @@ out:
 
 // ---- for the stand-in cuBLAS (cublas.c): stream-ordered host work ----
 
-// dpfil_standin_enqueue queues fn(arg) on the calling thread's current context, after
-// checking that each of the n ranges (base[i], bytes[i]), called names[i] in
-// messages, lies inside one live
-// allocation of that context; the ranges are inaccessible to the host until the work
-// ran. fn(arg, 1) runs at the next synchronising call; fn(arg, 0) instead when the
-// context failed before (so that fn can free arg). what names the call in messages.
-SI_EXPORT CUresult dpfil_standin_enqueue(const char *what, void (*fn)(void *, int), void *arg, int n, const char *const *names,
-					 const uintptr_t *base, const uint64_t *bytes) {
+// dpfil_standin_enqueue queues fn(arg) on stream of the calling thread's current
+// context (or records it, when the stream captures a graph), after checking that each
+// of the n ranges (base[i], bytes[i]), called names[i] in messages, lies inside one
+// live allocation of that context; the ranges are inaccessible to the host until the
+// work ran. fn(arg, 1) runs the work (at the next synchronising call, or at each
+// launch of the graph); fn(arg, 0) follows once the work is done with — run, dropped
+// because the context failed, or its graph destroyed — so that fn can free arg.
+// what names the call in messages.
+SI_EXPORT CUresult dpfil_standin_enqueue(const char *what, CUstream stream, void (*fn)(void *, int), void *arg, int n,
+					 const char *const *names, const uintptr_t *base, const uint64_t *bytes) {
 	CUresult r;
 	pthread_mutex_lock(&g_mu);
 	si_ctx *c = need_ctx(&r, what);
+	si_stream *st = NULL;
+	if (c != NULL && (r = get_stream(c, stream, &st, what)) != CUDA_SUCCESS) c = NULL;
 	if (c != NULL) {
 		si_alloc *as[16];
 		for (int i = 0; i < n && i < 16; i++) {
@@ -1454,8 +1822,8 @@ SI_EXPORT CUresult dpfil_standin_enqueue(const char *what, void (*fn)(void *, in
 			op->kind = OP_HOSTFN;
 			op->hostfn = fn;
 			op->arg = arg;
-			for (int i = 0; i < n && i < 16; i++) mark_busy(as[i]);
-			enqueue(c, op);
+			for (int i = 0; i < n && i < 16; i++) add_operand(op, as[i]);
+			submit(c, st, op);
 			if (cfg_trace) si_log("queued %s", what);
 		}
 	}
@@ -1469,4 +1837,149 @@ SI_EXPORT void *dpfil_standin_device_view(const void *p) {
 	uintptr_t u = (uintptr_t)p;
 	if (u >= si_host_base && u - si_host_base < si_arena_len) return (void *)to_dev(u);
 	return (void *)p;
+}
+
+// ---- context lifetime, for the stand-in cuBLAS and the tests ----
+
+// dpfil_standin_ctx_live reports whether ctx (a context handle, destroyed or not) is
+// alive: the stand-in cuBLAS refuses to run in a context that was released and
+// destroyed under it.
+SI_EXPORT int dpfil_standin_ctx_live(const void *ctx) {
+	pthread_mutex_lock(&g_mu);
+	int live = ctx != NULL && ((const si_ctx *)ctx)->live;
+	pthread_mutex_unlock(&g_mu);
+	return live;
+}
+
+// ctx_stats prints the running counts of primary-context retains and releases after
+// each (DPFIL_STANDIN_CTXSTATS=1: the context-lifetime test reads the last line; a Go
+// program leaves through exit_group, so nothing runs at exit). Called with g_mu held.
+static void ctx_stats(void) {
+	if (env("DPFIL_STANDIN_CTXSTATS"))
+		si_log("primary context: %lu retain(s), %lu release(s), %s", g_ctx_retains, g_ctx_releases,
+		       g_primary != NULL && g_primary->live ? "live" : "destroyed");
+}
+
+// ---- events: host timestamps taken when the queue runs them ----
+
+// An event recorded on a stream is queued like any other operation; when the
+// queue runs (at the next synchronising call), it takes the host's monotonic clock,
+// so the time between two events is the time the stand-in took to run the work
+// queued between them: the stand-in's "GPU time". Events are never freed (a stale
+// handle stays detectable).
+#define SI_MAGIC_EVENT 0x6576656e74ull
+
+typedef struct {
+	uint64_t magic;
+	si_ctx *ctx;
+	int recorded, done;
+	struct timespec t;
+} si_event;
+
+static si_event *event_of(CUevent h) {
+	si_event *e = (si_event *)h;
+	return e != NULL && e->magic == SI_MAGIC_EVENT ? e : NULL;
+}
+
+static void event_stamp(void *arg, int run) {
+	si_event *e = arg;
+	if (run) clock_gettime(CLOCK_MONOTONIC, &e->t);
+	e->done = run;
+}
+
+SI_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *ph, unsigned int flags) {
+	if (ph == NULL || (flags & ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING)) != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_ctx *c = need_ctx(&r, "cuEventCreate");
+	if (c != NULL) {
+		si_event *e = calloc(1, sizeof *e);
+		e->magic = SI_MAGIC_EVENT;
+		e->ctx = c;
+		*ph = (CUevent)e;
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuEventRecord(CUevent h, CUstream s) {
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_event *e = event_of(h);
+	si_ctx *c = need_ctx(&r, "cuEventRecord");
+	if (c != NULL && (e == NULL || e->ctx != c)) {
+		si_log("cuEventRecord: %p is not an event of the current context (CUDA_ERROR_INVALID_HANDLE)", (void *)h);
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (c != NULL) {
+		si_stream *st = NULL;
+		r = get_stream(c, s, &st, "cuEventRecord");
+		if (r == CUDA_SUCCESS && c->cap != NULL && st == c->cap) {
+			si_log("cuEventRecord: into a capturing stream (not supported by the stand-in)");
+			r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+		} else if (r == CUDA_SUCCESS) {
+			si_op *op = calloc(1, sizeof *op);
+			op->kind = OP_HOSTFN;
+			op->hostfn = event_stamp;
+			op->arg = e;
+			e->recorded = 1;
+			e->done = 0;
+			submit(c, st, op);
+		}
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuEventQuery(CUevent h) {
+	pthread_mutex_lock(&g_mu);
+	si_event *e = event_of(h);
+	CUresult r = e == NULL ? CUDA_ERROR_INVALID_HANDLE : e->ctx->sticky != CUDA_SUCCESS ? e->ctx->sticky
+		     : !e->recorded || e->done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent h) {
+	CUresult r;
+	pthread_mutex_lock(&g_mu);
+	si_event *e = event_of(h);
+	si_ctx *c = need_ctx(&r, "cuEventSynchronize");
+	if (c != NULL && (e == NULL || e->ctx != c)) {
+		si_log("cuEventSynchronize: %p is not an event of the current context (CUDA_ERROR_INVALID_HANDLE)", (void *)h);
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (c != NULL && e->recorded && !e->done) {
+		r = drain(c, "cuEventSynchronize");
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
+	pthread_mutex_lock(&g_mu);
+	si_event *a = event_of(start), *b = event_of(end);
+	CUresult r = CUDA_SUCCESS;
+	if (ms == NULL || a == NULL || b == NULL) {
+		r = ms == NULL ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
+	} else if (!a->recorded || !b->recorded) {
+		si_log("cuEventElapsedTime: an event was never recorded (CUDA_ERROR_INVALID_HANDLE)");
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (!a->done || !b->done) {
+		r = CUDA_ERROR_NOT_READY;
+	} else {
+		*ms = (float)((double)(b->t.tv_sec - a->t.tv_sec) * 1e3 + (double)(b->t.tv_nsec - a->t.tv_nsec) / 1e6);
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+SI_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent h) {
+	pthread_mutex_lock(&g_mu);
+	si_event *e = event_of(h);
+	CUresult r = CUDA_SUCCESS;
+	if (e == NULL) r = CUDA_ERROR_INVALID_HANDLE;
+	else if (e->recorded && !e->done && e->ctx->queued) r = drain(e->ctx, "cuEventDestroy"); // its queued stamp runs first
+	if (e != NULL) e->magic = 0; // stale from now on (the memory stays: the queue may hold it)
+	pthread_mutex_unlock(&g_mu);
+	return r;
 }

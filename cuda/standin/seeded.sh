@@ -51,7 +51,7 @@ ptx_resum() {
 apply() {
   case $1 in
   missing-sync) # the blocked reduction reads its sums without waiting for the device
-    edit cuda/backend.go 's/\tif err := b\.drv\.Sync\(\); err != nil \{\n\t\tb\.fail\(fmt\.Errorf\("cuda: synchronize: %w", err\)\)\n\t\treturn nil\n\t\}\n\treturn b\.fpart/\treturn b.fpart/'
+    edit cuda/backend.go 's/\tif err := b\.gd\.Sync\(\); err != nil \{\n\t\tb\.fail\(fmt\.Errorf\("cuda: synchronize: %w", err\)\)\n\t\treturn nil\n\t\}\n\treturn b\.fpart/\treturn b.fpart/'
     run='^TestKernelsAgainstCPU$' want='unexpected fault address' ;;
   no-context) # GPU methods lock the OS thread but no longer make the context current on it
     edit cuda/gpu.go 's/(\truntime\.LockOSThread\(\)\n\tif err := )cu\.SetCurrentContext\(g\.ctx\)(; err != nil \{\n\t\truntime\.UnlockOSThread\(\)\n\t\tg\.state\.RUnlock)/$1error(nil)$2/'

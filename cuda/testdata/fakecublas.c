@@ -1,8 +1,11 @@
-// A stand-in for libcublas with the seven entry points dpfil's loader resolves, for
+// A stand-in for libcublas with the eight entry points dpfil's loader resolves, for
 // testing cublas.go without a GPU (cublas_test.go compiles it with gcc). Its SGEMMs
 // are the reference column-major BLAS on host memory, with cuBLAS's argument checks,
 // and they refuse to run unless the handle was set up as dpfil must set it up: math
-// mode CUBLAS_DEFAULT_MATH (no TF32) and the default (NULL) stream.
+// mode CUBLAS_DEFAULT_MATH (no TF32), bound to dpfil's own stream (not the legacy
+// default stream, NULL, which a CUDA graph cannot capture) and given its own
+// workspace (cublasSetWorkspace_v2, so that cuBLAS allocates nothing while a graph
+// is captured).
 //
 //   -DFAKE_VERSION=N     what cublasGetVersion_v2 reports
 //   -DFAKE_OMIT_STRIDED  leave cublasSgemmStridedBatched out (a "missing symbol" library)
@@ -22,6 +25,8 @@ typedef struct {
 	int math;       // -1 until cublasSetMathMode
 	int stream_set; // cublasSetStream_v2 was called
 	void *stream;
+	void *ws; // cublasSetWorkspace_v2
+	size_t ws_bytes;
 } fake_handle;
 
 enum { OK = 0, NOT_INITIALIZED = 1, ALLOC_FAILED = 3, INVALID_VALUE = 7 };
@@ -46,6 +51,14 @@ int cublasSetStream_v2(void *h, void *stream) {
 	return OK;
 }
 
+int cublasSetWorkspace_v2(void *h, void *ws, size_t bytes) {
+	fake_handle *x = h;
+	if (ws == NULL || bytes == 0) return INVALID_VALUE;
+	x->ws = ws;
+	x->ws_bytes = bytes;
+	return OK;
+}
+
 int cublasSetMathMode(void *h, int mode) {
 	((fake_handle *)h)->math = mode;
 	return OK;
@@ -63,7 +76,7 @@ int cublasGetVersion_v2(void *h, int *v) {
 static int imax(int a, int b) { return a > b ? a : b; }
 
 static int check(const fake_handle *x, int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc) {
-	if (x->math != 0 || !x->stream_set || x->stream != NULL) return NOT_INITIALIZED;
+	if (x->math != 0 || !x->stream_set || x->stream == NULL || x->ws == NULL) return NOT_INITIALIZED;
 	if (ta < 0 || ta > 1 || tb < 0 || tb > 1 || m < 0 || n < 0 || k < 0) return INVALID_VALUE;
 	if (lda < imax(1, ta ? k : m) || ldb < imax(1, tb ? n : k) || ldc < imax(1, m)) return INVALID_VALUE;
 	return OK;

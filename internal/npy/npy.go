@@ -257,8 +257,9 @@ func header(descr string, shape []int) []byte {
 	return buf.Bytes()
 }
 
-// EncodeFloat32 returns the .npy encoding of a float32 array of the given shape.
-func EncodeFloat32(shape []int, v []float32) ([]byte, error) {
+// encode returns the .npy encoding of v with the given dtype and shape, each value
+// written by put into its size bytes.
+func encode[T any](descr string, shape []int, v []T, size int, put func([]byte, T)) ([]byte, error) {
 	n := 1
 	for _, d := range shape {
 		n *= d
@@ -266,41 +267,50 @@ func EncodeFloat32(shape []int, v []float32) ([]byte, error) {
 	if n != len(v) {
 		return nil, fmt.Errorf("npy: shape %v holds %d values, got %d", shape, n, len(v))
 	}
-	b := header("<f4", shape)
-	data := make([]byte, 4*len(v))
+	b := header(descr, shape)
+	data := make([]byte, size*len(v))
 	for i, x := range v {
-		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(x))
+		put(data[size*i:], x)
 	}
 	return append(b, data...), nil
+}
+
+// EncodeFloat64 returns the .npy encoding of a float64 array of the given shape.
+func EncodeFloat64(shape []int, v []float64) ([]byte, error) {
+	return encode("<f8", shape, v, 8, func(b []byte, x float64) { binary.LittleEndian.PutUint64(b, math.Float64bits(x)) })
+}
+
+// EncodeFloat32 returns the .npy encoding of a float32 array of the given shape.
+func EncodeFloat32(shape []int, v []float32) ([]byte, error) {
+	return encode("<f4", shape, v, 4, func(b []byte, x float32) { binary.LittleEndian.PutUint32(b, math.Float32bits(x)) })
 }
 
 // EncodeUint8 returns the .npy encoding of a uint8 array of the given shape.
 func EncodeUint8(shape []int, v []byte) ([]byte, error) {
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	if n != len(v) {
-		return nil, fmt.Errorf("npy: shape %v holds %d values, got %d", shape, n, len(v))
-	}
-	return append(header("|u1", shape), v...), nil
+	return encode("|u1", shape, v, 1, func(b []byte, x byte) { b[0] = x })
 }
 
 // EncodeInt64 returns the .npy encoding of an int64 array of the given shape.
 func EncodeInt64(shape []int, v []int) ([]byte, error) {
-	n := 1
-	for _, d := range shape {
-		n *= d
+	return encode("<i8", shape, v, 8, func(b []byte, x int) { binary.LittleEndian.PutUint64(b, uint64(int64(x))) })
+}
+
+// ReadVector reads a float vector: a 1-D (or N×1) little-endian float64 or float32
+// array; other dtypes and shapes are errors.
+func ReadVector(r io.Reader) ([]float64, error) {
+	a, err := Read(r)
+	if err != nil {
+		return nil, err
 	}
-	if n != len(v) {
-		return nil, fmt.Errorf("npy: shape %v holds %d values, got %d", shape, n, len(v))
+	if a.Dtype != "<f8" && a.Dtype != "<f4" {
+		return nil, fmt.Errorf("npy: unsupported dtype %q (want <f8 or <f4)", a.Dtype)
 	}
-	b := header("<i8", shape)
-	data := make([]byte, 8*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint64(data[8*i:], uint64(int64(x)))
+	switch {
+	case len(a.Shape) == 1, len(a.Shape) == 2 && a.Shape[1] == 1:
+	default:
+		return nil, fmt.Errorf("npy: shape %v is not a vector", a.Shape)
 	}
-	return append(b, data...), nil
+	return a.Data, nil
 }
 
 // Entry is one named, already encoded array of an .npz archive.

@@ -50,6 +50,10 @@ type Request struct {
 	// passes it so that this package does not link Gorgonia.
 	Oracle      bool
 	OracleRoute Route
+	// Warmup is the number of calls of each path (engine, device, oracle) made
+	// before the timed rounds and left out of them: the first calls allocate, upload
+	// and JIT-compile.
+	Warmup int
 	// Device, when not "" or "cpu", names a device backend timed next to the CPU
 	// engine; OpenDevice builds it (required then).
 	Device     string
@@ -124,6 +128,29 @@ type DeviceReport struct {
 	Resident   bool          `json:"resident"`
 	GradCounts *DeviceCounts `json:"grad_counts,omitempty"`
 	FILCounts  *DeviceCounts `json:"fil_counts,omitempty"`
+	// GradTiming and FILTiming split the timed calls' time, when the device model can
+	// time its work with device events (cuda.Model): the host's time to issue the
+	// work, the host's waits for the device, and the device's own time.
+	GradTiming *DeviceTiming `json:"grad_timing,omitempty"`
+	FILTiming  *DeviceTiming `json:"fil_timing,omitempty"`
+}
+
+// DeviceTiming is the mean per timed call (warm-up calls excluded) of the wall time,
+// its two host parts (issue = wall − wait; wait = copies of results to the host and
+// synchronisations) and the device time between events recorded before and after
+// the call's work, in seconds.
+type DeviceTiming struct {
+	Calls    int     `json:"calls"`
+	WallS    float64 `json:"wall_s"`
+	HostIssS float64 `json:"host_issue_s"`
+	HostWait float64 `json:"host_wait_s"`
+	DeviceS  float64 `json:"device_s"`
+}
+
+// deviceTimer is a device model that times a call's work with device events
+// (cuda.Model.TimeDeviceSeconds).
+type deviceTimer interface {
+	TimeDeviceSeconds(fn func() error) (wall, wait, device float64, err error)
 }
 
 // DeviceCounts are a device's transfers and synchronisations per call.
@@ -154,6 +181,8 @@ func (r Request) validate() error {
 		return fmt.Errorf("engine benchmark: coords must be positive, got %d", r.Coords)
 	case !(r.Seconds >= 0):
 		return fmt.Errorf("engine benchmark: seconds must be non-negative, got %v", r.Seconds)
+	case r.Warmup < 0:
+		return fmt.Errorf("engine benchmark: warm-up calls must be non-negative, got %d", r.Warmup)
 	case r.FILBatch < 0 || r.FILBatch > r.Batch:
 		return fmt.Errorf("engine benchmark: FIL batch must be in [0, batch], got %d", r.FILBatch)
 	case r.hasDevice() && r.OpenDevice == nil:
@@ -290,15 +319,21 @@ func (b *bench) timeGrad(fl models.FLOPCount) error {
 		b.rep.Oracle = &Rate{FLOPsPerSample: fl.PerSampleGrad}
 	}
 	b.rep.Grad = Rate{FLOPsPerSample: fl.PerSampleGrad}
+	var device func() (int, error)
+	if b.dm != nil {
+		device = func() (int, error) {
+			return r.Batch, b.dm.ClippedGradSum(b.devParams, b.devX, b.y, b.clip, b.devSum, b.losses)
+		}
+	}
+	if err := b.warmUp("per-sample gradients", engine, device, oracle); err != nil {
+		return err
+	}
 	for i := 0; i < rounds; i++ {
 		if err := timeLoop(r.Seconds/rounds, &b.rep.Grad, engine); err != nil {
 			return fmt.Errorf("engine benchmark: per-sample gradients: %w", err)
 		}
 		if dev := b.rep.Device; dev != nil {
-			err := countedLoop(b.dm, r.Seconds/rounds, &dev.Grad, &dev.GradCounts, func() (int, error) {
-				return r.Batch, b.dm.ClippedGradSum(b.devParams, b.devX, b.y, b.clip, b.devSum, b.losses)
-			})
-			if err != nil {
+			if err := countedLoop(b.dm, r.Seconds/rounds, &dev.Grad, &dev.GradCounts, &dev.GradTiming, device); err != nil {
 				return fmt.Errorf("engine benchmark: %s per-sample gradients: %w", r.Device, err)
 			}
 		}
@@ -336,12 +371,19 @@ func (b *bench) timeFIL(fl models.FLOPCount) error {
 			return fb, m.FILSqNorms(params, x[:fb*d], b.y[:fb], b.clip, coords, out)
 		}
 	}
+	var devStep func() (int, error)
+	if b.dm != nil {
+		devStep = step(b.dm, b.devParams, b.devX)
+	}
+	if err := b.warmUp("FIL step", step(b.m, b.params, b.x), devStep, nil); err != nil {
+		return err
+	}
 	for i := 0; i < rounds; i++ {
 		if err := timeLoop(r.Seconds/rounds, &b.rep.FIL, step(b.m, b.params, b.x)); err != nil {
 			return fmt.Errorf("engine benchmark: FIL step: %w", err)
 		}
 		if dev := b.rep.Device; dev != nil {
-			if err := countedLoop(b.dm, r.Seconds/rounds, &dev.FIL, &dev.FILCounts, step(b.dm, b.devParams, b.devX)); err != nil {
+			if err := countedLoop(b.dm, r.Seconds/rounds, &dev.FIL, &dev.FILCounts, &dev.FILTiming, devStep); err != nil {
 				return fmt.Errorf("engine benchmark: %s FIL step: %w", r.Device, err)
 			}
 		}
@@ -386,6 +428,12 @@ func (dev *DeviceReport) finish(res *Report) {
 		if dev.PeakGFLOPs > 0 {
 			r.FloorSamplesPerS = dev.PeakGFLOPs * 1e9 / r.FLOPsPerSample
 			r.TimesFloor = r.FloorSamplesPerS / r.SamplesPerS
+		}
+	}
+	for _, t := range []*DeviceTiming{dev.GradTiming, dev.FILTiming} {
+		if t != nil && t.Calls > 0 {
+			n := float64(t.Calls)
+			t.WallS, t.HostIssS, t.HostWait, t.DeviceS = t.WallS/n, t.HostIssS/n, t.HostWait/n, t.DeviceS/n
 		}
 	}
 	dev.GradSpeedupVsCPU = dev.Grad.SamplesPerS / res.Grad.SamplesPerS
@@ -438,9 +486,50 @@ func timeLoop(minSec float64, r *Rate, fn func() (int, error)) error {
 	return nil
 }
 
+// warmUp makes Request.Warmup calls of each of the path's functions that is not nil
+// (the engine's, the device's, the oracle's), untimed.
+func (b *bench) warmUp(path string, fns ...func() (int, error)) error {
+	for i := 0; i < b.req.Warmup; i++ {
+		for _, fn := range fns {
+			if fn == nil {
+				continue
+			}
+			if _, err := fn(); err != nil {
+				return fmt.Errorf("engine benchmark: %s (warm-up): %w", path, err)
+			}
+		}
+	}
+	return nil
+}
+
 // countedLoop is timeLoop with the device's counts per call stored in *c (the last
-// round's: warm, as the first call allocates and uploads the labels).
-func countedLoop(dm models.Model, seconds float64, r *Rate, c **DeviceCounts, fn func() (int, error)) error {
+// round's: warm, as the first call allocates and uploads the labels) and, when the
+// device model times its work (deviceTimer), every timed call's split added to *tm.
+func countedLoop(dm models.Model, seconds float64, r *Rate, c **DeviceCounts, tm **DeviceTiming, fn func() (int, error)) error {
+	if dt, ok := dm.(deviceTimer); ok {
+		inner := fn
+		fn = func() (int, error) {
+			n := 0
+			wall, wait, dev, err := dt.TimeDeviceSeconds(func() error {
+				var err error
+				n, err = inner()
+				return err
+			})
+			if err != nil {
+				return n, err
+			}
+			if *tm == nil {
+				*tm = &DeviceTiming{}
+			}
+			t := *tm
+			t.Calls++
+			t.WallS += wall
+			t.HostWait += wait
+			t.HostIssS += wall - wait
+			t.DeviceS += dev
+			return n, nil
+		}
+	}
 	db, ok := dm.(deviceBuffers)
 	if !ok {
 		return timeLoop(seconds, r, fn)

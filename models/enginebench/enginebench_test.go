@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpfil/dpfil/models"
 	"github.com/dpfil/dpfil/models/enginebench"
@@ -81,7 +82,8 @@ func checkRate(t *testing.T, b enginebench.Rate, gflops, gflopPerCPUs float64) {
 // The JSON field names are what benchmark drivers read; they must not change.
 func TestReportJSONFields(t *testing.T) {
 	b, err := json.Marshal(enginebench.Report{Oracle: &enginebench.Rate{}, GradSpeedupVsOracle: 1, GradSpeedupVsOracleCPU: 1,
-		Device: &enginebench.DeviceReport{GradCounts: &enginebench.DeviceCounts{}, FILCounts: &enginebench.DeviceCounts{}}})
+		Device: &enginebench.DeviceReport{GradCounts: &enginebench.DeviceCounts{}, FILCounts: &enginebench.DeviceCounts{},
+			GradTiming: &enginebench.DeviceTiming{}, FILTiming: &enginebench.DeviceTiming{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +101,14 @@ func TestReportJSONFields(t *testing.T) {
 	if got := keys(m["fil_step"].(map[string]any)); !slices.Equal(got, wantRate) {
 		t.Errorf("rate fields %v, want %v", got, wantRate)
 	}
-	wantDev := []string{"device", "fil_counts", "fil_speedup_vs_cpu", "fil_step", "grad_counts", "grad_speedup_vs_cpu", "name",
-		"pct_of_floor_fil", "pct_of_floor_grad", "peak_gflop_per_s", "per_sample_grad", "resident"}
+	wantDev := []string{"device", "fil_counts", "fil_speedup_vs_cpu", "fil_step", "fil_timing", "grad_counts", "grad_speedup_vs_cpu",
+		"grad_timing", "name", "pct_of_floor_fil", "pct_of_floor_grad", "peak_gflop_per_s", "per_sample_grad", "resident"}
 	if got := keys(m["device"].(map[string]any)); !slices.Equal(got, wantDev) {
 		t.Errorf("device fields %v, want %v", got, wantDev)
+	}
+	wantTiming := []string{"calls", "device_s", "host_issue_s", "host_wait_s", "wall_s"}
+	if got := keys(m["device"].(map[string]any)["fil_timing"].(map[string]any)); !slices.Equal(got, wantTiming) {
+		t.Errorf("timing fields %v, want %v", got, wantTiming)
 	}
 }
 
@@ -128,6 +134,7 @@ func TestRunErrors(t *testing.T) {
 		{"seconds < 0", func(r *enginebench.Request) { r.Seconds = -1 }, "seconds"},
 		{"seconds NaN", func(r *enginebench.Request) { r.Seconds = math.NaN() }, "seconds"},
 		{"FIL batch > batch", func(r *enginebench.Request) { r.FILBatch = 3 }, "FIL batch"},
+		{"warm-up < 0", func(r *enginebench.Request) { r.Warmup = -1 }, "warm-up"},
 		{"device without opener", func(r *enginebench.Request) { r.Device = "cuda" }, "OpenDevice"},
 		{"oracle without route", func(r *enginebench.Request) { r.Oracle = true }, "OracleRoute"},
 	}
@@ -186,5 +193,68 @@ func TestRunDevice(t *testing.T) {
 	r.WriteText(&buf)
 	if !strings.Contains(buf.String(), "test device") || !strings.Contains(buf.String(), "× CPU") {
 		t.Errorf("human summary lacks the device lines:\n%s", buf.String())
+	}
+}
+
+// timedModel is a CPU model posing as a device that times its calls with events:
+// each call's "device time" is a fixed fraction of its wall time, and it counts its
+// calls, to check that warm-up calls are made and left out of the timing.
+type timedModel struct {
+	models.Model
+	grads, fils *int
+}
+
+func (m timedModel) ClippedGradSum(params, x []float32, y []int, clip models.Clip, sum []float32, losses []float64) error {
+	*m.grads++
+	return m.Model.ClippedGradSum(params, x, y, clip, sum, losses)
+}
+
+func (m timedModel) FILSqNorms(params, x []float32, y []int, clip models.Clip, coords [][]int, out []float64) error {
+	*m.fils++
+	return m.Model.FILSqNorms(params, x, y, clip, coords, out)
+}
+
+func (m timedModel) TimeDeviceSeconds(fn func() error) (wall, wait, device float64, err error) {
+	t0 := time.Now()
+	err = fn()
+	wall = time.Since(t0).Seconds()
+	return wall, wall / 4, wall / 2, err
+}
+
+// TestRunDeviceTiming: a device model that times its work gets the split reported
+// per timed call (issue = wall − wait, the device's time as it says), and the
+// Warmup calls of each path are made first and left out of the timing.
+func TestRunDeviceTiming(t *testing.T) {
+	grads, fils := 0, 0
+	req := enginebench.Request{Model: "mlp", Batch: 4, Coords: 2, Device: "fake", Warmup: 3,
+		OpenDevice: func(arch models.Arch, device string) (models.Model, error) {
+			m, err := models.NewCPUModel(arch)
+			return timedModel{m, &grads, &fils}, err
+		}}
+	r, err := enginebench.Run(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		tm    *enginebench.DeviceTiming
+		calls int
+	}{{"gradient", r.Device.GradTiming, grads}, {"FIL", r.Device.FILTiming, fils}} {
+		tm := c.tm
+		if tm == nil {
+			t.Fatalf("%s: no timing", c.name)
+		}
+		if tm.Calls != c.calls-3 || tm.Calls < 3 {
+			t.Errorf("%s: %d timed calls of %d made, want all but the 3 warm-up calls", c.name, tm.Calls, c.calls)
+		}
+		if !(tm.WallS > 0) || math.Abs(tm.HostWait-tm.WallS/4) > 1e-12 || math.Abs(tm.HostIssS-0.75*tm.WallS) > 1e-12 ||
+			math.Abs(tm.DeviceS-tm.WallS/2) > 1e-12 {
+			t.Errorf("%s: timing %+v", c.name, *tm)
+		}
+	}
+	var buf strings.Builder
+	r.WriteText(&buf)
+	if !strings.Contains(buf.String(), "host issue") || !strings.Contains(buf.String(), "device time (events") {
+		t.Errorf("human summary lacks the timing lines:\n%s", buf.String())
 	}
 }

@@ -41,4 +41,13 @@ func (d *DeviceReport) writeText(w io.Writer, coords int) {
 				c.what, c.c.HtoDBytes, c.c.DtoHBytes, c.c.Syncs, c.c.Launches, c.c.Gemms, d.Resident)
 		}
 	}
+	for _, t := range []struct {
+		what string
+		t    *DeviceTiming
+	}{{"gradient sum", d.GradTiming}, {"FIL step", d.FILTiming}} {
+		if t.t != nil {
+			fmt.Fprintf(w, "  per %-13s %.3f ms wall = %.3f ms host issue + %.3f ms host wait; %.3f ms device time (events; %d warm calls)\n",
+				t.what, 1e3*t.t.WallS, 1e3*t.t.HostIssS, 1e3*t.t.HostWait, 1e3*t.t.DeviceS, t.t.Calls)
+		}
+	}
 }

@@ -19,9 +19,13 @@
 // FromGraph is the other route, for graphs built outside the Builder with ops the
 // engine lacks (sigmoid, softplus, residual adds, …): a one-sample graph with its
 // input, one-hot label, logits, scalar loss and parameter nodes becomes a GraphModel
-// that trains privately through Gorgonia's own per-sample gradients (first-order
-// DP-SGD, clipped as the engine clips, with the usual RDP/PLD ε). It has no FIL:
-// FILSqNorms, and train.Run when FIL is requested, fail with ErrNoSecondOrder.
+// that trains privately (DP-SGD, clipped as the engine clips, with the usual RDP/PLD
+// ε) and accounts FIL. Its per-sample gradients and the second-order derivatives
+// FIL needs come from gorgonet's own forward-over-reverse rules for each op of the
+// graph (fwdrev.go, fwdrev_rules.go; the table is in docs/architecture.md), not
+// from Gorgonia's Grad, whose Grad of a Grad is wrong. A graph with an op without a
+// rule still trains first-order through Gorgonia's tape; its FIL fails with
+// ErrNoSecondOrder, naming the op.
 //
 // ParamTensors, DatasetTensor and DatasetFromTensor view the engine's flat parameter
 // vectors and data.Dataset images as gorgonia.org/tensor values. They live here, not

@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"regexp"
+	"sync"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -23,10 +24,14 @@ import (
 const GraphArchPrefix = "gorgonia-graph:"
 
 // ErrNoSecondOrder is returned (wrapped) by GraphModel.FILSqNorms and SecondOrderErr,
-// and by train.Run when FIL is requested for a GraphModel.
-var ErrNoSecondOrder = errors.New("no FIL for a model given as a Gorgonia graph: Gorgonia v0.9.18 has no correct second-order derivatives " +
-	"(its Grad of a Grad silently returns wrong values: Σx³ gives 2x instead of 6x, pinned by models/oracle TestGorgoniaGradOfGradDefect), " +
-	"so FIL is not computed rather than reported wrong; turn FIL off (fil_coords = 0) or define the network with gorgonet.Builder, whose engine model has exact second-order passes")
+// and by train.Run when FIL is requested, for a graph with an op that has no
+// forward-over-reverse rule (the error also wraps ErrNoTangentRule and lists the
+// ops). Gorgonia's own second-order derivatives are never used instead: its Grad of
+// a Grad silently returns wrong values (Σx³ gives 2x instead of 6x, pinned by
+// models/oracle TestGorgoniaGradOfGradDefect).
+var ErrNoSecondOrder = errors.New("no FIL for this Gorgonia graph: FIL needs exact second-order derivatives, " +
+	"which gorgonet computes by its own forward-over-reverse rules (Gorgonia v0.9.18's Grad of a Grad is wrong), and the graph has ops without a rule; " +
+	"turn FIL off (fil_coords = 0), write the model with the covered ops, or define it with gorgonet.Builder")
 
 // InitMode selects how GraphModel.Init draws parameters.
 type InitMode int
@@ -72,19 +77,19 @@ type GraphSpec struct {
 	Init   InitMode
 }
 
-// GraphModel is a models.Model computed by Gorgonia's per-sample route: the graph
-// (one sample, with the symbolic gradient of the loss w.r.t. every parameter,
-// compiled once into a tape machine) is run once per sample with the sample's input
-// and label bound, and each per-sample gradient is clipped as the engine clips it
-// (models.Clip, hard or smooth) and summed in float64. It trains with DP-SGD and the
-// privacy accountants like any engine model; it has no second-order passes
-// (FILSqNorms fails with ErrNoSecondOrder; see models.FirstOrderOnly).
+// GraphModel is a models.Model computed from a one-sample Gorgonia graph. When every
+// op of the graph (the ancestors of the loss and the logits) has a
+// forward-over-reverse rule (fwdrev_rules.go), the model evaluates the graph with
+// its own program in float64, whatever the graph's dtype: per sample the loss, the
+// gradient w.r.t. every parameter (the reverse rules), clipped as the engine clips
+// (models.Clip), and for FIL the tangents of the clipped gradient along input
+// directions (forward-over-reverse, k directions at once), samples on parallel
+// workers, with sums in sample order so that results do not depend on the number
+// of workers. Gorgonia's own gradients (gorgonia.Grad, compiled into a tape machine)
+// are the first-order route for graphs with ops the program lacks; their FIL fails
+// with ErrNoSecondOrder.
 //
-// Cost: one tape run per sample, on one core, with Gorgonia's allocations. On a
-// 784→32→10 tanh MLP, ClippedGradSum of a batch of 64 took 12–16× the engine's CPU
-// time and 14–30× its wall time in the same process (medians; ≈ 13–18 ms of CPU
-// against 1.1 ms; BenchmarkGraphRoute on 2 shared cores at load 6: docs/perf.md).
-// Use it for ops the engine lacks, not for speed.
+// Cost: see docs/perf.md (the graph route against the engine on a 784→32→10 MLP).
 //
 // Results are deterministic. A GraphModel is not safe for concurrent use, and the
 // graph must not be run by anything else while the model is in use.
@@ -103,6 +108,17 @@ type GraphModel struct {
 	init0  []float64 // the parameters' values at FromGraph (InitValues)
 
 	g, total []float64 // scratch: one sample's gradient, the float64 sum
+
+	// prog is the graph's own forward-over-reverse program (fwdrev.go); nil when
+	// an op has no rule, progErr then says which (and FIL is refused).
+	prog    *program
+	progErr error
+	workers int
+	// gorgoniaRoute forces Gorgonia's tape for gradients and logits (tests, the
+	// benchmark of the old route).
+	gorgoniaRoute bool
+	envMu         sync.Mutex
+	envPool       []*env
 }
 
 var graphNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
@@ -141,6 +157,9 @@ func FromGraph(spec GraphSpec) (m *GraphModel, err error) {
 		}
 	}
 	m.fp = fingerprint(&spec, m.init0)
+	if m.prog, err = compile(&spec); err != nil {
+		m.prog, m.progErr = nil, err
+	}
 	m.arch = models.Arch{Name: GraphArchPrefix + spec.Name + "@" + m.fp, Input: spec.InputShape, Classes: spec.Classes}
 
 	sub := spec.Graph.SubgraphRoots(spec.Logits)
@@ -502,8 +521,10 @@ func run(vm G.VM) (err error) {
 	return vm.RunAll()
 }
 
-// ClippedGradSum implements models.Model: per sample, the gradient of the loss from
-// the graph, clipped (models.ClipVector), summed in float64 and rounded once to sum.
+// ClippedGradSum implements models.Model: per sample, the gradient of the loss (by
+// the program's reverse rules, samples in parallel, or Gorgonia's tape when an op
+// has no rule), clipped as models.Clip scales it, summed in float64 in sample order
+// and rounded once to sum.
 func (m *GraphModel) ClippedGradSum(params, x []float32, y []int, clip models.Clip, sum []float32, losses []float64) error {
 	if err := clippedGradSum(m, params, x, y, clip, losses); err != nil {
 		return err
@@ -518,7 +539,8 @@ func (m *GraphModel) ClippedGradSum(params, x []float32, y []int, clip models.Cl
 }
 
 // ClippedGradSum64 is ClippedGradSum with float64 parameters, inputs and sum (exact
-// checks; a float32 graph still computes in float32).
+// checks). The program computes in float64 whatever the graph's dtype; Gorgonia's
+// tape (the fallback) computes in the graph's dtype.
 func (m *GraphModel) ClippedGradSum64(params, x []float64, y []int, clip models.Clip, sum []float64, losses []float64) error {
 	if len(sum) != m.p {
 		return fmt.Errorf("%s: sum buffer has %d values, want %d", m.arch.Name, len(sum), m.p)
@@ -543,6 +565,9 @@ func clippedGradSum[T models.Float](m *GraphModel, params, x []T, y []int, clip 
 	}
 	if len(losses) != n {
 		return fmt.Errorf("%s: losses buffer has %d values, want %d", m.arch.Name, len(losses), n)
+	}
+	if m.prog != nil && !m.gorgoniaRoute {
+		return m.progClippedGradSum(toF64(params), toF64(x), y, clip, losses)
 	}
 	clear(m.total)
 	l := make([]float64, 1)
@@ -602,6 +627,9 @@ func logits[T models.Float](m *GraphModel, params, x []T, n int, put func(int, [
 	if outLen != n*K {
 		return fmt.Errorf("%s: logits buffer has %d values, want %d × %d", m.arch.Name, outLen, n, K)
 	}
+	if m.prog != nil && !m.gorgoniaRoute {
+		return m.progLogits(toF64(params), toF64(x), n, put)
+	}
 	z := make([]float64, K)
 	for i := 0; i < n; i++ {
 		if err := bind(m, params, x, nil, i); err != nil {
@@ -618,16 +646,55 @@ func logits[T models.Float](m *GraphModel, params, x []T, n int, put func(int, [
 	return nil
 }
 
-// SecondOrderErr implements models.FirstOrderOnly: always an error wrapping
-// ErrNoSecondOrder.
+// SecondOrderErr implements models.FirstOrderOnly: nil when every op of the graph
+// has a forward-over-reverse rule, else an error wrapping ErrNoSecondOrder and
+// ErrNoTangentRule that lists the ops without one.
 func (m *GraphModel) SecondOrderErr() error {
-	return fmt.Errorf("%s: %w", m.arch.Name, ErrNoSecondOrder)
+	if m.prog != nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w (%w)", m.arch.Name, ErrNoSecondOrder, m.progErr)
 }
 
-// FILSqNorms implements models.Model by refusing: it returns SecondOrderErr and
-// writes nothing.
+// FILSqNorms implements models.Model: for each sample s, Σ_j ‖J_s e_{coords[s][j]}‖²
+// with J_s = ∂g̃_s/∂x_s the Jacobian of the sample's clipped gradient w.r.t. its
+// input, by the graph's own forward-over-reverse (fwdrev.go) in float64, samples in
+// parallel (SetWorkers; the results do not depend on the number of workers). A
+// graph with an op without a rule returns SecondOrderErr and writes nothing.
 func (m *GraphModel) FILSqNorms(params, x []float32, y []int, clip models.Clip, coords [][]int, out []float64) error {
-	return m.SecondOrderErr()
+	return filSqNorms(m, params, x, y, clip, coords, out)
+}
+
+// FILSqNorms64 is FILSqNorms with float64 parameters and inputs.
+func (m *GraphModel) FILSqNorms64(params, x []float64, y []int, clip models.Clip, coords [][]int, out []float64) error {
+	return filSqNorms(m, params, x, y, clip, coords, out)
+}
+
+func filSqNorms[T models.Float](m *GraphModel, params, x []T, y []int, clip models.Clip, coords [][]int, out []float64) error {
+	if err := m.SecondOrderErr(); err != nil {
+		return err
+	}
+	if err := clip.Validate(); err != nil {
+		return err
+	}
+	if y == nil {
+		return fmt.Errorf("%s: labels are required", m.arch.Name)
+	}
+	n := len(y)
+	if err := checkBatch(m, params, x, y, n); err != nil {
+		return err
+	}
+	if len(coords) != n || len(out) != n {
+		return fmt.Errorf("%s: FIL needs %d coordinate lists and outputs, got %d and %d", m.arch.Name, n, len(coords), len(out))
+	}
+	for s, cs := range coords {
+		for _, c := range cs {
+			if c < 0 || c >= m.d {
+				return fmt.Errorf("%s: FIL coordinate %d of sample %d outside [0,%d)", m.arch.Name, c, s, m.d)
+			}
+		}
+	}
+	return m.progFILSqNorms(toF64(params), toF64(x), y, clip, coords, out)
 }
 
 // CrossEntropy returns the softmax cross-entropy logsumexp(z) − ⟨z, y⟩ of one

@@ -343,9 +343,14 @@ func TestGraphEqualsEngine(t *testing.T) {
 	}
 }
 
-// TestGraphNoSecondOrder: FILSqNorms refuses with ErrNoSecondOrder and writes nothing.
+// TestGraphNoSecondOrder: through the float32 Model interface, a graph with an op
+// that has no forward-over-reverse rule (Pow) refuses FIL with ErrNoSecondOrder,
+// says why, and writes nothing; a graph of covered ops computes it.
 func TestGraphNoSecondOrder(t *testing.T) {
-	m, err := FromGraph(denseTanh(t, 4, 3, 2))
+	oc := opCase{name: "pow", xs: []int{1, 4}, body: func(b *gb, x *G.Node) *G.Node {
+		return b.must(G.Pow(b.must(G.Exp(b.affine("l1", x, 3))), b.konst("two", 2)))
+	}}
+	m, err := FromGraph(oc.spec(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,11 +360,21 @@ func TestGraphNoSecondOrder(t *testing.T) {
 	if !errors.Is(err, ErrNoSecondOrder) || !errors.Is(m.SecondOrderErr(), ErrNoSecondOrder) {
 		t.Fatalf("FILSqNorms: %v", err)
 	}
-	if !strings.Contains(err.Error(), "second-order") || !strings.Contains(err.Error(), "Grad") {
+	if !strings.Contains(err.Error(), "second-order") || !strings.Contains(err.Error(), "Grad") || !strings.Contains(err.Error(), "^") {
 		t.Errorf("the error does not say why: %v", err)
 	}
 	if out[0] != -1 {
 		t.Errorf("FILSqNorms wrote %v", out)
+	}
+	ok, err := FromGraph(denseTanh(t, 4, 3, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ok.SecondOrderErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ok.FILSqNorms(ok.Init(1), []float32{0.1, 0.2, 0.3, 0.4}, []int{1}, models.Clip{C: 1}, [][]int{{0, 3}}, out); err != nil || !(out[0] > 0) {
+		t.Errorf("covered ops: FILSqNorms %v, %v", out, err)
 	}
 }
 
@@ -560,9 +575,11 @@ func TestGraphModelBadCalls(t *testing.T) {
 
 // BenchmarkGraphRoute times ClippedGradSum of a batch of 64 MNIST-sized inputs on a
 // 784→32→10 tanh MLP through the float32 models.Model interface: the engine
-// (models.NewCPUModel, all GOMAXPROCS workers) and the Gorgonia per-sample route
-// (float32 and float64 graphs, one tape run per sample), in wall time and process CPU
-// time per call. Run both in one process:
+// (models.NewCPUModel, all GOMAXPROCS workers) and Gorgonia's per-sample tape route
+// (float32 and float64 graphs, one tape run per sample; forced here, it is the
+// fallback for graphs with ops without a forward-over-reverse rule — the program's
+// own cost is BenchmarkGraphVsEngine's), in wall time and process CPU time per call.
+// Run both in one process:
 //
 //	go test -run '^$' -bench GraphRoute -cpu 1,2 ./models/gorgonet
 func BenchmarkGraphRoute(b *testing.B) {
@@ -579,6 +596,7 @@ func BenchmarkGraphRoute(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	g32.gorgoniaRoute, g64.gorgoniaRoute = true, true
 	rng := rand.New(rand.NewPCG(1, 2))
 	p := eng.Init(1)
 	x := make([]float32, n*d)

@@ -19,8 +19,9 @@ import (
 )
 
 // sigmoidMLP is a one-sample Gorgonia graph of a 784→h→10 MLP with sigmoid hidden
-// units (an op the engine lacks): z = sigmoid(x·W1 + b1)·W2 + b2.
-func sigmoidMLP(t testing.TB, h int) gorgonet.GraphSpec {
+// units (an op the engine lacks): z = sigmoid(x·W1 + b1)·W2 + b2; with pow, the
+// hidden units are squared by Pow (an op without a forward-over-reverse rule).
+func sigmoidMLP(t testing.TB, h int, pow ...bool) gorgonet.GraphSpec {
 	t.Helper()
 	g := G.NewGraph()
 	x := G.NewMatrix(g, tensor.Float32, G.WithShape(1, 784), G.WithName("x"))
@@ -30,6 +31,9 @@ func sigmoidMLP(t testing.TB, h int) gorgonet.GraphSpec {
 	w2 := G.NewMatrix(g, tensor.Float32, G.WithShape(h, 10), G.WithName("W2"))
 	b2 := G.NewMatrix(g, tensor.Float32, G.WithShape(1, 10), G.WithName("b2"))
 	a := G.Must(G.Sigmoid(G.Must(G.Add(G.Must(G.Mul(x, w1)), b1))))
+	if len(pow) > 0 && pow[0] {
+		a = G.Must(G.Pow(a, g.AddNode(G.NewConstant(float32(2), G.WithName("two")))))
+	}
 	z := G.Must(G.Add(G.Must(G.Mul(a, w2)), b2))
 	loss, err := gorgonet.CrossEntropy(z, y)
 	if err != nil {
@@ -52,8 +56,8 @@ func graphRunConfig() train.Config {
 // with DP-SGD through train.Run on the embedded MNIST well above chance; its privacy
 // report is the accountant's for its ledger and equals an engine model's run with
 // the same (q, σ, T, sampling, adjacency); the result names the graph and holds no
-// FIL numbers; and asking for FIL fails before training with ErrNoSecondOrder,
-// writing no result files.
+// FIL numbers; and asking for FIL of a graph with an op without a tangent rule
+// (Pow) fails before training with ErrNoSecondOrder, writing no result files.
 func TestGraphModelTrainsPrivately(t *testing.T) {
 	split, err := data.Load("mnist-embedded", data.Options{})
 	if err != nil {
@@ -65,10 +69,14 @@ func TestGraphModelTrainsPrivately(t *testing.T) {
 	}
 	cfg := graphRunConfig().WithModel(m)
 
-	fcfg := cfg
+	pm, err := gorgonet.FromGraph(sigmoidMLP(t, 16, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fcfg := graphRunConfig().WithModel(pm)
 	fcfg.FILCoords = 50
 	fdir := filepath.Join(t.TempDir(), "fil")
-	if _, err := train.Run(context.Background(), fcfg, train.Options{Model: m, Data: split, Out: fdir}); !errors.Is(err, gorgonet.ErrNoSecondOrder) {
+	if _, err := train.Run(context.Background(), fcfg, train.Options{Model: pm, Data: split, Out: fdir}); !errors.Is(err, gorgonet.ErrNoSecondOrder) {
 		t.Fatalf("FIL requested: err = %v, want ErrNoSecondOrder", err)
 	}
 	for _, f := range []string{train.ResultFile, train.DFILFile, train.ParamsFile, train.ParamsNPZFile, train.CheckpointFile} {

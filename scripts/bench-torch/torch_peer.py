@@ -5,7 +5,12 @@ directions per sample through the clipped gradient, two jvp formulations).
 Benchmark tool only (scripts/bench-torch/README.md): dpfil never imports or runs it.
 
     python3 torch_peer.py check DIR MODEL     # compare with `dpfilbench export` output
-    python3 torch_peer.py time MODEL PATH BATCH K SECONDS [JVP]   # one JSON line
+    python3 torch_peer.py time MODEL PATH BATCH K SECONDS [JVP [CHUNK]]   # one JSON line
+
+TORCH_DEVICE=cuda runs both on the GPU (scripts/gpu-check.sh) with TF32 off for
+matmuls and cuDNN convolutions (true float32, as dpfil's cuBLAS calls), times
+TORCH_WARMUP (default 2) untimed calls first, synchronises after every call and
+reports the GPU time between CUDA events beside the wall time.
 
 The parameter layout is dpfil's (LayerSpec): conv W [Out][InC][KH][KW] then b, dense
 W [Out][In] then b, layer after layer, which is also torch's conv2d/linear layout.
@@ -22,7 +27,19 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
-from functorch import grad, jvp, vjp, vmap
+try:  # torch ≥ 2.0; functorch for Debian's torch 1.13
+    from torch.func import grad, jvp, vjp, vmap
+except ImportError:
+    from functorch import grad, jvp, vjp, vmap
+
+
+def device():
+    """The device of $TORCH_DEVICE (cpu by default); on cuda, TF32 is switched off."""
+    dev = torch.device(os.environ.get("TORCH_DEVICE", "cpu"))
+    if dev.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    return dev
 
 CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR_STD = (0.2470, 0.2435, 0.2616)
@@ -77,8 +94,8 @@ class Net:
                 flat = a
         self.nparams = sum(int(np.prod(s)) for s in self.shapes)
         self.d = int(np.prod(self.input))
-        self.mean = torch.tensor(CIFAR_MEAN).view(3, 1, 1)
-        self.std = torch.tensor(CIFAR_STD).view(3, 1, 1)
+        self.mean = torch.tensor(CIFAR_MEAN, device=device()).view(3, 1, 1)
+        self.std = torch.tensor(CIFAR_STD, device=device()).view(3, 1, 1)
 
     def unflatten(self, flat):
         out, off = [], 0
@@ -191,19 +208,20 @@ def load(dirname, name):
 def check(dirname, model):
     """Compares the peer's outputs with dpfil's exported ones; exit status 1 on a mismatch."""
     torch.set_default_dtype(torch.float32)
+    dev = device()
     peer = Peer(model)
-    params = peer.net.unflatten(torch.from_numpy(load(dirname, "params.npy")))
-    X = torch.from_numpy(load(dirname, "x.npy"))
-    y = torch.from_numpy(load(dirname, "y.npy"))
+    params = peer.net.unflatten(torch.from_numpy(load(dirname, "params.npy")).to(dev))
+    X = torch.from_numpy(load(dirname, "x.npy")).to(dev)
+    y = torch.from_numpy(load(dirname, "y.npy")).to(dev)
     Y = F.one_hot(y, 10).float()
-    coords = torch.from_numpy(load(dirname, "coords.npy"))
+    coords = torch.from_numpy(load(dirname, "coords.npy")).to(dev)
     want = {k: load(dirname, k + ".npy") for k in ("clipped", "sum", "losses", "fil")}
     got = {
-        "losses": peer.per_sample_losses(params, X, y).detach().numpy(),
-        "clipped": peer.clipped_each(params, X, Y).detach().numpy(),
-        "sum": peer.clipped_sum(params, X, Y).detach().numpy(),
-        "fil": peer.fil_fwd(params, X, Y, coords).detach().numpy(),
-        "fil_rev": peer.fil_rev(params, X, Y, coords).detach().numpy(),
+        "losses": peer.per_sample_losses(params, X, y).detach().cpu().numpy(),
+        "clipped": peer.clipped_each(params, X, Y).detach().cpu().numpy(),
+        "sum": peer.clipped_sum(params, X, Y).detach().cpu().numpy(),
+        "fil": peer.fil_fwd(params, X, Y, coords).detach().cpu().numpy(),
+        "fil_rev": peer.fil_rev(params, X, Y, coords).detach().cpu().numpy(),
     }
     ok = True
     for k, g in got.items():
@@ -216,7 +234,7 @@ def check(dirname, model):
         tol = 2e-4 if k.startswith("fil") else 5e-5
         status = "ok" if err <= tol else "MISMATCH"
         ok = ok and err <= tol
-        print(f"{model} {k:8s} max |torch - dpfil| / max |dpfil| = {err:.2e} (tol {tol:.0e}) {status}")
+        print(f"{model} {k:8s} max |torch - dpfil| / max |dpfil| = {err:.2e} (tol {tol:.0e}, torch on {dev}) {status}")
     return 0 if ok else 1
 
 
@@ -227,11 +245,12 @@ def cpu_seconds():
 
 def make_problem(model, batch, k, seed=1):
     peer = Peer(model)
+    dev = device()
     g = torch.Generator().manual_seed(seed)
-    params = peer.net.unflatten(torch.randn(peer.net.nparams, generator=g) * 0.05)
-    X = torch.rand(batch, peer.net.d, generator=g)
-    Y = F.one_hot(torch.randint(0, 10, (batch,), generator=g), 10).float()
-    coords = torch.randint(0, peer.net.d, (batch, k), generator=g)
+    params = peer.net.unflatten((torch.randn(peer.net.nparams, generator=g) * 0.05).to(dev))
+    X = torch.rand(batch, peer.net.d, generator=g).to(dev)
+    Y = F.one_hot(torch.randint(0, 10, (batch,), generator=g), 10).float().to(dev)
+    coords = torch.randint(0, peer.net.d, (batch, k), generator=g).to(dev)
     return peer, params, X, Y, coords
 
 
@@ -250,16 +269,35 @@ def time_path(model, path, batch, k, seconds, jvp_kind="fwd", chunk=0):
             with torch.no_grad():
                 for s in range(0, batch, chunk):
                     fil(params, X[s:s + chunk], Y[s:s + chunk], coords[s:s + chunk])
-    call()
-    calls = 0
+    dev = X.device
+    cuda = dev.type == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    warmup = int(os.environ.get("TORCH_WARMUP", "1" if not cuda else "2"))
+    for _ in range(max(warmup, 1)):
+        call()
+    sync()
+    calls, gpu_s = 0, 0.0
     t0, c0 = time.perf_counter(), cpu_seconds()
     while calls == 0 or time.perf_counter() - t0 < seconds:
+        if cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
         call()
+        if cuda:
+            end.record()
+            end.synchronize()
+            gpu_s += start.elapsed_time(end) / 1e3
         calls += 1
-    return {"model": model, "path": path, "batch": batch, "coords": k if path == "fil" else 0,
-            "jvp": jvp_kind if path == "fil" else "", "threads": torch.get_num_threads(),
-            "calls": calls, "samples": calls * batch,
-            "wall_s": time.perf_counter() - t0, "cpu_s": cpu_seconds() - c0}
+    wall = time.perf_counter() - t0
+    out = {"model": model, "path": path, "batch": batch, "coords": k if path == "fil" else 0,
+           "jvp": jvp_kind if path == "fil" else "", "threads": torch.get_num_threads(),
+           "calls": calls, "samples": calls * batch, "warmup_calls": max(warmup, 1),
+           "wall_s": wall, "cpu_s": cpu_seconds() - c0, "samples_per_s": calls * batch / wall,
+           "device": str(dev), "torch": torch.__version__, "chunk": chunk}
+    if cuda:
+        out.update({"gpu_s": gpu_s, "gpu_name": torch.cuda.get_device_name(dev),
+                    "tf32_matmul": torch.backends.cuda.matmul.allow_tf32, "tf32_cudnn": torch.backends.cudnn.allow_tf32})
+    return out
 
 
 def main(argv):
@@ -268,7 +306,8 @@ def main(argv):
     if len(argv) >= 6 and argv[0] == "time":
         torch.set_num_threads(int(os.environ.get("TORCH_THREADS", "2")))
         jk = argv[6] if len(argv) > 6 else "fwd"
-        print(json.dumps(time_path(argv[1], argv[2], int(argv[3]), int(argv[4]), float(argv[5]), jk)))
+        chunk = int(argv[7]) if len(argv) > 7 else 0
+        print(json.dumps(time_path(argv[1], argv[2], int(argv[3]), int(argv[4]), float(argv[5]), jk, chunk)))
         return 0
     print(__doc__, file=sys.stderr)
     return 2

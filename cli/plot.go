@@ -1,0 +1,232 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/dpfil/dpfil/data"
+	"github.com/dpfil/dpfil/plot"
+	"github.com/dpfil/dpfil/plot/figures"
+	"github.com/spf13/cobra"
+	gplot "gonum.org/v1/plot"
+)
+
+// newPlotCmd is the 'plot' command group: every figure of the papers in one place.
+func newPlotCmd() *cobra.Command {
+	return group(&cobra.Command{
+		Use:   "plot",
+		Short: "Pareto plots, histograms, scatter plots and image grids",
+		Long: `Figures as PNG, SVG or PDF (chosen by the -o extension) at --width × --height
+pixels (SVG/PDF: the same size in points at 96 px per inch): the figures of Guo,
+Karrer, Chaudhuri and van der Maaten (2022), "Bounding training data reconstruction
+in private (deep) learning", and of Hayes, Mahloujifar and Balle (2023), "Bounding
+training data reconstruction in DP-SGD".`,
+	}, newPlotParetoCmd(), newPlotHistCmd(), newPlotScatterCmd(), newPlotImagesCmd(), newPlotAttackCmd())
+}
+
+// addFigureFlags binds the output flags every figure command shares to fig, with
+// the figure's default size w × h.
+func addFigureFlags(cmd *cobra.Command, fig *figures.Figure, w, h int) {
+	cmd.Flags().StringVarP(&fig.Out, "output", "o", "", "figure file: .png, .svg or .pdf")
+	cmd.Flags().IntVar(&fig.Width, "width", w, "width in pixels")
+	cmd.Flags().IntVar(&fig.Height, "height", h, "height in pixels")
+	cmd.Flags().StringVar(&fig.Title, "title", "", "figure title")
+}
+
+func newPlotParetoCmd() *cobra.Command {
+	var req figures.ParetoRequest
+	cmd := reportCmd(&cobra.Command{
+		Use:   "pareto SWEEPDIR|RESULTS.jsonl|RUNDIR|result.json... -o pareto.png",
+		Short: "Test accuracy vs MSE lower bounds (RDP, FIL max, FIL median) with Pareto frontiers (Guo et al. Fig. 5)",
+		Long: `Guo et al. (2022) Fig. 5: test accuracy on x, MSE lower bound on a log y axis, one series per
+bound (RDP: 1/(4(e^ε₂−1)); FIL: 1/max dFIL and 1/median dFIL), each with its Pareto
+frontier (no other run is both at least as accurate and at least as private) as a
+dashed line, and the MSE = 1 "perfect privacy" line. Runs whose bound is infinite or
+missing (e.g. FIL off) cannot sit on a log axis and are counted as dropped.
+
+Inputs, in any mix: a sweep directory (its results.jsonl), a results.jsonl, a run
+directory of 'dpfil train' (its result.json), a result.json, or a directory of run
+directories (e.g. runs/). Results are deduplicated by config hash; conflicts and
+unusable lines are listed on stderr.`,
+		Args: cobra.MinimumNArgs(1),
+	}, func(cmd *cobra.Command, args []string) (*figures.ParetoReport, error) {
+		req.Inputs, req.Warn = args, cmd.ErrOrStderr()
+		return figures.WritePareto(req)
+	})
+	addFigureFlags(cmd, &req.Figure, 800, 600)
+	cmd.Flags().BoolVar(&req.Percent, "percent", false, "accuracy axis in percent")
+	return cmd
+}
+
+func newPlotHistCmd() *cobra.Command {
+	var req figures.HistRequest
+	cmd := reportCmd(&cobra.Command{
+		Use:   "hist --dfil DFIL.npy -o hist.png",
+		Short: "Histogram of per-sample dFIL or of the per-sample MSE bound 1/dFIL (Guo et al. Fig. 2)",
+		Long: `Guo et al. (2022) Fig. 2: the distribution over training samples of dFIL (--what dfil) or
+of the MSE lower bound 1/dFIL of an unbiased reconstruction attack (--what mse), from
+the dfil.npy a training run writes. Log10 x by default (--linear to turn off); a
+dashed line marks MSE = 1 (dFIL = 1), "perfect privacy".`,
+		Args: cobra.NoArgs,
+	}, func(*cobra.Command, []string) (*figures.HistReport, error) { return figures.WriteHist(req) })
+	addFigureFlags(cmd, &req.Figure, 800, 500)
+	cmd.Flags().StringVar(&req.DFIL, "dfil", "", "per-sample dFIL, float64 .npy (a run's dfil.npy)")
+	cmd.Flags().StringVar(&req.What, "what", "mse", "dfil or mse (1/dFIL)")
+	cmd.Flags().IntVar(&req.Bins, "bins", 50, "number of bins")
+	cmd.Flags().BoolVar(&req.Linear, "linear", false, "linear instead of log10 x")
+	markRequired(cmd, "dfil")
+	return cmd
+}
+
+func newPlotScatterCmd() *cobra.Command {
+	var req figures.ScatterRequest
+	cmd := reportCmd(&cobra.Command{
+		Use:   "scatter --csv FILE --x COL --y COL -o scatter.png",
+		Short: "Scatter plot of two CSV columns, e.g. predicted vs realised MSE (log-log, y = x; Guo et al. Fig. 3)",
+		Long: `Guo et al. (2022) Fig. 3: the MSE lower bound predicted from dFIL (x) against the MSE the
+attack realised (y), log-log, with the y = x cut-off; points below it (the attack did
+better than the bound) are red and counted as violations.`,
+		Args: cobra.NoArgs,
+	}, func(*cobra.Command, []string) (*figures.ScatterReport, error) { return figures.WriteScatter(req) })
+	addFigureFlags(cmd, &req.Figure, 600, 600)
+	f := cmd.Flags()
+	f.StringVar(&req.CSV, "csv", "", "CSV file with a header row")
+	f.StringVar(&req.X, "x", "", "column for x")
+	f.StringVar(&req.Y, "y", "", "column for y")
+	f.StringVar(&req.XLabel, "xlabel", "", "x axis label (default the column name)")
+	f.StringVar(&req.YLabel, "ylabel", "", "y axis label (default the column name)")
+	f.BoolVar(&req.LinearX, "linear-x", false, "linear x axis")
+	f.BoolVar(&req.LinearY, "linear-y", false, "linear y axis")
+	f.BoolVar(&req.NoDiagonal, "no-diagonal", false, "no y = x line")
+	markRequired(cmd, "csv", "x", "y")
+	return cmd
+}
+
+func newPlotImagesCmd() *cobra.Command {
+	var req figures.ImagesRequest
+	cmd := reportCmd(&cobra.Command{
+		Use:   "images (--indices LIST | --dfil DFIL.npy --top K --bottom K) -o grid.png",
+		Short: "Grid of dataset samples, e.g. those with the highest and lowest dFIL (Guo et al. Fig. 4, 6)",
+		Long: `Guo et al. (2022) Fig. 4 and 6: a grid of training (or test) images. Pick samples with
+--indices (e.g. 0,5,10-15), or with --dfil (a run's dfil.npy, indexed like the
+training split) the --top K samples of highest dFIL (most exposed) followed by the
+--bottom K of lowest dFIL. Writes a PNG at --scale pixels per image pixel; --width and
+--height do not apply.`,
+		Args: cobra.NoArgs,
+	}, func(*cobra.Command, []string) (*figures.ImagesReport, error) { return figures.WriteImages(req) })
+	f := cmd.Flags()
+	f.StringVarP(&req.Out, "output", "o", "", "PNG file")
+	f.StringVar(&req.Dataset, "dataset", "mnist-embedded", data.FlagHelp())
+	f.StringVar(&req.DataDir, "data-dir", "", "directory holding the dataset files")
+	f.StringVar(&req.Split, "split", "train", "train or test")
+	f.StringVar(&req.Indices, "indices", "", "sample indices, e.g. 0,3,10-19")
+	f.StringVar(&req.DFIL, "dfil", "", "per-sample dFIL .npy: pick the --top/--bottom samples")
+	f.IntVar(&req.Top, "top", 8, "with --dfil: samples of highest dFIL")
+	f.IntVar(&req.Bottom, "bottom", 8, "with --dfil: samples of lowest dFIL")
+	f.IntVar(&req.Cols, "cols", 0, "images per row (default: top/bottom in two rows, else up to 16)")
+	f.IntVar(&req.Scale, "scale", 3, "output pixels per image pixel")
+	cmd.MarkFlagsOneRequired("indices", "dfil")
+	cmd.MarkFlagsMutuallyExclusive("indices", "dfil")
+	return cmd
+}
+
+// plotAttackOut is the --json result of 'plot attack': the figure and exactly the
+// points drawn.
+type plotAttackOut struct {
+	Out    string `json:"out"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+	XLabel string `json:"x_label"`
+	LogX   bool   `json:"log_x"`
+	figures.AttackSweep
+}
+
+func newPlotAttackCmd() *cobra.Command {
+	var (
+		fig        figures.Figure
+		logX, linX bool
+	)
+	cmd := reportCmd(&cobra.Command{
+		Use:   "attack SWEEP.json|SWEEP.csv -o attack.png",
+		Short: "Attack success (95 % CI) and the ReRo / RDP-ReRo bounds vs ε, K or q (Hayes et al. Fig. 2, 3, 5)",
+		Long: `Hayes et al. (2023) Fig. 2, 3 and 5 from the sweep.json or sweep.csv of
+'dpfil attack sweep-eps|sweep-k|sweep-q': the sweep variable on x (log10 when it
+spans a factor 10 or more), the success rate of every attack variant in the file with
+its 95 % Clopper–Pearson interval (variants nudged sideways so that identical results
+stay visible), the ReRo bound γ (solid, with its Monte Carlo interval for q < 1), the
+RDP-based ReRo bound (dashed) and the prior baseline κ = 1/K (dotted).`,
+		Args: cobra.ExactArgs(1),
+	}, func(_ *cobra.Command, args []string) (*plotAttackOut, error) {
+		if err := fig.Check(); err != nil {
+			return nil, err
+		}
+		sw, err := readAttackSweep(args[0])
+		if err != nil {
+			return nil, err
+		}
+		opt := figures.AttackOptions{Title: fig.Title}
+		if logX || linX {
+			opt.LogX = &logX
+		}
+		p, err := figures.Attack(sw, opt)
+		if err != nil {
+			return nil, err
+		}
+		if err := plot.Save(p, fig.Out, fig.Width, fig.Height); err != nil {
+			return nil, err
+		}
+		_, logScale := p.X.Scale.(gplot.LogScale)
+		return &plotAttackOut{Out: fig.Out, Width: fig.Width, Height: fig.Height, XLabel: sw.XLabel(), LogX: logScale, AttackSweep: *sw}, nil
+	})
+	addFigureFlags(cmd, &fig, 800, 560)
+	cmd.Flags().BoolVar(&logX, "log-x", false, "log10 x axis")
+	cmd.Flags().BoolVar(&linX, "linear-x", false, "linear x axis")
+	cmd.MarkFlagsMutuallyExclusive("log-x", "linear-x")
+	return cmd
+}
+
+// readAttackSweep reads a sweep.json or sweep.csv of the attack sweeps.
+func readAttackSweep(path string) (*figures.AttackSweep, error) {
+	format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
+	if format != "json" && format != "csv" {
+		return nil, fmt.Errorf("plot attack: %s: want a sweep .json or .csv file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("plot attack: %w", err)
+	}
+	defer f.Close()
+	sw, err := figures.ReadAttackSweep(f, format)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return sw, nil
+}
+
+// WriteText writes what was drawn: the bounds and each attack's rate and interval
+// per value.
+func (r *plotAttackOut) WriteText(w io.Writer) {
+	sw := r.AttackSweep
+	fmt.Fprintf(w, "wrote %s (%d×%d px): %d attack variants at %d values of %s\n", r.Out, r.Width, r.Height, len(sw.Series), len(sw.Bounds), sw.XLabel())
+	fmt.Fprintf(w, "%-8s %-8s %-8s", sw.Sweep, "gamma", "gammaRDP")
+	for _, s := range sw.Series {
+		fmt.Fprintf(w, " %-22s", s.Attack)
+	}
+	fmt.Fprintln(w)
+	for _, b := range sw.Bounds {
+		fmt.Fprintf(w, "%-8g %-8.4f %-8.4f", b.X, b.Gamma, b.GammaRDP)
+		for _, s := range sw.Series {
+			cell := "-"
+			for _, q := range s.Points {
+				if q.X == b.X {
+					cell = fmt.Sprintf("%.3f [%.3f, %.3f]", q.Rate, q.Low, q.High)
+				}
+			}
+			fmt.Fprintf(w, " %-22s", cell)
+		}
+		fmt.Fprintln(w)
+	}
+}

@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpfil/dpfil/attack"
+)
+
+// TestPlotAttackCommand writes a sweep with the attack commands' own writer (JSON and
+// CSV), plots both and checks the figure size and that --json reports exactly the
+// points of the sweep.
+func TestPlotAttackCommand(t *testing.T) {
+	dir := t.TempDir()
+	vals := []float64{1, 4, 10, 40}
+	sr := &attack.SweepReport{Sweep: "eps", Values: vals, JSON: filepath.Join(dir, "sweep.json"), CSV: filepath.Join(dir, "sweep.csv")}
+	for i, v := range vals {
+		g := math.Min(1, 0.1+0.2*float64(i))
+		r := &attack.GameReport{Attack: attack.AttackPrior, Gamma: g, GammaCI: [2]float64{g, g}, GammaRDP: math.Min(1, g+0.1),
+			Kappa: 0.1, Epsilon: v, Sigma: 5 / v, Q: 1, Steps: 10, PriorSize: 10, Attacks: map[string]attack.AttackStats{}}
+		for k, a := range []string{attack.AttackPrior, attack.AttackLogLik} {
+			n := 50 + 10*k
+			s := int(g*float64(n)) - i
+			lo, hi, err := attack.ClopperPearson(s, n, 0.95)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Attacks[a] = attack.AttackStats{Successes: s, Trials: n, Rate: float64(s) / float64(n), CI: [2]float64{lo, hi}}
+		}
+		sr.Results = append(sr.Results, r)
+	}
+	if err := sr.Write(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ in, out string }{{sr.JSON, "a.png"}, {sr.CSV, "b.png"}, {sr.CSV, "c.svg"}} {
+		fig := filepath.Join(dir, tc.out)
+		s, err := runCLI(t, newRootCmd(), "plot", "attack", tc.in, "-o", fig, "--width", "640", "--height", "400", "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out plotAttackOut
+		if err := json.Unmarshal([]byte(s), &out); err != nil {
+			t.Fatalf("%s: %v\n%s", tc.in, err, s)
+		}
+		if strings.HasSuffix(tc.out, ".png") {
+			if w, h := pngSize(t, fig); w != 640 || h != 400 {
+				t.Fatalf("PNG %d×%d", w, h)
+			}
+		}
+		if out.Sweep != "eps" || !out.LogX || out.XLabel != "ε" || len(out.Bounds) != len(vals) || len(out.Series) != 2 {
+			t.Fatalf("%s: %+v", tc.in, out)
+		}
+		tol := 1e-7 // the CSV has 8 significant digits
+		for i, r := range sr.Results {
+			b := out.Bounds[i]
+			if b.X != vals[i] || math.Abs(b.Gamma-r.Gamma) > tol || math.Abs(b.GammaRDP-r.GammaRDP) > tol || b.Kappa != r.Kappa {
+				t.Fatalf("%s: bounds %d = %+v, want γ %v, γ_RDP %v", tc.in, i, b, r.Gamma, r.GammaRDP)
+			}
+			for _, se := range out.Series {
+				want, p := r.Attacks[se.Attack], se.Points[i]
+				if p.X != vals[i] || p.Successes != want.Successes || p.Trials != want.Trials || math.Abs(p.Rate-want.Rate) > tol ||
+					math.Abs(p.Low-want.CI[0]) > tol || math.Abs(p.High-want.CI[1]) > tol {
+					t.Fatalf("%s: %s point %d = %+v, want %+v", tc.in, se.Attack, i, p, want)
+				}
+			}
+		}
+	}
+	// human output, forced linear axis
+	s, err := runCLI(t, newRootCmd(), "plot", "attack", sr.JSON, "-o", filepath.Join(dir, "d.png"), "--linear-x")
+	if err != nil || !strings.Contains(s, "2 attack variants at 4 values of ε") {
+		t.Fatalf("human output %q, %v", s, err)
+	}
+	for _, bad := range [][]string{
+		{"plot", "attack", sr.JSON},
+		{"plot", "attack", filepath.Join(dir, "a.png"), "-o", filepath.Join(dir, "e.png")},
+		{"plot", "attack", filepath.Join(dir, "missing.json"), "-o", filepath.Join(dir, "e.png")},
+		{"plot", "attack", sr.JSON, "-o", filepath.Join(dir, "e.png"), "--log-x", "--linear-x"},
+	} {
+		if _, err := runCLI(t, newRootCmd(), bad...); err == nil {
+			t.Fatalf("%v: want error", bad)
+		}
+	}
+}
