@@ -123,6 +123,7 @@ func (res *ReRoReport) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "  PLD trade-off curve: %s\n", res.TradeoffNote)
 	}
 	fmt.Fprintf(w, "  RDP-based bound: %.6g (order %g)\n", res.GammaRDP, res.RDPOrder)
+	res.writeFano(w)
 	if mc := res.MonteCarlo; mc != nil {
 		fmt.Fprintf(w, "Monte Carlo check (Hayes et al., N = %d, seed %d): %.6g, %.0f%% CI [%.6g, %.6g]; from mixture draws %.6g\n",
 			mc.Samples, res.Seed, mc.Gamma, 100*mc.Confidence, mc.GammaLow, mc.GammaHigh, mc.GammaMu)

@@ -33,6 +33,10 @@ type ReRoReport struct {
 	GammaExact *float64 `json:"gamma_exact,omitempty"`
 	GammaRDP   float64  `json:"gamma_rdp"` // min_α (κ e^{ε_α})^{(α−1)/α}, a rigorous upper bound
 	RDPOrder   float64  `json:"rdp_order"`
+	// Fano is the Fano bound of Guo, Sablayrolles & Sanjabi (2022b) for the uniform
+	// prior of K = 1/κ points (null when 1/κ is not an integer ≥ 2; FanoNote says so).
+	Fano     *FanoBound `json:"fano"`
+	FanoNote string     `json:"fano_note,omitempty"`
 	// MonteCarlo is Hayes et al.'s estimate with its confidence interval, a check of
 	// Gamma (null when it was not run: MonteCarloSkipped says why).
 	MonteCarlo        *ReRoResult `json:"monte_carlo"`
@@ -111,6 +115,11 @@ func ReRoBounds(req ReRoRequest) (*ReRoReport, error) {
 		r.Gamma, r.GammaMethod = cfg.Kappa, "q = 0: no leakage, exact"
 	}
 	r.Advantage = Advantage(r.Gamma, cfg.Kappa)
+	if k := FanoPriorSize(cfg.Kappa); k == 0 {
+		r.FanoNote = "not computed: needs a uniform prior, κ = 1/K with an integer K ≥ 2"
+	} else if r.Fano, err = FanoDPSGD(cfg.Q, cfg.Sigma, cfg.Steps, k); err != nil {
+		return nil, fmt.Errorf("ReRo: %w", err)
+	}
 	if req.Bound != nil {
 		req.Bound(r)
 	}

@@ -29,6 +29,9 @@ type Bounds struct {
 	GammaMC  float64    `json:"gamma_mc"`  // the Monte Carlo estimate (also at q = 1, as a check)
 	GammaRDP float64    `json:"gamma_rdp"` // min_α (κ e^{ε_α})^{(α−1)/α}
 	Exact    bool       `json:"gamma_exact"`
+	// Fano is the Fano bound (Guo et al. 2022b) on the success probability for the
+	// uniform prior of K points, beside ReRo (nil at σ = 0).
+	Fano *accounting.FanoBound `json:"fano,omitempty"`
 }
 
 // BoundsRequest names the run ComputeBounds bounds: T = Steps steps of DP-SGD at
@@ -63,6 +66,9 @@ func ComputeBounds(req BoundsRequest) (Bounds, error) {
 	r, err := accounting.ReRoMonteCarlo(accounting.ReRoConfig{Q: q, Sigma: sigma, Steps: steps, Kappa: b.Kappa, Samples: samples, Seed: seed})
 	if err != nil {
 		return Bounds{}, fmt.Errorf("bounds: ReRo: %w", err)
+	}
+	if b.Fano, err = accounting.FanoDPSGD(q, sigma, steps, priorSize); err != nil {
+		return Bounds{}, fmt.Errorf("bounds: %w", err)
 	}
 	b.GammaMC, b.GammaRDP = r.GammaNu, r.GammaRDP
 	b.Gamma, b.GammaCI = r.Gamma, [2]float64{r.GammaLow, r.GammaHigh}

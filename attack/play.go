@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/models"
 	"github.com/dpfil/dpfil/transcript"
@@ -108,6 +109,8 @@ type GameReport struct {
 	GammaCI     [2]float64 `json:"gamma_ci"`
 	GammaRDP    float64    `json:"gamma_rdp"`
 	GammaExact  bool       `json:"gamma_exact"`
+	// Fano is the Fano bound on any attack's success (Guo et al. 2022b; nil at σ = 0).
+	Fano *accounting.FanoBound `json:"fano,omitempty"`
 	// SuccessOrthogonal (q = 1, σ > 0) is the prior-aware attack's success if all
 	// candidates' clipped gradients had norm C and were mutually orthogonal
 	// (OrthogonalSuccess).
@@ -301,7 +304,7 @@ func (s GameSpec) runOptions(g *Game, fingerprint string, eps float64) RunOption
 func newGameReport(s GameSpec, sigma float64, b Bounds, stats map[string]AttackStats) *GameReport {
 	a := stats[s.Attack]
 	return &GameReport{Attack: s.Attack, SuccessRate: a.Rate, SuccessCI: a.CI, Successes: a.Successes, Trials: a.Trials,
-		Gamma: b.Gamma, GammaCI: b.GammaCI, GammaRDP: b.GammaRDP, GammaExact: b.Exact, Kappa: b.Kappa,
+		Gamma: b.Gamma, GammaCI: b.GammaCI, GammaRDP: b.GammaRDP, GammaExact: b.Exact, Fano: b.Fano, Kappa: b.Kappa,
 		Epsilon: b.Epsilon, Delta: s.Delta, Accountant: b.Accountant, Adjacency: b.Adjacency, Sampling: b.Sampling, Sigma: sigma, Q: s.Q, Steps: s.Steps, PriorSize: s.PriorSize,
 		Known: s.Known, Clip: s.Clip, LR: s.LR, Model: s.Model, Dataset: s.Dataset, Seed: s.Seed, Attacks: stats, Out: s.Out}
 }

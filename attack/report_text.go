@@ -22,6 +22,9 @@ func (r *GameReport) WriteText(w io.Writer) {
 		fmt.Fprintf(w, " (Monte Carlo, 95 %% CI [%.4f, %.4f])", r.GammaCI[0], r.GammaCI[1])
 	}
 	fmt.Fprintf(w, ", RDP-ReRo γ = %.4f, prior κ = %.4f\n", r.GammaRDP, r.Kappa)
+	if r.Fano != nil {
+		fmt.Fprintf(w, "             Fano bound (Guo et al. 2022b) on success %.4f, I(π; w) ≤ %.4g nats\n", r.Fano.Success, r.Fano.MutualInfo)
+	}
 	if r.SuccessOrthogonal != nil {
 		fmt.Fprintf(w, "reference:   prior-aware success with orthogonal clipped gradients %.4f\n", *r.SuccessOrthogonal)
 	}

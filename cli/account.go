@@ -163,7 +163,9 @@ stderr) first. Then Hayes et al.'s Monte Carlo estimate runs as a check
 (monte_carlo: its estimate with a DKW confidence interval), costing steps ×
 (samples + mu-samples) normal draws (about 10⁸ per second and core), with progress
 on stderr; it is skipped, saying so, above --max-draws or with --monte-carlo=false.
-Estimators and their errors: docs/accounting.md.`,
+For a uniform prior (κ = 1/K) the Fano bound of Guo, Sablayrolles & Sanjabi (2022b)
+is given beside it (fano: success and advantage bounds from a bound on the mutual
+information). Estimators and their errors: docs/accounting.md.`,
 		Example: `  dpfil account rero --q 0.01 --sigma 1 --steps 1000 --prior-size 10
   dpfil account rero --q 0.01 --sigma 1 --steps 100000 --kappa 0.01 --monte-carlo=false
   dpfil account rero --q 1 --sigma 2 --steps 10 --kappa 0.01 --samples 1000000 --json`,

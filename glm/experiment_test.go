@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	dfilfile "github.com/dpfil/dpfil/train/fil"
 )
 
 // TestAccountPolicy checks the radius and loss-bound policy of Fitted.Account against
@@ -140,7 +142,7 @@ func TestRunFILFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if total != 40 || calls != 40 || r.AttrColumns != 4 || len(r.Files) != 4 {
+	if total != 40 || calls != 40 || r.AttrColumns != 4 || len(r.Files) != 5 {
 		t.Fatalf("progress %d/%d, report %+v", calls, total, r)
 	}
 	f, err := os.Open(filepath.Join(out, "glm_fil.csv"))
@@ -159,6 +161,15 @@ func TestRunFILFiles(t *testing.T) {
 		dfil = append(dfil, d)
 		if 1/d > 1 {
 			above++
+		}
+	}
+	npy, err := dfilfile.Load(filepath.Join(out, "glm_dfil.npy"))
+	if err != nil || len(npy) != len(dfil) {
+		t.Fatalf("glm_dfil.npy: %d values, %v; CSV %d", len(npy), err, len(dfil))
+	}
+	for i := range npy {
+		if math.Abs(npy[i]-dfil[i]) > 1e-9*dfil[i] {
+			t.Fatalf("example %d: npy dFIL %v, CSV %v", i, npy[i], dfil[i])
 		}
 	}
 	s := SpreadOf(dfil)

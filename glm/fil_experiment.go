@@ -10,6 +10,7 @@ import (
 	"github.com/dpfil/dpfil/internal/csvfile"
 	"github.com/dpfil/dpfil/internal/jsonfloat"
 	"github.com/dpfil/dpfil/plot"
+	dfilfile "github.com/dpfil/dpfil/train/fil"
 )
 
 // FILExperiment computes every training example's FIL of an output-perturbed GLM
@@ -25,7 +26,8 @@ type FILExperiment struct {
 	Progress func(done, total int)
 }
 
-// FILReport is the outcome of RunFIL. Files are Out/glm_fil.csv, the grids
+// FILReport is the outcome of RunFIL. Files are Out/glm_fil.csv, Out/glm_dfil.npy
+// (the per-example dFIL in example order, as 'plot hist' reads it), the grids
 // Out/glm_fil_top8.png and glm_fil_bottom8.png of the 8 highest- and lowest-dFIL
 // images, and with Columns Out/glm_fil_attr.csv.
 type FILReport struct {
@@ -102,6 +104,13 @@ func (f *Fitted) writeFIL(fil *FILResult) (*FILReport, error) {
 		return nil, err
 	}
 	res.Files = append(res.Files, path)
+	// The per-example dFIL as a run's dfil.npy (example order), for 'plot hist'
+	// (Guo et al. 2022, Fig. 2).
+	npy := filepath.Join(f.Setup.Out, "glm_dfil.npy")
+	if err := dfilfile.Save(npy, fil.DFIL); err != nil {
+		return nil, err
+	}
+	res.Files = append(res.Files, npy)
 	top, bottom := Extremes(fil.DFIL, 8)
 	for _, part := range []struct {
 		name, title string
