@@ -1881,10 +1881,15 @@ static si_event *event_of(CUevent h) {
 	return e != NULL && e->magic == SI_MAGIC_EVENT ? e : NULL;
 }
 
+// event_stamp is an OP_HOSTFN: called with run = 1 when the queue runs it, and with
+// run = 0 when the op is released (after running, or unrun after a fault), which
+// leaves a stamped event done.
 static void event_stamp(void *arg, int run) {
 	si_event *e = arg;
-	if (run) clock_gettime(CLOCK_MONOTONIC, &e->t);
-	e->done = run;
+	if (run) {
+		clock_gettime(CLOCK_MONOTONIC, &e->t);
+		e->done = 1;
+	}
 }
 
 SI_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *ph, unsigned int flags) {
