@@ -267,18 +267,22 @@ func (b *Backend) allocBytes(n int) unsafe.Pointer {
 
 // Alloc returns n zeroed float32 of device memory (plain or managed). After a driver
 // error it returns host memory, so callers keep running until they check Err.
-func (b *Backend) Alloc(n int) []float32 {
+func (b *Backend) Alloc(n int) []float32 { return allocSlice[float32](b, n) }
+
+// allocSlice returns n zeroed E of device memory (plain or managed), or host memory
+// after a driver error.
+func allocSlice[E float32 | float64](b *Backend, n int) []E {
 	if n <= 0 {
-		return []float32{}
+		return []E{}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.err == nil {
-		if p := b.allocBytes(4 * n); p != nil {
-			return unsafe.Slice((*float32)(p), n)
+		if p := b.allocBytes(int(unsafe.Sizeof(E(0))) * n); p != nil {
+			return unsafe.Slice((*E)(p), n)
 		}
 	}
-	return make([]float32, n)
+	return make([]E, n)
 }
 
 // owns reports whether the n bytes at p lie inside one device allocation.
@@ -300,20 +304,32 @@ func (b *Backend) dev(s []float32, out bool) unsafe.Pointer {
 	if b.owns(p, 4*len(s)) {
 		return p
 	}
-	if b.plain {
-		return b.stageIn(s, out)
-	}
 	st := b.nextStage(len(s))
 	if st == nil {
 		return nil
 	}
-	copy(st, s)
-	b.stats.StagedBytes += int64(4 * len(s))
+	n, pd := 4*len(s), unsafe.Pointer(unsafe.SliceData(st))
+	b.stageCopy(true, pd, p, n)
+	b.stats.StagedBytes += int64(n)
 	if out {
-		b.back = append(b.back, func() { copy(s, st) })
-		b.stats.StagedBytes += int64(4 * len(s))
+		b.back = append(b.back, func() { b.stageCopy(false, p, pd, n) })
+		b.stats.StagedBytes += int64(n)
 	}
-	return unsafe.Pointer(unsafe.SliceData(st))
+	return pd
+}
+
+// stageCopy copies n bytes between a host slice and a staging buffer (in: into the
+// buffer): a plain host copy on managed memory, a driver copy in the plain mode
+// (device staging buffers).
+func (b *Backend) stageCopy(in bool, dst, src unsafe.Pointer, n int) {
+	switch {
+	case !b.plain:
+		copy(unsafe.Slice((*byte)(dst), n), unsafe.Slice((*byte)(src), n))
+	case in:
+		b.copyIn(dst, src, n)
+	default:
+		b.copyOut(dst, src, n)
+	}
 }
 
 // begin starts a backend call: it locks b and reports whether the call may run; when
@@ -784,25 +800,22 @@ func (b *Backend) hostFloat32s(n int) []float32 {
 // copyIn queues a host → device copy; copyOut waits for the device and copies device
 // memory to the host. Both report false after an error (kept as b.err).
 func (b *Backend) copyIn(dst, src unsafe.Pointer, n int) bool {
-	if b.err != nil {
-		return false
-	}
-	if n > 0 {
-		if err := b.gd.CopyHtoD(dst, src, n); err != nil {
-			b.fail(fmt.Errorf("cuda: copy %d bytes to the device: %w", n, err))
-			return false
-		}
-	}
-	return true
+	return b.copyWith(b.gd.CopyHtoD, "to the device", dst, src, n)
 }
 
 func (b *Backend) copyOut(dst, src unsafe.Pointer, n int) bool {
+	return b.copyWith(b.gd.CopyDtoH, "to the host", dst, src, n)
+}
+
+// copyWith runs the driver copy op of n bytes (none when n ≤ 0) unless an error is
+// kept, and keeps its error; it reports whether the backend is still without error.
+func (b *Backend) copyWith(op func(dst, src unsafe.Pointer, n int) error, where string, dst, src unsafe.Pointer, n int) bool {
 	if b.err != nil {
 		return false
 	}
 	if n > 0 {
-		if err := b.gd.CopyDtoH(dst, src, n); err != nil {
-			b.fail(fmt.Errorf("cuda: copy %d bytes to the host: %w", n, err))
+		if err := op(dst, src, n); err != nil {
+			b.fail(fmt.Errorf("cuda: copy %d bytes %s: %w", n, where, err))
 			return false
 		}
 	}
@@ -827,23 +840,6 @@ func (b *Backend) nextStage(n int) []float32 {
 	}
 	b.nstage++
 	return st[:n]
-}
-
-// stageIn is dev for a host slice in the plain mode: a device staging buffer that
-// gets a copy of s now and, when out, is copied back into s when the call ends.
-func (b *Backend) stageIn(s []float32, out bool) unsafe.Pointer {
-	st := b.nextStage(len(s))
-	if st == nil {
-		return nil
-	}
-	ps, pd := unsafe.Pointer(unsafe.SliceData(s)), unsafe.Pointer(unsafe.SliceData(st))
-	b.copyIn(pd, ps, 4*len(s))
-	b.stats.StagedBytes += int64(4 * len(s))
-	if out {
-		b.back = append(b.back, func() { b.copyOut(ps, pd, 4*len(s)) })
-		b.stats.StagedBytes += int64(4 * len(s))
-	}
-	return pd
 }
 
 // op runs one grid-stride kernel over n elements as a backend call; args are given
