@@ -53,34 +53,16 @@ func (g *GPU) FreeHost(p unsafe.Pointer) error {
 
 // CopyHtoDPinned queues a copy from page-locked memory on the driver's stream.
 func (g *GPU) CopyHtoDPinned(dst, src unsafe.Pointer, n int) error {
-	if n <= 0 {
-		return nil
-	}
-	leave, err := g.enter("copy to device")
-	if err != nil {
-		return err
-	}
-	defer leave()
-	if err := cu.MemcpyHtoDAsync(cu.DevicePtr(uintptr(dst)), src, int64(n), g.stream); err != nil {
-		return fmt.Errorf("cuda: copy %d page-locked bytes to the device: %w", n, err)
-	}
-	return nil
+	return g.queue("copy to device", n, func() error {
+		return cu.MemcpyHtoDAsync(cu.DevicePtr(uintptr(dst)), src, int64(n), g.stream)
+	}, func() string { return fmt.Sprintf("copy %d page-locked bytes to the device", n) })
 }
 
 // CopyDtoHAsync queues a copy to page-locked memory on the driver's stream.
 func (g *GPU) CopyDtoHAsync(dst, src unsafe.Pointer, n int) error {
-	if n <= 0 {
-		return nil
-	}
-	leave, err := g.enter("copy to the host")
-	if err != nil {
-		return err
-	}
-	defer leave()
-	if err := cu.MemcpyDtoHAsync(dst, cu.DevicePtr(uintptr(src)), int64(n), g.stream); err != nil {
-		return fmt.Errorf("cuda: queue a copy of %d bytes to the host: %w", n, err)
-	}
-	return nil
+	return g.queue("copy to the host", n, func() error {
+		return cu.MemcpyDtoHAsync(dst, cu.DevicePtr(uintptr(src)), int64(n), g.stream)
+	}, func() string { return fmt.Sprintf("queue a copy of %d bytes to the host", n) })
 }
 
 // BeginCapture starts capturing the driver's stream (relaxed mode).
