@@ -66,10 +66,8 @@ type Backend struct {
 	base   Counts // driver counts at the last ResetStats
 	err    error
 	budget int // chunk budget in float32 values (0: not measured yet)
-	// The reductions' scratch: the tensor table and the partial sums (grown as needed).
-	iblk     []int32
-	iblkHost []int32 // what iblk holds (plain mode)
-	fpart    []float64
+	// The reductions' partial sums (grown as needed; their tensor table is an int slot).
+	fpart []float64
 	// DeviceOps\' scratch: int arguments (slots, see ints), row scales and row sums.
 	islots [nSlots]intSlot
 	dscr   []float64
@@ -527,44 +525,21 @@ func (b *Backend) DotSq(x, y []float32) (xy, yy float64) {
 	return gd[0], dd[0]
 }
 
-// reduceScratch writes blocks to the device tensor table and makes room for need
-// partial sums; false after an allocation error.
-func (b *Backend) reduceScratch(blocks []int, need int) bool {
-	if len(b.iblk) < len(blocks) {
-		p := b.allocBytes(4 * len(blocks))
-		if p == nil {
-			return false
-		}
-		b.iblk = unsafe.Slice((*int32)(p), len(blocks))
-		b.iblkHost = b.iblkHost[:0]
-	}
-	if b.plain {
-		// The table is the same for every call of a network: upload it when it changes
-		// (always in a graphed call, whose work may not depend on the calls before).
-		same := !b.graphing() && len(b.iblkHost) == len(blocks)
-		for i := 0; same && i < len(blocks); i++ {
-			same = b.iblkHost[i] == int32(blocks[i])
-		}
-		if !same {
-			b.iblkHost = b.iblkHost[:0]
-			for _, v := range blocks {
-				b.iblkHost = append(b.iblkHost, int32(v))
-			}
-			b.copyIn(unsafe.Pointer(unsafe.SliceData(b.iblk)), unsafe.Pointer(unsafe.SliceData(b.iblkHost)), 4*len(blocks))
-		}
-	} else {
-		for i, v := range blocks {
-			b.iblk[i] = int32(v)
-		}
+// reduceScratch writes blocks to the device tensor table (slotBlocks), which it
+// returns, and makes room for need partial sums; false after an allocation error.
+func (b *Backend) reduceScratch(blocks []int, need int) (unsafe.Pointer, bool) {
+	tbl := b.ints(slotBlocks, blocks)
+	if b.err != nil {
+		return nil, false
 	}
 	if len(b.fpart) < need {
 		p := b.allocBytes(8 * need)
 		if p == nil {
-			return false
+			return nil, false
 		}
 		b.fpart = unsafe.Slice((*float64)(p), need)
 	}
-	return b.err == nil
+	return tbl, b.err == nil
 }
 
 // blockTotal is the number of values in the (offset, size) blocks.
@@ -649,7 +624,8 @@ func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, cs, kc, nj
 	defer b.end()
 	stripes := stripesFor(blockTotal(blocks))
 	rows := cs * nj
-	if !b.reduceScratch(blocks, 2*rows*stripes+2*rows) {
+	tbl, ok := b.reduceScratch(blocks, 2*rows*stripes+2*rows)
+	if !ok {
 		return
 	}
 	pg, ptg := b.dev(g, false), b.dev(tg, false)
@@ -657,7 +633,7 @@ func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, cs, kc, nj
 		return
 	}
 	part := unsafe.Pointer(unsafe.SliceData(b.fpart))
-	args := Args(cs, P, kc, nj, stripes, len(blocks)/2, unsafe.Pointer(unsafe.SliceData(b.iblk)), pg, ptg, part)
+	args := Args(cs, P, kc, nj, stripes, len(blocks)/2, tbl, pg, ptg, part)
 	if b.plain && b.ownsF64(gd[:rows]) && b.ownsF64(dd[:rows]) {
 		// Partial sums of ⟨g, ġ⟩ are the first rows·stripes, of ‖ġ‖² the next.
 		if b.launchRaw("k_blocked_dotsq", (2*rows*stripes+reduceBlock-1)/reduceBlock, args) &&
@@ -695,7 +671,8 @@ func (b *Backend) RowSqNorms(rows, stride int, blocks []int, x []float32, out []
 	}
 	defer b.end()
 	stripes := stripesFor(blockTotal(blocks))
-	if !b.reduceScratch(blocks, rows*stripes+rows) {
+	tbl, ok := b.reduceScratch(blocks, rows*stripes+rows)
+	if !ok {
 		return
 	}
 	px := b.dev(x, false)
@@ -703,7 +680,7 @@ func (b *Backend) RowSqNorms(rows, stride int, blocks []int, x []float32, out []
 		return
 	}
 	part := unsafe.Pointer(unsafe.SliceData(b.fpart))
-	args := Args(rows, stride, stripes, len(blocks)/2, unsafe.Pointer(unsafe.SliceData(b.iblk)), px, part)
+	args := Args(rows, stride, stripes, len(blocks)/2, tbl, px, part)
 	if b.plain && b.ownsF64(out[:rows]) {
 		b.reduceTo("k_row_sqnorm", rows, stripes, args, "k_sum_rows_add", unsafe.Pointer(unsafe.SliceData(out)))
 		return
@@ -714,14 +691,15 @@ func (b *Backend) RowSqNorms(rows, stride int, blocks []int, x []float32, out []
 	}
 }
 
-// Slots of device scratch for int arguments: the one-hot coordinates, the labels and
-// the batch indices each have their own, so that a call whose ints equal the last
+// Slots of device scratch for int arguments: the one-hot coordinates, the labels,
+// the batch indices and the reductions' tensor table each have their own, so that a call whose ints equal the last
 // ones in its slot (the same labels for every pass of a step, the coordinates for both
 // sparse kernels of a pass) copies nothing (plain mode).
 const (
 	slotIdx = iota
 	slotLabels
 	slotGather
+	slotBlocks // the reductions' tensor table
 	nSlots
 )
 

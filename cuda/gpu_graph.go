@@ -128,21 +128,24 @@ func (g *GPU) exec(h Graph) (C.CUgraphExec, error) {
 
 // LaunchGraph queues a graph on the driver's stream.
 func (g *GPU) LaunchGraph(h Graph) error {
-	leave, err := g.enter("launch graph")
-	if err != nil {
-		return err
-	}
-	defer leave()
-	e, err := g.exec(h)
-	if err != nil {
-		return err
-	}
-	return cuErr("cuda: cuGraphLaunch", C.cuGraphLaunch(e, cStream(g.stream)))
+	return g.withGraph("launch graph", h, func(e C.CUgraphExec) error {
+		return cuErr("cuda: cuGraphLaunch", C.cuGraphLaunch(e, cStream(g.stream)))
+	})
 }
 
 // DestroyGraph releases a graph from EndCapture.
 func (g *GPU) DestroyGraph(h Graph) error {
-	leave, err := g.enter("destroy graph")
+	return g.withGraph("destroy graph", h, func(e C.CUgraphExec) error {
+		g.graphMu.Lock()
+		delete(g.graphs, h)
+		g.graphMu.Unlock()
+		return cuErr("cuda: cuGraphExecDestroy", C.cuGraphExecDestroy(e))
+	})
+}
+
+// withGraph runs f on the instantiated graph of handle h as op (see enter).
+func (g *GPU) withGraph(op string, h Graph, f func(C.CUgraphExec) error) error {
+	leave, err := g.enter(op)
 	if err != nil {
 		return err
 	}
@@ -151,8 +154,5 @@ func (g *GPU) DestroyGraph(h Graph) error {
 	if err != nil {
 		return err
 	}
-	g.graphMu.Lock()
-	delete(g.graphs, h)
-	g.graphMu.Unlock()
-	return cuErr("cuda: cuGraphExecDestroy", C.cuGraphExecDestroy(e))
+	return f(e)
 }
