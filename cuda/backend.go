@@ -66,10 +66,8 @@ type Backend struct {
 	base   Counts // driver counts at the last ResetStats
 	err    error
 	budget int // chunk budget in float32 values (0: not measured yet)
-	// The reductions' scratch: the tensor table and the partial sums (grown as needed).
-	iblk     []int32
-	iblkHost []int32 // what iblk holds (plain mode)
-	fpart    []float64
+	// The reductions' partial sums (grown as needed; their tensor table is an int slot).
+	fpart []float64
 	// DeviceOps\' scratch: int arguments (slots, see ints), row scales and row sums.
 	islots [nSlots]intSlot
 	dscr   []float64
@@ -267,18 +265,22 @@ func (b *Backend) allocBytes(n int) unsafe.Pointer {
 
 // Alloc returns n zeroed float32 of device memory (plain or managed). After a driver
 // error it returns host memory, so callers keep running until they check Err.
-func (b *Backend) Alloc(n int) []float32 {
+func (b *Backend) Alloc(n int) []float32 { return allocSlice[float32](b, n) }
+
+// allocSlice returns n zeroed E of device memory (plain or managed), or host memory
+// after a driver error.
+func allocSlice[E float32 | float64](b *Backend, n int) []E {
 	if n <= 0 {
-		return []float32{}
+		return []E{}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.err == nil {
-		if p := b.allocBytes(4 * n); p != nil {
-			return unsafe.Slice((*float32)(p), n)
+		if p := b.allocBytes(int(unsafe.Sizeof(E(0))) * n); p != nil {
+			return unsafe.Slice((*E)(p), n)
 		}
 	}
-	return make([]float32, n)
+	return make([]E, n)
 }
 
 // owns reports whether the n bytes at p lie inside one device allocation.
@@ -300,20 +302,32 @@ func (b *Backend) dev(s []float32, out bool) unsafe.Pointer {
 	if b.owns(p, 4*len(s)) {
 		return p
 	}
-	if b.plain {
-		return b.stageIn(s, out)
-	}
 	st := b.nextStage(len(s))
 	if st == nil {
 		return nil
 	}
-	copy(st, s)
-	b.stats.StagedBytes += int64(4 * len(s))
+	n, pd := 4*len(s), unsafe.Pointer(unsafe.SliceData(st))
+	b.stageCopy(true, pd, p, n)
+	b.stats.StagedBytes += int64(n)
 	if out {
-		b.back = append(b.back, func() { copy(s, st) })
-		b.stats.StagedBytes += int64(4 * len(s))
+		b.back = append(b.back, func() { b.stageCopy(false, p, pd, n) })
+		b.stats.StagedBytes += int64(n)
 	}
-	return unsafe.Pointer(unsafe.SliceData(st))
+	return pd
+}
+
+// stageCopy copies n bytes between a host slice and a staging buffer (in: into the
+// buffer): a plain host copy on managed memory, a driver copy in the plain mode
+// (device staging buffers).
+func (b *Backend) stageCopy(in bool, dst, src unsafe.Pointer, n int) {
+	switch {
+	case !b.plain:
+		copy(unsafe.Slice((*byte)(dst), n), unsafe.Slice((*byte)(src), n))
+	case in:
+		b.copyIn(dst, src, n)
+	default:
+		b.copyOut(dst, src, n)
+	}
 }
 
 // begin starts a backend call: it locks b and reports whether the call may run; when
@@ -511,44 +525,21 @@ func (b *Backend) DotSq(x, y []float32) (xy, yy float64) {
 	return gd[0], dd[0]
 }
 
-// reduceScratch writes blocks to the device tensor table and makes room for need
-// partial sums; false after an allocation error.
-func (b *Backend) reduceScratch(blocks []int, need int) bool {
-	if len(b.iblk) < len(blocks) {
-		p := b.allocBytes(4 * len(blocks))
-		if p == nil {
-			return false
-		}
-		b.iblk = unsafe.Slice((*int32)(p), len(blocks))
-		b.iblkHost = b.iblkHost[:0]
-	}
-	if b.plain {
-		// The table is the same for every call of a network: upload it when it changes
-		// (always in a graphed call, whose work may not depend on the calls before).
-		same := !b.graphing() && len(b.iblkHost) == len(blocks)
-		for i := 0; same && i < len(blocks); i++ {
-			same = b.iblkHost[i] == int32(blocks[i])
-		}
-		if !same {
-			b.iblkHost = b.iblkHost[:0]
-			for _, v := range blocks {
-				b.iblkHost = append(b.iblkHost, int32(v))
-			}
-			b.copyIn(unsafe.Pointer(unsafe.SliceData(b.iblk)), unsafe.Pointer(unsafe.SliceData(b.iblkHost)), 4*len(blocks))
-		}
-	} else {
-		for i, v := range blocks {
-			b.iblk[i] = int32(v)
-		}
+// reduceScratch writes blocks to the device tensor table (slotBlocks), which it
+// returns, and makes room for need partial sums; false after an allocation error.
+func (b *Backend) reduceScratch(blocks []int, need int) (unsafe.Pointer, bool) {
+	tbl := b.ints(slotBlocks, blocks)
+	if b.err != nil {
+		return nil, false
 	}
 	if len(b.fpart) < need {
 		p := b.allocBytes(8 * need)
 		if p == nil {
-			return false
+			return nil, false
 		}
 		b.fpart = unsafe.Slice((*float64)(p), need)
 	}
-	return b.err == nil
+	return tbl, b.err == nil
 }
 
 // blockTotal is the number of values in the (offset, size) blocks.
@@ -633,7 +624,8 @@ func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, cs, kc, nj
 	defer b.end()
 	stripes := stripesFor(blockTotal(blocks))
 	rows := cs * nj
-	if !b.reduceScratch(blocks, 2*rows*stripes+2*rows) {
+	tbl, ok := b.reduceScratch(blocks, 2*rows*stripes+2*rows)
+	if !ok {
 		return
 	}
 	pg, ptg := b.dev(g, false), b.dev(tg, false)
@@ -641,7 +633,7 @@ func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, cs, kc, nj
 		return
 	}
 	part := unsafe.Pointer(unsafe.SliceData(b.fpart))
-	args := Args(cs, P, kc, nj, stripes, len(blocks)/2, unsafe.Pointer(unsafe.SliceData(b.iblk)), pg, ptg, part)
+	args := Args(cs, P, kc, nj, stripes, len(blocks)/2, tbl, pg, ptg, part)
 	if b.plain && b.ownsF64(gd[:rows]) && b.ownsF64(dd[:rows]) {
 		// Partial sums of ⟨g, ġ⟩ are the first rows·stripes, of ‖ġ‖² the next.
 		if b.launchRaw("k_blocked_dotsq", (2*rows*stripes+reduceBlock-1)/reduceBlock, args) &&
@@ -679,7 +671,8 @@ func (b *Backend) RowSqNorms(rows, stride int, blocks []int, x []float32, out []
 	}
 	defer b.end()
 	stripes := stripesFor(blockTotal(blocks))
-	if !b.reduceScratch(blocks, rows*stripes+rows) {
+	tbl, ok := b.reduceScratch(blocks, rows*stripes+rows)
+	if !ok {
 		return
 	}
 	px := b.dev(x, false)
@@ -687,7 +680,7 @@ func (b *Backend) RowSqNorms(rows, stride int, blocks []int, x []float32, out []
 		return
 	}
 	part := unsafe.Pointer(unsafe.SliceData(b.fpart))
-	args := Args(rows, stride, stripes, len(blocks)/2, unsafe.Pointer(unsafe.SliceData(b.iblk)), px, part)
+	args := Args(rows, stride, stripes, len(blocks)/2, tbl, px, part)
 	if b.plain && b.ownsF64(out[:rows]) {
 		b.reduceTo("k_row_sqnorm", rows, stripes, args, "k_sum_rows_add", unsafe.Pointer(unsafe.SliceData(out)))
 		return
@@ -698,14 +691,15 @@ func (b *Backend) RowSqNorms(rows, stride int, blocks []int, x []float32, out []
 	}
 }
 
-// Slots of device scratch for int arguments: the one-hot coordinates, the labels and
-// the batch indices each have their own, so that a call whose ints equal the last
+// Slots of device scratch for int arguments: the one-hot coordinates, the labels,
+// the batch indices and the reductions' tensor table each have their own, so that a call whose ints equal the last
 // ones in its slot (the same labels for every pass of a step, the coordinates for both
 // sparse kernels of a pass) copies nothing (plain mode).
 const (
 	slotIdx = iota
 	slotLabels
 	slotGather
+	slotBlocks // the reductions' tensor table
 	nSlots
 )
 
@@ -784,25 +778,22 @@ func (b *Backend) hostFloat32s(n int) []float32 {
 // copyIn queues a host → device copy; copyOut waits for the device and copies device
 // memory to the host. Both report false after an error (kept as b.err).
 func (b *Backend) copyIn(dst, src unsafe.Pointer, n int) bool {
-	if b.err != nil {
-		return false
-	}
-	if n > 0 {
-		if err := b.gd.CopyHtoD(dst, src, n); err != nil {
-			b.fail(fmt.Errorf("cuda: copy %d bytes to the device: %w", n, err))
-			return false
-		}
-	}
-	return true
+	return b.copyWith(b.gd.CopyHtoD, "to the device", dst, src, n)
 }
 
 func (b *Backend) copyOut(dst, src unsafe.Pointer, n int) bool {
+	return b.copyWith(b.gd.CopyDtoH, "to the host", dst, src, n)
+}
+
+// copyWith runs the driver copy op of n bytes (none when n ≤ 0) unless an error is
+// kept, and keeps its error; it reports whether the backend is still without error.
+func (b *Backend) copyWith(op func(dst, src unsafe.Pointer, n int) error, where string, dst, src unsafe.Pointer, n int) bool {
 	if b.err != nil {
 		return false
 	}
 	if n > 0 {
-		if err := b.gd.CopyDtoH(dst, src, n); err != nil {
-			b.fail(fmt.Errorf("cuda: copy %d bytes to the host: %w", n, err))
+		if err := op(dst, src, n); err != nil {
+			b.fail(fmt.Errorf("cuda: copy %d bytes %s: %w", n, where, err))
 			return false
 		}
 	}
@@ -827,23 +818,6 @@ func (b *Backend) nextStage(n int) []float32 {
 	}
 	b.nstage++
 	return st[:n]
-}
-
-// stageIn is dev for a host slice in the plain mode: a device staging buffer that
-// gets a copy of s now and, when out, is copied back into s when the call ends.
-func (b *Backend) stageIn(s []float32, out bool) unsafe.Pointer {
-	st := b.nextStage(len(s))
-	if st == nil {
-		return nil
-	}
-	ps, pd := unsafe.Pointer(unsafe.SliceData(s)), unsafe.Pointer(unsafe.SliceData(st))
-	b.copyIn(pd, ps, 4*len(s))
-	b.stats.StagedBytes += int64(4 * len(s))
-	if out {
-		b.back = append(b.back, func() { b.copyOut(ps, pd, 4*len(s)) })
-		b.stats.StagedBytes += int64(4 * len(s))
-	}
-	return pd
 }
 
 // op runs one grid-stride kernel over n elements as a backend call; args are given

@@ -145,3 +145,38 @@ func workCounts(t *testing.T, name string, plain bool) {
 	t.Logf("%s, %s memory, k = %d: gradient step %d calls (%d launches, %d GEMMs, %d syncs, %d host-read reductions) at batch 4 and 8; FIL step %d calls (%d launches, %d GEMMs, %d syncs, %d host-read reductions) at batch 8, %.1f calls per extra sample",
 		name, mode, k, g16.Calls, g16.Launches, g16.Gemms, g16.Syncs, g16.DotReads, f16.Calls, f16.Launches, f16.Gemms, f16.Syncs, f16.DotReads, perSample)
 }
+
+// TestExtensionSubsets runs the conformance suite on the managed-memory backend
+// restricted to every valid subset of its optional extensions (models.ExtSubsets:
+// 40, TangentBatcher only with DeviceOps and BatchedGemmer), each against the
+// float64 CPU reference and against all extensions, on two architectures that
+// take every layer kind's device path (conv, dense, pool, tanh, normalize). The
+// plain-memory backend has one valid subset, all of them (TestConformance).
+func TestExtensionSubsets(t *testing.T) {
+	for _, drv := range testDrivers(t) {
+		t.Run(drv.Name(), func(t *testing.T) {
+			be, err := NewBackend(drv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer be.Close()
+			if n := len(models.ExtSubsets[float32](be)); n != 40 {
+				t.Fatalf("%d subsets of %v, want 40", n, models.Extensions[float32](be))
+			}
+			if err := models.CheckExtensionSubsets(be, 1e-4, "mnist-cnn", "linear"); err != nil {
+				t.Fatal(err)
+			}
+			if err := be.Err(); err != nil {
+				t.Fatal(err)
+			}
+			dbe, err := NewDeviceBackend(drv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dbe.Close()
+			if subs := models.ExtSubsets[float32](dbe); len(subs) != 1 {
+				t.Fatalf("plain device memory: subsets %v, want only all", subs)
+			}
+		})
+	}
+}

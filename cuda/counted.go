@@ -35,6 +35,9 @@ func newCounted(d Driver) *counted {
 	return &counted{Driver: d}
 }
 
+// Unwrap returns the driver d counts (wrapper).
+func (d *counted) Unwrap() Driver { return d.Driver }
+
 // Counts returns the counts so far, with the waits the driver made on its own (the
 // GPU driver's full upload ring).
 func (d *counted) Counts() Counts {

@@ -67,10 +67,13 @@ func (b *Backend) copyBytes(dst, src unsafe.Pointer, n int) {
 
 // Copy copies src to dst (equal lengths), each host or device memory: queued when the
 // destination is device memory, waiting for the device when it is host memory.
-func (b *Backend) Copy(dst, src []float32) {
+func (b *Backend) Copy(dst, src []float32) { copySlice(b, dst, src, "float32") }
+
+// copySlice is Copy for elements of type E (named what in errors).
+func copySlice[E float32 | float64](b *Backend, dst, src []E, what string) {
 	if len(dst) != len(src) {
 		b.mu.Lock()
-		b.fail(fmt.Errorf("cuda: copy %d float32 into %d", len(src), len(dst)))
+		b.fail(fmt.Errorf("cuda: copy %d %s into %d", len(src), what, len(dst)))
 		b.mu.Unlock()
 		return
 	}
@@ -78,39 +81,15 @@ func (b *Backend) Copy(dst, src []float32) {
 		return
 	}
 	defer b.end()
-	b.copyBytes(unsafe.Pointer(unsafe.SliceData(dst)), unsafe.Pointer(unsafe.SliceData(src)), 4*len(src))
+	b.copyBytes(unsafe.Pointer(unsafe.SliceData(dst)), unsafe.Pointer(unsafe.SliceData(src)), int(unsafe.Sizeof(E(0)))*len(src))
 }
 
 // AllocFloat64 returns n zeroed float64 of device memory (host memory after a driver
 // error, as Alloc).
-func (b *Backend) AllocFloat64(n int) []float64 {
-	if n <= 0 {
-		return []float64{}
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.err == nil {
-		if p := b.allocBytes(8 * n); p != nil {
-			return unsafe.Slice((*float64)(p), n)
-		}
-	}
-	return make([]float64, n)
-}
+func (b *Backend) AllocFloat64(n int) []float64 { return allocSlice[float64](b, n) }
 
 // CopyFloat64 is Copy for float64.
-func (b *Backend) CopyFloat64(dst, src []float64) {
-	if len(dst) != len(src) {
-		b.mu.Lock()
-		b.fail(fmt.Errorf("cuda: copy %d float64 into %d", len(src), len(dst)))
-		b.mu.Unlock()
-		return
-	}
-	if len(src) == 0 || !b.begin() {
-		return
-	}
-	defer b.end()
-	b.copyBytes(unsafe.Pointer(unsafe.SliceData(dst)), unsafe.Pointer(unsafe.SliceData(src)), 8*len(src))
-}
+func (b *Backend) CopyFloat64(dst, src []float64) { copySlice(b, dst, src, "float64") }
 
 // ZeroFloat64 sets device memory x to 0 (a queued memset).
 func (b *Backend) ZeroFloat64(x []float64) {

@@ -32,10 +32,20 @@ type EventTimer interface {
 	DestroyEvent(e Event) error
 }
 
-// timerOf returns d's EventTimer, looking through the counting wrapper.
+// wrapper is a Driver that wraps another (the counting wrapper): the capability
+// timerOf looks through instead of a concrete type.
+type wrapper interface {
+	Unwrap() Driver
+}
+
+// timerOf returns d's EventTimer, looking through wrappers.
 func timerOf(d Driver) (EventTimer, bool) {
-	if c, ok := d.(*counted); ok {
-		d = c.Driver
+	for {
+		w, ok := d.(wrapper)
+		if !ok {
+			break
+		}
+		d = w.Unwrap()
 	}
 	t, ok := d.(EventTimer)
 	return t, ok

@@ -230,16 +230,24 @@ func (g *GPU) Alloc(n int) (unsafe.Pointer, error) {
 
 // MemsetZero queues zeroing n bytes at p (cuMemsetD8Async on the driver's stream).
 func (g *GPU) MemsetZero(p unsafe.Pointer, n int) error {
+	return g.queue("memset", n, func() error {
+		return cu.MemsetD8Async(cu.DevicePtr(uintptr(p)), 0, int64(n), g.stream)
+	}, func() string { return fmt.Sprintf("memset %d bytes at %p", n, p) })
+}
+
+// queue runs f, which queues an operation on n bytes on the driver's stream, as op
+// (nothing when n ≤ 0), its error wrapped as "cuda: what()" (formatted only then).
+func (g *GPU) queue(op string, n int, f func() error, what func() string) error {
 	if n <= 0 {
 		return nil
 	}
-	leave, err := g.enter("memset")
+	leave, err := g.enter(op)
 	if err != nil {
 		return err
 	}
 	defer leave()
-	if err := cu.MemsetD8Async(cu.DevicePtr(uintptr(p)), 0, int64(n), g.stream); err != nil {
-		return fmt.Errorf("cuda: memset %d bytes at %p: %w", n, p, err)
+	if err := f(); err != nil {
+		return fmt.Errorf("cuda: %s: %w", what(), err)
 	}
 	return nil
 }
@@ -266,18 +274,9 @@ func (g *GPU) CopyHtoD(dst, src unsafe.Pointer, n int) error {
 
 // CopyDtoD queues a device-to-device copy on the driver's stream.
 func (g *GPU) CopyDtoD(dst, src unsafe.Pointer, n int) error {
-	if n <= 0 {
-		return nil
-	}
-	leave, err := g.enter("copy on the device")
-	if err != nil {
-		return err
-	}
-	defer leave()
-	if err := cu.MemcpyDtoDAsync(cu.DevicePtr(uintptr(dst)), cu.DevicePtr(uintptr(src)), int64(n), g.stream); err != nil {
-		return fmt.Errorf("cuda: copy %d bytes on the device: %w", n, err)
-	}
-	return nil
+	return g.queue("copy on the device", n, func() error {
+		return cu.MemcpyDtoDAsync(cu.DevicePtr(uintptr(dst)), cu.DevicePtr(uintptr(src)), int64(n), g.stream)
+	}, func() string { return fmt.Sprintf("copy %d bytes on the device", n) })
 }
 
 // CopyDtoH copies device memory to the host after all queued work (a copy queued on

@@ -53,34 +53,16 @@ func (g *GPU) FreeHost(p unsafe.Pointer) error {
 
 // CopyHtoDPinned queues a copy from page-locked memory on the driver's stream.
 func (g *GPU) CopyHtoDPinned(dst, src unsafe.Pointer, n int) error {
-	if n <= 0 {
-		return nil
-	}
-	leave, err := g.enter("copy to device")
-	if err != nil {
-		return err
-	}
-	defer leave()
-	if err := cu.MemcpyHtoDAsync(cu.DevicePtr(uintptr(dst)), src, int64(n), g.stream); err != nil {
-		return fmt.Errorf("cuda: copy %d page-locked bytes to the device: %w", n, err)
-	}
-	return nil
+	return g.queue("copy to device", n, func() error {
+		return cu.MemcpyHtoDAsync(cu.DevicePtr(uintptr(dst)), src, int64(n), g.stream)
+	}, func() string { return fmt.Sprintf("copy %d page-locked bytes to the device", n) })
 }
 
 // CopyDtoHAsync queues a copy to page-locked memory on the driver's stream.
 func (g *GPU) CopyDtoHAsync(dst, src unsafe.Pointer, n int) error {
-	if n <= 0 {
-		return nil
-	}
-	leave, err := g.enter("copy to the host")
-	if err != nil {
-		return err
-	}
-	defer leave()
-	if err := cu.MemcpyDtoHAsync(dst, cu.DevicePtr(uintptr(src)), int64(n), g.stream); err != nil {
-		return fmt.Errorf("cuda: queue a copy of %d bytes to the host: %w", n, err)
-	}
-	return nil
+	return g.queue("copy to the host", n, func() error {
+		return cu.MemcpyDtoHAsync(dst, cu.DevicePtr(uintptr(src)), int64(n), g.stream)
+	}, func() string { return fmt.Sprintf("queue a copy of %d bytes to the host", n) })
 }
 
 // BeginCapture starts capturing the driver's stream (relaxed mode).
@@ -146,21 +128,24 @@ func (g *GPU) exec(h Graph) (C.CUgraphExec, error) {
 
 // LaunchGraph queues a graph on the driver's stream.
 func (g *GPU) LaunchGraph(h Graph) error {
-	leave, err := g.enter("launch graph")
-	if err != nil {
-		return err
-	}
-	defer leave()
-	e, err := g.exec(h)
-	if err != nil {
-		return err
-	}
-	return cuErr("cuda: cuGraphLaunch", C.cuGraphLaunch(e, cStream(g.stream)))
+	return g.withGraph("launch graph", h, func(e C.CUgraphExec) error {
+		return cuErr("cuda: cuGraphLaunch", C.cuGraphLaunch(e, cStream(g.stream)))
+	})
 }
 
 // DestroyGraph releases a graph from EndCapture.
 func (g *GPU) DestroyGraph(h Graph) error {
-	leave, err := g.enter("destroy graph")
+	return g.withGraph("destroy graph", h, func(e C.CUgraphExec) error {
+		g.graphMu.Lock()
+		delete(g.graphs, h)
+		g.graphMu.Unlock()
+		return cuErr("cuda: cuGraphExecDestroy", C.cuGraphExecDestroy(e))
+	})
+}
+
+// withGraph runs f on the instantiated graph of handle h as op (see enter).
+func (g *GPU) withGraph(op string, h Graph, f func(C.CUgraphExec) error) error {
+	leave, err := g.enter(op)
 	if err != nil {
 		return err
 	}
@@ -169,8 +154,5 @@ func (g *GPU) DestroyGraph(h Graph) error {
 	if err != nil {
 		return err
 	}
-	g.graphMu.Lock()
-	delete(g.graphs, h)
-	g.graphMu.Unlock()
-	return cuErr("cuda: cuGraphExecDestroy", C.cuGraphExecDestroy(e))
+	return f(e)
 }

@@ -130,15 +130,8 @@ func readIDXAnyPair(imagesPath, labelsPath string) (*Dataset, error) {
 	if lab.Dims[0] != n {
 		return nil, fmt.Errorf("%s has %d labels for the %d images of %s", labelsPath, lab.Dims[0], n, imagesPath)
 	}
-	d := &Dataset{N: n, C: 1, H: 1, W: 1, Images: bytesToUnit(img.Data), Labels: make([]int, n)}
-	switch nd {
-	case 2:
-		d.C = img.Dims[1]
-	case 3:
-		d.H, d.W = img.Dims[1], img.Dims[2]
-	case 4:
-		d.C, d.H, d.W = img.Dims[1], img.Dims[2], img.Dims[3]
-	}
+	d := shapedDataset(img.Dims)
+	d.Images, d.Labels = bytesToUnit(img.Data), make([]int, n)
 	for i, b := range lab.Data {
 		d.Labels[i] = int(b)
 	}

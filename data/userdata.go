@@ -157,15 +157,7 @@ func arraysToDataset(x, y *npy.Array, what string) (*Dataset, error) {
 		return nil, fmt.Errorf("%s: images have shape %v, want (N, C, H, W), (N, H, W) or (N, D)", what, x.Shape)
 	}
 	n := x.Shape[0]
-	d := &Dataset{N: n, C: 1, H: 1, W: 1}
-	switch len(x.Shape) {
-	case 2:
-		d.C = x.Shape[1]
-	case 3:
-		d.H, d.W = x.Shape[1], x.Shape[2]
-	case 4:
-		d.C, d.H, d.W = x.Shape[1], x.Shape[2], x.Shape[3]
-	}
+	d := shapedDataset(x.Shape)
 	if n == 0 || d.Dim() == 0 {
 		return nil, fmt.Errorf("%s: images have shape %v: no samples or no values", what, x.Shape)
 	}
@@ -330,4 +322,20 @@ func ReadNPYBatch(path string, c, h, w int) (int, []float32, error) {
 		return 0, nil, err
 	}
 	return n, d.Images, nil
+}
+
+// shapedDataset returns an empty Dataset of the image shape dims: (N, C, H, W),
+// (N, H, W) with one channel, or (N, D) as D channels of 1×1 (other lengths: N
+// images of 1×1×1).
+func shapedDataset(dims []int) *Dataset {
+	d := &Dataset{N: dims[0], C: 1, H: 1, W: 1}
+	switch len(dims) {
+	case 2:
+		d.C = dims[1]
+	case 3:
+		d.H, d.W = dims[1], dims[2]
+	case 4:
+		d.C, d.H, d.W = dims[1], dims[2], dims[3]
+	}
+	return d
 }

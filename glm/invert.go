@@ -157,25 +157,31 @@ func (iv *Inverter) gradNorm0() float64 {
 	return norm2(g)
 }
 
-// objective evaluates F(w) with row i's features replaced by zi (i < 0: none) and
-// writes its gradient into grad (O(NP)).
-func (iv *Inverter) objective(i int, zi, w, grad []float64) float64 {
+// eachRow calls fn(j, z_j, ω_j) for every row j of nonzero weight ω_j in order, with
+// row i's features replaced by zi (i < 0: none).
+func (iv *Inverter) eachRow(i int, zi []float64, fn func(j int, z []float64, om float64)) {
 	p := iv.P
-	clear(grad)
-	f := 0.0
 	for j := 0; j < iv.N; j++ {
 		z := iv.zt[j*p : (j+1)*p]
 		if j == i {
 			z = zi
 		}
-		om := iv.weight(j)
-		if om == 0 {
-			continue
+		if om := iv.weight(j); om != 0 {
+			fn(j, z, om)
 		}
+	}
+}
+
+// objective evaluates F(w) with row i's features replaced by zi (i < 0: none) and
+// writes its gradient into grad (O(NP)).
+func (iv *Inverter) objective(i int, zi, w, grad []float64) float64 {
+	clear(grad)
+	f := 0.0
+	iv.eachRow(i, zi, func(j int, z []float64, om float64) {
 		l, d1, _ := iv.derivs(floats.Dot(w, z), iv.tab.T[j])
 		f += om * l
 		floats.AddScaled(grad, om*d1, z)
-	}
+	})
 	floats.AddScaled(grad, iv.nl, w)
 	return f + 0.5*iv.nl*floats.Dot(w, w)
 }
@@ -200,15 +206,7 @@ func (iv *Inverter) hessian(i int, zi, w []float64) *mat.SymDense {
 		return h
 	}
 	hd := make([]float64, p*p)
-	for j := 0; j < iv.N; j++ {
-		z := iv.zt[j*p : (j+1)*p]
-		if j == i {
-			z = zi
-		}
-		om := iv.weight(j)
-		if om == 0 {
-			continue
-		}
+	iv.eachRow(i, zi, func(j int, z []float64, om float64) {
 		m := 0.0 // the margin at w = nil (the least-squares Hessian, which does not depend on it)
 		if w != nil {
 			m = floats.Dot(w, z)
@@ -225,7 +223,7 @@ func (iv *Inverter) hessian(i int, zi, w []float64) *mat.SymDense {
 				row[b] += ca * z[b]
 			}
 		}
-	}
+	})
 	for a := 0; a < p; a++ {
 		for b := a; b < p; b++ {
 			v := hd[a*p+b]

@@ -50,7 +50,8 @@ const (
 // network runs Workers() goroutines, each on its own samples and buffers.
 //
 // A new backend plugs in with NewModel(arch, be) or NewNetwork(arch, be) and must pass
-// CheckBackend(be, 1e-4) in its own tests. Device backends: the optional extensions
+// CheckBackend(be, 1e-4) in its own tests, and CheckExtensionSubsets(be, 1e-4) when it
+// has optional extensions (each combination of them). Device backends: the optional extensions
 // DeviceOps, BatchedGemmer, RowIm2coler, RowSqNormer, TangentBatcher
 // and Chunker move the network's per-sample loops and host-side steps to the device;
 // even with all of them the network still reads and writes some buffers on the host
@@ -118,6 +119,9 @@ func NewCPUBackend[T Float]() Backend[T] {
 	}
 	return b
 }
+
+// packedGemm is hostKernels' packed GEMM (nil without AVX2/FMA or in float64).
+func (b *cpuBackend[T]) packedGemm() *packedSgemm { return b.sg }
 
 func (b *cpuBackend[T]) Name() string    { return "cpu" }
 func (b *cpuBackend[T]) Workers() int    { return b.workers }

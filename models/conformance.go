@@ -13,9 +13,19 @@ import (
 // gradients, clipped gradient sums, gradient tangents along input and parameter
 // directions, input-gradients of clipped inner products and FIL norms. It returns an
 // error naming the first quantity whose relative error exceeds tol (1e-4 is the
-// project's bar for float32).
+// project's bar for float32). CheckExtensionSubsets runs it on every valid
+// combination of be's optional extensions.
 func CheckBackend(be Backend[float32], tol float64) error {
-	for _, name := range ArchNames() {
+	return checkBackend(be, tol, nil, nil)
+}
+
+// checkBackend is CheckBackend on the architectures named (nil: all), comparing be
+// also with full when full is not nil.
+func checkBackend(be Backend[float32], tol float64, full Backend[float32], archs []string) error {
+	if len(archs) == 0 {
+		archs = ArchNames()
+	}
+	for _, name := range archs {
 		arch, err := ArchByName(name)
 		if err != nil {
 			return err
@@ -24,35 +34,46 @@ func CheckBackend(be Backend[float32], tol float64) error {
 		if name == "cifar-cnn" {
 			B, k = 1, 1
 		}
-		if err := checkBackendArch(be, arch, B, k, tol); err != nil {
+		if err := checkBackendArch(be, full, arch, B, k, tol); err != nil {
 			return fmt.Errorf("backend %s, %s: %w", be.Name(), name, err)
 		}
 	}
 	return nil
 }
 
-func checkBackendArch(be Backend[float32], arch Arch, B, k int, tol float64) error {
-	n32, err := NewNetwork(arch, be)
-	if err != nil {
-		return err
-	}
+// probe is the conformance suite's inputs for one architecture: parameters, B
+// samples with labels, k input and parameter tangent directions per sample, a unit
+// parameter vector, FIL coordinates and the clips (all float32-representable).
+type probe struct {
+	B, k            int
+	p, x, xd, pd, v []float64
+	y               []int
+	coords          [][]int
+	clips           []Clip
+}
+
+// output is one named result of a probe run.
+type output struct {
+	what string
+	v    []float64
+}
+
+func newProbe(arch Arch, B, k int) (probe, error) {
 	n64, err := NewNetwork(arch, NewCPUBackend[float64]())
 	if err != nil {
-		return err
+		return probe{}, err
 	}
 	P, D := n64.NumParams(), n64.InputDim()
 	rng := rand.New(rand.NewPCG(12345, uint64(P)))
-	p64 := InitParams(arch, 7)
-	for i := range p64 {
-		p64[i] = float64(float32(p64[i] + 0.01*rng.NormFloat64()))
+	pr := probe{B: B, k: k, p: InitParams(arch, 7), x: make([]float64, B*D), y: make([]int, B)}
+	for i := range pr.p {
+		pr.p[i] = float64(float32(pr.p[i] + 0.01*rng.NormFloat64()))
 	}
-	x64 := make([]float64, B*D)
-	for i := range x64 {
-		x64[i] = float64(float32(rng.Float64()))
+	for i := range pr.x {
+		pr.x[i] = float64(float32(rng.Float64()))
 	}
-	y := make([]int, B)
-	for i := range y {
-		y[i] = rng.IntN(arch.Classes)
+	for i := range pr.y {
+		pr.y[i] = rng.IntN(arch.Classes)
 	}
 	unit := func(n int) []float64 {
 		v := make([]float64, n)
@@ -66,111 +87,131 @@ func checkBackendArch(be Backend[float32], arch Arch, B, k int, tol float64) err
 		}
 		return v
 	}
-	var xd64, pd64 []float64
 	for r := 0; r < B*k; r++ {
-		xd64 = append(xd64, unit(D)...)
-		pd64 = append(pd64, unit(P)...)
+		pr.xd = append(pr.xd, unit(D)...)
+		pr.pd = append(pr.pd, unit(P)...)
 	}
-	v64 := unit(P)
-	p32, x32, xd32, pd32, v32 := to32(p64), to32(x64), to32(xd64), to32(pd64), to32(v64)
+	pr.v = unit(P)
+	t64, err := n64.Tangent(pr.p, pr.x, pr.y, B, k, pr.xd, pr.pd, true)
+	if err != nil {
+		return probe{}, err
+	}
+	var ss float64
+	for _, v := range t64.Grads[:P] {
+		ss += v * v
+	}
+	pr.coords = make([][]int, B)
+	for s := range pr.coords {
+		for j := 0; j < 2*k; j++ {
+			pr.coords[s] = append(pr.coords[s], rng.IntN(D))
+		}
+	}
+	pr.clips = []Clip{{Mode: ClipSmooth, C: math.Sqrt(ss) / 2}, {Mode: ClipHard, C: math.Sqrt(ss) / 2}}
+	return pr, nil
+}
 
-	cmp := func(what string, got []float32, want []float64) error {
+// runProbe runs the suite's engine calls on n and returns their results in a fixed
+// order.
+func runProbe[T Float](n *Network[T], pr probe) ([]output, error) {
+	B, k, P := pr.B, pr.k, n.NumParams()
+	p, x, xd, pd, v := convert[T](pr.p), convert[T](pr.x), convert[T](pr.xd), convert[T](pr.pd), convert[T](pr.v)
+	z, err := n.Forward(p, x, B)
+	if err != nil {
+		return nil, err
+	}
+	out := []output{{"logits", convert[float64](z)}}
+	t, err := n.Tangent(p, x, pr.y, B, k, xd, pd, true)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out,
+		output{"per-sample gradients", convert[float64](t.Grads)},
+		output{"losses", convert[float64](t.Losses)},
+		output{"gradient tangents", convert[float64](t.GradDots)},
+		output{"input-gradient tangents", convert[float64](t.InputGradDots)})
+	for _, clip := range pr.clips {
+		sum, losses := make([]T, P), make([]float64, B)
+		if err := n.ClippedGradSum(p, x, pr.y, B, clip, sum, losses); err != nil {
+			return nil, err
+		}
+		out = append(out, output{fmt.Sprintf("clipped gradient sum (mode %d)", clip.Mode), convert[float64](sum)})
+		dx, err := n.InputGradOfClippedDot(p, x, pr.y, B, v, clip)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, output{fmt.Sprintf("input gradient of clipped dot (mode %d)", clip.Mode), convert[float64](dx)})
+		fil := make([]float64, B)
+		if err := n.FILSqNorms(p, x, pr.y, B, clip, pr.coords, fil); err != nil {
+			return nil, err
+		}
+		out = append(out, output{fmt.Sprintf("FIL norms (mode %d)", clip.Mode), fil})
+	}
+	return out, nil
+}
+
+// compareOutputs returns an error naming the first of got's results whose relative
+// error against want's exceeds tol.
+func compareOutputs(got, want []output, tol float64) error {
+	for i, w := range want {
 		var num, den float64
-		for i, w := range want {
-			d := float64(got[i]) - w
+		for j, wv := range w.v {
+			d := got[i].v[j] - wv
 			num += d * d
-			den += w * w
+			den += wv * wv
 		}
 		e := math.Sqrt(num / math.Max(den, 1e-300))
 		if math.IsNaN(e) || e > tol {
-			return fmt.Errorf("%s: relative error %.3g > %.3g", what, e, tol)
-		}
-		return nil
-	}
-
-	z32, err := n32.Forward(p32, x32, B)
-	if err != nil {
-		return err
-	}
-	z64, _ := n64.Forward(p64, x64, B)
-	if err := cmp("logits", z32, z64); err != nil {
-		return err
-	}
-	t32, err := n32.Tangent(p32, x32, y, B, k, xd32, pd32, true)
-	if err != nil {
-		return err
-	}
-	t64, err := n64.Tangent(p64, x64, y, B, k, xd64, pd64, true)
-	if err != nil {
-		return err
-	}
-	for _, c := range []struct {
-		what string
-		got  []float32
-		want []float64
-	}{
-		{"per-sample gradients", t32.Grads, t64.Grads},
-		{"losses", t32.Losses, t64.Losses},
-		{"gradient tangents", t32.GradDots, t64.GradDots},
-		{"input-gradient tangents", t32.InputGradDots, t64.InputGradDots},
-	} {
-		if err := cmp(c.what, c.got, c.want); err != nil {
-			return err
-		}
-	}
-	g64 := t64.Grads[:P]
-	var ss float64
-	for _, v := range g64 {
-		ss += v * v
-	}
-	coords := make([][]int, B)
-	for s := range coords {
-		for j := 0; j < 2*k; j++ {
-			coords[s] = append(coords[s], rng.IntN(D))
-		}
-	}
-	for _, clip := range []Clip{{Mode: ClipSmooth, C: math.Sqrt(ss) / 2}, {Mode: ClipHard, C: math.Sqrt(ss) / 2}} {
-		sum32 := make([]float32, P)
-		sum64 := make([]float64, P)
-		l32, l64 := make([]float64, B), make([]float64, B)
-		if err := n32.ClippedGradSum(p32, x32, y, B, clip, sum32, l32); err != nil {
-			return err
-		}
-		if err := n64.ClippedGradSum(p64, x64, y, B, clip, sum64, l64); err != nil {
-			return err
-		}
-		if err := cmp(fmt.Sprintf("clipped gradient sum (mode %d)", clip.Mode), sum32, sum64); err != nil {
-			return err
-		}
-		dx32, err := n32.InputGradOfClippedDot(p32, x32, y, B, v32, clip)
-		if err != nil {
-			return err
-		}
-		dx64, err := n64.InputGradOfClippedDot(p64, x64, y, B, v64, clip)
-		if err != nil {
-			return err
-		}
-		if err := cmp(fmt.Sprintf("input gradient of clipped dot (mode %d)", clip.Mode), dx32, dx64); err != nil {
-			return err
-		}
-		f32, f64 := make([]float64, B), make([]float64, B)
-		if err := n32.FILSqNorms(p32, x32, y, B, clip, coords, f32); err != nil {
-			return err
-		}
-		if err := n64.FILSqNorms(p64, x64, y, B, clip, coords, f64); err != nil {
-			return err
-		}
-		if err := cmp(fmt.Sprintf("FIL norms (mode %d)", clip.Mode), to32(f32), f64); err != nil {
-			return err
+			return fmt.Errorf("%s: relative error %.3g > %.3g", w.what, e, tol)
 		}
 	}
 	return nil
 }
 
-func to32(v []float64) []float32 {
-	out := make([]float32, len(v))
+func checkBackendArch(be, full Backend[float32], arch Arch, B, k int, tol float64) error {
+	pr, err := newProbe(arch, B, k)
+	if err != nil {
+		return err
+	}
+	run := func(be Backend[float32]) ([]output, error) {
+		n, err := NewNetwork(arch, be)
+		if err != nil {
+			return nil, err
+		}
+		return runProbe(n, pr)
+	}
+	got, err := run(be)
+	if err != nil {
+		return err
+	}
+	n64, err := NewNetwork(arch, NewCPUBackend[float64]())
+	if err != nil {
+		return err
+	}
+	want, err := runProbe(n64, pr)
+	if err != nil {
+		return err
+	}
+	if err := compareOutputs(got, want, tol); err != nil {
+		return err
+	}
+	if full == nil {
+		return nil
+	}
+	all, err := run(full)
+	if err != nil {
+		return err
+	}
+	if err := compareOutputs(got, all, tol); err != nil {
+		return fmt.Errorf("against all extensions: %w", err)
+	}
+	return nil
+}
+
+// convert returns v converted element by element to precision T.
+func convert[T, S Float](v []S) []T {
+	out := make([]T, len(v))
 	for i, x := range v {
-		out[i] = float32(x)
+		out[i] = T(x)
 	}
 	return out
 }

@@ -73,14 +73,14 @@ var deviceMemoryKinds = map[LayerKind]bool{
 // deviceMemoryOf returns be's DeviceMemory extension when it hands out plain device
 // memory, after checking that the network can run on it.
 func (n *Network[T]) deviceMemoryOf(be Backend[T]) (DeviceMemory[T], error) {
-	dm, ok := be.(DeviceMemory[T])
+	dm, ok := extensionOf[DeviceMemory[T]](be, ExtDeviceMemory)
 	if !ok || !dm.DeviceMemory() {
 		return nil, nil
 	}
 	if n.dops == nil || n.bg == nil || n.ri == nil || n.rs == nil || n.tb == nil {
 		return nil, fmt.Errorf("network %s: backend %s has plain device memory but not every device extension", n.arch.Name, be.Name())
 	}
-	if _, ok := be.(Chunker); !ok {
+	if n.ch == nil {
 		return nil, fmt.Errorf("network %s: backend %s has plain device memory but no Chunker", n.arch.Name, be.Name())
 	}
 	for i, l := range n.layers {

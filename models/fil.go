@@ -52,8 +52,8 @@ func (n *Network[T]) ClippedGradSum(params, x []T, y []int, batch int, clip Clip
 	turn := 0
 	P := n.p
 	axpy := addScaled[T]
-	if cb, ok := n.be.(*cpuBackend[T]); ok {
-		axpy = cb.addScaled
+	if n.hk != nil {
+		axpy = n.hk.addScaled
 	}
 	n.firstOrder(params, x, y, batch, false, func(ws *workspace[T], s0, c int) {
 		if n.dops != nil { // one worker: chunks arrive in order

@@ -250,7 +250,6 @@ func (c *convOps[T]) sparseForward(n *Network[T], ws *workspace[T], i int, param
 	}
 	clear(tout)
 	g := c.g
-	hw := g.H * g.W
 	ckk, hwo := g.CKK(), g.HWo()
 	for r := 0; r < rows; r++ {
 		idx, v := ws.spIdx[r], ws.spVal[r]
@@ -258,9 +257,7 @@ func (c *convOps[T]) sparseForward(n *Network[T], ws *workspace[T], i int, param
 			continue
 		}
 		o := tout[r*c.outN : (r+1)*c.outN]
-		ch, ih, iw := idx/hw, (idx%hw)/g.W, idx%g.W
-		forEachTap(g, ih, iw, func(kh, kw, pos int) {
-			wi := (ch*g.KH+kh)*g.KW + kw
+		forEachTap(g, idx, func(wi, pos int) {
 			for oc := 0; oc < c.out.C; oc++ {
 				o[oc*hwo+pos] += v * W[oc*ckk+wi]
 			}
@@ -268,10 +265,13 @@ func (c *convOps[T]) sparseForward(n *Network[T], ws *workspace[T], i int, param
 	}
 }
 
-// forEachTap calls fn(kh, kw, outPos) for every output position outPos = oh·OutW+ow
-// of conv geometry g whose receptive field covers input pixel (ih, iw) through kernel
-// tap (kh, kw).
-func forEachTap(g ConvGeom, ih, iw int, fn func(kh, kw, pos int)) {
+// forEachTap calls fn(wi, outPos) for every output position outPos = oh·OutW+ow of
+// conv geometry g whose receptive field covers input coordinate idx (channel ch, pixel
+// (ih, iw)) through kernel tap (kh, kw), wi = (ch·KH + kh)·KW + kw being the tap's
+// index among an output channel's CKK weights.
+func forEachTap(g ConvGeom, idx int, fn func(wi, pos int)) {
+	hw := g.H * g.W
+	ch, ih, iw := idx/hw, (idx%hw)/g.W, idx%g.W
 	for kh := 0; kh < g.KH; kh++ {
 		t := ih + g.PadT - kh
 		if t < 0 || t%g.Stride != 0 || t/g.Stride >= g.OutH {
@@ -283,7 +283,7 @@ func forEachTap(g ConvGeom, ih, iw int, fn func(kh, kw, pos int)) {
 			if u < 0 || u%g.Stride != 0 || u/g.Stride >= g.OutW {
 				continue
 			}
-			fn(kh, kw, oh*g.OutW+u/g.Stride)
+			fn((ch*g.KH+kh)*g.KW+kw, oh*g.OutW+u/g.Stride)
 		}
 	}
 }
@@ -335,16 +335,13 @@ func (c *convOps[T]) gradTangents(n *Network[T], ws *workspace[T], i, s, cs, kc 
 	if first && n.dops != nil {
 		n.dops.SparseConvGradScatter(g, c.out.C, kc, ws.spIdx[r0:r0+kc], ws.spVal[r0:r0+kc], D, gw, c.nW)
 	} else if first {
-		hw := g.H * g.W
 		for j := 0; j < kc; j++ {
 			idx, v := ws.spIdx[r0+j], ws.spVal[r0+j]
 			if idx < 0 {
 				continue
 			}
 			gj := gw[j*c.nW : (j+1)*c.nW]
-			ch, ih, iw := idx/hw, (idx%hw)/g.W, idx%g.W
-			forEachTap(g, ih, iw, func(kh, kw, pos int) {
-				wi := (ch*g.KH+kh)*g.KW + kw
+			forEachTap(g, idx, func(wi, pos int) {
 				for oc := 0; oc < c.out.C; oc++ {
 					gj[oc*ckk+wi] += v * D[oc*hwo+pos]
 				}

@@ -257,8 +257,7 @@ const minDenseTBatch = 8
 // (In×Out) when the packed GEMM has its one-row kernel and Out ≥ 128; other
 // layers keep nil.
 func (n *Network[T]) transposeDense(params []T) {
-	cb, ok := n.be.(*cpuBackend[T])
-	if !ok || !n.patchT || cb.sg == nil || !cb.sg.wide {
+	if n.hk == nil || !n.patchT || n.hk.packedGemm() == nil || !n.hk.packedGemm().wide {
 		return
 	}
 	if n.denseT == nil {

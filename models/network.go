@@ -39,13 +39,16 @@ type Network[T Float] struct {
 	// budget is the number of T values a worker's chunk buffers may hold.
 	budget int
 	ws     []*workspace[T]
-	// The backend's optional device extensions (all nil on the CPU backend); tb is
+	// The backend's optional device extensions (all nil on the CPU backend; see extensionOf); tb is
 	// set only when dops and bg are too, since the batched tangents use them.
-	dops  DeviceOps[T]
-	bg    BatchedGemmer[T]
-	ri    RowIm2coler[T]
-	rs    RowSqNormer[T]
-	tb    TangentBatcher[T]
+	dops DeviceOps[T]
+	bg   BatchedGemmer[T]
+	ri   RowIm2coler[T]
+	rs   RowSqNormer[T]
+	tb   TangentBatcher[T]
+	ch   Chunker
+	// hk is the CPU backend's capability (ExtHostKernels), nil elsewhere.
+	hk    hostKernels[T]
 	total []float64 // ClippedGradSum's float64 accumulator
 	// denseT[i], during a first-order pass of one-sample chunks on the packed
 	// GEMM, is the transpose of dense layer i's weights (nil otherwise; see
@@ -109,17 +112,21 @@ func NewNetwork[T Float](arch Arch, be Backend[T]) (*Network[T], error) {
 		n.layers = append(n.layers, l)
 	}
 	n.p = arch.NumParams()
-	n.dops, _ = be.(DeviceOps[T])
-	n.bg, _ = be.(BatchedGemmer[T])
-	n.ri, _ = be.(RowIm2coler[T])
-	n.rs, _ = be.(RowSqNormer[T])
-	if tb, ok := be.(TangentBatcher[T]); ok && n.dops != nil && n.bg != nil {
+	n.dops, _ = extensionOf[DeviceOps[T]](be, ExtDeviceOps)
+	n.bg, _ = extensionOf[BatchedGemmer[T]](be, ExtBatchedGemm)
+	n.ri, _ = extensionOf[RowIm2coler[T]](be, ExtRowIm2col)
+	n.rs, _ = extensionOf[RowSqNormer[T]](be, ExtRowSqNorm)
+	if tb, ok := extensionOf[TangentBatcher[T]](be, ExtTangentBatch); ok && n.dops != nil && n.bg != nil {
 		n.tb = tb
 	}
+	n.ch, _ = extensionOf[Chunker](be, ExtChunker)
 	if n.dm, err = n.deviceMemoryOf(be); err != nil {
 		return nil, err
 	}
-	if cb, ok := be.(*cpuBackend[T]); ok && cb.sg != nil && n.dops == nil && n.ri == nil {
+	if hk, ok := extensionOf[hostKernels[T]](be, ExtHostKernels); ok {
+		n.hk = hk
+	}
+	if n.hk != nil && n.hk.packedGemm() != nil && n.dops == nil && n.ri == nil {
 		n.patchT = true
 		n.filFuse = true
 		n.tangentWindows = true
@@ -278,8 +285,8 @@ const firstOrderCacheFloats = 1 << 19
 // They depend only on the architecture, k and whether parameter tangents are used,
 // so results do not depend on the number of workers.
 func (n *Network[T]) chunkSizes(batch, k int, pt bool) (cs, kc int) {
-	if ch, ok := n.be.(Chunker); ok {
-		return n.deviceChunkSizes(ch, batch, k, pt)
+	if n.ch != nil {
+		return n.deviceChunkSizes(n.ch, batch, k, pt)
 	}
 	act := n.actFloats()
 	colT, maxCol, maxOut := n.convFloats()

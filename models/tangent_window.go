@@ -26,7 +26,6 @@ func (c *convOps[T]) sparseWindows(ws *workspace[T], rows int) {
 	}
 	ws.win = ws.win[:4*rows]
 	g := c.g
-	hw := g.H * g.W
 	for r := 0; r < rows; r++ {
 		w := ws.win[4*r : 4*r+4]
 		w[0], w[1], w[2], w[3] = g.OutH, 0, g.OutW, 0
@@ -34,8 +33,7 @@ func (c *convOps[T]) sparseWindows(ws *workspace[T], rows int) {
 		if idx < 0 {
 			continue
 		}
-		ih, iw := (idx%hw)/g.W, idx%g.W
-		forEachTap(g, ih, iw, func(_, _, pos int) {
+		forEachTap(g, idx, func(_, pos int) {
 			oh, ow := pos/g.OutW, pos%g.OutW
 			w[0], w[1] = min(w[0], oh), max(w[1], oh+1)
 			w[2], w[3] = min(w[2], ow), max(w[3], ow+1)

@@ -132,6 +132,20 @@ func (in *inputs) addAny(p string) error {
 	return nil
 }
 
+// first reports whether file is named for the first time (by its absolute path),
+// and remembers it.
+func (in *inputs) first(file string) bool {
+	abs, _ := filepath.Abs(file)
+	if in.seen[abs] {
+		return false
+	}
+	if in.seen == nil {
+		in.seen = map[string]bool{}
+	}
+	in.seen[abs] = true
+	return true
+}
+
 // addRun adds the run of directory or result.json p as a source of one record.
 func (in *inputs) addRun(p string) error {
 	rec, err := ReadRun(p)
@@ -142,14 +156,9 @@ func (in *inputs) addRun(p string) error {
 	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
 		name = filepath.Join(p, train.ResultFile)
 	}
-	abs, _ := filepath.Abs(name)
-	if in.seen[abs] {
+	if !in.first(name) {
 		return nil
 	}
-	if in.seen == nil {
-		in.seen = map[string]bool{}
-	}
-	in.seen[abs] = true
 	in.srcs = append(in.srcs, Source{Name: name, Records: []Record{rec}})
 	return nil
 }

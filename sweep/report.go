@@ -369,14 +369,9 @@ func (in *inputs) add(p string, mustExist, mustHold bool) error {
 		}
 		return nil
 	}
-	abs, _ := filepath.Abs(file)
-	if in.seen[abs] {
+	if !in.first(file) {
 		return nil
 	}
-	if in.seen == nil {
-		in.seen = map[string]bool{}
-	}
-	in.seen[abs] = true
 	recs, bad, err := ReadResults(file)
 	if err != nil {
 		return err

@@ -283,14 +283,7 @@ func (r *linRule) forward(e *env, pr *program, i int) {
 	in := pr.nodes[i].in
 	y := e.val[i]
 	if r.gather != nil {
-		x := e.val[in[0]]
-		for o, s := range r.gather {
-			if s < 0 {
-				y[o] = 0
-			} else {
-				y[o] = x[s]
-			}
-		}
+		gather(r.gather, y, e.val[in[0]])
 		return
 	}
 	for o := range y {
@@ -309,14 +302,7 @@ func (r *linRule) tangent(e *env, pr *program, i int) {
 		tx := e.tanOf(in[0])
 		ni := len(e.val[in[0]])
 		for q := 0; q < e.k; q++ {
-			txq, tyq := tx[q*ni:(q+1)*ni], ty[q*no:(q+1)*no]
-			for o, s := range r.gather {
-				if s < 0 {
-					tyq[o] = 0
-				} else {
-					tyq[o] = txq[s]
-				}
-			}
+			gather(r.gather, ty[q*no:(q+1)*no], tx[q*ni:(q+1)*ni])
 		}
 		return
 	}
@@ -339,11 +325,7 @@ func (r *linRule) backward(e *env, pr *program, i int) {
 	dy := e.adj[i]
 	if r.gather != nil {
 		if d := e.adj[in[0]]; d != nil {
-			for o, s := range r.gather {
-				if s >= 0 {
-					d[s] += dy[o]
-				}
-			}
+			scatterAdd(r.gather, d, dy)
 		}
 		return
 	}
@@ -366,12 +348,7 @@ func (r *linRule) backwardTangent(e *env, pr *program, i int) {
 		}
 		ni := len(e.val[in[0]])
 		for q := 0; q < e.k; q++ {
-			dq, tq := d[q*ni:(q+1)*ni], dty[q*no:(q+1)*no]
-			for o, s := range r.gather {
-				if s >= 0 {
-					dq[s] += tq[o]
-				}
-			}
+			scatterAdd(r.gather, d[q*ni:(q+1)*ni], dty[q*no:(q+1)*no])
 		}
 		return
 	}
@@ -384,6 +361,26 @@ func (r *linRule) backwardTangent(e *env, pr *program, i int) {
 					d[q*len(e.val[c])+int(r.src[j])] += r.wt(int(j)) * v
 				}
 			}
+		}
+	}
+}
+
+// gather writes y[o] = x[src[o]] (0 where src[o] < 0): a linRule's gather fast path.
+func gather(src []int32, y, x []float64) {
+	for o, s := range src {
+		if s < 0 {
+			y[o] = 0
+		} else {
+			y[o] = x[s]
+		}
+	}
+}
+
+// scatterAdd is gather's adjoint: dx[src[o]] += dy[o] where src[o] ≥ 0.
+func scatterAdd(src []int32, dx, dy []float64) {
+	for o, s := range src {
+		if s >= 0 {
+			dx[s] += dy[o]
 		}
 	}
 }

@@ -36,38 +36,37 @@ func Pad2D(g *G.ExprGraph, h *G.Node, name string, top, bottom, left, right int)
 		t := tensor.New(tensor.WithShape(shape...), tensor.Of(h.Dtype()))
 		return g.AddNode(G.NewConstant(t, G.WithName(fmt.Sprintf("%s_%s_zeros", name, side))))
 	}
-	var err error
 	sh := h.Shape()
 	if len(sh) != 4 {
 		return nil, fmt.Errorf("pad: want a (B, C, H, W) node, got shape %v", sh)
 	}
-	b, c, hh, ww := sh[0], sh[1], sh[2], sh[3]
-	if top > 0 || bottom > 0 {
+	// pad concatenates zeros of width before and after along axis (2: rows, 3: columns).
+	pad := func(axis, before, after int, sides [2]string) error {
+		if before <= 0 && after <= 0 {
+			return nil
+		}
+		shape := func(w int) []int {
+			s := append([]int(nil), h.Shape()...)
+			s[axis] = w
+			return s
+		}
 		parts := G.Nodes{}
-		if top > 0 {
-			parts = append(parts, zeros("top", b, c, top, ww))
+		if before > 0 {
+			parts = append(parts, zeros(sides[0], shape(before)...))
 		}
 		parts = append(parts, h)
-		if bottom > 0 {
-			parts = append(parts, zeros("bottom", b, c, bottom, ww))
+		if after > 0 {
+			parts = append(parts, zeros(sides[1], shape(after)...))
 		}
-		if h, err = G.Concat(2, parts...); err != nil {
-			return nil, err
-		}
-		hh += top + bottom
+		var err error
+		h, err = G.Concat(axis, parts...)
+		return err
 	}
-	if left > 0 || right > 0 {
-		parts := G.Nodes{}
-		if left > 0 {
-			parts = append(parts, zeros("left", b, c, hh, left))
-		}
-		parts = append(parts, h)
-		if right > 0 {
-			parts = append(parts, zeros("right", b, c, hh, right))
-		}
-		if h, err = G.Concat(3, parts...); err != nil {
-			return nil, err
-		}
+	if err := pad(2, top, bottom, [2]string{"top", "bottom"}); err != nil {
+		return nil, err
+	}
+	if err := pad(3, left, right, [2]string{"left", "right"}); err != nil {
+		return nil, err
 	}
 	return h, nil
 }

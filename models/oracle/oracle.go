@@ -359,11 +359,15 @@ func (gr *Graph) setParams(params []float64) {
 			copy(dst, src)
 			continue
 		}
-		r, c := gr.rows[i], gr.cols[i]
-		for o := 0; o < r; o++ {
-			for j := 0; j < c; j++ {
-				dst[j*r+o] = src[o*c+j]
-			}
+		transpose(dst, src, gr.rows[i], gr.cols[i])
+	}
+}
+
+// transpose writes the c×r transpose of the r×c row-major matrix src to dst.
+func transpose(dst, src []float64, r, c int) {
+	for o := 0; o < r; o++ {
+		for j := 0; j < c; j++ {
+			dst[j*r+o] = src[o*c+j]
 		}
 	}
 }
@@ -477,12 +481,7 @@ func (gr *Graph) runGradInto(grad, losses []float64) error {
 			copy(dst, v)
 			continue
 		}
-		r, c := gr.rows[i], gr.cols[i]
-		for o := 0; o < r; o++ {
-			for j := 0; j < c; j++ {
-				dst[o*c+j] = v[j*r+o]
-			}
-		}
+		transpose(dst, v, gr.cols[i], gr.rows[i])
 	}
 	l, err := values(gr.losses)
 	if err != nil {
