@@ -218,15 +218,16 @@ func (fl *reroFlags) run(cmd *cobra.Command, _ []string) (*accounting.ReRoReport
 	var prog *progress
 	defer func() { finishProgress(prog) }()
 	req.Bound = func(r *accounting.ReRoReport) {
-		if fl.quiet {
+		// Only when a Monte Carlo follows: otherwise the report comes at once and the
+		// bound would be printed twice.
+		d := accounting.ReRoDraws(*cfg)
+		if fl.quiet || req.SkipMonteCarlo || r.Q <= 0 || (req.MaxDraws >= 0 && d > float64(req.MaxDraws)) {
 			return
 		}
 		var b strings.Builder
 		r.WriteBound(&b)
 		fmt.Fprint(cmd.ErrOrStderr(), b.String())
-		if d := accounting.ReRoDraws(*cfg); !req.SkipMonteCarlo && r.Q > 0 && (req.MaxDraws < 0 || d <= float64(req.MaxDraws)) {
-			fmt.Fprintf(cmd.ErrOrStderr(), "Monte Carlo check: %.3g normal draws (cap --max-draws %.3g; --monte-carlo=false skips it)\n", d, fl.maxDraws)
-		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "Monte Carlo check: %.3g normal draws (cap --max-draws %.3g; --monte-carlo=false skips it)\n", d, fl.maxDraws)
 	}
 	reported := int64(0)
 	cfg.Progress = func(done, total int64) {

@@ -208,6 +208,11 @@ func TestAccountReRoBoundFirst(t *testing.T) {
 	if m["monte_carlo"] != nil || m["monte_carlo_skipped"] != "not requested" {
 		t.Errorf("--monte-carlo=false: %v", m)
 	}
+	// Without a Monte Carlo the report follows at once: the bound is not printed
+	// early as well (it would appear twice on a terminal).
+	if _, errOut, err := runAccount(t, "rero", "--q", "0.01", "--sigma", "1", "--steps", "100", "--kappa", "0.01", "--monte-carlo=false"); err != nil || strings.Contains(errOut, "ReRo gamma") {
+		t.Errorf("--monte-carlo=false: stderr %q (err %v): want no early bound", errOut, err)
+	}
 	m = accountJSON(t, "rero", "--q", "0.01", "--sigma", "1", "--steps", "100", "--kappa", "0.01", "--samples", "1000", "--max-draws", "1000")
 	if m["monte_carlo"] != nil {
 		t.Errorf("--max-draws 1000: %v", m)
