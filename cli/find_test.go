@@ -283,14 +283,14 @@ func TestMakeTestSaysWhatItDoes(t *testing.T) {
 			}
 		}
 	}
-	if !tested || !strings.Contains(recipe[0], "about 20 minutes on 2 cores") {
+	if !tested || !strings.Contains(recipe[0], "about 6 minutes on an idle 2-core machine") {
 		t.Errorf("test recipe: %q", recipe)
 	}
 	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"`make test` takes about 20 minutes on 2 cores", "downloads the full\nMNIST"} {
+	for _, w := range []string{"`make test` takes about 6 minutes on an idle 2-core machine", "downloads the full\nMNIST"} {
 		if !strings.Contains(string(readme), w) {
 			t.Errorf("README lacks %q", w)
 		}
