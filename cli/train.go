@@ -40,6 +40,7 @@ func addTrainConfigFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.IntVar(&cfg.FILCoords, "fil-coords", cfg.FILCoords, "input coordinates k per sample and step for the FIL trace estimate (0 = FIL off)")
 	fs.BoolVar(&cfg.FILExact, "fil-exact", cfg.FILExact, "exact FIL trace over all d input coordinates")
 	fs.Float64Var(&cfg.FILRate, "fil-rate", cfg.FILRate, "probability a batch member's FIL is computed at a step, weighted 1/rate (0 = always)")
+	fs.IntVar(&cfg.FILRefineTop, "fil-refine-top", cfg.FILRefineTop, "after training, recompute the m samples with the largest screen dFIL exactly (two-stage worst-sample estimate, like 'account fil-refine'; records the transcripts; 0 = off)")
 	fs.BoolVar(&cfg.FILNormalizedInputs, "fil-normalized-inputs", cfg.FILNormalizedInputs, "take FIL w.r.t. the normalised inputs (reference code) instead of raw [0,1] pixels")
 	fs.IntVar(&cfg.FILEta, "fil-eta", cfg.FILEta, "also compute η, the spectral-norm FIL (MSE ≥ 1/η²), by this many power iterations on JᵀJ per FIL member and step (0 = off; result.json reports the last iteration's relative change)")
 	fs.BoolVar(&cfg.FILLabel, "fil-label", cfg.FILLabel, "also compute the FIL of each sample's label (one-hot vector; MSE bounds on reconstructing it)")
@@ -184,7 +185,7 @@ func trainFlagGroups() []flagGroup {
 		{"Model and data", []string{"model", "arch", "describe", "dataset", "data-dir", "train-subset"}},
 		{"DP-SGD", []string{"steps", "epochs", "batch", "lr", "momentum", "weight-decay", "sigma", "clip", "clip-mode", "sampling", "repeats", "seed"}},
 		{"Privacy accounting", []string{"delta", "accountant", "target-epsilon"}},
-		{"Fisher information leakage (FIL)", []string{"fil-coords", "fil-exact", "fil-rate", "fil-delta", "fil-normalized-inputs", "fil-eta", "fil-label"}},
+		{"Fisher information leakage (FIL)", []string{"fil-coords", "fil-exact", "fil-rate", "fil-refine-top", "fil-delta", "fil-normalized-inputs", "fil-eta", "fil-label"}},
 		{"Output and run control", []string{"out", "resume", "checkpoint-every", "eval-every", "record-transcript", "device", "json", "quiet", "help"}},
 		{"Tuning (Edmunds 2024: public pretraining, pruning, learned noise)", []string{"pretrain-public", "pretrain-steps", "pretrain-batch", "pretrain-lr",
 			"prune-fraction", "prune-mode", "freeze", "noise-rank", "noise-power", "noise-base", "noise-samples", "noise-every"}},

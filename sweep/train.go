@@ -10,7 +10,8 @@ import (
 	"github.com/dpfil/dpfil/train"
 )
 
-// TrainRunner returns the Runner that trains each job with train.Run in its run
+// TrainRunner returns the Runner that trains each job with train.RunWithTranscript
+// (transcripts only where the job resumes one or asks for fil_refine_top) in its run
 // directory with Resume set, so that an interrupted run continues from its last
 // checkpoint and a finished-but-unrecorded run returns its stored result at once.
 // Datasets are loaded once per (dataset, data_dir) and shared by the runs of the
@@ -55,7 +56,7 @@ func TrainRunnerModels(logf func(string, ...any), reg train.Registry) Runner {
 		if err != nil {
 			return nil, err
 		}
-		res, err := train.Run(ctx, cfg, train.Options{Out: dir, Resume: true, Logf: logf, Data: split, Model: m})
+		res, err := train.RunWithTranscript(ctx, cfg, train.Options{Out: dir, Resume: true, Logf: logf, Data: split, Model: m}, false)
 		if err != nil {
 			return nil, err
 		}

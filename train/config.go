@@ -58,6 +58,13 @@ type Config struct {
 	// unbiased Monte Carlo estimate); 0 or 1 = every member of every batch. It trades
 	// variance for time where the second-order pass is too slow (e.g. the CPU demo).
 	FILRate float64 `json:"fil_rate,omitempty"`
+	// FILRefineTop, when > 0, records the run's transcripts and, after training,
+	// recomputes the m = FILRefineTop samples with the largest screen dFIL exactly
+	// over all input coordinates at the replayed parameters (RefineFIL): the result
+	// carries the two-stage worst-sample estimate (fil_two_stage) beside the screen's
+	// dfil_max. It needs the screen to cover every member of every batch
+	// (fil_rate 0 or 1, random coordinates, no tuning).
+	FILRefineTop int `json:"fil_refine_top,omitempty"`
 	// FILNormalizedInputs takes the FIL Jacobian w.r.t. the output of the model's
 	// leading Normalize layer (as the reference code did) instead of the raw [0,1]
 	// pixels; it only differs for models with a Normalize layer (cifar-cnn).
@@ -196,6 +203,19 @@ func (c Config) Validate() error {
 	}
 	if !finite(c.FILRate) || c.FILRate < 0 || c.FILRate > 1 {
 		return fmt.Errorf("config: fil_rate = %v must be in (0, 1], or 0 for every step", c.FILRate)
+	}
+	if c.FILRefineTop < 0 {
+		return fmt.Errorf("config: fil_refine_top = %d must be ≥ 0 (0: no refinement)", c.FILRefineTop)
+	}
+	if c.FILRefineTop > 0 {
+		switch {
+		case c.FILCoords == 0 || c.FILExact:
+			return fmt.Errorf("config: fil_refine_top = %d refines a random-coordinate screen: it needs fil_coords > 0 without fil_exact (an exact run needs no refinement)", c.FILRefineTop)
+		case c.FILRate > 0 && c.FILRate < 1:
+			return fmt.Errorf("config: fil_refine_top = %d needs the screen to cover every batch member at every step: fil_rate = %v must be 0 or 1", c.FILRefineTop, c.FILRate)
+		case c.Tuning.On():
+			return fmt.Errorf("config: fil_refine_top = %d supports plain DP-SGD runs, not pretraining, pruning, freezing or learned noise", c.FILRefineTop)
+		}
 	}
 	if !finite(c.TargetEpsilon) || c.TargetEpsilon < 0 {
 		return fmt.Errorf("config: target_epsilon = %v must be > 0 and finite (or 0: use sigma)", c.TargetEpsilon)

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 
@@ -66,4 +67,72 @@ func RefineRun(req RefineRequest) (*RefineReport, error) {
 	}
 	req.Trajectories = tjs
 	return RefineFIL(req)
+}
+
+// FILRefineFile is the two-stage report (RefineReport, JSON) that a run trained
+// with config.fil_refine_top writes into its directory.
+const FILRefineFile = "fil_refine.json"
+
+// TwoStageFIL is result.json's fil_two_stage: the headline of the run's two-stage
+// worst-sample FIL estimate (RefineFIL; the full report is FILRefineFile).
+type TwoStageFIL struct {
+	Estimator string `json:"estimator"`
+	Top       int    `json:"top"` // m samples refined exactly
+	// Max is the largest exact dFIL (mean over repeats) among the screen's top m:
+	// exact for the sample ArgMax names, a lower bound on the run's true maximum.
+	Max    float64 `json:"max"`
+	ArgMax int     `json:"argmax"`
+	// MSEBoundMax is 1/Max (Theorem 2): the worst-sample MSE bound, at most this.
+	MSEBoundMax float64 `json:"mse_bound_max"`
+	// CI and CIMSE are percentile bootstrap intervals over the repeats (nil for one).
+	CI    *Interval `json:"ci,omitempty"`
+	CIMSE *Interval `json:"ci_mse_bound,omitempty"`
+	// ScreenMaxExact is the exact dFIL of the screen's own argmax.
+	ScreenMaxExact float64 `json:"screen_max_exact"`
+	// RefinedAtLeastOne counts the refined samples with exact dFIL ≥ 1 (an MSE
+	// bound below 1: reconstruction not ruled out for them).
+	RefinedAtLeastOne int    `json:"refined_dfil_ge_1"`
+	Report            string `json:"report"`
+}
+
+// twoStageOf is the headline of rep.
+func twoStageOf(rep *RefineReport) *TwoStageFIL {
+	ts := &TwoStageFIL{Estimator: rep.Estimator, Top: rep.Top, Max: rep.Max, ArgMax: rep.ArgMax, MSEBoundMax: rep.MSEBoundMax,
+		CI: rep.CI, CIMSE: rep.CIMSE, ScreenMaxExact: rep.ScreenMaxExact, Report: FILRefineFile}
+	for _, r := range rep.Refined {
+		if r.Exact >= 1 {
+			ts.RefinedAtLeastOne++
+		}
+	}
+	return ts
+}
+
+// refineInto runs the two-stage estimate of the finished run in opt.Out (config
+// fil_refine_top), writes its report to FILRefineFile and adds its headline to res
+// and to the run's result.json.
+func refineInto(cfg Config, opt Options, res *Result) error {
+	logf := opt.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	logf("fil refine: the screen's top %d, exactly, from the recorded transcripts", cfg.FILRefineTop)
+	rep, err := RefineRun(RefineRequest{Run: opt.Out, Top: cfg.FILRefineTop, Seed: cfg.Seed, Data: opt.Data, Logf: logf})
+	if err != nil {
+		return err
+	}
+	if !(rep.Max > 0) {
+		return fmt.Errorf("fil refine: the largest exact dFIL of the top %d is %v: no finite worst-sample bound", rep.Top, rep.Max)
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("fil refine: encode report: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(opt.Out, FILRefineFile), append(b, '\n')); err != nil {
+		return fmt.Errorf("fil refine: %w", err)
+	}
+	res.FILTwoStage = twoStageOf(rep)
+	if err := WriteResult(opt.Out, res); err != nil {
+		return fmt.Errorf("fil refine: %w", err)
+	}
+	return nil
 }

@@ -30,6 +30,13 @@ func (res *Result) WriteText(w io.Writer) {
 		if res.FILEstimator != "" {
 			fmt.Fprintf(w, "                   estimator: %s\n", res.FILEstimator)
 		}
+		if ts := res.FILTwoStage; ts != nil {
+			fmt.Fprintf(w, "two-stage FIL      worst sample %d: exact dFIL %.4g → MSE ≥ %.4g (at most; exact for the %d screened samples refined)", ts.ArgMax, ts.Max, ts.MSEBoundMax, ts.Top)
+			if ts.CI != nil {
+				fmt.Fprintf(w, "; %g%% CI %.4g–%.4g (%s)", 100*ts.CI.Level, ts.CI.Lo, ts.CI.Hi, ts.CI.Over)
+			}
+			fmt.Fprintf(w, "\n                   %d of %d refined samples have exact dFIL ≥ 1; report: %s\n", ts.RefinedAtLeastOne, ts.Top, ts.Report)
+		}
 		if math.IsInf(res.MSEBoundFILMedian, 1) {
 			fmt.Fprintln(w, "                   median bound +Inf: more than half of the training samples had no FIL measured (never in a batch, or not picked by --fil-rate), so no leakage was recorded for them; train longer or raise --fil-rate")
 		}

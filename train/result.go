@@ -54,7 +54,10 @@ type Result struct {
 	// FILEstimator names the estimator behind dfil_max, dfil_median and their MSE
 	// bounds (train/filrefine.go: the max of random-coordinate estimates is biased
 	// upward; 'dpfil account fil-refine' gives the two-stage worst-sample value).
-	FILEstimator     string         `json:"fil_estimator,omitempty"`
+	FILEstimator string `json:"fil_estimator,omitempty"`
+	// FILTwoStage is the two-stage worst-sample estimate of a run trained with
+	// config.fil_refine_top (nil otherwise); its full report is FILRefineFile.
+	FILTwoStage      *TwoStageFIL   `json:"fil_two_stage,omitempty"`
 	TrainLoss        float64        `json:"train_loss"`         // final loss on the first ≤ 10 000 training samples, mean over repeats
 	TrainAccuracy    float64        `json:"train_accuracy"`     // final training accuracy, mean over repeats
 	TestLoss         float64        `json:"test_loss"`          // final test loss, mean over repeats
@@ -242,6 +245,9 @@ type Metrics struct {
 	DFILMean          float64
 	MSEBoundFILMax    float64
 	MSEBoundFILMedian float64
+	// MSEBoundFILTwoStage is fil_two_stage.mse_bound_max: the worst-sample bound
+	// from the two-stage estimate; 0 when the run has none (not refined).
+	MSEBoundFILTwoStage float64
 }
 
 // metricsJSON is Metrics' JSON form: each field's type says what null reads as.
@@ -255,13 +261,22 @@ type metricsJSON struct {
 	DFILMean          jsonfloat.Float `json:"dfil_mean"`
 	MSEBoundFILMax    jsonfloat.Inf   `json:"mse_bound_fil_max"`
 	MSEBoundFILMedian jsonfloat.Inf   `json:"mse_bound_fil_median"`
+	FILTwoStage       *struct {
+		MSEBoundMax jsonfloat.Inf `json:"mse_bound_max"`
+	} `json:"fil_two_stage,omitempty"`
 }
 
 // MarshalJSON writes the metrics, null for numbers that are not finite.
 func (m Metrics) MarshalJSON() ([]byte, error) {
-	return json.Marshal(metricsJSON{jsonfloat.Float(m.TestAccuracy), jsonfloat.Inf(m.Epsilon), jsonfloat.Inf(m.RDPOrder2),
+	j := metricsJSON{jsonfloat.Float(m.TestAccuracy), jsonfloat.Inf(m.Epsilon), jsonfloat.Inf(m.RDPOrder2),
 		jsonfloat.Inf(m.MSEBoundRDP), jsonfloat.Float(m.DFILMax), jsonfloat.Float(m.DFILMedian), jsonfloat.Float(m.DFILMean),
-		jsonfloat.Inf(m.MSEBoundFILMax), jsonfloat.Inf(m.MSEBoundFILMedian)})
+		jsonfloat.Inf(m.MSEBoundFILMax), jsonfloat.Inf(m.MSEBoundFILMedian), nil}
+	if m.MSEBoundFILTwoStage != 0 {
+		j.FILTwoStage = &struct {
+			MSEBoundMax jsonfloat.Inf `json:"mse_bound_max"`
+		}{jsonfloat.Inf(m.MSEBoundFILTwoStage)}
+	}
+	return json.Marshal(j)
 }
 
 // UnmarshalJSON reads the headline numbers of a result (other fields are ignored).
@@ -271,14 +286,21 @@ func (m *Metrics) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*m = Metrics{float64(j.TestAccuracy), float64(j.Epsilon), float64(j.RDPOrder2), float64(j.MSEBoundRDP),
-		float64(j.DFILMax), float64(j.DFILMedian), float64(j.DFILMean), float64(j.MSEBoundFILMax), float64(j.MSEBoundFILMedian)}
+		float64(j.DFILMax), float64(j.DFILMedian), float64(j.DFILMean), float64(j.MSEBoundFILMax), float64(j.MSEBoundFILMedian), 0}
+	if j.FILTwoStage != nil {
+		m.MSEBoundFILTwoStage = float64(j.FILTwoStage.MSEBoundMax)
+	}
 	return nil
 }
 
 // Metrics is r's headline numbers.
 func (r *Result) Metrics() Metrics {
-	return Metrics{r.TestAccuracy, r.Epsilon, r.RDPOrder2, r.MSEBoundRDP, r.DFILMax, r.DFILMedian, r.DFILMean,
-		r.MSEBoundFILMax, r.MSEBoundFILMedian}
+	m := Metrics{r.TestAccuracy, r.Epsilon, r.RDPOrder2, r.MSEBoundRDP, r.DFILMax, r.DFILMedian, r.DFILMean,
+		r.MSEBoundFILMax, r.MSEBoundFILMedian, 0}
+	if r.FILTwoStage != nil {
+		m.MSEBoundFILTwoStage = r.FILTwoStage.MSEBoundMax
+	}
+	return m
 }
 
 // filSummaryJSON reads an fil.Summary of result.json (η², label dFIL)

@@ -115,6 +115,9 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.FILRefineTop > 0 && opt.OnStep == nil {
+		return nil, errors.New("config: fil_refine_top needs the run's transcripts: train with RunWithTranscript, which records them and refines")
+	}
 	logf := opt.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}

@@ -98,8 +98,27 @@ func (tr *TranscriptRecorder) Close() error {
 }
 
 // RunWithTranscript is Run recording the transcript into opt.Out when record is set, or
-// when opt.Resume continues a run directory that already holds one.
+// when opt.Resume continues a run directory that already holds one. With
+// cfg.FILRefineTop > 0 it always records, and after training adds the two-stage FIL
+// estimate (RefineFIL) to the result (also when resuming a finished run that lacks it).
 func RunWithTranscript(ctx context.Context, cfg Config, opt Options, record bool) (*Result, error) {
+	if cfg.FILRefineTop > 0 {
+		if opt.Out == "" {
+			return nil, errors.New("fil_refine_top: refining needs a run directory for the transcripts")
+		}
+		res, err := runWithTranscript(ctx, cfg, opt, true)
+		if err != nil || res.FILTwoStage != nil {
+			return res, err
+		}
+		if err := refineInto(cfg, opt, res); err != nil {
+			return nil, fmt.Errorf("run %s finished, but %w (resume it to retry)", opt.Out, err)
+		}
+		return res, nil
+	}
+	return runWithTranscript(ctx, cfg, opt, record)
+}
+
+func runWithTranscript(ctx context.Context, cfg Config, opt Options, record bool) (*Result, error) {
 	if opt.Resume && opt.Out != "" && !record {
 		var err error
 		if record, err = transcript.Exists(opt.Out); err != nil {

@@ -79,6 +79,40 @@ func TestParetoDataMatchesFrontier(t *testing.T) {
 	}
 }
 
+// TestParetoTwoStageSeries: the two-stage bound (nested fil_two_stage.mse_bound_max,
+// written by runs with fil_refine_top) is a fourth series when some record has it,
+// with the frontier of exactly those records, and absent otherwise.
+func TestParetoTwoStageSeries(t *testing.T) {
+	recs := syntheticRecords(20, 3)
+	series, err := ParetoData(recs)
+	if err != nil || len(series) != 3 {
+		t.Fatalf("without two-stage bounds: %d series (err %v), want 3", len(series), err)
+	}
+	var pts []sweep.Point
+	for i := range recs {
+		if i%3 == 0 {
+			continue // some runs were not refined
+		}
+		var m map[string]any
+		json.Unmarshal(recs[i].Result, &m)
+		b := m["mse_bound_fil_max"].(float64) * 2
+		m["fil_two_stage"] = map[string]any{"mse_bound_max": b, "max": 1 / b}
+		recs[i].Result, _ = json.Marshal(m)
+		pts = append(pts, sweep.Point{Index: i, Accuracy: m["test_accuracy"].(float64), Bound: b})
+	}
+	series, err = ParetoData(recs)
+	if err != nil || len(series) != 4 || series[3].Key != "mse_bound_fil_two_stage" {
+		t.Fatalf("with two-stage bounds: %d series (err %v), want 4 ending in mse_bound_fil_two_stage", len(series), err)
+	}
+	want, _ := sweep.Frontier(pts)
+	if s := series[3]; !reflect.DeepEqual(s.Frontier, want) || len(s.Points) != len(pts) || s.Dropped != len(recs)-len(pts) {
+		t.Fatalf("two-stage series: %d points, %d dropped, frontier %v, want %v", len(s.Points), s.Dropped, s.Frontier, want)
+	}
+	if _, err := Pareto(series, ParetoOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRenderSizes(t *testing.T) {
 	series, err := ParetoData(syntheticRecords(30, 1))
 	if err != nil {
