@@ -13,6 +13,7 @@ func newAccountFILRefineCmd() *cobra.Command {
 	var (
 		req   train.RefineRequest
 		quiet bool
+		save  bool
 	)
 	cmd := reportCmd(&cobra.Command{
 		Use:   "fil-refine RUNDIR",
@@ -32,14 +33,26 @@ values are listed (--json: all of them).`,
 		Args: cobra.ExactArgs(1),
 	}, func(cmd *cobra.Command, args []string) (*train.RefineReport, error) {
 		req.Run = args[0]
+		if !cmd.Flags().Changed("seed") { // the run's own seed, as train --fil-refine-top uses
+			res, err := train.ReadResult(req.Run)
+			if err != nil {
+				return nil, fmt.Errorf("fil refine: %w", err)
+			}
+			req.Seed = res.Config.Seed
+		}
 		if !quiet {
 			req.Logf = func(f string, a ...any) { fmt.Fprintf(cmd.ErrOrStderr(), f+"\n", a...) }
 		}
-		return train.RefineRun(req)
+		rep, err := train.RefineRun(req)
+		if err == nil && save {
+			err = train.SaveRefine(req.Run, rep)
+		}
+		return rep, err
 	})
 	cmd.Flags().IntVar(&req.Top, "top", 100, "m: how many of the screen's largest samples are recomputed exactly")
 	cmd.Flags().IntVar(&req.Bootstrap, "bootstrap", 2000, "bootstrap resamples over the repeats (runs with ≥ 2 repeats)")
-	addSeedFlag(cmd, &req.Seed)
+	cmd.Flags().BoolVar(&save, "save", true, "record the estimate in RUNDIR (fil_refine.json, and result.json's fil_two_stage) so that plot pareto and sweep reports show it")
+	cmd.Flags().Uint64Var(&req.Seed, "seed", 1, "seed of the bootstrap resampling (default: the run's seed)")
 	addQuietFlag(cmd, &quiet)
 	return cmd
 }

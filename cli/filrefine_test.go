@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,6 +39,33 @@ func TestAccountFILRefineCLI(t *testing.T) {
 	if rep.Estimator != "screen k=3, all members, R=2 runs (mean); exact top-7 replayed from the transcript" ||
 		len(rep.Refined) != 7 || rep.CI == nil || rep.Max != rep.Refined[0].Exact || rep.MSEBoundMax != 1/rep.Max {
 		t.Errorf("report: %+v", rep)
+	}
+	// --save (default): the estimate is recorded in the run, as train --fil-refine-top
+	// records it; both give the same numbers (the bootstrap seeded by the run's seed).
+	saved, err := train.ReadResult(dir)
+	if err != nil || saved.FILTwoStage == nil || saved.FILTwoStage.Max != rep.Max || *saved.FILTwoStage.CI != *rep.CI {
+		t.Fatalf("saved fil_two_stage %+v (err %v), report max %v CI %+v", saved.FILTwoStage, err, rep.Max, rep.CI)
+	}
+	direct := filepath.Join(t.TempDir(), "direct")
+	if _, err := runTrainCLI(t, append(common, "--fil-refine-top", "7", "--out", direct)...); err != nil {
+		t.Fatal(err)
+	}
+	one, err := train.ReadResult(direct)
+	if err != nil || one.FILTwoStage == nil || one.FILTwoStage.Max != rep.Max || one.FILTwoStage.ArgMax != rep.ArgMax || *one.FILTwoStage.CI != *rep.CI {
+		t.Fatalf("train --fil-refine-top: %+v (err %v), want max %v argmax %d CI %+v", one.FILTwoStage, err, rep.Max, rep.ArgMax, rep.CI)
+	}
+	unsaved := filepath.Join(t.TempDir(), "unsaved")
+	if _, err := runTrainCLI(t, append(common, "--record-transcript", "--out", unsaved)...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runTrainCLI(t, "account", "fil-refine", unsaved, "--top", "7", "--save=false", "--quiet"); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := train.ReadResult(unsaved); err != nil || r.FILTwoStage != nil {
+		t.Errorf("--save=false wrote fil_two_stage %+v (err %v)", r.FILTwoStage, err)
+	}
+	if _, err := os.Stat(filepath.Join(unsaved, train.FILRefineFile)); !os.IsNotExist(err) {
+		t.Errorf("--save=false: %s: %v", train.FILRefineFile, err)
 	}
 	text, err := runTrainCLI(t, "account", "fil-refine", dir, "--top", "7", "--quiet")
 	if err != nil || !strings.Contains(text, "worst sample: dFIL") || !strings.Contains(text, "bootstrap CI") {

@@ -108,8 +108,7 @@ func twoStageOf(rep *RefineReport) *TwoStageFIL {
 }
 
 // refineInto runs the two-stage estimate of the finished run in opt.Out (config
-// fil_refine_top), writes its report to FILRefineFile and adds its headline to res
-// and to the run's result.json.
+// fil_refine_top) and saves it into the run (SaveRefine).
 func refineInto(cfg Config, opt Options, res *Result) error {
 	logf := opt.Logf
 	if logf == nil {
@@ -120,6 +119,21 @@ func refineInto(cfg Config, opt Options, res *Result) error {
 	if err != nil {
 		return err
 	}
+	return saveRefine(opt.Out, rep, res)
+}
+
+// SaveRefine records rep, the two-stage estimate of the run in dir, in that run:
+// the report as FILRefineFile and its headline as result.json's fil_two_stage
+// (replacing an earlier one), so that plots and sweep reports of the run show it.
+func SaveRefine(dir string, rep *RefineReport) error {
+	res, err := ReadResult(dir)
+	if err != nil {
+		return fmt.Errorf("fil refine: save: %w", err)
+	}
+	return saveRefine(dir, rep, res)
+}
+
+func saveRefine(dir string, rep *RefineReport, res *Result) error {
 	if !(rep.Max > 0) {
 		return fmt.Errorf("fil refine: the largest exact dFIL of the top %d is %v: no finite worst-sample bound", rep.Top, rep.Max)
 	}
@@ -127,11 +141,11 @@ func refineInto(cfg Config, opt Options, res *Result) error {
 	if err != nil {
 		return fmt.Errorf("fil refine: encode report: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(opt.Out, FILRefineFile), append(b, '\n')); err != nil {
+	if err := writeFileAtomic(filepath.Join(dir, FILRefineFile), append(b, '\n')); err != nil {
 		return fmt.Errorf("fil refine: %w", err)
 	}
 	res.FILTwoStage = twoStageOf(rep)
-	if err := WriteResult(opt.Out, res); err != nil {
+	if err := WriteResult(dir, res); err != nil {
 		return fmt.Errorf("fil refine: %w", err)
 	}
 	return nil
