@@ -266,6 +266,7 @@ func TestTrainClipAlgo(t *testing.T) {
 		if algo != "" {
 			args = append(args, "--clip-algo", algo)
 		}
+		args = append(args, "--out", filepath.Join(t.TempDir(), "r"))
 		out, err := runTrainCLI(t, args...)
 		if err != nil {
 			t.Fatal(err)

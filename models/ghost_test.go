@@ -128,12 +128,12 @@ func ghostRelErr[T Float](got []T, want []float64) float64 {
 // ghostSumTol is the tolerance of a float32 clipped sum against the float64 one, as
 // a relative L2 error. The float32 passes round every product and sum with unit
 // roundoff u = 2⁻²⁴ ≈ 6·10⁻⁸; a GEMM's sum of K terms carries an error of about
-// √K·u relative to its magnitude — K up to 2.5·10⁴ here (a ghost chunk of 32
-// mnist-cnn samples × 196 positions, or a per-sample conv over 1 024 positions),
-// so ≈ 10⁻⁵ at most — and the forward and backward passes add a few such errors.
+// √K·u relative to its magnitude — K up to ≈ 4·10³ here (a ghost chunk of 4
+// cifar-cnn samples × 1 024 positions, or 8 mnist-cnn samples × 196), so
+// ≈ 4·10⁻⁶ — and the forward and backward passes add a few such errors.
 // Measured: the per-sample path 5·10⁻⁸–4·10⁻⁷ against float64 on these models, the
-// ghost and mixed sums 1·10⁻⁷–4·10⁻⁷. 10⁻⁵ is the √K·u estimate, 25 times the
-// largest measured error, and far below a real error (one sample left out or
+// ghost and mixed sums 1·10⁻⁷–4·10⁻⁷. 10⁻⁵ is a few times the √K·u estimate and
+// 25 times the largest measured error, and far below a real error (one sample left out or
 // clipped by a wrong factor changes the sum by ≈ 1/batch ≥ 3 %).
 const ghostSumTol = 1e-5
 
@@ -359,7 +359,7 @@ func TestGhostWorkerCountBitIdentical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const batch = 75 // three chunks of 32, 32, 11
+	const batch = 75 // ten chunks: 9 of 8 samples, one of 3
 	rng := rand.New(rand.NewPCG(3, 3))
 	params, x, y, _ := testProblem(arch, 2, batch, 0, rng, false)
 	for _, algo := range []ClipAlgo{ClipGhost, ClipAuto} {
