@@ -104,15 +104,20 @@ type ghostEngineLayer[T Float] interface {
 	// ghostDims returns the output positions T and the sizes DIn, DOut of one
 	// sample's weight gradient δ·Aᵀ (ClipLayer).
 	ghostDims() (t, dIn, dOut int)
-	// ghostBackward adds each of the cs samples' squared weight and bias gradient
-	// norms to ws.gsq: the weight norm by the ghost norm when the plan says so,
-	// else by forming the weight gradient into the sample's row of ws.gh.psg; the
-	// bias gradient always goes to ws.gh.psg. When needIn it writes the gradient
-	// w.r.t. the layer input to ws.dlt[i].
-	ghostBackward(n *Network[T], ws *workspace[T], i int, params []T, cs int, needIn bool)
-	// ghostSum writes Σ_s scale[s]·(weight gradient of sample s) over the chunk's
-	// cs samples to out (the layer's weight tensor), from ws.acts / ws.cols and ws.dlt.
-	ghostSum(n *Network[T], ws *workspace[T], i, cs int, scale, out []T)
+	// ghostBackward, for the cs samples of a chunk that are rows row0… of their
+	// group, adds each sample's squared weight and bias gradient norms to
+	// ws.gh.gsq[row]: the weight norm by the ghost norm when the plan says so, else
+	// by forming the weight gradient into the sample's row of ws.gh.psg; the bias
+	// gradient always goes to ws.gh.psg. A ghost-norm layer keeps the samples'
+	// inputs (patches) and output gradients in its group buffers. When
+	// needIn it writes the gradient w.r.t. the layer input to ws.dlt[i].
+	ghostBackward(n *Network[T], ws *workspace[T], i int, params []T, cs, row0 int, needIn bool)
+	// ghostInLen returns the size of the group buffer of the inputs (or patches)
+	// of g samples (the output gradients, outN per sample, come on top).
+	ghostInLen(n *Network[T], g int) int
+	// ghostSum writes Σ_s scale[s]·(weight gradient of sample s) over the group's
+	// m samples to out (the layer's weight tensor), from its group buffers.
+	ghostSum(n *Network[T], ws *workspace[T], i, m int, scale, out []T)
 }
 
 // ghostLayerPlan is one layer's part of a ghost/mixed clipping plan.
@@ -139,15 +144,24 @@ type ghostState[T Float] struct {
 	g      int // values of the ghost layers' weight chunk sums
 	maxDsc int // largest scaled-δ matrix per sample (a ghost layer's outN)
 	maxT   int // most output positions of a ghost conv layer (Gram block rows)
-	ws     []*workspace[T]
+	// groupPer is the values a group's buffers hold per sample (ghostGroup).
+	groupPer int
+	ws       []*workspace[T]
 }
 
-// ghostBuffers are a workspace's buffers for ghost clipping.
+// ghostBuffers are a workspace's buffers for ghost clipping, for a group of up to
+// group samples (the chunks' buffers are the workspace's own).
 type ghostBuffers[T Float] struct {
-	psg  []T // cs rows of q per-sample values (ghostState.q)
-	gsum []T // the ghost layers' weight chunk sums
-	dsc  []T // the scaled output gradients of one layer, cs·maxDsc
-	gram []T // two Gram blocks, 2·ghostGramRows·maxT
+	group  int
+	psg    []T       // group rows of q per-sample values (ghostState.q)
+	gsq    []float64 // the group's squared gradient norms
+	scale  []float64 // and clip factors
+	scaleT []T
+	gIn    [][]T // per ghost layer: the group's inputs or patches (ghostIn per sample)
+	gD     [][]T // per ghost layer: the group's output gradients (outN per sample)
+	gsum   []T   // the ghost layers' weight sums over the group
+	dsc    []T   // the scaled output gradients of one layer, group·maxDsc
+	gram   []T   // two Gram blocks, 2·ghostGramRows·maxT
 }
 
 // ghostGramRows is the row block of a conv layer's Gram matrices: two blocks of
@@ -191,6 +205,7 @@ func (n *Network[T]) SetClipAlgo(a ClipAlgo) error {
 			pl.gOff = st.g
 			st.g += w.size
 			st.maxDsc = max(st.maxDsc, l.outN)
+			st.groupPer += gl.ghostInLen(n, 1) + l.outN
 			if t > 1 {
 				st.maxT = max(st.maxT, t)
 			}
@@ -202,6 +217,7 @@ func (n *Network[T]) SetClipAlgo(a ClipAlgo) error {
 		st.q += b.size
 		st.plan[i] = pl
 	}
+	st.groupPer += st.q + st.maxDsc + 3
 	n.ghost = st
 	return nil
 }
@@ -224,47 +240,62 @@ func (n *Network[T]) ClipPlan() []ClipLayer {
 	return append([]ClipLayer(nil), n.ghost.layers...)
 }
 
-// ghostChunk is the number of samples per chunk of ghost clipping: like the
-// per-sample pass's first-order chunks, a working set near a core's L2 cache
-// (firstOrderCacheFloats), but at least 4 samples so that the weight sums are GEMMs
-// over several samples, at most 32 and what the memory budget holds. It depends
-// only on the architecture and the batch. Measured (auto, batch 64, CPU time per
-// step, load ≈ 15 on 2 cores): mnist-cnn 8.1, 6.7, 6.0, 6.3, 6.9, 8.0 ms with 1, 2,
-// 4, 8, 16, 32 samples per chunk (this rule: 8; per-sample clipping 6.6 ms);
-// cifar-cnn 314, 313, 302, 324, 357, 383 ms (this rule: 4; per-sample 294 ms).
-func (n *Network[T]) ghostChunk(batch int) int {
-	colT, maxCol, maxOut := n.convFloats()
-	per := 2*n.actFloats() + colT + maxCol + maxOut + n.ghost.q + n.ghost.maxDsc + 1
-	cs := min(max(firstOrderCacheFloats/per, 4), 32, n.budget/per)
-	return max(1, min(cs, batch))
+// ghostGroupSamples is the number of samples whose clip factors ghost clipping
+// takes together: the ghost layers' weight sums are one GEMM per layer over a group,
+// and the float64 total gets one addition per group instead of one per sample.
+const ghostGroupSamples = 16
+
+// ghostGroup is the number of samples per group of ghost clipping: chunks of cs
+// samples (the per-sample pass's first-order chunks, sized to the cache) up to at
+// least ghostGroupSamples, within the memory budget. It depends only on the
+// architecture and the batch. Measured (auto, batch 64, CPU time per step, load
+// ≈ 15 on 2 cores), with one chunk per group of 1, 2, 4, 8, 16, 32 samples instead:
+// mnist-cnn 8.1, 6.7, 6.0, 6.3, 6.9, 8.0 ms (per-sample clipping 6.6 ms); cifar-cnn
+// 314, 313, 302, 324, 357, 383 ms (per-sample 294 ms) — larger chunks cost more
+// than the weight sums save, hence chunks of the per-sample pass's size in groups.
+func (n *Network[T]) ghostGroup(batch, cs int) int {
+	g := cs * ((ghostGroupSamples + cs - 1) / cs)
+	if most := n.budget / n.ghost.groupPer; most < g {
+		g = max(cs, most/cs*cs)
+	}
+	return max(1, min(g, batch))
 }
 
-// ghostWorkspace returns worker w's ghost clipping workspace for cs samples.
-func (n *Network[T]) ghostWorkspace(w, cs int) *workspace[T] {
+// ghostWorkspace returns worker w's ghost clipping workspace for chunks of cs
+// samples in groups of g.
+func (n *Network[T]) ghostWorkspace(w, cs, g int) *workspace[T] {
 	st := &n.ghost
-	if ws := st.ws[w]; ws != nil && ws.cs >= cs {
+	if ws := st.ws[w]; ws != nil && ws.cs >= cs && ws.gh.group >= g {
 		return ws
 	}
 	be := n.be
 	ws := &workspace[T]{cs: cs}
 	ws.acts, ws.dlt, ws.cols = n.layerBuffers(cs)
 	ws.losses = be.Alloc(cs)
-	ws.gsq = make([]float64, cs)
 	_, maxCol, maxOut := n.convFloats()
 	colsPad, scratchPad := n.convPads()
 	ws.scratch = be.Alloc(maxCol*cs + colsPad)
 	ws.scratch2 = be.Alloc(maxOut*cs + scratchPad)
-	ws.gh = ghostBuffers[T]{psg: be.Alloc(cs * st.q), gsum: be.Alloc(st.g), dsc: be.Alloc(cs * st.maxDsc),
-		gram: be.Alloc(2 * ghostGramRows * st.maxT)}
+	gh := ghostBuffers[T]{group: g, psg: be.Alloc(g * st.q), gsq: make([]float64, g), scale: make([]float64, g),
+		scaleT: make([]T, g), gIn: make([][]T, len(n.layers)), gD: make([][]T, len(n.layers)),
+		gsum: be.Alloc(st.g), dsc: be.Alloc(g * st.maxDsc), gram: be.Alloc(2 * ghostGramRows * st.maxT)}
+	for i, pl := range st.plan {
+		if pl.ops != nil && pl.ghost {
+			gh.gIn[i] = be.Alloc(pl.ops.ghostInLen(n, g))
+			gh.gD[i] = be.Alloc(g * n.layers[i].outN)
+		}
+	}
+	ws.gh = gh
 	st.ws[w] = ws
 	return ws
 }
 
 // clippedGradSumGhost is ClippedGradSum under ghost or mixed clipping (inputs
-// checked). Per chunk: forward, backward with the norms of ghostBackward, the clip
-// factors, the ghost layers' weight sums; then, in chunk order, the chunk is added
-// to the float64 total, so the result does not depend on the number of workers.
-// sq, when not nil, receives each sample's squared gradient norm.
+// checked). Per group of samples, chunk by chunk: forward, backward with the norms
+// of ghostBackward; then the group's clip factors and the ghost layers' weight
+// sums; then, in group order, the group is added to the float64 total, so the
+// result does not depend on the number of workers. sq, when not nil, receives each
+// sample's squared gradient norm.
 func (n *Network[T]) clippedGradSumGhost(params, x []T, y []int, batch int, clip Clip, sum []T, losses, sq []float64) {
 	st := &n.ghost
 	if len(n.total) != n.p {
@@ -279,53 +310,62 @@ func (n *Network[T]) clippedGradSumGhost(params, x []T, y []int, batch int, clip
 	if n.hk != nil {
 		axpy = n.hk.addScaled
 	}
-	cs := n.ghostChunk(batch)
+	cs, _ := n.chunkSizes(batch, 0, false)
+	if cs == 1 && batch >= minDenseTBatch {
+		n.transposeDense(params)
+		defer clear(n.denseT)
+	}
+	G := n.ghostGroup(batch, cs)
 	var mu sync.Mutex
 	cond := sync.NewCond(&mu)
 	turn := 0
 	L := len(n.layers)
-	n.parallelChunks(batch, cs, func(w, s0, c int) {
-		ws := n.ghostWorkspace(w, cs)
-		n.loadInputs(ws, x, s0, c)
-		n.forward(ws, params, c)
-		n.lossAndDelta(ws, y[s0:s0+c], c)
-		clear(ws.gsq[:c])
-		for i := L - 1; i >= 0; i-- {
-			if gl := st.plan[i].ops; gl != nil {
-				gl.ghostBackward(n, ws, i, params, c, n.paramsBelow[i])
-				continue
+	n.parallelChunks(batch, G, func(w, g0, m int) {
+		ws := n.ghostWorkspace(w, cs, G)
+		gh := &ws.gh
+		clear(gh.gsq[:m])
+		for r0 := 0; r0 < m; r0 += cs {
+			c, s0 := min(cs, m-r0), g0+r0
+			n.loadInputs(ws, x, s0, c)
+			n.forward(ws, params, c)
+			n.lossAndDelta(ws, y[s0:s0+c], c)
+			for s := 0; s < c; s++ {
+				losses[s0+s] = float64(ws.losses[s])
 			}
-			n.layers[i].ops.backward(n, ws, i, params, c, n.paramsBelow[i], false)
+			for i := L - 1; i >= 0; i-- {
+				if gl := st.plan[i].ops; gl != nil {
+					gl.ghostBackward(n, ws, i, params, c, r0, n.paramsBelow[i])
+					continue
+				}
+				n.layers[i].ops.backward(n, ws, i, params, c, n.paramsBelow[i], false)
+			}
 		}
-		var scales [32]float64
-		var scalesT [32]T
-		sc, scT := scales[:c], scalesT[:c]
+		sc, scT := gh.scale[:m], gh.scaleT[:m]
 		for s := range sc {
-			sc[s], _ = clip.Scale(math.Sqrt(ws.gsq[s]))
+			sc[s], _ = clip.Scale(math.Sqrt(gh.gsq[s]))
 			scT[s] = T(sc[s])
-			losses[s0+s] = float64(ws.losses[s])
 			if sq != nil {
-				sq[s0+s] = ws.gsq[s]
+				sq[g0+s] = gh.gsq[s]
 			}
 		}
 		for i, pl := range st.plan {
 			if pl.ops != nil && pl.ghost {
 				w := n.layers[i].params[0]
-				pl.ops.ghostSum(n, ws, i, c, scT, ws.gh.gsum[pl.gOff:pl.gOff+w.size])
+				pl.ops.ghostSum(n, ws, i, m, scT, gh.gsum[pl.gOff:pl.gOff+w.size])
 			}
 		}
 		mu.Lock()
-		for turn != s0/cs {
+		for turn != g0/G {
 			cond.Wait()
 		}
 		for i, pl := range st.plan {
 			if pl.ops != nil && pl.ghost {
 				w := n.layers[i].params[0]
-				addTo(total[w.off:w.off+w.size], ws.gh.gsum[pl.gOff:pl.gOff+w.size])
+				addTo(total[w.off:w.off+w.size], gh.gsum[pl.gOff:pl.gOff+w.size])
 			}
 		}
-		for s := 0; s < c; s++ {
-			row := ws.gh.psg[s*st.q : (s+1)*st.q]
+		for s := 0; s < m; s++ {
+			row := gh.psg[s*st.q : (s+1)*st.q]
 			for _, g := range st.segs {
 				axpy(total[g.p:g.p+g.size], sc[s], row[g.off:g.off+g.size])
 			}

@@ -27,7 +27,8 @@ layers:
 
 // ghostTestArchs returns every built-in architecture and the architecture file's,
 // with a batch for each (cifar-cnn's is small: ghost norms of its 32×32 layers cost
-// T² = 10⁶ products per sample and channel pair).
+// T² = 10⁶ products per sample and channel pair; its 3 samples are 3 chunks of
+// one group).
 func ghostTestArchs(t *testing.T) []struct {
 	arch  Arch
 	batch int
@@ -42,7 +43,7 @@ func ghostTestArchs(t *testing.T) []struct {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := 37 // more than one ghost chunk for the small models
+		b := 37 // more than one ghost group (16–32 samples) for the small models
 		if name == "cifar-cnn" {
 			b = 3
 		}
@@ -128,12 +129,12 @@ func ghostRelErr[T Float](got []T, want []float64) float64 {
 // ghostSumTol is the tolerance of a float32 clipped sum against the float64 one, as
 // a relative L2 error. The float32 passes round every product and sum with unit
 // roundoff u = 2⁻²⁴ ≈ 6·10⁻⁸; a GEMM's sum of K terms carries an error of about
-// √K·u relative to its magnitude — K up to ≈ 4·10³ here (a ghost chunk of 4
-// cifar-cnn samples × 1 024 positions, or 8 mnist-cnn samples × 196), so
-// ≈ 4·10⁻⁶ — and the forward and backward passes add a few such errors.
+// √K·u relative to its magnitude — K up to 1.6·10⁴ here (a ghost group of 16
+// cifar-cnn samples × 1 024 positions; 18 mnist-cnn samples × 196), so ≈ 8·10⁻⁶
+// — and the forward and backward passes add a few such errors.
 // Measured: the per-sample path 5·10⁻⁸–4·10⁻⁷ against float64 on these models, the
-// ghost and mixed sums 1·10⁻⁷–4·10⁻⁷. 10⁻⁵ is a few times the √K·u estimate and
-// 25 times the largest measured error, and far below a real error (one sample left out or
+// ghost and mixed sums 1·10⁻⁷–4·10⁻⁷. 10⁻⁵ is the √K·u estimate and 25 times the
+// largest measured error, and far below a real error (one sample left out or
 // clipped by a wrong factor changes the sum by ≈ 1/batch ≥ 3 %).
 const ghostSumTol = 1e-5
 
@@ -359,7 +360,7 @@ func TestGhostWorkerCountBitIdentical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const batch = 75 // ten chunks: 9 of 8 samples, one of 3
+	const batch = 75 // five groups (4 of 18 samples in chunks of 6, one of 3)
 	rng := rand.New(rand.NewPCG(3, 3))
 	params, x, y, _ := testProblem(arch, 2, batch, 0, rng, false)
 	for _, algo := range []ClipAlgo{ClipGhost, ClipAuto} {

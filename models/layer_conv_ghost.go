@@ -5,7 +5,26 @@ package models
 
 func (c *convOps[T]) ghostDims() (t, dIn, dOut int) { return c.g.HWo(), c.g.CKK(), c.out.C }
 
-func (c *convOps[T]) ghostBackward(n *Network[T], ws *workspace[T], i int, params []T, cs int, needIn bool) {
+// ghostInLen: the group's patches in the layer's layout, patch-major (g·HWo rows of
+// CKK) or column-major (CKK rows of groupLD(g)).
+func (c *convOps[T]) ghostInLen(n *Network[T], g int) int {
+	if c.patchMajor(n) {
+		return g * c.g.HWo() * c.g.CKK()
+	}
+	return c.g.CKK() * c.groupLD(n, g)
+}
+
+// groupLD is the row stride of the column-major patches of a group of g samples,
+// padded as colLD pads a chunk's.
+func (c *convOps[T]) groupLD(n *Network[T], g int) int {
+	ld := g * c.g.HWo()
+	if n.patchT && ld%1024 == 0 {
+		ld += colPad
+	}
+	return ld
+}
+
+func (c *convOps[T]) ghostBackward(n *Network[T], ws *workspace[T], i int, params []T, cs, row0 int, needIn bool) {
 	be := n.be
 	pl := n.ghost.plan[i]
 	q := n.ghost.q
@@ -15,7 +34,7 @@ func (c *convOps[T]) ghostBackward(n *Network[T], ws *workspace[T], i int, param
 	pm := c.patchMajor(n)
 	for s := 0; s < cs; s++ {
 		D := dout[s*c.outN : (s+1)*c.outN]
-		row := ws.gh.psg[s*q+pl.psOff:]
+		row := ws.gh.psg[(row0+s)*q+pl.psOff:]
 		var sq float64
 		if pl.ghost {
 			// Gram block (AᵀA)[p0:p0+bp, p0:p0+w]: rows p of A's transpose are
@@ -37,22 +56,34 @@ func (c *convOps[T]) ghostBackward(n *Network[T], ws *workspace[T], i int, param
 		}
 		gb := row[:c.nB]
 		rowSums(D, hwo, gb)
-		ws.gsq[s] += sq + be.Dot(gb, gb)
+		ws.gh.gsq[row0+s] += sq + be.Dot(gb, gb)
+	}
+	if pl.ghost { // keep the chunk's patches and output gradients for ghostSum
+		copy(ws.gh.gD[i][row0*c.outN:], dout)
+		gIn := ws.gh.gIn[i]
+		if pm {
+			copy(gIn[row0*hwo*ckk:], ws.cols[i][:cs*hwo*ckk])
+		} else {
+			gld := c.groupLD(n, ws.gh.group)
+			for k := 0; k < ckk; k++ {
+				copy(gIn[k*gld+row0*hwo:k*gld+(row0+cs)*hwo], ws.cols[i][k*ld:k*ld+cs*hwo])
+			}
+		}
 	}
 	if needIn {
 		c.backwardRows(n, params[c.wOff:c.wOff+c.nW], dout, ws.dlt[i][:cs*c.inN], ws.scratch, ws.scratch2, cs, nil)
 	}
 }
 
-// ghostSum: Σ_s scale[s]·δ_s·A_sᵀ = [scale[0]·δ_0 … scale[cs−1]·δ_{cs−1}]·[A_0 … A_{cs−1}]ᵀ,
-// one GEMM over cs·HWo positions with the chunk's patches as they are kept.
-func (c *convOps[T]) ghostSum(n *Network[T], ws *workspace[T], i, cs int, scale, out []T) {
+// ghostSum: Σ_s scale[s]·δ_s·A_sᵀ = [scale[0]·δ_0 … scale[m−1]·δ_{m−1}]·[A_0 … A_{m−1}]ᵀ,
+// one GEMM over m·HWo positions with the group's patches.
+func (c *convOps[T]) ghostSum(n *Network[T], ws *workspace[T], i, m int, scale, out []T) {
 	ckk, hwo, oc := c.g.CKK(), c.g.HWo(), c.out.C
-	k := cs * hwo
+	k := m * hwo
 	dsc := ws.gh.dsc[:oc*k]
-	D := ws.dlt[i+1]
+	D := ws.gh.gD[i]
 	for o := 0; o < oc; o++ {
-		for s := 0; s < cs; s++ {
+		for s := 0; s < m; s++ {
 			src := D[s*c.outN+o*hwo : s*c.outN+(o+1)*hwo]
 			dst := dsc[o*k+s*hwo : o*k+(s+1)*hwo]
 			f := scale[s]
@@ -62,8 +93,8 @@ func (c *convOps[T]) ghostSum(n *Network[T], ws *workspace[T], i, cs int, scale,
 		}
 	}
 	if c.patchMajor(n) {
-		n.be.Gemm(false, false, oc, ckk, k, 1, dsc, k, ws.cols[i], ckk, 0, out, ckk)
+		n.be.Gemm(false, false, oc, ckk, k, 1, dsc, k, ws.gh.gIn[i], ckk, 0, out, ckk)
 		return
 	}
-	n.be.Gemm(false, true, oc, ckk, k, 1, dsc, k, ws.cols[i], c.colLD(n, cs), 0, out, ckk)
+	n.be.Gemm(false, true, oc, ckk, k, 1, dsc, k, ws.gh.gIn[i], c.groupLD(n, ws.gh.group), 0, out, ckk)
 }

@@ -5,7 +5,9 @@ package models
 
 func (d *denseOps[T]) ghostDims() (t, dIn, dOut int) { return 1, d.inN, d.outN }
 
-func (d *denseOps[T]) ghostBackward(n *Network[T], ws *workspace[T], i int, params []T, cs int, needIn bool) {
+func (d *denseOps[T]) ghostInLen(_ *Network[T], g int) int { return g * d.inN }
+
+func (d *denseOps[T]) ghostBackward(n *Network[T], ws *workspace[T], i int, params []T, cs, row0 int, needIn bool) {
 	be := n.be
 	pl := n.ghost.plan[i]
 	q := n.ghost.q
@@ -14,7 +16,7 @@ func (d *denseOps[T]) ghostBackward(n *Network[T], ws *workspace[T], i int, para
 	for s := 0; s < cs; s++ {
 		D := dout[s*d.outN : (s+1)*d.outN]
 		a := in[s*d.inN : (s+1)*d.inN]
-		row := ws.gh.psg[s*q+pl.psOff:]
+		row := ws.gh.psg[(row0+s)*q+pl.psOff:]
 		dd := be.Dot(D, D)
 		var sq float64
 		if pl.ghost {
@@ -26,7 +28,11 @@ func (d *denseOps[T]) ghostBackward(n *Network[T], ws *workspace[T], i int, para
 			row = row[d.nW:]
 		}
 		copy(row[:d.nB], D)
-		ws.gsq[s] += sq + dd
+		ws.gh.gsq[row0+s] += sq + dd
+	}
+	if pl.ghost { // keep the chunk's inputs and output gradients for ghostSum
+		copy(ws.gh.gIn[i][row0*d.inN:], in)
+		copy(ws.gh.gD[i][row0*d.outN:], dout)
 	}
 	if needIn {
 		W := params[d.wOff : d.wOff+d.nW]
@@ -34,16 +40,16 @@ func (d *denseOps[T]) ghostBackward(n *Network[T], ws *workspace[T], i int, para
 	}
 }
 
-// ghostSum: Σ_s scale[s]·δ_s·a_sᵀ = (diag(scale)·Δ)ᵀ·A, Δ (cs×Out) and A (cs×In) the
-// chunk's output gradients and inputs.
-func (d *denseOps[T]) ghostSum(n *Network[T], ws *workspace[T], i, cs int, scale, out []T) {
-	dsc := ws.gh.dsc[:cs*d.outN]
-	D := ws.dlt[i+1]
-	for s := 0; s < cs; s++ {
+// ghostSum: Σ_s scale[s]·δ_s·a_sᵀ = (diag(scale)·Δ)ᵀ·A, Δ (m×Out) and A (m×In) the
+// group's output gradients and inputs.
+func (d *denseOps[T]) ghostSum(n *Network[T], ws *workspace[T], i, m int, scale, out []T) {
+	dsc := ws.gh.dsc[:m*d.outN]
+	D := ws.gh.gD[i]
+	for s := 0; s < m; s++ {
 		f := scale[s]
 		for o, v := range D[s*d.outN : (s+1)*d.outN] {
 			dsc[s*d.outN+o] = f * v
 		}
 	}
-	n.be.Gemm(true, false, d.outN, d.inN, cs, 1, dsc, d.outN, ws.acts[i][:cs*d.inN], d.inN, 0, out, d.inN)
+	n.be.Gemm(true, false, d.outN, d.inN, m, 1, dsc, d.outN, ws.gh.gIn[i][:m*d.inN], d.inN, 0, out, d.inN)
 }
