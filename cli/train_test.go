@@ -280,4 +280,10 @@ func TestTrainClipAlgo(t *testing.T) {
 			t.Errorf("--clip-algo %q: config.clip_algo = %v (present %v)", algo, got, has)
 		}
 	}
+	// The human summary names a non-default algorithm.
+	out, err := runTrainCLI(t, "train", "--model", "linear", "--steps", "1", "--batch", "20", "--train-subset", "100", "--fil-coords", "0",
+		"--clip-algo", "ghost", "--quiet", "--out", filepath.Join(t.TempDir(), "r"))
+	if err != nil || !strings.Contains(out, "(smooth clipping, ghost norms)") {
+		t.Fatalf("human summary with --clip-algo ghost: %v\n%s", err, out)
+	}
 }
