@@ -116,6 +116,10 @@ func TestTrainErrors(t *testing.T) {
 		{"cuda", []string{"--device", "cuda"}, "CUDA"},
 		{"fil-no-noise", []string{"--sigma", "0", "--fil-coords", "5"}, "sigma"},
 		{"clip-mode", []string{"--clip-mode", "soft"}, "clip_mode"},
+		{"clip-algo-unknown", []string{"--clip-algo", "fast"}, "clip_algo"},
+		{"clip-algo-ghost-fil", []string{"--clip-algo", "ghost", "--fil-coords", "5"}, "FIL (fil_coords = 5"},
+		{"clip-algo-auto-fil-exact", []string{"--clip-algo", "auto", "--fil-coords", "0", "--fil-exact"}, "per-sample engine"},
+		{"clip-algo-cuda", []string{"--clip-algo", "ghost", "--fil-coords", "0", "--device", "cuda"}, "CPU engine only"},
 		{"steps-and-epochs", []string{"--epochs", "1"}, "not both"},
 	}
 	for _, tc := range cases {
@@ -249,5 +253,37 @@ func TestTrainTargetEpsilonImpossible(t *testing.T) {
 		if _, serr := os.Stat(filepath.Join(dir, "result.json")); serr == nil {
 			t.Errorf("--target-epsilon %s: a run was written", v)
 		}
+	}
+}
+
+// TestTrainClipAlgo runs train with --clip-algo auto (FIL off) and checks that the
+// result records it, and that the default run's configuration has no clip_algo key
+// (so the hashes of existing configurations do not change).
+func TestTrainClipAlgo(t *testing.T) {
+	base := []string{"train", "--model", "mlp", "--steps", "2", "--batch", "20", "--train-subset", "100", "--fil-coords", "0", "--json", "--quiet"}
+	for _, algo := range []string{"", "auto"} {
+		args := append([]string(nil), base...)
+		if algo != "" {
+			args = append(args, "--clip-algo", algo)
+		}
+		args = append(args, "--out", filepath.Join(t.TempDir(), "r"))
+		out, err := runTrainCLI(t, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res map[string]any
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		got, has := res["config"].(map[string]any)["clip_algo"]
+		if (algo == "" && has) || (algo != "" && got != algo) {
+			t.Errorf("--clip-algo %q: config.clip_algo = %v (present %v)", algo, got, has)
+		}
+	}
+	// The human summary names a non-default algorithm.
+	out, err := runTrainCLI(t, "train", "--model", "linear", "--steps", "1", "--batch", "20", "--train-subset", "100", "--fil-coords", "0",
+		"--clip-algo", "ghost", "--quiet", "--out", filepath.Join(t.TempDir(), "r"))
+	if err != nil || !strings.Contains(out, "(smooth clipping, ghost norms)") {
+		t.Fatalf("human summary with --clip-algo ghost: %v\n%s", err, out)
 	}
 }

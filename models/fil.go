@@ -41,6 +41,10 @@ func (n *Network[T]) ClippedGradSum(params, x []T, y []int, batch int, clip Clip
 		n.clippedGradSumDevice(params, x, y, batch, clip, sum, losses)
 		return nil
 	}
+	if n.ghost.algo != ClipPerSample {
+		n.clippedGradSumGhost(params, x, y, batch, clip, sum, losses, nil)
+		return nil
+	}
 	if len(n.total) != n.p {
 		n.total = make([]float64, n.p)
 	}

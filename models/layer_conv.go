@@ -200,22 +200,30 @@ func (c *convOps[T]) backward(n *Network[T], ws *workspace[T], i int, params []T
 	for s := 0; s < cs && !dev; s++ {
 		D := dout[s*c.outN : (s+1)*c.outN]
 		gw := ws.grads[s*P+c.wOff : s*P+c.wOff+c.nW]
-		if c.patchMajor(n) {
-			be.Gemm(false, false, c.out.C, ckk, hwo, 1, D, hwo, ws.cols[i][s*hwo*ckk:], ckk, 0, gw, ckk)
-		} else if c.swapDW(n) {
-			// gwᵀ = col·Dᵀ: the patches are A, read in place; only D is packed.
-			tmp := ws.scratch[:ckk*c.out.C]
-			be.Gemm(false, true, ckk, c.out.C, hwo, 1, ws.cols[i][s*hwo:], ld, D, hwo, 0, tmp, c.out.C)
-			transposeRows(1, ckk, c.out.C, tmp, gw)
-		} else {
-			be.Gemm(false, true, c.out.C, ckk, hwo, 1, D, hwo, ws.cols[i][s*hwo:], ld, 0, gw, ckk)
-		}
+		c.sampleWeightGrad(n, ws, i, s, ld, D, gw)
 		gb := ws.grads[s*P+c.bOff : s*P+c.bOff+c.nB]
 		rowSums(D, hwo, gb)
 		ws.gsq[s] += be.Dot(gw, gw) + be.Dot(gb, gb)
 	}
 	if needIn {
 		c.backwardRows(n, params[c.wOff:c.wOff+c.nW], dout, din, ws.scratch, ws.scratch2, cs, nil)
+	}
+}
+
+// sampleWeightGrad writes chunk sample s's weight gradient D·colᵀ to gw, from its
+// output gradient D and its patches in ws.cols[i] (row stride ld when column-major).
+func (c *convOps[T]) sampleWeightGrad(n *Network[T], ws *workspace[T], i, s, ld int, D, gw []T) {
+	be := n.be
+	ckk, hwo := c.g.CKK(), c.g.HWo()
+	if c.patchMajor(n) {
+		be.Gemm(false, false, c.out.C, ckk, hwo, 1, D, hwo, ws.cols[i][s*hwo*ckk:], ckk, 0, gw, ckk)
+	} else if c.swapDW(n) {
+		// gwᵀ = col·Dᵀ: the patches are A, read in place; only D is packed.
+		tmp := ws.scratch[:ckk*c.out.C]
+		be.Gemm(false, true, ckk, c.out.C, hwo, 1, ws.cols[i][s*hwo:], ld, D, hwo, 0, tmp, c.out.C)
+		transposeRows(1, ckk, c.out.C, tmp, gw)
+	} else {
+		be.Gemm(false, true, c.out.C, ckk, hwo, 1, D, hwo, ws.cols[i][s*hwo:], ld, 0, gw, ckk)
 	}
 }
 

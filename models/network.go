@@ -69,6 +69,9 @@ type Network[T Float] struct {
 	// after a conv first layer inside per-row windows (tangent_window.go); set for
 	// the CPU backend, results bit-identical.
 	tangentWindows bool
+	// ghost: ClippedGradSum's ghost/mixed clipping plan and workspaces (ghost.go);
+	// zero for per-sample clipping.
+	ghost ghostState[T]
 }
 
 // NewNetwork resolves arch for the backend be.
@@ -217,6 +220,8 @@ type workspace[T Float] struct {
 	// fil, while FILSqNorms runs gradTangents for one sample on the CPU, lets
 	// layers reduce their gradient tangents as they form them (filReduce).
 	fil filReduce[T]
+	// gh: ghost clipping's buffers (ghost.go; only in ghost workspaces).
+	gh ghostBuffers[T]
 }
 
 // filReduce holds the FIL reductions a layer may take while forming its gradient

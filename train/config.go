@@ -93,6 +93,15 @@ type Config struct {
 	// per FIL member and step (≈ 13 FIL coordinates' cost on mnist-cnn).
 	FILLabel bool `json:"fil_label,omitempty"`
 
+	// ClipAlgo is how the clipped gradient sum is computed (models.ClipAlgo): ""
+	// or per-sample (the default), ghost (ghost clipping: per-sample norms from
+	// activations and output gradients, no per-sample gradients) or auto (per layer
+	// the cheaper of the two by a FLOP model). The clip factor is ClipMode's in all
+	// three; the sums agree to float32 rounding. Ghost and auto run on the CPU
+	// engine only and without FIL, η, label FIL and tuning, which use the
+	// per-sample engine. Omitted from JSON when empty, so older configs keep their hashes.
+	ClipAlgo string `json:"clip_algo,omitempty"`
+
 	// Tuning is Edmunds's (2024) public-data pretraining, pruning, freezing and learned
 	// noise (train/tuning.go); the zero value (all off) is omitted from JSON.
 	Tuning TuningConfig `json:"tuning,omitzero"`
@@ -182,6 +191,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("config: clip = %v must be positive and finite", c.Clip)
 	}
 	if _, err := c.clip(); err != nil {
+		return err
+	}
+	if err := c.validateClipAlgo(); err != nil {
 		return err
 	}
 	if c.Sampling != SamplingShuffle && c.Sampling != SamplingPoisson && c.Sampling != SamplingUniform {

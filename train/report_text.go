@@ -5,15 +5,21 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/dpfil/dpfil/models"
 )
 
 // WriteText writes the human summary of a training result: the setting, accuracy,
 // the privacy report, the FIL bounds, the tuning and the time taken.
 func (res *Result) WriteText(w io.Writer) {
 	cfg := res.Config
-	fmt.Fprintf(w, "%s on %s (%d train / %d test), %d steps × batch %d (%s), σ = %.4g, C = %g (%s clipping), lr %g, momentum %g\n",
+	clipAlgo := ""
+	if cfg.ClipAlgo != "" && cfg.ClipAlgo != models.ClipAlgoPerSample {
+		clipAlgo = ", " + cfg.ClipAlgo + " norms"
+	}
+	fmt.Fprintf(w, "%s on %s (%d train / %d test), %d steps × batch %d (%s), σ = %.4g, C = %g (%s clipping%s), lr %g, momentum %g\n",
 		cfg.Model, res.Dataset.Name, res.Dataset.NTrain, res.Dataset.NTest, res.Steps, cfg.Batch, res.Sampling,
-		res.Sigma, cfg.Clip, cfg.ClipMode, cfg.LR, cfg.Momentum)
+		res.Sigma, cfg.Clip, cfg.ClipMode, clipAlgo, cfg.LR, cfg.Momentum)
 	if res.ClipConstant != 1 && res.Sigma > 0 {
 		fmt.Fprintf(w, "                   smooth clipping bounds a clipped gradient by c·C, c = %.4f, so the accountants take σ/c = %.4g\n",
 			res.ClipConstant, res.NoiseMultiplierRDP)

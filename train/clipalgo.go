@@ -1,0 +1,48 @@
+package train
+
+import (
+	"fmt"
+
+	"github.com/dpfil/dpfil/models"
+)
+
+// validateClipAlgo checks clip_algo and refuses ghost and mixed clipping where the
+// run needs the per-sample engine or another device.
+func (c Config) validateClipAlgo() error {
+	algo, err := models.ParseClipAlgo(c.ClipAlgo)
+	if err != nil {
+		return fmt.Errorf("config: clip_algo: %w", err)
+	}
+	if algo == models.ClipPerSample {
+		return nil
+	}
+	switch {
+	case c.FILEnabled() || c.FILEta > 0 || c.FILLabel:
+		return fmt.Errorf("config: clip_algo = %s forms no per-sample gradients, and FIL (fil_coords = %d, fil_exact = %v, fil_eta = %d, fil_label = %v) runs on the per-sample engine: set fil_coords = 0 (and fil_exact, fil_eta, fil_label off) or clip_algo = %s",
+			algo, c.FILCoords, c.FILExact, c.FILEta, c.FILLabel, models.ClipAlgoPerSample)
+	case c.Device == "cuda":
+		return fmt.Errorf("config: clip_algo = %s runs on the CPU engine only; device cuda clips per sample (clip_algo = %s)", algo, models.ClipAlgoPerSample)
+	case c.Tuning.On():
+		return fmt.Errorf("config: clip_algo = %s: pretraining, pruning, freezing and learned noise clip per sample; use clip_algo = %s", algo, models.ClipAlgoPerSample)
+	}
+	return nil
+}
+
+// applyClipAlgo sets the run's clipping algorithm on its model (Config validated).
+func applyClipAlgo(cfg Config, m models.Model) error {
+	algo, err := models.ParseClipAlgo(cfg.ClipAlgo)
+	if err != nil {
+		return fmt.Errorf("config: clip_algo: %w", err)
+	}
+	if algo == models.ClipPerSample {
+		return nil
+	}
+	cs, ok := m.(models.ClipAlgoSetter)
+	if !ok {
+		return fmt.Errorf("clip_algo = %s: model %s has no ghost clipping (the engine's CPU models have it): use clip_algo = %s", algo, m.Arch().Name, models.ClipAlgoPerSample)
+	}
+	if err := cs.SetClipAlgo(algo); err != nil {
+		return fmt.Errorf("clip_algo = %s: %w", algo, err)
+	}
+	return nil
+}
