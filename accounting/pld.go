@@ -6,6 +6,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/dpfil/dpfil/internal/golden"
 	"gonum.org/v1/gonum/dsp/fourier"
 )
 
@@ -1114,20 +1115,8 @@ func chernoffSum(terms []mgfTerm, tau float64) (a, sBest float64) {
 		}
 	}
 	x0, x3 := lo+step*float64(bestI-1), lo+step*float64(bestI+1)
-	g := (math.Sqrt(5) - 1) / 2
-	x1, x2 := x3-g*(x3-x0), x0+g*(x3-x0)
-	f1, f2 := f(x1), f(x2)
-	for range 30 {
-		if f1 < f2 {
-			x3, x2, f2 = x2, x1, f1
-			x1 = x3 - g*(x3-x0)
-			f1 = f(x1)
-		} else {
-			x0, x1, f1 = x1, x2, f2
-			x2 = x0 + g*(x3-x0)
-			f2 = f(x2)
-		}
-	}
+	br := golden.Minimize(f, x0, x3, 30, 0)
+	x1, f1, x2, f2 := br.A, br.FA, br.B, br.FB
 	bestL := lo + step*float64(bestI)
 	if f1 < bestV {
 		bestV, bestL = f1, x1
