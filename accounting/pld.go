@@ -112,37 +112,18 @@ const (
 	PLDUniformGaussian
 )
 
+// pldMechanismText spells the PLD mechanisms in JSON.
+var pldMechanismText = enumText[PLDMechanism]{typ: "PLDMechanism", what: "PLD mechanism",
+	names: []string{PLDGaussian: "gaussian", PLDPoissonGaussian: "poisson-gaussian", PLDUniformGaussian: "uniform-gaussian"}}
+
 // String returns the JSON spelling.
-func (m PLDMechanism) String() string {
-	switch m {
-	case PLDGaussian:
-		return "gaussian"
-	case PLDPoissonGaussian:
-		return "poisson-gaussian"
-	case PLDUniformGaussian:
-		return "uniform-gaussian"
-	}
-	return fmt.Sprintf("PLDMechanism(%d)", int(m))
-}
+func (m PLDMechanism) String() string { return pldMechanismText.String(m) }
 
 // MarshalText writes the JSON spelling.
-func (m PLDMechanism) MarshalText() ([]byte, error) {
-	if m < PLDGaussian || m > PLDUniformGaussian {
-		return nil, fmt.Errorf("invalid PLD mechanism %d", int(m))
-	}
-	return []byte(m.String()), nil
-}
+func (m PLDMechanism) MarshalText() ([]byte, error) { return pldMechanismText.Marshal(m) }
 
 // UnmarshalText parses the JSON spelling.
-func (m *PLDMechanism) UnmarshalText(b []byte) error {
-	for _, v := range []PLDMechanism{PLDGaussian, PLDPoissonGaussian, PLDUniformGaussian} {
-		if string(b) == v.String() {
-			*m = v
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown PLD mechanism %q (want gaussian, poisson-gaussian or uniform-gaussian)", b)
-}
+func (m *PLDMechanism) UnmarshalText(b []byte) error { return pldMechanismText.Unmarshal(b, m) }
 
 // PLDStep is Steps identical steps of one mechanism. For PLDGaussian, Q is 1.
 type PLDStep struct {
