@@ -55,19 +55,14 @@ func (g *GPU) RecordEvent(e Event) error {
 // onEvent enters the driver, looks up e and calls f with its CUDA event; what names
 // the call in errors ("record event": "cuda: record event 3: no such event 3").
 func (g *GPU) onEvent(what string, e Event, f func(cu.Event) error) error {
-	leave, err := g.enter(what)
-	if err != nil {
-		return err
+	wrap := func(err error) error {
+		if err != nil {
+			return fmt.Errorf("cuda: %s %d: %w", what, e, err)
+		}
+		return nil
 	}
-	defer leave()
-	ev, err := g.event(e)
-	if err == nil {
-		err = f(ev)
-	}
-	if err != nil {
-		return fmt.Errorf("cuda: %s %d: %w", what, e, err)
-	}
-	return nil
+	lookup := func(e Event) (cu.Event, error) { ev, err := g.event(e); return ev, wrap(err) }
+	return withHandle(g, what, e, lookup, func(ev cu.Event) error { return wrap(f(ev)) })
 }
 
 // EventElapsed waits for end (cuEventSynchronize) and returns the GPU seconds from
