@@ -335,6 +335,54 @@ func (p *PLD) distributions() ([]pldDirection, float64, error) {
 	return dirs, cfg.Interval, nil
 }
 
+// gaussianSensitivity is the base Gaussian's sensitivity under adj: 1 for add/remove,
+// 2 for replace-one.
+func gaussianSensitivity(adj Adjacency) float64 {
+	if adj == ReplaceOne {
+		return 2
+	}
+	return 1
+}
+
+// rate is the step's sampling rate: 1 for the plain Gaussian.
+func (s PLDStep) rate() float64 {
+	if s.Mechanism == PLDGaussian {
+		return 1
+	}
+	return s.Q
+}
+
+// GaussianMu returns μ = Δ·√(Σ steps/σ²) when every step of the run is a Gaussian
+// release without subsampling (PLDGaussian, or rate q = 1; steps at q = 0 release
+// nothing): their composition is exactly one Gaussian mechanism with
+// sensitivity/noise ratio μ, whose ε(δ) the analytic Gaussian mechanism gives in
+// closed form (GaussianEpsilon). ok is false when a step is subsampled (0 < q < 1),
+// when no step releases anything, or when a step is invalid.
+func (p *PLD) GaussianMu() (mu float64, ok bool) {
+	if checkAdjacency(p.Adjacency) != nil {
+		return 0, false
+	}
+	delta := gaussianSensitivity(p.Adjacency)
+	var mu2 float64
+	for _, s := range p.Steps {
+		if validateStep(p.Adjacency, s) != nil {
+			return 0, false
+		}
+		switch q := s.rate(); {
+		case s.Steps == 0 || q == 0:
+			continue
+		case q < 1:
+			return 0, false
+		}
+		m := delta / s.Sigma
+		mu2 += float64(s.Steps) * m * m
+	}
+	if !(mu2 > 0) || math.IsInf(mu2, 0) {
+		return 0, false
+	}
+	return math.Sqrt(mu2), true
+}
+
 // stepGroup is a run of identical subsampled steps.
 type stepGroup struct {
 	mech     PLDMechanism
@@ -349,10 +397,7 @@ func composeSteps(adj Adjacency, steps []PLDStep, cfg PLDConfig, removeOnly bool
 	if cfg.MaxPoints == 0 {
 		cfg.MaxPoints = pldMaxPoints
 	}
-	delta := 1.0 // sensitivity of the base Gaussian
-	if adj == ReplaceOne {
-		delta = 2
-	}
+	delta := gaussianSensitivity(adj)
 	var mu2 float64 // Σ (Δ/σ)² over the plain Gaussian steps
 	var groups []stepGroup
 	uniform := false
@@ -363,10 +408,7 @@ func composeSteps(adj Adjacency, steps []PLDStep, cfg PLDConfig, removeOnly bool
 		if s.Steps == 0 {
 			continue
 		}
-		q := s.Q
-		if s.Mechanism == PLDGaussian {
-			q = 1
-		}
+		q := s.rate()
 		switch {
 		case q == 0:
 			continue // no privacy loss
