@@ -296,11 +296,11 @@ func (a *PLDAccountant) Epsilon(delta float64) (EpsilonBound, error) {
 }
 
 // analyticEpsilon is ε at delta in closed form when the composed steps are Gaussian
-// releases without subsampling (PLD.GaussianMu; ok false otherwise): the exact ε of
+// releases without subsampling (PLD.gaussianMu; ok false otherwise): the exact ε of
 // the composed dominating pair, which the PLD's two discretisations bracket
 // (Lower ≤ it ≤ Epsilon), by the analytic Gaussian mechanism (GaussianEpsilon).
 func (a *PLDAccountant) analyticEpsilon(delta float64) (eps float64, ok bool, err error) {
-	mu, ok := a.pld.GaussianMu()
+	mu, ok := a.pld.gaussianMu()
 	if !ok {
 		return 0, false, nil
 	}

@@ -11,7 +11,7 @@ type calMode int
 const (
 	calRDP      calMode = iota // the RDP accountant's (cheap; brackets the PLD's)
 	calReport                  // the ε EpsilonOf reports (PLD or the tighter of both)
-	calAnalytic                // closed form for unsampled Gaussian releases (GaussianMu)
+	calAnalytic                // closed form for unsampled Gaussian releases (gaussianMu)
 )
 
 // CalibrateNoise returns the smallest noise multiplier σ/c (NoiseMultiplier; to a
@@ -21,7 +21,7 @@ const (
 // brackets the PLD one (PLD ε ≤ RDP ε), so the PLD is only evaluated near the answer.
 // When every step is a Gaussian release without subsampling (q = 1, or shuffled
 // epochs accounted without amplification), the analytic Gaussian mechanism gives the
-// composition's exact ε in closed form (PLD.GaussianMu): its solution, shifted by the
+// composition's exact ε in closed form (PLD.gaussianMu): its solution, shifted by the
 // PLD's discretisation offset there, brackets the PLD's answer to about 1e-4, so
 // the PLD is evaluated about 4 times instead of about 13.
 func CalibrateNoise(ledgerAt func(noiseMultiplier float64) (Ledger, error), opt ReportOptions, target float64) (float64, error) {

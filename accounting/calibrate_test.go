@@ -30,7 +30,7 @@ func TestAnalyticGaussianMatchesPLD(t *testing.T) {
 			if err := a.Compose(tc.ev); err != nil {
 				t.Fatal(err)
 			}
-			mu, ok := a.pld.GaussianMu()
+			mu, ok := a.pld.gaussianMu()
 			if !ok || math.Abs(mu/tc.mu-1) > 1e-12 {
 				t.Fatalf("μ = %v (ok %v), want %v", mu, ok, tc.mu)
 			}

@@ -352,13 +352,13 @@ func (s PLDStep) rate() float64 {
 	return s.Q
 }
 
-// GaussianMu returns μ = Δ·√(Σ steps/σ²) when every step of the run is a Gaussian
+// gaussianMu returns μ = Δ·√(Σ steps/σ²) when every step of the run is a Gaussian
 // release without subsampling (PLDGaussian, or rate q = 1; steps at q = 0 release
 // nothing): their composition is exactly one Gaussian mechanism with
 // sensitivity/noise ratio μ, whose ε(δ) the analytic Gaussian mechanism gives in
 // closed form (GaussianEpsilon). ok is false when a step is subsampled (0 < q < 1),
 // when no step releases anything, or when a step is invalid.
-func (p *PLD) GaussianMu() (mu float64, ok bool) {
+func (p *PLD) gaussianMu() (mu float64, ok bool) {
 	if checkAdjacency(p.Adjacency) != nil {
 		return 0, false
 	}
