@@ -146,27 +146,32 @@ func (e *emulator) MemsetZero(p unsafe.Pointer, n int) error {
 // CopyHtoD, CopyDtoD and CopyDtoH copy at once (CopyHtoD's source may be reused at
 // once, so it cannot be captured: CopyHtoDPinned can).
 func (e *emulator) CopyHtoD(dst, src unsafe.Pointer, n int) error {
-	if err := e.noCapture("a copy from pageable host memory"); err != nil {
-		return err
-	}
-	return e.copy(dst, src, n)
+	return e.copyNow("a copy from pageable host memory", dst, src, n)
 }
-func (e *emulator) CopyDtoD(dst, src unsafe.Pointer, n int) error {
-	return e.run(func() error { return e.copy(dst, src, n) })
-}
+func (e *emulator) CopyDtoD(dst, src unsafe.Pointer, n int) error { return e.copyQueued(dst, src, n) }
 func (e *emulator) CopyDtoH(dst, src unsafe.Pointer, n int) error {
-	if err := e.noCapture("a copy to the host (a wait)"); err != nil {
-		return err
-	}
-	return e.copy(dst, src, n)
+	return e.copyNow("a copy to the host (a wait)", dst, src, n)
 }
 
 // CopyHtoDPinned and CopyDtoHAsync copy when they run (at once, or at each launch
 // of the graph that captured them).
 func (e *emulator) CopyHtoDPinned(dst, src unsafe.Pointer, n int) error {
-	return e.run(func() error { return e.copy(dst, src, n) })
+	return e.copyQueued(dst, src, n)
 }
 func (e *emulator) CopyDtoHAsync(dst, src unsafe.Pointer, n int) error {
+	return e.copyQueued(dst, src, n)
+}
+
+// copyNow copies at once; during a capture it fails, naming the copy (what).
+func (e *emulator) copyNow(what string, dst, src unsafe.Pointer, n int) error {
+	if err := e.noCapture(what); err != nil {
+		return err
+	}
+	return e.copy(dst, src, n)
+}
+
+// copyQueued copies when the queued work runs (at once, or captured into a graph).
+func (e *emulator) copyQueued(dst, src unsafe.Pointer, n int) error {
 	return e.run(func() error { return e.copy(dst, src, n) })
 }
 

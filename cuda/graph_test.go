@@ -1,8 +1,11 @@
 package cuda
 
 import (
+	"bytes"
 	"errors"
+	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestGraphReplayChecksWork: a graphed call runs directly, is captured, then replayed
@@ -56,5 +59,71 @@ func TestGraphReplayChecksWork(t *testing.T) {
 	err = call(32)
 	if !errors.Is(err, errGraphMismatch) {
 		t.Fatalf("a replay with another count: %v, want %v", err, errGraphMismatch)
+	}
+}
+
+// TestEmulatorCaptureCopies: while a graph is captured, the emulator refuses the
+// copies that must happen at once (from pageable host memory, to the host), naming
+// them, and records the queued ones (device to device, pinned, async), which run
+// only when the graph is launched.
+func TestEmulatorCaptureCopies(t *testing.T) {
+	d := NewEmulator()
+	const n = 16
+	a, err := d.Alloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Free(a)
+	b, err := d.Alloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Free(b)
+	host := make([]byte, n)
+	for i := range host {
+		host[i] = byte(i + 1)
+	}
+	if err := d.CopyHtoD(a, unsafe.Pointer(&host[0]), n); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.BeginCapture(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		what string
+		err  error
+	}{
+		{"a copy from pageable host memory", d.CopyHtoD(a, unsafe.Pointer(&host[0]), n)},
+		{"a copy to the host (a wait)", d.CopyDtoH(unsafe.Pointer(&host[0]), a, n)},
+	} {
+		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.what+" while capturing a graph") {
+			t.Errorf("%s during a capture: %v", tc.what, tc.err)
+		}
+	}
+	if err := d.CopyDtoD(b, a, n); err != nil {
+		t.Fatal(err)
+	}
+	g, err := d.EndCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, n)
+	if err := d.CopyDtoH(unsafe.Pointer(&out[0]), b, n); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(out, host) {
+		t.Fatalf("the captured copy ran before its graph: %v", out)
+	}
+	if err := d.LaunchGraph(g); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CopyDtoH(unsafe.Pointer(&out[0]), b, n); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out, host) {
+		t.Fatalf("after the graph: %v, want %v", out, host)
+	}
+	if err := d.DestroyGraph(g); err != nil {
+		t.Fatal(err)
 	}
 }
