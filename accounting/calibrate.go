@@ -111,29 +111,30 @@ func CalibrateNoise(ledgerAt func(noiseMultiplier float64) (Ledger, error), opt 
 		return hi, true, nil
 	}
 	// gaussianBracket narrows [lo, hi] around the reported ε's solution by the closed
-	// form, when the run is unsampled Gaussian releases (else it returns them as they
-	// are): the PLD's ε exceeds the exact one by its discretisation offset, nearly
+	// form, when the run is unsampled Gaussian releases; else, or where the closed form
+	// fails (e.g. beyond its range), it returns them as they are: it only shortens the
+	// search. The PLD's ε exceeds the exact one by its discretisation offset, nearly
 	// constant over a small range of σ, so the closed form's solution for target minus
 	// the offset at its solution for target is the PLD's to within the bisection's
 	// tolerance. solve checks the bracket and widens it where it is wrong.
-	gaussianBracket := func(lo, hi float64) (float64, float64, error) {
+	gaussianBracket := func(lo, hi float64) (float64, float64) {
 		a0, ok, err := solve(calAnalytic, target, lo, hi)
 		if err != nil || !ok {
-			return lo, hi, err
+			return lo, hi
 		}
 		e0, _, err := eps(a0, calReport)
 		if err != nil {
-			return lo, hi, err
+			return lo, hi
 		}
 		x0, _, err := eps(a0, calAnalytic)
 		if err != nil || !(target-(e0-x0) > 0) {
-			return lo, hi, err
+			return lo, hi
 		}
 		a1, ok, err := solve(calAnalytic, target-(e0-x0), a0, 2*a0)
 		if err != nil || !ok {
-			return lo, hi, err
+			return lo, hi
 		}
-		return a1 / (1 + 1e-4) * (1 - 1e-5), a1 * (1 + 1e-5), nil
+		return a1 / (1 + 1e-4) * (1 - 1e-5), a1 * (1 + 1e-5)
 	}
 	nm, ok, err := solve(calRDP, target, 0.5, 2)
 	if err != nil {
@@ -148,9 +149,7 @@ func CalibrateNoise(ledgerAt func(noiseMultiplier float64) (Ledger, error), opt 
 	case ok: // PLD ≤ RDP: the RDP solution meets the target; the answer is at most it
 		lo, hi = nm*0.8, nm
 	}
-	if lo, hi, err = gaussianBracket(lo, hi); err != nil {
-		return 0, err
-	}
+	lo, hi = gaussianBracket(lo, hi)
 	nm, _, err = solve(calReport, target, lo, hi)
 	return nm, err
 }
