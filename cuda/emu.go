@@ -109,31 +109,26 @@ func NewEmulator() Driver { return &emulator{} }
 
 func (e *emulator) Name() string { return "emulator" }
 
-func (e *emulator) AllocManaged(n int) (unsafe.Pointer, error) {
+func (e *emulator) AllocManaged(n int) (unsafe.Pointer, error) { return cAlloc(n, "", 0) }
+
+// cAlloc is n bytes of C heap memory, every byte set to fill; kind ("" or "host ")
+// names the bytes in errors.
+func cAlloc(n int, kind string, fill byte) (unsafe.Pointer, error) {
 	if n <= 0 {
-		return nil, fmt.Errorf("cuda emulator: allocate %d bytes", n)
+		return nil, fmt.Errorf("cuda emulator: allocate %d %sbytes", n, kind)
 	}
-	p := C.calloc(C.size_t(n), 1)
+	p := C.malloc(C.size_t(n))
 	if p == nil {
-		return nil, fmt.Errorf("cuda emulator: out of memory allocating %d bytes", n)
+		return nil, fmt.Errorf("cuda emulator: out of memory allocating %d %sbytes", n, kind)
 	}
+	C.memset(p, C.int(fill), C.size_t(n))
 	return p, nil
 }
 
 // Alloc is the emulator's plain device memory: C heap memory filled with 0xff bytes
 // (NaN floats, −1 ints), since cuMemAlloc does not zero it. The host could address
 // it here; the stand-in driver is where a host access to device memory crashes.
-func (e *emulator) Alloc(n int) (unsafe.Pointer, error) {
-	if n <= 0 {
-		return nil, fmt.Errorf("cuda emulator: allocate %d bytes", n)
-	}
-	p := C.malloc(C.size_t(n))
-	if p == nil {
-		return nil, fmt.Errorf("cuda emulator: out of memory allocating %d bytes", n)
-	}
-	C.memset(p, 0xff, C.size_t(n))
-	return p, nil
-}
+func (e *emulator) Alloc(n int) (unsafe.Pointer, error) { return cAlloc(n, "", 0xff) }
 
 // MemsetZero zeroes n bytes (at once: the emulator runs everything in issue order).
 func (e *emulator) MemsetZero(p unsafe.Pointer, n int) error {
@@ -176,16 +171,7 @@ func (e *emulator) copyQueued(dst, src unsafe.Pointer, n int) error {
 }
 
 // AllocHost is C heap memory (the emulator has no page-locking to do).
-func (e *emulator) AllocHost(n int) (unsafe.Pointer, error) {
-	if n <= 0 {
-		return nil, fmt.Errorf("cuda emulator: allocate %d host bytes", n)
-	}
-	p := C.calloc(C.size_t(n), 1)
-	if p == nil {
-		return nil, fmt.Errorf("cuda emulator: out of memory allocating %d host bytes", n)
-	}
-	return p, nil
-}
+func (e *emulator) AllocHost(n int) (unsafe.Pointer, error) { return cAlloc(n, "host ", 0) }
 
 func (e *emulator) FreeHost(p unsafe.Pointer) error {
 	C.free(p)

@@ -127,3 +127,36 @@ func TestEmulatorCaptureCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEmulatorAlloc: device memory comes poisoned (0xff bytes, as cuMemAlloc does
+// not zero it), managed and host memory zeroed, and a size ≤ 0 is refused, naming
+// the kind of memory.
+func TestEmulatorAlloc(t *testing.T) {
+	d := NewEmulator()
+	const n = 8
+	for _, tc := range []struct {
+		name  string
+		alloc func(int) (unsafe.Pointer, error)
+		free  func(unsafe.Pointer) error
+		fill  byte
+		bad   string
+	}{
+		{"device", d.Alloc, d.Free, 0xff, "cuda emulator: allocate 0 bytes"},
+		{"managed", d.AllocManaged, d.Free, 0, "cuda emulator: allocate 0 bytes"},
+		{"host", d.AllocHost, d.FreeHost, 0, "cuda emulator: allocate 0 host bytes"},
+	} {
+		p, err := tc.alloc(n)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := unsafe.Slice((*byte)(p), n); !bytes.Equal(got, bytes.Repeat([]byte{tc.fill}, n)) {
+			t.Errorf("%s memory starts as %v, want bytes %#x", tc.name, got, tc.fill)
+		}
+		if err := tc.free(p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tc.alloc(0); err == nil || err.Error() != tc.bad {
+			t.Errorf("%s of 0 bytes: %v, want %q", tc.name, err, tc.bad)
+		}
+	}
+}
