@@ -223,12 +223,9 @@ func (e *emulator) LaunchGraph(g Graph) error {
 }
 
 func (e *emulator) DestroyGraph(g Graph) error {
-	e.gmu.Lock()
-	defer e.gmu.Unlock()
-	if _, ok := e.graphs[g]; !ok {
+	if !forget(&e.gmu, e.graphs, g) {
 		return fmt.Errorf("cuda emulator: destroy graph %d: unknown", g)
 	}
-	delete(e.graphs, g)
 	return nil
 }
 

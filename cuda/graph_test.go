@@ -126,6 +126,9 @@ func TestEmulatorCaptureCopies(t *testing.T) {
 	if err := d.DestroyGraph(g); err != nil {
 		t.Fatal(err)
 	}
+	if err := d.DestroyGraph(g); err == nil || !strings.Contains(err.Error(), "unknown") {
+		t.Errorf("a graph destroyed twice: %v", err)
+	}
 }
 
 // TestEmulatorAlloc: device memory comes poisoned (0xff bytes, as cuMemAlloc does
