@@ -295,6 +295,21 @@ func (a *PLDAccountant) Epsilon(delta float64) (EpsilonBound, error) {
 	return EpsilonBound{Epsilon: b.Upper, Delta: delta, Lower: &lo, HoldsFor: a.holdsFor()}, nil
 }
 
+// analyticEpsilon is ε at delta in closed form when the composed steps are Gaussian
+// releases without subsampling (PLD.gaussianMu; ok false otherwise): the exact ε of
+// the composed dominating pair, which the PLD's two discretisations bracket
+// (Lower ≤ it ≤ Epsilon), by the analytic Gaussian mechanism (GaussianEpsilon).
+func (a *PLDAccountant) analyticEpsilon(delta float64) (eps float64, ok bool, err error) {
+	mu, ok := a.pld.gaussianMu()
+	if !ok {
+		return 0, false, nil
+	}
+	if eps, err = GaussianEpsilon(mu, delta); err != nil {
+		return 0, false, err
+	}
+	return eps, true, nil
+}
+
 // Delta returns δ at ε (upper bound), with the optimistic one as Lower.
 func (a *PLDAccountant) Delta(eps float64) (DeltaBound, error) {
 	b, err := a.pld.Delta(eps)

@@ -1,7 +1,5 @@
 package accounting
 
-import "fmt"
-
 // Adjacency names the neighbouring relation a privacy guarantee holds for.
 type Adjacency int
 
@@ -14,45 +12,23 @@ const (
 	ReplaceOne
 )
 
+// adjacencyText spells the adjacencies in flags and JSON.
+var adjacencyText = enumText[Adjacency]{typ: "Adjacency", what: "adjacency",
+	names:   []string{AddRemove: "add-remove", ReplaceOne: "replace-one"},
+	aliases: map[string]Adjacency{"addremove": AddRemove, "add/remove": AddRemove, "replace": ReplaceOne, "substitution": ReplaceOne}}
+
 // String returns the flag spelling of the adjacency.
-func (a Adjacency) String() string {
-	switch a {
-	case AddRemove:
-		return "add-remove"
-	case ReplaceOne:
-		return "replace-one"
-	}
-	return fmt.Sprintf("Adjacency(%d)", int(a))
-}
+func (a Adjacency) String() string { return adjacencyText.String(a) }
 
 // MarshalText writes the flag spelling (so JSON carries "add-remove"/"replace-one").
-func (a Adjacency) MarshalText() ([]byte, error) {
-	if a != AddRemove && a != ReplaceOne {
-		return nil, fmt.Errorf("invalid adjacency %d", int(a))
-	}
-	return []byte(a.String()), nil
-}
+func (a Adjacency) MarshalText() ([]byte, error) { return adjacencyText.Marshal(a) }
 
 // UnmarshalText parses the flag spelling.
-func (a *Adjacency) UnmarshalText(b []byte) error {
-	v, err := ParseAdjacency(string(b))
-	if err != nil {
-		return err
-	}
-	*a = v
-	return nil
-}
+func (a *Adjacency) UnmarshalText(b []byte) error { return adjacencyText.Unmarshal(b, a) }
 
-// ParseAdjacency parses "add-remove" or "replace-one".
-func ParseAdjacency(s string) (Adjacency, error) {
-	switch s {
-	case "add-remove", "addremove", "add/remove":
-		return AddRemove, nil
-	case "replace-one", "replace", "substitution":
-		return ReplaceOne, nil
-	}
-	return 0, fmt.Errorf("unknown adjacency %q (want add-remove or replace-one)", s)
-}
+// ParseAdjacency parses "add-remove" or "replace-one" (also "addremove",
+// "add/remove", "replace", "substitution").
+func ParseAdjacency(s string) (Adjacency, error) { return adjacencyText.Parse(s) }
 
 // Sampling names how DP-SGD draws its batches.
 type Sampling int
@@ -71,46 +47,18 @@ const (
 	SamplingShuffle
 )
 
+// samplingText spells the samplings in flags and JSON.
+var samplingText = enumText[Sampling]{typ: "Sampling", what: "sampling",
+	names: []string{SamplingPoisson: "poisson", SamplingUniform: "uniform", SamplingShuffle: "shuffle"}}
+
 // String returns the flag spelling of the sampling.
-func (s Sampling) String() string {
-	switch s {
-	case SamplingPoisson:
-		return "poisson"
-	case SamplingUniform:
-		return "uniform"
-	case SamplingShuffle:
-		return "shuffle"
-	}
-	return fmt.Sprintf("Sampling(%d)", int(s))
-}
+func (s Sampling) String() string { return samplingText.String(s) }
 
 // MarshalText writes the flag spelling.
-func (s Sampling) MarshalText() ([]byte, error) {
-	if s < SamplingPoisson || s > SamplingShuffle {
-		return nil, fmt.Errorf("invalid sampling %d", int(s))
-	}
-	return []byte(s.String()), nil
-}
+func (s Sampling) MarshalText() ([]byte, error) { return samplingText.Marshal(s) }
 
 // UnmarshalText parses the flag spelling.
-func (s *Sampling) UnmarshalText(b []byte) error {
-	v, err := ParseSampling(string(b))
-	if err != nil {
-		return err
-	}
-	*s = v
-	return nil
-}
+func (s *Sampling) UnmarshalText(b []byte) error { return samplingText.Unmarshal(b, s) }
 
 // ParseSampling parses "poisson", "uniform" or "shuffle".
-func ParseSampling(s string) (Sampling, error) {
-	switch s {
-	case "poisson":
-		return SamplingPoisson, nil
-	case "uniform":
-		return SamplingUniform, nil
-	case "shuffle":
-		return SamplingShuffle, nil
-	}
-	return 0, fmt.Errorf("unknown sampling %q (want poisson, uniform or shuffle)", s)
-}
+func ParseSampling(s string) (Sampling, error) { return samplingText.Parse(s) }

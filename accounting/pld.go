@@ -6,6 +6,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/dpfil/dpfil/internal/golden"
 	"gonum.org/v1/gonum/dsp/fourier"
 )
 
@@ -111,37 +112,18 @@ const (
 	PLDUniformGaussian
 )
 
+// pldMechanismText spells the PLD mechanisms in JSON.
+var pldMechanismText = enumText[PLDMechanism]{typ: "PLDMechanism", what: "PLD mechanism",
+	names: []string{PLDGaussian: "gaussian", PLDPoissonGaussian: "poisson-gaussian", PLDUniformGaussian: "uniform-gaussian"}}
+
 // String returns the JSON spelling.
-func (m PLDMechanism) String() string {
-	switch m {
-	case PLDGaussian:
-		return "gaussian"
-	case PLDPoissonGaussian:
-		return "poisson-gaussian"
-	case PLDUniformGaussian:
-		return "uniform-gaussian"
-	}
-	return fmt.Sprintf("PLDMechanism(%d)", int(m))
-}
+func (m PLDMechanism) String() string { return pldMechanismText.String(m) }
 
 // MarshalText writes the JSON spelling.
-func (m PLDMechanism) MarshalText() ([]byte, error) {
-	if m < PLDGaussian || m > PLDUniformGaussian {
-		return nil, fmt.Errorf("invalid PLD mechanism %d", int(m))
-	}
-	return []byte(m.String()), nil
-}
+func (m PLDMechanism) MarshalText() ([]byte, error) { return pldMechanismText.Marshal(m) }
 
 // UnmarshalText parses the JSON spelling.
-func (m *PLDMechanism) UnmarshalText(b []byte) error {
-	for _, v := range []PLDMechanism{PLDGaussian, PLDPoissonGaussian, PLDUniformGaussian} {
-		if string(b) == v.String() {
-			*m = v
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown PLD mechanism %q (want gaussian, poisson-gaussian or uniform-gaussian)", b)
-}
+func (m *PLDMechanism) UnmarshalText(b []byte) error { return pldMechanismText.Unmarshal(b, m) }
 
 // PLDStep is Steps identical steps of one mechanism. For PLDGaussian, Q is 1.
 type PLDStep struct {
@@ -353,6 +335,54 @@ func (p *PLD) distributions() ([]pldDirection, float64, error) {
 	return dirs, cfg.Interval, nil
 }
 
+// gaussianSensitivity is the base Gaussian's sensitivity under adj: 1 for add/remove,
+// 2 for replace-one.
+func gaussianSensitivity(adj Adjacency) float64 {
+	if adj == ReplaceOne {
+		return 2
+	}
+	return 1
+}
+
+// rate is the step's sampling rate: 1 for the plain Gaussian.
+func (s PLDStep) rate() float64 {
+	if s.Mechanism == PLDGaussian {
+		return 1
+	}
+	return s.Q
+}
+
+// gaussianMu returns μ = Δ·√(Σ steps/σ²) when every step of the run is a Gaussian
+// release without subsampling (PLDGaussian, or rate q = 1; steps at q = 0 release
+// nothing): their composition is exactly one Gaussian mechanism with
+// sensitivity/noise ratio μ, whose ε(δ) the analytic Gaussian mechanism gives in
+// closed form (GaussianEpsilon). ok is false when a step is subsampled (0 < q < 1),
+// when no step releases anything, or when a step is invalid.
+func (p *PLD) gaussianMu() (mu float64, ok bool) {
+	if checkAdjacency(p.Adjacency) != nil {
+		return 0, false
+	}
+	delta := gaussianSensitivity(p.Adjacency)
+	var mu2 float64
+	for _, s := range p.Steps {
+		if validateStep(p.Adjacency, s) != nil {
+			return 0, false
+		}
+		switch q := s.rate(); {
+		case s.Steps == 0 || q == 0:
+			continue
+		case q < 1:
+			return 0, false
+		}
+		m := delta / s.Sigma
+		mu2 += float64(s.Steps) * m * m
+	}
+	if !(mu2 > 0) || math.IsInf(mu2, 0) {
+		return 0, false
+	}
+	return math.Sqrt(mu2), true
+}
+
 // stepGroup is a run of identical subsampled steps.
 type stepGroup struct {
 	mech     PLDMechanism
@@ -367,10 +397,7 @@ func composeSteps(adj Adjacency, steps []PLDStep, cfg PLDConfig, removeOnly bool
 	if cfg.MaxPoints == 0 {
 		cfg.MaxPoints = pldMaxPoints
 	}
-	delta := 1.0 // sensitivity of the base Gaussian
-	if adj == ReplaceOne {
-		delta = 2
-	}
+	delta := gaussianSensitivity(adj)
 	var mu2 float64 // Σ (Δ/σ)² over the plain Gaussian steps
 	var groups []stepGroup
 	uniform := false
@@ -381,10 +408,7 @@ func composeSteps(adj Adjacency, steps []PLDStep, cfg PLDConfig, removeOnly bool
 		if s.Steps == 0 {
 			continue
 		}
-		q := s.Q
-		if s.Mechanism == PLDGaussian {
-			q = 1
-		}
+		q := s.rate()
 		switch {
 		case q == 0:
 			continue // no privacy loss
@@ -1114,20 +1138,8 @@ func chernoffSum(terms []mgfTerm, tau float64) (a, sBest float64) {
 		}
 	}
 	x0, x3 := lo+step*float64(bestI-1), lo+step*float64(bestI+1)
-	g := (math.Sqrt(5) - 1) / 2
-	x1, x2 := x3-g*(x3-x0), x0+g*(x3-x0)
-	f1, f2 := f(x1), f(x2)
-	for range 30 {
-		if f1 < f2 {
-			x3, x2, f2 = x2, x1, f1
-			x1 = x3 - g*(x3-x0)
-			f1 = f(x1)
-		} else {
-			x0, x1, f1 = x1, x2, f2
-			x2 = x0 + g*(x3-x0)
-			f2 = f(x2)
-		}
-	}
+	br := golden.Minimize(f, x0, x3, 30, 0)
+	x1, f1, x2, f2 := br.A, br.FA, br.B, br.FB
 	bestL := lo + step*float64(bestI)
 	if f1 < bestV {
 		bestV, bestL = f1, x1

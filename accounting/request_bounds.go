@@ -210,21 +210,15 @@ func AccountKappa(req KappaRequest) (*KappaReport, error) {
 		}
 		p.DeltaF = DefaultFILDelta(req.Steps, req.N)
 	}
-	k, err := Kappa(p)
-	if err != nil {
-		return nil, fmt.Errorf("kappa: %w", err)
-	}
-	eps0, err := KappaEpsilon0(p)
-	if err != nil {
-		return nil, fmt.Errorf("kappa: %w", err)
-	}
-	paperEps0, err := KappaClassicEpsilon0(p)
-	if err != nil {
-		return nil, fmt.Errorf("kappa: %w", err)
-	}
-	kc, err := KappaClassic(p)
-	if err != nil {
-		return nil, fmt.Errorf("kappa: %w", err)
+	var k, eps0, paperEps0, kc float64
+	for _, v := range []struct {
+		dst *float64
+		f   func(KappaParams) (float64, error)
+	}{{&k, Kappa}, {&eps0, KappaEpsilon0}, {&paperEps0, KappaClassicEpsilon0}, {&kc, KappaClassic}} {
+		var err error
+		if *v.dst, err = v.f(p); err != nil {
+			return nil, fmt.Errorf("kappa: %w", err)
+		}
 	}
 	return &KappaReport{Q: p.Q, Sigma: p.Sigma, ClipConstant: p.ClipConstant, DeltaF: p.DeltaF, Kappa: k, Epsilon0: eps0,
 		Epsilon0Method: "analytic Gaussian mechanism (Balle & Wang 2018), one step under replace-one adjacency (sensitivity 2cC)", PaperEpsilon0: paperEps0, PaperKappa: kc}, nil

@@ -59,10 +59,16 @@ func (e *EngineNet) ClippedDotInputGrad(params, x []float64, y int, v []float64,
 	if err != nil {
 		return err
 	}
-	if len(dx) != len(g) {
-		return fmt.Errorf("attack: input gradient buffer has %d values, want %d", len(dx), len(g))
+	return copyResult("input gradient", dx, g)
+}
+
+// copyResult copies an engine result into the caller's buffer, which must have its
+// length; what names the buffer in the error.
+func copyResult(what string, dst, src []float64) error {
+	if len(dst) != len(src) {
+		return fmt.Errorf("attack: %s buffer has %d values, want %d", what, len(dst), len(src))
 	}
-	copy(dx, g)
+	copy(dst, src)
 	return nil
 }
 
@@ -75,9 +81,5 @@ func (e *EngineNet) Logits(params, x []float64, n int, out []float64) error {
 	if err != nil {
 		return err
 	}
-	if len(out) != len(l) {
-		return fmt.Errorf("attack: logits buffer has %d values, want %d", len(out), len(l))
-	}
-	copy(out, l)
-	return nil
+	return copyResult("logits", out, l)
 }

@@ -124,3 +124,30 @@ func BenchmarkPerSampleGradsEngine(b *testing.B) {
 	}
 	benchGrads(b, e)
 }
+
+// TestEngineNetRefusesWrongBuffers checks that Logits and ClippedDotInputGrad reject
+// an output buffer of the wrong length, naming it, instead of writing part of it.
+func TestEngineNetRefusesWrongBuffers(t *testing.T) {
+	arch, err := models.ArchByName("mlp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEngineNet(arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params, x := e.Init(1), make([]float64, e.InputDim())
+	if err := e.Logits(params, x, 1, make([]float64, 9)); err == nil || err.Error() != "attack: logits buffer has 9 values, want 10" {
+		t.Errorf("short logits buffer: %v", err)
+	}
+	v, clipped := make([]float64, e.NumParams()), make([]float64, e.NumParams())
+	v[0] = 1
+	err = e.ClippedDotInputGrad(params, x, 3, v, 1, clipped, make([]float64, e.InputDim()+1))
+	if want := "attack: input gradient buffer has 785 values, want 784"; err == nil || err.Error() != want {
+		t.Errorf("long input-gradient buffer: %v, want %q", err, want)
+	}
+	out := make([]float64, 10)
+	if err := e.Logits(params, x, 1, out); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -92,15 +92,10 @@ func DefaultGameConfig() GameConfig {
 
 // Validate rejects impossible settings.
 func (c GameConfig) Validate() error {
+	if err := validateGameShape(c.Q, c.Steps, c.PriorSize, c.Known); err != nil {
+		return err
+	}
 	switch {
-	case c.Known < 0:
-		return fmt.Errorf("attack game: known set size %d < 0", c.Known)
-	case c.PriorSize < 2:
-		return fmt.Errorf("attack game: prior size %d < 2 (the target must be guessed among ≥ 2 candidates)", c.PriorSize)
-	case c.Steps < 1:
-		return fmt.Errorf("attack game: steps %d < 1", c.Steps)
-	case !(c.Q > 0 && c.Q <= 1):
-		return fmt.Errorf("attack game: sampling rate q = %v outside (0, 1]", c.Q)
 	case !(c.Sigma >= 0) || math.IsInf(c.Sigma, 0):
 		return fmt.Errorf("attack game: noise multiplier σ = %v must be finite and ≥ 0", c.Sigma)
 	case !(c.Clip > 0) || math.IsInf(c.Clip, 0):
@@ -109,6 +104,23 @@ func (c GameConfig) Validate() error {
 		return fmt.Errorf("attack game: learning rate %v must be finite and ≥ 0", c.LR)
 	}
 	return c.Gradient.validate()
+}
+
+// validateGameShape checks the settings a game's config and its spec share, in the
+// spec's declaration order: the sampling rate q, the steps T, the prior size K and
+// the known set size |D₋|.
+func validateGameShape(q float64, steps, priorSize, known int) error {
+	switch {
+	case !(q > 0 && q <= 1):
+		return fmt.Errorf("attack game: sampling rate q = %v outside (0, 1]", q)
+	case steps < 1:
+		return fmt.Errorf("attack game: steps %d < 1", steps)
+	case priorSize < 2:
+		return fmt.Errorf("attack game: prior size %d < 2 (the target must be guessed among ≥ 2 candidates)", priorSize)
+	case known < 0:
+		return fmt.Errorf("attack game: known set size %d < 0", known)
+	}
+	return nil
 }
 
 // TopK is ⌈qT⌉, the number of per-step terms the improved prior-aware attack keeps.

@@ -335,3 +335,33 @@ func TestGameTestAccuracy(t *testing.T) {
 		t.Fatal("evaluation pool of the wrong dimension accepted")
 	}
 }
+
+// TestGameShapeSameInSpecAndConfig checks that a game's spec and its config reject
+// the settings they share (q, T, K, |D₋|) with the same error, the first in the
+// spec's declaration order, whichever of the two is validated.
+func TestGameShapeSameInSpecAndConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		q               float64
+		steps, k, known int
+		want            string
+	}{
+		{"q NaN", math.NaN(), 3, 4, 5, "sampling rate q = NaN outside (0, 1]"},
+		{"q > 1", 1.5, 3, 4, 5, "sampling rate q = 1.5 outside (0, 1]"},
+		{"steps 0", 1, 0, 4, 5, "steps 0 < 1"},
+		{"K 1", 1, 3, 1, 5, "prior size 1 < 2 (the target must be guessed among ≥ 2 candidates)"},
+		{"known -1", 1, 3, 4, -1, "known set size -1 < 0"},
+		{"steps and known", 1, 0, 4, -1, "steps 0 < 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := DefaultGameSpec()
+			s.Q, s.Steps, s.PriorSize, s.Known = tc.q, tc.steps, tc.k, tc.known
+			c := DefaultGameConfig()
+			c.Q, c.Steps, c.PriorSize, c.Known = tc.q, tc.steps, tc.k, tc.known
+			es, ec := s.Validate(), c.Validate()
+			if es == nil || ec == nil || es.Error() != ec.Error() || es.Error() != "attack game: "+tc.want {
+				t.Fatalf("spec: %v; config: %v; want both %q", es, ec, "attack game: "+tc.want)
+			}
+		})
+	}
+}

@@ -6,9 +6,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"sync"
 
 	"github.com/dpfil/dpfil/glm"
+	"github.com/dpfil/dpfil/internal/parallel"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -264,14 +264,5 @@ func parallelRows(n, workers int, f func(lo, hi int)) {
 		f(0, n)
 		return
 	}
-	chunk := (n + workers - 1) / workers
-	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += chunk {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			f(lo, hi)
-		}(lo, min(lo+chunk, n))
-	}
-	wg.Wait()
+	parallel.Chunks(n, (n+workers-1)/workers, f)
 }

@@ -42,21 +42,68 @@ type InversionTarget struct {
 	Row  int       `json:"row"`
 	True []float64 `json:"true"`
 	glm.Prediction
-	// Per-coordinate MSE ‖x̂ − x‖²/|S| averaged over trials, and (discrete
-	// attributes) the fraction of trials that recovered the exact value.
-	WhiteMSE, BlackMSE, BaselineMSE float64
-	WhiteAcc, BlackAcc, BaselineAcc float64
+	// The scores averaged over trials.
+	InversionScores
 	// WhiteResidual is the mean final ‖w̃ − f(x̂)‖ of the white-box attack.
 	WhiteResidual float64
+}
+
+// InversionScores are the three adversaries' errors on one attribute: the
+// per-coordinate MSE ‖x̂ − x‖²/|S| and (discrete attributes) whether the exact value
+// was recovered, for the white-box, black-box and baseline guesses; summed over
+// trials or targets, then divided by their number (a mean, an accuracy).
+type InversionScores struct {
+	WhiteMSE, BlackMSE, BaselineMSE float64
+	WhiteAcc, BlackAcc, BaselineAcc float64
+}
+
+// scoreGuesses scores the white-box, black-box and baseline guesses of the true
+// attribute value (|S| = len(truth) coordinates).
+func scoreGuesses(white, black, baseline, truth []float64) InversionScores {
+	sqErr := func(a []float64) float64 {
+		e := 0.0
+		for c := range a {
+			e += (a[c] - truth[c]) * (a[c] - truth[c])
+		}
+		return e / float64(len(truth))
+	}
+	same := func(a []float64) float64 {
+		for c := range a {
+			if a[c] != truth[c] {
+				return 0
+			}
+		}
+		return 1
+	}
+	return InversionScores{sqErr(white), sqErr(black), sqErr(baseline), same(white), same(black), same(baseline)}
+}
+
+// add adds o to s, score by score.
+func (s *InversionScores) add(o InversionScores) {
+	s.WhiteMSE += o.WhiteMSE
+	s.BlackMSE += o.BlackMSE
+	s.BaselineMSE += o.BaselineMSE
+	s.WhiteAcc += o.WhiteAcc
+	s.BlackAcc += o.BlackAcc
+	s.BaselineAcc += o.BaselineAcc
+}
+
+// div divides every score by n (sums into means).
+func (s *InversionScores) div(n float64) {
+	s.WhiteMSE /= n
+	s.BlackMSE /= n
+	s.BaselineMSE /= n
+	s.WhiteAcc /= n
+	s.BlackAcc /= n
+	s.BaselineAcc /= n
 }
 
 // InversionResult is the outcome of RunInversion.
 type InversionResult struct {
 	Targets []InversionTarget
 	Trials  int
-	// Means over targets.
-	WhiteMSE, BlackMSE, BaselineMSE float64
-	WhiteAcc, BlackAcc, BaselineAcc float64
+	// The targets' scores averaged over targets.
+	InversionScores
 	// Mean predictions over the targets with finite values.
 	MeanCRB, MeanBoundDFIL, MeanEtaSq float64
 	// Deciles groups the targets by η² of the attribute (Hannun et al. 2021, Fig. 7: accuracy
@@ -123,7 +170,6 @@ func RunInversion(iv *glm.Inverter, opt InversionOptions) (*InversionResult, err
 		shared, sharedScale = draw(opt.Seed)
 	}
 	cols := opt.Prior.Cols
-	s := float64(len(cols))
 	baseline := opt.Prior.Mean
 	if opt.Prior.Discrete() {
 		baseline = opt.Prior.Mode()
@@ -140,21 +186,6 @@ func RunInversion(iv *glm.Inverter, opt InversionOptions) (*InversionResult, err
 		firstErr error
 		next     int
 	)
-	sqErr := func(a, b []float64) float64 {
-		e := 0.0
-		for c := range a {
-			e += (a[c] - b[c]) * (a[c] - b[c])
-		}
-		return e / s
-	}
-	same := func(a, b []float64) float64 {
-		for c := range a {
-			if a[c] != b[c] {
-				return 0
-			}
-		}
-		return 1
-	}
 	for wk := 0; wk < workers; wk++ {
 		wg.Add(1)
 		go func() {
@@ -200,12 +231,7 @@ func RunInversion(iv *glm.Inverter, opt InversionOptions) (*InversionResult, err
 					if bb, err = BlackBox(iv, i, releases[r], opt.Prior, s2[r]); err != nil {
 						break
 					}
-					tg.WhiteMSE += sqErr(wb, tg.True)
-					tg.BlackMSE += sqErr(bb, tg.True)
-					tg.BaselineMSE += sqErr(baseline, tg.True)
-					tg.WhiteAcc += same(wb, tg.True)
-					tg.BlackAcc += same(bb, tg.True)
-					tg.BaselineAcc += same(baseline, tg.True)
+					tg.add(scoreGuesses(wb, bb, baseline, tg.True))
 					tg.WhiteResidual += resid
 					if opt.Progress != nil {
 						opt.Progress(1)
@@ -220,12 +246,7 @@ func RunInversion(iv *glm.Inverter, opt InversionOptions) (*InversionResult, err
 					return
 				}
 				t := float64(opt.Trials)
-				tg.WhiteMSE /= t
-				tg.BlackMSE /= t
-				tg.BaselineMSE /= t
-				tg.WhiteAcc /= t
-				tg.BlackAcc /= t
-				tg.BaselineAcc /= t
+				tg.div(t)
 				tg.WhiteResidual /= t
 				res.Targets[k] = tg
 			}
@@ -238,12 +259,7 @@ func RunInversion(iv *glm.Inverter, opt InversionOptions) (*InversionResult, err
 	n := float64(len(res.Targets))
 	nc, nd := 0, 0
 	for _, tg := range res.Targets {
-		res.WhiteMSE += tg.WhiteMSE
-		res.BlackMSE += tg.BlackMSE
-		res.BaselineMSE += tg.BaselineMSE
-		res.WhiteAcc += tg.WhiteAcc
-		res.BlackAcc += tg.BlackAcc
-		res.BaselineAcc += tg.BaselineAcc
+		res.add(tg.InversionScores)
 		if opt.Predict {
 			if !math.IsInf(tg.CRB, 0) {
 				res.MeanCRB += tg.CRB
@@ -254,12 +270,7 @@ func RunInversion(iv *glm.Inverter, opt InversionOptions) (*InversionResult, err
 			nd++
 		}
 	}
-	res.WhiteMSE /= n
-	res.BlackMSE /= n
-	res.BaselineMSE /= n
-	res.WhiteAcc /= n
-	res.BlackAcc /= n
-	res.BaselineAcc /= n
+	res.div(n)
 	if nc > 0 {
 		res.MeanCRB /= float64(nc)
 	} else {

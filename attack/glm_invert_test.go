@@ -252,3 +252,24 @@ func TestBlockColumns(t *testing.T) {
 		t.Error("block of a table accepted")
 	}
 }
+
+// TestInversionScores checks one trial's scores against hand values and that add and
+// div turn the trials' sums into their means.
+func TestInversionScores(t *testing.T) {
+	truth := []float64{1, 0}
+	a := scoreGuesses([]float64{1, 0}, []float64{0, 0}, []float64{3, 2}, truth)
+	if want := (InversionScores{0, 0.5, 4, 1, 0, 0}); a != want {
+		t.Fatalf("scores %+v, want %+v", a, want)
+	}
+	b := scoreGuesses([]float64{1, 2}, []float64{1, 0}, []float64{1, 0}, truth)
+	if want := (InversionScores{2, 0, 0, 0, 1, 1}); b != want {
+		t.Fatalf("scores %+v, want %+v", b, want)
+	}
+	var sum InversionScores
+	sum.add(a)
+	sum.add(b)
+	sum.div(2)
+	if want := (InversionScores{1, 0.25, 2, 0.5, 0.5, 0.5}); sum != want {
+		t.Fatalf("mean %+v, want %+v", sum, want)
+	}
+}

@@ -80,14 +80,11 @@ func (s GameSpec) Validate() error {
 		return fmt.Errorf("attack game: noise multiplier sigma %v must be finite and ≥ 0", s.Sigma)
 	case !(s.Delta > 0 && s.Delta < 1):
 		return fmt.Errorf("attack game: delta %v outside (0, 1)", s.Delta)
-	case !(s.Q > 0 && s.Q <= 1):
-		return fmt.Errorf("attack game: sampling rate q %v outside (0, 1]", s.Q)
-	case s.Steps < 1:
-		return fmt.Errorf("attack game: steps %d < 1", s.Steps)
-	case s.PriorSize < 2:
-		return fmt.Errorf("attack game: prior size %d < 2", s.PriorSize)
-	case s.Known < 0:
-		return fmt.Errorf("attack game: known set size %d < 0", s.Known)
+	}
+	if err := validateGameShape(s.Q, s.Steps, s.PriorSize, s.Known); err != nil {
+		return err
+	}
+	switch {
 	case s.Trials < 1:
 		return fmt.Errorf("attack game: trials %d < 1", s.Trials)
 	case !slices.Contains(AttackNames(), s.Attack):

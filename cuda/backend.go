@@ -447,22 +447,23 @@ func (b *Backend) Col2imRows(g models.ConvGeom, m int, cols []float32, ld int, d
 
 // AvgPool pools n samples.
 func (b *Backend) AvgPool(g models.PoolGeom, n int, x, y []float32) {
-	if !b.begin() {
-		return
-	}
-	defer b.end()
-	px, py := b.dev(x, false), b.dev(y, true)
-	b.launch("k_avgpool", n*g.C*g.OutH*g.OutW, n*g.C, g.H, g.W, g.KH, g.KW, g.Stride, g.OutH, g.OutW, px, py)
+	b.avgPool("k_avgpool", n*g.C*g.OutH*g.OutW, g, n, x, y)
 }
 
 // AvgPoolBack adds the adjoint of AvgPool for n samples.
 func (b *Backend) AvgPoolBack(g models.PoolGeom, n int, dy, dx []float32) {
+	b.avgPool("k_avgpool_back", n*g.C*g.H*g.W, g, n, dy, dx)
+}
+
+// avgPool launches a pooling kernel (k_avgpool or its adjoint k_avgpool_back) with
+// one thread per element it writes: in is read, out written.
+func (b *Backend) avgPool(kernel string, threads int, g models.PoolGeom, n int, in, out []float32) {
 	if !b.begin() {
 		return
 	}
 	defer b.end()
-	py, px := b.dev(dy, false), b.dev(dx, true)
-	b.launch("k_avgpool_back", n*g.C*g.H*g.W, n*g.C, g.H, g.W, g.KH, g.KW, g.Stride, g.OutH, g.OutW, py, px)
+	pin, pout := b.dev(in, false), b.dev(out, true)
+	b.launch(kernel, threads, n*g.C, g.H, g.W, g.KH, g.KW, g.Stride, g.OutH, g.OutW, pin, pout)
 }
 
 // ActForward computes y = f(x).

@@ -109,31 +109,26 @@ func NewEmulator() Driver { return &emulator{} }
 
 func (e *emulator) Name() string { return "emulator" }
 
-func (e *emulator) AllocManaged(n int) (unsafe.Pointer, error) {
+func (e *emulator) AllocManaged(n int) (unsafe.Pointer, error) { return cAlloc(n, "", 0) }
+
+// cAlloc is n bytes of C heap memory, every byte set to fill; kind ("" or "host ")
+// names the bytes in errors.
+func cAlloc(n int, kind string, fill byte) (unsafe.Pointer, error) {
 	if n <= 0 {
-		return nil, fmt.Errorf("cuda emulator: allocate %d bytes", n)
+		return nil, fmt.Errorf("cuda emulator: allocate %d %sbytes", n, kind)
 	}
-	p := C.calloc(C.size_t(n), 1)
+	p := C.malloc(C.size_t(n))
 	if p == nil {
-		return nil, fmt.Errorf("cuda emulator: out of memory allocating %d bytes", n)
+		return nil, fmt.Errorf("cuda emulator: out of memory allocating %d %sbytes", n, kind)
 	}
+	C.memset(p, C.int(fill), C.size_t(n))
 	return p, nil
 }
 
 // Alloc is the emulator's plain device memory: C heap memory filled with 0xff bytes
 // (NaN floats, −1 ints), since cuMemAlloc does not zero it. The host could address
 // it here; the stand-in driver is where a host access to device memory crashes.
-func (e *emulator) Alloc(n int) (unsafe.Pointer, error) {
-	if n <= 0 {
-		return nil, fmt.Errorf("cuda emulator: allocate %d bytes", n)
-	}
-	p := C.malloc(C.size_t(n))
-	if p == nil {
-		return nil, fmt.Errorf("cuda emulator: out of memory allocating %d bytes", n)
-	}
-	C.memset(p, 0xff, C.size_t(n))
-	return p, nil
-}
+func (e *emulator) Alloc(n int) (unsafe.Pointer, error) { return cAlloc(n, "", 0xff) }
 
 // MemsetZero zeroes n bytes (at once: the emulator runs everything in issue order).
 func (e *emulator) MemsetZero(p unsafe.Pointer, n int) error {
@@ -146,41 +141,37 @@ func (e *emulator) MemsetZero(p unsafe.Pointer, n int) error {
 // CopyHtoD, CopyDtoD and CopyDtoH copy at once (CopyHtoD's source may be reused at
 // once, so it cannot be captured: CopyHtoDPinned can).
 func (e *emulator) CopyHtoD(dst, src unsafe.Pointer, n int) error {
-	if err := e.noCapture("a copy from pageable host memory"); err != nil {
-		return err
-	}
-	return e.copy(dst, src, n)
+	return e.copyNow("a copy from pageable host memory", dst, src, n)
 }
-func (e *emulator) CopyDtoD(dst, src unsafe.Pointer, n int) error {
-	return e.run(func() error { return e.copy(dst, src, n) })
-}
+func (e *emulator) CopyDtoD(dst, src unsafe.Pointer, n int) error { return e.copyQueued(dst, src, n) }
 func (e *emulator) CopyDtoH(dst, src unsafe.Pointer, n int) error {
-	if err := e.noCapture("a copy to the host (a wait)"); err != nil {
-		return err
-	}
-	return e.copy(dst, src, n)
+	return e.copyNow("a copy to the host (a wait)", dst, src, n)
 }
 
 // CopyHtoDPinned and CopyDtoHAsync copy when they run (at once, or at each launch
 // of the graph that captured them).
 func (e *emulator) CopyHtoDPinned(dst, src unsafe.Pointer, n int) error {
-	return e.run(func() error { return e.copy(dst, src, n) })
+	return e.copyQueued(dst, src, n)
 }
 func (e *emulator) CopyDtoHAsync(dst, src unsafe.Pointer, n int) error {
+	return e.copyQueued(dst, src, n)
+}
+
+// copyNow copies at once; during a capture it fails, naming the copy (what).
+func (e *emulator) copyNow(what string, dst, src unsafe.Pointer, n int) error {
+	if err := e.noCapture(what); err != nil {
+		return err
+	}
+	return e.copy(dst, src, n)
+}
+
+// copyQueued copies when the queued work runs (at once, or captured into a graph).
+func (e *emulator) copyQueued(dst, src unsafe.Pointer, n int) error {
 	return e.run(func() error { return e.copy(dst, src, n) })
 }
 
 // AllocHost is C heap memory (the emulator has no page-locking to do).
-func (e *emulator) AllocHost(n int) (unsafe.Pointer, error) {
-	if n <= 0 {
-		return nil, fmt.Errorf("cuda emulator: allocate %d host bytes", n)
-	}
-	p := C.calloc(C.size_t(n), 1)
-	if p == nil {
-		return nil, fmt.Errorf("cuda emulator: out of memory allocating %d host bytes", n)
-	}
-	return p, nil
-}
+func (e *emulator) AllocHost(n int) (unsafe.Pointer, error) { return cAlloc(n, "host ", 0) }
 
 func (e *emulator) FreeHost(p unsafe.Pointer) error {
 	C.free(p)
@@ -232,12 +223,9 @@ func (e *emulator) LaunchGraph(g Graph) error {
 }
 
 func (e *emulator) DestroyGraph(g Graph) error {
-	e.gmu.Lock()
-	defer e.gmu.Unlock()
-	if _, ok := e.graphs[g]; !ok {
+	if !forget(&e.gmu, e.graphs, g) {
 		return fmt.Errorf("cuda emulator: destroy graph %d: unknown", g)
 	}
-	delete(e.graphs, g)
 	return nil
 }
 

@@ -92,11 +92,19 @@ func (h *hostEvents) EventElapsed(start, end Event) (float64, error) {
 }
 
 func (h *hostEvents) DestroyEvent(e Event) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, ok := h.at[e]; !ok {
+	if !forget(&h.mu, h.at, e) {
 		return fmt.Errorf("cuda: destroy event %d: no such event", e)
 	}
-	delete(h.at, e)
 	return nil
+}
+
+// forget deletes handle k (an event, a graph) from m under mu; false when m has no k.
+func forget[K comparable, V any](mu *sync.Mutex, m map[K]V, k K) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, ok := m[k]; !ok {
+		return false
+	}
+	delete(m, k)
+	return true
 }

@@ -181,6 +181,21 @@ func loadPTX(ptx string) (cu.Module, error) {
 // when the architecture or the clock is unknown.
 func (g *GPU) PeakFP32GFLOPs() float64 { return g.peak }
 
+// withHandle runs f, as op (see enter), on the driver object that lookup finds for
+// handle h (an event, an instantiated graph); a failed lookup is returned as it is.
+func withHandle[H, V any](g *GPU, op string, h H, lookup func(H) (V, error), f func(V) error) error {
+	leave, err := g.enter(op)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	v, err := lookup(h)
+	if err != nil {
+		return err
+	}
+	return f(v)
+}
+
 // enter locks the calling goroutine to its OS thread, makes the device's context
 // current there and holds the driver open; the returned function undoes all three.
 func (g *GPU) enter(op string) (func(), error) {

@@ -49,19 +49,20 @@ func (g *GPU) NewEvent() (Event, error) {
 
 // RecordEvent queues e on the driver's stream (cuEventRecord), after the work queued there.
 func (g *GPU) RecordEvent(e Event) error {
-	leave, err := g.enter("record event")
-	if err != nil {
-		return err
+	return g.onEvent("record event", e, func(ev cu.Event) error { return ev.Record(g.stream) })
+}
+
+// onEvent enters the driver, looks up e and calls f with its CUDA event; what names
+// the call in errors ("record event": "cuda: record event 3: no such event 3").
+func (g *GPU) onEvent(what string, e Event, f func(cu.Event) error) error {
+	wrap := func(err error) error {
+		if err != nil {
+			return fmt.Errorf("cuda: %s %d: %w", what, e, err)
+		}
+		return nil
 	}
-	defer leave()
-	ev, err := g.event(e)
-	if err == nil {
-		err = ev.Record(g.stream)
-	}
-	if err != nil {
-		return fmt.Errorf("cuda: record event %d: %w", e, err)
-	}
-	return nil
+	lookup := func(e Event) (cu.Event, error) { ev, err := g.event(e); return ev, wrap(err) }
+	return withHandle(g, what, e, lookup, func(ev cu.Event) error { return wrap(f(ev)) })
 }
 
 // EventElapsed waits for end (cuEventSynchronize) and returns the GPU seconds from
@@ -92,22 +93,15 @@ func (g *GPU) EventElapsed(start, end Event) (float64, error) {
 
 // DestroyEvent releases e (cuEventDestroy).
 func (g *GPU) DestroyEvent(e Event) error {
-	leave, err := g.enter("destroy event")
-	if err != nil {
-		return err
-	}
-	defer leave()
-	ev, err := g.event(e)
-	if err != nil {
-		return fmt.Errorf("cuda: destroy event: %w", err)
-	}
-	if err := cu.DestroyEvent(&ev); err != nil {
-		return fmt.Errorf("cuda: destroy event %d: %w", e, err)
-	}
-	g.events.mu.Lock()
-	delete(g.events.ev, e)
-	g.events.mu.Unlock()
-	return nil
+	return g.onEvent("destroy event", e, func(ev cu.Event) error {
+		if err := cu.DestroyEvent(&ev); err != nil {
+			return err
+		}
+		g.events.mu.Lock()
+		delete(g.events.ev, e)
+		g.events.mu.Unlock()
+		return nil
+	})
 }
 
 var _ EventTimer = (*GPU)(nil)

@@ -145,14 +145,5 @@ func (g *GPU) DestroyGraph(h Graph) error {
 
 // withGraph runs f on the instantiated graph of handle h as op (see enter).
 func (g *GPU) withGraph(op string, h Graph, f func(C.CUgraphExec) error) error {
-	leave, err := g.enter(op)
-	if err != nil {
-		return err
-	}
-	defer leave()
-	e, err := g.exec(h)
-	if err != nil {
-		return err
-	}
-	return f(e)
+	return withHandle(g, op, h, g.exec, f)
 }

@@ -149,12 +149,18 @@ func (m *Model) ResidentState(w, v []float64) error {
 // ResidentParams copies the float32 parameters (float32 of the master parameters) to
 // the host.
 func (m *Model) ResidentParams(dst []float32) error {
+	return m.copyResident(dst, "resident parameters", func(r *resident) []float32 { return r.w32 })
+}
+
+// copyResident copies the P float32 values of the resident buffer pick chooses to
+// dst on the host; what names the buffer in an error.
+func (m *Model) copyResident(dst []float32, what string, pick func(*resident) []float32) error {
 	r, err := m.resident()
 	if err != nil {
 		return err
 	}
-	m.be.Copy(dst[:r.P], r.w32)
-	return m.check("resident parameters", nil)
+	m.be.Copy(dst[:r.P], pick(r))
+	return m.check(what, nil)
 }
 
 // gather writes the rows idx of a device data set into dst (k_gather_u8/f32): the
@@ -286,12 +292,7 @@ func (m *Model) ResidentUpdate(key uint64, step int, std, denom, lr, mom, wd flo
 // ResidentReleased copies the released noisy sum of the last update to the host (for
 // a transcript: P values).
 func (m *Model) ResidentReleased(dst []float32) error {
-	r, err := m.resident()
-	if err != nil {
-		return err
-	}
-	m.be.Copy(dst[:r.P], r.sum)
-	return m.check("released sum", nil)
+	return m.copyResident(dst, "released sum", func(r *resident) []float32 { return r.sum })
 }
 
 // ResidentLogits writes the logits of samples s0 … s0+n−1 of the device test set

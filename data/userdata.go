@@ -1,6 +1,7 @@
 package data
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -225,25 +226,12 @@ func pairArrays(arrs map[string]*npy.Array, where string) (train, test *Dataset,
 }
 
 func readNPZParts(path string) (*userParts, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.IsDir() {
+	m, err := npy.ReadNPZFile(path)
+	if errors.Is(err, npy.ErrIsDir) {
 		return nil, fmt.Errorf("%s is a directory; npz: wants an .npz file (npy:DIR reads x.npy and y.npy)", path)
 	}
-	arrs, err := npy.ReadNPZ(f, st.Size())
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	m := map[string]*npy.Array{}
-	for _, a := range arrs {
-		m[a.Name] = a
+		return nil, err
 	}
 	train, test, err := pairArrays(m, path)
 	if err != nil {

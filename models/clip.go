@@ -3,6 +3,8 @@ package models
 import (
 	"fmt"
 	"math"
+
+	"github.com/dpfil/dpfil/internal/golden"
 )
 
 // gelu returns GELU(x) and its derivative for the chosen variant.
@@ -75,22 +77,8 @@ func (c Clip) Constant() float64 {
 			best, bt = v, t
 		}
 	}
-	lo, hi := math.Max(0, bt-h), bt+h
-	r := (math.Sqrt(5) - 1) / 2
-	a, b := hi-r*(hi-lo), lo+r*(hi-lo)
-	fa, fb := f(a), f(b)
-	for i := 0; i < 100 && hi-lo > 1e-14; i++ {
-		if fa > fb {
-			hi, b, fb = b, a, fa
-			a = hi - r*(hi-lo)
-			fa = f(a)
-		} else {
-			lo, a, fa = a, b, fb
-			b = lo + r*(hi-lo)
-			fb = f(b)
-		}
-	}
-	return math.Max(best, f((lo+hi)/2))
+	br := golden.Minimize(func(t float64) float64 { return -f(t) }, math.Max(0, bt-h), bt+h, 100, 1e-14)
+	return math.Max(best, f((br.Lo+br.Hi)/2))
 }
 
 // ClipVector clips g in place and returns its norm before clipping and the scale.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
-	"sync"
+
+	"github.com/dpfil/dpfil/internal/registry"
 )
 
 // Layer is one layer kind, implemented in its own file (layer_<kind>.go) and
@@ -67,26 +67,15 @@ type FLOPContext struct {
 	SparseFirst bool
 }
 
-var (
-	registryMu sync.RWMutex
-	registry   = map[LayerKind]Layer{}
-)
+// layers are the registered layer kinds.
+var layers = registry.New[LayerKind, Layer]("models: layer kind")
 
 // registerLayer adds a layer kind to the registry (from the kind's init function).
-func registerLayer(l Layer) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if _, dup := registry[l.Kind()]; dup {
-		panic(fmt.Sprintf("models: layer kind %q registered twice", l.Kind()))
-	}
-	registry[l.Kind()] = l
-}
+func registerLayer(l Layer) { layers.Register(l.Kind(), l) }
 
 // LayerOf returns the implementation of a layer kind.
 func LayerOf(kind LayerKind) (Layer, error) {
-	registryMu.RLock()
-	l, ok := registry[kind]
-	registryMu.RUnlock()
+	l, ok := layers.Lookup(kind)
 	if !ok {
 		return nil, fmt.Errorf("unknown layer kind %q (known: %v)", kind, LayerKinds())
 	}
@@ -94,16 +83,7 @@ func LayerOf(kind LayerKind) (Layer, error) {
 }
 
 // LayerKinds lists the registered layer kinds, sorted.
-func LayerKinds() []LayerKind {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	out := make([]LayerKind, 0, len(registry))
-	for k := range registry {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}
+func LayerKinds() []LayerKind { return layers.Kinds() }
 
 // tensorRange is one parameter tensor's place in the flat parameter vector.
 type tensorRange struct{ off, size int }

@@ -182,20 +182,30 @@ func (g *packedSgemm) edge(kc int, ap *float32, rsa, csa int, bp *float32, bld i
 	}
 }
 
+// packPanels walks the panels of n rows (packA) or columns (packB) from first, width
+// at a time, the panel r being dst[r·width·kc : (r+1)·width·kc]: it zeroes a partial
+// panel (fewer than width left), leaves out full ones with skipFull (the kernel reads
+// them in place) and calls fill with the panel, its first row or column and its width.
+func packPanels(width, n, kc, first int, skipFull bool, dst []float32, fill func(d []float32, i0, w int)) {
+	for r := 0; r*width < n; r++ {
+		d := dst[r*width*kc : (r+1)*width*kc]
+		i0 := first + r*width
+		w := min(width, first+n-i0)
+		if skipFull && w == width {
+			continue
+		}
+		if w < width {
+			clear(d)
+		}
+		fill(d, i0, w)
+	}
+}
+
 // packA writes rows ic..ic+mc and columns pc..pc+kc of alpha·op(A) as 4-row panels
 // (panel r holds kc groups of 4 values, zero-padded past mc). With skipFull, full
 // panels are left out (the kernel reads them in place).
 func packA(trans, skipFull bool, mc, kc int, alpha float32, a []float32, lda, ic, pc int, dst []float32) {
-	for r := 0; r*sgMR < mc; r++ {
-		d := dst[r*sgMR*kc : (r+1)*sgMR*kc]
-		i0 := ic + r*sgMR
-		mr := min(sgMR, ic+mc-i0)
-		if skipFull && mr == sgMR {
-			continue
-		}
-		if mr < sgMR {
-			clear(d)
-		}
+	packPanels(sgMR, mc, kc, ic, skipFull, dst, func(d []float32, i0, mr int) {
 		if trans { // op(A)[i][p] = a[p*lda+i]
 			for p := 0; p < kc; p++ {
 				src := a[(pc+p)*lda+i0 : (pc+p)*lda+i0+mr]
@@ -204,7 +214,7 @@ func packA(trans, skipFull bool, mc, kc int, alpha float32, a []float32, lda, ic
 					dp[i] = alpha * v
 				}
 			}
-			continue
+			return
 		}
 		for i := 0; i < mr; i++ {
 			src := a[(i0+i)*lda+pc : (i0+i)*lda+pc+kc]
@@ -212,28 +222,19 @@ func packA(trans, skipFull bool, mc, kc int, alpha float32, a []float32, lda, ic
 				d[p*sgMR+i] = alpha * v
 			}
 		}
-	}
+	})
 }
 
 // packB writes rows pc..pc+kc and columns jc..jc+nc of op(B) as 16-column panels
 // (panel r holds kc groups of 16 values, zero-padded past nc). With skipFull, full
 // panels are left out (the kernel reads them in place).
 func packB(trans, skipFull bool, kc, nc int, b []float32, ldb, pc, jc int, dst []float32) {
-	for r := 0; r*sgNR < nc; r++ {
-		d := dst[r*sgNR*kc : (r+1)*sgNR*kc]
-		j0 := jc + r*sgNR
-		nr := min(sgNR, jc+nc-j0)
-		if skipFull && nr == sgNR {
-			continue
-		}
-		if nr < sgNR {
-			clear(d)
-		}
+	packPanels(sgNR, nc, kc, jc, skipFull, dst, func(d []float32, j0, nr int) {
 		if !trans { // op(B)[p][j] = b[p*ldb+j]
 			for p := 0; p < kc; p++ {
 				copy(d[p*sgNR:p*sgNR+nr], b[(pc+p)*ldb+j0:(pc+p)*ldb+j0+nr])
 			}
-			continue
+			return
 		}
 		if nr < sgNR {
 			for j := 0; j < nr; j++ {
@@ -242,12 +243,12 @@ func packB(trans, skipFull bool, kc, nc int, b []float32, ldb, pc, jc int, dst [
 					d[p*sgNR+j] = v
 				}
 			}
-			continue
+			return
 		}
 		// Full panel: read the 16 source rows in lockstep so that the writes are
 		// sequential.
 		packB16T(d, b[j0*ldb+pc:], ldb, kc)
-	}
+	})
 }
 
 // packB16T writes the transpose of the 16×kc block at b (rows ldb apart) to d

@@ -3,7 +3,6 @@ package train
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -235,22 +234,9 @@ func LoadParamsNPZ(path string, arch models.Arch) ([]float32, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load params: %w", err)
 	}
-	f, err := os.Open(path)
+	byName, err := npy.ReadNPZFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load params: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("load params: %w", err)
-	}
-	arrs, err := npy.ReadNPZ(f, st.Size())
-	if err != nil {
-		return nil, fmt.Errorf("load params %s: %w", path, err)
-	}
-	byName := map[string]*npy.Array{}
-	for _, a := range arrs {
-		byName[a.Name] = a
 	}
 	out := make([]float32, arch.NumParams())
 	for _, p := range ps {

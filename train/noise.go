@@ -2,8 +2,8 @@ package train
 
 import (
 	"runtime"
-	"sync"
 
+	"github.com/dpfil/dpfil/internal/parallel"
 	"github.com/dpfil/dpfil/internal/philox"
 )
 
@@ -41,14 +41,5 @@ func addNoise(sum []float32, std float64, key [2]uint32, step int) {
 		add(0, n)
 		return
 	}
-	per := (n/workers + 1) &^ 1
-	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += per {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			add(lo, hi)
-		}(lo, min(n, lo+per))
-	}
-	wg.Wait()
+	parallel.Chunks(n, (n/workers+1)&^1, add)
 }

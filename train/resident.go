@@ -227,21 +227,14 @@ func (w *worker) residentStep() (int, error) {
 		if err := w.res.ResidentReleased(w.sum); err != nil {
 			return 0, fmt.Errorf("step %d: %w", w.st.Step+1, err)
 		}
-		if err := w.onStep(StepRecord{Repeat: w.st.Repeat, Step: w.st.Step, Steps: s.steps, Batch: idx,
-			Params: w.pre, Released: w.sum, Denominator: b, N: s.n, Q: s.priv.Q,
-			Dataset: s.train.Name, DatasetSHA256: s.train.SHA256}); err != nil {
-			return 0, fmt.Errorf("step %d: %w", w.st.Step+1, err)
+		if err := w.record(idx, w.pre, b); err != nil {
+			return 0, err
 		}
 	}
 	if bad > 0 {
 		return 0, fmt.Errorf("step %d: %w (%d parameters are not finite); lower lr or clip", w.st.Step+1, ErrDiverged, bad)
 	}
-	if err := w.emit(w.st.Step); err != nil {
-		return 0, fmt.Errorf("step %d: privacy accounting: %w", w.st.Step+1, err)
-	}
-	w.st.Step++
-	w.st.Samples += int64(nb)
-	return nb, nil
+	return w.finishStep(nb)
 }
 
 // filSqNorms is filStep's FIL call: on the model, or on the device's copy of the

@@ -525,12 +525,8 @@ func (w *worker) step() (int, error) {
 		}
 		w.grad[i] = float64(v) / b
 	}
-	if w.onStep != nil {
-		if err := w.onStep(StepRecord{Repeat: w.st.Repeat, Step: w.st.Step, Steps: s.steps, Batch: idx,
-			Params: w.st.Params, Released: w.sum, Denominator: b, N: s.n, Q: s.priv.Q,
-			Dataset: s.train.Name, DatasetSHA256: s.train.SHA256}); err != nil {
-			return 0, fmt.Errorf("step %d: %w", w.st.Step+1, err)
-		}
+	if err := w.record(idx, w.st.Params, b); err != nil {
+		return 0, err
 	}
 	w.opt.step(w.st.Params, w.grad)
 	w.syncParams()
@@ -543,6 +539,27 @@ func (w *worker) step() (int, error) {
 			return 0, fmt.Errorf("step %d: %w (%s); lower lr or clip", w.st.Step+1, ErrDiverged, what)
 		}
 	}
+	return w.finishStep(nb)
+}
+
+// record passes the step to the transcript callback, when there is one: the
+// parameters before the update, the released noisy sum and its denominator.
+func (w *worker) record(idx []int, params []float64, denominator float64) error {
+	if w.onStep == nil {
+		return nil
+	}
+	s := w.s
+	if err := w.onStep(StepRecord{Repeat: w.st.Repeat, Step: w.st.Step, Steps: s.steps, Batch: idx,
+		Params: params, Released: w.sum, Denominator: denominator, N: s.n, Q: s.priv.Q,
+		Dataset: s.train.Name, DatasetSHA256: s.train.SHA256}); err != nil {
+		return fmt.Errorf("step %d: %w", w.st.Step+1, err)
+	}
+	return nil
+}
+
+// finishStep ends a step of nb samples that updated the parameters: its privacy
+// event goes to the ledger, and the state counts it.
+func (w *worker) finishStep(nb int) (int, error) {
 	if err := w.emit(w.st.Step); err != nil {
 		return 0, fmt.Errorf("step %d: privacy accounting: %w", w.st.Step+1, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -200,6 +201,34 @@ func Read(r io.Reader) (*Array, error) {
 		a.Data[i] = v
 	}
 	return a, nil
+}
+
+// ErrIsDir is the error ReadNPZFile returns (wrapped, with the path) for a directory.
+var ErrIsDir = errors.New("is a directory, not an .npz file")
+
+// ReadNPZFile reads the .npz archive at path (ReadNPZ) and returns its arrays by name.
+func ReadNPZFile(path string) (map[string]*Array, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("%s %w", path, ErrIsDir)
+	}
+	arrs, err := ReadNPZ(f, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	byName := make(map[string]*Array, len(arrs))
+	for _, a := range arrs {
+		byName[a.Name] = a
+	}
+	return byName, nil
 }
 
 // ReadNPZ decodes every array of an .npz archive (stored or deflated entries), in

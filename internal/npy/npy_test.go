@@ -2,6 +2,9 @@ package npy
 
 import (
 	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -57,5 +60,41 @@ func TestRefusals(t *testing.T) {
 	}
 	if _, err := ReadNPZ(bytes.NewReader([]byte("nope")), 4); err == nil {
 		t.Error("non-zip accepted")
+	}
+}
+
+// TestReadNPZFile reads an archive from disk by name and refuses a directory, a
+// missing file and a file that is no archive, naming the path.
+func TestReadNPZFile(t *testing.T) {
+	dir := t.TempDir()
+	f, _ := EncodeFloat32([]int{2}, []float32{1.5, -2})
+	u, _ := EncodeUint8([]int{1}, []byte{7})
+	var buf bytes.Buffer
+	if err := WriteNPZ(&buf, []Entry{{"w", f}, {"b", u}}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "a.npz")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ReadNPZFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 2 || m["w"].Data[1] != -2 || m["b"].Data[0] != 7 || m["w"].Name != "w" {
+		t.Fatalf("arrays %+v", m)
+	}
+	if _, err := ReadNPZFile(dir); !errors.Is(err, ErrIsDir) || !strings.Contains(err.Error(), dir) {
+		t.Errorf("directory: %v", err)
+	}
+	if _, err := ReadNPZFile(filepath.Join(dir, "none.npz")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.npz")
+	if err := os.WriteFile(bad, []byte("not a zip"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadNPZFile(bad); err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "not a zip") {
+		t.Errorf("not an archive: %v", err)
 	}
 }

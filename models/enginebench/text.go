@@ -32,22 +32,21 @@ func (d *DeviceReport) writeText(w io.Writer, coords int) {
 	fmt.Fprintf(w, "%s (%s), peak FP32 %.0f GFLOP/s:\n", d.Device, d.Name, d.PeakGFLOPs)
 	fmt.Fprintf(w, "  per-sample gradients %9.1f samples/s = %.2f× CPU, %.2f%% of the FP32 floor\n", d.Grad.SamplesPerS, d.GradSpeedupVsCPU, d.PctOfFloorGrad)
 	fmt.Fprintf(w, "  FIL step (k = %d)    %9.1f samples/s = %.2f× CPU, %.2f%% of the FP32 floor\n", coords, d.FIL.SamplesPerS, d.FILSpeedupVsCPU, d.PctOfFloorFIL)
-	for _, c := range []struct {
+	calls := []struct {
 		what string
 		c    *DeviceCounts
-	}{{"gradient sum", d.GradCounts}, {"FIL step", d.FILCounts}} {
-		if c.c != nil {
+		t    *DeviceTiming
+	}{{"gradient sum", d.GradCounts, d.GradTiming}, {"FIL step", d.FILCounts, d.FILTiming}}
+	for _, k := range calls { // the counts of both calls, then their timings
+		if c := k.c; c != nil {
 			fmt.Fprintf(w, "  per %-13s %.0f bytes to the device, %.0f to the host, %.0f syncs, %.0f launches, %.0f GEMMs (inputs resident: %v)\n",
-				c.what, c.c.HtoDBytes, c.c.DtoHBytes, c.c.Syncs, c.c.Launches, c.c.Gemms, d.Resident)
+				k.what, c.HtoDBytes, c.DtoHBytes, c.Syncs, c.Launches, c.Gemms, d.Resident)
 		}
 	}
-	for _, t := range []struct {
-		what string
-		t    *DeviceTiming
-	}{{"gradient sum", d.GradTiming}, {"FIL step", d.FILTiming}} {
-		if t.t != nil {
+	for _, k := range calls {
+		if t := k.t; t != nil {
 			fmt.Fprintf(w, "  per %-13s %.3f ms wall = %.3f ms host issue + %.3f ms host wait; %.3f ms device time (events; %d warm calls)\n",
-				t.what, 1e3*t.t.WallS, 1e3*t.t.HostIssS, 1e3*t.t.HostWait, 1e3*t.t.DeviceS, t.t.Calls)
+				k.what, 1e3*t.WallS, 1e3*t.HostIssS, 1e3*t.HostWait, 1e3*t.DeviceS, t.Calls)
 		}
 	}
 }

@@ -2,11 +2,10 @@ package oracle
 
 import (
 	"fmt"
-	"sort"
-	"sync"
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/dpfil/dpfil/internal/registry"
 	"github.com/dpfil/dpfil/models"
 )
 
@@ -33,26 +32,14 @@ type NodeFunc func(c *Layer, h *G.Node) (*G.Node, error)
 // (the engine side of the kind is models/layer_<kind>.go). They live here, not in
 // package models, so that the engine and everything that only trains with it
 // (train, cmd/dpfil's train) do not link Gorgonia.
-var (
-	nodesMu sync.RWMutex
-	nodes   = map[models.LayerKind]NodeFunc{}
-)
+var nodes = registry.New[models.LayerKind, NodeFunc]("oracle: Gorgonia nodes of layer kind")
 
 // registerNode adds the Gorgonia nodes of a layer kind (from the kind's init).
-func registerNode(kind models.LayerKind, f NodeFunc) {
-	nodesMu.Lock()
-	defer nodesMu.Unlock()
-	if _, dup := nodes[kind]; dup {
-		panic(fmt.Sprintf("oracle: Gorgonia nodes of layer kind %q registered twice", kind))
-	}
-	nodes[kind] = f
-}
+func registerNode(kind models.LayerKind, f NodeFunc) { nodes.Register(kind, f) }
 
 // NodeOf returns the Gorgonia nodes of a layer kind.
 func NodeOf(kind models.LayerKind) (NodeFunc, error) {
-	nodesMu.RLock()
-	f, ok := nodes[kind]
-	nodesMu.RUnlock()
+	f, ok := nodes.Lookup(kind)
 	if !ok {
 		return nil, fmt.Errorf("layer kind %q has no Gorgonia nodes (kinds with nodes: %v)", kind, NodeKinds())
 	}
@@ -61,13 +48,4 @@ func NodeOf(kind models.LayerKind) (NodeFunc, error) {
 
 // NodeKinds lists the layer kinds with Gorgonia nodes, sorted. It equals
 // models.LayerKinds() (TestNodesForEveryKind).
-func NodeKinds() []models.LayerKind {
-	nodesMu.RLock()
-	defer nodesMu.RUnlock()
-	out := make([]models.LayerKind, 0, len(nodes))
-	for k := range nodes {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}
+func NodeKinds() []models.LayerKind { return nodes.Kinds() }
