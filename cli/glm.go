@@ -19,7 +19,8 @@ func newGLMCmd() *cobra.Command {
 		Long: `Output-perturbed L2-regularised logistic / least-squares regression on a binary
 dataset (mnist01-embedded, mnist01, fashion01): w̃ = w* + N(0, σ²I) with
 w* = argmin Σℓ(wᵀx̃_i, y_i) + (nλ/2)‖w‖², features = raw pixels in [0,1]
-(optionally with a constant-1 bias feature). Details: docs/glm.md.`,
+(optionally with a constant-1 bias feature), or for 'fil' and 'irfil' with --pca K
+Hannun et al.'s (2021) unit-ball + PCA-K features. Details: docs/glm.md.`,
 	}, newGLMFilCmd(), newGLMAttackCmd(), newGLMIRFILCmd(), newGLMInvertCmd())
 }
 
@@ -37,6 +38,14 @@ func bindGLMSetup(cmd *cobra.Command, s *glm.Setup, quiet *bool, sigma float64, 
 	fl.IntVar(&s.TrainSubset, "train-subset", 0, "use only the first N training examples (0 = all)")
 	fl.Float64Var(&s.Radius, "radius", 0, "input norm bound R for the RDP accounting, incl. the bias feature (0 = max ‖x̃‖ over the training data, see docs/glm.md; use √d or √(d+1) for the whole [0,1]^d domain)")
 	addQuietFlag(cmd, quiet)
+}
+
+// bindHannunFlags binds the feature and FIL options of Hannun et al. (2021) that
+// 'glm fil' and 'glm irfil' take.
+func bindHannunFlags(cmd *cobra.Command, s *glm.Setup) {
+	fl := cmd.Flags()
+	fl.IntVar(&s.PCA, "pca", 0, "features: scale the training images into the unit ball and project onto this many principal components (Hannun et al. 2021 use 20; 0 = raw pixels); the test split goes through the same map")
+	fl.BoolVar(&s.WithLabel, "with-label", false, "take the per-example FIL over (x, y), the label included, as Hannun et al.'s η (default: labels public, as Guo et al.)")
 }
 
 func newGLMFilCmd() *cobra.Command {
@@ -62,7 +71,8 @@ dFIL_S = ‖J[:,S]‖_F²/(σ²|S|) and η_S = ‖J[:,S]‖₂/σ, in DIR/glm_fi
 		return glm.RunFIL(e)
 	})
 	bindGLMSetup(cmd, &e.Setup, &quiet, 1e-2, false)
-	cmd.Flags().StringVar(&e.Columns, "columns", "", "also compute attribute-level FIL of these 0-based pixel columns (e.g. 350-360,406)")
+	bindHannunFlags(cmd, &e.Setup)
+	cmd.Flags().StringVar(&e.Columns, "columns", "", "also compute attribute-level FIL of these 0-based feature columns (pixels, or PCA components with --pca; e.g. 350-360,406)")
 	return cmd
 }
 
@@ -114,6 +124,7 @@ DIR/glm_irfil.csv (per iteration) and DIR/glm_irfil_weights.csv (final weights a
 		return glm.RunIRFIL(e)
 	})
 	bindGLMSetup(cmd, &e.Setup, &quiet, 1, false)
+	bindHannunFlags(cmd, &e.Setup)
 	cmd.Flags().IntVar(&e.Iters, "iters", 15, "re-weighting iterations")
 	cmd.Flags().Float64SliceVar(&e.Clamp, "clamp", nil, "clamp weights to lo,hi after each update (e.g. 0.01,100; empty = no clamp)")
 	return cmd
