@@ -52,7 +52,7 @@ type Fitted struct {
 	Model      *Model
 	Loss       Loss
 	Source     string  // where the dataset came from
-	H, W       int     // image shape
+	C, H, W    int     // image shape (channels, height, width)
 	FitSeconds float64 // time of Fit
 }
 
@@ -103,7 +103,7 @@ func (s Setup) Fit() (*Fitted, error) {
 		}
 		tr = tr.Subset(idx)
 	}
-	f := &Fitted{Setup: s, Loss: loss, Source: ds.Train.Source, H: tr.H, W: tr.W}
+	f := &Fitted{Setup: s, Loss: loss, Source: ds.Train.Source, C: tr.C, H: tr.H, W: tr.W}
 	if f.Train, err = NewData(tr.Images, tr.Labels, tr.N, tr.Dim()); err != nil {
 		return nil, fmt.Errorf("dataset %s train: %w", s.Dataset, err)
 	}

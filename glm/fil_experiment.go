@@ -148,7 +148,11 @@ func (f *Fitted) writeFIL(fil *FILResult) (*FILReport, error) {
 			caps[k] = fmt.Sprintf("%s %.3g", part.what, part.v[pos])
 		}
 		p := filepath.Join(f.Setup.Out, part.name)
-		if err := plot.SaveGrid(p, imgs, f.H, f.W, plot.GridOptions{Cols: 8, Title: part.title, Captions: caps}); err != nil {
+		img, err := plot.ImageGrid(imgs, f.C, f.H, f.W, plot.GridOptions{Cols: 8, Title: part.title, Captions: caps, Scale: 3, Pad: 1})
+		if err != nil {
+			return nil, err
+		}
+		if err := plot.SavePNG(p, img); err != nil {
 			return nil, err
 		}
 		res.Files = append(res.Files, p)
