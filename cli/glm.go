@@ -72,6 +72,7 @@ dFIL_S = ‖J[:,S]‖_F²/(σ²|S|) and η_S = ‖J[:,S]‖₂/σ, in DIR/glm_fi
 	})
 	bindGLMSetup(cmd, &e.Setup, &quiet, 1e-2, false)
 	bindHannunFlags(cmd, &e.Setup)
+	cmd.Flags().StringVar(&e.WriteFeatures, "write-features", "", "also write the model's training features (z1…zK with --pca, else p0…) and its target (label 0/1 for logistic, target ±1 for lsq) to this CSV, the table 'glm invert --csv FILE' reads")
 	cmd.Flags().StringVar(&e.Columns, "columns", "", "also compute attribute-level FIL of these 0-based feature columns (pixels, or PCA components with --pca; e.g. 350-360,406)")
 	return cmd
 }

@@ -256,6 +256,24 @@ func TestGLMHannunPCACommands(t *testing.T) {
 		}
 		fh.Close()
 	}
+	// The features as a table for 'glm invert --csv', and the MNIST analogue of
+	// Hannun et al.'s Fig. 7b: attack a PCA feature, deciles by the initial η.
+	feat := filepath.Join(dir, "feat.csv")
+	runGLM(t, "glm", "fil", "--train-subset", "300", "--pca", "6", "--with-label", "--loss", "lsq", "--lambda", "1e-6", "--sigma", "1", "--out", dir, "--write-features", feat)
+	frows := readCSV(t, feat)
+	if strings.Join(frows[0], ",") != "z1,z2,z3,z4,z5,z6,target" || len(frows) != 301 {
+		t.Fatalf("features header %v, %d rows", frows[0], len(frows))
+	}
+	for k, row := range frows[1:] {
+		if want := map[string]string{"0": "-1", "1": "1"}[rows[k+1][1]]; row[6] != want {
+			t.Fatalf("row %d: target %s, label %s", k, row[6], rows[k+1][1])
+		}
+	}
+	inv := runGLM(t, "glm", "invert", "--csv", feat, "--target", "target", "--columns", "z1", "--unit-ball=false", "--bias=false",
+		"--loss", "lsq", "--lambda", "1e-6", "--sigma", "1e-3", "--targets", "20", "--trials", "2", "--irfil", "2")
+	if inv["eta_deciles_by"] != "initial_eta_sq" || len(inv["eta_deciles"].([]any)) != 10 {
+		t.Fatalf("glm invert deciles by %v: %v", inv["eta_deciles_by"], inv["eta_deciles"])
+	}
 	ir := runGLM(t, "glm", "irfil", "--train-subset", "300", "--pca", "6", "--with-label", "--loss", "lsq", "--lambda", "1e-6", "--iters", "4", "--out", t.TempDir())
 	its := ir["iterations"].([]any)
 	first := its[0].(map[string]any)

@@ -2,11 +2,13 @@ package glm
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/dpfil/dpfil/internal/atomicfile"
 	"github.com/dpfil/dpfil/internal/csvfile"
 	"github.com/dpfil/dpfil/internal/jsonfloat"
 	"github.com/dpfil/dpfil/plot"
@@ -21,6 +23,11 @@ type FILExperiment struct {
 	// Columns is a 0-based pixel column list such as "350-360,406" (ParseColumns);
 	// empty: no attribute-level FIL.
 	Columns string
+	// WriteFeatures, if set, is a CSV file to write the model's training features to
+	// (z1 … zK after PCA, else the pixels p0 …) with the model's target as the last
+	// column: "label" (0/1) for the logistic loss, "target" (±1) for least squares.
+	// It is the table 'glm invert --csv' reads.
+	WriteFeatures string
 	// Progress is called with the number of examples finished since the last call
 	// and the number of examples; it may be called concurrently.
 	Progress func(done, total int)
@@ -92,8 +99,40 @@ func RunFIL(e FILExperiment) (*FILReport, error) {
 			return nil, err
 		}
 	}
+	if e.WriteFeatures != "" {
+		if err := f.writeFeatures(e.WriteFeatures); err != nil {
+			return nil, err
+		}
+		res.Files = append(res.Files, e.WriteFeatures)
+	}
 	res.Release, res.FILSeconds = rel, filSeconds
 	return res, nil
+}
+
+// writeFeatures writes the training features and labels as a Table CSV.
+func (f *Fitted) writeFeatures(path string) error {
+	t := &Table{N: f.Train.N, D: f.Train.D, X: f.Train.X, T: f.Train.Y, Names: make([]string, f.Train.D), Target: "label"}
+	if f.Loss == LeastSquares {
+		// The least-squares model's targets: t = 2y − 1.
+		t.Target, t.T = "target", make([]float64, f.Train.N)
+		for i, y := range f.Train.Y {
+			t.T[i] = 2*y - 1
+		}
+	}
+	for j := range t.Names {
+		if f.Pre != nil {
+			t.Names[j] = "z" + strconv.Itoa(j+1)
+		} else {
+			t.Names[j] = "p" + strconv.Itoa(j)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write features: %w", err)
+	}
+	if err := atomicfile.Write(path, t.WriteCSV); err != nil {
+		return fmt.Errorf("write features %s: %w", path, err)
+	}
+	return nil
 }
 
 // writeFIL summarises the per-example FIL and writes its CSV and image grids.
