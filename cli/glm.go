@@ -61,7 +61,12 @@ unbiased-attacker MSE bound 1/dFIL; and the order-2 RDP ε₂ = Δ²/σ² with i
 no bias). Writes DIR/glm_fil.csv and DIR/glm_fil_top8.png / glm_fil_bottom8.png (the
 8 highest- and lowest-dFIL training images). --columns S adds the attribute-level FIL
 of those pixels (Hannun et al. (2021) Sec. 3.1: the FIM block of those inputs),
-dFIL_S = ‖J[:,S]‖_F²/(σ²|S|) and η_S = ‖J[:,S]‖₂/σ, in DIR/glm_fil_attr.csv.`,
+dFIL_S = ‖J[:,S]‖_F²/(σ²|S|) and η_S = ‖J[:,S]‖₂/σ, in DIR/glm_fil_attr.csv.
+Hannun et al. (2021) Sec. 6: --pca 20 --with-label --sigma 1 gives their η over (x, y)
+on unit-ball + PCA-20 features; the report has η mean ± std overall and per label
+(Table 1, Fig. 2: DIR/glm_eta_hist.png), the 8 largest/smallest-η images
+(glm_eta_top8.png / glm_eta_bottom8.png, Fig. 3) and η against the per-example loss
+and gradient norm (the loss and grad_norm columns of glm_fil.csv, Fig. 4).`,
 		Args: cobra.NoArgs,
 	}, func(cmd *cobra.Command, _ []string) (*glm.FILReport, error) {
 		e.Setup.Logf = stderrLogf(cmd, quiet)
@@ -115,7 +120,8 @@ func newGLMIRFILCmd() *cobra.Command {
 weighted model, update ω_i ← n(ω_i/η_i)/Σ_j(ω_j/η_j), optionally clamp the weights to
 [lo, hi], repeat. Reports the η spread (std/mean) and accuracy per iteration and writes
 DIR/glm_irfil.csv (per iteration) and DIR/glm_irfil_weights.csv (final weights and η).
-σ defaults to 1 as in Hannun et al. (2021) (η then equals ‖J‖₂).`,
+σ defaults to 1 as in Hannun et al. (2021) (η then equals ‖J‖₂); their Table 1 and
+Fig. 5 setting adds --pca 20 --with-label.`,
 		Args: cobra.NoArgs,
 	}, func(cmd *cobra.Command, _ []string) (*glm.IRFILReport, error) {
 		e.Setup.Logf = stderrLogf(cmd, quiet)
