@@ -198,6 +198,7 @@ func TestGLMCommandErrors(t *testing.T) {
 		{"glm", "fil", "--pca", "5", "--columns", "5"},
 		{"glm", "irfil", "--pca", "-2"},
 		{"glm", "attack", "--pca", "20"}, // the pixel-reconstruction attack takes no PCA
+		{"glm", "fil", "--write-features", "/proc/no-such-dir/feat.csv"},
 	}
 	for _, args := range cases {
 		root := newRootCmd()
