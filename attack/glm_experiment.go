@@ -119,6 +119,8 @@ func (e GLMExperiment) Validate() error {
 		return fmt.Errorf("glm attack: trials must be positive, got %d", e.Trials)
 	case e.Targets < 0:
 		return fmt.Errorf("glm attack: targets must be ≥ 0, got %d", e.Targets)
+	case e.Setup.PCA != 0 || e.Setup.WithLabel:
+		return errors.New("glm attack: the attack reconstructs raw pixels with the label known; it takes no PCA features and no label FIL")
 	}
 	return nil
 }

@@ -114,6 +114,11 @@ func TestRunGLMExperiment(t *testing.T) {
 	if _, err := RunGLMExperiment(bad); err == nil {
 		t.Fatal("no bias feature accepted")
 	}
+	bad = e
+	bad.Setup.PCA = 20
+	if err := bad.Validate(); err == nil {
+		t.Fatal("PCA features accepted by the pixel-reconstruction attack")
+	}
 }
 
 // TestRunRecoNNExperiment checks the report's summary against its own targets.

@@ -105,12 +105,18 @@ type InvertReport struct {
 	BelowCRB       int               `json:"targets_below_crb"`
 	BelowBoundDFIL int               `json:"targets_below_bound_dfil"`
 	Deciles        []InversionDecile `json:"eta_deciles,omitempty"`
-	FitSeconds     float64           `json:"fit_seconds"`
-	AttackSeconds  float64           `json:"attack_seconds"`
-	Files          []string          `json:"files,omitempty"`
-	Note           string            `json:"note"`
+	// DecileBy names the deciles' key: "eta_sq" (η² of the attacked model) or, with
+	// IRFIL, "initial_eta_sq" (η² of the unweighted model, as Hannun et al. 2021 Fig. 7b
+	// sort the examples by their initial η).
+	DecileBy      string   `json:"eta_deciles_by,omitempty"`
+	FitSeconds    float64  `json:"fit_seconds"`
+	AttackSeconds float64  `json:"attack_seconds"`
+	Files         []string `json:"files,omitempty"`
+	Note          string   `json:"note"`
 	// PerTarget holds every target's outcome (also in Out/glm_invert.csv).
 	PerTarget []InversionTarget `json:"-"`
+	// initial is the unweighted model when IRFIL reweights (for the deciles' key).
+	initial *glm.Inverter
 }
 
 const invertNote = "MSEs are per coordinate of the attribute, in the raw (unscaled) units of the table; " +
@@ -317,10 +323,21 @@ func RunInvert(ctx context.Context, e InvertExperiment) (*InvertReport, error) {
 	if e.Progress != nil {
 		progress = func(k int) { e.Progress(k, len(tidx)*e.Trials) }
 	}
+	var key []float64
+	if res.initial != nil {
+		key = make([]float64, len(tidx))
+		for k, i := range tidx {
+			pr, err := res.initial.Predict(i, prior.Cols, e.Sigma)
+			if err != nil {
+				return nil, fmt.Errorf("initial η of row %d: %w", i, err)
+			}
+			key[k] = pr.EtaSq
+		}
+	}
 	t1 := time.Now()
 	inv, err := RunInversion(iv, InversionOptions{Sigma: e.Sigma, NoiseFree: e.NoiseFree, Prior: prior, Targets: tidx,
 		Trials: e.Trials, Seed: e.Seed, Attack: attack, Predict: !e.NoiseFree, SharedReleases: e.SharedReleases,
-		Progress: progress, Stop: ctxStop(ctx)})
+		Progress: progress, Stop: ctxStop(ctx), DecileKey: key})
 	if err != nil {
 		return nil, err
 	}
@@ -382,6 +399,9 @@ func (e InvertExperiment) fit(it *invertTable) (*InvertReport, *glm.Inverter, *A
 	}
 	t0 := time.Now()
 	if e.IRFIL > 0 {
+		if res.initial, err = glm.NewInverter(t, cfg); err != nil {
+			return nil, nil, nil, fmt.Errorf("fit: %w", err)
+		}
 		if cfg.Weights, res.IRFIL, err = glm.AttributeIRFIL(t, cfg, cols, e.Sigma, e.IRFIL); err != nil {
 			return nil, nil, nil, err
 		}
@@ -409,7 +429,10 @@ func (res *InvertReport) summarise(inv *InversionResult, noiseFree bool) {
 		return
 	}
 	res.MeanCRB, res.MeanBoundDFIL, res.MeanEtaSq = jsonfloat.Inf(inv.MeanCRB), jsonfloat.Inf(inv.MeanBoundDFIL), f(inv.MeanEtaSq)
-	res.Deciles = inv.Deciles
+	res.Deciles, res.DecileBy = inv.Deciles, "eta_sq"
+	if res.initial != nil {
+		res.DecileBy = "initial_eta_sq"
+	}
 	var ratios, lc, lm []float64
 	for _, tg := range inv.Targets {
 		if tg.WhiteMSE < tg.CRB {
@@ -519,7 +542,11 @@ func (r *InvertReport) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "FIL prediction: mean CRB %.4g, mean 1/dFIL %.4g; median realised/CRB %.3f, corr(log CRB, log MSE) %.3f; targets below CRB %d, below 1/dFIL %d of %d\n",
 			float64(r.MeanCRB), float64(r.MeanBoundDFIL), float64(r.MedianRatio), float64(r.LogCorr), r.BelowCRB, r.BelowBoundDFIL, r.Targets)
 		if len(r.Deciles) > 0 {
-			fmt.Fprintln(w, "η² decile            white acc  black acc  white MSE   mean CRB")
+			head := "η² decile"
+			if r.DecileBy == "initial_eta_sq" {
+				head = "initial η² decile"
+			}
+			fmt.Fprintf(w, "%-20s white acc  black acc  white MSE   mean CRB\n", head)
 			for _, d := range r.Deciles {
 				fmt.Fprintf(w, "[%8.3g, %8.3g]  %9.3f  %9.3f  %9.4g  %9.4g\n", d.EtaSqLo, d.EtaSqHi, d.WhiteAcc, d.BlackAcc, d.WhiteMSE, d.CRB)
 			}

@@ -33,6 +33,10 @@ type InversionOptions struct {
 	Progress  func(done int) // called with the number of (target, trial) pairs finished
 	Stop      func() error   // polled between targets; a non-nil error aborts
 	Predict   bool           // compute the FIL predictions (needs σ > 0)
+	// DecileKey, if set (one value per target, in Targets order), is what the targets
+	// are grouped into deciles by instead of the attacked model's η²: Hannun et al.
+	// (2021, Fig. 7b, d) sort the examples by their initial η (before IRFIL).
+	DecileKey []float64
 	Logf      func(string, ...any)
 }
 
@@ -107,13 +111,16 @@ type InversionResult struct {
 	// Mean predictions over the targets with finite values.
 	MeanCRB, MeanBoundDFIL, MeanEtaSq float64
 	// Deciles groups the targets by η² of the attribute (Hannun et al. 2021, Fig. 7: accuracy
-	// per η decile), lowest first.
+	// per η decile), or by InversionOptions.DecileKey, lowest first.
 	Deciles []InversionDecile
 }
 
-// InversionDecile is one η-decile of the targets.
+// InversionDecile is one η-decile of the targets. EtaSqLo and EtaSqHi bound the
+// grouping key (η² of the attacked model, or the DecileKey); EtaSqMean is the mean η²
+// of the attacked model over the group.
 type InversionDecile struct {
 	EtaSqLo, EtaSqHi float64
+	EtaSqMean        float64
 	N                int
 	WhiteAcc         float64
 	BlackAcc         float64
@@ -143,6 +150,9 @@ func RunInversion(iv *glm.Inverter, opt InversionOptions) (*InversionResult, err
 	}
 	if len(opt.Targets) == 0 {
 		return nil, errors.New("inversion: no target rows")
+	}
+	if opt.DecileKey != nil && len(opt.DecileKey) != len(opt.Targets) {
+		return nil, fmt.Errorf("inversion: %d decile keys for %d targets", len(opt.DecileKey), len(opt.Targets))
 	}
 	for _, i := range opt.Targets {
 		if i < 0 || i >= iv.N {
@@ -279,18 +289,26 @@ func RunInversion(iv *glm.Inverter, opt InversionOptions) (*InversionResult, err
 	if nd > 0 {
 		res.MeanBoundDFIL /= float64(nd)
 		res.MeanEtaSq /= float64(nd)
-		res.Deciles = inversionDeciles(res.Targets)
+		key := opt.DecileKey
+		if key == nil {
+			key = make([]float64, len(res.Targets))
+			for k, tg := range res.Targets {
+				key[k] = tg.EtaSq
+			}
+		}
+		res.Deciles = inversionDeciles(res.Targets, key)
 	}
 	return res, nil
 }
 
-// inversionDeciles groups the targets into (up to) ten groups of equal size by η².
-func inversionDeciles(ts []InversionTarget) []InversionDecile {
+// inversionDeciles groups the targets into (up to) ten groups of equal size by key
+// (one value per target).
+func inversionDeciles(ts []InversionTarget, key []float64) []InversionDecile {
 	order := make([]int, len(ts))
 	for k := range order {
 		order[k] = k
 	}
-	sort.SliceStable(order, func(a, b int) bool { return ts[order[a]].EtaSq < ts[order[b]].EtaSq })
+	sort.SliceStable(order, func(a, b int) bool { return key[order[a]] < key[order[b]] })
 	groups := min(10, len(ts))
 	var out []InversionDecile
 	for g := 0; g < groups; g++ {
@@ -298,13 +316,14 @@ func inversionDeciles(ts []InversionTarget) []InversionDecile {
 		if lo >= hi {
 			continue
 		}
-		d := InversionDecile{EtaSqLo: ts[order[lo]].EtaSq, EtaSqHi: ts[order[hi-1]].EtaSq, N: hi - lo}
+		d := InversionDecile{EtaSqLo: key[order[lo]], EtaSqHi: key[order[hi-1]], N: hi - lo}
 		nc := 0
 		for _, k := range order[lo:hi] {
 			t := ts[k]
 			d.WhiteAcc += t.WhiteAcc / float64(d.N)
 			d.BlackAcc += t.BlackAcc / float64(d.N)
 			d.WhiteMSE += t.WhiteMSE / float64(d.N)
+			d.EtaSqMean += t.EtaSq / float64(d.N)
 			if !math.IsInf(t.CRB, 0) {
 				d.CRB += t.CRB
 				nc++

@@ -3,6 +3,7 @@ package attack
 import (
 	"context"
 	"math"
+	"sort"
 	"strings"
 	"testing"
 
@@ -271,5 +272,69 @@ func TestInversionScores(t *testing.T) {
 	sum.div(2)
 	if want := (InversionScores{1, 0.25, 2, 0.5, 0.5, 0.5}); sum != want {
 		t.Fatalf("mean %+v, want %+v", sum, want)
+	}
+}
+
+// TestRunInvertDecilesByInitialEta: with IRFIL the targets are grouped into deciles by
+// the η² of the unweighted model (Hannun et al. 2021, Fig. 7b), computed here
+// independently from an unweighted Inverter; without IRFIL by the attacked model's η².
+func TestRunInvertDecilesByInitialEta(t *testing.T) {
+	e := InvertExperiment{Synthetic: glm.SyntheticIWPC, Rows: 120, Loss: "lsq", AttrType: "continuous", Columns: "0",
+		Lambda: 1e-2, Sigma: 0.05, Bias: true, UnitBall: true, Targets: 30, Trials: 2, Seed: 3, IRFIL: 3}
+	r, err := RunInvert(context.Background(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.DecileBy != "initial_eta_sq" || len(r.Deciles) != 10 {
+		t.Fatalf("deciles by %q, %d of them", r.DecileBy, len(r.Deciles))
+	}
+	// The reference: the unweighted model of the same preprocessed table.
+	it, err := e.table()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre, err := glm.NewPreprocess(it.t, true, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iv0, err := glm.NewInverter(it.t, glm.InvertConfig{Loss: glm.LeastSquares, Lambda: 1e-2, Bias: true, Pre: pre})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var initial []float64
+	for _, tg := range r.PerTarget {
+		pr, err := iv0.Predict(tg.Row, []int{0}, 0.05)
+		if err != nil {
+			t.Fatal(err)
+		}
+		initial = append(initial, pr.EtaSq)
+	}
+	sort.Float64s(initial)
+	for g, d := range r.Deciles {
+		lo, hi := initial[g*3], initial[g*3+2]
+		if math.Abs(d.EtaSqLo-lo) > 1e-9*lo || math.Abs(d.EtaSqHi-hi) > 1e-9*hi || d.N != 3 {
+			t.Fatalf("decile %d: [%v, %v] n %d, want [%v, %v] n 3", g, d.EtaSqLo, d.EtaSqHi, d.N, lo, hi)
+		}
+	}
+	e.IRFIL = 0
+	r0, err := RunInvert(context.Background(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r0.DecileBy != "eta_sq" {
+		t.Fatalf("without IRFIL deciles by %q", r0.DecileBy)
+	}
+	// Without IRFIL the attacked model is the unweighted one: the same grouping.
+	for g := range r0.Deciles {
+		if math.Abs(r0.Deciles[g].EtaSqLo-r.Deciles[g].EtaSqLo) > 1e-9*r.Deciles[g].EtaSqLo {
+			t.Fatalf("decile %d: %v without IRFIL, %v initial with IRFIL", g, r0.Deciles[g].EtaSqLo, r.Deciles[g].EtaSqLo)
+		}
+	}
+	prior, err := NewAttributePrior(it.t, []int{0}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RunInversion(iv0, InversionOptions{Sigma: 1, Prior: prior, Targets: []int{0}, Trials: 1, DecileKey: []float64{1, 2}}); err == nil {
+		t.Error("decile keys of the wrong length accepted")
 	}
 }

@@ -19,7 +19,8 @@ func newGLMCmd() *cobra.Command {
 		Long: `Output-perturbed L2-regularised logistic / least-squares regression on a binary
 dataset (mnist01-embedded, mnist01, fashion01): w̃ = w* + N(0, σ²I) with
 w* = argmin Σℓ(wᵀx̃_i, y_i) + (nλ/2)‖w‖², features = raw pixels in [0,1]
-(optionally with a constant-1 bias feature). Details: docs/glm.md.`,
+(optionally with a constant-1 bias feature), or for 'fil' and 'irfil' with --pca K
+Hannun et al.'s (2021) unit-ball + PCA-K features. Details: docs/glm.md.`,
 	}, newGLMFilCmd(), newGLMAttackCmd(), newGLMIRFILCmd(), newGLMInvertCmd())
 }
 
@@ -39,6 +40,14 @@ func bindGLMSetup(cmd *cobra.Command, s *glm.Setup, quiet *bool, sigma float64, 
 	addQuietFlag(cmd, quiet)
 }
 
+// bindHannunFlags binds the feature and FIL options of Hannun et al. (2021) that
+// 'glm fil' and 'glm irfil' take.
+func bindHannunFlags(cmd *cobra.Command, s *glm.Setup) {
+	fl := cmd.Flags()
+	fl.IntVar(&s.PCA, "pca", 0, "features: scale the training images into the unit ball and project onto this many principal components (Hannun et al. 2021 use 20; 0 = raw pixels); the test split goes through the same map")
+	fl.BoolVar(&s.WithLabel, "with-label", false, "take the per-example FIL over (x, y), the label included, as Hannun et al.'s η (default: labels public, as Guo et al.)")
+}
+
 func newGLMFilCmd() *cobra.Command {
 	var e glm.FILExperiment
 	var quiet bool
@@ -52,7 +61,12 @@ unbiased-attacker MSE bound 1/dFIL; and the order-2 RDP ε₂ = Δ²/σ² with i
 no bias). Writes DIR/glm_fil.csv and DIR/glm_fil_top8.png / glm_fil_bottom8.png (the
 8 highest- and lowest-dFIL training images). --columns S adds the attribute-level FIL
 of those pixels (Hannun et al. (2021) Sec. 3.1: the FIM block of those inputs),
-dFIL_S = ‖J[:,S]‖_F²/(σ²|S|) and η_S = ‖J[:,S]‖₂/σ, in DIR/glm_fil_attr.csv.`,
+dFIL_S = ‖J[:,S]‖_F²/(σ²|S|) and η_S = ‖J[:,S]‖₂/σ, in DIR/glm_fil_attr.csv.
+Hannun et al. (2021) Sec. 6: --pca 20 --with-label --sigma 1 gives their η over (x, y)
+on unit-ball + PCA-20 features; the report has η mean ± std overall and per label
+(Table 1, Fig. 2: DIR/glm_eta_hist.png), the 8 largest/smallest-η images
+(glm_eta_top8.png / glm_eta_bottom8.png, Fig. 3) and η against the per-example loss
+and gradient norm (the loss and grad_norm columns of glm_fil.csv, Fig. 4).`,
 		Args: cobra.NoArgs,
 	}, func(cmd *cobra.Command, _ []string) (*glm.FILReport, error) {
 		e.Setup.Logf = stderrLogf(cmd, quiet)
@@ -62,7 +76,9 @@ dFIL_S = ‖J[:,S]‖_F²/(σ²|S|) and η_S = ‖J[:,S]‖₂/σ, in DIR/glm_fi
 		return glm.RunFIL(e)
 	})
 	bindGLMSetup(cmd, &e.Setup, &quiet, 1e-2, false)
-	cmd.Flags().StringVar(&e.Columns, "columns", "", "also compute attribute-level FIL of these 0-based pixel columns (e.g. 350-360,406)")
+	bindHannunFlags(cmd, &e.Setup)
+	cmd.Flags().StringVar(&e.WriteFeatures, "write-features", "", "also write the model's training features (z1…zK with --pca, else p0…) and its target (label 0/1 for logistic, target ±1 for lsq) to this CSV, the table 'glm invert --csv FILE' reads")
+	cmd.Flags().StringVar(&e.Columns, "columns", "", "also compute attribute-level FIL of these 0-based feature columns (pixels, or PCA components with --pca; e.g. 350-360,406)")
 	return cmd
 }
 
@@ -104,7 +120,8 @@ func newGLMIRFILCmd() *cobra.Command {
 weighted model, update ω_i ← n(ω_i/η_i)/Σ_j(ω_j/η_j), optionally clamp the weights to
 [lo, hi], repeat. Reports the η spread (std/mean) and accuracy per iteration and writes
 DIR/glm_irfil.csv (per iteration) and DIR/glm_irfil_weights.csv (final weights and η).
-σ defaults to 1 as in Hannun et al. (2021) (η then equals ‖J‖₂).`,
+σ defaults to 1 as in Hannun et al. (2021) (η then equals ‖J‖₂); their Table 1 and
+Fig. 5 setting adds --pca 20 --with-label.`,
 		Args: cobra.NoArgs,
 	}, func(cmd *cobra.Command, _ []string) (*glm.IRFILReport, error) {
 		e.Setup.Logf = stderrLogf(cmd, quiet)
@@ -114,6 +131,7 @@ DIR/glm_irfil.csv (per iteration) and DIR/glm_irfil_weights.csv (final weights a
 		return glm.RunIRFIL(e)
 	})
 	bindGLMSetup(cmd, &e.Setup, &quiet, 1, false)
+	bindHannunFlags(cmd, &e.Setup)
 	cmd.Flags().IntVar(&e.Iters, "iters", 15, "re-weighting iterations")
 	cmd.Flags().Float64SliceVar(&e.Clamp, "clamp", nil, "clamp weights to lo,hi after each update (e.g. 0.01,100; empty = no clamp)")
 	return cmd

@@ -82,7 +82,7 @@ func TestGLMFilCommand(t *testing.T) {
 		t.Fatalf("--radius 30: r %v eps2 %v", r, e)
 	}
 	rows := readCSV(t, filepath.Join(dir, "glm_fil.csv"))
-	if len(rows) != 251 || strings.Join(rows[0], ",") != "index,label,dfil,eta,mse_bound" {
+	if len(rows) != 251 || strings.Join(rows[0], ",") != "index,label,dfil,eta,mse_bound,loss,grad_norm" {
 		t.Fatalf("CSV has %d rows, header %v", len(rows), rows[0])
 	}
 	maxD, sum := 0.0, 0.0
@@ -192,6 +192,13 @@ func TestGLMCommandErrors(t *testing.T) {
 		{"glm", "fil", "--columns", "5-2"},
 		{"glm", "fil", "--columns", "784"},
 		{"glm", "fil", "--columns", "1,1"},
+		{"glm", "fil", "--pca", "-1"},
+		{"glm", "fil", "--pca", "785"},
+		{"glm", "fil", "--pca", "50"}, // not below the 50 training examples
+		{"glm", "fil", "--pca", "5", "--columns", "5"},
+		{"glm", "irfil", "--pca", "-2"},
+		{"glm", "attack", "--pca", "20"}, // the pixel-reconstruction attack takes no PCA
+		{"glm", "fil", "--write-features", "/proc/no-such-dir/feat.csv"},
 	}
 	for _, args := range cases {
 		root := newRootCmd()
@@ -202,5 +209,79 @@ func TestGLMCommandErrors(t *testing.T) {
 		if err := root.Execute(); err == nil {
 			t.Fatalf("%v succeeded", args)
 		}
+	}
+}
+
+// TestGLMHannunPCACommands runs 'glm fil' and 'glm irfil' on Hannun et al.'s (2021)
+// unit-ball + PCA features with η over (x, y), and checks the JSON against the CSV.
+func TestGLMHannunPCACommands(t *testing.T) {
+	dir := t.TempDir()
+	res := runGLM(t, "glm", "fil", "--train-subset", "300", "--pca", "6", "--with-label", "--loss", "lsq", "--lambda", "1e-6", "--sigma", "1", "--out", dir)
+	if res["d"].(float64) != 6 || res["p"].(float64) != 6 || res["preprocess"] != "unit-ball+pca-6" || res["with_label"] != true {
+		t.Fatalf("d/p/preprocess/with_label = %v/%v/%v/%v", res["d"], res["p"], res["preprocess"], res["with_label"])
+	}
+	if ex := res["pca_explained_variance"].(float64); !(ex > 0 && ex < 1) {
+		t.Fatalf("explained variance %v", ex)
+	}
+	rows := readCSV(t, filepath.Join(dir, "glm_fil.csv"))
+	if strings.Join(rows[0], ",") != "index,label,dfil,eta,mse_bound,loss,grad_norm" || len(rows) != 301 {
+		t.Fatalf("glm_fil.csv header %v, %d rows", rows[0], len(rows))
+	}
+	var sum float64
+	n := [2]int{}
+	for _, row := range rows[1:] {
+		eta, _ := strconv.ParseFloat(row[3], 64)
+		sum += eta
+		lab, _ := strconv.Atoi(row[1])
+		n[lab]++
+	}
+	if mean := res["eta_mean"].(float64); math.Abs(mean-sum/300) > 1e-9*mean {
+		t.Fatalf("eta_mean %v, CSV mean %v", mean, sum/300)
+	}
+	classes := res["eta_by_class"].([]any)
+	for c, v := range classes {
+		if got := int(v.(map[string]any)["n"].(float64)); got != n[c] {
+			t.Fatalf("class %d: n %d, CSV %d", c, got, n[c])
+		}
+	}
+	if _, ok := res["eta_heuristics"].(map[string]any)["spearman_eta_loss"]; !ok {
+		t.Fatal("no eta_heuristics")
+	}
+	for _, f := range []string{"glm_eta_hist.png", "glm_eta_top8.png", "glm_eta_bottom8.png"} {
+		fh, err := os.Open(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := png.Decode(fh); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		fh.Close()
+	}
+	// The features as a table for 'glm invert --csv', and the MNIST analogue of
+	// Hannun et al.'s Fig. 7b: attack a PCA feature, deciles by the initial η.
+	feat := filepath.Join(dir, "feat.csv")
+	runGLM(t, "glm", "fil", "--train-subset", "300", "--pca", "6", "--with-label", "--loss", "lsq", "--lambda", "1e-6", "--sigma", "1", "--out", dir, "--write-features", feat)
+	frows := readCSV(t, feat)
+	if strings.Join(frows[0], ",") != "z1,z2,z3,z4,z5,z6,target" || len(frows) != 301 {
+		t.Fatalf("features header %v, %d rows", frows[0], len(frows))
+	}
+	for k, row := range frows[1:] {
+		if want := map[string]string{"0": "-1", "1": "1"}[rows[k+1][1]]; row[6] != want {
+			t.Fatalf("row %d: target %s, label %s", k, row[6], rows[k+1][1])
+		}
+	}
+	inv := runGLM(t, "glm", "invert", "--csv", feat, "--target", "target", "--columns", "z1", "--unit-ball=false", "--bias=false",
+		"--loss", "lsq", "--lambda", "1e-6", "--sigma", "1e-3", "--targets", "20", "--trials", "2", "--irfil", "2")
+	if inv["eta_deciles_by"] != "initial_eta_sq" || len(inv["eta_deciles"].([]any)) != 10 {
+		t.Fatalf("glm invert deciles by %v: %v", inv["eta_deciles_by"], inv["eta_deciles"])
+	}
+	ir := runGLM(t, "glm", "irfil", "--train-subset", "300", "--pca", "6", "--with-label", "--loss", "lsq", "--lambda", "1e-6", "--iters", "4", "--out", t.TempDir())
+	its := ir["iterations"].([]any)
+	first := its[0].(map[string]any)
+	if math.Abs(first["eta_mean"].(float64)-res["eta_mean"].(float64)) > 1e-9 {
+		t.Fatalf("irfil iteration 0 η mean %v, glm fil %v", first["eta_mean"], res["eta_mean"])
+	}
+	if !(ir["spread_final"].(float64) < 0.2*ir["spread_initial"].(float64)) {
+		t.Fatalf("IRFIL spread %v → %v", ir["spread_initial"], ir["spread_final"])
 	}
 }

@@ -41,6 +41,12 @@
 // side of their attribute inversion (Sec. 6.4): the exact refit with one row changed,
 // its Hessian and Jacobians, and the FIL prediction (Predict) of an attack's error.
 //
+// Hannun et al.'s setting: FitPCA / FeaturePreprocess map the images to unit-ball +
+// PCA features (Setup.PCA; an SVD of the centred data by gonum stat.PC), and
+// FILOptions.WithLabel adds the label column ω_i H⁻¹x̃_i to J_i, so that η is over
+// (x_i, y_i) as theirs is. EtaByClass, CompareEtaHeuristics and Model.ExampleLoss give
+// the per-class η and the η-vs-loss comparison of their Table 1 and Figs. 2–4.
+//
 // The experiments behind 'dpfil glm' are library calls with typed reports: a Setup
 // names the dataset, loss, λ, σ and the accounting radius; RunFIL and RunIRFIL fit,
 // compute and write their CSV and PNG files (image grids and plots are drawn by

@@ -28,19 +28,32 @@ type Setup struct {
 	// Radius is the input norm bound R of the accounting, bias feature included; 0 =
 	// the largest ‖x̃‖ over the training data (see Fitted.Account).
 	Radius float64
-	Out    string // directory for the CSV and PNG files
-	Logf   func(string, ...any)
+	// PCA, when positive, replaces the raw pixels by Hannun et al.'s (2021, Sec. 6.1)
+	// features: the training images scaled into the unit ball and projected onto
+	// their PCA leading principal components (FeaturePreprocess; the test split goes
+	// through the same map). The model and its FIL are then over these PCA features.
+	PCA int
+	// WithLabel includes the label in the per-example FIL (FILOptions.WithLabel):
+	// Hannun et al.'s η is over (x_i, y_i); Guo et al.'s dFIL keeps labels public.
+	WithLabel bool
+	Out       string // directory for the CSV and PNG files
+	Logf      func(string, ...any)
 }
 
 // Fitted is a Setup's loaded data and fitted model w*.
 type Fitted struct {
 	Setup       Setup
-	Train, Test *Data // Test is nil when the dataset has none
-	Model       *Model
-	Loss        Loss
-	Source      string  // where the dataset came from
-	H, W        int     // image shape
-	FitSeconds  float64 // time of Fit
+	Train, Test *Data // the model's features; Test is nil when the dataset has none
+	// Images holds the training images (raw pixels, as Train without PCA): what the
+	// image grids show.
+	Images *Data
+	// Pre is the feature map with Setup.PCA (nil without).
+	Pre        *Preprocess
+	Model      *Model
+	Loss       Loss
+	Source     string  // where the dataset came from
+	C, H, W    int     // image shape (channels, height, width)
+	FitSeconds float64 // time of Fit
 }
 
 // Validate checks the setup's numbers, in field order.
@@ -57,6 +70,8 @@ func (s Setup) Validate() error {
 		return fmt.Errorf("glm: train subset must be ≥ 0, got %d", s.TrainSubset)
 	case !(s.Radius >= 0) || math.IsInf(s.Radius, 0):
 		return fmt.Errorf("glm: radius must be finite and ≥ 0, got %v", s.Radius)
+	case s.PCA < 0:
+		return fmt.Errorf("glm: PCA dimension must be ≥ 0 (0 = raw pixels), got %d", s.PCA)
 	}
 	return nil
 }
@@ -88,7 +103,7 @@ func (s Setup) Fit() (*Fitted, error) {
 		}
 		tr = tr.Subset(idx)
 	}
-	f := &Fitted{Setup: s, Loss: loss, Source: ds.Train.Source, H: tr.H, W: tr.W}
+	f := &Fitted{Setup: s, Loss: loss, Source: ds.Train.Source, C: tr.C, H: tr.H, W: tr.W}
 	if f.Train, err = NewData(tr.Images, tr.Labels, tr.N, tr.Dim()); err != nil {
 		return nil, fmt.Errorf("dataset %s train: %w", s.Dataset, err)
 	}
@@ -96,6 +111,25 @@ func (s Setup) Fit() (*Fitted, error) {
 		if f.Test, err = NewData(ds.Test.Images, ds.Test.Labels, ds.Test.N, ds.Test.Dim()); err != nil {
 			return nil, fmt.Errorf("dataset %s test: %w", s.Dataset, err)
 		}
+	}
+	f.Images = f.Train
+	if s.PCA > 0 {
+		if s.PCA > f.Train.D || s.PCA >= f.Train.N {
+			return nil, fmt.Errorf("glm: PCA dimension %d must be at most the %d pixels and below the %d training examples", s.PCA, f.Train.D, f.Train.N)
+		}
+		t0 := time.Now()
+		if f.Pre, _, err = FeaturePreprocess(f.Train.X, f.Train.N, f.Train.D, s.PCA); err != nil {
+			return nil, fmt.Errorf("dataset %s: %w", s.Dataset, err)
+		}
+		if f.Train, err = f.Pre.ApplyData(f.Train); err != nil {
+			return nil, err
+		}
+		if f.Test != nil {
+			if f.Test, err = f.Pre.ApplyData(f.Test); err != nil {
+				return nil, err
+			}
+		}
+		s.logf("glm: %s features (%.4g of the variance kept) in %.1fs", f.Pre, f.Pre.Explained, time.Since(t0).Seconds())
 	}
 	s.logf("glm: fitting %s (λ=%g, bias=%v) on %d×%d", loss, s.Lambda, s.Bias, f.Train.N, f.Train.D)
 	t0 := time.Now()
@@ -168,7 +202,13 @@ type Release struct {
 	// RSource is "data" when R is the largest training input norm (data-dependent,
 	// so Eps2 is not a DP guarantee) and "given" when --radius set it;
 	// Eps2Guarantee says what Eps2 holds for.
-	RSource       string        `json:"r_source"`
+	RSource string `json:"r_source"`
+	// Preprocess is "none" (raw pixels) or "unit-ball+pca-K"; PCAExplained is the
+	// fraction of the scaled training images' variance the K components keep.
+	Preprocess   string  `json:"preprocess"`
+	PCAExplained float64 `json:"pca_explained_variance,omitempty"`
+	// WithLabel: the per-example FIL includes the label column (Hannun et al.'s η).
+	WithLabel     bool          `json:"with_label"`
 	Eps2Guarantee string        `json:"eps2_guarantee"`
 	Sensitivity   float64       `json:"sensitivity"`
 	Eps2          jsonfloat.Inf `json:"eps2"`
@@ -202,7 +242,10 @@ func (f *Fitted) Release() (Release, error) {
 		Accuracy: jsonfloat.Float(testAcc), TrainAcc: jsonfloat.Float(trainAcc), GradNorm: f.Model.GradNorm, NewtonIters: f.Model.Iters,
 		R: acc.R, Sensitivity: acc.Sensitivity, Eps2: jsonfloat.Inf(acc.Eps2), MSEBoundRDP: jsonfloat.Inf(acc.MSEBoundRDP),
 		Eps2Paper: jsonfloat.Inf(acc.Eps2Paper), Eps2Note: Eps2Note, FitSeconds: f.FitSeconds, OutDir: s.Out,
-		RSource: RadiusFromData, Eps2Guarantee: eps2DataDependent}
+		RSource: RadiusFromData, Eps2Guarantee: eps2DataDependent, Preprocess: "none", WithLabel: s.WithLabel}
+	if f.Pre != nil {
+		rel.Preprocess, rel.PCAExplained = f.Pre.String(), f.Pre.Explained
+	}
 	if s.Radius > 0 {
 		rel.RSource, rel.Eps2Guarantee = RadiusGiven, eps2Guaranteed
 	}

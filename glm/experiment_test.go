@@ -142,7 +142,7 @@ func TestRunFILFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if total != 40 || calls != 40 || r.AttrColumns != 4 || len(r.Files) != 5 {
+	if total != 40 || calls != 40 || r.AttrColumns != 4 || len(r.Files) != 8 {
 		t.Fatalf("progress %d/%d, report %+v", calls, total, r)
 	}
 	f, err := os.Open(filepath.Join(out, "glm_fil.csv"))
@@ -175,5 +175,55 @@ func TestRunFILFiles(t *testing.T) {
 	s := SpreadOf(dfil)
 	if r.BoundAbove1 != above || math.Abs(float64(r.DFILMedian)-s.Median) > 1e-9*s.Median || math.Abs(float64(r.MSEBoundFILMin)*float64(r.DFILMax)-1) > 1e-15 {
 		t.Fatalf("report %+v, CSV above %d median %v", r, above, s.Median)
+	}
+}
+
+// TestSetupPCAFeatures checks the --pca plumbing: the model is fitted on the unit-ball +
+// PCA features of the training images, the test split goes through the same map, the
+// images stay raw, and the release names the preprocessing.
+func TestSetupPCAFeatures(t *testing.T) {
+	s := Setup{Dataset: "mnist01-embedded", Loss: "lsq", Lambda: 1e-6, Sigma: 1, TrainSubset: 200, PCA: 5, WithLabel: true, Out: t.TempDir()}
+	f, rel, err := s.FitRelease()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Train.D != 5 || f.Images.D != 784 || f.Model.P != 5 || rel.D != 5 || rel.Preprocess != "unit-ball+pca-5" || !rel.WithLabel {
+		t.Fatalf("train d %d, images d %d, p %d, release %+v", f.Train.D, f.Images.D, f.Model.P, rel)
+	}
+	pre, _, err := FeaturePreprocess(f.Images.X, f.Images.N, f.Images.D, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := pre.ApplyData(f.Images)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range want.X {
+		if want.X[k] != f.Train.X[k] {
+			t.Fatalf("feature %d: %v, want %v", k, f.Train.X[k], want.X[k])
+		}
+	}
+	if f.Test == nil || f.Test.D != 5 {
+		t.Fatal("test split not projected")
+	}
+	ds, err := Setup{Dataset: "mnist01-embedded", Loss: "lsq", Lambda: 1, Sigma: 1}.Fit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := make([]float64, 5)
+	pre.Apply(ds.Test.Row(3), z)
+	for c := range z {
+		if math.Abs(z[c]-f.Test.Row(3)[c]) > 1e-12 {
+			t.Fatalf("test row 3 feature %d: %v, want %v", c, f.Test.Row(3)[c], z[c])
+		}
+	}
+	if rel.PCAExplained != pre.Explained {
+		t.Errorf("explained %v, want %v", rel.PCAExplained, pre.Explained)
+	}
+	for _, bad := range []int{-1, 785, 200} {
+		s.PCA = bad
+		if _, err := s.Fit(); err == nil {
+			t.Errorf("PCA %d accepted", bad)
+		}
 	}
 }

@@ -147,6 +147,11 @@ type FILOptions struct {
 	Indices []int
 	// SkipSpectral skips η (the Lanczos step) and leaves Eta/Spec2 empty.
 	SkipSpectral bool
+	// WithLabel takes the Jacobian w.r.t. (x_i, y_i) instead of x_i alone: it gains
+	// the label column ∂w*/∂y_i = ω_i H⁻¹x̃_i (Hannun et al. 2021, eqs. 22 and 27:
+	// ∇_y∇_wℓ = −x̃ for both losses, the target t of least squares and the label y of
+	// the logistic loss treated as real numbers). Hannun et al.'s η is this one.
+	WithLabel bool
 	// LanczosTol is the relative tolerance of the top-eigenvalue iteration (default 1e-10).
 	LanczosTol float64
 	// LanczosMaxSteps caps the Lanczos iteration (default 150); examples reaching it are
@@ -161,7 +166,8 @@ type FILOptions struct {
 // FILResult holds per-example leakage for the examples in Indices (in that order).
 type FILResult struct {
 	Sigma   float64
-	D       int       // number of input features the Jacobian is taken over
+	D       int       // coordinates the Jacobian is taken over: the features, plus 1 WithLabel
+	Label   bool      // the Jacobian includes the label column (FILOptions.WithLabel)
 	Indices []int     // example indices
 	Frob2   []float64 // ‖J_i‖_F²
 	Spec2   []float64 // ‖J_i‖₂² (empty if SkipSpectral)
@@ -214,7 +220,11 @@ func (an *Analysis) PerExample(sigma float64, opt FILOptions) (*FILResult, error
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	res := &FILResult{Sigma: sigma, D: m.D, Indices: append([]int(nil), idx...),
+	dcols := m.D
+	if opt.WithLabel {
+		dcols++
+	}
+	res := &FILResult{Sigma: sigma, D: dcols, Label: opt.WithLabel, Indices: append([]int(nil), idx...),
 		Frob2: make([]float64, len(idx)), DFIL: make([]float64, len(idx))}
 	if !opt.SkipSpectral {
 		res.Spec2 = make([]float64, len(idx))
@@ -247,14 +257,14 @@ func (an *Analysis) PerExample(sigma float64, opt FILOptions) (*FILResult, error
 				for r := 0; r < rows; r++ {
 					k := lo + r
 					xhat := hs.RawRowView(r)
-					f2, s2, steps, ok := an.norms(idx[k], xhat, lz, start, opt.SkipSpectral)
+					f2, s2, steps, ok := an.norms(idx[k], xhat, lz, start, opt.SkipSpectral, opt.WithLabel)
 					if !ok {
 						fallbacks++
-						s2, ok = an.denseSpec2(idx[k], xhat)
+						s2, ok = an.denseSpec2(idx[k], xhat, opt.WithLabel)
 						s2 = math.Min(s2, f2)
 					}
 					res.Frob2[k] = f2
-					res.DFIL[k] = f2 / (sigma * sigma * float64(m.D))
+					res.DFIL[k] = f2 / (sigma * sigma * float64(dcols))
 					if !opt.SkipSpectral {
 						res.Spec2[k] = s2
 						res.Eta[k] = math.Sqrt(s2) / sigma
@@ -288,9 +298,20 @@ func (an *Analysis) PerExample(sigma float64, opt FILOptions) (*FILResult, error
 	return res, nil
 }
 
+// xxCoef is the coefficient of x̂x̂ᵀ in JJᵀ/ω² (in the eigenbasis of H, between the
+// two factors D = Λ⁻¹): a²‖u‖² from the feature columns, plus 1 from the label column
+// H⁻¹x̃ when it is included.
+func (an *Analysis) xxCoef(a float64, label bool) float64 {
+	c := a * a * an.normU2
+	if label {
+		c++
+	}
+	return c
+}
+
 // norms returns ‖J_i‖_F² and (unless skipped) ‖J_i‖₂² for example i with rotated
-// input xhat = Qᵀx̃_i.
-func (an *Analysis) norms(i int, xhat []float64, lz *lanczos, start []float64, skip bool) (f2, s2 float64, steps int, ok bool) {
+// input xhat = Qᵀx̃_i; with label, J_i includes the label column ω_i H⁻¹x̃_i.
+func (an *Analysis) norms(i int, xhat []float64, lz *lanczos, start []float64, skip, label bool) (f2, s2 float64, steps int, ok bool) {
 	om := an.m.Config.weight(i)
 	a, b := an.a[i], an.b[i]
 	var v2, vgu float64
@@ -299,15 +320,15 @@ func (an *Analysis) norms(i int, xhat []float64, lz *lanczos, start []float64, s
 		v2 += d2 * x * x
 		vgu += d2 * x * an.uhat[k]
 	}
-	f2 = om * om * (a*a*an.normU2*v2 + 2*a*b*vgu + b*b*an.gFrob2)
+	aa := an.xxCoef(a, label)
+	f2 = om * om * (aa*v2 + 2*a*b*vgu + b*b*an.gFrob2)
 	if f2 < 0 {
 		f2 = 0 // round-off of a PSD quantity
 	}
 	if skip {
 		return f2, 0, 0, true
 	}
-	// JJᵀ = ω² Q D [a²‖u‖² x̂x̂ᵀ + ab(x̂ûᵀ + ûx̂ᵀ) + b²(I − q̂₀q̂₀ᵀ)] D Qᵀ.
-	aa := a * a * an.normU2
+	// JJᵀ = ω² Q D [c x̂x̂ᵀ + ab(x̂ûᵀ + ûx̂ᵀ) + b²(I − q̂₀q̂₀ᵀ)] D Qᵀ, c = xxCoef.
 	ab := a * b
 	bb := b * b
 	om2 := om * om
@@ -346,12 +367,12 @@ func (an *Analysis) norms(i int, xhat []float64, lz *lanczos, start []float64, s
 const lanczosSteps = 150
 
 // denseSpec2 returns ‖J_i‖₂² as the largest eigenvalue of the explicitly formed P×P
-// operator ω²D[a²‖u‖²x̂x̂ᵀ + ab(x̂ûᵀ + ûx̂ᵀ) + b²(I − q̂₀q̂₀ᵀ)]D (O(P³)).
-func (an *Analysis) denseSpec2(i int, xhat []float64) (float64, bool) {
+// operator ω²D[c x̂x̂ᵀ + ab(x̂ûᵀ + ûx̂ᵀ) + b²(I − q̂₀q̂₀ᵀ)]D (O(P³)), c = xxCoef.
+func (an *Analysis) denseSpec2(i int, xhat []float64, label bool) (float64, bool) {
 	p := len(xhat)
 	om := an.m.Config.weight(i)
 	a, b := an.a[i], an.b[i]
-	aa, ab, bb := a*a*an.normU2, a*b, b*b
+	aa, ab, bb := an.xxCoef(a, label), a*b, b*b
 	s := mat.NewSymDense(p, nil)
 	for k := 0; k < p; k++ {
 		for l := k; l < p; l++ {

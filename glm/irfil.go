@@ -21,6 +21,8 @@ type IRFILOptions struct {
 	ClampLo, ClampHi float64
 	// Test, if set, is used to report test accuracy per iteration.
 	Test *Data
+	// WithLabel takes η over (x_i, y_i), as Hannun et al. do (FILOptions.WithLabel).
+	WithLabel bool
 	// Workers for the per-example FIL (default GOMAXPROCS).
 	Workers int
 	// Progress, if set, receives each iteration's summary as it completes.
@@ -90,7 +92,7 @@ func IRFIL(data *Data, opt IRFILOptions) (*IRFILResult, error) {
 		if err != nil {
 			return nil, fmt.Errorf("irfil iteration %d: %w", it, err)
 		}
-		fil, err := an.PerExample(opt.Sigma, FILOptions{Workers: opt.Workers})
+		fil, err := an.PerExample(opt.Sigma, FILOptions{Workers: opt.Workers, WithLabel: opt.WithLabel})
 		if err != nil {
 			return nil, fmt.Errorf("irfil iteration %d: %w", it, err)
 		}

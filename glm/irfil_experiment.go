@@ -62,7 +62,7 @@ func RunIRFIL(e IRFILExperiment) (*IRFILReport, error) {
 	}
 	t0 := time.Now()
 	res, err := IRFIL(f.Train, IRFILOptions{Config: f.Model.Config, Sigma: e.Setup.Sigma, Iters: e.Iters,
-		ClampLo: lo, ClampHi: hi, Test: f.Test, Progress: e.Progress})
+		ClampLo: lo, ClampHi: hi, Test: f.Test, Progress: e.Progress, WithLabel: e.Setup.WithLabel})
 	if err != nil {
 		return nil, err
 	}
