@@ -68,6 +68,10 @@ type Backend struct {
 	budget int // chunk budget in float32 values (0: not measured yet)
 	// The reductions' partial sums (grown as needed; their tensor table is an int slot).
 	fpart []float64
+	// The layer-by-layer FIL reduction's partial sums (FILDotSqLayer), kept between
+	// its calls, and the rows and stripes of the reduction in progress (0: none).
+	filPart          []float64
+	filRows, filStri int
 	// DeviceOps\' scratch: int arguments (slots, see ints), row scales and row sums.
 	islots [nSlots]intSlot
 	dscr   []float64
@@ -646,6 +650,122 @@ func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, cs, kc, nj
 	f := b.reduce("k_blocked_dotsq", 2*rows, stripes, args)
 	if f == nil {
 		return
+	}
+	copy(gd[:rows], f[:rows])
+	copy(dd[:rows], f[rows:2*rows])
+}
+
+// FILDotSqLayer adds one layer's terms to the FIL reduction of cs samples with kc
+// directions (models.TangentBatcher): one launch of k_fil_dotsq_layer per two of
+// the layer's tensors (one for a conv or dense layer), continuing, stripe by stripe,
+// the partial sums the layers before it left in b.filPart. The stripes are those
+// BlockedDotSqBatch takes for all P parameters, so over the layers each partial sum
+// adds the same values in the same order and the totals (FILDotSqEnd) equal
+// BlockedDotSqBatch's over the whole gradient tangents, bit for bit.
+func (b *Backend) FILDotSqLayer(g []float32, P int, tg []float32, cs, kc int, blocks []int, first bool) {
+	rows := cs * kc
+	if rows <= 0 || len(blocks) == 0 {
+		return
+	}
+	if !b.begin() {
+		return
+	}
+	defer b.end()
+	if len(blocks)%2 != 0 {
+		b.fail(fmt.Errorf("cuda: FIL reduction: %d block values, want (offset, size) pairs", len(blocks)))
+		return
+	}
+	stripes := stripesFor(P)
+	if first {
+		if need := 2 * rows * stripes; len(b.filPart) < need {
+			p := b.allocBytes(8 * need)
+			if p == nil {
+				return
+			}
+			b.filPart = unsafe.Slice((*float64)(p), need)
+		}
+		b.filRows, b.filStri = rows, stripes
+	} else if b.filRows != rows || b.filStri != stripes {
+		b.fail(fmt.Errorf("cuda: FIL reduction of %d rows continued with %d rows (%d stripes, want %d)", b.filRows, rows, stripes, b.filStri))
+		return
+	}
+	pg, ptg := b.dev(g, false), b.dev(tg, false)
+	if b.err != nil {
+		return
+	}
+	part := unsafe.Pointer(unsafe.SliceData(b.filPart))
+	grid := (rows*stripes + reduceBlock - 1) / reduceBlock
+	base := 0 // tensor-major: the pair's first tensor starts at rows·(sizes before it)
+	for i := 0; i < len(blocks); i += 4 {
+		o0, z0, o1, z1 := blocks[i], blocks[i+1], 0, 0
+		if i+3 < len(blocks) {
+			o1, z1 = blocks[i+2], blocks[i+3]
+		}
+		st := 0
+		if !first || i > 0 {
+			st = 1
+		}
+		if !b.launchRaw("k_fil_dotsq_layer", grid, Args(cs, P, kc, stripes, 1-st, o0, z0, o1, z1,
+			pg, unsafe.Add(ptg, 4*rows*base), part)) {
+			return
+		}
+		base += z0 + z1
+	}
+}
+
+// FILDotSqEnd writes the totals of the FIL reduction in progress (FILDotSqLayer) for
+// its cs·kc rows to gd and dd (models.TangentBatcher): each row's stripes summed in
+// order, two launches. When gd and dd are device memory the results stay there and
+// nothing waits; else the call waits and copies them to the host.
+func (b *Backend) FILDotSqEnd(cs, kc int, gd, dd []float64) {
+	rows := cs * kc
+	if rows <= 0 {
+		return
+	}
+	if !b.begin() {
+		return
+	}
+	defer b.end()
+	if b.filRows != rows {
+		b.fail(fmt.Errorf("cuda: FIL reduction of %d rows ended for %d rows", b.filRows, rows))
+		return
+	}
+	stripes := b.filStri
+	part := unsafe.Pointer(unsafe.SliceData(b.filPart))
+	grid := (rows + reduceBlock - 1) / reduceBlock
+	if b.plain && b.ownsF64(gd[:rows]) && b.ownsF64(dd[:rows]) {
+		if b.launchRaw("k_sum_rows", grid, Args(rows, stripes, part, unsafe.Pointer(unsafe.SliceData(gd)))) {
+			b.launchRaw("k_sum_rows", grid, Args(rows, stripes, unsafe.Add(part, 8*rows*stripes), unsafe.Pointer(unsafe.SliceData(dd))))
+		}
+		return
+	}
+	// Host results: both folds (gd's rows then dd's) in one launch into fpart, then
+	// one wait.
+	if len(b.fpart) < 2*rows {
+		p := b.allocBytes(8 * 2 * rows)
+		if p == nil {
+			return
+		}
+		b.fpart = unsafe.Slice((*float64)(p), 2*rows)
+	}
+	fin := unsafe.Pointer(unsafe.SliceData(b.fpart))
+	b.stats.DotReads++
+	if !b.launchRaw("k_sum_rows", (2*rows+reduceBlock-1)/reduceBlock, Args(2*rows, stripes, part, fin)) {
+		return
+	}
+	b.synced = true
+	var f []float64
+	if b.plain {
+		f = b.hostFloat64s(2 * rows)
+		if !b.copyOut(unsafe.Pointer(unsafe.SliceData(f)), fin, 8*2*rows) {
+			return
+		}
+	} else {
+		if err := b.gd.Sync(); err != nil {
+			b.fail(fmt.Errorf("cuda: synchronize: %w", err))
+			return
+		}
+		f = b.fpart[:2*rows]
 	}
 	copy(gd[:rows], f[:rows])
 	copy(dd[:rows], f[rows:2*rows])

@@ -60,6 +60,9 @@ static int call(int id, const uint64_t* a) {
 	case EMU_K_BLOCKED_DOTSQ:
 		k_blocked_dotsq(I(0), I(1), I(2), I(3), I(4), I(5), PI(6), PF(7), PF(8), PD(9));
 		return 0;
+	case EMU_K_FIL_DOTSQ_LAYER:
+		k_fil_dotsq_layer(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), PF(9), PF(10), PD(11));
+		return 0;
 	case EMU_K_REPEAT_ROWS:
 		k_repeat_rows(I(0), I(1), I(2), PF(3), PF(4));
 		return 0;

@@ -171,11 +171,9 @@ func (n *Network[T]) filSqNormsDevice(params, x []T, y []int, batch int, clip Cl
 	if !n.sparseFirst {
 		return fmt.Errorf("%s: FIL with input tangents that are not one-hot at the first parameter layer: %w", n.arch.Name, ErrDeviceMemory)
 	}
-	P := n.p
 	gg := n.f64(&n.dev.gg, batch)
 	fo := n.f64(&n.dev.fil, batch)
 	n.dm.ZeroFloat64(fo)
-	blocks := n.blocks()
 	n.run(&tangentRun[T]{
 		params: params, x: x, y: y, batch: batch, k: k, grads: true, coords: coords,
 		first: func(ws *workspace[T], s0, cs int) {
@@ -185,7 +183,7 @@ func (n *Network[T]) filSqNormsDevice(params, x []T, y []int, batch int, clip Cl
 		consume: func(*workspace[T], int, int, int, int, []T) {}, // consumeChunk runs instead
 		consumeChunk: func(ws *workspace[T], s0, cs, j0, kc int) {
 			gd, dd := n.f64(&n.dev.gd, cs*kc), n.f64(&n.dev.dd, cs*kc)
-			n.tb.BlockedDotSqBatch(ws.grads[:cs*P], P, ws.tgAll[:cs*kc*P], cs, kc, kc, blocks, gd, dd)
+			n.tb.FILDotSqEnd(cs, kc, gd, dd)
 			// Directions past a sample's coordinates are zero rows: they add 0.
 			n.dm.ClippedTangentSqNorms(clip, cs, kc, gg[s0:s0+cs], gd, dd, fo[s0:s0+cs])
 		},

@@ -175,7 +175,8 @@ type paramEngineLayer[T Float] interface {
 	// says the layer's input tangents are the one-hot rows of ws.spIdx/spVal.
 	gradTangents(n *Network[T], ws *workspace[T], i, s, cs, kc int, first bool)
 	// gradTangentsAll is gradTangents for every sample of the chunk at once into
-	// ws.tgAll, with the batched device calls (TangentBatcher).
+	// ws.scratch, tensor-major (see filDotSqAll), with the batched device calls
+	// (TangentBatcher).
 	gradTangentsAll(n *Network[T], ws *workspace[T], i, cs, kc int, first bool)
 }
 

@@ -385,10 +385,10 @@ func (c *convOps[T]) gradTangentsFIL(n *Network[T], ws *workspace[T], i, s, kc i
 
 func (c *convOps[T]) gradTangentsAll(n *Network[T], ws *workspace[T], i, cs, kc int, first bool) {
 	rows := cs * kc
-	tg := ws.tgAll[:rows*n.p]
+	tg := ws.scratch[:rows*(c.nW+c.nB)]
 	tD := ws.tdlt[i+1][:rows*c.outN]
 	D := ws.dlt[i+1][:cs*c.outN]
-	gw := tg[rows*c.wOff:] // row r's weight tangent at r·nW (tensor-major layout)
+	gw := tg // row r's weight tangent at r·nW, its bias tangent at rows·nW + r·nB
 	g := c.g
 	ckk, hwo, oc := g.CKK(), g.HWo(), c.out.C
 	// Ḋ·colᵀ: per sample, its kc directions' Ḋ rows against its patches.
@@ -402,7 +402,7 @@ func (c *convOps[T]) gradTangentsAll(n *Network[T], ws *workspace[T], i, cs, kc 
 		n.tb.RepeatRows(rows, kc, c.outN, D, Dr)
 		n.gemmBatched(false, true, oc, ckk, hwo, 1, Dr, hwo, c.outN, ws.tcols[i], c.colLD(n, rows), hwo, 1, gw, ckk, c.nW, rows)
 	}
-	n.tb.RowSumsBlocked(rows, rows, oc, hwo, tD, c.outN, tg[rows*c.bOff:], c.nB, 0)
+	n.tb.RowSumsBlocked(rows, rows, oc, hwo, tD, c.outN, tg[rows*c.nW:], c.nB, 0)
 }
 
 // colPad is the number of values added to the row stride of a column-major patch

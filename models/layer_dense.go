@@ -229,10 +229,10 @@ func (d *denseOps[T]) gradTangents(n *Network[T], ws *workspace[T], i, s, cs, kc
 
 func (d *denseOps[T]) gradTangentsAll(n *Network[T], ws *workspace[T], i, cs, kc int, first bool) {
 	rows := cs * kc
-	tg := ws.tgAll[:rows*n.p]
+	tg := ws.scratch[:rows*(d.nW+d.nB)]
 	tD := ws.tdlt[i+1][:rows*d.outN]
 	D := ws.dlt[i+1][:cs*d.outN]
-	gw := tg[rows*d.wOff:] // row r's weight tangent at r·nW (tensor-major layout)
+	gw := tg // row r's weight tangent at r·nW, its bias tangent at rows·nW + r·nB
 	// Ḋ ⊗ a: per sample, its kc directions' Ḋ rows against its input.
 	n.gemmBatched(false, false, kc*d.outN, d.inN, 1, 1, tD, 1, kc*d.outN, ws.acts[i], d.inN, d.inN, 0, gw, d.inN, kc*d.nW, cs)
 	if first {
@@ -244,7 +244,7 @@ func (d *denseOps[T]) gradTangentsAll(n *Network[T], ws *workspace[T], i, cs, kc
 		n.tb.RepeatRows(rows, kc, d.outN, D, Dr)
 		n.gemmBatched(false, false, d.outN, d.inN, 1, 1, Dr, 1, d.outN, ws.tacts[i], d.inN, d.inN, 1, gw, d.inN, d.nW, rows)
 	}
-	n.tb.RowSumsBlocked(rows, rows, d.outN, 1, tD, d.outN, tg[rows*d.bOff:], d.nB, 0)
+	n.tb.RowSumsBlocked(rows, rows, d.outN, 1, tD, d.outN, tg[rows*d.nW:], d.nB, 0)
 }
 
 // minDenseTBatch is the smallest batch for which a first-order pass of one-sample

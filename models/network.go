@@ -200,14 +200,13 @@ type workspace[T Float] struct {
 	tcols    [][]T     // conv layers: im2col of the tangent inputs, CKK×(cs·kc·HWo)
 	spIdx    []int     // one-hot input tangents: coordinate of each row (−1: none)
 	spVal    []T       // and its value at the first parameter layer
-	scratch  []T       // patch-matrix scratch: max CKK·HWo × max(cs, cs·kc)
+	scratch  []T       // patch-matrix scratch: scratchFloats × max(cs, cs·kc)
 	scratch2 []T       // output-layout scratch: max Out·HWo × max(cs, cs·kc)
 	grads    []T       // cs×P per-sample gradients
 	gsq      []float64 // cs squared gradient norms
 	losses   []T       // cs losses
 	tg       []T       // kc×P gradient tangents of one sample
 	tp       []T       // cs·kc×P parameter tangents (only when pt)
-	tgAll    []T       // cs·kc×P gradient tangents of a whole chunk (only with TangentBatcher)
 	drep     []T       // cs·kc rows of the widest parameter layer's output (only with TangentBatcher)
 	prob     []float64 // Classes softmax probabilities
 	// win (4 per tangent row) and winD1 (f'(x) of one sample): the windowed
@@ -398,17 +397,18 @@ func (n *Network[T]) deviceChunkSizes(ch Chunker, batch, k int, pt bool) (cs, kc
 		maxRows = max(1, c/n.maxRowBuffer())
 	}
 	act := n.actFloats()
-	colT, maxCol, maxOut := n.convFloats()
-	first := 2*act + colT + maxCol + maxOut + n.p + 1
+	colT, _, maxOut := n.convFloats()
+	scr := n.scratchFloats() // the patch-matrix scratch, which also takes a layer's gradient tangents
+	first := 2*act + colT + scr + maxOut + n.p + 1
 	if k == 0 {
 		return balancedChunk(batch, min(budget/first, maxRows)), 0
 	}
-	row := 2*act + colT + maxCol + maxOut + 2
+	row := 2*act + colT + scr + maxOut + 2
 	if pt {
 		row += n.p
 	}
 	if n.tb != nil {
-		row += n.p + n.maxParamOut() // the chunk's gradient tangents (ws.tgAll, ws.drep)
+		row += n.maxParamOut() // ws.drep
 	}
 	// All k directions in one pass when a sample's fit: the most samples that hold
 	// them, then chunks of equal size.
@@ -439,7 +439,7 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 		n.ws[w] = ws
 	}
 	be := n.be
-	_, maxCol, maxOut := n.convFloats()
+	_, _, maxOut := n.convFloats()
 	if ws.cs < cs {
 		ws.cs = cs
 		ws.acts, ws.dlt, ws.cols = n.layerBuffers(cs)
@@ -464,13 +464,12 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 			ws.tp = be.Alloc(rows * n.p)
 		}
 		if n.tb != nil {
-			ws.tgAll = be.Alloc(rows * n.p)
 			ws.drep = be.Alloc(rows * n.maxParamOut())
 		}
 	}
 	colsPad, scratchPad := n.convPads()
-	if need := max(ws.cs, ws.rows); len(ws.scratch) < maxCol*need+colsPad {
-		ws.scratch = be.Alloc(maxCol*need + colsPad)
+	if need := max(ws.cs, ws.rows); len(ws.scratch) < n.scratchFloats()*need+colsPad {
+		ws.scratch = be.Alloc(n.scratchFloats()*need + colsPad)
 		ws.scratch2 = be.Alloc(maxOut*need + scratchPad)
 	}
 	return ws

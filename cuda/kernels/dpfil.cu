@@ -190,6 +190,47 @@ KERNEL k_blocked_dotsq(int cs, int P, int kc, int nj, int stripes, int nb,
 	}
 }
 
+// k_fil_dotsq_layer: one parameter layer's share of the FIL step's reduction, taken
+// as the layer forms its gradient tangents (models.TangentBatcher.FILDotSqLayer), so
+// that no buffer holds every layer's. For rows r = s·kc + j (r < rows = cs·kc), the
+// layer's tensors (o0, z0) and (o1, z1) (offsets into sample s's gradient g + s·P;
+// z1 = 0: one tensor) have their tangents tensor-major in tg: tensor 0 of row r at
+// r·z0, tensor 1 at rows·z0 + r·z1. Thread t = r·S + c (S = stripes) continues the
+// sums part[t] (of ⟨g, ġ⟩) and part[rows·S + t] (of ‖ġ‖²), or starts them at 0 when
+// first, over the elements i ≡ c (mod S) of tensor 0, then of tensor 1, in double and
+// in order: over the layers in order, the sums k_blocked_dotsq takes over all tensors.
+KERNEL k_fil_dotsq_layer(int cs, int P, int kc, int stripes, int first, int o0, int z0, int o1, int z1,
+                         const float* g, const float* tg, double* part) {
+	long long rows = (long long)cs * kc;
+	long long n = rows * stripes;
+	GRID_STRIDE(t, n) {
+		long long r = t / stripes;
+		int c = (int)(t % stripes);
+		long long s = r / kc;
+		double gd = 0.0, dd = 0.0;
+		if (!first) {
+			gd = part[t];
+			dd = part[n + t];
+		}
+		const float* gt = g + s * P + o0;
+		const float* tt = tg + r * z0;
+		for (long long i = c; i < z0; i += stripes) {
+			double v = (double)tt[i];
+			gd += (double)gt[i] * v;
+			dd += v * v;
+		}
+		gt = g + s * P + o1;
+		tt = tg + rows * z0 + r * z1;
+		for (long long i = c; i < z1; i += stripes) {
+			double v = (double)tt[i];
+			gd += (double)gt[i] * v;
+			dd += v * v;
+		}
+		part[t] = gd;
+		part[n + t] = dd;
+	}
+}
+
 // k_repeat_rows: dst[r] = src[r / kd] for rows rows of n values (a sample's row
 // repeated for each of its kd tangent directions, so that a strided-batched GEMM
 // over the rows can read it at a fixed stride).
