@@ -435,18 +435,28 @@ func (b *Backend) Im2colRows(g models.ConvGeom, m int, x []float32, inN int, col
 
 // Col2im adds a patch matrix back into one sample's input gradient.
 func (b *Backend) Col2im(g models.ConvGeom, cols []float32, ld int, dx []float32) {
-	b.Col2imRows(g, 1, cols, ld, dx, g.InC*g.H*g.W)
+	b.col2im(g, 1, cols, ld, dx, g.InC*g.H*g.W, true)
 }
 
-// Col2imRows adds the patch matrices of m samples (laid out as Im2colRows writes
-// them) into their input gradients dx[r·inN:] (models.RowIm2coler): one launch.
+// Col2imRows writes the patch matrices of m samples (laid out as Im2colRows writes
+// them), gathered per input pixel, to their input gradients dx[r·inN:]
+// (models.RowIm2coler): one launch, and no zeroing of dx before it.
 func (b *Backend) Col2imRows(g models.ConvGeom, m int, cols []float32, ld int, dx []float32, inN int) {
+	b.col2im(g, m, cols, ld, dx, inN, false)
+}
+
+// col2im launches k_col2im, adding to dx or writing it.
+func (b *Backend) col2im(g models.ConvGeom, m int, cols []float32, ld int, dx []float32, inN int, add bool) {
 	if !b.begin() {
 		return
 	}
 	defer b.end()
 	pc, pd := b.dev(cols, false), b.dev(dx, true)
-	b.launch("k_col2im", m*g.InC*g.H*g.W, m, inN, g.InC, g.H, g.W, g.KH, g.KW, g.Stride, g.PadT, g.PadL, g.OutH, g.OutW, pc, ld, pd)
+	a := 0
+	if add {
+		a = 1
+	}
+	b.launch("k_col2im", m*g.InC*g.H*g.W, m, inN, g.InC, g.H, g.W, g.KH, g.KW, g.Stride, g.PadT, g.PadL, g.OutH, g.OutW, pc, ld, pd, a)
 }
 
 // AvgPool pools n samples.

@@ -124,6 +124,12 @@ func (c *convOps[T]) forwardRows(n *Network[T], W, in, out, cols, tmp []T, m int
 		be.Gemm(false, false, oc, ld, ckk, 1, W, ckk, cols, ld, 0, out, ld)
 		return
 	}
+	if n.dops != nil && n.bg != nil {
+		// One strided-batched GEMM over the rows writes each row's [Out][HWo] in
+		// place (row r's patches are columns r·HWo… of cols): no permutation.
+		n.gemmBatched(false, false, oc, hwo, ckk, 1, W, ckk, 0, cols, ld, hwo, 0, out, hwo, c.outN, m)
+		return
+	}
 	be.Gemm(false, false, oc, ld, ckk, 1, W, ckk, cols, ld, 0, tmp, ld)
 	if n.dops != nil {
 		n.dops.Transpose3(oc, m, hwo, tmp, out)
@@ -174,11 +180,11 @@ func (c *convOps[T]) backwardRows(n *Network[T], W, dout, din, dcols, tmp []T, m
 	if extra != nil {
 		extra(ld)
 	}
-	n.zero(din[:m*c.inN])
-	if n.ri != nil {
+	if n.ri != nil { // writes din: no zeroing first
 		n.ri.Col2imRows(g, m, dcols, ld, din[:m*c.inN], c.inN)
 		return
 	}
+	n.zero(din[:m*c.inN])
 	for r := 0; r < m; r++ {
 		be.Col2im(g, dcols[r*hwo:], ld, din[r*c.inN:(r+1)*c.inN])
 	}
@@ -192,10 +198,9 @@ func (c *convOps[T]) backward(n *Network[T], ws *workspace[T], i int, params []T
 	ld := c.colLD(n, cs)
 	if dev {
 		// One strided-batched GEMM for the batch's weight gradients, the bias
-		// gradients (rowSums), one reduction for the squared norms.
+		// gradients (rowSums); backward takes the squared norms of all layers at once.
 		n.gemmBatched(false, true, c.out.C, ckk, hwo, 1, dout, hwo, c.outN, ws.cols[i], ld, hwo, 0, ws.grads[c.wOff:], ckk, P, cs)
 		n.rowSums(cs, c.out.C, hwo, dout, c.outN, ws.grads[c.bOff:], P)
-		n.rs.RowSqNorms(cs, P, []int{c.wOff, c.nW, c.bOff, c.nB}, ws.grads[:cs*P], ws.gsq[:cs])
 	}
 	for s := 0; s < cs && !dev; s++ {
 		D := dout[s*c.outN : (s+1)*c.outN]

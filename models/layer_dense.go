@@ -103,7 +103,6 @@ func (d *denseOps[T]) backward(n *Network[T], ws *workspace[T], i int, params []
 	if dev {
 		n.gemmBatched(false, false, d.outN, d.inN, 1, 1, dout, 1, d.outN, in, d.inN, d.inN, 0, ws.grads[d.wOff:], d.inN, P, cs)
 		n.rowSums(cs, d.outN, 1, dout, d.outN, ws.grads[d.bOff:], P)
-		n.rs.RowSqNorms(cs, P, []int{d.wOff, d.nW, d.bOff, d.nB}, ws.grads[:cs*P], ws.gsq[:cs])
 	}
 	for s := 0; s < cs && !dev; s++ {
 		D := dout[s*d.outN : (s+1)*d.outN]

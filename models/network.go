@@ -481,6 +481,8 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 // one call per sample.
 type RowIm2coler[T Float] interface {
 	Im2colRows(g ConvGeom, m int, x []T, inN int, cols []T, ld int)
+	// Col2imRows writes (not adds) the scattered-back patch matrices to dx: its
+	// caller need not zero dx first.
 	Col2imRows(g ConvGeom, m int, cols []T, ld int, dx []T, inN int)
 }
 
@@ -628,8 +630,8 @@ func (n *Network[T]) lossAndDelta(ws *workspace[T], y []int, cs int) {
 }
 
 // backward propagates ws.dlt[L] down, writing per-sample parameter gradients to
-// ws.grads (cs×P) and their squared norms (float64, summed while each layer's block
-// is still in cache) to ws.gsq. The gradient w.r.t. the input is computed only when inputGrad.
+// ws.grads (cs×P) and their squared norms (float64; on the CPU summed while each
+// layer's block is still in cache, on a device in one reduction at the end) to ws.gsq. The gradient w.r.t. the input is computed only when inputGrad.
 func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bool) {
 	if n.dm != nil {
 		n.dm.ZeroFloat64(ws.gsq[:cs])
@@ -643,6 +645,21 @@ func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bo
 	for i := len(n.layers) - 1; i >= 0; i-- {
 		n.layers[i].ops.backward(n, ws, i, params, cs, n.paramsBelow[i] || inputGrad, dev)
 	}
+	if dev { // the squared norms of every layer's gradients in one reduction
+		n.rs.RowSqNorms(cs, n.p, n.paramBlocks(), ws.grads[:cs*n.p], ws.gsq[:cs])
+	}
+}
+
+// paramBlocks lists the parameter tensors as (offset, size) pairs in layer order,
+// weights before biases.
+func (n *Network[T]) paramBlocks() []int {
+	var b []int
+	for i := range n.layers {
+		for _, t := range n.layers[i].params {
+			b = append(b, t.off, t.size)
+		}
+	}
+	return b
 }
 
 // zero clears x (on the device when the backend has DeviceOps).

@@ -70,11 +70,12 @@ KERNEL k_im2col(int rows, int inN, int inC, int h, int w, int kh, int kw, int st
 	}
 }
 
-// k_col2im adds the patch matrices of rows samples (as k_im2col lays them out) back
+// k_col2im adds (add ≠ 0) or writes (add = 0: 0 + the sum, as adding to a zeroed
+// buffer would) the patch matrices of rows samples (as k_im2col lays them out) back
 // into their input gradients dx + r·inN: each thread gathers the taps that cover its
 // pixel.
 KERNEL k_col2im(int rows, int inN, int inC, int h, int w, int kh, int kw, int stride, int padT,
-                int padL, int outH, int outW, const float* cols, int ld, float* dx) {
+                int padL, int outH, int outW, const float* cols, int ld, float* dx, int add) {
 	int hwo = outH * outW;
 	GRID_STRIDE(i, (long long)rows * inC * h * w) {
 		long long chw = (long long)inC * h * w;
@@ -93,7 +94,8 @@ KERNEL k_col2im(int rows, int inN, int inC, int h, int w, int kh, int kw, int st
 				s += cols[(long long)row * ld + (long long)r * hwo + oh * outW + u / stride];
 			}
 		}
-		dx[(long long)r * inN + p] += s;
+		float* d = dx + (long long)r * inN + p;
+		*d = (add ? *d : 0.0f) + s;
 	}
 }
 
