@@ -171,12 +171,13 @@ const (
 )
 
 // chunkBudgetFor returns the chunk budget for a device with free of total bytes
-// free: the network may hold two chunks' buffers at once (the first-order pass's and
-// the tangent pass's workspaces grow independently), so each gets half of what is
-// free beyond the margin, in float32 values, and at least minChunkBudget.
+// free: what is free beyond the margin, in float32 values, and at least
+// minChunkBudget. The network splits it between its workspace's two parts, which
+// grow independently (models.Chunker): first-order chunks take at most an eighth,
+// a tangent chunk (its own first-order part included) the rest.
 func chunkBudgetFor(free, total int64) int {
 	usable := free - max(chunkMarginBytes, total/10)
-	return int(max(usable/(2*4), minChunkBudget))
+	return int(max(usable/4, minChunkBudget))
 }
 
 // ChunkBufferCap is chunkBufferCap (models.Chunker).
@@ -368,6 +369,12 @@ func (b *Backend) end() {
 
 // launch runs a grid-stride kernel over n elements.
 func (b *Backend) launch(name string, n int, args ...any) {
+	b.launchN(name, n, math.MaxInt32, args...)
+}
+
+// launchN is launch for a kernel whose index space may hold up to most elements
+// (math.MaxInt32 for those that count in 32 bits).
+func (b *Backend) launchN(name string, n, most int, args ...any) {
 	if b.err != nil || n <= 0 {
 		return
 	}
@@ -377,8 +384,8 @@ func (b *Backend) launch(name string, n int, args ...any) {
 			return
 		}
 	}
-	if n > math.MaxInt32 {
-		b.fail(fmt.Errorf("cuda: %s: %d elements exceed the kernels' 32-bit sizes", name, n))
+	if n > most {
+		b.fail(fmt.Errorf("cuda: %s: %d elements exceed the kernel's 32-bit sizes", name, n))
 		return
 	}
 	g := min(maxGrid, (n+blockSize-1)/blockSize)
@@ -430,7 +437,9 @@ func (b *Backend) Im2colRows(g models.ConvGeom, m int, x []float32, inN int, col
 	}
 	defer b.end()
 	px, pc := b.dev(x, false), b.dev(cols, true)
-	b.launch("k_im2col", m*g.CKK()*g.HWo(), m, inN, g.InC, g.H, g.W, g.KH, g.KW, g.Stride, g.PadT, g.PadL, g.OutH, g.OutW, px, pc, ld)
+	// k_im2col indexes its m·CKK·HWo outputs in 64 bits (a patch matrix may exceed
+	// 2³¹ values, models.Chunker.ChunkBufferCap); its int arguments stay checked.
+	b.launchN("k_im2col", m*g.CKK()*g.HWo(), math.MaxInt, m, inN, g.InC, g.H, g.W, g.KH, g.KW, g.Stride, g.PadT, g.PadL, g.OutH, g.OutW, px, pc, ld)
 }
 
 // Col2im adds a patch matrix back into one sample's input gradient.

@@ -368,19 +368,21 @@ type RowSqNormer[T Float] interface {
 type Chunker interface {
 	// ChunkBudget is the number of values one chunk's buffers may hold.
 	ChunkBudget() int
-	// ChunkBufferCap is the most values one layer buffer of a chunk (activations,
-	// deltas, patch matrices, their tangents) may hold, 0 for no limit: a device's
-	// kernels may count a buffer's elements in 32 bits. The chunk's gradient
-	// tangents (TangentBatcher) are exempt: only strided GEMMs and reductions with
+	// ChunkBufferCap is the most values one layer buffer of a chunk (inputs,
+	// activations, deltas, output-layout scratch, their tangents) may hold, 0 for no
+	// limit: a device's kernels may count a buffer's elements in 32 bits. Patch
+	// matrices, their scratch and the layers' gradient tangents it holds
+	// (TangentBatcher) are exempt: only im2col, col2im, GEMMs and reductions with
 	// 64-bit offsets touch them.
 	ChunkBufferCap() int
 }
 
-// maxRowBuffer is the largest layer buffer per sample or tangent row: the input, a
-// layer's output (or delta), a patch matrix or an output-layout scratch.
+// maxRowBuffer is the largest layer buffer per sample or tangent row that
+// Chunker.ChunkBufferCap bounds: the input, a layer's output (or delta) or an
+// output-layout scratch (not a patch matrix).
 func (n *Network[T]) maxRowBuffer() int {
-	_, maxCol, maxOut := n.convFloats()
-	m := max(n.d, maxCol, maxOut)
+	_, _, maxOut := n.convFloats()
+	m := max(n.d, maxOut)
 	for _, l := range n.layers {
 		m = max(m, l.outN)
 	}
@@ -389,7 +391,11 @@ func (n *Network[T]) maxRowBuffer() int {
 
 // deviceChunkSizes is chunkSizes for a Chunker backend: as many samples per chunk,
 // and as many tangent directions per pass, as the budget holds, with no layer buffer
-// above the buffer cap.
+// above the buffer cap. A workspace holds a first-order part (cs samples, the
+// largest cs of any call) and a tangent part (cs·kc rows) that grow independently
+// (workspaceFor), so a first-order chunk gets at most an eighth of the budget and a
+// tangent chunk, its samples' first-order part included, the rest: both together
+// never exceed the budget.
 func (n *Network[T]) deviceChunkSizes(ch Chunker, batch, k int, pt bool) (cs, kc int) {
 	budget := ch.ChunkBudget()
 	maxRows := math.MaxInt
@@ -401,8 +407,9 @@ func (n *Network[T]) deviceChunkSizes(ch Chunker, batch, k int, pt bool) (cs, kc
 	scr := n.scratchFloats() // the patch-matrix scratch, which also takes a layer's gradient tangents
 	first := 2*act + colT + scr + maxOut + n.p + 1
 	if k == 0 {
-		return balancedChunk(batch, min(budget/first, maxRows)), 0
+		return balancedChunk(batch, min(budget/8/first, maxRows)), 0
 	}
+	budget -= budget / 8
 	row := 2*act + colT + scr + maxOut + 2
 	if pt {
 		row += n.p
