@@ -694,25 +694,14 @@ func (b *Backend) FILDotSqLayer(g []float32, P int, tg []float32, cs, kc int, bl
 		b.fail(fmt.Errorf("cuda: FIL reduction: %d block values, want (offset, size) pairs", len(blocks)))
 		return
 	}
-	stripes := stripesFor(P)
-	if first {
-		if need := 2 * rows * stripes; len(b.filPart) < need {
-			p := b.allocBytes(8 * need)
-			if p == nil {
-				return
-			}
-			b.filPart = unsafe.Slice((*float64)(p), need)
-		}
-		b.filRows, b.filStri = rows, stripes
-	} else if b.filRows != rows || b.filStri != stripes {
-		b.fail(fmt.Errorf("cuda: FIL reduction of %d rows continued with %d rows (%d stripes, want %d)", b.filRows, rows, stripes, b.filStri))
+	part, stripes, ok := b.filContinue(rows, P, first)
+	if !ok {
 		return
 	}
 	pg, ptg := b.dev(g, false), b.dev(tg, false)
 	if b.err != nil {
 		return
 	}
-	part := unsafe.Pointer(unsafe.SliceData(b.filPart))
 	grid := (rows*stripes + reduceBlock - 1) / reduceBlock
 	base := 0 // tensor-major: the pair's first tensor starts at rows·(sizes before it)
 	for i := 0; i < len(blocks); i += 4 {
@@ -720,16 +709,72 @@ func (b *Backend) FILDotSqLayer(g []float32, P int, tg []float32, cs, kc int, bl
 		if i+3 < len(blocks) {
 			o1, z1 = blocks[i+2], blocks[i+3]
 		}
-		st := 0
-		if !first || i > 0 {
-			st = 1
-		}
-		if !b.launchRaw("k_fil_dotsq_layer", grid, Args(cs, P, kc, stripes, 1-st, o0, z0, o1, z1,
+		if !b.launchRaw("k_fil_dotsq_layer", grid, Args(cs, P, kc, stripes, boolInt(first && i == 0), o0, z0, o1, z1,
 			pg, unsafe.Add(ptg, 4*rows*base), part)) {
 			return
 		}
 		base += z0 + z1
 	}
+}
+
+// filContinue starts (first) or continues the FIL reduction of rows rows for P
+// parameters: its partial sums' device buffer and stripes; false after an error.
+func (b *Backend) filContinue(rows, P int, first bool) (unsafe.Pointer, int, bool) {
+	stripes := stripesFor(P)
+	if first {
+		if need := 2 * rows * stripes; len(b.filPart) < need {
+			p := b.allocBytes(8 * need)
+			if p == nil {
+				return nil, 0, false
+			}
+			b.filPart = unsafe.Slice((*float64)(p), need)
+		}
+		b.filRows, b.filStri = rows, stripes
+	} else if b.filRows != rows || b.filStri != stripes {
+		b.fail(fmt.Errorf("cuda: FIL reduction of %d rows continued with %d rows (%d stripes, want %d)", b.filRows, rows, stripes, b.filStri))
+		return nil, 0, false
+	}
+	return unsafe.Pointer(unsafe.SliceData(b.filPart)), stripes, true
+}
+
+// FILDotSqDense adds a dense layer's terms to the FIL reduction in progress
+// (models.TangentBatcher) without forming its gradient tangents: one launch of
+// k_fil_dense, which takes ⟨g, ġ⟩ and ‖ġ‖² of the rank-2 weight tangents
+// δ̇ ⊗ a + δ ⊗ ȧ and the bias tangents δ̇ in closed form. ta holds the rows' input
+// tangents, or is nil when idx and val give them as one-hot rows.
+func (b *Backend) FILDotSqDense(g []float32, P, cs, kc, inN, outN, wOff, bOff int, a, ta []float32, idx []int, val, D, tD []float32, first bool) {
+	rows := cs * kc
+	if rows <= 0 {
+		return
+	}
+	if !b.begin() {
+		return
+	}
+	defer b.end()
+	part, stripes, ok := b.filContinue(rows, P, first)
+	if !ok {
+		return
+	}
+	pg, pa, pD, ptD := b.dev(g, false), b.dev(a[:cs*inN], false), b.dev(D[:cs*outN], false), b.dev(tD[:rows*outN], false)
+	var pta, pidx, pval unsafe.Pointer
+	if ta != nil {
+		pta = b.dev(ta[:rows*inN], false)
+	} else {
+		pidx, pval = b.int32s(idx[:rows]), b.dev(val[:rows], false)
+	}
+	if b.err != nil {
+		return
+	}
+	b.launchRaw("k_fil_dense", (rows*stripes+reduceBlock-1)/reduceBlock, Args(cs, kc, inN, outN, P, wOff, bOff, stripes,
+		boolInt(first), pg, pa, pta, pidx, pval, pD, ptD, part))
+}
+
+// boolInt is 1 for true, 0 for false (a kernel's int flag).
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // FILDotSqEnd writes the totals of the FIL reduction in progress (FILDotSqLayer) for

@@ -63,6 +63,9 @@ static int call(int id, const uint64_t* a) {
 	case EMU_K_FIL_DOTSQ_LAYER:
 		k_fil_dotsq_layer(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), PF(9), PF(10), PD(11));
 		return 0;
+	case EMU_K_FIL_DENSE:
+		k_fil_dense(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), PF(9), PF(10), PF(11), PI(12), PF(13), PF(14), PF(15), PD(16));
+		return 0;
 	case EMU_K_REPEAT_ROWS:
 		k_repeat_rows(I(0), I(1), I(2), PF(3), PF(4));
 		return 0;

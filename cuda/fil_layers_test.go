@@ -143,3 +143,82 @@ func TestCol2imRowsWrites(t *testing.T) {
 		be.Close()
 	}
 }
+
+// TestFILDotSqDense checks a dense layer's closed-form FIL terms (FILDotSqDense)
+// against a float64 reference that forms the rank-2 weight tangents δ̇ ⊗ a + δ ⊗ ȧ
+// and the bias tangents δ̇ explicitly, continuing a reduction begun by another
+// layer, with input tangents given as rows and as one-hot rows (the sparse first
+// layer; one of them a zero row), on the emulator and (GPU build) the stand-in or a
+// GPU.
+func TestFILDotSqDense(t *testing.T) {
+	const inN, outN, off = 9, 5, 20 // the dense layer's weights at off, biases after them
+	P := off + outN*inN + outN
+	cs, kc := 3, 4
+	rows := cs * kc
+	rng := rand.New(rand.NewPCG(9, 10))
+	gv := randVec(rng, cs*P)
+	a, ta := randVec(rng, cs*inN), randVec(rng, rows*inN)
+	D, tD := randVec(rng, cs*outN), randVec(rng, rows*outN)
+	first := randVec(rng, rows*off) // the layer before: one tensor (0, off)
+	idx := make([]int, rows)
+	val := randVec(rng, rows)
+	for r := range idx {
+		idx[r] = (3 * r) % inN
+	}
+	idx[5] = -1
+	for _, sparse := range []bool{false, true} {
+		wgd, wdd := make([]float64, rows), make([]float64, rows)
+		for r := 0; r < rows; r++ {
+			s := r / kc
+			for i := 0; i < off; i++ {
+				v := first[r*off+i]
+				wgd[r] += gv[s*P+i] * v
+				wdd[r] += v * v
+			}
+			for o := 0; o < outN; o++ {
+				for i := 0; i < inN; i++ {
+					ai := ta[r*inN+i]
+					if sparse {
+						ai = 0
+						if idx[r] == i {
+							ai = val[r]
+						}
+					}
+					v := tD[r*outN+o]*a[s*inN+i] + D[s*outN+o]*ai
+					wgd[r] += gv[s*P+off+o*inN+i] * v
+					wdd[r] += v * v
+				}
+				v := tD[r*outN+o]
+				wgd[r] += gv[s*P+off+outN*inN+o] * v
+				wdd[r] += v * v
+			}
+		}
+		for _, drv := range testDrivers(t) {
+			be, err := NewBackend(keepOpen{drv})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g32 := f32(be, gv)
+			be.FILDotSqLayer(g32, P, f32(be, first), cs, kc, []int{0, off}, true)
+			var ta32, val32 []float32
+			var ix []int
+			if sparse {
+				ix, val32 = idx, f32(be, val)
+			} else {
+				ta32 = f32(be, ta)
+			}
+			be.FILDotSqDense(g32, P, cs, kc, inN, outN, off, off+outN*inN, f32(be, a), ta32, ix, val32, f32(be, D), f32(be, tD), false)
+			gd, dd := make([]float64, rows), make([]float64, rows)
+			be.FILDotSqEnd(cs, kc, gd, dd)
+			if err := be.Err(); err != nil {
+				t.Fatalf("%s: %v", drv.Name(), err)
+			}
+			for r := 0; r < rows; r++ {
+				if math.Abs(gd[r]-wgd[r]) > 1e-12*(1+math.Abs(wgd[r])) || math.Abs(dd[r]-wdd[r]) > 1e-12*wdd[r] {
+					t.Errorf("%s sparse=%v row %d: (%v, %v), want (%v, %v)", drv.Name(), sparse, r, gd[r], dd[r], wgd[r], wdd[r])
+				}
+			}
+			be.Close()
+		}
+	}
+}

@@ -283,3 +283,20 @@ func (n *Network[T]) denseTOf(i int) []T {
 	}
 	return n.denseT[i]
 }
+
+// filDotSqAll adds the layer's terms to the chunk's FIL reduction without forming
+// its gradient tangents (TangentBatcher.FILDotSqDense): for the sparse first layer
+// its input tangents are the one-hot rows of ws.spIdx/spVal.
+func (d *denseOps[T]) filDotSqAll(n *Network[T], ws *workspace[T], i, cs, kc int, sparse, first bool) {
+	rows := cs * kc
+	var ta, val []T
+	var idx []int
+	if sparse {
+		idx, val = ws.spIdx[:rows], ws.spVal[:rows]
+	} else {
+		ta = ws.tacts[i][:rows*d.inN]
+	}
+	n.tb.FILDotSqDense(ws.grads[:cs*n.p], n.p, cs, kc, d.inN, d.outN, d.wOff, d.bOff, ws.acts[i][:cs*d.inN], ta, idx, val,
+		ws.dlt[i+1][:cs*d.outN], ws.tdlt[i+1][:rows*d.outN], first)
+}
+

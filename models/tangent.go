@@ -251,6 +251,14 @@ type TangentBatcher[T Float] interface {
 	// biases), and FILDotSqEnd ends it. No buffer holds every layer's gradient
 	// tangents at once.
 	FILDotSqLayer(g []T, P int, tg []T, cs, kc int, blocks []int, first bool)
+	// FILDotSqDense is FILDotSqLayer for a dense layer (inN inputs, outN outputs,
+	// weights at wOff and biases at bOff of g_s) without its gradient tangents
+	// formed: they are δ̇_r ⊗ a_s + δ_s ⊗ ȧ_r and δ̇_r, from the layer's inputs a (cs
+	// rows of inN), their tangents ta (cs·kc rows; nil: one-hot rows
+	// val[r]·e_{idx[r]}, idx[r] < 0 a zero row), its output deltas D (cs rows of
+	// outN) and their tangents tD (cs·kc rows), so the reduction is taken in closed
+	// form (the same sums, in another order).
+	FILDotSqDense(g []T, P, cs, kc, inN, outN, wOff, bOff int, a, ta []T, idx []int, val, D, tD []T, first bool)
 	// FILDotSqEnd writes the totals of the reduction begun by the last
 	// FILDotSqLayer with first set: gd[r] = Σ_t ⟨g_s,t, ġ_{r,t}⟩ and
 	// dd[r] = Σ_t ‖ġ_{r,t}‖² for r < cs·kc, over every tensor of every layer added.
@@ -261,20 +269,26 @@ type TangentBatcher[T Float] interface {
 	RepeatRows(rows, kd, n int, src, dst []T)
 }
 
-// filDotSqAll forms the kc gradient tangents of every sample of the chunk and takes
-// their FIL reduction (TangentBatcher.FILDotSqLayer) layer by layer, with batched
-// device calls, a fixed number per layer whatever cs and kc: each parameter layer
-// writes its tangents for all rows r = s·kc + j at once (the same terms as
-// gradTangents) to ws.scratch, tensor-major (tensor t of the layer, of size z_t, of
-// row r at cs·kc·(z_0 + … + z_{t−1}) + r·z_t, so that every per-row operand lies at a
-// fixed stride), and the reduction takes them there before the next layer reuses the
-// scratch. The reduction's totals are read with FILDotSqEnd.
+// filDotSqAll takes the FIL reduction of the kc gradient tangents of every sample
+// of the chunk layer by layer, with batched device calls, a fixed number per layer
+// whatever cs and kc. A conv layer writes its tangents for all rows r = s·kc + j at
+// once (the same terms as gradTangents) to ws.scratch, tensor-major (tensor t of the
+// layer, of size z_t, of row r at cs·kc·(z_0 + … + z_{t−1}) + r·z_t, so that every
+// per-row operand lies at a fixed stride), and TangentBatcher.FILDotSqLayer takes
+// them there before the next layer reuses the scratch; a dense layer's rank-2
+// tangents are never formed (TangentBatcher.FILDotSqDense). The reduction's totals
+// are read with FILDotSqEnd.
 func (n *Network[T]) filDotSqAll(ws *workspace[T], cs, kc int, sparse bool) {
 	rows := cs * kc
 	first := true
 	for i := range n.layers {
 		l := &n.layers[i]
 		if l.pl == nil {
+			continue
+		}
+		if d, ok := l.pl.(*denseOps[T]); ok {
+			d.filDotSqAll(n, ws, i, cs, kc, sparse && i == n.firstParam, first)
+			first = false
 			continue
 		}
 		l.pl.gradTangentsAll(n, ws, i, cs, kc, sparse && i == n.firstParam)
@@ -289,10 +303,14 @@ func (n *Network[T]) filDotSqAll(ws *workspace[T], cs, kc int, sparse bool) {
 	}
 }
 
-// layerParamFloats is the most parameters of one layer (all its tensors).
+// layerParamFloats is the most parameters of one layer (all its tensors) whose
+// gradient tangents filDotSqAll forms (not a dense layer's).
 func (n *Network[T]) layerParamFloats() int {
 	m := 0
 	for _, l := range n.layers {
+		if _, dense := l.pl.(*denseOps[T]); dense {
+			continue
+		}
 		size := 0
 		for _, t := range l.params {
 			size += t.size
