@@ -299,4 +299,3 @@ func (d *denseOps[T]) filDotSqAll(n *Network[T], ws *workspace[T], i, cs, kc int
 	n.tb.FILDotSqDense(ws.grads[:cs*n.p], n.p, cs, kc, d.inN, d.outN, d.wOff, d.bOff, ws.acts[i][:cs*d.inN], ta, idx, val,
 		ws.dlt[i+1][:cs*d.outN], ws.tdlt[i+1][:rows*d.outN], first)
 }
-
