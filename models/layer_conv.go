@@ -388,7 +388,12 @@ func (c *convOps[T]) gradTangentsFIL(n *Network[T], ws *workspace[T], i, s, kc i
 	f.done[i] = true
 }
 
-func (c *convOps[T]) gradTangentsAll(n *Network[T], ws *workspace[T], i, cs, kc int, first bool) {
+// filDotSqAll writes the layer's gradient tangents for every row r = s·kc + j of the
+// chunk to ws.scratch — weights of row r at r·nW, biases at rows·nW + r·nB, the
+// terms of gradTangents — with a fixed number of batched calls, and adds their FIL
+// terms to the chunk's reduction (TangentBatcher.FILDotSqLayer) before the next
+// layer reuses the scratch.
+func (c *convOps[T]) filDotSqAll(n *Network[T], ws *workspace[T], i, cs, kc int, first, start bool) {
 	rows := cs * kc
 	tg := ws.scratch[:rows*(c.nW+c.nB)]
 	tD := ws.tdlt[i+1][:rows*c.outN]
@@ -408,6 +413,7 @@ func (c *convOps[T]) gradTangentsAll(n *Network[T], ws *workspace[T], i, cs, kc 
 		n.gemmBatched(false, true, oc, ckk, hwo, 1, Dr, hwo, c.outN, ws.tcols[i], c.colLD(n, rows), hwo, 1, gw, ckk, c.nW, rows)
 	}
 	n.tb.RowSumsBlocked(rows, rows, oc, hwo, tD, c.outN, tg[rows*c.nW:], c.nB, 0)
+	n.tb.FILDotSqLayer(ws.grads[:cs*n.p], n.p, tg, cs, kc, []int{c.wOff, c.nW, c.bOff, c.nB}, start)
 }
 
 // colPad is the number of values added to the row stride of a column-major patch

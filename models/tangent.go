@@ -279,27 +279,12 @@ type TangentBatcher[T Float] interface {
 // tangents are never formed (TangentBatcher.FILDotSqDense). The reduction's totals
 // are read with FILDotSqEnd.
 func (n *Network[T]) filDotSqAll(ws *workspace[T], cs, kc int, sparse bool) {
-	rows := cs * kc
-	first := true
+	start := true
 	for i := range n.layers {
-		l := &n.layers[i]
-		if l.pl == nil {
-			continue
+		if l := &n.layers[i]; l.pl != nil {
+			l.pl.filDotSqAll(n, ws, i, cs, kc, sparse && i == n.firstParam, start)
+			start = false
 		}
-		if d, ok := l.pl.(*denseOps[T]); ok {
-			d.filDotSqAll(n, ws, i, cs, kc, sparse && i == n.firstParam, first)
-			first = false
-			continue
-		}
-		l.pl.gradTangentsAll(n, ws, i, cs, kc, sparse && i == n.firstParam)
-		blocks := make([]int, 0, 2*len(l.params))
-		size := 0
-		for _, t := range l.params {
-			blocks = append(blocks, t.off, t.size)
-			size += t.size
-		}
-		n.tb.FILDotSqLayer(ws.grads[:cs*n.p], n.p, ws.scratch[:rows*size], cs, kc, blocks, first)
-		first = false
 	}
 }
 
