@@ -445,6 +445,9 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 		ws = &workspace[T]{}
 		n.ws[w] = ws
 	}
+	if n.dm != nil { // one worker: the pass about to run overwrites what a reuse would read
+		n.dev.firstOrder = 0
+	}
 	be := n.be
 	_, _, maxOut := n.convFloats()
 	if ws.cs < cs {

@@ -31,6 +31,9 @@ type tangentRun[T Float] struct {
 	// propagates them sparsely through the first parameter layer instead of calling
 	// seeds for the input (seeds still sets parameter tangents).
 	coords [][]int
+	// reuseFirst: the workspace holds the first-order pass of this batch already
+	// (one chunk; FILSqNormsAfterGradSum), which the run does not repeat.
+	reuseFirst bool
 	// first, when set, is called once per chunk after the first-order pass and
 	// before the tangent passes, with ws.grads and ws.losses holding the chunk's
 	// gradients and losses.
@@ -59,10 +62,12 @@ func (n *Network[T]) run(r *tangentRun[T]) {
 	cs, kc := n.chunkSizes(r.batch, r.k, r.pt)
 	n.parallelChunks(r.batch, cs, func(w, s0, c int) {
 		ws := n.workspaceFor(w, cs, kc, r.pt)
-		n.loadInputs(ws, r.x, s0, c)
-		n.forward(ws, r.params, c)
-		n.lossAndDelta(ws, r.y[s0:s0+c], c)
-		n.backward(ws, r.params, c, false)
+		if !r.reuseFirst {
+			n.loadInputs(ws, r.x, s0, c)
+			n.forward(ws, r.params, c)
+			n.lossAndDelta(ws, r.y[s0:s0+c], c)
+			n.backward(ws, r.params, c, false)
+		}
 		if r.first != nil {
 			r.first(ws, s0, c)
 		}
