@@ -68,6 +68,10 @@ type Backend struct {
 	budget int // chunk budget in float32 values (0: not measured yet)
 	// The reductions' partial sums (grown as needed; their tensor table is an int slot).
 	fpart []float64
+	// The layer-by-layer FIL reduction's partial sums (FILDotSqLayer), kept between
+	// its calls, and the rows and stripes of the reduction in progress (0: none).
+	filPart          []float64
+	filRows, filStri int
 	// DeviceOps\' scratch: int arguments (slots, see ints), row scales and row sums.
 	islots [nSlots]intSlot
 	dscr   []float64
@@ -167,12 +171,13 @@ const (
 )
 
 // chunkBudgetFor returns the chunk budget for a device with free of total bytes
-// free: the network may hold two chunks' buffers at once (the first-order pass's and
-// the tangent pass's workspaces grow independently), so each gets half of what is
-// free beyond the margin, in float32 values, and at least minChunkBudget.
+// free: what is free beyond the margin, in float32 values, and at least
+// minChunkBudget. The network splits it between its workspace's two parts, which
+// grow independently (models.Chunker): first-order chunks take at most an eighth,
+// a tangent chunk (its own first-order part included) the rest.
 func chunkBudgetFor(free, total int64) int {
 	usable := free - max(chunkMarginBytes, total/10)
-	return int(max(usable/(2*4), minChunkBudget))
+	return int(max(usable/4, minChunkBudget))
 }
 
 // ChunkBufferCap is chunkBufferCap (models.Chunker).
@@ -364,6 +369,12 @@ func (b *Backend) end() {
 
 // launch runs a grid-stride kernel over n elements.
 func (b *Backend) launch(name string, n int, args ...any) {
+	b.launchN(name, n, math.MaxInt32, args...)
+}
+
+// launchN is launch for a kernel whose index space may hold up to most elements
+// (math.MaxInt32 for those that count in 32 bits).
+func (b *Backend) launchN(name string, n, most int, args ...any) {
 	if b.err != nil || n <= 0 {
 		return
 	}
@@ -373,8 +384,8 @@ func (b *Backend) launch(name string, n int, args ...any) {
 			return
 		}
 	}
-	if n > math.MaxInt32 {
-		b.fail(fmt.Errorf("cuda: %s: %d elements exceed the kernels' 32-bit sizes", name, n))
+	if n > most {
+		b.fail(fmt.Errorf("cuda: %s: %d elements exceed the kernel's 32-bit sizes", name, n))
 		return
 	}
 	g := min(maxGrid, (n+blockSize-1)/blockSize)
@@ -426,23 +437,35 @@ func (b *Backend) Im2colRows(g models.ConvGeom, m int, x []float32, inN int, col
 	}
 	defer b.end()
 	px, pc := b.dev(x, false), b.dev(cols, true)
-	b.launch("k_im2col", m*g.CKK()*g.HWo(), m, inN, g.InC, g.H, g.W, g.KH, g.KW, g.Stride, g.PadT, g.PadL, g.OutH, g.OutW, px, pc, ld)
+	// k_im2col indexes its m·CKK·HWo outputs in 64 bits (a patch matrix may exceed
+	// 2³¹ values, models.Chunker.ChunkBufferCap); its int arguments stay checked.
+	b.launchN("k_im2col", m*g.CKK()*g.HWo(), math.MaxInt, m, inN, g.InC, g.H, g.W, g.KH, g.KW, g.Stride, g.PadT, g.PadL, g.OutH, g.OutW, px, pc, ld)
 }
 
 // Col2im adds a patch matrix back into one sample's input gradient.
 func (b *Backend) Col2im(g models.ConvGeom, cols []float32, ld int, dx []float32) {
-	b.Col2imRows(g, 1, cols, ld, dx, g.InC*g.H*g.W)
+	b.col2im(g, 1, cols, ld, dx, g.InC*g.H*g.W, true)
 }
 
-// Col2imRows adds the patch matrices of m samples (laid out as Im2colRows writes
-// them) into their input gradients dx[r·inN:] (models.RowIm2coler): one launch.
+// Col2imRows writes the patch matrices of m samples (laid out as Im2colRows writes
+// them), gathered per input pixel, to their input gradients dx[r·inN:]
+// (models.RowIm2coler): one launch, and no zeroing of dx before it.
 func (b *Backend) Col2imRows(g models.ConvGeom, m int, cols []float32, ld int, dx []float32, inN int) {
+	b.col2im(g, m, cols, ld, dx, inN, false)
+}
+
+// col2im launches k_col2im, adding to dx or writing it.
+func (b *Backend) col2im(g models.ConvGeom, m int, cols []float32, ld int, dx []float32, inN int, add bool) {
 	if !b.begin() {
 		return
 	}
 	defer b.end()
 	pc, pd := b.dev(cols, false), b.dev(dx, true)
-	b.launch("k_col2im", m*g.InC*g.H*g.W, m, inN, g.InC, g.H, g.W, g.KH, g.KW, g.Stride, g.PadT, g.PadL, g.OutH, g.OutW, pc, ld, pd)
+	a := 0
+	if add {
+		a = 1
+	}
+	b.launch("k_col2im", m*g.InC*g.H*g.W, m, inN, g.InC, g.H, g.W, g.KH, g.KW, g.Stride, g.PadT, g.PadL, g.OutH, g.OutW, pc, ld, pd, a)
 }
 
 // AvgPool pools n samples.
@@ -647,6 +670,167 @@ func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, cs, kc, nj
 	f := b.reduce("k_blocked_dotsq", 2*rows, stripes, args)
 	if f == nil {
 		return
+	}
+	copy(gd[:rows], f[:rows])
+	copy(dd[:rows], f[rows:2*rows])
+}
+
+// FILDotSqLayer adds one layer's terms to the FIL reduction of cs samples with kc
+// directions (models.TangentBatcher): one launch of k_fil_dotsq_layer per two of
+// the layer's tensors (one for a conv or dense layer), continuing, stripe by stripe,
+// the partial sums the layers before it left in b.filPart. The stripes are those
+// BlockedDotSqBatch takes for all P parameters, so over the layers each partial sum
+// adds the same values in the same order and the totals (FILDotSqEnd) equal
+// BlockedDotSqBatch's over the whole gradient tangents, bit for bit.
+func (b *Backend) FILDotSqLayer(g []float32, P int, tg []float32, cs, kc int, blocks []int, first bool) {
+	rows := cs * kc
+	if rows <= 0 || len(blocks) == 0 {
+		return
+	}
+	if !b.begin() {
+		return
+	}
+	defer b.end()
+	if len(blocks)%2 != 0 {
+		b.fail(fmt.Errorf("cuda: FIL reduction: %d block values, want (offset, size) pairs", len(blocks)))
+		return
+	}
+	part, stripes, ok := b.filContinue(rows, P, first)
+	if !ok {
+		return
+	}
+	pg, ptg := b.dev(g, false), b.dev(tg, false)
+	if b.err != nil {
+		return
+	}
+	grid := (rows*stripes + reduceBlock - 1) / reduceBlock
+	base := 0 // tensor-major: the pair's first tensor starts at rows·(sizes before it)
+	for i := 0; i < len(blocks); i += 4 {
+		o0, z0, o1, z1 := blocks[i], blocks[i+1], 0, 0
+		if i+3 < len(blocks) {
+			o1, z1 = blocks[i+2], blocks[i+3]
+		}
+		if !b.launchRaw("k_fil_dotsq_layer", grid, Args(cs, P, kc, stripes, boolInt(first && i == 0), o0, z0, o1, z1,
+			pg, unsafe.Add(ptg, 4*rows*base), part)) {
+			return
+		}
+		base += z0 + z1
+	}
+}
+
+// filContinue starts (first) or continues the FIL reduction of rows rows for P
+// parameters: its partial sums' device buffer and stripes; false after an error.
+func (b *Backend) filContinue(rows, P int, first bool) (unsafe.Pointer, int, bool) {
+	stripes := stripesFor(P)
+	if first {
+		if need := 2 * rows * stripes; len(b.filPart) < need {
+			p := b.allocBytes(8 * need)
+			if p == nil {
+				return nil, 0, false
+			}
+			b.filPart = unsafe.Slice((*float64)(p), need)
+		}
+		b.filRows, b.filStri = rows, stripes
+	} else if b.filRows != rows || b.filStri != stripes {
+		b.fail(fmt.Errorf("cuda: FIL reduction of %d rows continued with %d rows (%d stripes, want %d)", b.filRows, rows, stripes, b.filStri))
+		return nil, 0, false
+	}
+	return unsafe.Pointer(unsafe.SliceData(b.filPart)), stripes, true
+}
+
+// FILDotSqDense adds a dense layer's terms to the FIL reduction in progress
+// (models.TangentBatcher) without forming its gradient tangents: one launch of
+// k_fil_dense, which takes ⟨g, ġ⟩ and ‖ġ‖² of the rank-2 weight tangents
+// δ̇ ⊗ a + δ ⊗ ȧ and the bias tangents δ̇ in closed form. ta holds the rows' input
+// tangents, or is nil when idx and val give them as one-hot rows.
+func (b *Backend) FILDotSqDense(g []float32, P, cs, kc, inN, outN, wOff, bOff int, a, ta []float32, idx []int, val, D, tD []float32, first bool) {
+	rows := cs * kc
+	if rows <= 0 {
+		return
+	}
+	if !b.begin() {
+		return
+	}
+	defer b.end()
+	part, stripes, ok := b.filContinue(rows, P, first)
+	if !ok {
+		return
+	}
+	pg, pa, pD, ptD := b.dev(g, false), b.dev(a[:cs*inN], false), b.dev(D[:cs*outN], false), b.dev(tD[:rows*outN], false)
+	var pta, pidx, pval unsafe.Pointer
+	if ta != nil {
+		pta = b.dev(ta[:rows*inN], false)
+	} else {
+		pidx, pval = b.int32s(idx[:rows]), b.dev(val[:rows], false)
+	}
+	if b.err != nil {
+		return
+	}
+	b.launchRaw("k_fil_dense", (rows*stripes+reduceBlock-1)/reduceBlock, Args(cs, kc, inN, outN, P, wOff, bOff, stripes,
+		boolInt(first), pg, pa, pta, pidx, pval, pD, ptD, part))
+}
+
+// boolInt is 1 for true, 0 for false (a kernel's int flag).
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// FILDotSqEnd writes the totals of the FIL reduction in progress (FILDotSqLayer) for
+// its cs·kc rows to gd and dd (models.TangentBatcher): each row's stripes summed in
+// order, two launches. When gd and dd are device memory the results stay there and
+// nothing waits; else the call waits and copies them to the host.
+func (b *Backend) FILDotSqEnd(cs, kc int, gd, dd []float64) {
+	rows := cs * kc
+	if rows <= 0 {
+		return
+	}
+	if !b.begin() {
+		return
+	}
+	defer b.end()
+	if b.filRows != rows {
+		b.fail(fmt.Errorf("cuda: FIL reduction of %d rows ended for %d rows", b.filRows, rows))
+		return
+	}
+	stripes := b.filStri
+	part := unsafe.Pointer(unsafe.SliceData(b.filPart))
+	grid := (rows + reduceBlock - 1) / reduceBlock
+	if b.plain && b.ownsF64(gd[:rows]) && b.ownsF64(dd[:rows]) {
+		if b.launchRaw("k_sum_rows", grid, Args(rows, stripes, part, unsafe.Pointer(unsafe.SliceData(gd)))) {
+			b.launchRaw("k_sum_rows", grid, Args(rows, stripes, unsafe.Add(part, 8*rows*stripes), unsafe.Pointer(unsafe.SliceData(dd))))
+		}
+		return
+	}
+	// Host results: both folds (gd's rows then dd's) in one launch into fpart, then
+	// one wait.
+	if len(b.fpart) < 2*rows {
+		p := b.allocBytes(8 * 2 * rows)
+		if p == nil {
+			return
+		}
+		b.fpart = unsafe.Slice((*float64)(p), 2*rows)
+	}
+	fin := unsafe.Pointer(unsafe.SliceData(b.fpart))
+	b.stats.DotReads++
+	if !b.launchRaw("k_sum_rows", (2*rows+reduceBlock-1)/reduceBlock, Args(2*rows, stripes, part, fin)) {
+		return
+	}
+	b.synced = true
+	var f []float64
+	if b.plain {
+		f = b.hostFloat64s(2 * rows)
+		if !b.copyOut(unsafe.Pointer(unsafe.SliceData(f)), fin, 8*2*rows) {
+			return
+		}
+	} else {
+		if err := b.gd.Sync(); err != nil {
+			b.fail(fmt.Errorf("cuda: synchronize: %w", err))
+			return
+		}
+		f = b.fpart[:2*rows]
 	}
 	copy(gd[:rows], f[:rows])
 	copy(dd[:rows], f[rows:2*rows])

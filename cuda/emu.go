@@ -62,6 +62,8 @@ var emuKernels = map[string]C.int{
 	"k_gather_u8":            C.EMU_K_GATHER_U8,
 	"k_normals":              C.EMU_K_NORMALS,
 	"k_dpsgd_update":         C.EMU_K_DPSGD_UPDATE,
+	"k_fil_dotsq_layer":      C.EMU_K_FIL_DOTSQ_LAYER,
+	"k_fil_dense":            C.EMU_K_FIL_DENSE,
 }
 
 // emulator is the CPU Driver: managed memory is C heap memory, a launch runs every

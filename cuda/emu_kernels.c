@@ -40,7 +40,7 @@ static int call(int id, const uint64_t* a) {
 		k_im2col(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10), I(11), PF(12), PF(13), I(14));
 		return 0;
 	case EMU_K_COL2IM:
-		k_col2im(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10), I(11), PF(12), I(13), PF(14));
+		k_col2im(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10), I(11), PF(12), I(13), PF(14), I(15));
 		return 0;
 	case EMU_K_AVGPOOL:
 		k_avgpool(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), PF(8), PF(9));
@@ -59,6 +59,12 @@ static int call(int id, const uint64_t* a) {
 		return 0;
 	case EMU_K_BLOCKED_DOTSQ:
 		k_blocked_dotsq(I(0), I(1), I(2), I(3), I(4), I(5), PI(6), PF(7), PF(8), PD(9));
+		return 0;
+	case EMU_K_FIL_DOTSQ_LAYER:
+		k_fil_dotsq_layer(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), PF(9), PF(10), PD(11));
+		return 0;
+	case EMU_K_FIL_DENSE:
+		k_fil_dense(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), PF(9), PF(10), PF(11), PI(12), PF(13), PF(14), PF(15), PD(16));
 		return 0;
 	case EMU_K_REPEAT_ROWS:
 		k_repeat_rows(I(0), I(1), I(2), PF(3), PF(4));

@@ -39,6 +39,8 @@ enum {
 	EMU_K_GATHER_U8,
 	EMU_K_NORMALS,
 	EMU_K_DPSGD_UPDATE,
+	EMU_K_FIL_DOTSQ_LAYER,
+	EMU_K_FIL_DENSE,
 };
 
 int emu_launch(int id, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,

@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/dpfil/dpfil/models"
@@ -30,6 +31,7 @@ type resident struct {
 	x, fx           []float32 // the gathered batch and FIL members (grown)
 	xIdx            []int     // the indices x holds
 	bad             []float64 // per-thread non-finite counts of the update, then their sumTree levels
+	lastGrad        *gradCall // the last ResidentGradSum, while ResidentFIL may reuse its pass
 }
 
 // ErrNotResident is returned by the Resident* methods of a model that cannot keep a
@@ -126,6 +128,7 @@ func (m *Model) ResidentSetState(w, v []float64) error {
 	if len(w) != r.P || len(v) != r.P {
 		return fmt.Errorf("cuda: resident state: %d parameters and %d momenta, want %d", len(w), len(v), r.P)
 	}
+	r.lastGrad = nil // new parameters
 	m.be.CopyFloat64(r.w, w)
 	m.be.CopyFloat64(r.v, v)
 	m.be.ToFloat(r.w32, r.w)
@@ -212,6 +215,7 @@ func (m *Model) ResidentGradSum(idx, y []int, clip models.Clip, losses []float64
 	if err != nil {
 		return err
 	}
+	r.lastGrad = nil
 	if len(idx) == 0 {
 		m.be.Zero(r.sum)
 		return m.check("clipped gradient sum", nil)
@@ -222,10 +226,32 @@ func (m *Model) ResidentGradSum(idx, y []int, clip models.Clip, losses []float64
 		}
 	}
 	key := fmt.Sprintf("grad/%d/%+v", len(idx), clip)
-	return m.check("clipped gradient sum", m.be.graphCall(key, func() error {
+	err = m.check("clipped gradient sum", m.be.graphCall(key, func() error {
 		x := m.batch(r, idx, &r.x, true)
 		return m.inner.ClippedGradSum(r.w32, x, y, clip, r.sum, losses)
 	}))
+	if err == nil {
+		r.lastGrad = &gradCall{idx: slices.Clone(idx), y: slices.Clone(y), clip: clip}
+	}
+	return err
+}
+
+// gradCall is a ResidentGradSum whose forward and backward pass ResidentFIL may
+// reuse: its batch, labels and clip, at the current parameters.
+type gradCall struct {
+	idx, y []int
+	clip   models.Clip
+}
+
+// reusesGrad reports whether a FIL step of the rows idx (labels y, clip, k
+// directions) can reuse the forward and backward pass of the last ResidentGradSum:
+// the same rows and labels, the parameters unchanged since (ResidentUpdate,
+// ResidentSetState and ResidentLoad forget it), and the network's workspace still
+// holding that pass as one chunk that the FIL step's chunk equals
+// (models.Network.FirstOrderReusable).
+func (m *Model) reusesGrad(r *resident, idx, y []int, clip models.Clip, k int) bool {
+	g := r.lastGrad
+	return g != nil && slices.Equal(g.idx, idx) && slices.Equal(g.y, y) && g.clip == clip && m.net.FirstOrderReusable(len(idx), k)
 }
 
 // ResidentFIL writes the FIL norms (models.Model.FILSqNorms) of the training rows idx
@@ -243,6 +269,14 @@ func (m *Model) ResidentFIL(idx, y []int, clip models.Clip, coords [][]int, out 
 	k := 0
 	for _, c := range coords {
 		k = max(k, len(c))
+	}
+	if m.reusesGrad(r, idx, y, clip, k) {
+		// The FIL members are the batch just summed (fil_rate 1): its forward and
+		// backward pass are still in the workspace, and its rows in r.x.
+		key := fmt.Sprintf("fil-after-grad/%d/%d/%+v", len(idx), k, clip)
+		return m.check("FIL", m.be.graphCall(key, func() error {
+			return m.net.FILSqNormsAfterGradSum(r.w32, r.x[:len(idx)*r.D], y, len(idx), clip, coords, out)
+		}))
 	}
 	key := fmt.Sprintf("fil/%d/%d/%+v", len(idx), k, clip)
 	return m.check("FIL", m.be.graphCall(key, func() error {
@@ -263,6 +297,7 @@ func (m *Model) ResidentUpdate(key uint64, step int, std, denom, lr, mom, wd flo
 	if err != nil {
 		return 0, err
 	}
+	r.lastGrad = nil // new parameters
 	b := m.be
 	pairs := (r.P + 1) / 2
 	threads := min(maxGrid, (pairs+blockSize-1)/blockSize) * blockSize

@@ -111,6 +111,10 @@ type deviceScratch[T Float] struct {
 	total, scale, gg, fil, gd, dd []float64
 	losses                        []T
 	spHost                        []T // the one-hot seeds' values, written on the host
+	// firstOrder is the batch size of the clipped gradient sum whose forward and
+	// backward pass the workspace still holds (one chunk of the whole batch), 0 when
+	// none: workspaceFor clears it, since any later pass overwrites the workspace.
+	firstOrder int
 }
 
 // f64 returns (*buf)[:n], reallocated on the device when too short.
@@ -152,6 +156,9 @@ func (n *Network[T]) clippedGradSumDevice(params, x []T, y []int, batch int, cli
 		n.dops.ScaledRowSum(c, P, sc, ws.grads, total)
 		n.dm.Copy(dl[s0:s0+c], ws.losses[:c])
 	})
+	if cs, _ := n.chunkSizes(batch, 0, false); cs == batch {
+		n.dev.firstOrder = batch // set after the pass: its workspaceFor cleared it
+	}
 	if n.dm.OnDevice(sum) {
 		n.dm.ToFloat(sum, total)
 	} else {
@@ -164,20 +171,71 @@ func (n *Network[T]) clippedGradSumDevice(params, x []T, y []int, batch int, cli
 	n.lossesToHost(dl, losses)
 }
 
+// FirstOrderReusable reports whether FILSqNormsAfterGradSum can take a FIL step of
+// batch samples with k directions from the forward and backward pass of the call
+// just before it: that call was ClippedGradSum of batch samples on plain device
+// memory, no pass ran on the network since, and both its first-order pass and the
+// FIL step's chunk are one chunk of the whole batch.
+func (n *Network[T]) FirstOrderReusable(batch, k int) bool {
+	if n.dm == nil || batch <= 0 || k <= 0 || n.dev.firstOrder != batch {
+		return false
+	}
+	cs, kc := n.chunkSizes(batch, k, false)
+	return cs == batch && kc == k
+}
+
+// FILSqNormsAfterGradSum is FILSqNorms for the batch of the ClippedGradSum call just
+// before it, with the same params, x, y and batch (the caller's contract: the network
+// cannot see device memory change), when FirstOrderReusable: the FIL step reuses the
+// activations, deltas, patch matrices, gradients and squared norms that call left in
+// the workspace instead of running the forward and backward pass again, so it reads
+// neither x nor y's losses, and its results are those of FILSqNorms bit for bit.
+// Otherwise it fails.
+func (n *Network[T]) FILSqNormsAfterGradSum(params, x []T, y []int, batch int, clip Clip, coords [][]int, out []float64) error {
+	if err := clip.Validate(); err != nil {
+		return err
+	}
+	if err := n.checkInputs(params, x, y, batch); err != nil {
+		return err
+	}
+	if len(coords) != batch || len(out) != batch {
+		return fmt.Errorf("%s: FIL needs %d coordinate lists and outputs, got %d and %d", n.arch.Name, batch, len(coords), len(out))
+	}
+	k := 0
+	for s, cs := range coords {
+		for _, c := range cs {
+			if c < 0 || c >= n.d {
+				return fmt.Errorf("%s: FIL coordinate %d of sample %d outside [0,%d)", n.arch.Name, c, s, n.d)
+			}
+		}
+		k = max(k, len(cs))
+	}
+	if !n.FirstOrderReusable(batch, k) {
+		return fmt.Errorf("%s: FIL of %d samples with %d directions cannot reuse the workspace's first-order pass (last clipped sum of %d samples on plain device memory, one chunk each)",
+			n.arch.Name, batch, k, n.dev.firstOrder)
+	}
+	clear(out)
+	return n.filSqNormsDeviceFrom(params, x, y, batch, clip, coords, k, out, true)
+}
+
 // filSqNormsDevice is FILSqNorms on plain device memory: every chunk's reduction and
 // its combination into the clipped tangents' norms stay on the device; the batch's
 // values are copied to out at the end (one wait).
 func (n *Network[T]) filSqNormsDevice(params, x []T, y []int, batch int, clip Clip, coords [][]int, k int, out []float64) error {
+	return n.filSqNormsDeviceFrom(params, x, y, batch, clip, coords, k, out, false)
+}
+
+// filSqNormsDeviceFrom is filSqNormsDevice, reusing the workspace's first-order pass
+// when reuse (FILSqNormsAfterGradSum).
+func (n *Network[T]) filSqNormsDeviceFrom(params, x []T, y []int, batch int, clip Clip, coords [][]int, k int, out []float64, reuse bool) error {
 	if !n.sparseFirst {
 		return fmt.Errorf("%s: FIL with input tangents that are not one-hot at the first parameter layer: %w", n.arch.Name, ErrDeviceMemory)
 	}
-	P := n.p
 	gg := n.f64(&n.dev.gg, batch)
 	fo := n.f64(&n.dev.fil, batch)
 	n.dm.ZeroFloat64(fo)
-	blocks := n.blocks()
 	n.run(&tangentRun[T]{
-		params: params, x: x, y: y, batch: batch, k: k, grads: true, coords: coords,
+		params: params, x: x, y: y, batch: batch, k: k, grads: true, coords: coords, reuseFirst: reuse,
 		first: func(ws *workspace[T], s0, cs int) {
 			n.dm.CopyFloat64(gg[s0:s0+cs], ws.gsq[:cs])
 		},
@@ -185,7 +243,7 @@ func (n *Network[T]) filSqNormsDevice(params, x []T, y []int, batch int, clip Cl
 		consume: func(*workspace[T], int, int, int, int, []T) {}, // consumeChunk runs instead
 		consumeChunk: func(ws *workspace[T], s0, cs, j0, kc int) {
 			gd, dd := n.f64(&n.dev.gd, cs*kc), n.f64(&n.dev.dd, cs*kc)
-			n.tb.BlockedDotSqBatch(ws.grads[:cs*P], P, ws.tgAll[:cs*kc*P], cs, kc, kc, blocks, gd, dd)
+			n.tb.FILDotSqEnd(cs, kc, gd, dd)
 			// Directions past a sample's coordinates are zero rows: they add 0.
 			n.dm.ClippedTangentSqNorms(clip, cs, kc, gg[s0:s0+cs], gd, dd, fo[s0:s0+cs])
 		},

@@ -146,17 +146,16 @@ func (n *Network[T]) FILSqNorms(params, x []T, y []int, batch int, clip Clip, co
 	}
 	P := n.p
 	gg := make([]float64, batch)
-	// A device backend with TangentBatcher reduces a whole chunk in one call (the
-	// network runs one worker then, so these buffers are not shared).
+	// A device backend with TangentBatcher reduces a whole chunk layer by layer
+	// (filDotSqAll; the network runs one worker then, so these buffers are not shared).
 	var gdBuf, ddBuf []float64
-	blocks := n.blocks()
 	var consumeChunk func(ws *workspace[T], s0, cs, j0, kc int)
 	if n.tb != nil {
 		consumeChunk = func(ws *workspace[T], s0, cs, j0, kc int) {
 			if len(gdBuf) < cs*kc {
 				gdBuf, ddBuf = make([]float64, cs*kc), make([]float64, cs*kc)
 			}
-			n.tb.BlockedDotSqBatch(ws.grads[:cs*P], P, ws.tgAll[:cs*kc*P], cs, kc, kc, blocks, gdBuf, ddBuf)
+			n.tb.FILDotSqEnd(cs, kc, gdBuf, ddBuf)
 			for sl := 0; sl < cs; sl++ {
 				s := s0 + sl
 				var acc float64
@@ -262,16 +261,4 @@ func (n *Network[T]) InputGradOfClippedDot(params, x []T, y []int, batch int, v 
 		},
 	})
 	return out, nil
-}
-
-// blocks lists the parameter tensors as (offset, size) pairs in layer order, weights
-// before biases (the layout of TangentBatcher.BlockedDotSqBatch).
-func (n *Network[T]) blocks() []int {
-	var b []int
-	for i := range n.layers {
-		for _, t := range n.layers[i].params {
-			b = append(b, t.off, t.size)
-		}
-	}
-	return b
 }

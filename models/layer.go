@@ -154,9 +154,11 @@ type paramEngineLayer[T Float] interface {
 	// layer's parameters to ws.tg in the blocked layout (see gradTangentAt); first
 	// says the layer's input tangents are the one-hot rows of ws.spIdx/spVal.
 	gradTangents(n *Network[T], ws *workspace[T], i, s, cs, kc int, first bool)
-	// gradTangentsAll is gradTangents for every sample of the chunk at once into
-	// ws.tgAll, with the batched device calls (TangentBatcher).
-	gradTangentsAll(n *Network[T], ws *workspace[T], i, cs, kc int, first bool)
+	// filDotSqAll adds the layer's terms of every sample's kc gradient tangents to
+	// the chunk's FIL reduction (Network.filDotSqAll) with batched device calls
+	// (TangentBatcher); first says the layer's input tangents are the one-hot rows
+	// of ws.spIdx/spVal, start that the reduction begins with this layer.
+	filDotSqAll(n *Network[T], ws *workspace[T], i, cs, kc int, first, start bool)
 }
 
 // pickEngine returns the engine passes of precision T.

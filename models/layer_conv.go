@@ -124,6 +124,12 @@ func (c *convOps[T]) forwardRows(n *Network[T], W, in, out, cols, tmp []T, m int
 		be.Gemm(false, false, oc, ld, ckk, 1, W, ckk, cols, ld, 0, out, ld)
 		return
 	}
+	if n.dops != nil && n.bg != nil {
+		// One strided-batched GEMM over the rows writes each row's [Out][HWo] in
+		// place (row r's patches are columns r·HWo… of cols): no permutation.
+		n.gemmBatched(false, false, oc, hwo, ckk, 1, W, ckk, 0, cols, ld, hwo, 0, out, hwo, c.outN, m)
+		return
+	}
 	be.Gemm(false, false, oc, ld, ckk, 1, W, ckk, cols, ld, 0, tmp, ld)
 	if n.dops != nil {
 		n.dops.Transpose3(oc, m, hwo, tmp, out)
@@ -174,11 +180,11 @@ func (c *convOps[T]) backwardRows(n *Network[T], W, dout, din, dcols, tmp []T, m
 	if extra != nil {
 		extra(ld)
 	}
-	n.zero(din[:m*c.inN])
-	if n.ri != nil {
+	if n.ri != nil { // writes din: no zeroing first
 		n.ri.Col2imRows(g, m, dcols, ld, din[:m*c.inN], c.inN)
 		return
 	}
+	n.zero(din[:m*c.inN])
 	for r := 0; r < m; r++ {
 		be.Col2im(g, dcols[r*hwo:], ld, din[r*c.inN:(r+1)*c.inN])
 	}
@@ -192,10 +198,9 @@ func (c *convOps[T]) backward(n *Network[T], ws *workspace[T], i int, params []T
 	ld := c.colLD(n, cs)
 	if dev {
 		// One strided-batched GEMM for the batch's weight gradients, the bias
-		// gradients (rowSums), one reduction for the squared norms.
+		// gradients (rowSums); backward takes the squared norms of all layers at once.
 		n.gemmBatched(false, true, c.out.C, ckk, hwo, 1, dout, hwo, c.outN, ws.cols[i], ld, hwo, 0, ws.grads[c.wOff:], ckk, P, cs)
 		n.rowSums(cs, c.out.C, hwo, dout, c.outN, ws.grads[c.bOff:], P)
-		n.rs.RowSqNorms(cs, P, []int{c.wOff, c.nW, c.bOff, c.nB}, ws.grads[:cs*P], ws.gsq[:cs])
 	}
 	for s := 0; s < cs && !dev; s++ {
 		D := dout[s*c.outN : (s+1)*c.outN]
@@ -391,12 +396,17 @@ func (c *convOps[T]) gradTangentsFIL(n *Network[T], ws *workspace[T], i, s, kc i
 	f.done[i] = true
 }
 
-func (c *convOps[T]) gradTangentsAll(n *Network[T], ws *workspace[T], i, cs, kc int, first bool) {
+// filDotSqAll writes the layer's gradient tangents for every row r = s·kc + j of the
+// chunk to ws.scratch — weights of row r at r·nW, biases at rows·nW + r·nB, the
+// terms of gradTangents — with a fixed number of batched calls, and adds their FIL
+// terms to the chunk's reduction (TangentBatcher.FILDotSqLayer) before the next
+// layer reuses the scratch.
+func (c *convOps[T]) filDotSqAll(n *Network[T], ws *workspace[T], i, cs, kc int, first, start bool) {
 	rows := cs * kc
-	tg := ws.tgAll[:rows*n.p]
+	tg := ws.scratch[:rows*(c.nW+c.nB)]
 	tD := ws.tdlt[i+1][:rows*c.outN]
 	D := ws.dlt[i+1][:cs*c.outN]
-	gw := tg[rows*c.wOff:] // row r's weight tangent at r·nW (tensor-major layout)
+	gw := tg // row r's weight tangent at r·nW, its bias tangent at rows·nW + r·nB
 	g := c.g
 	ckk, hwo, oc := g.CKK(), g.HWo(), c.out.C
 	// Ḋ·colᵀ: per sample, its kc directions' Ḋ rows against its patches.
@@ -410,7 +420,8 @@ func (c *convOps[T]) gradTangentsAll(n *Network[T], ws *workspace[T], i, cs, kc 
 		n.tb.RepeatRows(rows, kc, c.outN, D, Dr)
 		n.gemmBatched(false, true, oc, ckk, hwo, 1, Dr, hwo, c.outN, ws.tcols[i], c.colLD(n, rows), hwo, 1, gw, ckk, c.nW, rows)
 	}
-	n.tb.RowSumsBlocked(rows, rows, oc, hwo, tD, c.outN, tg[rows*c.bOff:], c.nB, 0)
+	n.tb.RowSumsBlocked(rows, rows, oc, hwo, tD, c.outN, tg[rows*c.nW:], c.nB, 0)
+	n.tb.FILDotSqLayer(ws.grads[:cs*n.p], n.p, tg, cs, kc, []int{c.wOff, c.nW, c.bOff, c.nB}, start)
 }
 
 // colPad is the number of values added to the row stride of a column-major patch

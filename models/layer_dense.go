@@ -103,7 +103,6 @@ func (d *denseOps[T]) backward(n *Network[T], ws *workspace[T], i int, params []
 	if dev {
 		n.gemmBatched(false, false, d.outN, d.inN, 1, 1, dout, 1, d.outN, in, d.inN, d.inN, 0, ws.grads[d.wOff:], d.inN, P, cs)
 		n.rowSums(cs, d.outN, 1, dout, d.outN, ws.grads[d.bOff:], P)
-		n.rs.RowSqNorms(cs, P, []int{d.wOff, d.nW, d.bOff, d.nB}, ws.grads[:cs*P], ws.gsq[:cs])
 	}
 	for s := 0; s < cs && !dev; s++ {
 		D := dout[s*d.outN : (s+1)*d.outN]
@@ -227,26 +226,6 @@ func (d *denseOps[T]) gradTangents(n *Network[T], ws *workspace[T], i, s, cs, kc
 	}
 }
 
-func (d *denseOps[T]) gradTangentsAll(n *Network[T], ws *workspace[T], i, cs, kc int, first bool) {
-	rows := cs * kc
-	tg := ws.tgAll[:rows*n.p]
-	tD := ws.tdlt[i+1][:rows*d.outN]
-	D := ws.dlt[i+1][:cs*d.outN]
-	gw := tg[rows*d.wOff:] // row r's weight tangent at r·nW (tensor-major layout)
-	// Ḋ ⊗ a: per sample, its kc directions' Ḋ rows against its input.
-	n.gemmBatched(false, false, kc*d.outN, d.inN, 1, 1, tD, 1, kc*d.outN, ws.acts[i], d.inN, d.inN, 0, gw, d.inN, kc*d.nW, cs)
-	if first {
-		n.tb.SparseDenseGradScatterRows(d.inN, d.outN, rows, kc, ws.spIdx[:rows], ws.spVal[:rows], D, d.outN, gw, d.nW, kc*d.nW)
-	} else {
-		// D ⊗ ȧ: per row, the sample's D (repeated per direction) against the row's
-		// input tangent.
-		Dr := ws.drep[:rows*d.outN]
-		n.tb.RepeatRows(rows, kc, d.outN, D, Dr)
-		n.gemmBatched(false, false, d.outN, d.inN, 1, 1, Dr, 1, d.outN, ws.tacts[i], d.inN, d.inN, 1, gw, d.inN, d.nW, rows)
-	}
-	n.tb.RowSumsBlocked(rows, rows, d.outN, 1, tD, d.outN, tg[rows*d.bOff:], d.nB, 0)
-}
-
 // minDenseTBatch is the smallest batch for which a first-order pass of one-sample
 // chunks transposes large dense weights once (transposeDense): the transpose reads
 // and writes the weights once per call, the one-row GEMM it enables saves a
@@ -283,4 +262,20 @@ func (n *Network[T]) denseTOf(i int) []T {
 		return nil
 	}
 	return n.denseT[i]
+}
+
+// filDotSqAll adds the layer's terms to the chunk's FIL reduction without forming
+// its gradient tangents δ̇ ⊗ a + δ ⊗ ȧ and δ̇ (TangentBatcher.FILDotSqDense): for the
+// sparse first layer its input tangents are the one-hot rows of ws.spIdx/spVal.
+func (d *denseOps[T]) filDotSqAll(n *Network[T], ws *workspace[T], i, cs, kc int, first, start bool) {
+	rows := cs * kc
+	var ta, val []T
+	var idx []int
+	if first {
+		idx, val = ws.spIdx[:rows], ws.spVal[:rows]
+	} else {
+		ta = ws.tacts[i][:rows*d.inN]
+	}
+	n.tb.FILDotSqDense(ws.grads[:cs*n.p], n.p, cs, kc, d.inN, d.outN, d.wOff, d.bOff, ws.acts[i][:cs*d.inN], ta, idx, val,
+		ws.dlt[i+1][:cs*d.outN], ws.tdlt[i+1][:rows*d.outN], start)
 }

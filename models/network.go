@@ -203,14 +203,13 @@ type workspace[T Float] struct {
 	tcols    [][]T     // conv layers: im2col of the tangent inputs, CKK×(cs·kc·HWo)
 	spIdx    []int     // one-hot input tangents: coordinate of each row (−1: none)
 	spVal    []T       // and its value at the first parameter layer
-	scratch  []T       // patch-matrix scratch: max CKK·HWo × max(cs, cs·kc)
+	scratch  []T       // patch-matrix scratch: scratchFloats × max(cs, cs·kc)
 	scratch2 []T       // output-layout scratch: max Out·HWo × max(cs, cs·kc)
 	grads    []T       // cs×P per-sample gradients
 	gsq      []float64 // cs squared gradient norms
 	losses   []T       // cs losses
 	tg       []T       // kc×P gradient tangents of one sample
 	tp       []T       // cs·kc×P parameter tangents (only when pt)
-	tgAll    []T       // cs·kc×P gradient tangents of a whole chunk (only with TangentBatcher)
 	drep     []T       // cs·kc rows of the widest parameter layer's output (only with TangentBatcher)
 	prob     []float64 // Classes softmax probabilities
 	// win (4 per tangent row) and winD1 (f'(x) of one sample): the windowed
@@ -374,19 +373,21 @@ type RowSqNormer[T Float] interface {
 type Chunker interface {
 	// ChunkBudget is the number of values one chunk's buffers may hold.
 	ChunkBudget() int
-	// ChunkBufferCap is the most values one layer buffer of a chunk (activations,
-	// deltas, patch matrices, their tangents) may hold, 0 for no limit: a device's
-	// kernels may count a buffer's elements in 32 bits. The chunk's gradient
-	// tangents (TangentBatcher) are exempt: only strided GEMMs and reductions with
+	// ChunkBufferCap is the most values one layer buffer of a chunk (inputs,
+	// activations, deltas, output-layout scratch, their tangents) may hold, 0 for no
+	// limit: a device's kernels may count a buffer's elements in 32 bits. Patch
+	// matrices, their scratch and the layers' gradient tangents it holds
+	// (TangentBatcher) are exempt: only im2col, col2im, GEMMs and reductions with
 	// 64-bit offsets touch them.
 	ChunkBufferCap() int
 }
 
-// maxRowBuffer is the largest layer buffer per sample or tangent row: the input, a
-// layer's output (or delta), a patch matrix or an output-layout scratch.
+// maxRowBuffer is the largest layer buffer per sample or tangent row that
+// Chunker.ChunkBufferCap bounds: the input, a layer's output (or delta) or an
+// output-layout scratch (not a patch matrix).
 func (n *Network[T]) maxRowBuffer() int {
-	_, maxCol, maxOut := n.convFloats()
-	m := max(n.d, maxCol, maxOut)
+	_, _, maxOut := n.convFloats()
+	m := max(n.d, maxOut)
 	for _, l := range n.layers {
 		m = max(m, l.outN)
 	}
@@ -395,7 +396,11 @@ func (n *Network[T]) maxRowBuffer() int {
 
 // deviceChunkSizes is chunkSizes for a Chunker backend: as many samples per chunk,
 // and as many tangent directions per pass, as the budget holds, with no layer buffer
-// above the buffer cap.
+// above the buffer cap. A workspace holds a first-order part (cs samples, the
+// largest cs of any call) and a tangent part (cs·kc rows) that grow independently
+// (workspaceFor), so a first-order chunk gets at most an eighth of the budget and a
+// tangent chunk, its samples' first-order part included, the rest: both together
+// never exceed the budget.
 func (n *Network[T]) deviceChunkSizes(ch Chunker, batch, k int, pt bool) (cs, kc int) {
 	budget := ch.ChunkBudget()
 	maxRows := math.MaxInt
@@ -403,17 +408,19 @@ func (n *Network[T]) deviceChunkSizes(ch Chunker, batch, k int, pt bool) (cs, kc
 		maxRows = max(1, c/n.maxRowBuffer())
 	}
 	act := n.actFloats()
-	colT, maxCol, maxOut := n.convFloats()
-	first := 2*act + colT + maxCol + maxOut + n.p + 1
+	colT, _, maxOut := n.convFloats()
+	scr := n.scratchFloats() // the patch-matrix scratch, which also takes a layer's gradient tangents
+	first := 2*act + colT + scr + maxOut + n.p + 1
 	if k == 0 {
-		return balancedChunk(batch, min(budget/first, maxRows)), 0
+		return balancedChunk(batch, min(budget/8/first, maxRows)), 0
 	}
-	row := 2*act + colT + maxCol + maxOut + 2
+	budget -= budget / 8
+	row := 2*act + colT + scr + maxOut + 2
 	if pt {
 		row += n.p
 	}
 	if n.tb != nil {
-		row += n.p + n.maxParamOut() // the chunk's gradient tangents (ws.tgAll, ws.drep)
+		row += n.maxParamOut() // ws.drep
 	}
 	// All k directions in one pass when a sample's fit: the most samples that hold
 	// them, then chunks of equal size.
@@ -443,8 +450,11 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 		ws = &workspace[T]{}
 		n.ws[w] = ws
 	}
+	if n.dm != nil { // one worker: the pass about to run overwrites what a reuse would read
+		n.dev.firstOrder = 0
+	}
 	be := n.be
-	_, maxCol, maxOut := n.convFloats()
+	_, _, maxOut := n.convFloats()
 	if ws.cs < cs {
 		ws.cs = cs
 		ws.acts, ws.dlt, ws.cols = n.layerBuffers(cs)
@@ -469,13 +479,12 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 			ws.tp = be.Alloc(rows * n.p)
 		}
 		if n.tb != nil {
-			ws.tgAll = be.Alloc(rows * n.p)
 			ws.drep = be.Alloc(rows * n.maxParamOut())
 		}
 	}
 	colsPad, scratchPad := n.convPads()
-	if need := max(ws.cs, ws.rows); len(ws.scratch) < maxCol*need+colsPad {
-		ws.scratch = be.Alloc(maxCol*need + colsPad)
+	if need := max(ws.cs, ws.rows); len(ws.scratch) < n.scratchFloats()*need+colsPad {
+		ws.scratch = be.Alloc(n.scratchFloats()*need + colsPad)
 		ws.scratch2 = be.Alloc(maxOut*need + scratchPad)
 	}
 	return ws
@@ -487,6 +496,8 @@ func (n *Network[T]) workspaceFor(w, cs, kc int, pt bool) *workspace[T] {
 // one call per sample.
 type RowIm2coler[T Float] interface {
 	Im2colRows(g ConvGeom, m int, x []T, inN int, cols []T, ld int)
+	// Col2imRows writes (not adds) the scattered-back patch matrices to dx: its
+	// caller need not zero dx first.
 	Col2imRows(g ConvGeom, m int, cols []T, ld int, dx []T, inN int)
 }
 
@@ -634,8 +645,8 @@ func (n *Network[T]) lossAndDelta(ws *workspace[T], y []int, cs int) {
 }
 
 // backward propagates ws.dlt[L] down, writing per-sample parameter gradients to
-// ws.grads (cs×P) and their squared norms (float64, summed while each layer's block
-// is still in cache) to ws.gsq. The gradient w.r.t. the input is computed only when inputGrad.
+// ws.grads (cs×P) and their squared norms (float64; on the CPU summed while each
+// layer's block is still in cache, on a device in one reduction at the end) to ws.gsq. The gradient w.r.t. the input is computed only when inputGrad.
 func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bool) {
 	if n.dm != nil {
 		n.dm.ZeroFloat64(ws.gsq[:cs])
@@ -649,6 +660,21 @@ func (n *Network[T]) backward(ws *workspace[T], params []T, cs int, inputGrad bo
 	for i := len(n.layers) - 1; i >= 0; i-- {
 		n.layers[i].ops.backward(n, ws, i, params, cs, n.paramsBelow[i] || inputGrad, dev)
 	}
+	if dev { // the squared norms of every layer's gradients in one reduction
+		n.rs.RowSqNorms(cs, n.p, n.paramBlocks(), ws.grads[:cs*n.p], ws.gsq[:cs])
+	}
+}
+
+// paramBlocks lists the parameter tensors as (offset, size) pairs in layer order,
+// weights before biases.
+func (n *Network[T]) paramBlocks() []int {
+	var b []int
+	for i := range n.layers {
+		for _, t := range n.layers[i].params {
+			b = append(b, t.off, t.size)
+		}
+	}
+	return b
 }
 
 // zero clears x (on the device when the backend has DeviceOps).

@@ -31,15 +31,18 @@ type tangentRun[T Float] struct {
 	// propagates them sparsely through the first parameter layer instead of calling
 	// seeds for the input (seeds still sets parameter tangents).
 	coords [][]int
+	// reuseFirst: the workspace holds the first-order pass of this batch already
+	// (one chunk; FILSqNormsAfterGradSum), which the run does not repeat.
+	reuseFirst bool
 	// first, when set, is called once per chunk after the first-order pass and
 	// before the tangent passes, with ws.grads and ws.losses holding the chunk's
 	// gradients and losses.
 	first   func(ws *workspace[T], s0, cs int)
 	consume tangentConsumer[T]
 	// consumeChunk, when set and the backend batches tangents (TangentBatcher), is
-	// called once per chunk and pass instead of consume per sample, with every
-	// sample's gradient tangents in ws.tgAll (the tensor-major layout of
-	// gradTangentsAll).
+	// called once per chunk and pass instead of consume per sample, after the FIL
+	// reduction of every sample's gradient tangents (filDotSqAll), whose totals it
+	// reads with TangentBatcher.FILDotSqEnd.
 	consumeChunk func(ws *workspace[T], s0, cs, j0, kc int)
 }
 
@@ -59,10 +62,12 @@ func (n *Network[T]) run(r *tangentRun[T]) {
 	cs, kc := n.chunkSizes(r.batch, r.k, r.pt)
 	n.parallelChunks(r.batch, cs, func(w, s0, c int) {
 		ws := n.workspaceFor(w, cs, kc, r.pt)
-		n.loadInputs(ws, r.x, s0, c)
-		n.forward(ws, r.params, c)
-		n.lossAndDelta(ws, r.y[s0:s0+c], c)
-		n.backward(ws, r.params, c, false)
+		if !r.reuseFirst {
+			n.loadInputs(ws, r.x, s0, c)
+			n.forward(ws, r.params, c)
+			n.lossAndDelta(ws, r.y[s0:s0+c], c)
+			n.backward(ws, r.params, c, false)
+		}
 		if r.first != nil {
 			r.first(ws, s0, c)
 		}
@@ -94,7 +99,7 @@ func (n *Network[T]) run(r *tangentRun[T]) {
 			n.tangentLoss(ws, r.y[s0:s0+c], c, kk)
 			n.tangentBackward(ws, r.params, c, kk, tp, r.inputGrad)
 			if r.consumeChunk != nil && r.grads && n.tb != nil {
-				n.gradTangentsAll(ws, c, kk, sparse)
+				n.filDotSqAll(ws, c, kk, sparse)
 				r.consumeChunk(ws, s0, c, j0, kk)
 				continue
 			}
@@ -241,31 +246,79 @@ type TangentBatcher[T Float] interface {
 	SparseConvGradScatterRows(g ConvGeom, outC, rows, kd int, idx []int, val, D []T, dStride int, gw []T, nW, gStride int)
 	// SparseDenseGradScatterRows is the same for a dense layer.
 	SparseDenseGradScatterRows(inN, outN, rows, kd int, idx []int, val, D []T, dStride int, gw []T, nW, gStride int)
-	// BlockedDotSqBatch writes, for cs samples and each direction j < nj of their
-	// gradient tangents (kc directions; rows r = s·kc + j of tg in the chunk's
-	// tensor-major layout, see gradTangentsAll),
-	//   gd[s·nj + j] = Σ_t ⟨g_s[o_t : o_t+z_t], tg[cs·kc·o_t + r·z_t :][:z_t]⟩ and
-	//   dd[s·nj + j] = Σ_t ‖tg[cs·kc·o_t + r·z_t :][:z_t]‖²,
-	// accumulated in float64, with g_s = g[s·P:] and the parameter tensors t given
-	// as blocks = (o_0, z_0, o_1, z_1, …).
-	BlockedDotSqBatch(g []T, P int, tg []T, cs, kc, nj int, blocks []int, gd, dd []float64)
+	// FILDotSqLayer adds one parameter layer's terms to a FIL reduction over cs
+	// samples with kc directions each (rows r = s·kc + j, r < cs·kc): for the
+	// layer's tensors blocks = (o_0, z_0, o_1, z_1, …) (offsets and sizes in the
+	// sample's gradient g_s = g[s·P:]), whose gradient tangents lie tensor-major in
+	// tg (tensor t of row r at cs·kc·(z_0 + … + z_{t−1}) + r·z_t), the sums
+	// ⟨g_s[o_t:][:z_t], ġ_{r,t}⟩ and ‖ġ_{r,t}‖², accumulated in float64. first
+	// starts a reduction; the layers' calls follow in layer order (weights before
+	// biases), and FILDotSqEnd ends it. No buffer holds every layer's gradient
+	// tangents at once.
+	FILDotSqLayer(g []T, P int, tg []T, cs, kc int, blocks []int, first bool)
+	// FILDotSqDense is FILDotSqLayer for a dense layer (inN inputs, outN outputs,
+	// weights at wOff and biases at bOff of g_s) without its gradient tangents
+	// formed: they are δ̇_r ⊗ a_s + δ_s ⊗ ȧ_r and δ̇_r, from the layer's inputs a (cs
+	// rows of inN), their tangents ta (cs·kc rows; nil: one-hot rows
+	// val[r]·e_{idx[r]}, idx[r] < 0 a zero row), its output deltas D (cs rows of
+	// outN) and their tangents tD (cs·kc rows), so the reduction is taken in closed
+	// form (the same sums, in another order).
+	FILDotSqDense(g []T, P, cs, kc, inN, outN, wOff, bOff int, a, ta []T, idx []int, val, D, tD []T, first bool)
+	// FILDotSqEnd writes the totals of the reduction begun by the last
+	// FILDotSqLayer with first set: gd[r] = Σ_t ⟨g_s,t, ġ_{r,t}⟩ and
+	// dd[r] = Σ_t ‖ġ_{r,t}‖² for r < cs·kc, over every tensor of every layer added.
+	FILDotSqEnd(cs, kc int, gd, dd []float64)
 	// RepeatRows writes dst[r·n:(r+1)·n] = src[(r/kd)·n:][:n] for r < rows: a
 	// sample's row once per tangent direction, so that a strided-batched GEMM over
 	// the rows reads it at a fixed stride.
 	RepeatRows(rows, kd, n int, src, dst []T)
 }
 
-// gradTangentsAll writes the kc gradient tangents of every sample of the chunk to
-// ws.tgAll with batched device calls, a fixed number per layer whatever cs and kc:
-// the same terms as gradTangents, for all rows r = s·kc + j at once, in the chunk's
-// tensor-major layout — parameter tensor t (offset o_t, size z_t) of row r at
-// cs·kc·o_t + r·z_t, so that every per-row operand lies at a fixed stride.
-func (n *Network[T]) gradTangentsAll(ws *workspace[T], cs, kc int, sparse bool) {
+// filDotSqAll takes the FIL reduction of the kc gradient tangents of every sample
+// of the chunk layer by layer, with batched device calls, a fixed number per layer
+// whatever cs and kc. A conv layer writes its tangents for all rows r = s·kc + j at
+// once (the same terms as gradTangents) to ws.scratch, tensor-major (tensor t of the
+// layer, of size z_t, of row r at cs·kc·(z_0 + … + z_{t−1}) + r·z_t, so that every
+// per-row operand lies at a fixed stride), and TangentBatcher.FILDotSqLayer takes
+// them there before the next layer reuses the scratch; a dense layer's rank-2
+// tangents are never formed (TangentBatcher.FILDotSqDense). The reduction's totals
+// are read with FILDotSqEnd.
+func (n *Network[T]) filDotSqAll(ws *workspace[T], cs, kc int, sparse bool) {
+	start := true
 	for i := range n.layers {
 		if l := &n.layers[i]; l.pl != nil {
-			l.pl.gradTangentsAll(n, ws, i, cs, kc, sparse && i == n.firstParam)
+			l.pl.filDotSqAll(n, ws, i, cs, kc, sparse && i == n.firstParam, start)
+			start = false
 		}
 	}
+}
+
+// layerParamFloats is the most parameters of one layer (all its tensors) whose
+// gradient tangents filDotSqAll forms (not a dense layer's).
+func (n *Network[T]) layerParamFloats() int {
+	m := 0
+	for _, l := range n.layers {
+		if _, dense := l.pl.(*denseOps[T]); dense {
+			continue
+		}
+		size := 0
+		for _, t := range l.params {
+			size += t.size
+		}
+		m = max(m, size)
+	}
+	return m
+}
+
+// scratchFloats is ws.scratch's size per sample or tangent row: the largest patch
+// matrix, and with TangentBatcher at least one layer's gradient tangents
+// (filDotSqAll).
+func (n *Network[T]) scratchFloats() int {
+	_, maxCol, _ := n.convFloats()
+	if n.tb != nil {
+		return max(maxCol, n.layerParamFloats())
+	}
+	return maxCol
 }
 
 // BatchedGemmer is an optional Backend extension for device backends: batch GEMMs

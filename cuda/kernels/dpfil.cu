@@ -70,11 +70,12 @@ KERNEL k_im2col(int rows, int inN, int inC, int h, int w, int kh, int kw, int st
 	}
 }
 
-// k_col2im adds the patch matrices of rows samples (as k_im2col lays them out) back
+// k_col2im adds (add ≠ 0) or writes (add = 0: 0 + the sum, as adding to a zeroed
+// buffer would) the patch matrices of rows samples (as k_im2col lays them out) back
 // into their input gradients dx + r·inN: each thread gathers the taps that cover its
 // pixel.
 KERNEL k_col2im(int rows, int inN, int inC, int h, int w, int kh, int kw, int stride, int padT,
-                int padL, int outH, int outW, const float* cols, int ld, float* dx) {
+                int padL, int outH, int outW, const float* cols, int ld, float* dx, int add) {
 	int hwo = outH * outW;
 	GRID_STRIDE(i, (long long)rows * inC * h * w) {
 		long long chw = (long long)inC * h * w;
@@ -93,7 +94,8 @@ KERNEL k_col2im(int rows, int inN, int inC, int h, int w, int kh, int kw, int st
 				s += cols[(long long)row * ld + (long long)r * hwo + oh * outW + u / stride];
 			}
 		}
-		dx[(long long)r * inN + p] += s;
+		float* d = dx + (long long)r * inN + p;
+		*d = (add ? *d : 0.0f) + s;
 	}
 }
 
@@ -183,6 +185,116 @@ KERNEL k_blocked_dotsq(int cs, int P, int kc, int nj, int stripes, int nb,
 				double v = (double)tt[i];
 				gd += (double)gt[i] * v;
 				dd += v * v;
+			}
+		}
+		part[t] = gd;
+		part[n + t] = dd;
+	}
+}
+
+// k_fil_dotsq_layer: one parameter layer's share of the FIL step's reduction, taken
+// as the layer forms its gradient tangents (models.TangentBatcher.FILDotSqLayer), so
+// that no buffer holds every layer's. For rows r = s·kc + j (r < rows = cs·kc), the
+// layer's tensors (o0, z0) and (o1, z1) (offsets into sample s's gradient g + s·P;
+// z1 = 0: one tensor) have their tangents tensor-major in tg: tensor 0 of row r at
+// r·z0, tensor 1 at rows·z0 + r·z1. Thread t = r·S + c (S = stripes) continues the
+// sums part[t] (of ⟨g, ġ⟩) and part[rows·S + t] (of ‖ġ‖²), or starts them at 0 when
+// first, over the elements i ≡ c (mod S) of tensor 0, then of tensor 1, in double and
+// in order: over the layers in order, the sums k_blocked_dotsq takes over all tensors.
+KERNEL k_fil_dotsq_layer(int cs, int P, int kc, int stripes, int first, int o0, int z0, int o1, int z1,
+                         const float* g, const float* tg, double* part) {
+	long long rows = (long long)cs * kc;
+	long long n = rows * stripes;
+	GRID_STRIDE(t, n) {
+		long long r = t / stripes;
+		int c = (int)(t % stripes);
+		long long s = r / kc;
+		double gd = 0.0, dd = 0.0;
+		if (!first) {
+			gd = part[t];
+			dd = part[n + t];
+		}
+		const float* gt = g + s * P + o0;
+		const float* tt = tg + r * z0;
+		for (long long i = c; i < z0; i += stripes) {
+			double v = (double)tt[i];
+			gd += (double)gt[i] * v;
+			dd += v * v;
+		}
+		gt = g + s * P + o1;
+		tt = tg + rows * z0 + r * z1;
+		for (long long i = c; i < z1; i += stripes) {
+			double v = (double)tt[i];
+			gd += (double)gt[i] * v;
+			dd += v * v;
+		}
+		part[t] = gd;
+		part[n + t] = dd;
+	}
+}
+
+// k_fil_dense: a dense layer's share of the FIL step's reduction (as
+// k_fil_dotsq_layer) without forming its gradient tangents: row r = s·kc + j's weight
+// tangent is the rank-2 ġ_W = δ̇_r ⊗ a_s + δ_s ⊗ ȧ_r (outN × inN) and its bias
+// tangent δ̇_r, so with G = g_s's weights (row-major outN × inN at wOff), gb its biases
+// (at bOff),
+//   ⟨g_s, ġ_r⟩ = Σ_o δ̇_r[o]·(G a_s)[o] + δ_s[o]·(G ȧ_r)[o] + gb[o]·δ̇_r[o],
+//   ‖ġ_r‖²     = Σ_o δ̇_r[o]²·(‖a_s‖² + 1) + 2·δ̇_r[o]·δ_s[o]·(a_s·ȧ_r) + δ_s[o]²·‖ȧ_r‖².
+// a: cs rows of inN (the layer's inputs), ta: rows rows of inN (their tangents), or,
+// when idx is not null, one-hot tangents ȧ_r = val[r]·e_{idx[r]} (idx[r] < 0: zero);
+// D: cs rows of outN (the output deltas), tD: rows rows of outN (their tangents).
+// Thread t = r·S + c takes the outputs o ≡ c (mod S), in double, and continues (or,
+// when first, starts) part[t] and part[rows·S + t] as k_fil_dotsq_layer does.
+KERNEL k_fil_dense(int cs, int kc, int inN, int outN, int P, int wOff, int bOff, int stripes, int first,
+                   const float* g, const float* a, const float* ta, const int* idx, const float* val,
+                   const float* D, const float* tD, double* part) {
+	long long rows = (long long)cs * kc;
+	long long n = rows * stripes;
+	GRID_STRIDE(t, n) {
+		long long r = t / stripes;
+		int c = (int)(t % stripes);
+		long long s = r / kc;
+		double gd = 0.0, dd = 0.0;
+		if (!first) {
+			gd = part[t];
+			dd = part[n + t];
+		}
+		if (c < outN) {
+			const float* as = a + s * inN;
+			const float* tr = ta ? ta + r * inN : 0;
+			const float* G = g + s * P + wOff;
+			const float* gb = g + s * P + bOff;
+			int hot = -1;
+			double v = 0.0;
+			if (idx) {
+				hot = idx[r];
+				if (hot >= 0) v = (double)val[r];
+			}
+			double aa = 0.0, at = 0.0, tt = 0.0;
+			for (int i = 0; i < inN; i++) aa += (double)as[i] * (double)as[i];
+			if (idx) {
+				if (hot >= 0) {
+					at = (double)as[hot] * v;
+					tt = v * v;
+				}
+			} else {
+				for (int i = 0; i < inN; i++) {
+					at += (double)as[i] * (double)tr[i];
+					tt += (double)tr[i] * (double)tr[i];
+				}
+			}
+			for (int o = c; o < outN; o += stripes) {
+				const float* Go = G + (long long)o * inN;
+				double ga = 0.0, gt = 0.0;
+				for (int i = 0; i < inN; i++) ga += (double)Go[i] * (double)as[i];
+				if (idx) {
+					if (hot >= 0) gt = (double)Go[hot] * v;
+				} else {
+					for (int i = 0; i < inN; i++) gt += (double)Go[i] * (double)tr[i];
+				}
+				double dt = (double)tD[r * outN + o], d = (double)D[s * outN + o];
+				gd += dt * ga + d * gt + (double)gb[o] * dt;
+				dd += dt * dt * (aa + 1.0) + 2.0 * dt * d * at + d * d * tt;
 			}
 		}
 		part[t] = gd;
