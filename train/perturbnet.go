@@ -31,8 +31,9 @@ import (
 //
 // Architecture (thesis Table B.5, "MLP FIM", reduced to one hidden layer): the input
 // [z; g] is standardised with constants (feature means and variances + 10⁻⁵ of the
-// refresh's first public batch, standing in for BN axis 0 so that each sample's
-// perturbation depends on that sample alone), then Dense(H) → GeLU → Dense(P), the
+// repeat's first public g_φ batch, standing in for BN axis 0 so that each sample's
+// perturbation depends on that sample alone, and held fixed so that φ carries over
+// from one refresh to the next), then Dense(H) → GeLU → Dense(P), the
 // output on frozen coordinates held at zero. θ_t is not an input: within a step it is
 // the same for every sample, so after the thesis's batch normalisation it is a
 // constant feature. The output layer starts at zero (g_φ ≡ 0 before training).
@@ -57,6 +58,7 @@ type perturbNet struct {
 	offc               int
 	mean, inv          []float64 // standardisation of [z; g]: (v − mean)·inv
 	trained            bool      // V or c ever left zero
+	standardised       bool      // mean/inv set (once per repeat, at the first refresh)
 	adamM, adamV       []float64
 	adamT              int
 	lr                 float64
@@ -105,6 +107,7 @@ func (n *perturbNet) standardise(rows [][]float64) {
 		n.mean[i] = mu
 		n.inv[i] = 1 / math.Sqrt(v/m+1e-5)
 	}
+	n.standardised = true
 }
 
 // gelu3 returns GeLU(x) = xΦ(x) and its first two derivatives.

@@ -34,7 +34,11 @@ type PerturbNetResult struct {
 	// Loss is the public objective (eq. 2.9, mean over the last inner batch of each
 	// refresh, averaged over refreshes); PerturbNorm the mean ‖g_φ‖ and GradNorm the
 	// mean ‖∇ℓ‖ on that batch.
-	Loss        float64 `json:"loss"`
+	Loss float64 `json:"loss"`
+	// LossFirst is the same objective on the first inner batch of each refresh,
+	// before that refresh's first Adam step (averaged over refreshes): Loss < LossFirst
+	// says the refresh lowered it.
+	LossFirst   float64 `json:"loss_first"`
 	PerturbNorm float64 `json:"perturb_norm"`
 	GradNorm    float64 `json:"grad_norm"`
 	// CosMeanGrad is the cosine between the mean perturbation and the mean public
@@ -126,7 +130,7 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 		if err != nil {
 			return fmt.Errorf("g_φ refresh at step %d: %w", step+1, err)
 		}
-		if it == 0 {
+		if !ps.net.standardised {
 			rows := make([][]float64, len(sms))
 			for i, sm := range sms {
 				rows[i] = append(append([]float64(nil), sm.x...), sm.g...)
@@ -144,6 +148,9 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 			gn += grad[i] * grad[i]
 		}
 		ps.net.adamStep(grad)
+		if it == 0 {
+			ps.res.LossFirst += tot / float64(len(sms))
+		}
 		if it == c.PerturbSteps-1 {
 			ps.res.Loss += tot / float64(len(sms))
 			ps.res.GradNorm += math.Sqrt(gn)

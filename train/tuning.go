@@ -441,6 +441,7 @@ func (s *setup) tuningResult(res *Result) {
 		r := ps.res
 		if n := float64(r.Refreshes); n > 0 {
 			r.Loss /= n
+			r.LossFirst /= n
 			r.GradNorm /= n
 			r.PerturbNorm /= n
 			r.CosMeanGrad /= n
