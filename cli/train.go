@@ -190,7 +190,7 @@ func trainFlagGroups() []flagGroup {
 		{"Output and run control", []string{"out", "resume", "checkpoint-every", "eval-every", "record-transcript", "device", "json", "quiet", "help"}},
 		{"Tuning (Edmunds 2024: public pretraining, pruning, learned noise, g_φ)", []string{"pretrain-public", "pretrain-steps", "pretrain-batch", "pretrain-lr",
 			"prune-fraction", "prune-mode", "freeze", "noise-rank", "noise-power", "noise-base", "noise-samples", "noise-every",
-			"perturb-net", "perturb-hidden", "perturb-lambda", "perturb-steps", "perturb-batch", "perturb-lr", "perturb-every", "perturb-probes"}},
+			"perturb-net", "perturb-hidden", "perturb-lambda", "perturb-steps", "perturb-batch", "perturb-lr", "perturb-wd", "perturb-every", "perturb-probes"}},
 	}
 }
 
@@ -270,6 +270,7 @@ func addTuningFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.IntVar(&t.PerturbSteps, "perturb-steps", t.PerturbSteps, "g_φ Adam steps per refresh (0 = 10; -1 = never trained: g_φ ≡ 0, a check that equals plain DP-SGD)")
 	fs.IntVar(&t.PerturbBatch, "perturb-batch", t.PerturbBatch, "public samples per g_φ Adam step (0 = 64)")
 	fs.Float64Var(&t.PerturbLR, "perturb-lr", t.PerturbLR, "g_φ Adam learning rate (0 = 0.01)")
+	fs.Float64Var(&t.PerturbWD, "perturb-wd", t.PerturbWD, "g_φ AdamW weight decay (0 = 0.1, the thesis's; -1 = none)")
 	fs.IntVar(&t.PerturbEvery, "perturb-every", t.PerturbEvery, "retrain g_φ every n private steps (0 = 1: every step)")
 	fs.IntVar(&t.PerturbProbes, "perturb-probes", t.PerturbProbes, "Hutchinson probes per public sample for g_φ's FIL term (0 = 2)")
 }

@@ -61,7 +61,7 @@ type perturbNet struct {
 	standardised       bool      // mean/inv set (once per repeat, at the first refresh)
 	adamM, adamV       []float64
 	adamT              int
-	lr                 float64
+	lr, wd             float64 // Adam learning rate; decoupled weight decay (AdamW)
 	b1, b2, eps        float64
 	lastLoss, lastPert float64
 }
@@ -418,7 +418,8 @@ func (n *perturbNet) perturb(sm *pnSample, delta []float64) {
 	copy(delta, f.delta)
 }
 
-// adamStep applies one Adam step with the batch-mean gradient.
+// adamStep applies one AdamW step with the batch-mean gradient:
+// φ ← φ − lr·(m̂/(√v̂ + ε) + wd·φ).
 func (n *perturbNet) adamStep(grad []float64) {
 	n.adamT++
 	c1 := 1 - math.Pow(n.b1, float64(n.adamT))
@@ -426,7 +427,7 @@ func (n *perturbNet) adamStep(grad []float64) {
 	for i, g := range grad {
 		n.adamM[i] = n.b1*n.adamM[i] + (1-n.b1)*g
 		n.adamV[i] = n.b2*n.adamV[i] + (1-n.b2)*g*g
-		n.phi[i] -= n.lr * (n.adamM[i] / c1) / (math.Sqrt(n.adamV[i]/c2) + n.eps)
+		n.phi[i] -= n.lr * ((n.adamM[i]/c1)/(math.Sqrt(n.adamV[i]/c2)+n.eps) + n.wd*n.phi[i])
 	}
 	for i := n.offV; i < len(n.phi); i++ {
 		if n.phi[i] != 0 {

@@ -17,6 +17,7 @@ const (
 	defaultPerturbBatch  = 64
 	defaultPerturbLR     = 0.01
 	defaultPerturbProbes = 2
+	defaultPerturbWD     = 0.1
 	streamTunePerturb    = uint64(0x7475_6e65_0005)
 )
 
@@ -28,6 +29,7 @@ type PerturbNetResult struct {
 	Steps     int     `json:"steps"` // Adam steps per refresh (−1: none, g_φ ≡ 0)
 	Batch     int     `json:"batch"`
 	LR        float64 `json:"lr"`
+	WD        float64 `json:"weight_decay"`
 	Every     int     `json:"every"`
 	Probes    int     `json:"probes"`
 	Refreshes int     `json:"refreshes"`
@@ -77,6 +79,12 @@ func (t TuningConfig) perturbDefaults() TuningConfig {
 	if t.PerturbLR == 0 {
 		t.PerturbLR = defaultPerturbLR
 	}
+	switch {
+	case t.PerturbWD == 0:
+		t.PerturbWD = defaultPerturbWD
+	case t.PerturbWD < 0:
+		t.PerturbWD = 0
+	}
 	return t
 }
 
@@ -84,7 +92,7 @@ func (t TuningConfig) perturbDefaults() TuningConfig {
 func (t TuningConfig) validatePerturb() error {
 	if !t.PerturbNet {
 		if t.PerturbHidden != 0 || t.PerturbLambda != 0 || t.PerturbSteps != 0 || t.PerturbBatch != 0 ||
-			t.PerturbLR != 0 || t.PerturbEvery != 0 || t.PerturbProbes != 0 {
+			t.PerturbLR != 0 || t.PerturbEvery != 0 || t.PerturbProbes != 0 || t.PerturbWD != 0 {
 			return errPerturbConfig("perturb_hidden/lambda/steps/batch/lr/every/probes need perturb_net")
 		}
 		return nil
@@ -97,6 +105,9 @@ func (t TuningConfig) validatePerturb() error {
 	}
 	if t.PerturbHidden < 0 || t.PerturbBatch < 0 || t.PerturbEvery < 0 || t.PerturbProbes < 0 || t.PerturbSteps < -1 {
 		return errPerturbConfig("perturb_hidden, perturb_batch, perturb_every, perturb_probes must be ≥ 0 and perturb_steps ≥ −1")
+	}
+	if !finite(t.PerturbWD) || t.PerturbWD < -1 || t.PerturbWD > 0 && t.PerturbWD*t.perturbDefaults().PerturbLR >= 1 {
+		return errPerturbConfig("perturb_wd = %v must be −1 (none), 0 (default 0.1) or positive with perturb_wd·perturb_lr < 1", t.PerturbWD)
 	}
 	if !finite(t.PerturbLambda) || t.PerturbLambda < 0 || !finite(t.PerturbLR) || t.PerturbLR < 0 {
 		return errPerturbConfig("perturb_lambda = %v and perturb_lr = %v must be finite and ≥ 0", t.PerturbLambda, t.PerturbLR)
@@ -111,7 +122,8 @@ func (tu *tuning) startPerturb(seed uint64, repeat int, mask []bool, d int) {
 	tu.perturb = &perturbState{cfg: c, rng: rng, clip: tu.clip,
 		net: newPerturbNet(d, tu.p, c.PerturbHidden, c.PerturbLambda, c.PerturbProbes, tu.clip, mask, c.PerturbLR, rng),
 		res: PerturbNetResult{Hidden: c.PerturbHidden, Lambda: c.PerturbLambda, Steps: c.PerturbSteps, Batch: c.PerturbBatch,
-			LR: c.PerturbLR, Every: c.PerturbEvery, Probes: c.PerturbProbes, Privacy: perturbPrivacyNote}}
+			LR: c.PerturbLR, WD: c.PerturbWD, Every: c.PerturbEvery, Probes: c.PerturbProbes, Privacy: perturbPrivacyNote}}
+	tu.perturb.net.wd = c.PerturbWD
 }
 
 // refresh trains g_φ on the public split at θ_t (Algorithm 1 lines 9–12) when the

@@ -57,6 +57,7 @@ type TuningConfig struct {
 	PerturbSteps  int     `json:"perturb_steps,omitempty"`  // Adam steps per refresh (0 = 10; −1 = none: g_φ stays 0)
 	PerturbBatch  int     `json:"perturb_batch,omitempty"`  // public samples per Adam step (0 = 64)
 	PerturbLR     float64 `json:"perturb_lr,omitempty"`     // Adam learning rate (0 = 0.01, the thesis's)
+	PerturbWD     float64 `json:"perturb_wd,omitempty"`     // AdamW decoupled weight decay (0 = 0.1, the thesis's; −1 = none)
 	PerturbEvery  int     `json:"perturb_every,omitempty"`  // retrain every n private steps (0 = 1: every step)
 	PerturbProbes int     `json:"perturb_probes,omitempty"` // Hutchinson probes s of eq. 2.6 (0 = 2, the thesis's)
 }
