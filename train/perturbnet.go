@@ -30,10 +30,10 @@ import (
 // tangent is s·ẇ + s′(‖w‖)(wᵀẇ/‖w‖)·w.
 //
 // Architecture (thesis Table B.5, "MLP FIM", reduced to one hidden layer): the input
-// [z; g] is standardised with constants (feature means and variances + 10⁻⁵ of the
-// repeat's first public g_φ batch, standing in for BN axis 0 so that each sample's
-// perturbation depends on that sample alone, and held fixed so that φ carries over
-// from one refresh to the next), then Dense(H) → GeLU → Dense(P), the
+// [z; g] is standardised with constants (feature means, and one scale per block from
+// the mean feature variance + 10⁻⁵, of the repeat's first public g_φ batch), standing
+// in for BN axis 0 so that each sample's perturbation depends on that sample alone,
+// and held fixed so that φ carries over from one refresh to the next, then Dense(H) → GeLU → Dense(P), the
 // output on frozen coordinates held at zero. θ_t is not an input: within a step it is
 // the same for every sample, so after the thesis's batch normalisation it is a
 // constant feature. The output layer starts at zero (g_φ ≡ 0 before training).
@@ -90,23 +90,35 @@ func newPerturbNet(d, p, h int, lambda float64, probes int, clip models.Clip, ma
 	return n
 }
 
-// standardise sets the input constants from rows of [z; g] (each d+p long).
+// standardise sets the input constants from rows of [z; g] (each d+p long): the
+// per-feature mean, and one scale per block (z, g), 1/√(mean feature variance + 10⁻⁵).
+// A per-feature scale would multiply the input sensitivity of g_φ — and so the FIL of
+// the private samples — by up to 1/√10⁻⁵ on features that are nearly constant in the
+// public batch (MNIST's border pixels, gradients of rarely active coordinates).
 func (n *perturbNet) standardise(rows [][]float64) {
-	in := n.d + n.p
 	m := float64(len(rows))
-	for i := 0; i < in; i++ {
-		mu := 0.0
-		for _, r := range rows {
-			mu += r[i]
+	block := func(lo, hi int) {
+		pooled := 0.0
+		for i := lo; i < hi; i++ {
+			mu := 0.0
+			for _, r := range rows {
+				mu += r[i]
+			}
+			mu /= m
+			v := 0.0
+			for _, r := range rows {
+				v += (r[i] - mu) * (r[i] - mu)
+			}
+			n.mean[i] = mu
+			pooled += v / m
 		}
-		mu /= m
-		v := 0.0
-		for _, r := range rows {
-			v += (r[i] - mu) * (r[i] - mu)
+		inv := 1 / math.Sqrt(pooled/float64(hi-lo)+1e-5)
+		for i := lo; i < hi; i++ {
+			n.inv[i] = inv
 		}
-		n.mean[i] = mu
-		n.inv[i] = 1 / math.Sqrt(v/m+1e-5)
 	}
+	block(0, n.d)
+	block(n.d, n.d+n.p)
 	n.standardised = true
 }
 

@@ -395,3 +395,18 @@ func TestPerturbAdamWStep(t *testing.T) {
 		t.Fatal("output layer moved but trained is false")
 	}
 }
+
+// standardise: per-feature means and one scale per block (z, g) from the mean feature
+// variance, so a feature constant in the batch is not amplified.
+func TestPerturbStandardise(t *testing.T) {
+	n := newPerturbNet(2, 2, 1, 1, 1, perturbClips[0], nil, 0.01, rand.New(rand.NewPCG(1, 2)))
+	n.standardise([][]float64{{1, 5, 0, 2}, {3, 5, 0, -2}})
+	// z block: means 2, 5; variances 1, 0 → scale 1/√(0.5 + 1e-5). g block: means 0, 0; variances 0, 4 → 1/√(2 + 1e-5).
+	wantMean := []float64{2, 5, 0, 0}
+	wantInv := []float64{1 / math.Sqrt(0.5+1e-5), 1 / math.Sqrt(0.5+1e-5), 1 / math.Sqrt(2+1e-5), 1 / math.Sqrt(2+1e-5)}
+	for i := range wantMean {
+		if math.Abs(n.mean[i]-wantMean[i]) > 1e-15 || math.Abs(n.inv[i]-wantInv[i]) > 1e-12 {
+			t.Fatalf("feature %d: mean %v inv %v, want %v %v", i, n.mean[i], n.inv[i], wantMean[i], wantInv[i])
+		}
+	}
+}
