@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/dpfil/dpfil/models"
 )
@@ -57,6 +58,7 @@ type perturbState struct {
 	cfg   TuningConfig
 	net   *perturbNet
 	rng   *rand.Rand
+	pcg   *rand.PCG // rng's source, checkpointed
 	clip  models.Clip
 	res   PerturbNetResult
 	sumCo float64
@@ -118,8 +120,9 @@ func (t TuningConfig) validatePerturb() error {
 // startPerturb initialises g_φ for a repeat (zero output layer).
 func (tu *tuning) startPerturb(seed uint64, repeat int, mask []bool, d int) {
 	c := tu.cfg.perturbDefaults()
-	rng := rand.New(newStream(seed, repeat, streamTunePerturb))
-	tu.perturb = &perturbState{cfg: c, rng: rng, clip: tu.clip,
+	pcg := newStream(seed, repeat, streamTunePerturb)
+	rng := rand.New(pcg)
+	tu.perturb = &perturbState{cfg: c, rng: rng, pcg: pcg, clip: tu.clip,
 		net: newPerturbNet(d, tu.p, c.PerturbHidden, c.PerturbLambda, c.PerturbProbes, tu.clip, mask, c.PerturbLR, rng),
 		res: PerturbNetResult{Hidden: c.PerturbHidden, Lambda: c.PerturbLambda, Steps: c.PerturbSteps, Batch: c.PerturbBatch,
 			LR: c.PerturbLR, WD: c.PerturbWD, Every: c.PerturbEvery, Probes: c.PerturbProbes, Privacy: perturbPrivacyNote}}
@@ -352,5 +355,51 @@ func (tu *tuning) perturbedFILSqNorms(params, x []float32, y []int, coords [][]i
 			out[s0+s] = tu.perturb.net.filSq(&sm)
 		}
 	}
+	return nil
+}
+
+// perturbCheckpoint is g_φ's state in a checkpoint (repeatState.Perturb): φ, its
+// standardisation and AdamW state, the draws' generator and the report so far, so a
+// resumed run continues g_φ bit-identically.
+type perturbCheckpoint struct {
+	Phi, Mean, Inv     []float64
+	Trained, Standard  bool
+	AdamM, AdamV       []float64
+	AdamT              int
+	LastLoss, LastPert float64
+	RNG                []byte
+	Result             PerturbNetResult
+	SumCo              float64
+}
+
+// checkpoint captures ps (copies: training continues after the checkpoint).
+func (ps *perturbState) checkpoint() (*perturbCheckpoint, error) {
+	b, err := ps.pcg.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("g_φ: save RNG state: %w", err)
+	}
+	n := ps.net
+	return &perturbCheckpoint{Phi: slices.Clone(n.phi), Mean: slices.Clone(n.mean), Inv: slices.Clone(n.inv),
+		Trained: n.trained, Standard: n.standardised, AdamM: slices.Clone(n.adamM), AdamV: slices.Clone(n.adamV),
+		AdamT: n.adamT, LastLoss: n.lastLoss, LastPert: n.lastPert, RNG: b, Result: ps.res, SumCo: ps.sumCo}, nil
+}
+
+// restore continues ps from a checkpoint of the same configuration.
+func (ps *perturbState) restore(ck *perturbCheckpoint) error {
+	n := ps.net
+	if len(ck.Phi) != len(n.phi) || len(ck.Mean) != len(n.mean) || len(ck.Inv) != len(n.inv) ||
+		len(ck.AdamM) != len(n.phi) || len(ck.AdamV) != len(n.phi) {
+		return fmt.Errorf("checkpoint g_φ state does not fit the run (%d parameters, want %d)", len(ck.Phi), len(n.phi))
+	}
+	if err := ps.pcg.UnmarshalBinary(ck.RNG); err != nil {
+		return fmt.Errorf("checkpoint g_φ RNG state: %w", err)
+	}
+	copy(n.phi, ck.Phi)
+	copy(n.mean, ck.Mean)
+	copy(n.inv, ck.Inv)
+	copy(n.adamM, ck.AdamM)
+	copy(n.adamV, ck.AdamV)
+	n.trained, n.standardised, n.adamT, n.lastLoss, n.lastPert = ck.Trained, ck.Standard, ck.AdamT, ck.LastLoss, ck.LastPert
+	ps.res, ps.sumCo = ck.Result, ck.SumCo
 	return nil
 }

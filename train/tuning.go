@@ -375,6 +375,11 @@ func (s *setup) startTuning(st *repeatState) error {
 	}
 	if s.tune.cfg.PerturbNet {
 		s.tune.startPerturb(s.cfg.Seed, st.Repeat, tr.mask, s.d)
+		if st.Perturb != nil { // resuming: continue g_φ where the checkpoint left it
+			if err := s.tune.perturb.restore(st.Perturb); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
