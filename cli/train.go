@@ -188,8 +188,9 @@ func trainFlagGroups() []flagGroup {
 		{"Privacy accounting", []string{"delta", "accountant", "target-epsilon"}},
 		{"Fisher information leakage (FIL)", []string{"fil-coords", "fil-exact", "fil-rate", "fil-refine-top", "fil-delta", "fil-normalized-inputs", "fil-eta", "fil-label"}},
 		{"Output and run control", []string{"out", "resume", "checkpoint-every", "eval-every", "record-transcript", "device", "json", "quiet", "help"}},
-		{"Tuning (Edmunds 2024: public pretraining, pruning, learned noise)", []string{"pretrain-public", "pretrain-steps", "pretrain-batch", "pretrain-lr",
-			"prune-fraction", "prune-mode", "freeze", "noise-rank", "noise-power", "noise-base", "noise-samples", "noise-every"}},
+		{"Tuning (Edmunds 2024: public pretraining, pruning, learned noise, g_φ)", []string{"pretrain-public", "pretrain-steps", "pretrain-batch", "pretrain-lr",
+			"prune-fraction", "prune-mode", "freeze", "noise-rank", "noise-power", "noise-base", "noise-samples", "noise-every",
+			"perturb-net", "perturb-hidden", "perturb-lambda", "perturb-steps", "perturb-batch", "perturb-lr", "perturb-wd", "perturb-every", "perturb-probes"}},
 	}
 }
 
@@ -263,6 +264,15 @@ func addTuningFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.Float64Var(&t.NoiseBase, "noise-base", t.NoiseBase, "learned noise base β ∈ (0,1]: isotropic part β²σ²C² (ε is that of σ_eff = β·σ; 0 = 1)")
 	fs.IntVar(&t.NoiseSamples, "noise-samples", t.NoiseSamples, "public samples per FIM estimate (0 = 128)")
 	fs.IntVar(&t.NoiseEvery, "noise-every", t.NoiseEvery, "re-estimate the noise directions every n steps at the current parameters (0 = once)")
+	fs.BoolVar(&t.PerturbNet, "perturb-net", t.PerturbNet, "learned gradient perturbation g_φ (Edmunds 2024, eq. 2.9): a network trained on the public split, added to each private per-sample gradient before clipping (needs --pretrain-public; ε unchanged)")
+	fs.IntVar(&t.PerturbHidden, "perturb-hidden", t.PerturbHidden, "g_φ hidden width (0 = 32)")
+	fs.Float64Var(&t.PerturbLambda, "perturb-lambda", t.PerturbLambda, "g_φ's λ: weight of the FIL/SNR term against ‖g_φ‖² (0 = 1000, the thesis's)")
+	fs.IntVar(&t.PerturbSteps, "perturb-steps", t.PerturbSteps, "g_φ Adam steps per refresh (0 = 10; -1 = never trained: g_φ ≡ 0, a check that equals plain DP-SGD)")
+	fs.IntVar(&t.PerturbBatch, "perturb-batch", t.PerturbBatch, "public samples per g_φ Adam step (0 = 64)")
+	fs.Float64Var(&t.PerturbLR, "perturb-lr", t.PerturbLR, "g_φ Adam learning rate (0 = 0.01)")
+	fs.Float64Var(&t.PerturbWD, "perturb-wd", t.PerturbWD, "g_φ AdamW weight decay (0 = 0.1, the thesis's; -1 = none)")
+	fs.IntVar(&t.PerturbEvery, "perturb-every", t.PerturbEvery, "retrain g_φ every n private steps (0 = 1: every step)")
+	fs.IntVar(&t.PerturbProbes, "perturb-probes", t.PerturbProbes, "Hutchinson probes per public sample for g_φ's FIL term (0 = 2)")
 }
 
 // demoReading is the one-sentence guide to the demo's bounds.

@@ -41,3 +41,32 @@ func TestTrainTuningFlags(t *testing.T) {
 		t.Fatal("learned noise without public data accepted")
 	}
 }
+
+// --perturb-net runs end to end through the CLI (JSON and text report say ε is
+// unchanged) and is refused without a public split.
+func TestTrainPerturbNetFlags(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"train", "--model", "linear", "--steps", "2", "--batch", "40", "--train-subset", "200",
+		"--fil-coords", "2", "--sigma", "1", "--quiet", "--pretrain-public", "0.5", "--pretrain-steps", "2",
+		"--perturb-net", "--perturb-steps", "1", "--perturb-batch", "8", "--perturb-hidden", "2"}
+	out, err := runTrainCLI(t, append(args, "--json", "--out", filepath.Join(dir, "a"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("invalid JSON: %v\n%s", err, out)
+	}
+	pe, ok := res["tuning"].(map[string]any)["perturb"].(map[string]any)
+	if !ok || pe["refreshes"].(float64) != 2 || !strings.Contains(pe["privacy"].(string), "ε is that of the same run without g_φ") {
+		t.Fatalf("tuning.perturb: %v", res["tuning"])
+	}
+	human, err := runTrainCLI(t, append(args, "--out", filepath.Join(dir, "b"))...)
+	if err != nil || !strings.Contains(human, "g_φ privacy") {
+		t.Fatalf("human summary: %v\n%s", err, human)
+	}
+	_, err = runTrainCLI(t, "train", "--model", "linear", "--steps", "1", "--quiet", "--out", filepath.Join(dir, "c"), "--perturb-net")
+	if err == nil || !strings.Contains(err.Error(), "public split") {
+		t.Fatalf("--perturb-net without --pretrain-public: %v", err)
+	}
+}

@@ -50,6 +50,9 @@ type repeatState struct {
 	// η² (D = 1), label dFIL (D = K) and label η² (D = 1) accountants; nil when off.
 	Eta, LabelFIL, LabelEta *accounting.FIL
 	EtaRelChange            float64 // largest last-iteration relative change of η so far
+
+	// Perturb is the learned gradient perturbation g_φ's state (nil when off).
+	Perturb *perturbCheckpoint
 }
 
 // encodeCheckpoint serialises ck as magic, SHA-256 of the payload, gob payload.

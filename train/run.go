@@ -471,6 +471,11 @@ func (w *worker) snapshot() error {
 	if w.st.CoordsRNG, err = w.coordRNG.marshal(); err != nil {
 		return err
 	}
+	if tu := w.s.tune; tu != nil && tu.perturb != nil {
+		if w.st.Perturb, err = tu.perturb.checkpoint(); err != nil {
+			return err
+		}
+	}
 	w.st.Noise = NoiseGenerator
 	return nil
 }

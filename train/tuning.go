@@ -47,6 +47,19 @@ type TuningConfig struct {
 	NoiseBase    float64 `json:"noise_base,omitempty"`    // β ∈ (0, 1] (default 1: same ε as isotropic noise)
 	NoiseSamples int     `json:"noise_samples,omitempty"` // public samples per FIM estimate (default 128)
 	NoiseEvery   int     `json:"noise_every,omitempty"`   // re-estimate U every n steps (0 = once, at the start)
+
+	// PerturbNet turns on the learned gradient perturbation g_φ (train/perturbnet.go):
+	// a network trained on the public split (eq. 2.9) whose output is added to every
+	// private per-sample gradient before clipping.
+	PerturbNet    bool    `json:"perturb_net,omitempty"`
+	PerturbHidden int     `json:"perturb_hidden,omitempty"` // hidden width H (0 = 32)
+	PerturbLambda float64 `json:"perturb_lambda,omitempty"` // λ of eq. 2.9 (0 = 1e3, the thesis's)
+	PerturbSteps  int     `json:"perturb_steps,omitempty"`  // Adam steps per refresh (0 = 10; −1 = none: g_φ stays 0)
+	PerturbBatch  int     `json:"perturb_batch,omitempty"`  // public samples per Adam step (0 = 64)
+	PerturbLR     float64 `json:"perturb_lr,omitempty"`     // Adam learning rate (0 = 0.01, the thesis's)
+	PerturbWD     float64 `json:"perturb_wd,omitempty"`     // AdamW decoupled weight decay (0 = 0.1, the thesis's; −1 = none)
+	PerturbEvery  int     `json:"perturb_every,omitempty"`  // retrain every n private steps (0 = 1: every step)
+	PerturbProbes int     `json:"perturb_probes,omitempty"` // Hutchinson probes s of eq. 2.6 (0 = 2, the thesis's)
 }
 
 // Tuning defaults.
@@ -60,7 +73,7 @@ const (
 
 // On reports whether any of the tuning features is on.
 func (t TuningConfig) On() bool {
-	return t.PretrainPublic > 0 || t.PruneFraction > 0 || t.Freeze != "" || t.NoiseRank > 0
+	return t.PretrainPublic > 0 || t.PruneFraction > 0 || t.Freeze != "" || t.NoiseRank > 0 || t.PerturbNet
 }
 
 // validate checks the tuning fields that do not depend on the data.
@@ -99,6 +112,9 @@ func (t TuningConfig) validate(c Config) error {
 	}
 	if t.On() && c.Sigma == 0 && c.TargetEpsilon == 0 && t.NoiseRank > 0 {
 		return fmt.Errorf("config: learned noise needs sigma > 0")
+	}
+	if err := t.validatePerturb(); err != nil {
+		return err
 	}
 	if t.On() && (c.FILEta > 0 || c.FILLabel) {
 		return fmt.Errorf("config: fil_eta and fil_label do not yet account frozen coordinates, the public/private split or learned noise; turn them off with pretraining/pruning/freezing/learned noise")
@@ -157,6 +173,8 @@ type TuningResult struct {
 	FrozenTensors []string `json:"frozen_tensors,omitempty"`
 	// Noise describes learned noise (nil when isotropic).
 	Noise *NoiseFIMResult `json:"noise,omitempty"`
+	// Perturb describes the learned gradient perturbation g_φ (nil when off).
+	Perturb *PerturbNetResult `json:"perturb,omitempty"`
 }
 
 // tuning is the run-time state of the tuning features.
@@ -178,6 +196,7 @@ type tuning struct {
 	cache    map[uint64]*tunedRepeat // by init seed
 	cur      *tunedRepeat
 	noise    *noiseFIM
+	perturb  *perturbState
 	pretrAcc map[int]float64 // by repeat
 	test     *data.Dataset
 	classes  int
@@ -215,8 +234,8 @@ func (s *setup) prepareTuning() error {
 	})
 	if ok {
 		tu.net = nm.Network()
-	} else if t.PruneFraction > 0 || t.Freeze != "" || t.NoiseRank > 0 {
-		return fmt.Errorf("pruning, freezing and learned noise need the engine's per-sample passes; model %s on device %s does not offer them (use --device cpu)", s.arch.Name, s.cfg.Device)
+	} else if t.PruneFraction > 0 || t.Freeze != "" || t.NoiseRank > 0 || t.PerturbNet {
+		return fmt.Errorf("pruning, freezing, learned noise and perturb_net need the engine's per-sample passes; model %s on device %s does not offer them (use --device cpu)", s.arch.Name, s.cfg.Device)
 	}
 	if t.PretrainPublic > 0 {
 		n := s.train.N
@@ -354,15 +373,32 @@ func (s *setup) startTuning(st *repeatState) error {
 	if s.tune.noise != nil {
 		s.tune.noise.start(s.cfg.Seed, st.Repeat, tr.mask)
 	}
+	if s.tune.cfg.PerturbNet {
+		s.tune.startPerturb(s.cfg.Seed, st.Repeat, tr.mask, s.d)
+		if st.Perturb != nil { // resuming: continue g_φ where the checkpoint left it
+			if err := s.tune.perturb.restore(st.Perturb); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
 // tuneStep runs at the start of every DP-SGD step (learned noise: re-estimate U).
 func (w *worker) tuneStep() error {
-	if w.s.tune == nil || w.s.tune.noise == nil {
+	tu := w.s.tune
+	if tu == nil {
 		return nil
 	}
-	return w.s.tune.noise.refresh(w.s.tune, w.st.Step, w.p32)
+	if tu.perturb != nil {
+		if err := tu.perturb.refresh(tu, w.st.Step, w.p32); err != nil {
+			return err
+		}
+	}
+	if tu.noise == nil {
+		return nil
+	}
+	return tu.noise.refresh(tu, w.st.Step, w.p32)
 }
 
 // tuneRelease shapes the released noisy sum of the step (run.go's step, after the
@@ -406,6 +442,17 @@ func (s *setup) tuningResult(res *Result) {
 	}
 	if tu.noise != nil {
 		tr.Noise = tu.noise.result(s.priv.Sigma)
+	}
+	if ps := tu.perturb; ps != nil {
+		r := ps.res
+		if n := float64(r.Refreshes); n > 0 {
+			r.Loss /= n
+			r.LossFirst /= n
+			r.GradNorm /= n
+			r.PerturbNorm /= n
+			r.CosMeanGrad /= n
+		}
+		tr.Perturb = &r
 	}
 	res.Tuning = tr
 }

@@ -54,6 +54,9 @@ func (m *tunedModel) mask() []bool {
 // ClippedGradSum clips each sample's gradient restricted to the released coordinates
 // (frozen coordinates are neither clipped against nor summed).
 func (m *tunedModel) ClippedGradSum(params, x []float32, y []int, clip models.Clip, sum []float32, losses []float64) error {
+	if m.t.perturbActive() {
+		return m.t.perturbedClippedGradSum(params, x, y, clip, sum, losses)
+	}
 	mask := m.mask()
 	if mask == nil {
 		return m.base.ClippedGradSum(params, x, y, clip, sum, losses)
@@ -103,6 +106,9 @@ func (m *tunedModel) ClippedGradSum(params, x []float32, y []int, clip models.Cl
 // Σ_q c_q (J̃ᵀu_q)_j², where J̃ᵀu_q = ∇_x⟨u_q, g̃⟩ comes from one parameter-tangent pass
 // per direction (learnedTerms).
 func (m *tunedModel) FILSqNorms(params, x []float32, y []int, clip models.Clip, coords [][]int, out []float64) error {
+	if m.t.perturbActive() {
+		return m.t.perturbedFILSqNorms(params, x, y, coords, out)
+	}
 	mask := m.mask()
 	nf := m.t.noise
 	shaped := nf != nil && len(nf.u) > 0

@@ -1,0 +1,405 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/dpfil/dpfil/models"
+)
+
+// g_φ defaults (the thesis's Table B.1 values where affordable: λ = 10³, Adam lr
+// 0.01, s = 2 Hutchinson probes; widths and steps reduced for a CPU).
+const (
+	defaultPerturbHidden = 32
+	defaultPerturbLambda = 1e3
+	defaultPerturbSteps  = 10
+	defaultPerturbBatch  = 64
+	defaultPerturbLR     = 0.01
+	defaultPerturbProbes = 2
+	defaultPerturbWD     = 0.1
+	streamTunePerturb    = uint64(0x7475_6e65_0005)
+)
+
+// PerturbNetResult is result.json's "tuning.perturb": what g_φ did (means over the
+// refreshes of the last repeat).
+type PerturbNetResult struct {
+	Hidden    int     `json:"hidden"`
+	Lambda    float64 `json:"lambda"`
+	Steps     int     `json:"steps"` // Adam steps per refresh (−1: none, g_φ ≡ 0)
+	Batch     int     `json:"batch"`
+	LR        float64 `json:"lr"`
+	WD        float64 `json:"weight_decay"`
+	Every     int     `json:"every"`
+	Probes    int     `json:"probes"`
+	Refreshes int     `json:"refreshes"`
+	// Loss is the public objective (eq. 2.9, mean over the last inner batch of each
+	// refresh, averaged over refreshes); PerturbNorm the mean ‖g_φ‖ and GradNorm the
+	// mean ‖∇ℓ‖ on that batch.
+	Loss float64 `json:"loss"`
+	// LossFirst is the same objective on the first inner batch of each refresh,
+	// before that refresh's first Adam step (averaged over refreshes): Loss < LossFirst
+	// says the refresh lowered it.
+	LossFirst   float64 `json:"loss_first"`
+	PerturbNorm float64 `json:"perturb_norm"`
+	GradNorm    float64 `json:"grad_norm"`
+	// CosMeanGrad is the cosine between the mean perturbation and the mean public
+	// gradient on that batch (the thesis's Fig. 3.4), averaged over refreshes.
+	CosMeanGrad float64 `json:"cos_mean_public_grad"`
+	// Privacy says why ε is unchanged.
+	Privacy string `json:"privacy"`
+}
+
+const perturbPrivacyNote = "g_φ is trained on public data and θ_t only (post-processing of earlier releases) and its output is added before clipping, so each private contribution still has norm ≤ c·C: the DP-SGD ε is that of the same run without g_φ; dFIL is accounted for the perturbed clipped gradient"
+
+// perturbState is the run-time state of g_φ for the repeat being trained.
+type perturbState struct {
+	cfg   TuningConfig
+	net   *perturbNet
+	rng   *rand.Rand
+	pcg   *rand.PCG // rng's source, checkpointed
+	clip  models.Clip
+	res   PerturbNetResult
+	sumCo float64
+}
+
+func (t TuningConfig) perturbDefaults() TuningConfig {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&t.PerturbHidden, defaultPerturbHidden)
+	def(&t.PerturbSteps, defaultPerturbSteps)
+	def(&t.PerturbBatch, defaultPerturbBatch)
+	def(&t.PerturbEvery, 1)
+	def(&t.PerturbProbes, defaultPerturbProbes)
+	if t.PerturbLambda == 0 {
+		t.PerturbLambda = defaultPerturbLambda
+	}
+	if t.PerturbLR == 0 {
+		t.PerturbLR = defaultPerturbLR
+	}
+	switch {
+	case t.PerturbWD == 0:
+		t.PerturbWD = defaultPerturbWD
+	case t.PerturbWD < 0:
+		t.PerturbWD = 0
+	}
+	return t
+}
+
+// validatePerturb checks the g_φ fields.
+func (t TuningConfig) validatePerturb() error {
+	if !t.PerturbNet {
+		if t.PerturbHidden != 0 || t.PerturbLambda != 0 || t.PerturbSteps != 0 || t.PerturbBatch != 0 ||
+			t.PerturbLR != 0 || t.PerturbEvery != 0 || t.PerturbProbes != 0 || t.PerturbWD != 0 {
+			return errPerturbConfig("perturb_hidden/lambda/steps/batch/lr/every/probes need perturb_net")
+		}
+		return nil
+	}
+	if t.PretrainPublic == 0 {
+		return errPerturbConfig("g_φ is trained on the public split: set pretrain_public > 0")
+	}
+	if t.NoiseRank > 0 {
+		return errPerturbConfig("learned noise (noise_rank) accounts FIL in a metric that ignores g_φ; use one of the two")
+	}
+	if t.PerturbHidden < 0 || t.PerturbBatch < 0 || t.PerturbEvery < 0 || t.PerturbProbes < 0 || t.PerturbSteps < -1 {
+		return errPerturbConfig("perturb_hidden, perturb_batch, perturb_every, perturb_probes must be ≥ 0 and perturb_steps ≥ −1")
+	}
+	if !finite(t.PerturbWD) || t.PerturbWD < -1 || t.PerturbWD > 0 && t.PerturbWD*t.perturbDefaults().PerturbLR >= 1 {
+		return errPerturbConfig("perturb_wd = %v must be −1 (none), 0 (default 0.1) or positive with perturb_wd·perturb_lr < 1", t.PerturbWD)
+	}
+	if !finite(t.PerturbLambda) || t.PerturbLambda < 0 || !finite(t.PerturbLR) || t.PerturbLR < 0 {
+		return errPerturbConfig("perturb_lambda = %v and perturb_lr = %v must be finite and ≥ 0", t.PerturbLambda, t.PerturbLR)
+	}
+	return nil
+}
+
+// startPerturb initialises g_φ for a repeat (zero output layer).
+func (tu *tuning) startPerturb(seed uint64, repeat int, mask []bool, d int) {
+	c := tu.cfg.perturbDefaults()
+	pcg := newStream(seed, repeat, streamTunePerturb)
+	rng := rand.New(pcg)
+	tu.perturb = &perturbState{cfg: c, rng: rng, pcg: pcg, clip: tu.clip,
+		net: newPerturbNet(d, tu.p, c.PerturbHidden, c.PerturbLambda, c.PerturbProbes, tu.clip, mask, c.PerturbLR, rng),
+		res: PerturbNetResult{Hidden: c.PerturbHidden, Lambda: c.PerturbLambda, Steps: c.PerturbSteps, Batch: c.PerturbBatch,
+			LR: c.PerturbLR, WD: c.PerturbWD, Every: c.PerturbEvery, Probes: c.PerturbProbes, Privacy: perturbPrivacyNote}}
+	tu.perturb.net.wd = c.PerturbWD
+}
+
+// refresh trains g_φ on the public split at θ_t (Algorithm 1 lines 9–12) when the
+// step is a multiple of perturb_every.
+func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
+	c := ps.cfg
+	if c.PerturbSteps < 0 || step%c.PerturbEvery != 0 {
+		return nil
+	}
+	pub := tu.public
+	B := min(c.PerturbBatch, pub.N)
+	var last []pnSample
+	for it := 0; it < c.PerturbSteps; it++ {
+		idx := ps.rng.Perm(pub.N)[:B]
+		sms, err := tu.publicSamples(params, idx, c.PerturbProbes, ps.rng)
+		if err != nil {
+			return fmt.Errorf("g_φ refresh at step %d: %w", step+1, err)
+		}
+		if !ps.net.standardised {
+			rows := make([][]float64, len(sms))
+			for i, sm := range sms {
+				rows[i] = append(append([]float64(nil), sm.x...), sm.g...)
+			}
+			ps.net.standardise(rows)
+		}
+		grad := make([]float64, len(ps.net.phi))
+		tot := 0.0
+		for i := range sms {
+			tot += ps.net.loss(&sms[i], grad)
+		}
+		gn := 0.0
+		for i := range grad {
+			grad[i] /= float64(len(sms))
+			gn += grad[i] * grad[i]
+		}
+		ps.net.adamStep(grad)
+		if it == 0 {
+			ps.res.LossFirst += tot / float64(len(sms))
+		}
+		if it == c.PerturbSteps-1 {
+			ps.res.Loss += tot / float64(len(sms))
+			ps.res.GradNorm += math.Sqrt(gn)
+			last = sms
+		}
+	}
+	if last == nil {
+		return nil
+	}
+	// Diagnostics on the last batch: ‖δ‖ and cos(mean δ, mean public gradient).
+	P := tu.p
+	md, mg := make([]float64, P), make([]float64, P)
+	delta := make([]float64, P)
+	nrm := 0.0
+	for i := range last {
+		ps.net.perturb(&last[i], delta)
+		s := 0.0
+		for j, v := range delta {
+			md[j] += v
+			mg[j] += last[i].g[j]
+			s += v * v
+		}
+		nrm += math.Sqrt(s) / float64(len(last))
+	}
+	var dot, a, b float64
+	for j := range md {
+		dot += md[j] * mg[j]
+		a += md[j] * md[j]
+		b += mg[j] * mg[j]
+	}
+	if a > 0 && b > 0 {
+		ps.res.CosMeanGrad += dot / math.Sqrt(a*b)
+	}
+	ps.res.PerturbNorm += nrm
+	ps.res.Refreshes++
+	return nil
+}
+
+// publicSamples returns the g_φ inputs of public samples idx at params: the image,
+// its masked gradient and `probes` Gaussian input probes u with ġ = J_g u (masked).
+func (tu *tuning) publicSamples(params []float32, idx []int, probes int, rng *rand.Rand) ([]pnSample, error) {
+	pub := tu.public
+	D, P := pub.Dim(), tu.p
+	n := len(idx)
+	x := make([]float32, n*D)
+	y := make([]int, n)
+	for j, i := range idx {
+		copy(x[j*D:(j+1)*D], pub.Image(i))
+		y[j] = pub.Labels[i]
+	}
+	us := make([]float64, n*probes*D)
+	xdot := make([]float32, n*probes*D)
+	for i := range us {
+		us[i] = rng.NormFloat64()
+		xdot[i] = float32(us[i])
+	}
+	tg, err := tu.net.Tangent(params, x, y, n, probes, xdot, nil, false)
+	if err != nil {
+		return nil, err
+	}
+	mask := tu.curMask()
+	sms := make([]pnSample, n)
+	for s := 0; s < n; s++ {
+		sm := pnSample{x: f64(x[s*D : (s+1)*D]), g: maskedF64(tg.Grads[s*P:(s+1)*P], mask)}
+		for k := 0; k < probes; k++ {
+			r := s*probes + k
+			sm.u = append(sm.u, us[r*D:(r+1)*D])
+			sm.gdots = append(sm.gdots, maskedF64(tg.GradDots[r*P:(r+1)*P], mask))
+		}
+		sms[s] = sm
+	}
+	return sms, nil
+}
+
+func (tu *tuning) curMask() []bool {
+	if tu.cur == nil {
+		return nil
+	}
+	return tu.cur.mask
+}
+
+func f64(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+func maskedF64(v []float32, mask []bool) []float64 {
+	out := f64(v)
+	for i, on := range mask {
+		if !on {
+			out[i] = 0
+		}
+	}
+	return out
+}
+
+// perturbActive reports whether g_φ has a non-zero output layer (before that its
+// output is exactly zero and the plain paths are used).
+func (tu *tuning) perturbActive() bool {
+	return tu.perturb != nil && tu.perturb.net.trained
+}
+
+// perturbedClippedGradSum writes Σ_i CLIP(g_i + g_φ(z_i, g_i)) over the batch.
+func (tu *tuning) perturbedClippedGradSum(params, x []float32, y []int, clip models.Clip, sum []float32, losses []float64) error {
+	net, P := tu.net, tu.p
+	D := tu.base.InputDim()
+	batch := len(y)
+	if len(sum) != P || len(losses) != batch || len(x) != batch*D {
+		return fmt.Errorf("perturbed clipped gradients: buffers of %d, %d, %d values for %d samples", len(sum), len(losses), len(x), batch)
+	}
+	mask := tu.curMask()
+	acc := make([]float64, P)
+	delta := make([]float64, P)
+	const chunk = 64
+	for s0 := 0; s0 < batch; s0 += chunk {
+		c := min(chunk, batch-s0)
+		grads, ls, err := net.PerSampleGrads(params, x[s0*D:(s0+c)*D], y[s0:s0+c], c)
+		if err != nil {
+			return err
+		}
+		for s := 0; s < c; s++ {
+			sm := pnSample{x: f64(x[(s0+s)*D : (s0+s+1)*D]), g: maskedF64(grads[s*P:(s+1)*P], mask)}
+			tu.perturb.net.perturb(&sm, delta)
+			ss := 0.0
+			for i := range delta {
+				delta[i] += sm.g[i]
+				ss += delta[i] * delta[i]
+			}
+			sc, _ := clip.Scale(math.Sqrt(ss))
+			for i, v := range delta {
+				acc[i] += sc * v
+			}
+			losses[s0+s] = float64(ls[s])
+		}
+	}
+	for i, v := range acc {
+		sum[i] = float32(v)
+	}
+	return nil
+}
+
+// perturbedFILSqNorms writes, per sample, Σ_j ‖∂CLIP(g + g_φ(z, g))/∂z_j‖² over its
+// sampled coordinates j (the Jacobian of the released per-sample contribution).
+func (tu *tuning) perturbedFILSqNorms(params, x []float32, y []int, coords [][]int, out []float64) error {
+	net, P := tu.net, tu.p
+	D := tu.base.InputDim()
+	batch := len(y)
+	if len(coords) != batch || len(out) != batch {
+		return fmt.Errorf("FIL: %d coordinate lists and %d outputs for %d samples", len(coords), len(out), batch)
+	}
+	k := 0
+	for s, cs := range coords {
+		for _, c := range cs {
+			if c < 0 || c >= D {
+				return fmt.Errorf("FIL coordinate %d of sample %d outside [0,%d)", c, s, D)
+			}
+		}
+		k = max(k, len(cs))
+	}
+	clear(out)
+	if k == 0 {
+		return nil
+	}
+	mask := tu.curMask()
+	cs := max(1, min(batch, (4<<20)/(k*P)))
+	for s0 := 0; s0 < batch; s0 += cs {
+		c := min(cs, batch-s0)
+		xdot := make([]float32, c*k*D)
+		for s := 0; s < c; s++ {
+			for j, coord := range coords[s0+s] {
+				xdot[(s*k+j)*D+coord] = 1
+			}
+		}
+		tg, err := net.Tangent(params, x[s0*D:(s0+c)*D], y[s0:s0+c], c, k, xdot, nil, false)
+		if err != nil {
+			return err
+		}
+		for s := 0; s < c; s++ {
+			sm := pnSample{x: f64(x[(s0+s)*D : (s0+s+1)*D]), g: maskedF64(tg.Grads[s*P:(s+1)*P], mask), uIdx: coords[s0+s]}
+			for j := range coords[s0+s] {
+				r := s*k + j
+				sm.gdots = append(sm.gdots, maskedF64(tg.GradDots[r*P:(r+1)*P], mask))
+			}
+			out[s0+s] = tu.perturb.net.filSq(&sm)
+		}
+	}
+	return nil
+}
+
+// perturbCheckpoint is g_φ's state in a checkpoint (repeatState.Perturb): φ, its
+// standardisation and AdamW state, the draws' generator and the report so far, so a
+// resumed run continues g_φ bit-identically.
+type perturbCheckpoint struct {
+	Phi, Mean, Inv     []float64
+	Trained, Standard  bool
+	AdamM, AdamV       []float64
+	AdamT              int
+	LastLoss, LastPert float64
+	RNG                []byte
+	Result             PerturbNetResult
+	SumCo              float64
+}
+
+// checkpoint captures ps (copies: training continues after the checkpoint).
+func (ps *perturbState) checkpoint() (*perturbCheckpoint, error) {
+	b, err := ps.pcg.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("g_φ: save RNG state: %w", err)
+	}
+	n := ps.net
+	return &perturbCheckpoint{Phi: slices.Clone(n.phi), Mean: slices.Clone(n.mean), Inv: slices.Clone(n.inv),
+		Trained: n.trained, Standard: n.standardised, AdamM: slices.Clone(n.adamM), AdamV: slices.Clone(n.adamV),
+		AdamT: n.adamT, LastLoss: n.lastLoss, LastPert: n.lastPert, RNG: b, Result: ps.res, SumCo: ps.sumCo}, nil
+}
+
+// restore continues ps from a checkpoint of the same configuration.
+func (ps *perturbState) restore(ck *perturbCheckpoint) error {
+	n := ps.net
+	if len(ck.Phi) != len(n.phi) || len(ck.Mean) != len(n.mean) || len(ck.Inv) != len(n.inv) ||
+		len(ck.AdamM) != len(n.phi) || len(ck.AdamV) != len(n.phi) {
+		return fmt.Errorf("checkpoint g_φ state does not fit the run (%d parameters, want %d)", len(ck.Phi), len(n.phi))
+	}
+	if err := ps.pcg.UnmarshalBinary(ck.RNG); err != nil {
+		return fmt.Errorf("checkpoint g_φ RNG state: %w", err)
+	}
+	copy(n.phi, ck.Phi)
+	copy(n.mean, ck.Mean)
+	copy(n.inv, ck.Inv)
+	copy(n.adamM, ck.AdamM)
+	copy(n.adamV, ck.AdamV)
+	n.trained, n.standardised, n.adamT, n.lastLoss, n.lastPert = ck.Trained, ck.Standard, ck.AdamT, ck.LastLoss, ck.LastPert
+	ps.res, ps.sumCo = ck.Result, ck.SumCo
+	return nil
+}
