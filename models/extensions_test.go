@@ -84,7 +84,7 @@ func TestExtSubsets(t *testing.T) {
 }
 
 // rowIm2col adds RowIm2coler to the CPU backend as per-row calls; with drop, its
-// Col2imRows leaves out the last row (a wrong extension).
+// Col2imRows leaves out the last row (a wrong extension: that row stays zero).
 type rowIm2col struct {
 	Backend[float32]
 	drop bool
@@ -97,6 +97,7 @@ func (b rowIm2col) Im2colRows(g ConvGeom, m int, x []float32, inN int, cols []fl
 }
 
 func (b rowIm2col) Col2imRows(g ConvGeom, m int, cols []float32, ld int, dx []float32, inN int) {
+	clear(dx[:m*inN]) // RowIm2coler's contract: Col2imRows writes dx (Col2im adds)
 	if b.drop {
 		m--
 	}

@@ -241,7 +241,6 @@ func BenchmarkRenderParetoPNG(b *testing.B) {
 // title band, and over no data point.
 func TestParetoLegendLayout(t *testing.T) {
 	for _, files := range [][]string{
-		{"fig5-full-mnist.results.jsonl", "fig5-full-mnist-pilot.results.jsonl"},
 		{"fig5-reduced-mnist.results.jsonl"},
 		{"fig5-reduced-mnist-poisson.results.jsonl"},
 	} {
