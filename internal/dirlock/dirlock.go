@@ -38,10 +38,12 @@ func mkdirAll(dir string) ([]string, error) {
 		d = parent
 	}
 	// Another process's unlock may remove a parent it created (empty) while
-	// MkdirAll runs: try again.
+	// MkdirAll runs: its Mkdir then fails with "not exist" (the parent went away)
+	// or "file exists" (a sibling created it and removed it again before MkdirAll
+	// could see it as a directory). Try again; a file in the way fails every time.
 	var err error
 	for range maxAttempts {
-		if err = os.MkdirAll(dir, 0o755); !errors.Is(err, os.ErrNotExist) {
+		if err = os.MkdirAll(dir, 0o755); !errors.Is(err, os.ErrNotExist) && !errors.Is(err, os.ErrExist) {
 			break
 		}
 	}

@@ -137,3 +137,16 @@ func TestConcurrentSiblings(t *testing.T) {
 		t.Errorf("left %d run directories", len(es))
 	}
 }
+
+// TestFileInTheWay: a regular file where a parent directory should be is an error
+// (after the bounded retries that absorb a sibling's create-and-remove race).
+func TestFileInTheWay(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "runs"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if unlock, err := dirlock.Lock(filepath.Join(root, "runs", "a")); err == nil {
+		unlock()
+		t.Fatal("locked a directory below a regular file")
+	}
+}
