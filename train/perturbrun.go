@@ -313,39 +313,9 @@ func (tu *tuning) perturbedClippedGradSum(params, x []float32, y []int, clip mod
 // perturbedFILSqNorms writes, per sample, Σ_j ‖∂CLIP(g + g_φ(z, g))/∂z_j‖² over its
 // sampled coordinates j (the Jacobian of the released per-sample contribution).
 func (tu *tuning) perturbedFILSqNorms(params, x []float32, y []int, coords [][]int, out []float64) error {
-	net, P := tu.net, tu.p
-	D := tu.base.InputDim()
-	batch := len(y)
-	if len(coords) != batch || len(out) != batch {
-		return fmt.Errorf("FIL: %d coordinate lists and %d outputs for %d samples", len(coords), len(out), batch)
-	}
-	k := 0
-	for s, cs := range coords {
-		for _, c := range cs {
-			if c < 0 || c >= D {
-				return fmt.Errorf("FIL coordinate %d of sample %d outside [0,%d)", c, s, D)
-			}
-		}
-		k = max(k, len(cs))
-	}
-	clear(out)
-	if k == 0 {
-		return nil
-	}
+	P, D := tu.p, tu.base.InputDim()
 	mask := tu.curMask()
-	cs := max(1, min(batch, (4<<20)/(k*P)))
-	for s0 := 0; s0 < batch; s0 += cs {
-		c := min(cs, batch-s0)
-		xdot := make([]float32, c*k*D)
-		for s := 0; s < c; s++ {
-			for j, coord := range coords[s0+s] {
-				xdot[(s*k+j)*D+coord] = 1
-			}
-		}
-		tg, err := net.Tangent(params, x[s0*D:(s0+c)*D], y[s0:s0+c], c, k, xdot, nil, false)
-		if err != nil {
-			return err
-		}
+	return coordTangents(tu.net, params, x, y, coords, D, P, out, func(s0, c, k int, tg *models.Tangents[float32]) {
 		for s := 0; s < c; s++ {
 			sm := pnSample{x: f64(x[(s0+s)*D : (s0+s+1)*D]), g: maskedF64(tg.Grads[s*P:(s+1)*P], mask), uIdx: coords[s0+s]}
 			for j := range coords[s0+s] {
@@ -354,8 +324,7 @@ func (tu *tuning) perturbedFILSqNorms(params, x []float32, y []int, coords [][]i
 			}
 			out[s0+s] = tu.perturb.net.filSq(&sm)
 		}
-	}
-	return nil
+	})
 }
 
 // perturbCheckpoint is g_φ's state in a checkpoint (repeatState.Perturb): φ, its

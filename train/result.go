@@ -261,9 +261,12 @@ type metricsJSON struct {
 	DFILMean          jsonfloat.Float `json:"dfil_mean"`
 	MSEBoundFILMax    jsonfloat.Inf   `json:"mse_bound_fil_max"`
 	MSEBoundFILMedian jsonfloat.Inf   `json:"mse_bound_fil_median"`
-	FILTwoStage       *struct {
-		MSEBoundMax jsonfloat.Inf `json:"mse_bound_max"`
-	} `json:"fil_two_stage,omitempty"`
+	FILTwoStage       *twoStageBound  `json:"fil_two_stage,omitempty"`
+}
+
+// twoStageBound is the part of result.json's fil_two_stage that Metrics reads.
+type twoStageBound struct {
+	MSEBoundMax jsonfloat.Inf `json:"mse_bound_max"`
 }
 
 // MarshalJSON writes the metrics, null for numbers that are not finite.
@@ -272,9 +275,7 @@ func (m Metrics) MarshalJSON() ([]byte, error) {
 		jsonfloat.Inf(m.MSEBoundRDP), jsonfloat.Float(m.DFILMax), jsonfloat.Float(m.DFILMedian), jsonfloat.Float(m.DFILMean),
 		jsonfloat.Inf(m.MSEBoundFILMax), jsonfloat.Inf(m.MSEBoundFILMedian), nil}
 	if m.MSEBoundFILTwoStage != 0 {
-		j.FILTwoStage = &struct {
-			MSEBoundMax jsonfloat.Inf `json:"mse_bound_max"`
-		}{jsonfloat.Inf(m.MSEBoundFILTwoStage)}
+		j.FILTwoStage = &twoStageBound{jsonfloat.Inf(m.MSEBoundFILTwoStage)}
 	}
 	return json.Marshal(j)
 }

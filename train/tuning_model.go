@@ -130,45 +130,15 @@ func (m *tunedModel) FILSqNorms(params, x []float32, y []int, clip models.Clip, 
 // and coef = s'(‖g‖)·gᵀġ/‖g‖, the clipped tangent is s·ġ + coef·g, whose squared norm
 // s²‖ġ‖² + 2·s·coef·gᵀġ + coef²‖g‖² needs one pass over the parameters.
 func (m *tunedModel) maskedSqNorms(params, x []float32, y []int, clip models.Clip, coords [][]int, out []float64, mask []bool) error {
-	net, P, D := m.t.net, m.t.p, m.base.InputDim()
-	batch := len(y)
-	if len(coords) != batch || len(out) != batch {
-		return fmt.Errorf("FIL: %d coordinate lists and %d outputs for %d samples", len(coords), len(out), batch)
-	}
-	k := 0
-	for s, cs := range coords {
-		for _, c := range cs {
-			if c < 0 || c >= D {
-				return fmt.Errorf("FIL coordinate %d of sample %d outside [0,%d)", c, s, D)
-			}
-		}
-		k = max(k, len(cs))
-	}
-	clear(out)
-	if k == 0 {
-		return nil
-	}
+	P := m.t.p
 	mk := make([]float64, P) // 1 on released coordinates
 	for i, on := range mask {
 		if on {
 			mk[i] = 1
 		}
 	}
-	// Samples per Tangent call: at most ~4M tangent values.
-	cs := max(1, min(batch, (4<<20)/(k*P)))
 	g := make([]float64, P)
-	for s0 := 0; s0 < batch; s0 += cs {
-		c := min(cs, batch-s0)
-		xdot := make([]float32, c*k*D)
-		for s := 0; s < c; s++ {
-			for j, coord := range coords[s0+s] {
-				xdot[(s*k+j)*D+coord] = 1
-			}
-		}
-		tg, err := net.Tangent(params, x[s0*D:(s0+c)*D], y[s0:s0+c], c, k, xdot, nil, false)
-		if err != nil {
-			return err
-		}
+	return coordTangents(m.t.net, params, x, y, coords, m.base.InputDim(), P, out, func(s0, c, k int, tg *models.Tangents[float32]) {
 		for s := 0; s < c; s++ {
 			gg := 0.0
 			for i := 0; i < P; i++ {
@@ -195,6 +165,47 @@ func (m *tunedModel) maskedSqNorms(params, x []float32, y []int, clip models.Cli
 			}
 			out[s0+s] = acc
 		}
+	})
+}
+
+// coordTangents checks the FIL coordinates (one list per sample, each in [0, D)),
+// clears out, and runs net's forward-over-reverse pass along the unit input
+// directions e_j of every sample's coordinates, in chunks of at most ~4M tangent
+// values; each receives the chunk's first sample s0, its size c, the tangents per
+// sample k (the longest list) and the pass's tangents.
+func coordTangents(net *models.Network[float32], params, x []float32, y []int, coords [][]int, D, P int, out []float64,
+	each func(s0, c, k int, tg *models.Tangents[float32])) error {
+	batch := len(y)
+	if len(coords) != batch || len(out) != batch {
+		return fmt.Errorf("FIL: %d coordinate lists and %d outputs for %d samples", len(coords), len(out), batch)
+	}
+	k := 0
+	for s, cs := range coords {
+		for _, c := range cs {
+			if c < 0 || c >= D {
+				return fmt.Errorf("FIL coordinate %d of sample %d outside [0,%d)", c, s, D)
+			}
+		}
+		k = max(k, len(cs))
+	}
+	clear(out)
+	if k == 0 {
+		return nil
+	}
+	cs := max(1, min(batch, (4<<20)/(k*P)))
+	for s0 := 0; s0 < batch; s0 += cs {
+		c := min(cs, batch-s0)
+		xdot := make([]float32, c*k*D)
+		for s := 0; s < c; s++ {
+			for j, coord := range coords[s0+s] {
+				xdot[(s*k+j)*D+coord] = 1
+			}
+		}
+		tg, err := net.Tangent(params, x[s0*D:(s0+c)*D], y[s0:s0+c], c, k, xdot, nil, false)
+		if err != nil {
+			return err
+		}
+		each(s0, c, k, tg)
 	}
 	return nil
 }
