@@ -192,23 +192,9 @@ func (n *Network[T]) FirstOrderReusable(batch, k int) bool {
 // neither x nor y's losses, and its results are those of FILSqNorms bit for bit.
 // Otherwise it fails.
 func (n *Network[T]) FILSqNormsAfterGradSum(params, x []T, y []int, batch int, clip Clip, coords [][]int, out []float64) error {
-	if err := clip.Validate(); err != nil {
+	k, err := n.checkFILArgs(params, x, y, batch, clip, coords, out)
+	if err != nil {
 		return err
-	}
-	if err := n.checkInputs(params, x, y, batch); err != nil {
-		return err
-	}
-	if len(coords) != batch || len(out) != batch {
-		return fmt.Errorf("%s: FIL needs %d coordinate lists and outputs, got %d and %d", n.arch.Name, batch, len(coords), len(out))
-	}
-	k := 0
-	for s, cs := range coords {
-		for _, c := range cs {
-			if c < 0 || c >= n.d {
-				return fmt.Errorf("%s: FIL coordinate %d of sample %d outside [0,%d)", n.arch.Name, c, s, n.d)
-			}
-		}
-		k = max(k, len(cs))
 	}
 	if !n.FirstOrderReusable(batch, k) {
 		return fmt.Errorf("%s: FIL of %d samples with %d directions cannot reuse the workspace's first-order pass (last clipped sum of %d samples on plain device memory, one chunk each)",

@@ -112,6 +112,30 @@ func addScaled[T Float](acc []float64, sc float64, g []T) {
 	}
 }
 
+// checkFILArgs checks the arguments of FILSqNorms and FILSqNormsAfterGradSum and
+// returns the largest number of coordinates of a sample.
+func (n *Network[T]) checkFILArgs(params, x []T, y []int, batch int, clip Clip, coords [][]int, out []float64) (int, error) {
+	if err := clip.Validate(); err != nil {
+		return 0, err
+	}
+	if err := n.checkInputs(params, x, y, batch); err != nil {
+		return 0, err
+	}
+	if len(coords) != batch || len(out) != batch {
+		return 0, fmt.Errorf("%s: FIL needs %d coordinate lists and outputs, got %d and %d", n.arch.Name, batch, len(coords), len(out))
+	}
+	k := 0
+	for s, cs := range coords {
+		for _, c := range cs {
+			if c < 0 || c >= n.d {
+				return 0, fmt.Errorf("%s: FIL coordinate %d of sample %d outside [0,%d)", n.arch.Name, c, s, n.d)
+			}
+		}
+		k = max(k, len(cs))
+	}
+	return k, nil
+}
+
 // FILSqNorms writes, for each sample s, Σ_j ‖J_s e_{coords[s][j]}‖² to out[s], where
 // J_s = ∂g̃_s/∂x_s (P×D) is the Jacobian of the sample's clipped gradient w.r.t. its
 // input. Coordinates may repeat; coords[s] = 0..D−1 gives ‖J_s‖_F² exactly. The
@@ -119,23 +143,9 @@ func addScaled[T Float](acc []float64, sc float64, g []T) {
 // products are accumulated in float64, and the clipped tangent's norm is obtained
 // from ‖ġ‖², gᵀġ and ‖g‖² without forming ġ̃.
 func (n *Network[T]) FILSqNorms(params, x []T, y []int, batch int, clip Clip, coords [][]int, out []float64) error {
-	if err := clip.Validate(); err != nil {
+	k, err := n.checkFILArgs(params, x, y, batch, clip, coords, out)
+	if err != nil {
 		return err
-	}
-	if err := n.checkInputs(params, x, y, batch); err != nil {
-		return err
-	}
-	if len(coords) != batch || len(out) != batch {
-		return fmt.Errorf("%s: FIL needs %d coordinate lists and outputs, got %d and %d", n.arch.Name, batch, len(coords), len(out))
-	}
-	k := 0
-	for s, cs := range coords {
-		for _, c := range cs {
-			if c < 0 || c >= n.d {
-				return fmt.Errorf("%s: FIL coordinate %d of sample %d outside [0,%d)", n.arch.Name, c, s, n.d)
-			}
-		}
-		k = max(k, len(cs))
 	}
 	clear(out)
 	if k == 0 {

@@ -50,6 +50,14 @@ type Layer interface {
 	engine(r *resolved) engines
 }
 
+// noParams gives a layer kind without parameter tensors (and so without GEMM
+// arithmetic) its Params, InitParam and FLOPs, embedded in the kind's type.
+type noParams struct{}
+
+func (noParams) Params(LayerSpec, Shape) []ParamTensor                         { return nil }
+func (noParams) InitParam(LayerSpec, Shape, int, *rand.Rand, []float64)        {}
+func (noParams) FLOPs(LayerSpec, Shape, Shape, FLOPContext) (float64, float64) { return 0, 0 }
+
 // ParamTensor is one parameter tensor of a layer: its name suffix ("W", "b") and
 // dimensions.
 type ParamTensor struct {

@@ -1,5 +1,28 @@
 package models
 
+// elementwiseLayer is the Layer of a parameter-free elementwise kind (tanh, ELU,
+// ReLU): the shape is kept, a one-hot input tangent does not stay one-hot, the
+// description is the kind's name and passes gives the engine passes.
+type elementwiseLayer struct {
+	noParams
+	kind   LayerKind
+	doc    string
+	passes func(r *resolved) engines
+}
+
+func (l elementwiseLayer) Kind() LayerKind                                 { return l.kind }
+func (elementwiseLayer) Fields() []string                                  { return nil }
+func (l elementwiseLayer) Doc() string                                     { return l.doc }
+func (elementwiseLayer) OutShape(_ LayerSpec, s Shape) (Shape, error)      { return s, nil }
+func (elementwiseLayer) OneHotScale(LayerSpec, Shape, int) (float64, bool) { return 0, false }
+func (l elementwiseLayer) Describe(LayerSpec) string                       { return string(l.kind) }
+func (l elementwiseLayer) engine(r *resolved) engines                      { return l.passes(r) }
+
+// backendAct returns the engine passes of an activation the backends implement.
+func backendAct(act Act) func(r *resolved) engines {
+	return func(r *resolved) engines { return actEngines(r, act) }
+}
+
 // actOps is the engine part of an elementwise activation that the backends
 // implement (Backend.ActForward, ActBackward, ActTangent): tanh and ELU.
 type actOps[T Float] struct {

@@ -1,9 +1,6 @@
 package models
 
-import (
-	"fmt"
-	"math/rand/v2"
-)
+import "fmt"
 
 // KindAvgPool is VALID average pooling over a KH×KW window with Stride; it divides
 // by the kernel area.
@@ -11,7 +8,7 @@ const KindAvgPool LayerKind = "avgpool"
 
 func init() { registerLayer(avgPoolLayer{}) }
 
-type avgPoolLayer struct{}
+type avgPoolLayer struct{ noParams }
 
 func (avgPoolLayer) Kind() LayerKind  { return KindAvgPool }
 func (avgPoolLayer) Fields() []string { return []string{"kh", "kw", "stride"} }
@@ -30,10 +27,7 @@ func (avgPoolLayer) OutShape(l LayerSpec, s Shape) (Shape, error) {
 	return Shape{C: s.C, H: (s.H-l.KH)/l.Stride + 1, W: (s.W-l.KW)/l.Stride + 1}, nil
 }
 
-func (avgPoolLayer) Params(LayerSpec, Shape) []ParamTensor                         { return nil }
-func (avgPoolLayer) InitParam(LayerSpec, Shape, int, *rand.Rand, []float64)        {}
-func (avgPoolLayer) OneHotScale(LayerSpec, Shape, int) (float64, bool)             { return 0, false }
-func (avgPoolLayer) FLOPs(LayerSpec, Shape, Shape, FLOPContext) (float64, float64) { return 0, 0 }
+func (avgPoolLayer) OneHotScale(LayerSpec, Shape, int) (float64, bool) { return 0, false }
 
 func (avgPoolLayer) Describe(l LayerSpec) string {
 	return fmt.Sprintf("avgpool %dx%d stride %d", l.KH, l.KW, l.Stride)

@@ -1,16 +1,12 @@
 package models
 
-import (
-	"math/rand/v2"
-)
-
 // KindFlatten reshapes [C][H][W] to [C·H·W] (row-major): no values change, the
 // engine's output buffer is the input's.
 const KindFlatten LayerKind = "flatten"
 
 func init() { registerLayer(flattenLayer{}) }
 
-type flattenLayer struct{}
+type flattenLayer struct{ noParams }
 
 func (flattenLayer) Kind() LayerKind  { return KindFlatten }
 func (flattenLayer) Fields() []string { return nil }
@@ -18,11 +14,8 @@ func (flattenLayer) Doc() string      { return "reshape [C][H][W] to [C*H*W], ro
 func (flattenLayer) OutShape(_ LayerSpec, s Shape) (Shape, error) {
 	return Shape{C: s.Size(), H: 1, W: 1}, nil
 }
-func (flattenLayer) Params(LayerSpec, Shape) []ParamTensor                         { return nil }
-func (flattenLayer) InitParam(LayerSpec, Shape, int, *rand.Rand, []float64)        {}
-func (flattenLayer) OneHotScale(LayerSpec, Shape, int) (float64, bool)             { return 1, true }
-func (flattenLayer) Describe(LayerSpec) string                                     { return "flatten" }
-func (flattenLayer) FLOPs(LayerSpec, Shape, Shape, FLOPContext) (float64, float64) { return 0, 0 }
+func (flattenLayer) OneHotScale(LayerSpec, Shape, int) (float64, bool) { return 1, true }
+func (flattenLayer) Describe(LayerSpec) string                         { return "flatten" }
 
 func (flattenLayer) engine(r *resolved) engines {
 	r.view = true

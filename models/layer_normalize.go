@@ -1,9 +1,6 @@
 package models
 
-import (
-	"fmt"
-	"math/rand/v2"
-)
+import "fmt"
 
 // KindNormalize is the fixed per-channel (x − Mean[c]) / Std[c]: a layer of the model,
 // so that inputs, and FIL, stay in raw [0,1] pixels (the FIL and its MSE bounds are in pixel units).
@@ -11,7 +8,7 @@ const KindNormalize LayerKind = "normalize"
 
 func init() { registerLayer(normalizeLayer{}) }
 
-type normalizeLayer struct{}
+type normalizeLayer struct{ noParams }
 
 func (normalizeLayer) Kind() LayerKind  { return KindNormalize }
 func (normalizeLayer) Fields() []string { return []string{"mean", "std"} }
@@ -30,10 +27,6 @@ func (normalizeLayer) OutShape(l LayerSpec, s Shape) (Shape, error) {
 	}
 	return s, nil
 }
-
-func (normalizeLayer) Params(LayerSpec, Shape) []ParamTensor                         { return nil }
-func (normalizeLayer) InitParam(LayerSpec, Shape, int, *rand.Rand, []float64)        {}
-func (normalizeLayer) FLOPs(LayerSpec, Shape, Shape, FLOPContext) (float64, float64) { return 0, 0 }
 
 // OneHotScale: e_idx maps to e_idx/std of idx's channel.
 func (normalizeLayer) OneHotScale(l LayerSpec, in Shape, idx int) (float64, bool) {

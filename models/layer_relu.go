@@ -1,30 +1,14 @@
 package models
 
-import (
-	"math/rand/v2"
-)
-
 // KindReLU is the elementwise max(x, 0). Its second derivative is 0 (almost
 // everywhere), so through a ReLU the FIL tangents only carry first-order terms.
 // Unlike tanh and ELU it needs no backend kernel: its passes are plain loops.
 const KindReLU LayerKind = "relu"
 
-func init() { registerLayer(reluLayer{}) }
-
-type reluLayer struct{}
-
-func (reluLayer) Kind() LayerKind                                               { return KindReLU }
-func (reluLayer) Fields() []string                                              { return nil }
-func (reluLayer) Doc() string                                                   { return "elementwise max(x, 0)" }
-func (reluLayer) OutShape(_ LayerSpec, s Shape) (Shape, error)                  { return s, nil }
-func (reluLayer) Params(LayerSpec, Shape) []ParamTensor                         { return nil }
-func (reluLayer) InitParam(LayerSpec, Shape, int, *rand.Rand, []float64)        {}
-func (reluLayer) OneHotScale(LayerSpec, Shape, int) (float64, bool)             { return 0, false }
-func (reluLayer) Describe(LayerSpec) string                                     { return "relu" }
-func (reluLayer) FLOPs(LayerSpec, Shape, Shape, FLOPContext) (float64, float64) { return 0, 0 }
-
-func (reluLayer) engine(r *resolved) engines {
-	return engines{&reluOps[float32]{r}, &reluOps[float64]{r}}
+func init() {
+	registerLayer(elementwiseLayer{kind: KindReLU, doc: "elementwise max(x, 0)", passes: func(r *resolved) engines {
+		return engines{&reluOps[float32]{r}, &reluOps[float64]{r}}
+	}})
 }
 
 type reluOps[T Float] struct{ *resolved }

@@ -273,41 +273,16 @@ func (tu *tuning) perturbActive() bool {
 
 // perturbedClippedGradSum writes Σ_i CLIP(g_i + g_φ(z_i, g_i)) over the batch.
 func (tu *tuning) perturbedClippedGradSum(params, x []float32, y []int, clip models.Clip, sum []float32, losses []float64) error {
-	net, P := tu.net, tu.p
 	D := tu.base.InputDim()
-	batch := len(y)
-	if len(sum) != P || len(losses) != batch || len(x) != batch*D {
-		return fmt.Errorf("perturbed clipped gradients: buffers of %d, %d, %d values for %d samples", len(sum), len(losses), len(x), batch)
-	}
 	mask := tu.curMask()
-	acc := make([]float64, P)
-	delta := make([]float64, P)
-	const chunk = 64
-	for s0 := 0; s0 < batch; s0 += chunk {
-		c := min(chunk, batch-s0)
-		grads, ls, err := net.PerSampleGrads(params, x[s0*D:(s0+c)*D], y[s0:s0+c], c)
-		if err != nil {
-			return err
-		}
-		for s := 0; s < c; s++ {
-			sm := pnSample{x: f64(x[(s0+s)*D : (s0+s+1)*D]), g: maskedF64(grads[s*P:(s+1)*P], mask)}
-			tu.perturb.net.perturb(&sm, delta)
-			ss := 0.0
-			for i := range delta {
-				delta[i] += sm.g[i]
-				ss += delta[i] * delta[i]
+	return clippedSumOf("perturbed clipped gradients", tu.net, params, x, y, D, clip, sum, losses,
+		func(s int, g []float32, v []float64) {
+			sm := pnSample{x: f64(x[s*D : (s+1)*D]), g: maskedF64(g, mask)}
+			tu.perturb.net.perturb(&sm, v)
+			for i := range v {
+				v[i] += sm.g[i]
 			}
-			sc, _ := clip.Scale(math.Sqrt(ss))
-			for i, v := range delta {
-				acc[i] += sc * v
-			}
-			losses[s0+s] = float64(ls[s])
-		}
-	}
-	for i, v := range acc {
-		sum[i] = float32(v)
-	}
-	return nil
+		})
 }
 
 // perturbedFILSqNorms writes, per sample, Σ_j ‖∂CLIP(g + g_φ(z, g))/∂z_j‖² over its

@@ -61,12 +61,30 @@ func (m *tunedModel) ClippedGradSum(params, x []float32, y []int, clip models.Cl
 	if mask == nil {
 		return m.base.ClippedGradSum(params, x, y, clip, sum, losses)
 	}
-	net, P, D := m.t.net, m.t.p, m.base.InputDim()
-	batch := len(y)
-	if len(sum) != P || len(losses) != batch || len(x) != batch*D {
-		return fmt.Errorf("masked clipped gradients: buffers of %d, %d, %d values for %d samples", len(sum), len(losses), len(x), batch)
+	return clippedSumOf("masked clipped gradients", m.t.net, params, x, y, m.base.InputDim(), clip, sum, losses,
+		func(_ int, g []float32, v []float64) {
+			for i, on := range mask {
+				v[i] = 0
+				if on {
+					v[i] = float64(g[i])
+				}
+			}
+		})
+}
+
+// clippedSumOf writes Σ_s CLIP(v_s) over the batch to sum (accumulated in float64)
+// and the samples' losses to losses, where released(s, g, v) writes to v (P values,
+// P = len(sum)) what sample s (index in the batch) releases, g being its gradient.
+// The per-sample gradients come from net in chunks of 64 samples; what names the
+// sum in errors.
+func clippedSumOf(what string, net *models.Network[float32], params, x []float32, y []int, D int, clip models.Clip, sum []float32, losses []float64,
+	released func(s int, g []float32, v []float64)) error {
+	P, batch := len(sum), len(y)
+	if P != net.NumParams() || len(losses) != batch || len(x) != batch*D {
+		return fmt.Errorf("%s: buffers of %d, %d, %d values for %d samples", what, len(sum), len(losses), len(x), batch)
 	}
 	acc := make([]float64, P)
+	v := make([]float64, P)
 	const chunk = 64
 	for s0 := 0; s0 < batch; s0 += chunk {
 		c := min(chunk, batch-s0)
@@ -75,24 +93,20 @@ func (m *tunedModel) ClippedGradSum(params, x []float32, y []int, clip models.Cl
 			return err
 		}
 		for s := 0; s < c; s++ {
-			g := grads[s*P : (s+1)*P]
+			released(s0+s, grads[s*P:(s+1)*P], v)
 			ss := 0.0
-			for i, on := range mask {
-				if on {
-					ss += float64(g[i]) * float64(g[i])
-				}
+			for _, vi := range v {
+				ss += vi * vi
 			}
 			sc, _ := clip.Scale(math.Sqrt(ss))
-			for i, on := range mask {
-				if on {
-					acc[i] += sc * float64(g[i])
-				}
+			for i, vi := range v {
+				acc[i] += sc * vi
 			}
 			losses[s0+s] = float64(ls[s])
 		}
 	}
-	for i, v := range acc {
-		sum[i] = float32(v)
+	for i, a := range acc {
+		sum[i] = float32(a)
 	}
 	return nil
 }
