@@ -119,13 +119,14 @@ type InversionResult struct {
 // grouping key (η² of the attacked model, or the DecileKey); EtaSqMean is the mean η²
 // of the attacked model over the group.
 type InversionDecile struct {
-	EtaSqLo, EtaSqHi float64
-	EtaSqMean        float64
-	N                int
-	WhiteAcc         float64
-	BlackAcc         float64
-	WhiteMSE         float64
-	CRB              float64 // mean finite CRB of the group
+	EtaSqLo   float64 `json:"eta_sq_lo"`
+	EtaSqHi   float64 `json:"eta_sq_hi"`
+	EtaSqMean float64 `json:"eta_sq_mean"`
+	N         int     `json:"n"`
+	WhiteAcc  float64 `json:"white_box_accuracy"`
+	BlackAcc  float64 `json:"black_box_accuracy"`
+	WhiteMSE  float64 `json:"white_box_mse"`
+	CRB       float64 `json:"crb"` // mean finite CRB of the group
 }
 
 // RunInversion draws Trials releases from Seed and attacks every target in each with
