@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 )
@@ -109,6 +110,23 @@ func TestScatterLegendLayout(t *testing.T) {
 	for i := range x {
 		if px, py := trX(x[i]), trY(y[i]); px >= r.Min.X && px <= r.Max.X && py >= r.Min.Y && py <= r.Max.Y {
 			t.Errorf("legend covers the point (%v, %v)", x[i], y[i])
+		}
+	}
+}
+
+// TestScatterNoDiagonalNoLegend: without the y = x line there are no labelled entries,
+// so no empty legend box is drawn; with it there is one.
+func TestScatterNoDiagonalNoLegend(t *testing.T) {
+	x, y := []float64{1, 2, 3}, []float64{1.5, 1, 4}
+	for _, diag := range []bool{false, true} {
+		p, legend, _, err := scatter(x, y, ScatterOptions{Diagonal: diag})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := vgimg.NewWith(vgimg.UseImage(image.NewRGBA(image.Rect(0, 0, 300, 300))), vgimg.UseDPI(DPI))
+		p.Draw(draw.New(c))
+		if drawn := legend.Rect != (vg.Rectangle{}); drawn != diag {
+			t.Errorf("diagonal %v: legend box drawn %v (%v)", diag, drawn, legend.Rect)
 		}
 	}
 }

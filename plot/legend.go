@@ -18,8 +18,17 @@ import (
 type InsetLegend struct {
 	gplot.Legend
 	avoid [][2]float64 // data coordinates to keep clear
-	// Rect is where the box went at the last Plot call (for tests).
-	Rect vg.Rectangle
+	// Rect is where the box went at the last Plot call (for tests; empty when the
+	// legend has no entries and draws nothing).
+	Rect    vg.Rectangle
+	entries int
+}
+
+// Add adds an entry (see gplot.Legend.Add) and counts it: a legend without entries
+// draws no box.
+func (l *InsetLegend) Add(name string, thumbs ...gplot.Thumbnailer) {
+	l.Legend.Add(name, thumbs...)
+	l.entries++
 }
 
 var _ gplot.Plotter = (*InsetLegend)(nil)
@@ -68,6 +77,10 @@ func (l *InsetLegend) size(c draw.Canvas) (w, h vg.Length) {
 
 // Plot implements gplot.Plotter.
 func (l *InsetLegend) Plot(c draw.Canvas, p *gplot.Plot) {
+	if l.entries == 0 {
+		l.Rect = vg.Rectangle{}
+		return
+	}
 	w, h := l.size(c)
 	trX, trY := p.Transforms(&c)
 	var pix []vg.Point
