@@ -92,15 +92,7 @@ type RefineReport struct {
 	InputDim        int    `json:"input_dim"`
 	Repeats         int    `json:"repeats"`
 	Top             int    `json:"top"`
-	// Max is the largest exact dFIL among the refined samples, ArgMax its index and
-	// MSEBoundMax = 1/Max (Theorem 2, worst sample, unbiased attacker).
-	Max         float64 `json:"max"`
-	ArgMax      int     `json:"argmax"`
-	MSEBoundMax float64 `json:"mse_bound_max"`
-	// CI is the percentile bootstrap interval of Max over the repeats (null with one
-	// repeat); CIMSE the matching interval of 1/Max.
-	CI    *Interval `json:"ci"`
-	CIMSE *Interval `json:"ci_mse_bound"`
+	RefinedMax
 	// ScreenMax is the largest screen value (the biased estimate refine replaces),
 	// ScreenThreshold the m-th largest (a sample outside the refined set was below it).
 	ScreenMax       float64 `json:"screen_max"`

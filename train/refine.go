@@ -78,15 +78,7 @@ const FILRefineFile = "fil_refine.json"
 type TwoStageFIL struct {
 	Estimator string `json:"estimator"`
 	Top       int    `json:"top"` // m samples refined exactly
-	// Max is the largest exact dFIL (mean over repeats) among the screen's top m:
-	// exact for the sample ArgMax names, a lower bound on the run's true maximum.
-	Max    float64 `json:"max"`
-	ArgMax int     `json:"argmax"`
-	// MSEBoundMax is 1/Max (Theorem 2): the worst-sample MSE bound, at most this.
-	MSEBoundMax float64 `json:"mse_bound_max"`
-	// CI and CIMSE are percentile bootstrap intervals over the repeats (nil for one).
-	CI    *Interval `json:"ci,omitempty"`
-	CIMSE *Interval `json:"ci_mse_bound,omitempty"`
+	RefinedMax
 	// ScreenMaxExact is the exact dFIL of the screen's own argmax.
 	ScreenMaxExact float64 `json:"screen_max_exact"`
 	// RefinedAtLeastOne counts the refined samples with exact dFIL ≥ 1 (an MSE
@@ -95,10 +87,25 @@ type TwoStageFIL struct {
 	Report            string `json:"report"`
 }
 
+// RefinedMax is the two-stage estimate of the worst sample's dFIL, shared by the
+// refine report and result.json's summary of it.
+type RefinedMax struct {
+	// Max is the largest exact dFIL (mean over repeats) among the screen's top m:
+	// exact for the sample ArgMax names, a lower bound on the run's true maximum.
+	Max    float64 `json:"max"`
+	ArgMax int     `json:"argmax"`
+	// MSEBoundMax is 1/Max (Theorem 2, worst sample, unbiased attacker): the
+	// worst-sample MSE bound, at most this.
+	MSEBoundMax float64 `json:"mse_bound_max"`
+	// CI is the percentile bootstrap interval of Max over the repeats, CIMSE the
+	// matching interval of 1/Max (both omitted with one repeat).
+	CI    *Interval `json:"ci,omitempty"`
+	CIMSE *Interval `json:"ci_mse_bound,omitempty"`
+}
+
 // twoStageOf is the headline of rep.
 func twoStageOf(rep *RefineReport) *TwoStageFIL {
-	ts := &TwoStageFIL{Estimator: rep.Estimator, Top: rep.Top, Max: rep.Max, ArgMax: rep.ArgMax, MSEBoundMax: rep.MSEBoundMax,
-		CI: rep.CI, CIMSE: rep.CIMSE, ScreenMaxExact: rep.ScreenMaxExact, Report: FILRefineFile}
+	ts := &TwoStageFIL{Estimator: rep.Estimator, Top: rep.Top, RefinedMax: rep.RefinedMax, ScreenMaxExact: rep.ScreenMaxExact, Report: FILRefineFile}
 	for _, r := range rep.Refined {
 		if r.Exact >= 1 {
 			ts.RefinedAtLeastOne++
