@@ -2,9 +2,11 @@ package cuda
 
 import (
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/dpfil/dpfil/internal/pcgjump"
+	"github.com/dpfil/dpfil/models"
 )
 
 // FIL coordinates drawn on the device. train draws each FIL member's k coordinates
@@ -29,7 +31,7 @@ type coordDraw struct {
 	n           int64 // IntN's n (the input dimension)
 	rows        int   // samples · directions of the call
 	batch, k    int
-	state       [2]int64       // the PCG state: high, low 64 bits (host copy, uploaded)
+	state       *[2]int64      // the PCG state: high, low 64 bits (host copy, uploaded; its own allocation, for cgo)
 	stDev       unsafe.Pointer // its device copy (2 long long)
 	flags       unsafe.Pointer // drawSegments ints
 	idx         unsafe.Pointer // the drawn coordinates (rows int32), grown
@@ -93,7 +95,10 @@ func (b *Backend) armDraw(s pcgjump.U128, n int64, batch, k int, table []float32
 	}
 	d.armed, d.done = true, false
 	d.n, d.rows, d.batch, d.k = n, rows, batch, k
-	d.state = [2]int64{int64(s.Hi), int64(s.Lo)}
+	if d.state == nil {
+		d.state = new([2]int64)
+	}
+	*d.state = [2]int64{int64(s.Hi), int64(s.Lo)}
 	d.table, d.used, d.host = table, used, nil
 	return nil
 }
@@ -138,4 +143,109 @@ func (b *Backend) DrawOneHot(spIdx []int, spVal []float32, s0, cs, j0, kc int) b
 	b.launch("k_draw_coords_fix", 1, rows, drawSegments, d.n, d.stDev, table, d.idx, unsafe.Pointer(nil), val, d.flags, d.used)
 	d.host, d.done = spIdx, true
 	return true
+}
+
+// ResidentFILDrawn is ResidentFIL with the coordinates drawn on the device: k draws of
+// IntN(d) per member, members in order, from the math/rand/v2 PCG whose
+// MarshalBinary form is pcg — the values train's filStep draws on the host — so only
+// the PCG's 16-byte state goes to the device. d must be the input dimension. It
+// reports false, having done nothing, when the device cannot draw for this call (the
+// engine would run it as more than one pass): the caller then draws on the host and
+// calls ResidentFIL. After a draw the caller's PCG is behind the device's: the next
+// ResidentUpdate reads back how many outputs the draw consumed (ResidentCoordsUsed),
+// which the caller skips (pcgjump.Advance).
+func (m *Model) ResidentFILDrawn(idx, y []int, clip models.Clip, k, d int, pcg []byte, out []float64) (bool, error) {
+	r, err := m.resident()
+	if err != nil {
+		return false, err
+	}
+	if d != r.D || k <= 0 {
+		return false, fmt.Errorf("cuda: device-drawn FIL coordinates: %d draws below %d for an input of %d values", k, d, r.D)
+	}
+	for _, i := range idx {
+		if i < 0 || i >= r.nTrain {
+			return false, fmt.Errorf("cuda: FIL index %d outside [0,%d)", i, r.nTrain)
+		}
+	}
+	if r.drawPending {
+		return false, fmt.Errorf("cuda: device-drawn FIL coordinates: the last draw's count was not read back by an update")
+	}
+	if len(idx) == 0 || !m.net.FILOnePass(len(idx), k) {
+		return false, nil
+	}
+	s, err := pcgjump.ParseBinary(pcg)
+	if err != nil {
+		return false, fmt.Errorf("cuda: device-drawn FIL coordinates: %w", err)
+	}
+	table, err := m.oneHotTable(r)
+	if err != nil {
+		return false, err
+	}
+	if table == nil {
+		return false, nil
+	}
+	coords := r.stubCoords(len(idx), k)
+	b := m.be
+	if err := b.armDraw(s, int64(d), len(idx), k, table, unsafe.Pointer(&r.bad[len(r.bad)-1])); err != nil {
+		return false, fmt.Errorf("cuda: device-drawn FIL coordinates: %w", err)
+	}
+	err = m.residentFIL(r, "drawn-", idx, y, clip, coords, k, out)
+	drew := b.disarmDraw()
+	if err != nil {
+		return false, err
+	}
+	if !drew {
+		return false, fmt.Errorf("cuda: device-drawn FIL coordinates: the engine ran the FIL call without asking for its one-hot seeds")
+	}
+	r.drawPending = true
+	return true, nil
+}
+
+// ResidentCoordsUsed returns how many PCG outputs the last ResidentFILDrawn consumed
+// (the number of draws, more when IntN rejected one), as the ResidentUpdate after it
+// read back; an error when no update has read a draw's count since.
+func (m *Model) ResidentCoordsUsed() (uint64, error) {
+	r, err := m.resident()
+	if err != nil {
+		return 0, err
+	}
+	if !r.usedReady {
+		return 0, fmt.Errorf("cuda: no device-drawn FIL coordinates were read back by an update")
+	}
+	r.usedReady = false
+	return r.coordsUsed, nil
+}
+
+// oneHotTable returns the device copy of the network's OneHotValues (nil when FIL
+// directions are not one-hot at its first parameter layer), uploaded again only when
+// they change (SetFILNormalizedInputs).
+func (m *Model) oneHotTable(r *resident) ([]float32, error) {
+	v := m.net.OneHotValues()
+	if v == nil {
+		return nil, nil
+	}
+	if r.oneHot == nil || !slices.Equal(v, r.oneHotHost) {
+		if r.oneHot == nil {
+			r.oneHot = m.be.Alloc(len(v))
+		}
+		m.be.Copy(r.oneHot, v)
+		r.oneHotHost = v
+		if err := m.check("one-hot values", nil); err != nil {
+			return nil, err
+		}
+	}
+	return r.oneHot, nil
+}
+
+// stubCoords returns batch coordinate lists of k zeros: the shape of a call whose
+// coordinates the device draws (the engine validates and sizes by them).
+func (r *resident) stubCoords(batch, k int) [][]int {
+	if len(r.stub) != batch || (batch > 0 && len(r.stub[0]) != k) {
+		flat := make([]int, batch*k)
+		r.stub = make([][]int, batch)
+		for i := range r.stub {
+			r.stub[i] = flat[i*k : (i+1)*k : (i+1)*k]
+		}
+	}
+	return r.stub
 }

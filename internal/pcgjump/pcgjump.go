@@ -48,10 +48,11 @@ func State(p *rand.PCG) (U128, error) {
 	if err != nil {
 		return U128{}, fmt.Errorf("pcg state: %w", err)
 	}
-	return parse(b)
+	return ParseBinary(b)
 }
 
-func parse(b []byte) (U128, error) {
+// ParseBinary returns the state of a PCG's MarshalBinary form.
+func ParseBinary(b []byte) (U128, error) {
 	if len(b) != 20 || string(b[:4]) != "pcg:" {
 		return U128{}, fmt.Errorf("pcg state: %d bytes, not a math/rand/v2 PCG encoding", len(b))
 	}

@@ -91,7 +91,7 @@ func TestSetStateRoundTrip(t *testing.T) {
 	if got, err := State(p); err != nil || got != want {
 		t.Fatalf("State = %+v, %v; want %+v", got, err, want)
 	}
-	if _, err := parse([]byte("pcg:short")); err == nil {
+	if _, err := ParseBinary([]byte("pcg:short")); err == nil {
 		t.Fatal("a short encoding parsed")
 	}
 }
