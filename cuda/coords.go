@@ -20,6 +20,9 @@ import (
 // outputs the draws consumed, which the host reads back with the update's count and
 // skips on its own PCG (pcgjump.Advance). internal/pcgjump is the Go reference.
 
+// Backend draws the FIL coordinates of a call when armed (DrawOneHot).
+var _ models.OneHotDrawer[float32] = (*Backend)(nil)
+
 // drawSegments is the number of threads k_draw_coords draws with: each jumps once and
 // steps through ⌈rows/drawSegments⌉ draws, and k_draw_coords_fix reads one flag per
 // segment.

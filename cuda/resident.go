@@ -13,8 +13,9 @@ import (
 // a whole training run on the device: the training and test sets are uploaded once;
 // the float64 master parameters, the momentum, the float32 parameters the network
 // reads, the clipped sum and the released noisy sum live there; per step only the
-// batch's indices (and labels, FIL coordinates) go to the device and scalars (losses,
-// FIL values, a divergence count) come back. The trainer (train, resident.go) drives
+// batch's indices (and labels; the FIL coordinates are drawn there from the trainer's
+// PCG state, coords.go) go to the device and scalars (losses, FIL values, a divergence
+// count, the draw's count) come back. The trainer (train, resident.go) drives
 // it through the Resident* methods; the arithmetic is the CPU trainer's: the same
 // counter-based noise (internal/philox ≡ dpfil.cu's dp_gauss_pair) and the same
 // individually rounded float64 update, so a device run differs from the CPU run only

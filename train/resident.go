@@ -12,8 +12,9 @@ import (
 // residentModel is a model whose device can keep a whole DP-SGD run (cuda.Model on
 // plain device memory, cuda/resident.go): the training and test sets uploaded once;
 // master parameters, momentum, the clipped sum, the noise and the update on the
-// device; per step the batch indices (with labels and FIL coordinates) in and scalars
-// (losses, FIL values, a divergence count) out. The noise is the CPU's (noise.go: the
+// device; per step the batch indices (with labels, and the coordinate PCG's state:
+// the device draws the FIL coordinates the host would) in and scalars (losses, FIL
+// values, a divergence count, the PCG outputs the draw consumed) out. The noise is the CPU's (noise.go: the
 // same Philox draws) and the update its arithmetic, so a resident run matches the CPU
 // run of the same seed up to the float32 rounding of the engine's sums.
 type residentModel interface {
