@@ -79,6 +79,8 @@ type Backend struct {
 	hostI32 []int32
 	hostF64 []float64
 	hostF32 []float32
+	// FIL coordinates drawn on the device (coords.go), while a call is armed for it.
+	draw coordDraw
 }
 
 // Stats counts a backend's device work since it was created (or ResetStats): the
@@ -893,6 +895,11 @@ func (b *Backend) int32s(idx []int) unsafe.Pointer { return b.ints(slotIdx, idx)
 
 // ints copies idx to slot's device scratch (as int32) and returns it.
 func (b *Backend) ints(slot int, idx []int) unsafe.Pointer {
+	if slot == slotIdx {
+		if p, ok := b.draw.alias(idx); ok {
+			return p
+		}
+	}
 	sc := &b.islots[slot]
 	if len(sc.dev) < len(idx) {
 		n := max(len(idx), 1024)

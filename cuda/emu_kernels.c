@@ -20,6 +20,7 @@ dp_dim3 dp_emu_threadIdx, dp_emu_blockIdx, dp_emu_blockDim, dp_emu_gridDim;
 #define L(k) ((long long)a[k])
 #define D(k) slot_double(a[k])
 #define PU8(k) ((unsigned char*)(uintptr_t)a[k])
+#define PLL(k) ((long long*)(uintptr_t)a[k])
 
 static float slot_float(uint64_t v) {
 	uint32_t u = (uint32_t)v;
@@ -143,6 +144,12 @@ static int call(int id, const uint64_t* a) {
 		return 0;
 	case EMU_K_DPSGD_UPDATE:
 		k_dpsgd_update(I(0), L(1), L(2), D(3), D(4), D(5), D(6), D(7), PF(8), PD(9), PD(10), PF(11), PD(12));
+		return 0;
+	case EMU_K_DRAW_COORDS:
+		k_draw_coords(I(0), I(1), L(2), PLL(3), PF(4), PI(5), PLL(6), PF(7), PI(8));
+		return 0;
+	case EMU_K_DRAW_COORDS_FIX:
+		k_draw_coords_fix(I(0), I(1), L(2), PLL(3), PF(4), PI(5), PLL(6), PF(7), PI(8), PD(9));
 		return 0;
 	}
 	return -1;

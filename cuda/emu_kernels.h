@@ -41,6 +41,8 @@ enum {
 	EMU_K_DPSGD_UPDATE,
 	EMU_K_FIL_DOTSQ_LAYER,
 	EMU_K_FIL_DENSE,
+	EMU_K_DRAW_COORDS,
+	EMU_K_DRAW_COORDS_FIX,
 };
 
 int emu_launch(int id, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,

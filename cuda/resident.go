@@ -13,8 +13,9 @@ import (
 // a whole training run on the device: the training and test sets are uploaded once;
 // the float64 master parameters, the momentum, the float32 parameters the network
 // reads, the clipped sum and the released noisy sum live there; per step only the
-// batch's indices (and labels, FIL coordinates) go to the device and scalars (losses,
-// FIL values, a divergence count) come back. The trainer (train, resident.go) drives
+// batch's indices (and labels; the FIL coordinates are drawn there from the trainer's
+// PCG state, coords.go) go to the device and scalars (losses, FIL values, a divergence
+// count, the draw's count) come back. The trainer (train, resident.go) drives
 // it through the Resident* methods; the arithmetic is the CPU trainer's: the same
 // counter-based noise (internal/philox ≡ dpfil.cu's dp_gauss_pair) and the same
 // individually rounded float64 update, so a device run differs from the CPU run only
@@ -30,8 +31,21 @@ type resident struct {
 	w32, sum        []float32 // the network's parameters; clipped, then released, sum
 	x, fx           []float32 // the gathered batch and FIL members (grown)
 	xIdx            []int     // the indices x holds
-	bad             []float64 // per-thread non-finite counts of the update, then their sumTree levels
+	bad             []float64 // per-thread non-finite counts of the update, their sumTree levels, then the draw's count
 	lastGrad        *gradCall // the last ResidentGradSum, while ResidentFIL may reuse its pass
+	// Device-drawn FIL coordinates (ResidentFILDrawn, coords.go).
+	oneHot, oneHotHost []float32 // the one-hot value of each coordinate: device copy, host copy
+	stub               [][]int   // coordinate lists of the right shape for the engine
+	drawPending        bool      // a draw ran since the last update
+	usedReady          bool      // coordsUsed holds the last draw's count
+	coordsUsed         uint64    // PCG outputs the last draw consumed (read back by the update)
+}
+
+// updateThreads is the number of threads k_dpsgd_update runs for P parameters (each
+// writes its non-finite count to bad).
+func updateThreads(P int) int {
+	pairs := (P + 1) / 2
+	return min(maxGrid, (pairs+blockSize-1)/blockSize) * blockSize
 }
 
 // ErrNotResident is returned by the Resident* methods of a model that cannot keep a
@@ -104,7 +118,15 @@ func (m *Model) ResidentLoad(train []float32, nTrain int, test []float32, nTest 
 	}
 	r.w, r.v = m.be.AllocFloat64(P), m.be.AllocFloat64(P)
 	r.w32, r.sum = m.be.Alloc(P), m.be.Alloc(P)
+	// The update's counts and their sum tree, then one double that k_draw_coords_fix
+	// writes: the update's one copy to the host reads the total and that count.
+	r.bad = m.be.AllocFloat64(sumTreeLen(updateThreads(P)) + 1)
 	if err := m.be.Err(); err != nil {
+		return fmt.Errorf("cuda: resident state: %w", err)
+	}
+	// The one-hot value of every input coordinate, for FIL coordinates drawn on the
+	// device (ResidentFILDrawn): uploaded with the data.
+	if _, err := m.oneHotTable(r); err != nil {
 		return fmt.Errorf("cuda: resident state: %w", err)
 	}
 	m.res = r
@@ -129,6 +151,7 @@ func (m *Model) ResidentSetState(w, v []float64) error {
 		return fmt.Errorf("cuda: resident state: %d parameters and %d momenta, want %d", len(w), len(v), r.P)
 	}
 	r.lastGrad = nil // new parameters
+	r.drawPending, r.usedReady = false, false
 	m.be.CopyFloat64(r.w, w)
 	m.be.CopyFloat64(r.v, v)
 	m.be.ToFloat(r.w32, r.w)
@@ -270,15 +293,20 @@ func (m *Model) ResidentFIL(idx, y []int, clip models.Clip, coords [][]int, out 
 	for _, c := range coords {
 		k = max(k, len(c))
 	}
+	return m.residentFIL(r, "", idx, y, clip, coords, k, out)
+}
+
+// residentFIL is ResidentFIL's call of the engine; kind tells its graphs apart.
+func (m *Model) residentFIL(r *resident, kind string, idx, y []int, clip models.Clip, coords [][]int, k int, out []float64) error {
 	if m.reusesGrad(r, idx, y, clip, k) {
 		// The FIL members are the batch just summed (fil_rate 1): its forward and
 		// backward pass are still in the workspace, and its rows in r.x.
-		key := fmt.Sprintf("fil-after-grad/%d/%d/%+v", len(idx), k, clip)
+		key := fmt.Sprintf("%sfil-after-grad/%d/%d/%+v", kind, len(idx), k, clip)
 		return m.check("FIL", m.be.graphCall(key, func() error {
 			return m.net.FILSqNormsAfterGradSum(r.w32, r.x[:len(idx)*r.D], y, len(idx), clip, coords, out)
 		}))
 	}
-	key := fmt.Sprintf("fil/%d/%d/%+v", len(idx), k, clip)
+	key := fmt.Sprintf("%sfil/%d/%d/%+v", kind, len(idx), k, clip)
 	return m.check("FIL", m.be.graphCall(key, func() error {
 		// The batch's rows when the FIL members are the batch (fil_rate 1), else gathered.
 		x := m.batch(r, idx, &r.x, true)
@@ -300,10 +328,7 @@ func (m *Model) ResidentUpdate(key uint64, step int, std, denom, lr, mom, wd flo
 	r.lastGrad = nil // new parameters
 	b := m.be
 	pairs := (r.P + 1) / 2
-	threads := min(maxGrid, (pairs+blockSize-1)/blockSize) * blockSize
-	if len(r.bad) < sumTreeLen(threads) {
-		r.bad = b.AllocFloat64(sumTreeLen(threads))
-	}
+	threads := updateThreads(r.P)
 	if !b.begin() {
 		return 0, b.Err()
 	}
@@ -311,15 +336,20 @@ func (m *Model) ResidentUpdate(key uint64, step int, std, denom, lr, mom, wd flo
 	b.launch("k_dpsgd_update", pairs, r.P, int64(key), int64(step), std, denom, lr, mom, wd,
 		unsafe.Pointer(unsafe.SliceData(r.sum)), unsafe.Pointer(unsafe.SliceData(r.w)), unsafe.Pointer(unsafe.SliceData(r.v)),
 		unsafe.Pointer(unsafe.SliceData(r.w32)), part)
-	// The per-thread counts folded by a multi-block sum (reduce.go), not one thread.
-	var nb [1]float64
+	// The per-thread counts folded by a multi-block sum (reduce.go), not one thread;
+	// the total is the sum tree's last value, followed by the last coordinate draw's
+	// count (ResidentFILDrawn): one copy brings both.
+	var nb [2]float64
 	if total := b.sumTree(threads, part); total != nil {
 		b.synced = true
-		b.copyOut(unsafe.Pointer(&nb[0]), total, 8)
+		b.copyOut(unsafe.Pointer(&nb[0]), total, 16)
 	}
 	b.end()
 	if err := m.check("update", nil); err != nil {
 		return 0, err
+	}
+	if r.drawPending {
+		r.coordsUsed, r.usedReady, r.drawPending = uint64(nb[1]), true, false
 	}
 	return int(nb[0]), nil
 }

@@ -51,11 +51,12 @@ func openModel(t *testing.T, dev string, arch models.Arch) *cuda.Model {
 
 // TestResidentStepTransfers trains on the device with the data resident and checks
 // what the driver counted per DP-SGD step (result.json's "device"): host → device at
-// most the batch indices plus O(batch) scalars (labels, the FIL coordinates and their
-// one-hot values: k per member), device → host O(batch) scalars (losses, FIL values,
-// the divergence count), nothing of size P either way, and the same number of
+// most the batch indices plus O(batch) scalars (labels) and the 16-byte state of the
+// coordinate PCG — the device draws the FIL coordinates, nothing of size B·k goes up
+// — device → host O(batch) scalars (losses, FIL values, the divergence count and the
+// draw's count), nothing of size P either way, and the same number of
 // synchronisations per step at batch 16 and 64 (3: losses, FIL values, the update's
-// count).
+// counts).
 func TestResidentStepTransfers(t *testing.T) {
 	arch, err := models.ArchByName("mnist-cnn")
 	if err != nil {
@@ -82,11 +83,12 @@ func TestResidentStepTransfers(t *testing.T) {
 				}
 				P := float64(m.NumParams())
 				up, down := d.MaxStep.HtoDBytes, d.MaxStep.DtoHBytes
-				// indices + labels (once per graphed call: twice) + k coordinates and
-				// one-hot values per FIL member, + 2 KiB of per-call constants (the
-				// reductions' tensor tables, uploaded by every graphed call).
-				upBound := 4*float64(B)*3 + 8*float64(B*k) + 2048
-				downBound := 4*float64(B) + 8*float64(B) + 8 + 64
+				// indices + labels (once per graphed call: twice) + the coordinate
+				// PCG's 16-byte state (no coordinates: 8·B·k bytes before) + 2 KiB of
+				// per-call constants (the reductions' tensor tables, uploaded by every
+				// graphed call).
+				upBound := 4*float64(B)*3 + 16 + 2048
+				downBound := 4*float64(B) + 8*float64(B) + 16 + 64
 				if d.BatchIndexBytes != 4*float64(B) || up > upBound || up >= 4*P {
 					t.Errorf("batch %d: %.0f bytes to the device per step (indices %.0f), want ≤ %.0f and ≪ 4P = %.0f", B, up, d.BatchIndexBytes, upBound, 4*P)
 				}

@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -100,37 +101,62 @@ func residentStep(t *testing.T, m *Model, arch models.Arch, B, k int) (step Coun
 	return residentStepAgain(t, m, arch, B, k)
 }
 
-// stepInputs are residentStep's batch (every other training row), labels and FIL
-// coordinates.
-func stepInputs(arch models.Arch, D, B, k int) (idx, y []int, coords [][]int) {
-	idx, y, coords = make([]int, B), make([]int, B), make([][]int, B)
+// stepInputs are residentStep's batch (every other training row) and labels.
+func stepInputs(arch models.Arch, B int) (idx, y []int) {
+	idx, y = make([]int, B), make([]int, B)
 	for s := range idx {
 		idx[s], y[s] = 2*s, s%arch.Classes
-		coords[s] = make([]int, k)
-		for j := range coords[s] {
-			coords[s][j] = (s*k + j) % D
-		}
 	}
-	return idx, y, coords
+	return idx, y
+}
+
+// drawnFIL runs the trainer's FIL call of a resident step: coordinates drawn on the
+// device from a PCG (the values do not change the counts); it fails unless the
+// device drew them.
+func drawnFIL(t *testing.T, m *Model, idx, y []int, k int, out []float64) {
+	t.Helper()
+	st, err := rand.NewPCG(1, 2).MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	drawn, err := m.ResidentFILDrawn(idx, y, models.Clip{Mode: models.ClipSmooth, C: 1}, k, m.InputDim(), st, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !drawn {
+		t.Fatalf("B = %d, k = %d: the device did not draw the FIL coordinates (more than one pass)", len(idx), k)
+	}
+}
+
+// updateAfterDraw is the trainer's update after a drawn FIL call: the update, then
+// the count of the draw it read back.
+func updateAfterDraw(t *testing.T, m *Model, B int) {
+	t.Helper()
+	if _, err := m.ResidentUpdate(1, 0, 1, float64(B), 0.1, 0.9, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.ResidentCoordsUsed(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // filAlone runs a FIL step of residentStep's batch that follows no gradient sum
 // (so it runs its own forward and backward pass) and returns the backend's counts.
 func filAlone(t *testing.T, m *Model, arch models.Arch, B, k int) Stats {
 	t.Helper()
-	idx, y, coords := stepInputs(arch, m.InputDim(), B, k)
+	idx, y := stepInputs(arch, B)
 	be := m.Backend()
 	be.ResetStats()
-	if err := m.ResidentFIL(idx, y, models.Clip{Mode: models.ClipSmooth, C: 1}, coords, make([]float64, B)); err != nil {
-		t.Fatal(err)
-	}
-	return be.Stats()
+	drawnFIL(t, m, idx, y, k, make([]float64, B))
+	st := be.Stats()
+	updateAfterDraw(t, m, B)
+	return st
 }
 
 // residentStepAgain is residentStep on a model already loaded.
 func residentStepAgain(t *testing.T, m *Model, arch models.Arch, B, k int) (step Counts, grad, fil Stats) {
 	t.Helper()
-	idx, y, coords := stepInputs(arch, m.InputDim(), B, k)
+	idx, y := stepInputs(arch, B)
 	clip := models.Clip{Mode: models.ClipSmooth, C: 1}
 	losses, out := make([]float64, B), make([]float64, B)
 	before := m.DeviceCounts()
@@ -141,13 +167,9 @@ func residentStepAgain(t *testing.T, m *Model, arch models.Arch, B, k int) (step
 	}
 	grad = be.Stats()
 	be.ResetStats()
-	if err := m.ResidentFIL(idx, y, clip, coords, out); err != nil {
-		t.Fatal(err)
-	}
+	drawnFIL(t, m, idx, y, k, out)
 	fil = be.Stats()
-	if _, err := m.ResidentUpdate(1, 0, 1, float64(B), 0.1, 0.9, 0); err != nil {
-		t.Fatal(err)
-	}
+	updateAfterDraw(t, m, B)
 	return m.DeviceCounts().Sub(before), grad, fil
 }
 

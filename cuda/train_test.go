@@ -2,6 +2,7 @@ package cuda_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"path/filepath"
 	"testing"
@@ -23,10 +24,18 @@ func devices() []string {
 }
 
 // TestDPSGDMatchesCPU runs 20 DP-SGD steps of mnist-cnn with FIL accounting on the
-// CPU backend and on the cuda backend with the same seed (so the same batches, FIL
-// coordinates and noise, all drawn on the host) and compares the final parameters,
-// every sample's dFIL and the accuracy.
+// CPU backend and on the cuda backend with the same seed (so the same batches and
+// noise, and the same FIL coordinates: the device draws the CPU's from the same PCG
+// state and the host skips what it consumed) and compares the final parameters,
+// every sample's dFIL and the accuracy; with fil_rate 1 and 0.5 (the host's
+// selection draws interleave with the device's coordinate draws on one PCG).
 func TestDPSGDMatchesCPU(t *testing.T) {
+	for _, rate := range []float64{1, 0.5} {
+		t.Run(fmt.Sprintf("fil_rate=%v", rate), func(t *testing.T) { dpsgdMatchesCPU(t, rate) })
+	}
+}
+
+func dpsgdMatchesCPU(t *testing.T, rate float64) {
 	split, err := data.Load("mnist-embedded", data.Options{NoDownload: true})
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +48,7 @@ func TestDPSGDMatchesCPU(t *testing.T) {
 	}
 	cfg := train.DefaultConfig()
 	cfg.Model, cfg.Batch, cfg.Steps, cfg.FILCoords, cfg.Sigma, cfg.Seed = "mnist-cnn", 32, 20, 4, 1, 3
+	cfg.FILRate = rate
 	run := func(m models.Model) (params []float32, dfil []float64, acc float64) {
 		t.Helper()
 		dir := t.TempDir()
@@ -94,7 +104,7 @@ func TestDPSGDMatchesCPU(t *testing.T) {
 					t.Errorf("dFIL of sample %d: %v, CPU %v (relative error %.3g)", i, gotF[i], w, e)
 				}
 			}
-			if sampled < 100 {
+			if float64(sampled) < 100*rate {
 				t.Errorf("only %d samples have dFIL", sampled)
 			}
 			if math.Abs(gotAcc-wantAcc) > 0.011 {

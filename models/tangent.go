@@ -124,6 +124,9 @@ func (n *Network[T]) run(r *tangentRun[T]) {
 // sparseSeeds records the one-hot input tangents of a pass as (coordinate, value at
 // the first parameter layer) per row; Normalize layers before it scale the value.
 func (n *Network[T]) sparseSeeds(ws *workspace[T], coords [][]int, s0, cs, j0, kc int) {
+	if d, ok := n.dm.(OneHotDrawer[T]); ok && d.DrawOneHot(ws.spIdx[:cs*kc], ws.spVal[:cs*kc], s0, cs, j0, kc) {
+		return
+	}
 	vals := ws.spVal
 	if n.dm != nil { // written on the host, then copied
 		if len(n.dev.spHost) < cs*kc {
@@ -141,15 +144,60 @@ func (n *Network[T]) sparseSeeds(ws *workspace[T], coords [][]int, s0, cs, j0, k
 				continue
 			}
 			idx := cl[j0+j]
-			v := n.coordScale(idx)
-			for i := 0; i < n.firstParam; i++ {
-				l := &n.layers[i]
-				sc, _ := l.kind.OneHotScale(l.spec, l.in, idx)
-				v *= sc
-			}
-			ws.spIdx[r], vals[r] = idx, T(v)
+			ws.spIdx[r], vals[r] = idx, T(n.oneHotValue(idx))
 		}
 	}
+}
+
+// oneHotValue is the value of the one-hot FIL direction of input coordinate idx at
+// the first parameter layer: its raw-input length (coordScale) times the scales of
+// the layers before it.
+func (n *Network[T]) oneHotValue(idx int) float64 {
+	v := n.coordScale(idx)
+	for i := 0; i < n.firstParam; i++ {
+		l := &n.layers[i]
+		sc, _ := l.kind.OneHotScale(l.spec, l.in, idx)
+		v *= sc
+	}
+	return v
+}
+
+// OneHotValues returns, for every input coordinate i, the value the one-hot FIL
+// direction e_i has at the first parameter layer, as FILSqNorms seeds it: the table
+// a OneHotDrawer reads for the coordinates it draws (nil when FIL directions are not
+// one-hot at the first parameter layer).
+func (n *Network[T]) OneHotValues() []T {
+	if !n.sparseFirst {
+		return nil
+	}
+	out := make([]T, n.d)
+	for i := range out {
+		out[i] = T(n.oneHotValue(i))
+	}
+	return out
+}
+
+// OneHotDrawer is an optional extension of a DeviceMemory backend that draws the FIL
+// coordinates of a FILSqNorms call itself (cuda: from the caller's random stream, on
+// the device). DrawOneHot is called instead of writing the one-hot seeds of a pass
+// (rows s·kc+j, j < kc, of the cs samples from s0, directions j0 …): when it reports
+// true it has queued the rows' coordinates — which spIdx (host memory) then stands
+// for in the backend's sparse kernels — and their OneHotValues into spVal (device
+// memory), and the call's coords only give its shape; false: the engine seeds the
+// pass from coords as usual.
+type OneHotDrawer[T Float] interface {
+	DrawOneHot(spIdx []int, spVal []T, s0, cs, j0, kc int) bool
+}
+
+// FILOnePass reports whether a FIL call of batch samples with k directions each on
+// plain device memory runs as one pass (one chunk of the whole batch, all k
+// directions at once): what a OneHotDrawer needs.
+func (n *Network[T]) FILOnePass(batch, k int) bool {
+	if n.dm == nil || batch <= 0 || k <= 0 {
+		return false
+	}
+	cs, kc := n.chunkSizes(batch, k, false)
+	return cs == batch && kc == k
 }
 
 // tangentForward propagates the input tangents in ws.tacts[0] (or, when sparse, the

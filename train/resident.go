@@ -5,14 +5,16 @@ import (
 	"slices"
 
 	"github.com/dpfil/dpfil/data"
+	"github.com/dpfil/dpfil/internal/pcgjump"
 	"github.com/dpfil/dpfil/models"
 )
 
 // residentModel is a model whose device can keep a whole DP-SGD run (cuda.Model on
 // plain device memory, cuda/resident.go): the training and test sets uploaded once;
 // master parameters, momentum, the clipped sum, the noise and the update on the
-// device; per step the batch indices (with labels and FIL coordinates) in and scalars
-// (losses, FIL values, a divergence count) out. The noise is the CPU's (noise.go: the
+// device; per step the batch indices (with labels, and the coordinate PCG's state:
+// the device draws the FIL coordinates the host would) in and scalars (losses, FIL
+// values, a divergence count, the PCG outputs the draw consumed) out. The noise is the CPU's (noise.go: the
 // same Philox draws) and the update its arithmetic, so a resident run matches the CPU
 // run of the same seed up to the float32 rounding of the engine's sums.
 type residentModel interface {
@@ -23,6 +25,13 @@ type residentModel interface {
 	ResidentParams(dst []float32) error
 	ResidentGradSum(idx, y []int, clip models.Clip, losses []float64) error
 	ResidentFIL(idx, y []int, clip models.Clip, coords [][]int, out []float64) error
+	// ResidentFILDrawn is ResidentFIL with the k coordinates of each member drawn on
+	// the device as IntN(d) from the PCG whose MarshalBinary form is pcg (the values
+	// filStep draws on the host); false: the device cannot draw for this call and did
+	// nothing. ResidentCoordsUsed then gives, after the next ResidentUpdate, how many
+	// PCG outputs the draw consumed.
+	ResidentFILDrawn(idx, y []int, clip models.Clip, k, d int, pcg []byte, out []float64) (bool, error)
+	ResidentCoordsUsed() (uint64, error)
 	ResidentUpdate(key uint64, step int, std, denom, lr, mom, wd float64) (nonFinite int, err error)
 	ResidentReleased(dst []float32) error
 	ResidentLogits(test bool, s0, n int, out []float32) error
@@ -223,6 +232,9 @@ func (w *worker) residentStep() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("step %d: update: %w", w.st.Step+1, err)
 	}
+	if err := w.skipDeviceCoords(); err != nil {
+		return 0, fmt.Errorf("step %d: %w", w.st.Step+1, err)
+	}
 	if w.onStep != nil {
 		if err := w.res.ResidentReleased(w.sum); err != nil {
 			return 0, fmt.Errorf("step %d: %w", w.st.Step+1, err)
@@ -235,6 +247,46 @@ func (w *worker) residentStep() (int, error) {
 		return 0, fmt.Errorf("step %d: %w (%d parameters are not finite); lower lr or clip", w.st.Step+1, ErrDiverged, bad)
 	}
 	return w.finishStep(nb)
+}
+
+// residentFILDrawn is filStep's FIL call with the coordinates drawn on the device
+// from the coordinate PCG's current state (resident, sampled coordinates): it
+// reports false when the device cannot draw them for this call (the host then does).
+// The PCG stays where it is until the update reads back what the draw consumed
+// (skipDeviceCoords).
+func (w *worker) residentFILDrawn(idx, y []int) (bool, error) {
+	s := w.s
+	if w.res == nil || s.cfg.FILExact {
+		return false, nil
+	}
+	st, err := w.coordRNG.marshal()
+	if err != nil {
+		return false, err
+	}
+	drawn, err := w.res.ResidentFILDrawn(idx, y, s.clip, s.filK, s.d, st, w.sq)
+	if err != nil {
+		return false, err
+	}
+	w.coordsOnDevice = drawn
+	return drawn, nil
+}
+
+// skipDeviceCoords advances the coordinate PCG past the outputs the step's device
+// draw consumed (read back by the update), so that it stands where the host's own
+// draws would have left it: the next step's draws and a checkpoint are exact.
+func (w *worker) skipDeviceCoords() error {
+	if !w.coordsOnDevice {
+		return nil
+	}
+	w.coordsOnDevice = false
+	n, err := w.res.ResidentCoordsUsed()
+	if err != nil {
+		return fmt.Errorf("FIL coordinates: %w", err)
+	}
+	if err := pcgjump.Advance(w.coordRNG.pcg, n); err != nil {
+		return fmt.Errorf("FIL coordinates: skip %d outputs the device drew: %w", n, err)
+	}
+	return nil
 }
 
 // filSqNorms is filStep's FIL call: on the model, or on the device's copy of the

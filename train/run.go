@@ -353,10 +353,13 @@ type worker struct {
 	opt      *momentumSGD
 	sampler  sampler
 	coordRNG *rngState
-	noiseKey [2]uint32 // Philox key of the repeat's noise (noise.go)
-	fil      *accounting.FIL
-	ledger   accounting.Ledger         // the privacy events emitted so far
-	progress *accounting.RDPAccountant // the same events in RDP, for progress (nil when σ = 0)
+	// coordsOnDevice: the step's FIL coordinates were drawn on the device and
+	// coordRNG waits for the count of what that consumed (skipDeviceCoords).
+	coordsOnDevice bool
+	noiseKey       [2]uint32 // Philox key of the repeat's noise (noise.go)
+	fil            *accounting.FIL
+	ledger         accounting.Ledger         // the privacy events emitted so far
+	progress       *accounting.RDPAccountant // the same events in RDP, for progress (nil when σ = 0)
 
 	p32    []float32
 	x      []float32
@@ -605,6 +608,33 @@ func (w *worker) filStep(idx []int) error {
 		return nil
 	}
 	nb := len(idx)
+	w.sq = slices.Grow(w.sq[:0], nb)[:nb]
+	w.traceI = slices.Grow(w.traceI[:0], nb)[:nb]
+	drawn, err := w.residentFILDrawn(idx, y)
+	if err != nil {
+		return fmt.Errorf("FIL: %w", err)
+	}
+	if !drawn {
+		if err := w.hostCoordsFIL(idx, x, y); err != nil {
+			return err
+		}
+	}
+	scale := float64(s.d) / float64(k) / (s.priv.NoiseStd * s.priv.NoiseStd) / s.filRate
+	for j, v := range w.sq {
+		w.traceI[j] = scale * v
+	}
+	if err := w.fil.AddStep(idx, w.traceI); err != nil {
+		return fmt.Errorf("FIL accounting: %w", err)
+	}
+	return nil
+}
+
+// hostCoordsFIL draws the FIL coordinates of the members idx on the host (k per
+// member, in order; all d in order when exact) and writes their FIL norms to w.sq.
+func (w *worker) hostCoordsFIL(idx []int, x []float32, y []int) error {
+	s := w.s
+	k := s.filK
+	nb := len(idx)
 	if cap(w.coords) < nb {
 		w.coords = make([][]int, nb)
 	}
@@ -625,17 +655,8 @@ func (w *worker) filStep(idx []int) error {
 		}
 		w.coords[j] = c
 	}
-	w.sq = slices.Grow(w.sq[:0], nb)[:nb]
-	w.traceI = slices.Grow(w.traceI[:0], nb)[:nb]
 	if err := w.filSqNorms(idx, x, y); err != nil {
 		return fmt.Errorf("FIL: %w", err)
-	}
-	scale := float64(s.d) / float64(k) / (s.priv.NoiseStd * s.priv.NoiseStd) / s.filRate
-	for j, v := range w.sq {
-		w.traceI[j] = scale * v
-	}
-	if err := w.fil.AddStep(idx, w.traceI); err != nil {
-		return fmt.Errorf("FIL accounting: %w", err)
 	}
 	return nil
 }

@@ -775,3 +775,145 @@ KERNEL k_dpsgd_update(int n, long long key, long long step, double std, double d
 	}
 	bad[tid] = nb;
 }
+
+// ---- FIL coordinates drawn on the device ----------------------------------------------
+// train draws each FIL member's k coordinates as IntN(d) from a math/rand/v2 PCG
+// (128-bit LCG state·MUL + INC, output the DXSM mix of the new state; IntN on a 64-bit
+// machine: a mask for a power of two, else Lemire's multiply, redrawing while the low
+// half of the product is below (2⁶⁴ − n) mod n). internal/pcgjump is the Go reference.
+
+typedef struct {
+	unsigned long long hi, lo;
+} dp_u128;
+
+DEVFN unsigned long long dp_mulhi64(unsigned long long a, unsigned long long b) {
+#ifdef __CUDACC__
+	return __umul64hi(a, b);
+#else
+	return (unsigned long long)(((unsigned __int128)a * b) >> 64);
+#endif
+}
+
+DEVFN dp_u128 dp_u128_mul(dp_u128 a, dp_u128 b) {
+	dp_u128 r;
+	r.lo = a.lo * b.lo;
+	r.hi = dp_mulhi64(a.lo, b.lo) + a.hi * b.lo + a.lo * b.hi;
+	return r;
+}
+
+DEVFN dp_u128 dp_u128_add(dp_u128 a, dp_u128 b) {
+	dp_u128 r;
+	r.lo = a.lo + b.lo;
+	r.hi = a.hi + b.hi + (r.lo < a.lo ? 1ULL : 0ULL);
+	return r;
+}
+
+DEVFN dp_u128 dp_pcg_mul(void) {
+	dp_u128 m = {2549297995355413924ULL, 4865540595714422341ULL};
+	return m;
+}
+
+DEVFN dp_u128 dp_pcg_inc(void) {
+	dp_u128 c = {6364136223846793005ULL, 1442695040888963407ULL};
+	return c;
+}
+
+// dp_pcg_jump returns the state n steps after s (Brown's method: the composed
+// multiplier and increment of n steps, built from n's binary digits).
+DEVFN dp_u128 dp_pcg_jump(dp_u128 s, unsigned long long n) {
+	dp_u128 accMul = {0ULL, 1ULL}, accAdd = {0ULL, 0ULL}, one = {0ULL, 1ULL};
+	dp_u128 curMul = dp_pcg_mul(), curAdd = dp_pcg_inc();
+	for (; n > 0; n >>= 1) {
+		if (n & 1ULL) {
+			accMul = dp_u128_mul(accMul, curMul);
+			accAdd = dp_u128_add(dp_u128_mul(accAdd, curMul), curAdd);
+		}
+		curAdd = dp_u128_mul(dp_u128_add(curMul, one), curAdd);
+		curMul = dp_u128_mul(curMul, curMul);
+	}
+	return dp_u128_add(dp_u128_mul(s, accMul), accAdd);
+}
+
+// dp_pcg_next steps *s and returns the output of the new state (PCG.Uint64).
+DEVFN unsigned long long dp_pcg_next(dp_u128* s) {
+	*s = dp_u128_add(dp_u128_mul(*s, dp_pcg_mul()), dp_pcg_inc());
+	unsigned long long hi = s->hi;
+	hi ^= hi >> 32;
+	hi *= 0xda942042e4dd58b5ULL;
+	hi ^= hi >> 48;
+	return hi * (s->lo | 1ULL);
+}
+
+// dp_coord_put writes draw r: coordinate c to out (int) or out64 (long long), whichever
+// is not null, and table[c] to val when both are not null.
+DEVFN void dp_coord_put(long long r, unsigned long long c, const float* table, int* out, long long* out64, float* val) {
+	if (out) out[r] = (int)c;
+	if (out64) out64[r] = (long long)c;
+	if (table && val) val[r] = table[c];
+}
+
+// k_draw_coords writes draws 0 … rows−1 of IntN(n) (n > 0) from the PCG state st
+// (st[0] the high, st[1] the low 64 bits): draw r uses the (r+1)-th output after st,
+// as a sequence of IntN calls does when none is rejected. Thread s of nseg draws the
+// segment [s·len, (s+1)·len), len = ⌈rows/nseg⌉: one jump ahead, then steps. A draw
+// whose product's low half is below n may be rejected by IntN (probability < n/2⁶⁴);
+// flags[s] says whether the segment has one, and k_draw_coords_fix then redraws.
+KERNEL k_draw_coords(int rows, int nseg, long long n, const long long* st, const float* table, int* out,
+                     long long* out64, float* val, int* flags) {
+	unsigned long long un = (unsigned long long)n;
+	long long len = ((long long)rows + nseg - 1) / nseg;
+	GRID_STRIDE(s, nseg) {
+		long long r0 = s * len, r1 = r0 + len;
+		if (r1 > rows) r1 = rows;
+		int flag = 0;
+		if (r0 < r1) {
+			dp_u128 base = {(unsigned long long)st[0], (unsigned long long)st[1]};
+			dp_u128 cur = dp_pcg_jump(base, (unsigned long long)r0);
+			for (long long r = r0; r < r1; r++) {
+				unsigned long long x = dp_pcg_next(&cur), c;
+				if ((un & (un - 1ULL)) == 0ULL) {
+					c = x & (un - 1ULL);
+				} else {
+					c = dp_mulhi64(x, un);
+					if (x * un < un) flag = 1;
+				}
+				dp_coord_put(r, c, table, out, out64, val);
+			}
+		}
+		flags[s] = flag;
+	}
+}
+
+// k_draw_coords_fix runs after k_draw_coords on the same arguments (one thread does
+// the work): without a flag it only writes used[0] = rows, the PCG outputs consumed;
+// with one it redraws the whole sequence as IntN does, rejections included, and
+// writes how many outputs that consumed.
+KERNEL k_draw_coords_fix(int rows, int nseg, long long n, const long long* st, const float* table, int* out,
+                         long long* out64, float* val, const int* flags, double* used) {
+	GRID_STRIDE(t, 1) {
+		int any = 0;
+		for (int s = 0; s < nseg; s++) any |= flags[s];
+		unsigned long long consumed = (unsigned long long)rows;
+		if (any) {
+			unsigned long long un = (unsigned long long)n;
+			unsigned long long thresh = (0ULL - un) % un;
+			dp_u128 cur = {(unsigned long long)st[0], (unsigned long long)st[1]};
+			consumed = 0;
+			for (long long r = 0; r < rows; r++) {
+				unsigned long long x = dp_pcg_next(&cur);
+				consumed++;
+				unsigned long long hi = dp_mulhi64(x, un), lo = x * un;
+				if (lo < un) {
+					while (lo < thresh) {
+						x = dp_pcg_next(&cur);
+						consumed++;
+						hi = dp_mulhi64(x, un);
+						lo = x * un;
+					}
+				}
+				dp_coord_put(r, hi, table, out, out64, val);
+			}
+		}
+		used[0] = (double)consumed;
+	}
+}
