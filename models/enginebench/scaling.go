@@ -75,8 +75,9 @@ type ScalingPoint struct {
 
 // ScalingReport is the result of Scaling.
 type ScalingReport struct {
-	Arch    string `json:"arch"`
-	Workers int    `json:"workers"`
+	Arch     string `json:"arch"`
+	InputDim int    `json:"input_dim"`
+	Workers  int    `json:"workers"`
 	// SGEMMGFLOPPerCPUs is the engine's packed SGEMM (1024³, one product per
 	// worker) in GFLOP per CPU-second, the mean of a measurement before and after
 	// the sweeps; the predictions use it.
@@ -152,7 +153,7 @@ func Scaling(req ScalingRequest) (*ScalingReport, error) {
 		return nil, err
 	}
 	workers := runtime.GOMAXPROCS(0)
-	rep := &ScalingReport{Arch: req.Arch.Name, Workers: workers}
+	rep := &ScalingReport{Arch: req.Arch.Name, InputDim: req.Arch.InputDim(), Workers: workers}
 	rep.LoadAverage[0] = loadAverage()
 	g0 := engineSGEMMRate(max(0.5, req.Seconds/2), workers)
 	rng := rand.New(rand.NewPCG(req.Seed, 0x5ca1e))

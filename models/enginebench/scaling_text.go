@@ -48,7 +48,8 @@ func (r *ScalingReport) WriteText(w io.Writer) {
 // ScalingPlots writes the report's figures into dir with the given extension
 // (png, svg or pdf) and returns their paths: scaling-batch-time, scaling-batch-memory,
 // scaling-width and scaling-fil-k, each measured beside predicted (log-log; the
-// memory figure shows the sampled peak heap and the bytes allocated).
+// memory figure shows the sampled peak heap and the bytes allocated beside the
+// batch's own inputs, which grow linearly).
 func ScalingPlots(r *ScalingReport, dir, ext string) ([]string, error) {
 	type series struct {
 		name   string
@@ -63,7 +64,8 @@ func ScalingPlots(r *ScalingReport, dir, ext string) ([]string, error) {
 		p.X.Scale, p.Y.Scale = gplot.LogScale{}, gplot.LogScale{}
 		p.X.Tick.Marker, p.Y.Tick.Marker = plot.DecadeTicks{}, plot.DecadeTicks{}
 		p.Legend.Top, p.Legend.Left = true, true
-		colors := []color.Color{color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}}
+		colors := []color.Color{color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+			color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}}
 		for i, s := range ss {
 			pts := make(plotter.XYs, 0, len(s.x))
 			for j := range s.x {
@@ -112,12 +114,14 @@ func ScalingPlots(r *ScalingReport, dir, ext string) ([]string, error) {
 			"CPU seconds per step", series{"measured", x, m, false}, series{"FLOP model at the SGEMM rate", x, p, true}); err != nil {
 			return paths, err
 		}
-		var peak, alloc []float64
+		var peak, alloc, in []float64
 		for _, p := range r.Batch {
 			peak, alloc = append(peak, float64(p.PeakHeapBytes)/(1<<20)), append(alloc, float64(p.AllocBytes)/(1<<20))
+			in = append(in, float64(4*p.Batch*r.InputDim)/(1<<20))
 		}
 		if err := fig("scaling-batch-memory", r.Arch+": heap of a step against the batch size", "batch size",
-			"MiB (first step on a fresh model)", series{"peak heap (sampled)", x, peak, false}, series{"allocated", x, alloc, true}); err != nil {
+			"MiB (first step on a fresh model)", series{"peak heap of the step (sampled)", x, peak, false},
+			series{"allocated by the step", x, alloc, true}, series{"the batch's inputs (float32, for scale)", x, in, true}); err != nil {
 			return paths, err
 		}
 	}
