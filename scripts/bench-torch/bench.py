@@ -10,7 +10,9 @@ chunks), each with mkldnn on and off, timed once after a warm-up call, next to a
 dpfil measurement of the same path. Phase 2, the rounds: dpfil and the sweep's
 --finalists fastest variants of each path in alternating rounds; a round's ratio
 takes the fastest finalist of that round. The reported ratio is the median over the
-rounds; the sweep's table says which variant won each path.
+rounds; the sweep's table says which variant won each path. --use skips a path's
+sweep and times the given variants; --dpfil-clip-algo auto times dpfil's mixed
+ghost clipping on the gradient paths (same clipped sum) instead of the per-sample one.
 
     /usr/bin/python3 scripts/bench-torch/bench.py [--rounds 3] [--seconds 3]
 
@@ -53,9 +55,11 @@ def loadavg():
         return float(f.read().split()[0])
 
 
-def dpfil(binary, model, path, batch, k, seconds, workers):
+def dpfil(binary, model, path, batch, k, seconds, workers, clip_algo="per-sample"):
     cmd = [binary, "time", "-model", model, "-path", path, "-batch", str(batch),
            "-coords", str(max(k, 1)), "-seconds", str(seconds), "-workers", str(workers)]
+    if path == "grad":
+        cmd += ["-clip-algo", clip_algo]
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 
@@ -77,6 +81,11 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--paths", default="", help="comma-separated model:path subset, e.g. cifar-cnn:grad (default: all four)")
     ap.add_argument("--json", default="", help="also write every measurement to this JSON file")
+    ap.add_argument("--dpfil-clip-algo", default="per-sample", choices=["per-sample", "ghost", "auto"],
+                    help="dpfil's clipping algorithm on the gradient paths (the FIL step is per sample)")
+    ap.add_argument("--use", action="append", default=[], metavar="MODEL:PATH=VARIANT/MKLDNN/THREADS",
+                    help="time this torch variant in the rounds instead of sweeping the path, e.g. "
+                         "cifar-cnn:grad=vmap:25/on/1 (repeatable)")
     args = ap.parse_args()
     paths = PATHS
     if args.paths:
@@ -94,9 +103,21 @@ def main():
 
     # Phase 1: the sweep.
     finalists, sweep_best = {}, {}
+    for u in args.use:
+        key, _, spec = u.partition("=")
+        parts = spec.split("/")
+        if key.count(":") != 1 or len(parts) != 3 or parts[1] not in ("on", "off") or not parts[2].isdigit():
+            ap.error(f"--use {u!r}: want MODEL:PATH=VARIANT/on|off/THREADS")
+        m, p = key.split(":")
+        finalists.setdefault((m, p), []).append((parts[0], parts[1] == "on", int(parts[2])))
     for model, path, batch, k, variants in paths:
+        if (model, path) in finalists:
+            v, mk, th = finalists[(model, path)][0]
+            sweep_best[(model, path)] = (0.0, v, mk, th)
+            print(f"no sweep for {model} {path}: --use " + ", ".join(vname(*f) for f in finalists[(model, path)]), flush=True)
+            continue
         l0 = loadavg()
-        d = dpfil(args.dpfilbench, model, path, batch, k, args.seconds, args.workers)
+        d = dpfil(args.dpfilbench, model, path, batch, k, args.seconds, args.workers, args.dpfil_clip_algo)
         dc = per_sample(d)[1]
         print(f"sweep {model} {path} batch {batch}{f' k {k}' if k else ''}: dpfil {dc * 1e3:.3f} CPU ms/sample "
               f"(load {l0:.2f})", flush=True)
@@ -133,7 +154,7 @@ def main():
     for rnd in range(args.rounds):
         l0 = loadavg()
         for model, path, batch, k, _ in paths:
-            d = dpfil(args.dpfilbench, model, path, batch, k, args.seconds, args.workers)
+            d = dpfil(args.dpfilbench, model, path, batch, k, args.seconds, args.workers, args.dpfil_clip_algo)
             dw, dc = per_sample(d)
             ts = []
             for v, mk, th in finalists[(model, path)]:
@@ -162,13 +183,17 @@ def main():
     lo = min(min(l) for l in loads)
     hi = max(max(l) for l in loads)
     print()
-    print(f"medians over {args.rounds} rounds (load average {lo:.1f}–{hi:.1f}):")
+    print(f"medians over {args.rounds} rounds (load average {lo:.1f}–{hi:.1f}; dpfil's gradient paths: "
+          f"--clip-algo {args.dpfil_clip_algo}):")
     print("| path | best torch variant (sweep; rounds won) | torch CPU ms/sample | dpfil CPU ms/sample | "
           "dpfil speed-up by CPU (torch ÷ dpfil) | by wall |")
     print("|---|---|---|---|---|---|")
     for model, path, batch, k, _ in paths:
         r = ratios[(model, path)]
-        what = "per-sample clipped gradients" if path == "grad" else f"FIL step, k = {k}"
+        what = f"FIL step, k = {k}"
+        if path == "grad":
+            what = ("per-sample clipped gradients" if args.dpfil_clip_algo == "per-sample"
+                    else f"clipped gradient sum (dpfil --clip-algo {args.dpfil_clip_algo})")
         tc, v, mk, th = sweep_best[(model, path)]
         won = ", ".join(f"{w} {r['won'].count(w)}" for w in sorted(set(r["won"])))
         print(f"| {model} {what}, batch {batch} | {vname(v, mk, th)} ({won}) | {med(r['torch']) * 1e3:.2f} | "
