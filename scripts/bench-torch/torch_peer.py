@@ -487,7 +487,11 @@ def main(argv):
             variant += ":" + (rest[0] if rest else "0")
             rest = rest[1:]
         mk = (rest[0] if rest else os.environ.get("MKLDNN", "1")) != "0"
-        print(json.dumps(time_path(argv[1], argv[2], int(argv[3]), int(argv[4]), float(argv[5]), variant, mk)))
+        try:
+            print(json.dumps(time_path(argv[1], argv[2], int(argv[3]), int(argv[4]), float(argv[5]), variant, mk)))
+        except ValueError as e:
+            print(f"torch_peer.py time: {e}", file=sys.stderr)
+            return 2
         return 0
     print(__doc__, file=sys.stderr)
     return 2
