@@ -61,6 +61,9 @@ func TestLargeBatchMemoryBounded(t *testing.T) {
 		}
 		return params, x, y
 	}
+	// Two workers whatever the machine: the small batch then has more chunks than
+	// workers, so both batches allocate the same number of worker workspaces.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	workers := uint64(NewCPUBackend[float32]().Workers())
 	t.Run("grad", func(t *testing.T) {
 		step := func(batch int) (alloc, budget uint64) {
