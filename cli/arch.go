@@ -85,7 +85,60 @@ func newBenchCmd() *cobra.Command {
 	return group(&cobra.Command{
 		Use:   "bench",
 		Short: "Benchmarks of the engine",
-	}, newBenchEngineCmd())
+	}, newBenchEngineCmd(), newBenchScalingCmd())
+}
+
+func newBenchScalingCmd() *cobra.Command {
+	var (
+		model, archFile, plotDir, plotExt string
+		req                               enginebench.ScalingRequest
+	)
+	def := enginebench.DefaultScaling(models.Arch{})
+	cmd := reportCmd(&cobra.Command{
+		Use:   "scaling",
+		Short: "How the CPU engine's cost grows with the batch size, the conv width and the FIL coordinates k",
+		Long: `Measures, in one run: CPU and wall time and the peak heap of a DP-SGD step's gradient
+work (clipped per-sample gradient sum, a fresh model per batch size) against the batch
+size; its time against the conv layers' width (output channels × each --widths
+factor); and the FIL step's time against k. Each point stands beside the FLOP model's
+prediction (models.CountFLOPs at the engine's SGEMM rate per CPU-second, measured in
+the same run). --plot-dir writes the figures.`,
+		Args: cobra.NoArgs,
+	}, func(*cobra.Command, []string) (*enginebench.ScalingReport, error) {
+		var err error
+		if archFile != "" {
+			spec, lerr := models.LoadArchSpec(archFile)
+			if lerr != nil {
+				return nil, lerr
+			}
+			req.Arch, err = spec.Resolve(models.Shape{}, 0)
+		} else {
+			req.Arch, err = models.ArchByName(model)
+		}
+		if err != nil {
+			return nil, err
+		}
+		rep, err := enginebench.Scaling(req)
+		if err != nil || plotDir == "" {
+			return rep, err
+		}
+		rep.Plots, err = enginebench.ScalingPlots(rep, plotDir, plotExt)
+		return rep, err
+	})
+	f := cmd.Flags()
+	f.StringVar(&model, "model", "mnist-cnn", fmt.Sprintf("architecture %v", models.ArchNames()))
+	f.StringVar(&archFile, "arch", "", "the base architecture from this YAML/JSON file (with input and classes) instead of --model")
+	cmd.MarkFlagsMutuallyExclusive("model", "arch")
+	f.IntSliceVar(&req.Batches, "batches", def.Batches, "batch sizes of the step sweep (empty: none)")
+	f.IntSliceVar(&req.Widths, "widths", def.Widths, "conv channel factors of the width sweep (empty: none)")
+	f.IntVar(&req.WidthBatch, "width-batch", def.WidthBatch, "batch size of the width sweep")
+	f.IntSliceVar(&req.Coords, "coords", def.Coords, "FIL coordinates k per sample of the FIL sweep (empty: none)")
+	f.IntVar(&req.FILBatch, "fil-batch", def.FILBatch, "samples per FIL call")
+	f.Float64Var(&req.Seconds, "seconds", def.Seconds, "minimum timed seconds per point (at least one call)")
+	f.StringVar(&plotDir, "plot-dir", "", "write the figures into this directory")
+	f.StringVar(&plotExt, "plot-format", "png", "figure format: png, svg or pdf")
+	addSeedFlag(cmd, &req.Seed)
+	return cmd
 }
 
 func newBenchEngineCmd() *cobra.Command {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -81,5 +82,39 @@ func TestBenchEngineHumanAndErrors(t *testing.T) {
 func TestBenchEngineNoCUDA(t *testing.T) {
 	if _, err := runBenchCLI(t, "bench", "engine", "--model", "mlp", "--seconds", "0", "--oracle=false", "--device", "cuda"); err == nil || !strings.Contains(err.Error(), "make cuda") {
 		t.Errorf("--device cuda without GPU support: %v", err)
+	}
+}
+
+func TestBenchScaling(t *testing.T) {
+	dir := t.TempDir()
+	arch := dir + "/narrow.yaml"
+	spec := "name: narrow\ninput: [1, 28, 28]\nclasses: 10\nlayers:\n  - {kind: conv, out: 4, kernel: 3, stride: 2, padding: same}\n  - tanh\n  - flatten\n  - {kind: dense}\n"
+	if err := os.WriteFile(arch, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runBenchCLI(t, "bench", "scaling", "--arch", arch, "--batches", "2,4", "--widths", "1,2", "--width-batch", "2",
+		"--coords", "1,2", "--fil-batch", "1", "--seconds", "0", "--plot-dir", dir, "--plot-format", "svg", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r enginebench.ScalingReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, out)
+	}
+	if r.Arch != "narrow" || len(r.Batch) != 2 || len(r.Width) != 2 || len(r.FIL) != 2 || len(r.Plots) != 4 {
+		t.Fatalf("report %+v", r)
+	}
+	if r.Width[1].Arch != "narrow-x2" || r.Width[1].Params <= r.Width[0].Params {
+		t.Errorf("width points %+v", r.Width)
+	}
+	for _, c := range [][]string{
+		{"bench", "scaling", "--arch", dir + "/missing.yaml"},
+		{"bench", "scaling", "--coords", "785"},
+		{"bench", "scaling", "--model", "nope"},
+		{"bench", "scaling", "--batches", "0"},
+	} {
+		if _, err := runBenchCLI(t, c...); err == nil {
+			t.Errorf("%v: no error", c)
+		}
 	}
 }

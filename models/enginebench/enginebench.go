@@ -11,6 +11,11 @@
 // device backend (any models.Model, e.g. the cuda package's), reporting the
 // device's transfers and synchronisations per call when it counts them.
 //
+// Scaling (behind `dpfil bench scaling`) measures how the engine's cost grows: a
+// DP-SGD step's CPU time and peak heap against the batch size, its time against the
+// conv layers' width, and the FIL step's time against k, each point beside the FLOP
+// model's prediction at the engine's SGEMM rate; ScalingPlots draws them.
+//
 // The package sits under models because it measures models.Model implementations
 // and nothing else: it needs no training loop, data set or accountant. A device
 // model is opened through Request.OpenDevice and the oracle's route prepared through

@@ -1,8 +1,8 @@
 #!/bin/sh
-# Builds dpfilbench and times dpfil against its PyTorch peer in alternating rounds
+# Builds dpfilbench and times dpfil against the best of its PyTorch peer's variants
 # (bench.py), after checking that the peer computes dpfil's numbers (check.sh).
 # Needs Debian's python3-torch (torch 1.13 with functorch): a benchmark dependency
-# only. Usage: scripts/bench-torch/run.sh [bench.py flags, e.g. --rounds 5 --seconds 4]
+# only. Usage: scripts/bench-torch/run.sh [bench.py flags, e.g. --rounds 3 --seconds 3]
 set -eu
 cd "$(dirname "$0")/../.."
 go build -o bin/dpfilbench ./scripts/bench-torch/dpfilbench

@@ -7,7 +7,7 @@
 // comparison.
 //
 //	dpfilbench export -model mnist-cnn -batch 8 -coords 5 -out DIR
-//	dpfilbench time -model cifar-cnn -path grad -batch 200 -seconds 10 -workers 2
+//	dpfilbench time -model cifar-cnn -path grad -batch 200 -seconds 10 -workers 2 [-clip-algo auto]
 //	dpfilbench gemm -seconds 5 -threads 2
 //	dpfilbench flops -model mnist-cnn -coords 50
 //
@@ -50,6 +50,7 @@ func run(args []string) error {
 	seed := fs.Uint64("seed", 1, "seed of parameters, inputs, labels and coordinates")
 	out := fs.String("out", "", "export: output directory")
 	path := fs.String("path", "grad", "time: grad or fil")
+	clipAlgo := fs.String("clip-algo", "per-sample", "time: the gradient path's clipping algorithm (per-sample, ghost, auto)")
 	seconds := fs.Float64("seconds", 5, "time/gemm: minimum seconds")
 	workers := fs.Int("workers", 2, "time: engine workers (GOMAXPROCS)")
 	threads := fs.Int("threads", 2, "gemm: threads, one 1024³ product each")
@@ -64,7 +65,7 @@ func run(args []string) error {
 		return export(*model, *batch, *coords, *seed, *out)
 	case "time":
 		runtime.GOMAXPROCS(*workers)
-		return timePath(*model, *path, *batch, *coords, *seed, *seconds)
+		return timePath(*model, *path, *batch, *coords, *seed, *seconds, *clipAlgo)
 	case "gemm":
 		runtime.GOMAXPROCS(*threads)
 		return gemmRate(*threads, *seconds)
@@ -245,6 +246,7 @@ type result struct {
 	Batch    int     `json:"batch"`
 	Coords   int     `json:"coords,omitempty"`
 	Workers  int     `json:"workers"`
+	ClipAlgo string  `json:"clip_algo,omitempty"`
 	Calls    int     `json:"calls"`
 	Samples  int     `json:"samples"`
 	Wall     float64 `json:"wall_s"`
@@ -255,10 +257,26 @@ type result struct {
 
 // timePath runs the clipped gradient sum (grad) or the FIL step (fil) of batch
 // samples once to warm up, then for at least seconds, and prints the timing.
-func timePath(name, path string, batch, k int, seed uint64, seconds float64) error {
+func timePath(name, path string, batch, k int, seed uint64, seconds float64, clipAlgo string) error {
 	p, err := newProblem(name, batch, k, seed)
 	if err != nil {
 		return err
+	}
+	algo, err := models.ParseClipAlgo(clipAlgo)
+	if err != nil {
+		return err
+	}
+	if algo != models.ClipPerSample {
+		if path != "grad" {
+			return fmt.Errorf("-clip-algo %s: the FIL step runs per sample only", clipAlgo)
+		}
+		s, ok := p.m.(models.ClipAlgoSetter)
+		if !ok {
+			return fmt.Errorf("-clip-algo %s: the model cannot switch its clipping algorithm", clipAlgo)
+		}
+		if err := s.SetClipAlgo(algo); err != nil {
+			return err
+		}
 	}
 	var call func() error
 	switch path {
@@ -275,7 +293,7 @@ func timePath(name, path string, batch, k int, seed uint64, seconds float64) err
 	if err := call(); err != nil {
 		return err
 	}
-	res := result{Model: name, Path: path, Batch: batch, Workers: runtime.GOMAXPROCS(0)}
+	res := result{Model: name, Path: path, Batch: batch, Workers: runtime.GOMAXPROCS(0), ClipAlgo: algo.String()}
 	if path == "fil" {
 		res.Coords = k
 	}
