@@ -345,9 +345,22 @@ func HeapDuring(fn func() error) (peak, alloc uint64, err error) {
 	return top - base, ms.TotalAlloc - total0, err
 }
 
-// engineSGEMMRate is the engine's packed SGEMM (1024³, one product per worker at
-// a time) in GFLOP per CPU-second, measured for at least seconds.
-func engineSGEMMRate(seconds float64, workers int) float64 {
+// SGEMMRun is a timing of the engine's packed SGEMM on 1024³ products.
+type SGEMMRun struct {
+	Workers     int     `json:"threads"`
+	Products    int     `json:"products"`
+	WallSeconds float64 `json:"wall_s"`
+	CPUSeconds  float64 `json:"cpu_s"` // wall × workers where the process CPU time is unknown
+}
+
+// GFLOPPerSecond and GFLOPPerCPUSecond are the run's rates.
+func (r SGEMMRun) GFLOPPerSecond() float64    { return r.gflop() / r.WallSeconds }
+func (r SGEMMRun) GFLOPPerCPUSecond() float64 { return r.gflop() / r.CPUSeconds }
+func (r SGEMMRun) gflop() float64             { return 2 * 1024 * 1024 * 1024 * float64(r.Products) / 1e9 }
+
+// SGEMM times the engine's packed SGEMM, one 1024³ product per worker at a time on
+// its own operands, for at least seconds (and one product per worker).
+func SGEMM(seconds float64, workers int) SGEMMRun {
 	const n = 1024
 	be := models.NewCPUBackend[float32]()
 	reps := make([]int, workers)
@@ -368,15 +381,20 @@ func engineSGEMMRate(seconds float64, workers int) float64 {
 		}(w)
 	}
 	wg.Wait()
-	total := 0
-	for _, r := range reps {
-		total += r
+	r := SGEMMRun{Workers: workers, WallSeconds: time.Since(t0).Seconds(), CPUSeconds: (processCPUTime() - c0).Seconds()}
+	for _, k := range reps {
+		r.Products += k
 	}
-	cpu := (processCPUTime() - c0).Seconds()
-	if cpu <= 0 {
-		cpu = time.Since(t0).Seconds() * float64(workers)
+	if r.CPUSeconds <= 0 {
+		r.CPUSeconds = r.WallSeconds * float64(workers)
 	}
-	return 2 * n * n * n * float64(total) / 1e9 / cpu
+	return r
+}
+
+// engineSGEMMRate is the engine's packed SGEMM in GFLOP per CPU-second, measured
+// for at least seconds.
+func engineSGEMMRate(seconds float64, workers int) float64 {
+	return SGEMM(seconds, workers).GFLOPPerCPUSecond()
 }
 
 // loadAverage is the 1-minute load average of /proc/loadavg, or 0 where there is

@@ -25,11 +25,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/dpfil/dpfil/models"
+	"github.com/dpfil/dpfil/models/enginebench"
 )
 
 func main() {
@@ -321,34 +321,9 @@ func timePath(name, path string, batch, k int, seed uint64, seconds float64, cli
 // gemmRate runs the engine's float32 GEMM (models.NewCPUBackend, the packed AVX-512
 // kernel on this CPU) on a 1024³ product per thread for at least seconds.
 func gemmRate(threads int, seconds float64) error {
-	const n = 1024
-	be := models.NewCPUBackend[float32]()
-	var wg sync.WaitGroup
-	reps := make([]int, threads)
-	t0, c0 := time.Now(), cpuSeconds()
-	for t := 0; t < threads; t++ {
-		wg.Add(1)
-		go func(t int) {
-			defer wg.Done()
-			a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
-			for i := range a {
-				a[i], b[i] = float32(i%7)-3, float32(i%5)-2
-			}
-			for reps[t] == 0 || time.Since(t0).Seconds() < seconds {
-				be.Gemm(false, false, n, n, n, 1, a, n, b, n, 0, c, n)
-				reps[t]++
-			}
-		}(t)
-	}
-	wg.Wait()
-	wall, cpu := time.Since(t0).Seconds(), cpuSeconds()-c0
-	total := 0
-	for _, r := range reps {
-		total += r
-	}
-	gf := 2 * n * n * n * float64(total) / 1e9
+	r := enginebench.SGEMM(seconds, threads)
 	return json.NewEncoder(os.Stdout).Encode(map[string]any{
-		"path": "sgemm1024", "threads": threads, "products": total, "wall_s": wall, "cpu_s": cpu,
-		"gflop_per_s": gf / wall, "gflop_per_cpu_s": gf / cpu,
+		"path": "sgemm1024", "threads": threads, "products": r.Products, "wall_s": r.WallSeconds, "cpu_s": r.CPUSeconds,
+		"gflop_per_s": r.GFLOPPerSecond(), "gflop_per_cpu_s": r.GFLOPPerCPUSecond(),
 	})
 }
