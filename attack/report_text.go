@@ -8,8 +8,15 @@ import (
 
 // WriteText writes the report as a human-readable summary.
 func (r *GameReport) WriteText(w io.Writer) {
+	model := r.Model
+	if r.Hidden > 0 {
+		model = fmt.Sprintf("%s (hidden width %d)", r.Model, r.Hidden)
+	}
 	fmt.Fprintf(w, "attack game: %s on %s, |D₋| = %d, K = %d, T = %d, q = %g, C = %g, lr = %g\n",
-		r.Model, r.Dataset, r.Known, r.PriorSize, r.Steps, r.Q, r.Clip, r.LR)
+		model, r.Dataset, r.Known, r.PriorSize, r.Steps, r.Q, r.Clip, r.LR)
+	if r.PriorKind == PriorUniform {
+		fmt.Fprintf(w, "prior:       uniform noise on [½ − h, ½ + h], h = %.4f (the data's mean pairwise distance), random labels\n", r.NoiseHalfWidth)
+	}
 	fmt.Fprintf(w, "privacy:     σ = %.4g, (ε, δ) = (%.4g, %g)", r.Sigma, r.Epsilon, r.Delta)
 	if r.Accountant != "" {
 		fmt.Fprintf(w, " by %s, %s, %s sampling", r.Accountant, r.Adjacency, r.Sampling)
@@ -44,6 +51,8 @@ func (r *GameReport) WriteText(w io.Writer) {
 		fmt.Fprintf(w, ", test accuracy %.4f", *r.TestAccuracy)
 	}
 	fmt.Fprintf(w, ", mean prior gradient cosine %.3f, %.1f s\n", r.PriorCosine, r.WallSeconds)
+	fmt.Fprintf(w, "clipping:    mean clipped gradient norm of the candidates %.4g (C = %g), %.1f %% of their gradients clipped\n",
+		r.ClippedNorm, r.Clip, 100*r.ClippedFraction)
 }
 
 // WriteText writes one line per swept value and the files written.
