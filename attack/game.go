@@ -288,6 +288,9 @@ type TrialResult struct {
 	// reconstruction's loss value (Eq. 1).
 	GradientMSE  *float64 `json:"gradient_mse,omitempty"`
 	GradientLoss *float64 `json:"gradient_loss,omitempty"`
+	// Reconstruction is the gradient attack's reconstructed input (Hayes et al.
+	// Fig. 6a draws them beside their targets).
+	Reconstruction []float64 `json:"reconstruction,omitempty"`
 	FinalLoss    float64  `json:"final_loss"` // mean training loss of D₋ at θ_T
 	// PriorCosine is the mean over steps and non-target candidates of the cosine
 	// between their clipped gradients and the target's: the correlation that keeps the
@@ -736,6 +739,7 @@ func (g *Game) trial(ctx context.Context, st *trialState, trial int, observe fun
 		}
 		res.GradientMSE = &rec.MSE
 		res.GradientLoss = &rec.Loss
+		res.Reconstruction = rec.X
 		res.Guess[AttackGradient] = nearest(g.pool, dr.prior, rec.X)
 	}
 	res.Success = map[string]bool{}

@@ -12,6 +12,7 @@ import (
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/models"
+	"github.com/dpfil/dpfil/plot"
 	"github.com/dpfil/dpfil/transcript"
 	"gonum.org/v1/gonum/stat"
 )
@@ -150,6 +151,8 @@ type GameReport struct {
 	FinalLoss         float64                `json:"final_loss"`              // mean training loss of D₋ at θ_T
 	TestAccuracy      *float64               `json:"test_accuracy,omitempty"` // mean over trials of θ_T's test accuracy
 	PriorCosine       float64                `json:"prior_cosine"`            // mean cosine of non-target candidates' clipped gradients with the target's
+	// ReconstructionsPNG is the gradient attack's figure (ReconstructionsFile).
+	ReconstructionsPNG string `json:"reconstructions_png,omitempty"`
 	// ClippedNorm and ClippedFraction: means over trials of TrialResult's (Fig. 13a).
 	ClippedNorm     float64 `json:"clipped_norm"`
 	ClippedFraction float64 `json:"clipped_fraction"`
@@ -166,6 +169,9 @@ type GameReport struct {
 type Pools struct {
 	Train, Test Pool
 	Fingerprint string // of the training split
+	// C, H, W is a sample's image shape (C·H·W = Train.D), when known: the gradient
+	// attack's reconstructions are then drawn as images.
+	C, H, W int
 }
 
 // PoolFromDataset converts a dataset split into a float64 pool.
@@ -183,7 +189,7 @@ func LoadPools(dataset, dir string) (*Pools, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load dataset: %w", err)
 	}
-	ps := &Pools{Train: PoolFromDataset(l.Train), Fingerprint: l.Train.Fingerprint()}
+	ps := &Pools{Train: PoolFromDataset(l.Train), Fingerprint: l.Train.Fingerprint(), C: l.Train.C, H: l.Train.H, W: l.Train.W}
 	if l.Test != nil && l.Test.N > 0 {
 		ps.Test = PoolFromDataset(l.Test)
 	}
@@ -296,8 +302,57 @@ func PlayGameOn(ctx context.Context, spec GameSpec, pools *Pools) (*GameReport, 
 		out.SuccessOrthogonal = &so
 	}
 	out.meanTrials(res)
+	if spec.Attack == AttackGradient && spec.Out != "" && pools.C*pools.H*pools.W == g.pool.D && g.pool.D > 0 {
+		path := filepath.Join(spec.Out, ReconstructionsFile)
+		if err := saveReconstructions(path, g.pool, res, pools.C, pools.H, pools.W); err != nil {
+			return nil, err
+		}
+		out.ReconstructionsPNG = path
+	}
 	out.WallSeconds = time.Since(start).Seconds()
 	return out, nil
+}
+
+// ReconstructionsFile is the gradient attack's figure in a game's output directory.
+const ReconstructionsFile = "gradient-reconstructions.png"
+
+// saveReconstructions draws the first (up to 16) trials' targets above the gradient
+// attack's reconstructions, each captioned with its MSE (Hayes et al. Fig. 6a).
+func saveReconstructions(path string, pool Pool, res []TrialResult, c, h, w int) error {
+	var top, bottom [][]float32
+	var caps []string
+	for _, r := range res {
+		if len(top) == 16 {
+			break
+		}
+		if len(r.Reconstruction) != pool.D || r.GradientMSE == nil {
+			continue
+		}
+		top = append(top, toFloat32(pool.Image(r.Prior[r.Target])))
+		bottom = append(bottom, toFloat32(r.Reconstruction))
+		caps = append(caps, fmt.Sprintf("%.3f", *r.GradientMSE))
+	}
+	if len(top) == 0 {
+		return fmt.Errorf("gradient attack figure: no trial has a reconstruction")
+	}
+	captions := append(make([]string, len(top)), caps...)
+	img, err := plot.ImageGrid(append(top, bottom...), c, h, w, plot.GridOptions{Cols: len(top), Scale: 3,
+		Title: "gradient attack (Eq. 1): targets above reconstructions, MSE below", RowLabels: []string{"target", "reconstruction"}, Captions: captions})
+	if err != nil {
+		return fmt.Errorf("gradient attack figure: %w", err)
+	}
+	if err := plot.SavePNG(path, img); err != nil {
+		return fmt.Errorf("gradient attack figure: %w", err)
+	}
+	return nil
+}
+
+func toFloat32(x []float64) []float32 {
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = float32(v)
+	}
+	return out
 }
 
 // meta is what game.json records beside the game's config: model, dataset and its

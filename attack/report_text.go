@@ -44,7 +44,11 @@ func (r *GameReport) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "  %-11s success %.4f  95 %% CI [%.4f, %.4f]  (%d/%d)%s\n", a, s.Rate, s.CI[0], s.CI[1], s.Successes, s.Trials, mark)
 	}
 	if r.GradientMSE != nil {
-		fmt.Fprintf(w, "gradient attack mean MSE %.4f\n", *r.GradientMSE)
+		fmt.Fprintf(w, "gradient attack mean MSE %.4f", *r.GradientMSE)
+		if r.ReconstructionsPNG != "" {
+			fmt.Fprintf(w, " (targets and reconstructions: %s)", r.ReconstructionsPNG)
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "final training loss %.4f", r.FinalLoss)
 	if r.TestAccuracy != nil {
