@@ -291,7 +291,7 @@ type TrialResult struct {
 	// Reconstruction is the gradient attack's reconstructed input (Hayes et al.
 	// Fig. 6a draws them beside their targets).
 	Reconstruction []float64 `json:"reconstruction,omitempty"`
-	FinalLoss    float64  `json:"final_loss"` // mean training loss of D₋ at θ_T
+	FinalLoss      float64   `json:"final_loss"` // mean training loss of D₋ at θ_T
 	// PriorCosine is the mean over steps and non-target candidates of the cosine
 	// between their clipped gradients and the target's: the correlation that keeps the
 	// prior-aware attack below the ReRo bound (the bound is met by orthogonal ones).
