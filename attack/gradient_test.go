@@ -123,6 +123,9 @@ func TestGradientReconstructionsSaved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(rep.Linf) != len(linfRhos) || rep.Linf[0].Trials != 2 {
+		t.Fatalf("ℓ∞ success table %+v", rep.Linf)
+	}
 	if rep.ReconstructionsPNG == "" {
 		t.Fatal("no reconstructions figure")
 	}

@@ -151,6 +151,9 @@ type GameReport struct {
 	FinalLoss         float64                `json:"final_loss"`              // mean training loss of D₋ at θ_T
 	TestAccuracy      *float64               `json:"test_accuracy,omitempty"` // mean over trials of θ_T's test accuracy
 	PriorCosine       float64                `json:"prior_cosine"`            // mean cosine of non-target candidates' clipped gradients with the target's
+	// Linf is the gradient attack's success at ℓ∞ tolerance δ on a fraction ρ of the
+	// pixels, with its prior-free baseline and bounds (Hayes et al. App. I, Fig. 12a).
+	Linf []LinfPoint `json:"linf,omitempty"`
 	// ReconstructionsPNG is the gradient attack's figure (ReconstructionsFile).
 	ReconstructionsPNG string `json:"reconstructions_png,omitempty"`
 	// ClippedNorm and ClippedFraction: means over trials of TrialResult's (Fig. 13a).
@@ -308,6 +311,11 @@ func PlayGameOn(ctx context.Context, spec GameSpec, pools *Pools) (*GameReport, 
 			return nil, err
 		}
 		out.ReconstructionsPNG = path
+	}
+	if spec.Attack == AttackGradient {
+		if out.Linf, err = linfPoints(g.pool, res, spec.Q, sigma, spec.Steps); err != nil {
+			return nil, err
+		}
 	}
 	out.WallSeconds = time.Since(start).Seconds()
 	return out, nil

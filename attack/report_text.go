@@ -50,6 +50,17 @@ func (r *GameReport) WriteText(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
+	if len(r.Linf) > 0 {
+		fmt.Fprintf(w, "without a prior (Hayes et al. App. I): success when a fraction ρ of the pixels is within δ = %.4f\n", r.Linf[0].Delta)
+		fmt.Fprintf(w, "  %-5s %-8s %-17s %-14s %-14s %-14s %s\n", "ρ", "success", "95% CI", "log10 κ", "log10 γ ReRo", "log10 γ RDP", "(paper's log10 κ)")
+		for _, p := range r.Linf {
+			g := "—"
+			if p.Log10Gamma != nil {
+				g = fmt.Sprintf("%.4g", *p.Log10Gamma)
+			}
+			fmt.Fprintf(w, "  %-5.2g %-8.4f [%.4f, %.4f] %-14.4g %-14s %-14.4g (%.4g)\n", p.Rho, p.Rate, p.CI[0], p.CI[1], p.Log10Kappa, g, p.Log10GammaRDP, p.Log10KappaPaper)
+		}
+	}
 	fmt.Fprintf(w, "final training loss %.4f", r.FinalLoss)
 	if r.TestAccuracy != nil {
 		fmt.Fprintf(w, ", test accuracy %.4f", *r.TestAccuracy)
