@@ -79,6 +79,14 @@ func TestReRoLogForms(t *testing.T) {
 		}
 		prev = lg
 	}
+	// tiny κ through the float64 interface: Erfcinv alone gave γ = 0 below 1e-16
+	for _, k := range []float64{1e-9, 1e-20, 1e-300} {
+		g, _ := ReRoClosedForm(0.5, 100, k)
+		lg, _ := ReRoClosedFormLog(0.5, 100, math.Log(k))
+		if !(g > k) || math.Abs(math.Log(g)-lg) > 1e-9*math.Abs(lg) {
+			t.Errorf("κ = %v: γ = %v, log-space %v", k, g, math.Exp(lg))
+		}
+	}
 	if _, err := ReRoClosedFormLog(1, 10, 0.1); err == nil {
 		t.Error("log κ > 0: want error")
 	}
