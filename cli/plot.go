@@ -182,7 +182,7 @@ Several sweeps of the same variable and privacy setting (Hayes et al. Figs. 7, 9
 		sw := sws[0]
 		if len(labels) > 0 || len(keep) > 0 {
 			if len(labels) == 0 {
-				labels = []string{strings.TrimSuffix(filepath.Base(args[0]), filepath.Ext(args[0]))}
+				labels = []string{""} // one file: the attacks' own names
 			}
 			m, err := figures.MergeAttackSweeps(sws, labels, keep)
 			if err != nil {

@@ -405,7 +405,7 @@ func Attack(s *AttackSweep, opt AttackOptions) (*gplot.Plot, error) {
 
 // MergeAttackSweeps draws several sweeps of the same variable on one figure (Hayes
 // et al. Figs. 7, 9, 10, 13: one curve per setting): series i of sweep j becomes
-// "labels[j]: attack", keeping only the attacks named in keep (all when keep is
+// "labels[j]: attack" (the attack alone for an empty label), keeping only the attacks named in keep (all when keep is
 // empty). The sweeps must agree on the bounds wherever they share an x value (they
 // depend on σ, T and K only, which such variants keep), to 1e-9; the merged bounds
 // are their union.
@@ -438,7 +438,11 @@ func MergeAttackSweeps(sweeps []*AttackSweep, labels, keep []string) (*AttackSwe
 				continue
 			}
 			found++
-			out.Series = append(out.Series, AttackSeries{Attack: labels[j] + ": " + se.Attack, Points: slices.Clone(se.Points)})
+			name := se.Attack
+			if labels[j] != "" {
+				name = labels[j] + ": " + se.Attack
+			}
+			out.Series = append(out.Series, AttackSeries{Attack: name, Points: slices.Clone(se.Points)})
 		}
 		if found == 0 {
 			return nil, fmt.Errorf("attack sweeps: sweep %d (%s) has none of the attacks %v", j+1, labels[j], keep)
