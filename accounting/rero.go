@@ -58,7 +58,13 @@ func ReRoClosedForm(sigma float64, steps int, kappa float64) (float64, error) {
 	if kappa == 1 {
 		return 1, nil
 	}
-	// Φ⁻¹(1 − κ) = √2·erfcinv(2κ), accurate for tiny κ.
+	if kappa < 1e-8 {
+		// math.Erfcinv(x) is Erfinv(1 − x): it loses x's digits as x → 0 (all of them
+		// below 1e-16, where it returns +Inf and γ would be 0).
+		lg, err := ReRoClosedFormLog(sigma, steps, math.Log(kappa))
+		return math.Exp(lg), err
+	}
+	// Φ⁻¹(1 − κ) = √2·erfcinv(2κ).
 	return stdNormalCDF(math.Sqrt(float64(steps))/sigma - math.Sqrt2*math.Erfcinv(2*kappa)), nil
 }
 

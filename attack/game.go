@@ -62,11 +62,21 @@ const (
 	AttackPriorTopK = "prior-topk" // Algorithm 3: top ⌈qT⌉ terms
 	AttackLogLik    = "loglik"     // Appendix G
 	AttackGradient  = "gradient"   // Eq. 1 + nearest prior point (Appendix D)
+	// AttackPriorNoSub is Algorithm 2 by an adversary who does not subtract the known
+	// examples' clipped gradients: argmax_i Σ_t ⟨clip(∇ℓ(θ_t, z_i)), g_t⟩ on the raw
+	// released sum g_t (Hayes et al. App. E, Fig. 10). Run when GameConfig.NoSubtract.
+	AttackPriorNoSub = "prior-nosub"
+)
+
+// Prior kinds: where a trial's K candidates come from.
+const (
+	PriorData    = "data"    // the pool outside D₋ (the default; "" means the same)
+	PriorUniform = "uniform" // uniform noise matched to the pool's mean pairwise distance (Hayes et al. Fig. 9)
 )
 
 // AttackNames lists the attacks the game runs.
 func AttackNames() []string {
-	return []string{AttackPrior, AttackPriorTopK, AttackLogLik, AttackGradient}
+	return []string{AttackPrior, AttackPriorTopK, AttackLogLik, AttackGradient, AttackPriorNoSub}
 }
 
 // GameConfig is one attack game (Hayes et al.'s informed-adversary setting).
@@ -81,6 +91,10 @@ type GameConfig struct {
 	Seed      uint64  `json:"seed"`       // D₋, θ₀ and every trial's draws
 	// Gradient enables the gradient-based attack (expensive).
 	Gradient GradientConfig `json:"gradient"`
+	// PriorKind is PriorData ("" too) or PriorUniform.
+	PriorKind string `json:"prior_kind,omitempty"`
+	// NoSubtract also runs AttackPriorNoSub.
+	NoSubtract bool `json:"no_subtract,omitempty"`
 }
 
 // DefaultGameConfig is Hayes et al.'s MNIST setting with K = 10 and learning rate 10
@@ -102,6 +116,8 @@ func (c GameConfig) Validate() error {
 		return fmt.Errorf("attack game: clip norm C = %v must be positive and finite", c.Clip)
 	case !(c.LR >= 0) || math.IsInf(c.LR, 0):
 		return fmt.Errorf("attack game: learning rate %v must be finite and ≥ 0", c.LR)
+	case c.PriorKind != "" && c.PriorKind != PriorData && c.PriorKind != PriorUniform:
+		return fmt.Errorf("attack game: unknown prior kind %q (known: %s, %s)", c.PriorKind, PriorData, PriorUniform)
 	}
 	return c.Gradient.validate()
 }
@@ -144,6 +160,8 @@ type Game struct {
 	P         int
 	batchSize float64 // expected batch size q·N, N = |D₋| + 1
 	eval      *Pool   // optional evaluation pool for the test accuracy
+	// noiseHalfWidth is the uniform prior's h (PriorUniform), else 0.
+	noiseHalfWidth float64
 }
 
 // NewGame draws D₋ (|D₋| = cfg.Known samples, uniformly from the pool) and θ₀ from
@@ -180,6 +198,11 @@ func NewGame(cfg GameConfig, pool Pool, newNet func() Net, init func(seed uint64
 		g.knownX = append(g.knownX, pool.Image(i)...)
 		g.knownY = append(g.knownY, pool.Y[i])
 	}
+	if cfg.PriorKind == PriorUniform {
+		if err := g.uniformPrior(r); err != nil {
+			return nil, err
+		}
+	}
 	g.theta0 = init(deriveSeed(cfg.Seed, math.MaxUint64))
 	if len(g.theta0) != g.P {
 		return nil, fmt.Errorf("attack game: init gave %d parameters, network has %d", len(g.theta0), g.P)
@@ -187,6 +210,58 @@ func NewGame(cfg GameConfig, pool Pool, newNet func() Net, init func(seed uint64
 	g.batchSize = cfg.Q * float64(cfg.Known+1)
 	return g, nil
 }
+
+// uniformPrior appends to the game's pool max(1 000, 10·K) images of uniform noise
+// around ½, and makes them the only points priors are drawn from (Hayes et al.
+// Fig. 9). Their half-width h matches the mean squared distance m₂ between two pool
+// points outside D₋ (2 000 random pairs): two images uniform on [½ − h, ½ + h]^d are
+// E‖x − y‖² = d·(2h)²/6 apart, so h = √(6·m₂/d)/2. Labels are uniform over the pool's
+// classes. It fails when m₂/d > 1/6 (no such noise fits in [0, 1]).
+func (g *Game) uniformPrior(r *rand.Rand) error {
+	d := g.pool.D
+	if len(g.rest) < 2 {
+		return fmt.Errorf("attack game: a uniform prior needs ≥ 2 pool points outside D₋ to match their distances")
+	}
+	const pairs = 2000
+	m2 := 0.0
+	for p := 0; p < pairs; p++ {
+		i := r.IntN(len(g.rest))
+		j := r.IntN(len(g.rest) - 1)
+		if j >= i {
+			j++
+		}
+		a, b := g.pool.Image(g.rest[i]), g.pool.Image(g.rest[j])
+		for k := range a {
+			e := a[k] - b[k]
+			m2 += e * e
+		}
+	}
+	m2 /= pairs
+	h := math.Sqrt(6*m2/float64(d)) / 2
+	if !(h > 0 && h <= 0.5) {
+		return fmt.Errorf("attack game: the pool's mean squared distance %.4g cannot be matched by uniform noise in [0,1]^%d (half-width %.4g)", m2, d, h)
+	}
+	classes := slices.Max(g.pool.Y) + 1
+	m := max(1000, 10*g.cfg.PriorSize)
+	n0 := g.pool.N()
+	x := make([]float64, len(g.pool.X), len(g.pool.X)+m*d)
+	copy(x, g.pool.X)
+	y := slices.Clone(g.pool.Y)
+	g.rest = g.rest[:0]
+	for i := 0; i < m; i++ {
+		for k := 0; k < d; k++ {
+			x = append(x, 0.5+h*(2*r.Float64()-1))
+		}
+		y = append(y, r.IntN(classes))
+		g.rest = append(g.rest, n0+i)
+	}
+	g.pool = Pool{X: x, Y: y, D: d}
+	g.noiseHalfWidth = h
+	return nil
+}
+
+// NoiseHalfWidth is the uniform prior's half-width h (0 for a data prior).
+func (g *Game) NoiseHalfWidth() float64 { return g.noiseHalfWidth }
 
 // Config returns the game's configuration.
 func (g *Game) Config() GameConfig { return g.cfg }
@@ -213,11 +288,19 @@ type TrialResult struct {
 	// reconstruction's loss value (Eq. 1).
 	GradientMSE  *float64 `json:"gradient_mse,omitempty"`
 	GradientLoss *float64 `json:"gradient_loss,omitempty"`
-	FinalLoss    float64  `json:"final_loss"` // mean training loss of D₋ at θ_T
+	// Reconstruction is the gradient attack's reconstructed input (Hayes et al.
+	// Fig. 6a draws them beside their targets).
+	Reconstruction []float64 `json:"reconstruction,omitempty"`
+	FinalLoss      float64   `json:"final_loss"` // mean training loss of D₋ at θ_T
 	// PriorCosine is the mean over steps and non-target candidates of the cosine
 	// between their clipped gradients and the target's: the correlation that keeps the
 	// prior-aware attack below the ReRo bound (the bound is met by orthogonal ones).
 	PriorCosine float64 `json:"prior_cosine"`
+	// ClippedNorm is the mean over steps and prior candidates of their clipped
+	// gradients' norms ‖clip_C(∇ℓ(θ_t, z_i))‖ (Hayes et al. Fig. 13a: C when every
+	// gradient is clipped), and Clipped the fraction of those gradients that were.
+	ClippedNorm float64 `json:"clipped_norm"`
+	Clipped     float64 `json:"clipped_fraction"`
 	// TestAccuracy of θ_T on the evaluation pool (see Game.SetEval); omitted without one.
 	TestAccuracy *float64 `json:"test_accuracy,omitempty"`
 }
@@ -404,6 +487,9 @@ func (g *Game) priorClipped(st *trialState, theta []float64, prior []int, norms 
 // the target term has mean ‖clip‖²/C² ≤ 1), NormSq[t][i] = ‖clip(∇ℓ(θ_t, z_i))‖²/C².
 type Scores struct {
 	Dot, NormSq [][]float64
+	// Raw[t][i] = ⟨clip(∇ℓ(θ_t, z_i)), g_t⟩/C² on the released sum g_t itself, the
+	// known examples' gradients not subtracted (nil unless GameConfig.NoSubtract).
+	Raw [][]float64
 }
 
 // decide applies every prior-aware attack to the scores.
@@ -425,7 +511,17 @@ func decide(s Scores, q, sigma float64, topK int) map[string]int {
 		}
 		ll[i] = logLikelihood(s.Dot, s.NormSq, i, q, sigma)
 	}
-	return map[string]int{AttackPrior: argmax(plain), AttackPriorTopK: argmax(top), AttackLogLik: argmax(ll)}
+	out := map[string]int{AttackPrior: argmax(plain), AttackPriorTopK: argmax(top), AttackLogLik: argmax(ll)}
+	if s.Raw != nil {
+		raw := make([]float64, K)
+		for t := range s.Raw {
+			for i, v := range s.Raw[t] {
+				raw[i] += v
+			}
+		}
+		out[AttackPriorNoSub] = argmax(raw)
+	}
+	return out
 }
 
 // logLikelihood is Hayes et al. App. G's s_z for candidate i: Σ_t ln(1 − q + q·
@@ -514,6 +610,9 @@ func (g *Game) trial(ctx context.Context, st *trialState, trial int, observe fun
 	theta := slices.Clone(g.theta0)
 	K, T, P := cfg.PriorSize, cfg.Steps, g.P
 	sc := Scores{Dot: make([][]float64, T), NormSq: make([][]float64, T)}
+	if cfg.NoSubtract {
+		sc.Raw = make([][]float64, T)
+	}
 	var obs []Observation
 	keep := cfg.Gradient.Enabled
 	var member []bool
@@ -574,6 +673,9 @@ func (g *Game) trial(ctx context.Context, st *trialState, trial int, observe fun
 		}
 		sc.Dot[t] = make([]float64, K)
 		sc.NormSq[t] = make([]float64, K)
+		if sc.Raw != nil {
+			sc.Raw[t] = make([]float64, K)
+		}
 		for k := 0; k < K; k++ {
 			row := st.ci[k*P : (k+1)*P]
 			d := 0.0
@@ -582,6 +684,17 @@ func (g *Game) trial(ctx context.Context, st *trialState, trial int, observe fun
 			}
 			sc.Dot[t][k] = d / c2
 			sc.NormSq[t][k] = norms[k] * norms[k] / c2
+			if sc.Raw != nil {
+				d = 0
+				for i, v := range row {
+					d += v * released[i]
+				}
+				sc.Raw[t][k] = d / c2
+			}
+			res.ClippedNorm += norms[k] / float64(T*K)
+			if norms[k] >= cfg.Clip*(1-1e-12) {
+				res.Clipped += 1 / float64(T*K)
+			}
 		}
 		if keep || observe != nil {
 			o := Observation{Theta: slices.Clone(theta), GBar: slices.Clone(st.gbar)}
@@ -626,6 +739,7 @@ func (g *Game) trial(ctx context.Context, st *trialState, trial int, observe fun
 		}
 		res.GradientMSE = &rec.MSE
 		res.GradientLoss = &rec.Loss
+		res.Reconstruction = rec.X
 		res.Guess[AttackGradient] = nearest(g.pool, dr.prior, rec.X)
 	}
 	res.Success = map[string]bool{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 )
 
@@ -91,5 +92,44 @@ func TestReconstructBadInput(t *testing.T) {
 	obs := []Observation{{Theta: m.Init(1), GBar: make([]float64, m.NumParams())}}
 	if _, err := Reconstruct(context.Background(), m, obs, 0, 0.1, bad, 1); err == nil {
 		t.Error("0 restarts: no error")
+	}
+}
+
+// TestGradientReconstructionsSaved: every trial keeps its reconstruction, whose MSE to
+// the target (recomputed here from the stored image) is the reported one, and a game
+// with --out draws them (Hayes et al. Fig. 6a).
+func TestGradientReconstructionsSaved(t *testing.T) {
+	cfg := smallConfig()
+	cfg.Sigma, cfg.Steps = 1e-6, 4
+	cfg.Gradient = GradientConfig{Enabled: true, Iters: 40, Restarts: 1, LR: 0.02}
+	g := testGame(t, cfg, 16, 4, 3, 200)
+	for _, r := range runGame(t, g, 3, 1) {
+		if len(r.Reconstruction) != 16 || r.GradientMSE == nil {
+			t.Fatalf("trial %d: reconstruction of %d values", r.Trial, len(r.Reconstruction))
+		}
+		tg := g.pool.Image(r.Prior[r.Target])
+		mse := 0.0
+		for i, v := range r.Reconstruction {
+			mse += (v - tg[i]) * (v - tg[i]) / 16
+		}
+		if math.Abs(mse-*r.GradientMSE) > 1e-12 {
+			t.Errorf("trial %d: stored reconstruction's MSE %v, reported %v", r.Trial, mse, *r.GradientMSE)
+		}
+	}
+	s := tinySpec(t)
+	s.Attack, s.Trials, s.Steps = AttackGradient, 2, 2
+	s.Gradient = GradientConfig{Iters: 5, Restarts: 1, LR: 0.02}
+	rep, err := PlayGame(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Linf) != len(linfRhos) || rep.Linf[0].Trials != 2 {
+		t.Fatalf("ℓ∞ success table %+v", rep.Linf)
+	}
+	if rep.ReconstructionsPNG == "" {
+		t.Fatal("no reconstructions figure")
+	}
+	if st, err := os.Stat(rep.ReconstructionsPNG); err != nil || st.Size() < 1000 {
+		t.Fatalf("figure %s: %v", rep.ReconstructionsPNG, err)
 	}
 }

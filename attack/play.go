@@ -12,6 +12,7 @@ import (
 	"github.com/dpfil/dpfil/accounting"
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/models"
+	"github.com/dpfil/dpfil/plot"
 	"github.com/dpfil/dpfil/transcript"
 	"gonum.org/v1/gonum/stat"
 )
@@ -40,7 +41,16 @@ type GameSpec struct {
 	// DataDir where its files are, Model the architecture (models.ArchNames; "mlp"
 	// uses the hand-derived float64 MLP, others the engine).
 	Dataset, DataDir, Model string
-	Clip, LR                float64 // hard clipping norm C; SGD learning rate on the mean gradient
+	// Hidden, when > 0, replaces the mlp's hidden width (10) — Hayes et al. Fig. 7's
+	// 10 / 100 / 1 000; θ₀ then comes from the hand MLP's own initialiser.
+	Hidden   int
+	Clip, LR float64 // hard clipping norm C; SGD learning rate on the mean gradient
+	// PriorKind is where the K candidates come from: PriorData ("" too) or
+	// PriorUniform (Hayes et al. Fig. 9).
+	PriorKind string
+	// NoSubtract also runs AttackPriorNoSub, the adversary who does not subtract the
+	// known gradients (Fig. 10); implied by Attack = AttackPriorNoSub.
+	NoSubtract bool
 	// Out, when set, makes the run resumable (see RunOptions.Out); RecordTranscripts
 	// then writes each trial's transcript to Out/transcripts/.
 	Out               string
@@ -67,7 +77,7 @@ type GameProgress struct {
 // embedded MNIST, with learning rate 10 (≈ 80 % test accuracy with the mlp).
 func DefaultGameSpec() GameSpec {
 	return GameSpec{Epsilon: 10, Delta: 1e-5, Q: 1, Steps: 100, PriorSize: 10, Known: 999, Trials: 100,
-		Attack: AttackPrior, Dataset: "mnist-embedded", Model: "mlp", Clip: 0.1, LR: 10,
+		Attack: AttackPrior, Dataset: "mnist-embedded", Model: "mlp", Clip: 0.1, LR: 10, PriorKind: PriorData,
 		ReRoSamples: 1_000_000, Gradient: GradientConfig{Iters: 300, Restarts: 2, LR: 0.01}, Seed: 1}
 }
 
@@ -91,6 +101,14 @@ func (s GameSpec) Validate() error {
 		return fmt.Errorf("attack game: unknown attack %q (known: %s)", s.Attack, strings.Join(AttackNames(), ", "))
 	case s.RecordTranscripts && s.Out == "":
 		return fmt.Errorf("attack game: recording transcripts needs an output directory (--out)")
+	case s.Hidden < 0:
+		return fmt.Errorf("attack game: hidden width %d < 0", s.Hidden)
+	case s.Hidden > 0 && s.Model != "mlp":
+		return fmt.Errorf("attack game: --hidden sets the mlp's hidden width; model %s has its own", s.Model)
+	case s.PriorKind != "" && s.PriorKind != PriorData && s.PriorKind != PriorUniform:
+		return fmt.Errorf("attack game: unknown prior kind %q (known: %s, %s)", s.PriorKind, PriorData, PriorUniform)
+	case s.RecordTranscripts && s.PriorKind == PriorUniform:
+		return fmt.Errorf("attack game: transcripts name prior candidates by dataset index; a uniform-noise prior has none (drop --record-transcripts)")
 	}
 	return nil
 }
@@ -133,8 +151,20 @@ type GameReport struct {
 	FinalLoss         float64                `json:"final_loss"`              // mean training loss of D₋ at θ_T
 	TestAccuracy      *float64               `json:"test_accuracy,omitempty"` // mean over trials of θ_T's test accuracy
 	PriorCosine       float64                `json:"prior_cosine"`            // mean cosine of non-target candidates' clipped gradients with the target's
-	WallSeconds       float64                `json:"wall_seconds"`
-	Out               string                 `json:"out,omitempty"`
+	// Linf is the gradient attack's success at ℓ∞ tolerance δ on a fraction ρ of the
+	// pixels, with its prior-free baseline and bounds (Hayes et al. App. I, Fig. 12a).
+	Linf []LinfPoint `json:"linf,omitempty"`
+	// ReconstructionsPNG is the gradient attack's figure (ReconstructionsFile).
+	ReconstructionsPNG string `json:"reconstructions_png,omitempty"`
+	// ClippedNorm and ClippedFraction: means over trials of TrialResult's (Fig. 13a).
+	ClippedNorm     float64 `json:"clipped_norm"`
+	ClippedFraction float64 `json:"clipped_fraction"`
+	Hidden          int     `json:"hidden,omitempty"`     // the mlp's hidden width when not 10
+	PriorKind       string  `json:"prior_kind,omitempty"` // PriorUniform, or omitted for the data prior
+	// NoiseHalfWidth is the uniform prior's half-width h around ½.
+	NoiseHalfWidth float64 `json:"noise_half_width,omitempty"`
+	WallSeconds    float64 `json:"wall_seconds"`
+	Out            string  `json:"out,omitempty"`
 }
 
 // Pools are a dataset's training split (the game's pool) and test split (the
@@ -142,6 +172,9 @@ type GameReport struct {
 type Pools struct {
 	Train, Test Pool
 	Fingerprint string // of the training split
+	// C, H, W is a sample's image shape (C·H·W = Train.D), when known: the gradient
+	// attack's reconstructions are then drawn as images.
+	C, H, W int
 }
 
 // PoolFromDataset converts a dataset split into a float64 pool.
@@ -159,7 +192,7 @@ func LoadPools(dataset, dir string) (*Pools, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load dataset: %w", err)
 	}
-	ps := &Pools{Train: PoolFromDataset(l.Train), Fingerprint: l.Train.Fingerprint()}
+	ps := &Pools{Train: PoolFromDataset(l.Train), Fingerprint: l.Train.Fingerprint(), C: l.Train.C, H: l.Train.H, W: l.Train.W}
 	if l.Test != nil && l.Test.N > 0 {
 		ps.Test = PoolFromDataset(l.Test)
 	}
@@ -171,7 +204,26 @@ func LoadPools(dataset, dir string) (*Pools, error) {
 // "mlp" is the hand-derived float64 MLP (the same parameters as the engine's mlp);
 // every other architecture runs on the engine (NewEngineNet).
 func NetFactory(model string, d int) (func() Net, func(uint64) []float64, error) {
+	return netFactory(model, 0, d)
+}
+
+// netFactory is NetFactory with the mlp's hidden width replaced by hidden when > 0
+// (the hand MLP and its own initialiser).
+func netFactory(model string, hidden, d int) (func() Net, func(uint64) []float64, error) {
 	arch, err := models.ArchByName(model)
+	if err == nil && hidden > 0 {
+		if model != "mlp" {
+			return nil, nil, fmt.Errorf("a hidden width applies to the mlp only, not %s", model)
+		}
+		if arch.InputDim() != d {
+			return nil, nil, fmt.Errorf("model %s takes %d inputs, the dataset has %d", model, arch.InputDim(), d)
+		}
+		m, err := NewMLP(d, hidden, arch.Classes)
+		if err != nil {
+			return nil, nil, err
+		}
+		return func() Net { return m }, m.Init, nil
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -243,6 +295,8 @@ func PlayGameOn(ctx context.Context, spec GameSpec, pools *Pools) (*GameReport, 
 		return nil, err
 	}
 	out := newGameReport(spec, sigma, bounds, stats)
+	out.PriorKind = g.cfg.PriorKind
+	out.NoiseHalfWidth = g.NoiseHalfWidth()
 	if spec.Q == 1 && sigma > 0 {
 		so, err := OrthogonalSuccess(sigma, spec.Steps, spec.PriorSize)
 		if err != nil {
@@ -251,20 +305,88 @@ func PlayGameOn(ctx context.Context, spec GameSpec, pools *Pools) (*GameReport, 
 		out.SuccessOrthogonal = &so
 	}
 	out.meanTrials(res)
+	if spec.Attack == AttackGradient && spec.Out != "" && pools.C*pools.H*pools.W == g.pool.D && g.pool.D > 0 {
+		path := filepath.Join(spec.Out, ReconstructionsFile)
+		if err := saveReconstructions(path, g.pool, res, pools.C, pools.H, pools.W); err != nil {
+			return nil, err
+		}
+		out.ReconstructionsPNG = path
+	}
+	if spec.Attack == AttackGradient {
+		if out.Linf, err = linfPoints(g.pool, res, spec.Q, sigma, spec.Steps); err != nil {
+			return nil, err
+		}
+	}
 	out.WallSeconds = time.Since(start).Seconds()
 	return out, nil
 }
 
+// ReconstructionsFile is the gradient attack's figure in a game's output directory.
+const ReconstructionsFile = "gradient-reconstructions.png"
+
+// saveReconstructions draws the first (up to 16) trials' targets above the gradient
+// attack's reconstructions, each captioned with its MSE (Hayes et al. Fig. 6a).
+func saveReconstructions(path string, pool Pool, res []TrialResult, c, h, w int) error {
+	var top, bottom [][]float32
+	var caps []string
+	for _, r := range res {
+		if len(top) == 16 {
+			break
+		}
+		if len(r.Reconstruction) != pool.D || r.GradientMSE == nil {
+			continue
+		}
+		top = append(top, toFloat32(pool.Image(r.Prior[r.Target])))
+		bottom = append(bottom, toFloat32(r.Reconstruction))
+		caps = append(caps, fmt.Sprintf("%.3f", *r.GradientMSE))
+	}
+	if len(top) == 0 {
+		return fmt.Errorf("gradient attack figure: no trial has a reconstruction")
+	}
+	captions := append(make([]string, len(top)), caps...)
+	img, err := plot.ImageGrid(append(top, bottom...), c, h, w, plot.GridOptions{Cols: len(top), Scale: 3,
+		Title: "gradient attack (Eq. 1): targets above reconstructions, MSE below", RowLabels: []string{"target", "reconstruction"}, Captions: captions})
+	if err != nil {
+		return fmt.Errorf("gradient attack figure: %w", err)
+	}
+	if err := plot.SavePNG(path, img); err != nil {
+		return fmt.Errorf("gradient attack figure: %w", err)
+	}
+	return nil
+}
+
+func toFloat32(x []float64) []float32 {
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = float32(v)
+	}
+	return out
+}
+
+// meta is what game.json records beside the game's config: model, dataset and its
+// fingerprint, and the mlp's hidden width when it is not the architecture's.
+func (s GameSpec) meta(fingerprint string) map[string]any {
+	m := map[string]any{"model": s.Model, "dataset": s.Dataset, "data_fingerprint": fingerprint}
+	if s.Hidden > 0 {
+		m["hidden"] = s.Hidden
+	}
+	return m
+}
+
 // newSpecGame prepares the game of spec with noise multiplier sigma.
 func newSpecGame(spec GameSpec, sigma float64, pools *Pools) (*Game, error) {
-	newNet, init, err := NetFactory(spec.Model, pools.Train.D)
+	newNet, init, err := netFactory(spec.Model, spec.Hidden, pools.Train.D)
 	if err != nil {
 		return nil, err
 	}
 	grad := spec.Gradient
 	grad.Enabled = spec.Attack == AttackGradient
 	cfg := GameConfig{Known: spec.Known, PriorSize: spec.PriorSize, Steps: spec.Steps, Q: spec.Q, Sigma: sigma,
-		Clip: spec.Clip, LR: spec.LR, Seed: spec.Seed, Gradient: grad}
+		Clip: spec.Clip, LR: spec.LR, Seed: spec.Seed, Gradient: grad,
+		NoSubtract: spec.NoSubtract || spec.Attack == AttackPriorNoSub}
+	if spec.PriorKind == PriorUniform {
+		cfg.PriorKind = PriorUniform
+	}
 	g, err := NewGame(cfg, pools.Train, newNet, init)
 	if err != nil {
 		return nil, err
@@ -282,7 +404,7 @@ func newSpecGame(spec GameSpec, sigma float64, pools *Pools) (*Game, error) {
 func (s GameSpec) runOptions(g *Game, fingerprint string, eps float64) RunOptions {
 	succ := 0
 	opt := RunOptions{Trials: s.Trials, Workers: s.Workers, Out: s.Out,
-		Meta: map[string]any{"model": s.Model, "dataset": s.Dataset, "data_fingerprint": fingerprint},
+		Meta: s.meta(fingerprint),
 		Progress: func(done int, r *TrialResult) {
 			if r.Success[s.Attack] {
 				succ++
@@ -303,16 +425,19 @@ func newGameReport(s GameSpec, sigma float64, b Bounds, stats map[string]AttackS
 	return &GameReport{Attack: s.Attack, SuccessRate: a.Rate, SuccessCI: a.CI, Successes: a.Successes, Trials: a.Trials,
 		Gamma: b.Gamma, GammaCI: b.GammaCI, GammaRDP: b.GammaRDP, GammaExact: b.Exact, Fano: b.Fano, Kappa: b.Kappa,
 		Epsilon: b.Epsilon, Delta: s.Delta, Accountant: b.Accountant, Adjacency: b.Adjacency, Sampling: b.Sampling, Sigma: sigma, Q: s.Q, Steps: s.Steps, PriorSize: s.PriorSize,
-		Known: s.Known, Clip: s.Clip, LR: s.LR, Model: s.Model, Dataset: s.Dataset, Seed: s.Seed, Attacks: stats, Out: s.Out}
+		Known: s.Known, Clip: s.Clip, LR: s.LR, Model: s.Model, Dataset: s.Dataset, Seed: s.Seed, Attacks: stats, Out: s.Out,
+		Hidden: s.Hidden}
 }
 
 // meanTrials fills the means over trials: final loss and prior cosine over all
 // trials, test accuracy and gradient-attack MSE over the trials that report them.
 func (r *GameReport) meanTrials(res []TrialResult) {
-	var loss, cos, acc, mse []float64
+	var loss, cos, acc, mse, cn, cf []float64
 	for _, t := range res {
 		loss = append(loss, t.FinalLoss)
 		cos = append(cos, t.PriorCosine)
+		cn = append(cn, t.ClippedNorm)
+		cf = append(cf, t.Clipped)
 		if t.TestAccuracy != nil {
 			acc = append(acc, *t.TestAccuracy)
 		}
@@ -321,6 +446,7 @@ func (r *GameReport) meanTrials(res []TrialResult) {
 		}
 	}
 	r.FinalLoss, r.PriorCosine = stat.Mean(loss, nil), stat.Mean(cos, nil)
+	r.ClippedNorm, r.ClippedFraction = stat.Mean(cn, nil), stat.Mean(cf, nil)
 	if len(acc) > 0 {
 		m := stat.Mean(acc, nil)
 		r.TestAccuracy = &m

@@ -8,8 +8,15 @@ import (
 
 // WriteText writes the report as a human-readable summary.
 func (r *GameReport) WriteText(w io.Writer) {
+	model := r.Model
+	if r.Hidden > 0 {
+		model = fmt.Sprintf("%s (hidden width %d)", r.Model, r.Hidden)
+	}
 	fmt.Fprintf(w, "attack game: %s on %s, |D₋| = %d, K = %d, T = %d, q = %g, C = %g, lr = %g\n",
-		r.Model, r.Dataset, r.Known, r.PriorSize, r.Steps, r.Q, r.Clip, r.LR)
+		model, r.Dataset, r.Known, r.PriorSize, r.Steps, r.Q, r.Clip, r.LR)
+	if r.PriorKind == PriorUniform {
+		fmt.Fprintf(w, "prior:       uniform noise on [½ − h, ½ + h], h = %.4f (the data's mean pairwise distance), random labels\n", r.NoiseHalfWidth)
+	}
 	fmt.Fprintf(w, "privacy:     σ = %.4g, (ε, δ) = (%.4g, %g)", r.Sigma, r.Epsilon, r.Delta)
 	if r.Accountant != "" {
 		fmt.Fprintf(w, " by %s, %s, %s sampling", r.Accountant, r.Adjacency, r.Sampling)
@@ -37,13 +44,30 @@ func (r *GameReport) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "  %-11s success %.4f  95 %% CI [%.4f, %.4f]  (%d/%d)%s\n", a, s.Rate, s.CI[0], s.CI[1], s.Successes, s.Trials, mark)
 	}
 	if r.GradientMSE != nil {
-		fmt.Fprintf(w, "gradient attack mean MSE %.4f\n", *r.GradientMSE)
+		fmt.Fprintf(w, "gradient attack mean MSE %.4f", *r.GradientMSE)
+		if r.ReconstructionsPNG != "" {
+			fmt.Fprintf(w, " (targets and reconstructions: %s)", r.ReconstructionsPNG)
+		}
+		fmt.Fprintln(w)
+	}
+	if len(r.Linf) > 0 {
+		fmt.Fprintf(w, "without a prior (Hayes et al. App. I): success when a fraction ρ of the pixels is within δ = %.4f\n", r.Linf[0].Delta)
+		fmt.Fprintf(w, "  %-5s %-8s %-17s %-14s %-14s %-14s %s\n", "ρ", "success", "95% CI", "log10 κ", "log10 γ ReRo", "log10 γ RDP", "(paper's log10 κ)")
+		for _, p := range r.Linf {
+			g := "—"
+			if p.Log10Gamma != nil {
+				g = fmt.Sprintf("%.4g", *p.Log10Gamma)
+			}
+			fmt.Fprintf(w, "  %-5.2g %-8.4f [%.4f, %.4f] %-14.4g %-14s %-14.4g (%.4g)\n", p.Rho, p.Rate, p.CI[0], p.CI[1], p.Log10Kappa, g, p.Log10GammaRDP, p.Log10KappaPaper)
+		}
 	}
 	fmt.Fprintf(w, "final training loss %.4f", r.FinalLoss)
 	if r.TestAccuracy != nil {
 		fmt.Fprintf(w, ", test accuracy %.4f", *r.TestAccuracy)
 	}
 	fmt.Fprintf(w, ", mean prior gradient cosine %.3f, %.1f s\n", r.PriorCosine, r.WallSeconds)
+	fmt.Fprintf(w, "clipping:    mean clipped gradient norm of the candidates %.4g (C = %g), %.1f %% of their gradients clipped\n",
+		r.ClippedNorm, r.Clip, 100*r.ClippedFraction)
 }
 
 // WriteText writes one line per swept value and the files written.

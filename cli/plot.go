@@ -146,26 +146,49 @@ type plotAttackOut struct {
 
 func newPlotAttackCmd() *cobra.Command {
 	var (
-		fig        figures.Figure
-		logX, linX bool
+		fig          figures.Figure
+		logX, linX   bool
+		labels, keep []string
 	)
 	cmd := reportCmd(&cobra.Command{
-		Use:   "attack SWEEP.json|SWEEP.csv -o attack.png",
+		Use:   "attack SWEEP.json|SWEEP.csv... -o attack.png",
 		Short: "Attack success (95 % CI) and the ReRo / RDP-ReRo bounds vs ε, K or q (Hayes et al. Fig. 2, 3, 5)",
 		Long: `Hayes et al. (2023) Fig. 2, 3 and 5 from the sweep.json or sweep.csv of
 'dpfil attack sweep-eps|sweep-k|sweep-q': the sweep variable on x (log10 when it
 spans a factor 10 or more), the success rate of every attack variant in the file with
 its 95 % Clopper–Pearson interval (variants nudged sideways so that identical results
 stay visible), the ReRo bound γ (solid, with its Monte Carlo interval for q < 1), the
-RDP-based ReRo bound (dashed) and the prior baseline κ = 1/K (dotted).`,
-		Args: cobra.ExactArgs(1),
+RDP-based ReRo bound (dashed) and the prior baseline κ = 1/K (dotted).
+
+Several sweeps of the same variable and privacy setting (Hayes et al. Figs. 7, 9, 10,
+13: one per model width, prior type, |D₋| or clipping norm) go on one figure with
+--labels, one per file; --attacks keeps only the named attacks of each.`,
+		Args: cobra.MinimumNArgs(1),
 	}, func(_ *cobra.Command, args []string) (*plotAttackOut, error) {
 		if err := fig.Check(); err != nil {
 			return nil, err
 		}
-		sw, err := readAttackSweep(args[0])
-		if err != nil {
-			return nil, err
+		if len(args) > 1 && len(labels) != len(args) {
+			return nil, fmt.Errorf("plot attack: %d sweeps need %d --labels (got %d)", len(args), len(args), len(labels))
+		}
+		var sws []*figures.AttackSweep
+		for _, a := range args {
+			sw, err := readAttackSweep(a)
+			if err != nil {
+				return nil, err
+			}
+			sws = append(sws, sw)
+		}
+		sw := sws[0]
+		if len(labels) > 0 || len(keep) > 0 {
+			if len(labels) == 0 {
+				labels = []string{""} // one file: the attacks' own names
+			}
+			m, err := figures.MergeAttackSweeps(sws, labels, keep)
+			if err != nil {
+				return nil, err
+			}
+			sw = m
 		}
 		opt := figures.AttackOptions{Title: fig.Title}
 		if logX || linX {
@@ -184,6 +207,8 @@ RDP-based ReRo bound (dashed) and the prior baseline κ = 1/K (dotted).`,
 	addFigureFlags(cmd, &fig, 800, 560)
 	cmd.Flags().BoolVar(&logX, "log-x", false, "log10 x axis")
 	cmd.Flags().BoolVar(&linX, "linear-x", false, "linear x axis")
+	cmd.Flags().StringSliceVar(&labels, "labels", nil, "one label per sweep file, prefixed to its series (needed with several files)")
+	cmd.Flags().StringSliceVar(&keep, "attacks", nil, "draw only these attacks of each sweep (e.g. prior,prior-nosub)")
 	cmd.MarkFlagsMutuallyExclusive("log-x", "linear-x")
 	return cmd
 }

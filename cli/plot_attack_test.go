@@ -73,8 +73,23 @@ func TestPlotAttackCommand(t *testing.T) {
 	if err != nil || !strings.Contains(s, "2 attack variants at 4 values of ε") {
 		t.Fatalf("human output %q, %v", s, err)
 	}
+	// two sweeps on one figure: labelled series, only the kept attack
+	s, err = runCLI(t, newRootCmd(), "plot", "attack", sr.JSON, sr.CSV, "--labels", "first,second", "--attacks", "prior",
+		"-o", filepath.Join(dir, "m.png"), "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var merged plotAttackOut
+	if err := json.Unmarshal([]byte(s), &merged); err != nil {
+		t.Fatal(err)
+	}
+	if len(merged.Series) != 2 || merged.Series[0].Attack != "first: prior" || merged.Series[1].Attack != "second: prior" || len(merged.Bounds) != len(vals) {
+		t.Fatalf("merged: %+v", merged.Series)
+	}
 	for _, bad := range [][]string{
 		{"plot", "attack", sr.JSON},
+		{"plot", "attack", sr.JSON, sr.CSV, "-o", filepath.Join(dir, "e.png")},
+		{"plot", "attack", sr.JSON, sr.CSV, "--labels", "one", "-o", filepath.Join(dir, "e.png")},
 		{"plot", "attack", filepath.Join(dir, "a.png"), "-o", filepath.Join(dir, "e.png")},
 		{"plot", "attack", filepath.Join(dir, "missing.json"), "-o", filepath.Join(dir, "e.png")},
 		{"plot", "attack", sr.JSON, "-o", filepath.Join(dir, "e.png"), "--log-x", "--linear-x"},

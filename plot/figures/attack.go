@@ -402,3 +402,57 @@ func Attack(s *AttackSweep, opt AttackOptions) (*gplot.Plot, error) {
 	}
 	return p, nil
 }
+
+// MergeAttackSweeps draws several sweeps of the same variable on one figure (Hayes
+// et al. Figs. 7, 9, 10, 13: one curve per setting): series i of sweep j becomes
+// "labels[j]: attack" (the attack alone for an empty label), keeping only the attacks named in keep (all when keep is
+// empty). The sweeps must agree on the bounds wherever they share an x value (they
+// depend on σ, T and K only, which such variants keep), to 1e-9; the merged bounds
+// are their union.
+func MergeAttackSweeps(sweeps []*AttackSweep, labels, keep []string) (*AttackSweep, error) {
+	if len(sweeps) == 0 {
+		return nil, fmt.Errorf("attack sweeps: none to merge")
+	}
+	if len(labels) != len(sweeps) {
+		return nil, fmt.Errorf("attack sweeps: %d labels for %d sweeps", len(labels), len(sweeps))
+	}
+	out := &AttackSweep{Sweep: sweeps[0].Sweep}
+	bounds := map[float64]BoundPoint{}
+	for j, s := range sweeps {
+		if s.Sweep != out.Sweep {
+			return nil, fmt.Errorf("attack sweeps: sweep %d varies %s, the first %s", j+1, s.Sweep, out.Sweep)
+		}
+		for _, b := range s.Bounds {
+			if o, ok := bounds[b.X]; ok {
+				if math.Abs(o.Gamma-b.Gamma) > 1e-9 || math.Abs(o.GammaRDP-b.GammaRDP) > 1e-9 || math.Abs(o.Kappa-b.Kappa) > 1e-9 {
+					return nil, fmt.Errorf("attack sweeps: at %s = %v sweep %d (%s) has bounds γ = %v, γ_RDP = %v, κ = %v, an earlier one γ = %v, γ_RDP = %v, κ = %v: not the same privacy setting",
+						s.Sweep, b.X, j+1, labels[j], b.Gamma, b.GammaRDP, b.Kappa, o.Gamma, o.GammaRDP, o.Kappa)
+				}
+				continue
+			}
+			bounds[b.X] = b
+		}
+		found := 0
+		for _, se := range s.Series {
+			if len(keep) > 0 && !slices.Contains(keep, se.Attack) {
+				continue
+			}
+			found++
+			name := se.Attack
+			if labels[j] != "" {
+				name = labels[j] + ": " + se.Attack
+			}
+			out.Series = append(out.Series, AttackSeries{Attack: name, Points: slices.Clone(se.Points)})
+		}
+		if found == 0 {
+			return nil, fmt.Errorf("attack sweeps: sweep %d (%s) has none of the attacks %v", j+1, labels[j], keep)
+		}
+	}
+	for _, b := range bounds {
+		out.Bounds = append(out.Bounds, b)
+	}
+	if err := out.normalize(); err != nil {
+		return nil, fmt.Errorf("attack sweeps: %w", err)
+	}
+	return out, nil
+}

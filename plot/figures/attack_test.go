@@ -129,3 +129,50 @@ func TestAttackFigure(t *testing.T) {
 		t.Fatal("empty sweep: want error")
 	}
 }
+
+func TestMergeAttackSweeps(t *testing.T) {
+	read := func() *AttackSweep {
+		s, err := ReadAttackSweep(strings.NewReader(attackSweepJSON), "json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := read(), read()
+	b.Series[0].Points[0].Rate, b.Series[0].Points[0].Low = 0.25, 0.2 // a different setting's success
+	m, err := MergeAttackSweeps([]*AttackSweep{a, b}, []string{"MNIST prior", "uniform prior"}, []string{"prior"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range m.Series {
+		names = append(names, s.Attack)
+	}
+	if fmt.Sprint(names) != "[MNIST prior: prior uniform prior: prior]" {
+		t.Fatalf("series %v", names)
+	}
+	if m.Series[1].Points[0].Rate != 0.25 || m.Series[0].Points[0].Rate != 0.3 || len(m.Bounds) != 2 {
+		t.Fatalf("merged %+v", m)
+	}
+	if _, err := Attack(m, AttackOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		edit   func(b *AttackSweep)
+		labels []string
+		keep   []string
+		err    string
+	}{
+		{"bounds differ", func(b *AttackSweep) { b.Bounds[1].Gamma = 0.71 }, []string{"x", "y"}, nil, "not the same privacy setting"},
+		{"other variable", func(b *AttackSweep) { b.Sweep = "k" }, []string{"x", "y"}, nil, "varies k"},
+		{"label count", func(*AttackSweep) {}, []string{"x"}, nil, "1 labels for 2 sweeps"},
+		{"no such attack", func(*AttackSweep) {}, []string{"x", "y"}, []string{"loglik"}, "none of the attacks"},
+	} {
+		b := read()
+		tc.edit(b)
+		if _, err := MergeAttackSweeps([]*AttackSweep{read(), b}, tc.labels, tc.keep); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
+		}
+	}
+}
