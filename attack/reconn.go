@@ -44,7 +44,18 @@ type RecoNNOptions struct {
 	Reconstructor string
 	MLP           MLPOptions
 	RidgeLambda   float64 // relative ridge penalty (0: chosen by leave-one-out error)
-	Seed          uint64
+	// Trainer trains the shadows: ShadowTrainerAuto (default), ShadowTrainerBatched or
+	// ShadowTrainerEngine (reconn_shadowset.go). The targets are always trained with
+	// train.Run (their FIL and privacy accounting come from it).
+	Trainer string
+	// ShadowBlock is the number of shadows the batched trainer trains together
+	// (default 32), Parallel the blocks trained at once (default GOMAXPROCS).
+	ShadowBlock, Parallel int
+	// Checkpoint, when set, is the file the shadow set is appended to block by block
+	// and resumed from: a run that stops keeps every finished block, and a larger
+	// Shadows extends the set.
+	Checkpoint string
+	Seed       uint64
 	// Progress receives the phase ("shadow", "target", "fit") and the units done.
 	Progress func(phase string, done int)
 	Logf     func(string, ...any)
@@ -82,8 +93,15 @@ type RecoNNResult struct {
 	// up to Monte Carlo noise: the bound is on the expectation), FILBelow those below
 	// 1/dFIL (allowed: RecoNN is biased).
 	RDPViolations, FILBelow int
-	Features                int     // length of the reconstructor's input (parameters + one-hot label)
-	RidgeLambda             float64 // the ridge reconstructor's relative penalty
+	Features                int // length of the reconstructor's input (parameters + one-hot label)
+	// Shadow training: the trainer used, the shadows loaded from the checkpoint and
+	// trained in this run, its wall seconds and the 1-minute load averages at its start
+	// and end.
+	ShadowTrainer                                 string
+	ShadowsLoaded, ShadowsTrained                 int
+	ShadowSeconds, ShadowLoadStart, ShadowLoadEnd float64
+	ShadowBlock, ShadowParallel                   int
+	RidgeLambda                                   float64 // the ridge reconstructor's relative penalty
 }
 
 // fixedInitModel trains every run from the initial weights of one seed.
@@ -205,26 +223,24 @@ func RunRecoNN(ctx context.Context, o RecoNNOptions) (*RecoNNResult, error) {
 	}
 	// Shadow models.
 	m := o.Shadows
-	xs := make([]float64, m*F)
-	ys := make([]float64, m*d)
-	labels := make([]int, m)
-	perm := rng.Perm(o.Pool.N)
-	for k := 0; k < m; k++ {
-		if err := ctx.Err(); err != nil {
+	set, err := trainShadowSet(ctx, &o, arch, rng, initSeed, F, func(img []float32, label int, seed uint64) ([]float32, error) {
+		res, err := runOne(img, label, seed, false)
+		if err != nil {
 			return nil, err
 		}
-		i := perm[k%len(perm)]
-		img, lab := o.Pool.Image(i), o.Pool.Labels[i]
-		res, err := runOne(img, lab, rng.Uint64(), false)
-		if err != nil {
-			return nil, fmt.Errorf("reconn shadow %d: %w", k+1, err)
-		}
-		features(res, lab, xs[k*F:(k+1)*F])
-		for j, v := range img {
+		return res.Repeats[0].Params, nil
+	}, logf)
+	if err != nil {
+		return nil, err
+	}
+	xs := set.xs
+	ys := make([]float64, m*d)
+	labels := make([]int, m)
+	for k, i := range set.pool {
+		for j, v := range o.Pool.Image(i) {
 			ys[k*d+j] = float64(v)
 		}
-		labels[k] = lab
-		prog("shadow")
+		labels[k] = o.Pool.Labels[i]
 	}
 	nVal := max(1, int(math.Round(o.ValFraction*float64(m))))
 	nTr := m - nVal
@@ -250,7 +266,9 @@ func RunRecoNN(ctx context.Context, o RecoNNOptions) (*RecoNNResult, error) {
 	}
 	logf("reconn: fitting the %s reconstructor on %d shadow models (%d features), %d held out", o.Reconstructor, nTr, F, nVal)
 	var rec Reconstructor
-	res := &RecoNNResult{Shadows: m, Train: nTr, Val: nVal, Reconstructor: o.Reconstructor, Features: F}
+	res := &RecoNNResult{Shadows: m, Train: nTr, Val: nVal, Reconstructor: o.Reconstructor, Features: F,
+		ShadowTrainer: set.trainer, ShadowsLoaded: set.loaded, ShadowsTrained: set.trained, ShadowSeconds: set.seconds,
+		ShadowLoadStart: set.loadStart, ShadowLoadEnd: set.loadEnd, ShadowBlock: set.blockSize, ShadowParallel: set.parallel}
 	if o.Reconstructor == "ridge" {
 		rr, err := fitRidge(xs[:nTr*F], ys[:nTr*d], nTr, F, d, o.RidgeLambda)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -34,9 +35,13 @@ type RecoNNExperiment struct {
 	Reconstructor        string // "mlp" or "ridge"
 	MLP                  MLPOptions
 	RidgeLambda          float64
-	Out                  string // when set: reconn_targets.csv and reconn_targets.png go here
-	Progress             func(phase string, done int)
-	Logf                 func(string, ...any)
+	// Trainer, ShadowBlock, Parallel and Checkpoint: as in RecoNNOptions.
+	Trainer               string
+	ShadowBlock, Parallel int
+	Checkpoint            string
+	Out                   string // when set: reconn_targets.csv and reconn_targets.png go here
+	Progress              func(phase string, done int)
+	Logf                  func(string, ...any)
 }
 
 // ProgressTotal is the number of units RunRecoNNExperiment reports through Progress:
@@ -61,6 +66,7 @@ type RecoNNReport struct {
 	ShadowsVal     int                 `json:"shadows_val"`
 	Reconstructor  string              `json:"reconstructor"`
 	Features       int                 `json:"features"`
+	Shadow         RecoNNShadowCost    `json:"shadow_training"`
 	RidgeLambda    float64             `json:"ridge_lambda,omitempty"`
 	TrainMSE       jsonfloat.Float     `json:"reconstructor_train_mse"`
 	ValMSE         jsonfloat.Float     `json:"reconstructor_val_mse"`
@@ -77,6 +83,23 @@ type RecoNNReport struct {
 	Seconds        float64             `json:"seconds"`
 	Files          []string            `json:"files,omitempty"`
 	Note           string              `json:"note"`
+}
+
+// RecoNNShadowCost is the shadow training of a run: the experiment's cost.
+// ShadowsPerSecond counts the shadows trained in this run (not those loaded from the
+// checkpoint) over its wall time, at the 1-minute load averages of its start and end
+// (-1: not readable).
+type RecoNNShadowCost struct {
+	Trainer          string          `json:"trainer"`
+	Loaded           int             `json:"loaded"`
+	Trained          int             `json:"trained"`
+	Seconds          float64         `json:"seconds"`
+	ShadowsPerSecond jsonfloat.Float `json:"shadows_per_second"`
+	LoadAvgStart     float64         `json:"load_avg_start"`
+	LoadAvgEnd       float64         `json:"load_avg_end"`
+	Block            int             `json:"block,omitempty"`
+	Parallel         int             `json:"parallel,omitempty"`
+	Checkpoint       string          `json:"checkpoint,omitempty"`
 }
 
 // RecoNNTargetEntry is one target of a RecoNNReport.
@@ -164,7 +187,8 @@ func RunRecoNNExperiment(ctx context.Context, e RecoNNExperiment) (*RecoNNReport
 	t0 := time.Now()
 	res, err := RunRecoNN(ctx, RecoNNOptions{Config: cfg, Fixed: s.fixed, Pool: s.pool, Targets: s.targets,
 		Shadows: e.Shadows, ValFraction: e.ValFraction, SameInit: e.SameInit, Reconstructor: e.Reconstructor,
-		MLP: e.MLP, RidgeLambda: e.RidgeLambda, Seed: cfg.Seed, Progress: e.Progress, Logf: e.Logf})
+		MLP: e.MLP, RidgeLambda: e.RidgeLambda, Trainer: e.Trainer, ShadowBlock: e.ShadowBlock, Parallel: e.Parallel,
+		Checkpoint: e.Checkpoint, Seed: cfg.Seed, Progress: e.Progress, Logf: e.Logf})
 	if err != nil {
 		return nil, err
 	}
@@ -187,6 +211,18 @@ func newRecoNNReport(cfg train.Config, e RecoNNExperiment, res *RecoNNResult) *R
 		MeanMSE: f(res.MeanMSE), MeanBaseline: f(res.MeanBaselineMSE), Epsilon: inf(res.Epsilon),
 		RDPOrder2: inf(res.RDPOrder2), BoundRDP: inf(res.BoundRDP), RDPViolations: res.RDPViolations, FILBelow: res.FILBelow,
 		Note: recoNNNote}
+	la := func(v float64) float64 {
+		if math.IsNaN(v) {
+			return -1
+		}
+		return v
+	}
+	out.Shadow = RecoNNShadowCost{Trainer: res.ShadowTrainer, Loaded: res.ShadowsLoaded, Trained: res.ShadowsTrained,
+		Seconds: res.ShadowSeconds, ShadowsPerSecond: f(math.NaN()), LoadAvgStart: la(res.ShadowLoadStart), LoadAvgEnd: la(res.ShadowLoadEnd),
+		Block: res.ShadowBlock, Parallel: res.ShadowParallel, Checkpoint: e.Checkpoint}
+	if res.ShadowsTrained > 0 && res.ShadowSeconds > 0 {
+		out.Shadow.ShadowsPerSecond = f(float64(res.ShadowsTrained) / res.ShadowSeconds)
+	}
 	var bounds []float64
 	for k, tg := range res.Targets {
 		out.Targets = append(out.Targets, RecoNNTargetEntry{Index: k, Label: tg.Label, MSE: f(tg.MSE), BaselineMSE: f(tg.BaselineMSE),
