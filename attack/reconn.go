@@ -68,6 +68,14 @@ type RecoNNTarget struct {
 	// mean ("perfect privacy" with a public label, Edmunds 2024, Table 3.5).
 	MSE         float64 `json:"mse"`
 	BaselineMSE float64 `json:"baseline_mse"`
+	// SSIM (Wang et al. 2004, 11×11 Gaussian window, σ = 1.5; 1 = identical) of the
+	// reconstruction and of each baseline: the class mean (BaselineSSIM), the pool's
+	// mean image (PriorMean*: no label) and the target's nearest neighbour in D₋ by
+	// MSE (Nearest*: an oracle reference line — it uses the target to choose —, Hayes
+	// et al.'s "NN baseline": below it a reconstruction is near-perfect).
+	SSIM, BaselineSSIM          float64
+	PriorMeanMSE, PriorMeanSSIM float64
+	NearestMSE, NearestSSIM     float64
 	// DFIL is the target's dFIL in its run and BoundFIL = 1/dFIL (Theorem 2: unbiased
 	// attackers only); BoundRDP is Theorem 1's bound of the run (any attacker).
 	DFIL     float64 `json:"dfil"`
@@ -86,6 +94,10 @@ type RecoNNResult struct {
 	TrainMSE, ValMSE, ValBaselineMSE float64
 	Targets                          []RecoNNTarget
 	MeanMSE, MeanBaselineMSE         float64
+	// Means over the targets of the SSIMs and of the other baselines (RecoNNTarget).
+	MeanSSIM, MeanBaselineSSIM          float64
+	MeanPriorMeanMSE, MeanPriorMeanSSIM float64
+	MeanNearestMSE, MeanNearestSSIM     float64
 	// Epsilon (at the recipe's δ), ε₂ and the Theorem 1 bound of the recipe (the
 	// same for every run of it).
 	Epsilon, RDPOrder2, BoundRDP float64
@@ -303,6 +315,38 @@ func RunRecoNN(ctx context.Context, o RecoNNOptions) (*RecoNNResult, error) {
 			res.ValBaselineMSE += mse(classMean[labels[k]*d:(labels[k]+1)*d], ys[k*d:(k+1)*d]) / float64(nVal)
 		}
 	}
+	// The prior's mean image and the SSIM of every image pair (per channel, averaged).
+	priorMean := make([]float64, d)
+	for c := 0; c < classes; c++ {
+		for j := 0; j < d; j++ {
+			priorMean[j] += classMean[c*d+j] * counts[c] / float64(o.Pool.N)
+		}
+	}
+	ssimW, err := NewSSIM(11, 1.5)
+	if err != nil {
+		return nil, err
+	}
+	ch, hh, ww := o.Targets.C, o.Targets.H, o.Targets.W
+	ssim := func(a, b []float64) float64 {
+		if hh < ssimW.Size || ww < ssimW.Size {
+			return math.NaN()
+		}
+		v := 0.0
+		for c := 0; c < ch; c++ {
+			x, err := ssimW.Index(a[c*hh*ww:(c+1)*hh*ww], b[c*hh*ww:(c+1)*hh*ww], hh, ww)
+			if err != nil {
+				return math.NaN()
+			}
+			v += x / float64(ch)
+		}
+		return v
+	}
+	fixedImg := make([]float64, o.Fixed.N*d)
+	for i := 0; i < o.Fixed.N; i++ {
+		for j, v := range o.Fixed.Image(i) {
+			fixedImg[i*d+j] = float64(v)
+		}
+	}
 	// The real targets.
 	res.Targets = make([]RecoNNTarget, o.Targets.N)
 	feat := make([]float64, F)
@@ -322,8 +366,17 @@ func RunRecoNN(ctx context.Context, o RecoNNOptions) (*RecoNNResult, error) {
 		for j, v := range img {
 			truth[j] = float64(v)
 		}
-		tg := RecoNNTarget{Label: lab, MSE: mse(out, truth), BaselineMSE: mse(classMean[lab*d:(lab+1)*d], truth),
+		cm := classMean[lab*d : (lab+1)*d]
+		tg := RecoNNTarget{Label: lab, MSE: mse(out, truth), BaselineMSE: mse(cm, truth), SSIM: ssim(out, truth), BaselineSSIM: ssim(cm, truth),
+			PriorMeanMSE: mse(priorMean, truth), PriorMeanSSIM: ssim(priorMean, truth), NearestMSE: math.Inf(1),
 			DFIL: math.NaN(), BoundFIL: math.Inf(1), BoundRDP: run.MSEBoundRDP, Reconstruction: make([]float32, d)}
+		near := 0
+		for i := 0; i < o.Fixed.N; i++ {
+			if e := mse(fixedImg[i*d:(i+1)*d], truth); e < tg.NearestMSE {
+				tg.NearestMSE, near = e, i
+			}
+		}
+		tg.NearestSSIM = ssim(fixedImg[near*d:(near+1)*d], truth)
 		for j, v := range out {
 			tg.Reconstruction[j] = float32(v)
 		}
@@ -339,7 +392,14 @@ func RunRecoNN(ctx context.Context, o RecoNNOptions) (*RecoNNResult, error) {
 			res.FILBelow++
 		}
 		res.MeanMSE += tg.MSE / float64(o.Targets.N)
-		res.MeanBaselineMSE += tg.BaselineMSE / float64(o.Targets.N)
+		nt := float64(o.Targets.N)
+		res.MeanBaselineMSE += tg.BaselineMSE / nt
+		res.MeanSSIM += tg.SSIM / nt
+		res.MeanBaselineSSIM += tg.BaselineSSIM / nt
+		res.MeanPriorMeanMSE += tg.PriorMeanMSE / nt
+		res.MeanPriorMeanSSIM += tg.PriorMeanSSIM / nt
+		res.MeanNearestMSE += tg.NearestMSE / nt
+		res.MeanNearestSSIM += tg.NearestSSIM / nt
 		res.Targets[t] = tg
 		prog("target")
 	}

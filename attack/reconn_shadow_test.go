@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/dpfil/dpfil/models"
@@ -139,6 +141,102 @@ func TestShadowBatchMatchesTrainRun(t *testing.T) {
 			if maxDiff > 1e-5 || maxMove < 1e-3 {
 				t.Errorf("%s %s C=%v model %d: max |batched − train.Run| = %.3g (parameters moved up to %.3g)", tc.model, tc.clip, tc.c, k, maxDiff, maxMove)
 			}
+		}
+	}
+}
+
+// A run that stops keeps its finished shadows in the checkpoint: resuming (from a
+// file with a torn last record) or extending a smaller set gives exactly the shadows,
+// and so the results, of one uninterrupted run, with either trainer; a checkpoint of
+// another experiment is refused.
+func TestRecoNNCheckpointResume(t *testing.T) {
+	fixed, pool, targets := reconnToy(5, 1), reconnToy(12, 2), reconnToy(1, 3)
+	for _, trainer := range []string{ShadowTrainerBatched, ShadowTrainerEngine} {
+		dir := t.TempDir()
+		opts := func(m int, ck string) RecoNNOptions {
+			cfg := reconnRecipe()
+			cfg.Steps, cfg.FILCoords = 2, 0
+			return RecoNNOptions{Config: cfg, Fixed: fixed, Pool: pool, Targets: targets, Shadows: m, Reconstructor: "ridge",
+				Trainer: trainer, ShadowBlock: 2, Checkpoint: ck, Seed: 5}
+		}
+		run := func(o RecoNNOptions) *RecoNNResult {
+			t.Helper()
+			res, err := RunRecoNN(context.Background(), o)
+			if err != nil {
+				t.Fatalf("%s: %v", trainer, err)
+			}
+			return res
+		}
+		same := func(what string, a, b *RecoNNResult) {
+			t.Helper()
+			if a.TrainMSE != b.TrainMSE || a.ValMSE != b.ValMSE || a.Targets[0].MSE != b.Targets[0].MSE {
+				t.Errorf("%s, %s: train %v / %v, val %v / %v, target %v / %v", trainer, what, a.TrainMSE, b.TrainMSE, a.ValMSE, b.ValMSE, a.Targets[0].MSE, b.Targets[0].MSE)
+			}
+		}
+		ck := dir + "/shadows.bin"
+		full := run(opts(6, ck))
+		if full.ShadowsTrained != 6 || full.ShadowTrainer != trainer {
+			t.Fatalf("%s: trained %d with %s", trainer, full.ShadowsTrained, full.ShadowTrainer)
+		}
+		same("no checkpoint", full, run(opts(6, "")))
+		again := run(opts(6, ck))
+		if again.ShadowsLoaded != 6 || again.ShadowsTrained != 0 {
+			t.Errorf("%s: rerun loaded %d, trained %d", trainer, again.ShadowsLoaded, again.ShadowsTrained)
+		}
+		same("all loaded", full, again)
+		// Keep 3 records and half of the 4th, as a killed run can leave it.
+		st, err := os.Stat(ck)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := (st.Size() - int64(len(shadowFileMagic)+1+32+1)) / 6
+		if err := os.Truncate(ck, st.Size()-3*rec+rec/2); err != nil {
+			t.Fatal(err)
+		}
+		resumed := run(opts(6, ck))
+		if resumed.ShadowsLoaded != 3 || resumed.ShadowsTrained != 3 {
+			t.Errorf("%s: resumed with %d loaded, %d trained", trainer, resumed.ShadowsLoaded, resumed.ShadowsTrained)
+		}
+		same("resumed", full, resumed)
+		ck2 := dir + "/grow.bin"
+		run(opts(4, ck2))
+		same("extended", full, run(opts(6, ck2)))
+		o := opts(6, ck)
+		o.Seed = 6
+		if _, err := RunRecoNN(context.Background(), o); err == nil || !strings.Contains(err.Error(), "another experiment") {
+			t.Errorf("%s: a checkpoint of another seed: %v", trainer, err)
+		}
+	}
+}
+
+// The batched trainer refuses what it does not implement, and auto falls back to
+// train.Run for it.
+func TestShadowTrainerChoice(t *testing.T) {
+	fixed, pool := reconnToy(5, 1), reconnToy(8, 2)
+	for _, tc := range []struct {
+		mod     func(*train.Config)
+		trainer string
+		want    string // "" = an error
+	}{
+		{func(*train.Config) {}, ShadowTrainerAuto, ShadowTrainerBatched},
+		{func(c *train.Config) { c.Batch = 3 }, ShadowTrainerAuto, ShadowTrainerEngine},
+		{func(c *train.Config) { c.Batch = 3 }, ShadowTrainerBatched, ""},
+		{func(c *train.Config) { c.Model = "mnist-cnn" }, ShadowTrainerBatched, ""},
+		{func(c *train.Config) { c.Sigma, c.TargetEpsilon = 0, 10 }, ShadowTrainerBatched, ""},
+		{func(c *train.Config) { c.Tuning.PruneFraction = 0.5 }, ShadowTrainerBatched, ""},
+		{func(*train.Config) {}, "gpu", ""},
+	} {
+		cfg := reconnRecipe()
+		cfg.Batch = fixed.N + 1
+		tc.mod(&cfg)
+		arch, err := models.ArchByName(cfg.Model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := RecoNNOptions{Config: cfg, Fixed: fixed, Pool: pool, Trainer: tc.trainer}
+		got, _, err := resolveTrainer(&o, arch)
+		if tc.want == "" && err == nil || tc.want != "" && (err != nil || got != tc.want) {
+			t.Errorf("%+v with %q: %q, %v (want %q)", cfg, tc.trainer, got, err, tc.want)
 		}
 	}
 }
