@@ -114,6 +114,7 @@ type RecoNNResult struct {
 	ShadowSeconds, ShadowLoadStart, ShadowLoadEnd float64
 	ShadowBlock, ShadowParallel                   int
 	RidgeLambda                                   float64 // the ridge reconstructor's relative penalty
+	BestEpoch                                     int     // the reconstructor network's epoch kept (MLPOptions.BestEpoch; 0 = the last)
 }
 
 // fixedInitModel trains every run from the initial weights of one seed.
@@ -289,11 +290,30 @@ func RunRecoNN(ctx context.Context, o RecoNNOptions) (*RecoNNResult, error) {
 		rec, res.RidgeLambda = rr, rr.lambda
 		logf("reconn: ridge penalty %g (relative)", rr.lambda)
 	} else {
-		r, err := fitMLP(xs[:nTr*F], ys[:nTr*d], nTr, F, d, o.MLP, rng.Uint64(), func(ep int, loss float64) {
+		vpred := make([]float64, nVal*d)
+		best, bestEpoch := math.Inf(1), 0
+		var bestParams [][]float64
+		r, err := fitMLP(xs[:nTr*F], ys[:nTr*d], nTr, F, d, o.MLP, rng.Uint64(), func(ep int, loss float64, r *mlpReconstructor) {
+			// The learning curve: training loss and held-out shadow MSE per epoch.
+			r.Predict(xs[nTr*F:], nVal, vpred)
+			v := 0.0
+			for i, p := range vpred {
+				v += (p - ys[nTr*d+i]) * (p - ys[nTr*d+i])
+			}
+			v /= float64(nVal * d)
+			logf("reconn: reconstructor epoch %d: training MSE %.5f, held-out shadow MSE %.5f", ep, loss, v)
+			if o.MLP.BestEpoch && v < best {
+				best, bestEpoch, bestParams = v, ep, r.snapshot()
+			}
 			prog("fit")
 		})
 		if err != nil {
 			return nil, err
+		}
+		if bestParams != nil {
+			r.restore(bestParams)
+			res.BestEpoch = bestEpoch
+			logf("reconn: kept the reconstructor of epoch %d (lowest held-out shadow MSE)", bestEpoch)
 		}
 		rec = r
 	}
@@ -388,7 +408,7 @@ func RunRecoNN(ctx context.Context, o RecoNNOptions) (*RecoNNResult, error) {
 		if tg.MSE < tg.BoundRDP {
 			res.RDPViolations++
 		}
-		if tg.MSE < tg.BoundFIL {
+		if run.DFIL != nil && tg.MSE < tg.BoundFIL { // without FIL there is no bound to be below
 			res.FILBelow++
 		}
 		res.MeanMSE += tg.MSE / float64(o.Targets.N)

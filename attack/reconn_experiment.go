@@ -68,6 +68,7 @@ type RecoNNReport struct {
 	Features       int              `json:"features"`
 	Shadow         RecoNNShadowCost `json:"shadow_training"`
 	RidgeLambda    float64          `json:"ridge_lambda,omitempty"`
+	BestEpoch      int              `json:"reconstructor_best_epoch,omitempty"` // the epoch kept by --rec-best-epoch
 	TrainMSE       jsonfloat.Float  `json:"reconstructor_train_mse"`
 	ValMSE         jsonfloat.Float  `json:"reconstructor_val_mse"`
 	ValBaselineMSE jsonfloat.Float  `json:"val_baseline_mse"`
@@ -223,7 +224,7 @@ func newRecoNNReport(cfg train.Config, e RecoNNExperiment, res *RecoNNResult) *R
 	inf := func(v float64) jsonfloat.Inf { return jsonfloat.Inf(v) }
 	out := &RecoNNReport{Config: cfg, Dataset: cfg.Dataset, Fixed: e.Fixed, Pool: e.Pool, SameInit: e.SameInit,
 		Shadows: res.Shadows, ShadowsTrain: res.Train, ShadowsVal: res.Val, Reconstructor: res.Reconstructor, Features: res.Features,
-		RidgeLambda: res.RidgeLambda, TrainMSE: f(res.TrainMSE), ValMSE: f(res.ValMSE), ValBaselineMSE: f(res.ValBaselineMSE),
+		RidgeLambda: res.RidgeLambda, BestEpoch: res.BestEpoch, TrainMSE: f(res.TrainMSE), ValMSE: f(res.ValMSE), ValBaselineMSE: f(res.ValBaselineMSE),
 		MeanMSE: f(res.MeanMSE), MeanBaseline: f(res.MeanBaselineMSE), MeanSSIM: f(res.MeanSSIM), MeanBaselineSSIM: f(res.MeanBaselineSSIM),
 		MeanPriorMeanMSE: f(res.MeanPriorMeanMSE), MeanPriorMeanSSIM: f(res.MeanPriorMeanSSIM), MeanNearestMSE: f(res.MeanNearestMSE),
 		MeanNearestSSIM: f(res.MeanNearestSSIM), Epsilon: inf(res.Epsilon),

@@ -195,6 +195,21 @@ type mlpReconstructor struct {
 	be     models.Backend[float32]
 }
 
+// snapshot returns a copy of the network's parameters; restore sets them back.
+func (r *mlpReconstructor) snapshot() [][]float64 {
+	return [][]float64{append([]float64(nil), r.w1...), append([]float64(nil), r.b1...), append([]float64(nil), r.w2...), append([]float64(nil), r.b2...)}
+}
+
+func (r *mlpReconstructor) restore(s [][]float64) {
+	copy(r.w1, s[0])
+	copy(r.b1, s[1])
+	copy(r.w2, s[2])
+	copy(r.b2, s[3])
+	for i, v := range r.w1 {
+		r.w1f[i] = float32(v)
+	}
+}
+
 // MLPOptions are the reconstructor network's training settings.
 type MLPOptions struct {
 	Hidden int     // hidden width H (default 256)
@@ -202,6 +217,10 @@ type MLPOptions struct {
 	Batch  int     // mini-batch (default 32)
 	LR     float64 // Adam step size (default 1e-3)
 	Decay  float64 // L2 weight decay (default 0)
+	// BestEpoch keeps the weights of the epoch with the lowest held-out shadow MSE
+	// (early stopping; the held-out shadows then select the network, and only the
+	// targets measure it without bias).
+	BestEpoch bool
 }
 
 func (o *MLPOptions) defaults() {
@@ -249,8 +268,9 @@ func gemm(ta, tb bool, m, n, k int, alpha float64, a []float64, lda int, b []flo
 }
 
 // fitMLP trains the reconstructor network on m rows; progress (optional) receives the
+// network after every epoch (to evaluate it), the
 // epoch and its mean training loss per pixel.
-func fitMLP(x, y []float64, m, f, d int, opt MLPOptions, seed uint64, progress func(epoch int, loss float64)) (*mlpReconstructor, error) {
+func fitMLP(x, y []float64, m, f, d int, opt MLPOptions, seed uint64, progress func(epoch int, loss float64, r *mlpReconstructor)) (*mlpReconstructor, error) {
 	opt.defaults()
 	if err := opt.validate(); err != nil {
 		return nil, err
@@ -371,7 +391,7 @@ func fitMLP(x, y []float64, m, f, d int, opt MLPOptions, seed uint64, progress f
 			return nil, fmt.Errorf("reconstructor network diverged in epoch %d (lower its learning rate)", ep+1)
 		}
 		if progress != nil {
-			progress(ep+1, epLoss/float64(m))
+			progress(ep+1, epLoss/float64(m), r)
 		}
 	}
 	return r, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -245,5 +246,36 @@ func TestMLPReconstructorLearns(t *testing.T) {
 	}
 	if !(e < 0.1*e0) {
 		t.Errorf("held-out MSE %.4g, mean image %.4g: want below a tenth", e/(m-tr)/d, e0/(m-tr)/d)
+	}
+}
+
+// --rec-best-epoch keeps the epoch with the lowest held-out shadow MSE: the result's
+// held-out MSE is the minimum of the learning curve the run logs.
+func TestRecoNNBestEpoch(t *testing.T) {
+	fixed, pool, targets := reconnToy(5, 1), reconnToy(20, 2), reconnToy(1, 3)
+	cfg := reconnRecipe()
+	cfg.Steps, cfg.FILCoords = 2, 0
+	var curve []float64
+	res, err := RunRecoNN(context.Background(), RecoNNOptions{Config: cfg, Fixed: fixed, Pool: pool, Targets: targets, Shadows: 20,
+		ValFraction: 0.25, MLP: MLPOptions{Hidden: 16, Epochs: 12, LR: 1e-2, BestEpoch: true}, Seed: 2,
+		Logf: func(format string, a ...any) {
+			if strings.Contains(format, "reconstructor epoch") {
+				curve = append(curve, a[2].(float64))
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(curve) != 12 {
+		t.Fatalf("%d epochs logged", len(curve))
+	}
+	best := 0
+	for i, v := range curve {
+		if v < curve[best] {
+			best = i
+		}
+	}
+	if res.BestEpoch != best+1 || math.Abs(res.ValMSE-curve[best]) > 1e-12 {
+		t.Errorf("kept epoch %d with held-out MSE %v; curve %v", res.BestEpoch, res.ValMSE, curve)
 	}
 }
