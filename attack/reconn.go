@@ -70,9 +70,9 @@ type RecoNNTarget struct {
 	BaselineMSE float64 `json:"baseline_mse"`
 	// SSIM (Wang et al. 2004, 11×11 Gaussian window, σ = 1.5; 1 = identical) of the
 	// reconstruction and of each baseline: the class mean (BaselineSSIM), the pool's
-	// mean image (PriorMean*: no label) and the target's nearest neighbour in D₋ by
-	// MSE (Nearest*: an oracle reference line — it uses the target to choose —, Hayes
-	// et al.'s "NN baseline": below it a reconstruction is near-perfect).
+	// mean image (PriorMean*: no label) and the target's nearest neighbour in D₋ ∪
+	// pool by MSE (Nearest*: an oracle reference line — it uses the target to choose
+	// —, Hayes et al.'s "NN baseline": below it a reconstruction is near-perfect).
 	SSIM, BaselineSSIM          float64
 	PriorMeanMSE, PriorMeanSSIM float64
 	NearestMSE, NearestSSIM     float64
@@ -361,11 +361,27 @@ func RunRecoNN(ctx context.Context, o RecoNNOptions) (*RecoNNResult, error) {
 		}
 		return v
 	}
-	fixedImg := make([]float64, o.Fixed.N*d)
-	for i := 0; i < o.Fixed.N; i++ {
-		for j, v := range o.Fixed.Image(i) {
-			fixedImg[i*d+j] = float64(v)
+	// nearest returns the image of D₋ ∪ pool closest to x in MSE and that MSE.
+	nearest := func(x []float64) ([]float64, float64) {
+		best, bestImg := math.Inf(1), []float32(nil)
+		for _, ds := range []*data.Dataset{o.Fixed, o.Pool} {
+			for i := 0; i < ds.N; i++ {
+				img := ds.Image(i)
+				e := 0.0
+				for j, v := range img {
+					dv := float64(v) - x[j]
+					e += dv * dv
+				}
+				if e < best {
+					best, bestImg = e, img
+				}
+			}
 		}
+		out := make([]float64, d)
+		for j, v := range bestImg {
+			out[j] = float64(v)
+		}
+		return out, best / float64(d)
 	}
 	// The real targets.
 	res.Targets = make([]RecoNNTarget, o.Targets.N)
@@ -388,15 +404,11 @@ func RunRecoNN(ctx context.Context, o RecoNNOptions) (*RecoNNResult, error) {
 		}
 		cm := classMean[lab*d : (lab+1)*d]
 		tg := RecoNNTarget{Label: lab, MSE: mse(out, truth), BaselineMSE: mse(cm, truth), SSIM: ssim(out, truth), BaselineSSIM: ssim(cm, truth),
-			PriorMeanMSE: mse(priorMean, truth), PriorMeanSSIM: ssim(priorMean, truth), NearestMSE: math.Inf(1),
+			PriorMeanMSE: mse(priorMean, truth), PriorMeanSSIM: ssim(priorMean, truth),
 			DFIL: math.NaN(), BoundFIL: math.Inf(1), BoundRDP: run.MSEBoundRDP, Reconstruction: make([]float32, d)}
-		near := 0
-		for i := 0; i < o.Fixed.N; i++ {
-			if e := mse(fixedImg[i*d:(i+1)*d], truth); e < tg.NearestMSE {
-				tg.NearestMSE, near = e, i
-			}
-		}
-		tg.NearestSSIM = ssim(fixedImg[near*d:(near+1)*d], truth)
+		nImg, nMSE := nearest(truth)
+		tg.NearestMSE = nMSE
+		tg.NearestSSIM = ssim(nImg, truth)
 		for j, v := range out {
 			tg.Reconstruction[j] = float32(v)
 		}

@@ -76,7 +76,7 @@ type RecoNNReport struct {
 	MeanBaseline   jsonfloat.Float  `json:"mean_baseline_mse"`
 	// Means over the targets: SSIM of the reconstructions and of the class-mean
 	// baseline, MSE and SSIM of the prior's mean image and of the nearest neighbour in
-	// D₋ (an oracle reference line).
+	// D₋ ∪ pool (an oracle reference line).
 	MeanSSIM          jsonfloat.Float     `json:"mean_ssim"`
 	MeanBaselineSSIM  jsonfloat.Float     `json:"mean_baseline_ssim"`
 	MeanPriorMeanMSE  jsonfloat.Float     `json:"mean_prior_mean_mse"`
@@ -130,7 +130,7 @@ type RecoNNTargetEntry struct {
 }
 
 const recoNNNote = "MSE = ‖x̂ − x‖²/d on [0,1] pixels; SSIM (Wang et al. 2004, 11×11 Gaussian window σ = 1.5, K1 = 0.01, K2 = 0.03, L = 1, mean over the valid windows; 1 = identical). " +
-	"Baselines: baseline_* = the pool's class mean (the label is public), prior_mean_* = the pool's mean image, nearest_* = the target's nearest neighbour in D₋ by MSE (an oracle reference line: it uses the target). mse_bound_rdp (Theorem 1) holds for every attacker in expectation; " +
+	"Baselines: baseline_* = the pool's class mean (the label is public), prior_mean_* = the pool's mean image, nearest_* = the target's nearest neighbour in D₋ ∪ pool by MSE (an oracle reference line: it uses the target). mse_bound_rdp (Theorem 1) holds for every attacker in expectation; " +
 	"mse_bound_fil = 1/dFIL (Theorem 2) only for unbiased ones, and RecoNN is biased (it outputs prior-like images), so it may go below it"
 
 // recoNNSplits are D₋, the pool and the targets of an experiment.

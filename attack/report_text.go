@@ -85,7 +85,7 @@ func (r *RecoNNReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "reconstructor MSE: train %.4g, held-out shadows %.4g (label-only baseline %.4g)\n", float64(r.TrainMSE), float64(r.ValMSE), float64(r.ValBaselineMSE))
 	fmt.Fprintf(w, "targets: mean MSE %.4g vs label-only baseline %.4g; ε = %.4g, ε₂ = %.4g → Theorem 1 bound %.4g (%d targets below it); median 1/dFIL %.4g (%d of %d targets below it)\n",
 		float64(r.MeanMSE), float64(r.MeanBaseline), float64(r.Epsilon), float64(r.RDPOrder2), float64(r.BoundRDP), r.RDPViolations, float64(r.MedianBoundFIL), r.FILBelow, len(r.Targets))
-	fmt.Fprintf(w, "targets: mean SSIM %.4g; baselines (MSE / SSIM): class mean %.4g / %.4g, prior mean %.4g / %.4g, nearest neighbour in D₋ (oracle) %.4g / %.4g\n",
+	fmt.Fprintf(w, "targets: mean SSIM %.4g; baselines (MSE / SSIM): class mean %.4g / %.4g, prior mean %.4g / %.4g, nearest neighbour in D₋ ∪ pool (oracle) %.4g / %.4g\n",
 		float64(r.MeanSSIM), float64(r.MeanBaseline), float64(r.MeanBaselineSSIM), float64(r.MeanPriorMeanMSE), float64(r.MeanPriorMeanSSIM),
 		float64(r.MeanNearestMSE), float64(r.MeanNearestSSIM))
 	if len(r.Files) > 0 {
