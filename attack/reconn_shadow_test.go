@@ -240,3 +240,27 @@ func TestShadowTrainerChoice(t *testing.T) {
 		}
 	}
 }
+
+// Shadow k is the same model whatever the block size and the number of blocks
+// trained at once: the results of a run do not depend on them.
+func TestRecoNNShadowBlockInvariance(t *testing.T) {
+	fixed, pool, targets := reconnToy(5, 1), reconnToy(9, 2), reconnToy(1, 3)
+	var ref *RecoNNResult
+	for _, bp := range [][2]int{{1, 1}, {4, 2}, {9, 1}, {2, 3}} {
+		cfg := reconnRecipe()
+		cfg.Steps, cfg.FILCoords = 2, 0
+		res, err := RunRecoNN(context.Background(), RecoNNOptions{Config: cfg, Fixed: fixed, Pool: pool, Targets: targets, Shadows: 9,
+			Reconstructor: "ridge", Trainer: ShadowTrainerBatched, ShadowBlock: bp[0], Parallel: bp[1], Seed: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ref == nil {
+			ref = res
+			continue
+		}
+		if res.TrainMSE != ref.TrainMSE || res.ValMSE != ref.ValMSE || res.Targets[0].MSE != ref.Targets[0].MSE {
+			t.Errorf("block %d, parallel %d: train %v, val %v, target %v; block 1: %v, %v, %v", bp[0], bp[1],
+				res.TrainMSE, res.ValMSE, res.Targets[0].MSE, ref.TrainMSE, ref.ValMSE, ref.Targets[0].MSE)
+		}
+	}
+}
