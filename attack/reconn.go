@@ -44,7 +44,18 @@ type RecoNNOptions struct {
 	Reconstructor string
 	MLP           MLPOptions
 	RidgeLambda   float64 // relative ridge penalty (0: chosen by leave-one-out error)
-	Seed          uint64
+	// Trainer trains the shadows: ShadowTrainerAuto (default), ShadowTrainerBatched or
+	// ShadowTrainerEngine (reconn_shadowset.go). The targets are always trained with
+	// train.Run (their FIL and privacy accounting come from it).
+	Trainer string
+	// ShadowBlock is the number of shadows the batched trainer trains together
+	// (default 32), Parallel the blocks trained at once (default GOMAXPROCS).
+	ShadowBlock, Parallel int
+	// Checkpoint, when set, is the file the shadow set is appended to block by block
+	// and resumed from: a run that stops keeps every finished block, and a larger
+	// Shadows extends the set.
+	Checkpoint string
+	Seed       uint64
 	// Progress receives the phase ("shadow", "target", "fit") and the units done.
 	Progress func(phase string, done int)
 	Logf     func(string, ...any)
@@ -57,6 +68,14 @@ type RecoNNTarget struct {
 	// mean ("perfect privacy" with a public label, Edmunds 2024, Table 3.5).
 	MSE         float64 `json:"mse"`
 	BaselineMSE float64 `json:"baseline_mse"`
+	// SSIM (Wang et al. 2004, 11×11 Gaussian window, σ = 1.5; 1 = identical) of the
+	// reconstruction and of each baseline: the class mean (BaselineSSIM), the pool's
+	// mean image (PriorMean*: no label) and the target's nearest neighbour in D₋ ∪
+	// pool by MSE (Nearest*: an oracle reference line — it uses the target to choose
+	// —, Hayes et al.'s "NN baseline": below it a reconstruction is near-perfect).
+	SSIM, BaselineSSIM          float64
+	PriorMeanMSE, PriorMeanSSIM float64
+	NearestMSE, NearestSSIM     float64
 	// DFIL is the target's dFIL in its run and BoundFIL = 1/dFIL (Theorem 2: unbiased
 	// attackers only); BoundRDP is Theorem 1's bound of the run (any attacker).
 	DFIL     float64 `json:"dfil"`
@@ -75,6 +94,10 @@ type RecoNNResult struct {
 	TrainMSE, ValMSE, ValBaselineMSE float64
 	Targets                          []RecoNNTarget
 	MeanMSE, MeanBaselineMSE         float64
+	// Means over the targets of the SSIMs and of the other baselines (RecoNNTarget).
+	MeanSSIM, MeanBaselineSSIM          float64
+	MeanPriorMeanMSE, MeanPriorMeanSSIM float64
+	MeanNearestMSE, MeanNearestSSIM     float64
 	// Epsilon (at the recipe's δ), ε₂ and the Theorem 1 bound of the recipe (the
 	// same for every run of it).
 	Epsilon, RDPOrder2, BoundRDP float64
@@ -82,8 +105,16 @@ type RecoNNResult struct {
 	// up to Monte Carlo noise: the bound is on the expectation), FILBelow those below
 	// 1/dFIL (allowed: RecoNN is biased).
 	RDPViolations, FILBelow int
-	Features                int     // length of the reconstructor's input (parameters + one-hot label)
-	RidgeLambda             float64 // the ridge reconstructor's relative penalty
+	Features                int // length of the reconstructor's input (parameters + one-hot label)
+	// Shadow training: the trainer used, the shadows loaded from the checkpoint and
+	// trained in this run, its wall seconds and the 1-minute load averages at its start
+	// and end.
+	ShadowTrainer                                 string
+	ShadowsLoaded, ShadowsTrained                 int
+	ShadowSeconds, ShadowLoadStart, ShadowLoadEnd float64
+	ShadowBlock, ShadowParallel                   int
+	RidgeLambda                                   float64 // the ridge reconstructor's relative penalty
+	BestEpoch                                     int     // the reconstructor network's epoch kept (MLPOptions.BestEpoch; 0 = the last)
 }
 
 // fixedInitModel trains every run from the initial weights of one seed.
@@ -205,26 +236,24 @@ func RunRecoNN(ctx context.Context, o RecoNNOptions) (*RecoNNResult, error) {
 	}
 	// Shadow models.
 	m := o.Shadows
-	xs := make([]float64, m*F)
-	ys := make([]float64, m*d)
-	labels := make([]int, m)
-	perm := rng.Perm(o.Pool.N)
-	for k := 0; k < m; k++ {
-		if err := ctx.Err(); err != nil {
+	set, err := trainShadowSet(ctx, &o, arch, rng, initSeed, F, func(img []float32, label int, seed uint64) ([]float32, error) {
+		res, err := runOne(img, label, seed, false)
+		if err != nil {
 			return nil, err
 		}
-		i := perm[k%len(perm)]
-		img, lab := o.Pool.Image(i), o.Pool.Labels[i]
-		res, err := runOne(img, lab, rng.Uint64(), false)
-		if err != nil {
-			return nil, fmt.Errorf("reconn shadow %d: %w", k+1, err)
-		}
-		features(res, lab, xs[k*F:(k+1)*F])
-		for j, v := range img {
+		return res.Repeats[0].Params, nil
+	}, logf)
+	if err != nil {
+		return nil, err
+	}
+	xs := set.xs
+	ys := make([]float64, m*d)
+	labels := make([]int, m)
+	for k, i := range set.pool {
+		for j, v := range o.Pool.Image(i) {
 			ys[k*d+j] = float64(v)
 		}
-		labels[k] = lab
-		prog("shadow")
+		labels[k] = o.Pool.Labels[i]
 	}
 	nVal := max(1, int(math.Round(o.ValFraction*float64(m))))
 	nTr := m - nVal
@@ -250,7 +279,9 @@ func RunRecoNN(ctx context.Context, o RecoNNOptions) (*RecoNNResult, error) {
 	}
 	logf("reconn: fitting the %s reconstructor on %d shadow models (%d features), %d held out", o.Reconstructor, nTr, F, nVal)
 	var rec Reconstructor
-	res := &RecoNNResult{Shadows: m, Train: nTr, Val: nVal, Reconstructor: o.Reconstructor, Features: F}
+	res := &RecoNNResult{Shadows: m, Train: nTr, Val: nVal, Reconstructor: o.Reconstructor, Features: F,
+		ShadowTrainer: set.trainer, ShadowsLoaded: set.loaded, ShadowsTrained: set.trained, ShadowSeconds: set.seconds,
+		ShadowLoadStart: set.loadStart, ShadowLoadEnd: set.loadEnd, ShadowBlock: set.blockSize, ShadowParallel: set.parallel}
 	if o.Reconstructor == "ridge" {
 		rr, err := fitRidge(xs[:nTr*F], ys[:nTr*d], nTr, F, d, o.RidgeLambda)
 		if err != nil {
@@ -259,11 +290,30 @@ func RunRecoNN(ctx context.Context, o RecoNNOptions) (*RecoNNResult, error) {
 		rec, res.RidgeLambda = rr, rr.lambda
 		logf("reconn: ridge penalty %g (relative)", rr.lambda)
 	} else {
-		r, err := fitMLP(xs[:nTr*F], ys[:nTr*d], nTr, F, d, o.MLP, rng.Uint64(), func(ep int, loss float64) {
+		vpred := make([]float64, nVal*d)
+		best, bestEpoch := math.Inf(1), 0
+		var bestParams [][]float64
+		r, err := fitMLP(xs[:nTr*F], ys[:nTr*d], nTr, F, d, o.MLP, rng.Uint64(), func(ep int, loss float64, r *mlpReconstructor) {
+			// The learning curve: training loss and held-out shadow MSE per epoch.
+			r.Predict(xs[nTr*F:], nVal, vpred)
+			v := 0.0
+			for i, p := range vpred {
+				v += (p - ys[nTr*d+i]) * (p - ys[nTr*d+i])
+			}
+			v /= float64(nVal * d)
+			logf("reconn: reconstructor epoch %d: training MSE %.5f, held-out shadow MSE %.5f", ep, loss, v)
+			if o.MLP.BestEpoch && v < best {
+				best, bestEpoch, bestParams = v, ep, r.snapshot()
+			}
 			prog("fit")
 		})
 		if err != nil {
 			return nil, err
+		}
+		if bestParams != nil {
+			r.restore(bestParams)
+			res.BestEpoch = bestEpoch
+			logf("reconn: kept the reconstructor of epoch %d (lowest held-out shadow MSE)", bestEpoch)
 		}
 		rec = r
 	}
@@ -285,6 +335,54 @@ func RunRecoNN(ctx context.Context, o RecoNNOptions) (*RecoNNResult, error) {
 			res.ValBaselineMSE += mse(classMean[labels[k]*d:(labels[k]+1)*d], ys[k*d:(k+1)*d]) / float64(nVal)
 		}
 	}
+	// The prior's mean image and the SSIM of every image pair (per channel, averaged).
+	priorMean := make([]float64, d)
+	for c := 0; c < classes; c++ {
+		for j := 0; j < d; j++ {
+			priorMean[j] += classMean[c*d+j] * counts[c] / float64(o.Pool.N)
+		}
+	}
+	ssimW, err := NewSSIM(11, 1.5)
+	if err != nil {
+		return nil, err
+	}
+	ch, hh, ww := o.Targets.C, o.Targets.H, o.Targets.W
+	ssim := func(a, b []float64) float64 {
+		if hh < ssimW.Size || ww < ssimW.Size {
+			return math.NaN()
+		}
+		v := 0.0
+		for c := 0; c < ch; c++ {
+			x, err := ssimW.Index(a[c*hh*ww:(c+1)*hh*ww], b[c*hh*ww:(c+1)*hh*ww], hh, ww)
+			if err != nil {
+				return math.NaN()
+			}
+			v += x / float64(ch)
+		}
+		return v
+	}
+	// nearest returns the image of D₋ ∪ pool closest to x in MSE and that MSE.
+	nearest := func(x []float64) ([]float64, float64) {
+		best, bestImg := math.Inf(1), []float32(nil)
+		for _, ds := range []*data.Dataset{o.Fixed, o.Pool} {
+			for i := 0; i < ds.N; i++ {
+				img := ds.Image(i)
+				e := 0.0
+				for j, v := range img {
+					dv := float64(v) - x[j]
+					e += dv * dv
+				}
+				if e < best {
+					best, bestImg = e, img
+				}
+			}
+		}
+		out := make([]float64, d)
+		for j, v := range bestImg {
+			out[j] = float64(v)
+		}
+		return out, best / float64(d)
+	}
 	// The real targets.
 	res.Targets = make([]RecoNNTarget, o.Targets.N)
 	feat := make([]float64, F)
@@ -304,8 +402,13 @@ func RunRecoNN(ctx context.Context, o RecoNNOptions) (*RecoNNResult, error) {
 		for j, v := range img {
 			truth[j] = float64(v)
 		}
-		tg := RecoNNTarget{Label: lab, MSE: mse(out, truth), BaselineMSE: mse(classMean[lab*d:(lab+1)*d], truth),
+		cm := classMean[lab*d : (lab+1)*d]
+		tg := RecoNNTarget{Label: lab, MSE: mse(out, truth), BaselineMSE: mse(cm, truth), SSIM: ssim(out, truth), BaselineSSIM: ssim(cm, truth),
+			PriorMeanMSE: mse(priorMean, truth), PriorMeanSSIM: ssim(priorMean, truth),
 			DFIL: math.NaN(), BoundFIL: math.Inf(1), BoundRDP: run.MSEBoundRDP, Reconstruction: make([]float32, d)}
+		nImg, nMSE := nearest(truth)
+		tg.NearestMSE = nMSE
+		tg.NearestSSIM = ssim(nImg, truth)
 		for j, v := range out {
 			tg.Reconstruction[j] = float32(v)
 		}
@@ -317,11 +420,18 @@ func RunRecoNN(ctx context.Context, o RecoNNOptions) (*RecoNNResult, error) {
 		if tg.MSE < tg.BoundRDP {
 			res.RDPViolations++
 		}
-		if tg.MSE < tg.BoundFIL {
+		if run.DFIL != nil && tg.MSE < tg.BoundFIL { // without FIL there is no bound to be below
 			res.FILBelow++
 		}
 		res.MeanMSE += tg.MSE / float64(o.Targets.N)
-		res.MeanBaselineMSE += tg.BaselineMSE / float64(o.Targets.N)
+		nt := float64(o.Targets.N)
+		res.MeanBaselineMSE += tg.BaselineMSE / nt
+		res.MeanSSIM += tg.SSIM / nt
+		res.MeanBaselineSSIM += tg.BaselineSSIM / nt
+		res.MeanPriorMeanMSE += tg.PriorMeanMSE / nt
+		res.MeanPriorMeanSSIM += tg.PriorMeanSSIM / nt
+		res.MeanNearestMSE += tg.NearestMSE / nt
+		res.MeanNearestSSIM += tg.NearestSSIM / nt
 		res.Targets[t] = tg
 		prog("target")
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -34,9 +35,13 @@ type RecoNNExperiment struct {
 	Reconstructor        string // "mlp" or "ridge"
 	MLP                  MLPOptions
 	RidgeLambda          float64
-	Out                  string // when set: reconn_targets.csv and reconn_targets.png go here
-	Progress             func(phase string, done int)
-	Logf                 func(string, ...any)
+	// Trainer, ShadowBlock, Parallel and Checkpoint: as in RecoNNOptions.
+	Trainer               string
+	ShadowBlock, Parallel int
+	Checkpoint            string
+	Out                   string // when set: reconn_targets.csv and reconn_targets.png go here
+	Progress              func(phase string, done int)
+	Logf                  func(string, ...any)
 }
 
 // ProgressTotal is the number of units RunRecoNNExperiment reports through Progress:
@@ -51,46 +56,81 @@ func (e RecoNNExperiment) ProgressTotal() int {
 
 // RecoNNReport is the outcome of RunRecoNNExperiment. MSE = ‖x̂ − x‖²/d on [0,1] pixels.
 type RecoNNReport struct {
-	Config         train.Config        `json:"recipe"`
-	Dataset        string              `json:"dataset"`
-	Fixed          int                 `json:"fixed"`
-	Pool           int                 `json:"pool"`
-	SameInit       bool                `json:"same_init"`
-	Shadows        int                 `json:"shadows"`
-	ShadowsTrain   int                 `json:"shadows_train"`
-	ShadowsVal     int                 `json:"shadows_val"`
-	Reconstructor  string              `json:"reconstructor"`
-	Features       int                 `json:"features"`
-	RidgeLambda    float64             `json:"ridge_lambda,omitempty"`
-	TrainMSE       jsonfloat.Float     `json:"reconstructor_train_mse"`
-	ValMSE         jsonfloat.Float     `json:"reconstructor_val_mse"`
-	ValBaselineMSE jsonfloat.Float     `json:"val_baseline_mse"`
-	MeanMSE        jsonfloat.Float     `json:"mean_mse"`
-	MeanBaseline   jsonfloat.Float     `json:"mean_baseline_mse"`
-	Epsilon        jsonfloat.Inf       `json:"epsilon"`
-	RDPOrder2      jsonfloat.Inf       `json:"rdp_order2"`
-	BoundRDP       jsonfloat.Inf       `json:"mse_bound_rdp"`
-	MedianBoundFIL jsonfloat.Inf       `json:"median_mse_bound_fil"` // median of 1/dFIL over the targets with a dFIL
-	RDPViolations  int                 `json:"rdp_violations"`
-	FILBelow       int                 `json:"targets_below_fil_bound"`
-	Targets        []RecoNNTargetEntry `json:"targets"`
-	Seconds        float64             `json:"seconds"`
-	Files          []string            `json:"files,omitempty"`
-	Note           string              `json:"note"`
+	Config         train.Config     `json:"recipe"`
+	Dataset        string           `json:"dataset"`
+	Fixed          int              `json:"fixed"`
+	Pool           int              `json:"pool"`
+	SameInit       bool             `json:"same_init"`
+	Shadows        int              `json:"shadows"`
+	ShadowsTrain   int              `json:"shadows_train"`
+	ShadowsVal     int              `json:"shadows_val"`
+	Reconstructor  string           `json:"reconstructor"`
+	Features       int              `json:"features"`
+	Shadow         RecoNNShadowCost `json:"shadow_training"`
+	RidgeLambda    float64          `json:"ridge_lambda,omitempty"`
+	BestEpoch      int              `json:"reconstructor_best_epoch,omitempty"` // the epoch kept by --rec-best-epoch
+	TrainMSE       jsonfloat.Float  `json:"reconstructor_train_mse"`
+	ValMSE         jsonfloat.Float  `json:"reconstructor_val_mse"`
+	ValBaselineMSE jsonfloat.Float  `json:"val_baseline_mse"`
+	MeanMSE        jsonfloat.Float  `json:"mean_mse"`
+	MeanBaseline   jsonfloat.Float  `json:"mean_baseline_mse"`
+	// Means over the targets: SSIM of the reconstructions and of the class-mean
+	// baseline, MSE and SSIM of the prior's mean image and of the nearest neighbour in
+	// D₋ ∪ pool (an oracle reference line).
+	MeanSSIM          jsonfloat.Float     `json:"mean_ssim"`
+	MeanBaselineSSIM  jsonfloat.Float     `json:"mean_baseline_ssim"`
+	MeanPriorMeanMSE  jsonfloat.Float     `json:"mean_prior_mean_mse"`
+	MeanPriorMeanSSIM jsonfloat.Float     `json:"mean_prior_mean_ssim"`
+	MeanNearestMSE    jsonfloat.Float     `json:"mean_nearest_mse"`
+	MeanNearestSSIM   jsonfloat.Float     `json:"mean_nearest_ssim"`
+	Epsilon           jsonfloat.Inf       `json:"epsilon"`
+	RDPOrder2         jsonfloat.Inf       `json:"rdp_order2"`
+	BoundRDP          jsonfloat.Inf       `json:"mse_bound_rdp"`
+	MedianBoundFIL    jsonfloat.Inf       `json:"median_mse_bound_fil"` // median of 1/dFIL over the targets with a dFIL
+	RDPViolations     int                 `json:"rdp_violations"`
+	FILBelow          int                 `json:"targets_below_fil_bound"`
+	Targets           []RecoNNTargetEntry `json:"targets"`
+	Seconds           float64             `json:"seconds"`
+	Files             []string            `json:"files,omitempty"`
+	Note              string              `json:"note"`
+}
+
+// RecoNNShadowCost is the shadow training of a run: the experiment's cost.
+// ShadowsPerSecond counts the shadows trained in this run (not those loaded from the
+// checkpoint) over its wall time, at the 1-minute load averages of its start and end
+// (-1: not readable).
+type RecoNNShadowCost struct {
+	Trainer          string          `json:"trainer"`
+	Loaded           int             `json:"loaded"`
+	Trained          int             `json:"trained"`
+	Seconds          float64         `json:"seconds"`
+	ShadowsPerSecond jsonfloat.Float `json:"shadows_per_second"`
+	LoadAvgStart     float64         `json:"load_avg_start"`
+	LoadAvgEnd       float64         `json:"load_avg_end"`
+	Block            int             `json:"block,omitempty"`
+	Parallel         int             `json:"parallel,omitempty"`
+	Checkpoint       string          `json:"checkpoint,omitempty"`
 }
 
 // RecoNNTargetEntry is one target of a RecoNNReport.
 type RecoNNTargetEntry struct {
-	Index       int             `json:"test_index"`
-	Label       int             `json:"label"`
-	MSE         jsonfloat.Float `json:"mse"`
-	BaselineMSE jsonfloat.Float `json:"baseline_mse"`
-	DFIL        jsonfloat.Float `json:"dfil"`
-	BoundFIL    jsonfloat.Inf   `json:"mse_bound_fil"`
-	BoundRDP    jsonfloat.Inf   `json:"mse_bound_rdp"`
+	Index         int             `json:"test_index"`
+	Label         int             `json:"label"`
+	MSE           jsonfloat.Float `json:"mse"`
+	BaselineMSE   jsonfloat.Float `json:"baseline_mse"`
+	SSIM          jsonfloat.Float `json:"ssim"`
+	BaselineSSIM  jsonfloat.Float `json:"baseline_ssim"`
+	PriorMeanMSE  jsonfloat.Float `json:"prior_mean_mse"`
+	PriorMeanSSIM jsonfloat.Float `json:"prior_mean_ssim"`
+	NearestMSE    jsonfloat.Float `json:"nearest_mse"`
+	NearestSSIM   jsonfloat.Float `json:"nearest_ssim"`
+	DFIL          jsonfloat.Float `json:"dfil"`
+	BoundFIL      jsonfloat.Inf   `json:"mse_bound_fil"`
+	BoundRDP      jsonfloat.Inf   `json:"mse_bound_rdp"`
 }
 
-const recoNNNote = "MSE = ‖x̂ − x‖²/d on [0,1] pixels. mse_bound_rdp (Theorem 1) holds for every attacker in expectation; " +
+const recoNNNote = "MSE = ‖x̂ − x‖²/d on [0,1] pixels; SSIM (Wang et al. 2004, 11×11 Gaussian window σ = 1.5, K1 = 0.01, K2 = 0.03, L = 1, mean over the valid windows; 1 = identical). " +
+	"Baselines: baseline_* = the pool's class mean (the label is public), prior_mean_* = the pool's mean image, nearest_* = the target's nearest neighbour in D₋ ∪ pool by MSE (an oracle reference line: it uses the target). mse_bound_rdp (Theorem 1) holds for every attacker in expectation; " +
 	"mse_bound_fil = 1/dFIL (Theorem 2) only for unbiased ones, and RecoNN is biased (it outputs prior-like images), so it may go below it"
 
 // recoNNSplits are D₋, the pool and the targets of an experiment.
@@ -164,7 +204,8 @@ func RunRecoNNExperiment(ctx context.Context, e RecoNNExperiment) (*RecoNNReport
 	t0 := time.Now()
 	res, err := RunRecoNN(ctx, RecoNNOptions{Config: cfg, Fixed: s.fixed, Pool: s.pool, Targets: s.targets,
 		Shadows: e.Shadows, ValFraction: e.ValFraction, SameInit: e.SameInit, Reconstructor: e.Reconstructor,
-		MLP: e.MLP, RidgeLambda: e.RidgeLambda, Seed: cfg.Seed, Progress: e.Progress, Logf: e.Logf})
+		MLP: e.MLP, RidgeLambda: e.RidgeLambda, Trainer: e.Trainer, ShadowBlock: e.ShadowBlock, Parallel: e.Parallel,
+		Checkpoint: e.Checkpoint, Seed: cfg.Seed, Progress: e.Progress, Logf: e.Logf})
 	if err != nil {
 		return nil, err
 	}
@@ -183,13 +224,29 @@ func newRecoNNReport(cfg train.Config, e RecoNNExperiment, res *RecoNNResult) *R
 	inf := func(v float64) jsonfloat.Inf { return jsonfloat.Inf(v) }
 	out := &RecoNNReport{Config: cfg, Dataset: cfg.Dataset, Fixed: e.Fixed, Pool: e.Pool, SameInit: e.SameInit,
 		Shadows: res.Shadows, ShadowsTrain: res.Train, ShadowsVal: res.Val, Reconstructor: res.Reconstructor, Features: res.Features,
-		RidgeLambda: res.RidgeLambda, TrainMSE: f(res.TrainMSE), ValMSE: f(res.ValMSE), ValBaselineMSE: f(res.ValBaselineMSE),
-		MeanMSE: f(res.MeanMSE), MeanBaseline: f(res.MeanBaselineMSE), Epsilon: inf(res.Epsilon),
+		RidgeLambda: res.RidgeLambda, BestEpoch: res.BestEpoch, TrainMSE: f(res.TrainMSE), ValMSE: f(res.ValMSE), ValBaselineMSE: f(res.ValBaselineMSE),
+		MeanMSE: f(res.MeanMSE), MeanBaseline: f(res.MeanBaselineMSE), MeanSSIM: f(res.MeanSSIM), MeanBaselineSSIM: f(res.MeanBaselineSSIM),
+		MeanPriorMeanMSE: f(res.MeanPriorMeanMSE), MeanPriorMeanSSIM: f(res.MeanPriorMeanSSIM), MeanNearestMSE: f(res.MeanNearestMSE),
+		MeanNearestSSIM: f(res.MeanNearestSSIM), Epsilon: inf(res.Epsilon),
 		RDPOrder2: inf(res.RDPOrder2), BoundRDP: inf(res.BoundRDP), RDPViolations: res.RDPViolations, FILBelow: res.FILBelow,
 		Note: recoNNNote}
+	la := func(v float64) float64 {
+		if math.IsNaN(v) {
+			return -1
+		}
+		return v
+	}
+	out.Shadow = RecoNNShadowCost{Trainer: res.ShadowTrainer, Loaded: res.ShadowsLoaded, Trained: res.ShadowsTrained,
+		Seconds: res.ShadowSeconds, ShadowsPerSecond: f(math.NaN()), LoadAvgStart: la(res.ShadowLoadStart), LoadAvgEnd: la(res.ShadowLoadEnd),
+		Block: res.ShadowBlock, Parallel: res.ShadowParallel, Checkpoint: e.Checkpoint}
+	if res.ShadowsTrained > 0 && res.ShadowSeconds > 0 {
+		out.Shadow.ShadowsPerSecond = f(float64(res.ShadowsTrained) / res.ShadowSeconds)
+	}
 	var bounds []float64
 	for k, tg := range res.Targets {
 		out.Targets = append(out.Targets, RecoNNTargetEntry{Index: k, Label: tg.Label, MSE: f(tg.MSE), BaselineMSE: f(tg.BaselineMSE),
+			SSIM: f(tg.SSIM), BaselineSSIM: f(tg.BaselineSSIM), PriorMeanMSE: f(tg.PriorMeanMSE), PriorMeanSSIM: f(tg.PriorMeanSSIM),
+			NearestMSE: f(tg.NearestMSE), NearestSSIM: f(tg.NearestSSIM),
 			DFIL: f(tg.DFIL), BoundFIL: inf(tg.BoundFIL), BoundRDP: inf(tg.BoundRDP)})
 		if tg.BoundFIL == tg.BoundFIL { // not NaN
 			bounds = append(bounds, tg.BoundFIL)
@@ -211,7 +268,8 @@ func writeRecoNNFiles(dir string, targets *data.Dataset, res *RecoNNResult) ([]s
 	imgs := make([][]float32, 0, 2*len(res.Targets))
 	caps := make([]string, 0, 2*len(res.Targets))
 	for k, tg := range res.Targets {
-		rows[k] = []string{strconv.Itoa(k), strconv.Itoa(tg.Label), g(tg.MSE), g(tg.BaselineMSE), g(tg.DFIL), g(tg.BoundFIL), g(tg.BoundRDP)}
+		rows[k] = []string{strconv.Itoa(k), strconv.Itoa(tg.Label), g(tg.MSE), g(tg.BaselineMSE), g(tg.DFIL), g(tg.BoundFIL), g(tg.BoundRDP),
+			g(tg.SSIM), g(tg.BaselineSSIM), g(tg.PriorMeanMSE), g(tg.PriorMeanSSIM), g(tg.NearestMSE), g(tg.NearestSSIM)}
 		imgs = append(imgs, targets.Image(k))
 		caps = append(caps, fmt.Sprintf("label %d", tg.Label))
 	}
@@ -220,7 +278,8 @@ func writeRecoNNFiles(dir string, targets *data.Dataset, res *RecoNNResult) ([]s
 		caps = append(caps, fmt.Sprintf("MSE %.3g", tg.MSE))
 	}
 	csvPath := filepath.Join(dir, "reconn_targets.csv")
-	header := []string{"test_index", "label", "mse", "baseline_mse", "dfil", "mse_bound_fil", "mse_bound_rdp"}
+	header := []string{"test_index", "label", "mse", "baseline_mse", "dfil", "mse_bound_fil", "mse_bound_rdp",
+		"ssim", "baseline_ssim", "prior_mean_mse", "prior_mean_ssim", "nearest_mse", "nearest_ssim"}
 	if err := atomicfile.Write(csvPath, func(w io.Writer) error {
 		cw := csv.NewWriter(w)
 		_ = cw.Write(header)

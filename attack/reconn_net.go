@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/dpfil/dpfil/models"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
@@ -54,6 +55,18 @@ func (s *standardizer) apply(x []float64, n int) []float64 {
 	for i := 0; i < n; i++ {
 		for j, v := range x[i*f : (i+1)*f] {
 			out[i*f+j] = (v - s.mean[j]) * s.inv[j]
+		}
+	}
+	return out
+}
+
+// apply32 is apply rounded to float32.
+func (s *standardizer) apply32(x []float64, n int) []float32 {
+	f := len(s.mean)
+	out := make([]float32, n*f)
+	for i := 0; i < n; i++ {
+		for j, v := range x[i*f : (i+1)*f] {
+			out[i*f+j] = float32((v - s.mean[j]) * s.inv[j])
 		}
 	}
 	return out
@@ -168,12 +181,33 @@ func (r *ridgeReconstructor) Predict(x []float64, n int, out []float64) {
 // mlpReconstructor is the reconstructor network of Balle et al. (2022): standardised
 // features → Dense(H) → ReLU → Dense(d) → sigmoid, trained on the squared error with
 // Adam on mini-batches.
+//
+// The first layer's two GEMMs (F×H per row: nearly all the work, F being the released
+// model's parameter count) run in float32 on the engine's CPU backend from w1f, the
+// float32 copy of w1; parameters, Adam moments and the rest stay float64.
 type mlpReconstructor struct {
 	std    *standardizer
 	f, h   int
 	d      int
 	w1, b1 []float64 // H×F, H
 	w2, b2 []float64 // d×H, d
+	w1f    []float32
+	be     models.Backend[float32]
+}
+
+// snapshot returns a copy of the network's parameters; restore sets them back.
+func (r *mlpReconstructor) snapshot() [][]float64 {
+	return [][]float64{append([]float64(nil), r.w1...), append([]float64(nil), r.b1...), append([]float64(nil), r.w2...), append([]float64(nil), r.b2...)}
+}
+
+func (r *mlpReconstructor) restore(s [][]float64) {
+	copy(r.w1, s[0])
+	copy(r.b1, s[1])
+	copy(r.w2, s[2])
+	copy(r.b2, s[3])
+	for i, v := range r.w1 {
+		r.w1f[i] = float32(v)
+	}
 }
 
 // MLPOptions are the reconstructor network's training settings.
@@ -183,6 +217,10 @@ type MLPOptions struct {
 	Batch  int     // mini-batch (default 32)
 	LR     float64 // Adam step size (default 1e-3)
 	Decay  float64 // L2 weight decay (default 0)
+	// BestEpoch keeps the weights of the epoch with the lowest held-out shadow MSE
+	// (early stopping; the held-out shadows then select the network, and only the
+	// targets measure it without bias).
+	BestEpoch bool
 }
 
 func (o *MLPOptions) defaults() {
@@ -230,8 +268,9 @@ func gemm(ta, tb bool, m, n, k int, alpha float64, a []float64, lda int, b []flo
 }
 
 // fitMLP trains the reconstructor network on m rows; progress (optional) receives the
+// network after every epoch (to evaluate it), the
 // epoch and its mean training loss per pixel.
-func fitMLP(x, y []float64, m, f, d int, opt MLPOptions, seed uint64, progress func(epoch int, loss float64)) (*mlpReconstructor, error) {
+func fitMLP(x, y []float64, m, f, d int, opt MLPOptions, seed uint64, progress func(epoch int, loss float64, r *mlpReconstructor)) (*mlpReconstructor, error) {
 	opt.defaults()
 	if err := opt.validate(); err != nil {
 		return nil, err
@@ -241,12 +280,14 @@ func fitMLP(x, y []float64, m, f, d int, opt MLPOptions, seed uint64, progress f
 	}
 	h := opt.Hidden
 	r := &mlpReconstructor{std: newStandardizer(x, m, f), f: f, h: h, d: d,
-		w1: make([]float64, h*f), b1: make([]float64, h), w2: make([]float64, d*h), b2: make([]float64, d)}
-	xs := r.std.apply(x, m)
+		w1: make([]float64, h*f), b1: make([]float64, h), w2: make([]float64, d*h), b2: make([]float64, d),
+		w1f: make([]float32, h*f), be: models.NewCPUBackend[float32]()}
+	xs := r.std.apply32(x, m)
 	rng := rand.New(rand.NewPCG(seed, seed^0x726563)) // "rec"
 	s1 := math.Sqrt(2 / float64(f))
 	for i := range r.w1 {
 		r.w1[i] = s1 * rng.NormFloat64()
+		r.w1f[i] = float32(r.w1[i])
 	}
 	// Output weights zero and output bias at the logit of the mean target: the network
 	// starts at the mean image (the label-free baseline) and learns departures from it.
@@ -269,7 +310,9 @@ func fitMLP(x, y []float64, m, f, d int, opt MLPOptions, seed uint64, progress f
 	}
 	const b1c, b2c, eps = 0.9, 0.999, 1e-8
 	bs := min(opt.Batch, m)
-	xb := make([]float64, bs*f)
+	xb := make([]float32, bs*f)
+	dhid32 := make([]float32, bs*h)
+	g32 := make([]float32, h*f)
 	hid := make([]float64, bs*h)
 	outp := make([]float64, bs*d)
 	dout := make([]float64, bs*d)
@@ -311,7 +354,13 @@ func fitMLP(x, y []float64, m, f, d int, opt MLPOptions, seed uint64, progress f
 					dhid[i] = 0
 				}
 			}
-			gemm(true, false, h, f, n, 1, dhid, h, xb, f, 0, grads[0], f)
+			for i, v := range dhid[:n*h] {
+				dhid32[i] = float32(v)
+			}
+			r.be.Gemm(true, false, h, f, n, 1, dhid32, h, xb, f, 0, g32, f)
+			for i, v := range g32 {
+				grads[0][i] = float64(v)
+			}
 			clear(grads[1])
 			for i := 0; i < n; i++ {
 				axpyF(1, dhid[i*h:(i+1)*h], grads[1])
@@ -331,13 +380,18 @@ func fitMLP(x, y []float64, m, f, d int, opt MLPOptions, seed uint64, progress f
 					b[i] = b2c*b[i] + (1-b2c)*gi*gi
 					p[i] -= opt.LR * (a[i] / c1) / (math.Sqrt(b[i]/c2) + eps)
 				}
+				if k == 0 {
+					for i, v := range p {
+						r.w1f[i] = float32(v)
+					}
+				}
 			}
 		}
 		if math.IsNaN(epLoss) || math.IsInf(epLoss, 0) {
 			return nil, fmt.Errorf("reconstructor network diverged in epoch %d (lower its learning rate)", ep+1)
 		}
 		if progress != nil {
-			progress(ep+1, epLoss/float64(m))
+			progress(ep+1, epLoss/float64(m), r)
 		}
 	}
 	return r, nil
@@ -345,9 +399,13 @@ func fitMLP(x, y []float64, m, f, d int, opt MLPOptions, seed uint64, progress f
 
 // forward computes the hidden ReLU activations and the sigmoid outputs of n
 // standardised rows.
-func (r *mlpReconstructor) forward(xs []float64, n int, hid, out []float64) {
+func (r *mlpReconstructor) forward(xs []float32, n int, hid, out []float64) {
 	f, h, d := r.f, r.h, r.d
-	gemm(false, true, n, h, f, 1, xs, f, r.w1, f, 0, hid, h)
+	h32 := make([]float32, n*h)
+	r.be.Gemm(false, true, n, h, f, 1, xs, f, r.w1f, f, 0, h32, h)
+	for i, v := range h32 {
+		hid[i] = float64(v)
+	}
 	for i := 0; i < n; i++ {
 		row := hid[i*h : (i+1)*h]
 		for j := range row {
@@ -370,7 +428,7 @@ func (r *mlpReconstructor) forward(xs []float64, n int, hid, out []float64) {
 }
 
 func (r *mlpReconstructor) Predict(x []float64, n int, out []float64) {
-	xs := r.std.apply(x, n)
+	xs := r.std.apply32(x, n)
 	hid := make([]float64, n*r.h)
 	r.forward(xs, n, hid, out)
 }

@@ -103,9 +103,15 @@ func (r *RecoNNReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "RecoNN on %s: D₋ = %d samples, pool %d, recipe %s (%d steps, batch %d, σ=%g, C=%g)%s\n", r.Dataset, r.Fixed, r.Pool,
 		r.Config.Model, r.Config.Steps, r.Config.Batch, r.Config.Sigma, r.Config.Clip, shared)
 	fmt.Fprintf(w, "shadows: %d (%d to fit the %s reconstructor on %d features, %d held out) in %.1fs\n", r.Shadows, r.ShadowsTrain, r.Reconstructor, r.Features, r.ShadowsVal, r.Seconds)
+	sh := r.Shadow
+	fmt.Fprintf(w, "shadow training (%s trainer): %d trained in %.1fs (%.3g shadows/s, load average %.2f → %.2f), %d loaded from the checkpoint\n",
+		sh.Trainer, sh.Trained, sh.Seconds, float64(sh.ShadowsPerSecond), sh.LoadAvgStart, sh.LoadAvgEnd, sh.Loaded)
 	fmt.Fprintf(w, "reconstructor MSE: train %.4g, held-out shadows %.4g (label-only baseline %.4g)\n", float64(r.TrainMSE), float64(r.ValMSE), float64(r.ValBaselineMSE))
 	fmt.Fprintf(w, "targets: mean MSE %.4g vs label-only baseline %.4g; ε = %.4g, ε₂ = %.4g → Theorem 1 bound %.4g (%d targets below it); median 1/dFIL %.4g (%d of %d targets below it)\n",
 		float64(r.MeanMSE), float64(r.MeanBaseline), float64(r.Epsilon), float64(r.RDPOrder2), float64(r.BoundRDP), r.RDPViolations, float64(r.MedianBoundFIL), r.FILBelow, len(r.Targets))
+	fmt.Fprintf(w, "targets: mean SSIM %.4g; baselines (MSE / SSIM): class mean %.4g / %.4g, prior mean %.4g / %.4g, nearest neighbour in D₋ ∪ pool (oracle) %.4g / %.4g\n",
+		float64(r.MeanSSIM), float64(r.MeanBaseline), float64(r.MeanBaselineSSIM), float64(r.MeanPriorMeanMSE), float64(r.MeanPriorMeanSSIM),
+		float64(r.MeanNearestMSE), float64(r.MeanNearestSSIM))
 	if len(r.Files) > 0 {
 		fmt.Fprintf(w, "wrote %v\n", r.Files)
 	}

@@ -19,14 +19,37 @@ func TestAttackReconnCommand(t *testing.T) {
 	if m["shadows"].(float64) != 6 || len(m["targets"].([]any)) != 2 || len(m["files"].([]any)) != 2 {
 		t.Fatalf("result: %v", m)
 	}
+	sh, _ := m["shadow_training"].(map[string]any)
+	if sh["trainer"] != "batched" || sh["trained"].(float64) != 6 || !(sh["shadows_per_second"].(float64) > 0) {
+		t.Errorf("shadow_training: %v", sh)
+	}
+	for _, k := range []string{"mean_ssim", "mean_baseline_ssim", "mean_prior_mean_mse", "mean_nearest_mse"} {
+		if v, ok := m[k].(float64); !ok || !(v > -1 && v < 1) {
+			t.Errorf("%s = %v", k, m[k])
+		}
+	}
 	human, _, err := execCLI(t, "attack", "reconn", "--quiet", "--fixed", "9", "--pool", "20", "--shadows", "3",
 		"--targets", "1", "--steps", "1", "--fil-coords", "0", "--rec-epochs", "2", "--hidden", "4")
 	if err != nil || !strings.Contains(human, "RecoNN on mnist-embedded") {
 		t.Fatalf("human output: %v\n%s", err, human)
 	}
-	for _, args := range [][]string{{"--repeats", "2"}, {"--fixed", "0"}, {"--reconstructor", "gan"}, {"--targets", "100000"}} {
-		if _, _, err := execCLI(t, append([]string{"attack", "reconn", "--quiet", "--shadows", "2", "--steps", "1"}, args...)...); err == nil {
-			t.Errorf("attack reconn %v accepted", args)
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--repeats", "2"}, "repeats"},
+		{[]string{"--fixed", "0"}, "known set"},
+		{[]string{"--fixed", "100000"}, "leaves no pool"},
+		{[]string{"--shadows", "0"}, "at least 2 shadow"},
+		{[]string{"--reconstructor", "gan"}, "reconstructor"},
+		{[]string{"--targets", "100000"}, "test samples"},
+		{[]string{"--shadow-trainer", "gpu"}, "shadow trainer"},
+		{[]string{"--shadow-trainer", "batched", "--batch", "5"}, "full training set"},
+		{[]string{"--shadow-trainer", "batched", "--model", "mnist-cnn"}, "is not Flatten"},
+	} {
+		args := append([]string{"attack", "reconn", "--quiet", "--fixed", "9", "--pool", "20", "--shadows", "2", "--steps", "1", "--fil-coords", "0"}, tc.args...)
+		if _, _, err := execCLI(t, args...); err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("attack reconn %v: error %v, want one saying %q", tc.args, err, tc.msg)
 		}
 	}
 }

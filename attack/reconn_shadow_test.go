@@ -1,0 +1,266 @@
+package attack
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/dpfil/dpfil/models"
+	"github.com/dpfil/dpfil/train"
+)
+
+// shadowInputs returns D₋ and S target rows of the toy data as float64, and S initial
+// parameter vectors (float32-rounded, as train.Run starts from) of arch.
+func shadowInputs(t *testing.T, arch models.Arch, n0, S int, sameInit bool) (fx, fsq []float64, fy []int, zs []float64, zy []int, init []float64) {
+	t.Helper()
+	fixed, pool := reconnToy(n0, 1), reconnToy(S, 2)
+	d := fixed.Dim()
+	fx, fsq, fy = make([]float64, n0*d), make([]float64, n0), make([]int, n0)
+	for i := 0; i < n0; i++ {
+		for j, v := range fixed.Image(i) {
+			fx[i*d+j] = float64(v)
+			fsq[i] += float64(v) * float64(v)
+		}
+		fy[i] = fixed.Labels[i]
+	}
+	zs, zy = make([]float64, S*d), make([]int, S)
+	for k := 0; k < S; k++ {
+		for j, v := range pool.Image(k) {
+			zs[k*d+j] = float64(v)
+		}
+		zy[k] = pool.Labels[k]
+	}
+	P := arch.NumParams()
+	init = make([]float64, S*P)
+	for k := 0; k < S; k++ {
+		seed := uint64(11)
+		if !sameInit {
+			seed += uint64(k)
+		}
+		for i, v := range models.InitParams(arch, seed) {
+			init[k*P+i] = float64(float32(v))
+		}
+	}
+	return
+}
+
+func toyArch(t *testing.T, name string) models.Arch {
+	t.Helper()
+	a, err := models.ArchByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Classes = 2 // the toy data has 2 classes
+	a.Layers[len(a.Layers)-1].Out = 2
+	return a
+}
+
+// Training S models in one batch gives bit-identical parameters to training each
+// alone (S = 1 batches), noise included: the batch changes only the GEMMs' column
+// count, not any element's summation order.
+func TestShadowBatchEqualsOneAtATime(t *testing.T) {
+	for _, name := range []string{"mlp", "linear"} {
+		arch := toyArch(t, name)
+		cfg := reconnRecipe()
+		cfg.Model, cfg.Batch, cfg.Steps, cfg.Sigma, cfg.Momentum, cfg.WeightDecay = name, 7, 3, 0.7, 0.5, 1e-3
+		r, err := newShadowRecipe(cfg, arch, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const S = 5
+		fx, fsq, fy, zs, zy, init := shadowInputs(t, arch, 6, S, false)
+		P, d := r.p, r.d
+		noise := func(k int) *rand.Rand { return rand.New(rand.NewPCG(uint64(k), 9)) }
+		all := make([]float64, S*P)
+		rs := make([]*rand.Rand, S)
+		for k := range rs {
+			rs[k] = noise(k)
+		}
+		if err := r.trainShadows(context.Background(), fx, fsq, fy, zs, zy, init, rs, all); err != nil {
+			t.Fatal(err)
+		}
+		for k := 0; k < S; k++ {
+			one := make([]float64, P)
+			if err := r.trainShadows(context.Background(), fx, fsq, fy, zs[k*d:(k+1)*d], zy[k:k+1], init[k*P:(k+1)*P], []*rand.Rand{noise(k)}, one); err != nil {
+				t.Fatal(err)
+			}
+			for i := range one {
+				if one[i] != all[k*P+i] {
+					t.Fatalf("%s: model %d parameter %d: batch %v, alone %v", name, k, i, all[k*P+i], one[i])
+				}
+			}
+			if init[k*P] == all[k*P] {
+				t.Fatalf("%s: model %d did not move", name, k)
+			}
+		}
+	}
+}
+
+// Without noise the batched trainer and train.Run run the same algorithm from the
+// same start: they agree to float32 rounding (train.Run sums the clipped gradients in
+// float32) for both models, both clipping modes, with momentum and weight decay.
+func TestShadowBatchMatchesTrainRun(t *testing.T) {
+	for _, tc := range []struct {
+		model, clip string
+		c           float64
+	}{{"mlp", train.ClipModeSmooth, 1}, {"mlp", train.ClipModeHard, 0.1}, {"linear", train.ClipModeHard, 0.5}, {"linear", train.ClipModeSmooth, 2}} {
+		arch := toyArch(t, tc.model)
+		fixed, pool := reconnToy(6, 1), reconnToy(2, 2)
+		cfg := reconnRecipe()
+		cfg.Model, cfg.Batch, cfg.Steps, cfg.Sigma, cfg.FILCoords = tc.model, 7, 4, 0, 0
+		cfg.ClipMode, cfg.Clip, cfg.Momentum, cfg.WeightDecay, cfg.LR = tc.clip, tc.c, 0.5, 1e-3, 0.5
+		r, err := newShadowRecipe(cfg, arch, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fx, fsq, fy, zs, zy, init := shadowInputs(t, arch, 6, 2, true)
+		got := make([]float64, 2*r.p)
+		if err := r.trainShadows(context.Background(), fx, fsq, fy, zs, zy, init, []*rand.Rand{nil, nil}, got); err != nil {
+			t.Fatal(err)
+		}
+		for k := 0; k < 2; k++ {
+			m, err := models.NewCPUModel(arch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := train.Run(context.Background(), cfg, train.Options{Data: withTarget(fixed, pool.Image(k), pool.Labels[k], pool),
+				Model: fixedInitModel{Model: m, seed: 11}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := res.Repeats[0].Params
+			maxDiff, maxMove := 0.0, 0.0
+			for i, w := range want {
+				maxDiff = math.Max(maxDiff, math.Abs(float64(w)-got[k*r.p+i]))
+				maxMove = math.Max(maxMove, math.Abs(float64(w)-init[k*r.p+i]))
+			}
+			t.Logf("%s %s model %d: max diff %.3g, moved %.3g", tc.model, tc.clip, k, maxDiff, maxMove)
+			if maxDiff > 1e-5 || maxMove < 1e-3 {
+				t.Errorf("%s %s C=%v model %d: max |batched − train.Run| = %.3g (parameters moved up to %.3g)", tc.model, tc.clip, tc.c, k, maxDiff, maxMove)
+			}
+		}
+	}
+}
+
+// A run that stops keeps its finished shadows in the checkpoint: resuming (from a
+// file with a torn last record) or extending a smaller set gives exactly the shadows,
+// and so the results, of one uninterrupted run, with either trainer; a checkpoint of
+// another experiment is refused.
+func TestRecoNNCheckpointResume(t *testing.T) {
+	fixed, pool, targets := reconnToy(5, 1), reconnToy(12, 2), reconnToy(1, 3)
+	for _, trainer := range []string{ShadowTrainerBatched, ShadowTrainerEngine} {
+		dir := t.TempDir()
+		opts := func(m int, ck string) RecoNNOptions {
+			cfg := reconnRecipe()
+			cfg.Steps, cfg.FILCoords = 2, 0
+			return RecoNNOptions{Config: cfg, Fixed: fixed, Pool: pool, Targets: targets, Shadows: m, Reconstructor: "ridge",
+				Trainer: trainer, ShadowBlock: 2, Checkpoint: ck, Seed: 5}
+		}
+		run := func(o RecoNNOptions) *RecoNNResult {
+			t.Helper()
+			res, err := RunRecoNN(context.Background(), o)
+			if err != nil {
+				t.Fatalf("%s: %v", trainer, err)
+			}
+			return res
+		}
+		same := func(what string, a, b *RecoNNResult) {
+			t.Helper()
+			if a.TrainMSE != b.TrainMSE || a.ValMSE != b.ValMSE || a.Targets[0].MSE != b.Targets[0].MSE {
+				t.Errorf("%s, %s: train %v / %v, val %v / %v, target %v / %v", trainer, what, a.TrainMSE, b.TrainMSE, a.ValMSE, b.ValMSE, a.Targets[0].MSE, b.Targets[0].MSE)
+			}
+		}
+		ck := dir + "/shadows.bin"
+		full := run(opts(6, ck))
+		if full.ShadowsTrained != 6 || full.ShadowTrainer != trainer {
+			t.Fatalf("%s: trained %d with %s", trainer, full.ShadowsTrained, full.ShadowTrainer)
+		}
+		same("no checkpoint", full, run(opts(6, "")))
+		again := run(opts(6, ck))
+		if again.ShadowsLoaded != 6 || again.ShadowsTrained != 0 {
+			t.Errorf("%s: rerun loaded %d, trained %d", trainer, again.ShadowsLoaded, again.ShadowsTrained)
+		}
+		same("all loaded", full, again)
+		// Keep 3 records and half of the 4th, as a killed run can leave it.
+		st, err := os.Stat(ck)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := (st.Size() - int64(len(shadowFileMagic)+1+32+1)) / 6
+		if err := os.Truncate(ck, st.Size()-3*rec+rec/2); err != nil {
+			t.Fatal(err)
+		}
+		resumed := run(opts(6, ck))
+		if resumed.ShadowsLoaded != 3 || resumed.ShadowsTrained != 3 {
+			t.Errorf("%s: resumed with %d loaded, %d trained", trainer, resumed.ShadowsLoaded, resumed.ShadowsTrained)
+		}
+		same("resumed", full, resumed)
+		ck2 := dir + "/grow.bin"
+		run(opts(4, ck2))
+		same("extended", full, run(opts(6, ck2)))
+		o := opts(6, ck)
+		o.Seed = 6
+		if _, err := RunRecoNN(context.Background(), o); err == nil || !strings.Contains(err.Error(), "another experiment") {
+			t.Errorf("%s: a checkpoint of another seed: %v", trainer, err)
+		}
+	}
+}
+
+// The batched trainer refuses what it does not implement, and auto falls back to
+// train.Run for it.
+func TestShadowTrainerChoice(t *testing.T) {
+	fixed, pool := reconnToy(5, 1), reconnToy(8, 2)
+	for _, tc := range []struct {
+		mod     func(*train.Config)
+		trainer string
+		want    string // "" = an error
+	}{
+		{func(*train.Config) {}, ShadowTrainerAuto, ShadowTrainerBatched},
+		{func(c *train.Config) { c.Batch = 3 }, ShadowTrainerAuto, ShadowTrainerEngine},
+		{func(c *train.Config) { c.Batch = 3 }, ShadowTrainerBatched, ""},
+		{func(c *train.Config) { c.Model = "mnist-cnn" }, ShadowTrainerBatched, ""},
+		{func(c *train.Config) { c.Sigma, c.TargetEpsilon = 0, 10 }, ShadowTrainerBatched, ""},
+		{func(c *train.Config) { c.Tuning.PruneFraction = 0.5 }, ShadowTrainerBatched, ""},
+		{func(*train.Config) {}, "gpu", ""},
+	} {
+		cfg := reconnRecipe()
+		cfg.Batch = fixed.N + 1
+		tc.mod(&cfg)
+		arch, err := models.ArchByName(cfg.Model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := RecoNNOptions{Config: cfg, Fixed: fixed, Pool: pool, Trainer: tc.trainer}
+		got, _, err := resolveTrainer(&o, arch)
+		if tc.want == "" && err == nil || tc.want != "" && (err != nil || got != tc.want) {
+			t.Errorf("%+v with %q: %q, %v (want %q)", cfg, tc.trainer, got, err, tc.want)
+		}
+	}
+}
+
+// Shadow k is the same model whatever the block size and the number of blocks
+// trained at once: the results of a run do not depend on them.
+func TestRecoNNShadowBlockInvariance(t *testing.T) {
+	fixed, pool, targets := reconnToy(5, 1), reconnToy(9, 2), reconnToy(1, 3)
+	var ref *RecoNNResult
+	for _, bp := range [][2]int{{1, 1}, {4, 2}, {9, 1}, {2, 3}} {
+		cfg := reconnRecipe()
+		cfg.Steps, cfg.FILCoords = 2, 0
+		res, err := RunRecoNN(context.Background(), RecoNNOptions{Config: cfg, Fixed: fixed, Pool: pool, Targets: targets, Shadows: 9,
+			Reconstructor: "ridge", Trainer: ShadowTrainerBatched, ShadowBlock: bp[0], Parallel: bp[1], Seed: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ref == nil {
+			ref = res
+			continue
+		}
+		if res.TrainMSE != ref.TrainMSE || res.ValMSE != ref.ValMSE || res.Targets[0].MSE != ref.Targets[0].MSE {
+			t.Errorf("block %d, parallel %d: train %v, val %v, target %v; block 1: %v, %v, %v", bp[0], bp[1],
+				res.TrainMSE, res.ValMSE, res.Targets[0].MSE, ref.TrainMSE, ref.ValMSE, ref.Targets[0].MSE)
+		}
+	}
+}
