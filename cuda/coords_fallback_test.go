@@ -1,4 +1,4 @@
-package cuda
+package cuda_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/dpfil/dpfil/cuda"
 	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/models"
 	"github.com/dpfil/dpfil/train"
@@ -37,17 +38,17 @@ func TestResidentFILDrawnFallsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := func() *Model {
-		m, err := Open(arch, NewEmulator())
+	open := func() *cuda.Model {
+		m, err := cuda.Open(arch, cuda.NewEmulator())
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.be.budget = smallBudget
+		cuda.SetChunkBudgetForTest(m, smallBudget)
 		return m
 	}
 	const B, k = 12, 3
 	m := open()
-	if m.net.FILOnePass(B, k) {
+	if cuda.FILOnePassForTest(m, B, k) {
 		t.Fatalf("budget %d: the FIL call of %d × %d is one pass; the test needs more", smallBudget, B, k)
 	}
 	tr := split.Train
