@@ -70,8 +70,35 @@ func TestLinfPoints(t *testing.T) {
 		if p.Successes != want || p.Trials != 2 {
 			t.Errorf("ρ = %v: %d of %d successes, want %d", p.Rho, p.Successes, p.Trials, want)
 		}
+		// every pool image is ½ everywhere: the median guess reconstructs all of them
+		// at every ρ (κ ≥ 1, a vacuous bound), the all-zero guess none
+		if p.KappaData != 1 || p.KappaDataGuess != "median" || p.Log10GammaData == nil || *p.Log10GammaData != 0 {
+			t.Errorf("ρ = %v: data κ %v (%s), log10 γ %v; want 1 by the median, 0", p.Rho, p.KappaData, p.KappaDataGuess, p.Log10GammaData)
+		}
 		if p.Log10Gamma == nil || !(*p.Log10Gamma >= p.Log10Kappa) || !(p.Log10GammaRDP >= p.Log10Kappa) {
 			t.Errorf("ρ = %v: bounds log10 γ %v, RDP %v below log10 κ %v", p.Rho, p.Log10Gamma, p.Log10GammaRDP, p.Log10Kappa)
+		}
+	}
+	// a pool of black images with one bright pixel in ten, at different places: the
+	// zero guess (and the median, also zero) is within δ on 90 % of each one's pixels
+	dark := Pool{X: make([]float64, 3*d), Y: []int{0, 1, 2}, D: d}
+	for k := 0; k < 3; k++ {
+		for i := k; i < d; i += 10 {
+			dark.X[k*d+i] = 1
+		}
+	}
+	dres := []TrialResult{{Prior: []int{0, 1}, Target: 0, Reconstruction: perfect}}
+	dp, err := linfPoints(dark, dres, 1, 2, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range dp {
+		want := 0.0
+		if p.Rho <= 0.9+1e-12 {
+			want = 1
+		}
+		if p.KappaData != want {
+			t.Errorf("dark pool, ρ = %v: data κ %v (%s), want %v", p.Rho, p.KappaData, p.KappaDataGuess, want)
 		}
 	}
 	if pts, _ := linfPoints(pool, res, 0.5, 2, 10); pts[0].Log10Gamma != nil {
