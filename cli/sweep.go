@@ -151,6 +151,13 @@ resumes from a checkpoint).`,
 				r, err := sweep.StatusOfSubmission(cmd.Context(), args[0])
 				return emitReport(cmd, asJSON, r, err)
 			}
+			// A sweep directory that does not exist is a mistyped --out, not a sweep
+			// with nothing done (a missing results file reads as empty).
+			if fi, err := os.Stat(out); err != nil {
+				return fmt.Errorf("sweep status: %w (no sweep has run there: check --out)", err)
+			} else if !fi.IsDir() {
+				return fmt.Errorf("sweep status: %s is not a directory", out)
+			}
 			r, err := withGrid(args[0], deps.models, func(e *sweep.Expanded) (*sweep.StatusReport, error) { return e.Status(out, shard) })
 			return emitReport(cmd, asJSON, r, err)
 		},

@@ -172,6 +172,10 @@ func TestSweepRunStatusList(t *testing.T) {
 	if err := json.Unmarshal([]byte(s), &st); err != nil || st.Done != 12 || st.Pending != 0 {
 		t.Fatalf("status %s, %v", s, err)
 	}
+	// a mistyped --out is an error, not a sweep with nothing done
+	if _, err := runCLI(t, newRootCmd(), "sweep", "status", grid, "--out", filepath.Join(out, "typo")); err == nil || !strings.Contains(err.Error(), "check --out") {
+		t.Fatalf("status of a missing directory: %v, want an error", err)
+	}
 	s, err = runCLI(t, newRootCmd(), "sweep", "list", grid, "--shard", "1/5", "--json")
 	if err != nil {
 		t.Fatal(err)

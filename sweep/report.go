@@ -207,13 +207,6 @@ func (e *Expanded) Status(out string, shard Shard) (*StatusReport, error) {
 	if out == "" {
 		return nil, errors.New("sweep status: no output directory")
 	}
-	// A sweep directory that does not exist is a mistyped --out, not a sweep with
-	// nothing done (ReadResults reads a missing results file as empty).
-	if fi, err := os.Stat(out); err != nil {
-		return nil, fmt.Errorf("sweep status: %w (no sweep has run there: check --out)", err)
-	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("sweep status: %s is not a directory", out)
-	}
 	st, err := StatusOf(e.Jobs, shard, out)
 	if err != nil {
 		return nil, err
