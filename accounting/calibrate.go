@@ -52,6 +52,14 @@ func CalibrateNoise(ledgerAt func(noiseMultiplier float64) (Ledger, error), opt 
 			return a.analyticEpsilon(opt.Delta)
 		}
 		es, err := epsilonsOf(l.Event(), r.adj, ShuffleRigorous, opt.Delta, m == calReport)
+		if err != nil && m == calReport && r.acct == AccountantAuto {
+			// As the report does (reportSetup.epsilons): where the PLD refuses the
+			// setting (a privacy-loss range too wide at tiny noise, e.g. ε ≳ 500 at
+			// q = 1, T = 100), auto reports the RDP bound, so that is the ε to meet.
+			if rdpOnly, rerr := epsilonsOf(l.Event(), r.adj, ShuffleRigorous, opt.Delta, false); rerr == nil && rdpOnly.rdp != nil {
+				es, err = rdpOnly, nil
+			}
+		}
 		switch {
 		case err != nil:
 			return 0, false, err

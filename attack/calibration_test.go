@@ -65,3 +65,22 @@ func TestAttackAndTrainCalibrateAlike(t *testing.T) {
 		}
 	}
 }
+
+// TestCalibrateBeyondThePLD: at ε where the PLD accountant refuses the setting (its
+// privacy-loss range too wide at tiny noise; ε = 1000 at q = 1, T = 100), calibration
+// meets the ε the report then gives, by the RDP accountant, instead of failing.
+func TestCalibrateBeyondThePLD(t *testing.T) {
+	for _, target := range []float64{1000, 5000} {
+		s, err := CalibrateSigma(1, 100, 1e-5, target)
+		if err != nil {
+			t.Fatalf("ε = %v: %v", target, err)
+		}
+		b, err := ComputeBounds(BoundsRequest{Q: 1, Sigma: s, Steps: 100, PriorSize: 10, Delta: 1e-5, Samples: 1000, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Accountant != accounting.AccountantRDP || !(b.Epsilon <= target) || !(b.Epsilon > target*(1-1e-3)) {
+			t.Errorf("target ε %v: σ %v gives ε %v by %s", target, s, b.Epsilon, b.Accountant)
+		}
+	}
+}
