@@ -161,6 +161,17 @@ KERNEL k_act_tangent(int f, int n, int k, int size, const float* x, const float*
 	}
 }
 
+// stripe_dot_sq adds, over the elements i ≡ c (mod stripes) of one tensor of size
+// elements, g[i]·t[i] to *gd and t[i]² to *dd, in double and in order: the inner
+// loop of the FIL reductions below.
+DEVFN void stripe_dot_sq(const float* g, const float* t, long long size, int c, int stripes, double* gd, double* dd) {
+	for (long long i = c; i < size; i += stripes) {
+		double v = (double)t[i];
+		*gd += (double)g[i] * v;
+		*dd += v * v;
+	}
+}
+
 // k_blocked_dotsq: the FIL step's reduction for cs samples of kc directions. The
 // parameter tensors are nb (offset, size) pairs in blocks; sample s's gradient is
 // g + s·P and its gradient tangents are rows r = s·kc + j of tg, tensor by tensor
@@ -179,13 +190,7 @@ KERNEL k_blocked_dotsq(int cs, int P, int kc, int nj, int stripes, int nb,
 		double gd = 0.0, dd = 0.0;
 		for (int b = 0; b < nb; b++) {
 			long long off = blocks[2 * b], size = blocks[2 * b + 1];
-			const float* gt = g + s * P + off;
-			const float* tt = tg + rows * off + (s * kc + j) * size;
-			for (long long i = c; i < size; i += stripes) {
-				double v = (double)tt[i];
-				gd += (double)gt[i] * v;
-				dd += v * v;
-			}
+			stripe_dot_sq(g + s * P + off, tg + rows * off + (s * kc + j) * size, size, c, stripes, &gd, &dd);
 		}
 		part[t] = gd;
 		part[n + t] = dd;
@@ -214,20 +219,8 @@ KERNEL k_fil_dotsq_layer(int cs, int P, int kc, int stripes, int first, int o0, 
 			gd = part[t];
 			dd = part[n + t];
 		}
-		const float* gt = g + s * P + o0;
-		const float* tt = tg + r * z0;
-		for (long long i = c; i < z0; i += stripes) {
-			double v = (double)tt[i];
-			gd += (double)gt[i] * v;
-			dd += v * v;
-		}
-		gt = g + s * P + o1;
-		tt = tg + rows * z0 + r * z1;
-		for (long long i = c; i < z1; i += stripes) {
-			double v = (double)tt[i];
-			gd += (double)gt[i] * v;
-			dd += v * v;
-		}
+		stripe_dot_sq(g + s * P + o0, tg + r * z0, z0, c, stripes, &gd, &dd);
+		stripe_dot_sq(g + s * P + o1, tg + rows * z0 + r * z1, z1, c, stripes, &gd, &dd);
 		part[t] = gd;
 		part[n + t] = dd;
 	}
