@@ -53,17 +53,7 @@ func drawnMatchesHost(t *testing.T, arch models.Arch, dev string, images []float
 	t.Helper()
 	m := openModel(t, dev, arch)
 	N := len(labels)
-	if err := m.ResidentLoad(images, N, nil, 0); err != nil {
-		t.Fatal(err)
-	}
-	P, D := m.NumParams(), m.InputDim()
-	w0 := make([]float64, P)
-	for i := range w0 {
-		w0[i] = 0.05 * math.Sin(float64(i))
-	}
-	if err := m.ResidentSetState(w0, make([]float64, P)); err != nil {
-		t.Fatal(err)
-	}
+	_, D := loadResident(t, m, images, N)
 	clip := models.Clip{Mode: models.ClipSmooth, C: 1}
 	pcg := rand.NewPCG(11, 12)
 	for step, offset := range offsets {

@@ -29,17 +29,7 @@ func TestResidentFILReusesGradPass(t *testing.T) {
 			t.Fatal(err)
 		}
 		tr := split.Train
-		if err := m.ResidentLoad(tr.Images, tr.N, nil, 0); err != nil {
-			t.Fatal(err)
-		}
-		P, D := m.NumParams(), m.InputDim()
-		w0 := make([]float64, P)
-		for i := range w0 {
-			w0[i] = 0.05 * math.Sin(float64(i))
-		}
-		if err := m.ResidentSetState(w0, make([]float64, P)); err != nil {
-			t.Fatal(err)
-		}
+		_, D := loadResident(t, m, tr.Images, tr.N)
 		clip := models.Clip{Mode: models.ClipSmooth, C: 1}
 		rows := func(off int) ([]int, []int, [][]int) {
 			idx, y, coords := make([]int, B), make([]int, B), make([][]int, B)

@@ -49,6 +49,25 @@ func openModel(t *testing.T, dev string, arch models.Arch) *cuda.Model {
 	return m
 }
 
+// loadResident uploads n images to m's resident data set and sets its parameters
+// to 0.05·sin(i) (momentum zero), the state the resident tests step from; it
+// returns the parameter count and input dimension.
+func loadResident(t *testing.T, m *cuda.Model, images []float32, n int) (P, D int) {
+	t.Helper()
+	if err := m.ResidentLoad(images, n, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	P, D = m.NumParams(), m.InputDim()
+	w0 := make([]float64, P)
+	for i := range w0 {
+		w0[i] = 0.05 * math.Sin(float64(i))
+	}
+	if err := m.ResidentSetState(w0, make([]float64, P)); err != nil {
+		t.Fatal(err)
+	}
+	return P, D
+}
+
 // TestResidentStepTransfers trains on the device with the data resident and checks
 // what the driver counted per DP-SGD step (result.json's "device"): host → device at
 // most the batch indices plus O(batch) scalars (labels) and the 16-byte state of the
@@ -205,17 +224,7 @@ func TestResidentGraphReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 		tr := split.Train
-		if err := m.ResidentLoad(tr.Images, tr.N, nil, 0); err != nil {
-			t.Fatal(err)
-		}
-		P, D := m.NumParams(), m.InputDim()
-		w0 := make([]float64, P)
-		for i := range w0 {
-			w0[i] = 0.05 * math.Sin(float64(i))
-		}
-		if err := m.ResidentSetState(w0, make([]float64, P)); err != nil {
-			t.Fatal(err)
-		}
+		P, D := loadResident(t, m, tr.Images, tr.N)
 		clip := models.Clip{Mode: models.ClipSmooth, C: 1}
 		var res result
 		for step := 0; step < steps; step++ {
