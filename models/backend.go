@@ -115,7 +115,7 @@ func NewCPUBackend[T Float]() Backend[T] {
 	}
 	b := &cpuBackend[T]{workers: w, tile: w > 1}
 	if _, ok := any(b.Alloc(0)).([]float32); ok && hasAVX2FMA() {
-		b.sg = &packedSgemm{wide: hasAVX512()}
+		b.sg = &packedSgemm{wide: hasAVX512(), tall: hasAVX512()}
 	}
 	return b
 }

@@ -26,6 +26,7 @@ type sgemmPack struct {
 type packedSgemm struct {
 	pool sync.Pool // *sgemmPack
 	wide bool      // run pairs of full 16-column panels on the AVX-512 kernel
+	tall bool      // with wide: three 4-row blocks at a time on the 12×32 kernel
 }
 
 // gemm computes C = alpha·op(A)·op(B) + beta·C (row-major, op(A) m×k, op(B) k×n).
@@ -122,9 +123,19 @@ func (g *packedSgemm) gemm(transA, transB bool, m, n, k int, alpha float32, a []
 					}
 					ir0 := 0
 					if full := mc / sgMR; pair && full > 0 {
-						// The full 4-row blocks of this column pair in one kernel call.
+						// The full 4-row blocks of this column pair: groups of three on
+						// the 12-row kernel, the rest on the 4-row one.
 						ap, rsa, csa, astep := panelA(transA, aInPlace, a, lda, pk.a, ic, pc, 0, kc)
-						sgemmKernel4x32Panels(kc, ap, rsa, csa, astep, bp, bp1, bld, &c[ic*ldc+j0], ldc, add, full)
+						if g.tall && full >= 3 {
+							groups := full / 3
+							sgemmKernel12x32Panels(kc, ap, rsa, csa, astep, bp, bp1, bld, &c[ic*ldc+j0], ldc, add, groups)
+							ir0 = 3 * groups
+						}
+						if ir0 < full {
+							i0 := ic + ir0*sgMR
+							ap, _, _, _ = panelA(transA, aInPlace, a, lda, pk.a, i0, pc, ir0, kc)
+							sgemmKernel4x32Panels(kc, ap, rsa, csa, astep, bp, bp1, bld, &c[i0*ldc+j0], ldc, add, full-ir0)
+						}
 						ir0 = full
 					}
 					for ir := ir0; ir < mp; ir++ {

@@ -24,6 +24,14 @@ func sgemmKernel4x16(k int, a *float32, rsa, csa int, b *float32, ldb int, c *fl
 //go:noescape
 func sgemmKernel4x32Panels(k int, a *float32, rsa, csa, astep int, b0, b1 *float32, ldb int, c *float32, ldc int, add int, panels int)
 
+// sgemmKernel12x32Panels is sgemmKernel4x32Panels over groups of three consecutive
+// 4-row blocks (12 rows of C, group g at c + 12·g·ldc, its A blocks at
+// a + (3g + r)·astep): 24 independent FMA chains instead of 8. Each value is
+// bit-identical to sgemmKernel4x16's. AVX-512F only; see hasAVX512.
+//
+//go:noescape
+func sgemmKernel12x32Panels(k int, a *float32, rsa, csa, astep int, b0, b1 *float32, ldb int, c *float32, ldc int, add int, groups int)
+
 // sgemmKernel1x128 computes one row of C, 128 columns wide: C[j] (+)= Σ_p
 // a[p*csa]·b[p*ldb+j], B read in place, each element the same FMA chain as in
 // sgemmKernel4x16, so bit-identical to it. AVX-512F only; see hasAVX512.

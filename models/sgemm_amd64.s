@@ -269,3 +269,136 @@ poverwrite32:
 	JNE panel32
 	VZEROUPPER
 	RET
+
+// Twelve rows of C (three 4-row blocks) at DX, rows R8 bytes apart: add C's old values
+// to the accumulators when the add argument is non-zero, store them, and leave DX at
+// the row after the twelfth.
+#define STORE_ROW(z0, z1) VMOVUPS z0, (DX); VMOVUPS z1, 64(DX); ADDQ R8, DX
+#define ADD_STORE_ROW(z0, z1) VADDPS (DX), z0, z0; VADDPS 64(DX), z1, z1; STORE_ROW(z0, z1)
+
+// One k step of one A row for both 16-column halves: broadcast A[i][p] from addr into
+// zb and multiply-add it with B's row p (Z24, Z25) into z0 and z1.
+#define ROW_FMA(addr, zb, z0, z1) VBROADCASTSS addr, zb; VFMADD231PS Z24, zb, z0; VFMADD231PS Z25, zb, z1
+
+// func sgemmKernel12x32Panels(k int, a *float32, rsa, csa, astep int, b0, b1 *float32, ldb int, c *float32, ldc int, add int, groups int)
+//
+// sgemmKernel4x32Panels for three consecutive 4-row blocks at a time: groups ≥ 1
+// groups of 12 rows of C (group g at c + 12·g·ldc, its three A blocks at
+// a + (3g + r)·astep, r = 0, 1, 2), so 24 independent FMA chains keep both FMA ports
+// busy where the 4-row kernel's 8 chains wait on the FMA latency. Each element of C
+// is the same FMA chain in p order, starting from zero and then added to C or stored,
+// so every value is bit-identical to sgemmKernel4x32Panels's and sgemmKernel4x16's.
+// AVX-512F only.
+TEXT ·sgemmKernel12x32Panels(SB), NOSPLIT, $0-96
+	MOVQ rsa+16(FP), R10
+	SHLQ $2, R10
+	LEAQ (R10)(R10*2), R11
+	MOVQ csa+24(FP), R12
+	SHLQ $2, R12
+	MOVQ ldb+56(FP), R9
+	SHLQ $2, R9
+	MOVQ c+64(FP), DX
+	MOVQ ldc+72(FP), R8
+	SHLQ $2, R8
+	MOVQ groups+88(FP), R13
+
+group12:
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ astep+32(FP), AX
+	SHLQ $2, AX
+	LEAQ (SI)(AX*1), R14
+	LEAQ (R14)(AX*1), AX
+	MOVQ b0+40(FP), DI
+	MOVQ b1+48(FP), BX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	TESTQ CX, CX
+	JEQ gstore12
+
+gloop12:
+	VMOVUPS (DI), Z24
+	VMOVUPS (BX), Z25
+	ROW_FMA((SI), Z26, Z0, Z1)
+	ROW_FMA((SI)(R10*1), Z27, Z2, Z3)
+	ROW_FMA((SI)(R10*2), Z28, Z4, Z5)
+	ROW_FMA((SI)(R11*1), Z29, Z6, Z7)
+	ROW_FMA((R14), Z30, Z8, Z9)
+	ROW_FMA((R14)(R10*1), Z31, Z10, Z11)
+	ROW_FMA((R14)(R10*2), Z26, Z12, Z13)
+	ROW_FMA((R14)(R11*1), Z27, Z14, Z15)
+	ROW_FMA((AX), Z28, Z16, Z17)
+	ROW_FMA((AX)(R10*1), Z29, Z18, Z19)
+	ROW_FMA((AX)(R10*2), Z30, Z20, Z21)
+	ROW_FMA((AX)(R11*1), Z31, Z22, Z23)
+	ADDQ R12, SI
+	ADDQ R12, R14
+	ADDQ R12, AX
+	ADDQ R9, DI
+	ADDQ R9, BX
+	DECQ CX
+	JNE gloop12
+
+gstore12:
+	MOVQ add+80(FP), CX
+	TESTQ CX, CX
+	JEQ goverwrite12
+	ADD_STORE_ROW(Z0, Z1)
+	ADD_STORE_ROW(Z2, Z3)
+	ADD_STORE_ROW(Z4, Z5)
+	ADD_STORE_ROW(Z6, Z7)
+	ADD_STORE_ROW(Z8, Z9)
+	ADD_STORE_ROW(Z10, Z11)
+	ADD_STORE_ROW(Z12, Z13)
+	ADD_STORE_ROW(Z14, Z15)
+	ADD_STORE_ROW(Z16, Z17)
+	ADD_STORE_ROW(Z18, Z19)
+	ADD_STORE_ROW(Z20, Z21)
+	ADD_STORE_ROW(Z22, Z23)
+	JMP gnext12
+
+goverwrite12:
+	STORE_ROW(Z0, Z1)
+	STORE_ROW(Z2, Z3)
+	STORE_ROW(Z4, Z5)
+	STORE_ROW(Z6, Z7)
+	STORE_ROW(Z8, Z9)
+	STORE_ROW(Z10, Z11)
+	STORE_ROW(Z12, Z13)
+	STORE_ROW(Z14, Z15)
+	STORE_ROW(Z16, Z17)
+	STORE_ROW(Z18, Z19)
+	STORE_ROW(Z20, Z21)
+	STORE_ROW(Z22, Z23)
+
+gnext12:
+	MOVQ astep+32(FP), CX
+	SHLQ $2, CX
+	LEAQ (CX)(CX*2), CX
+	ADDQ CX, a+8(FP)
+	DECQ R13
+	JNE group12
+	VZEROUPPER
+	RET

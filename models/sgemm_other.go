@@ -21,6 +21,12 @@ func sgemmKernel4x32Panels(k int, a *float32, rsa, csa, astep int, b0, b1 *float
 	}
 }
 
+// sgemmKernel12x32Panels is sgemmKernel4x32Panels over 3·groups blocks; never
+// called off amd64.
+func sgemmKernel12x32Panels(k int, a *float32, rsa, csa, astep int, b0, b1 *float32, ldb int, c *float32, ldc int, add int, groups int) {
+	sgemmKernel4x32Panels(k, a, rsa, csa, astep, b0, b1, ldb, c, ldc, add, 3*groups)
+}
+
 // sgemmKernel1x128 is eight sgemmKernel4x16 calls' first rows; never called off amd64.
 func sgemmKernel1x128(k int, a *float32, csa int, b *float32, ldb int, c *float32, add int) {
 	var tile [4 * 16]float32

@@ -133,18 +133,22 @@ func TestPackedSgemmTilingInvariant(t *testing.T) {
 	}
 }
 
-// TestPackedSgemmWideBitIdentical checks that the AVX-512 4×32 kernel gives the same
-// bits as the AVX2 4×16 kernel (in place and packed operands, β = 0 and 1, edges).
+// TestPackedSgemmWideBitIdentical checks that the AVX-512 4×32 and 12×32 kernels give
+// the same bits as the AVX2 4×16 kernel (in place and packed operands, α = 1 and not,
+// β = 0 and 1, edges, row counts with 0, 1 and 2 blocks left over after the groups of
+// three and more than one MC block).
 func TestPackedSgemmWideBitIdentical(t *testing.T) {
 	if !hasAVX512() {
 		t.Log("no AVX-512: the wide kernel is not used on this CPU")
 		return
 	}
 	rng := rand.New(rand.NewPCG(21, 22))
-	for _, sh := range [][3]int{{16, 64, 196}, {32, 256, 25}, {37, 95, 300}, {8, 48, 1}, {256, 800, 32}, {1, 2048, 128}, {1, 300, 700}, {1, 128, 10}, {1, 130, 1}} {
+	for _, sh := range [][3]int{{16, 64, 196}, {32, 256, 25}, {37, 95, 300}, {8, 48, 1}, {256, 800, 32}, {1, 2048, 128}, {1, 300, 700}, {1, 128, 10}, {1, 130, 1},
+		{12, 32, 7}, {24, 64, 513}, {28, 96, 40}, {44, 33, 17}, {300, 64, 9}} {
 		m, n, k := sh[0], sh[1], sh[2]
 		for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
-			for _, beta := range []float32{0, 1} {
+			for _, ab := range [][2]float32{{1, 0}, {1, 1}, {0.5, 1}} {
+				alpha, beta := ab[0], ab[1]
 				ta, tb := tr[0], tr[1]
 				a, b := make([]float32, m*k), make([]float32, k*n)
 				c0 := make([]float32, m*n)
@@ -161,12 +165,14 @@ func TestPackedSgemmWideBitIdentical(t *testing.T) {
 					ldb = k
 				}
 				c1 := append([]float32(nil), c0...)
-				narrow, wide := packedSgemm{}, packedSgemm{wide: true}
-				narrow.gemm(ta, tb, m, n, k, 1, a, lda, b, ldb, beta, c0, n)
-				wide.gemm(ta, tb, m, n, k, 1, a, lda, b, ldb, beta, c1, n)
+				c2 := append([]float32(nil), c0...)
+				narrow, wide, tall := packedSgemm{}, packedSgemm{wide: true}, packedSgemm{wide: true, tall: true}
+				narrow.gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c0, n)
+				wide.gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c1, n)
+				tall.gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c2, n)
 				for i := range c0 {
-					if math.Float32bits(c0[i]) != math.Float32bits(c1[i]) {
-						t.Fatalf("%dx%dx%d tA=%v tB=%v beta=%v: C[%d] = %v (4x16) vs %v (4x32)", m, n, k, ta, tb, beta, i, c0[i], c1[i])
+					if math.Float32bits(c0[i]) != math.Float32bits(c1[i]) || math.Float32bits(c0[i]) != math.Float32bits(c2[i]) {
+						t.Fatalf("%dx%dx%d tA=%v tB=%v alpha=%v beta=%v: C[%d] = %v (4x16) vs %v (4x32) vs %v (12x32)", m, n, k, ta, tb, alpha, beta, i, c0[i], c1[i], c2[i])
 					}
 				}
 			}
@@ -186,6 +192,7 @@ func BenchmarkPackedSgemm(b *testing.B) {
 		{"conv1-fwd", false, false, 16, 6272, 64},
 		{"conv2-dX", true, false, 256, 800, 32},
 		{"sq1024", false, false, 1024, 1024, 1024},
+		{"l1", false, false, 24, 32, 128},
 	}
 	for _, s := range shapes {
 		a := make([]float32, s.m*s.k)
@@ -205,6 +212,13 @@ func BenchmarkPackedSgemm(b *testing.B) {
 			ldb = s.k
 		}
 		flop := 2 * float64(s.m*s.n*s.k)
+		b.Run(s.name+"/packed-avx512-12x32", func(b *testing.B) {
+			g := packedSgemm{wide: hasAVX512(), tall: hasAVX512()}
+			for i := 0; i < b.N; i++ {
+				g.gemm(s.ta, s.tb, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
+			}
+			b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
 		b.Run(s.name+"/packed-avx512", func(b *testing.B) {
 			g := packedSgemm{wide: hasAVX512()}
 			for i := 0; i < b.N; i++ {
