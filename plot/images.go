@@ -162,16 +162,16 @@ func drawGridText(img *image.RGBA, face font.Face, opt GridOptions, left, top, c
 	}
 	c.SetColor(color.Black)
 	if opt.Title != "" {
-		c.FillString(face, pt(float64(opt.Pad), float64(opt.Pad)/2), opt.Title)
+		c.FillString(face, pt(float64(opt.Pad), float64(opt.Pad)/2), drawable(opt.Title))
 	}
 	for r, l := range opt.RowLabels {
 		y := float64(top+opt.Pad+r*ch) + float64(imgH)/2 - lineH/2
-		c.FillString(face, pt(float64(opt.Pad), y), l)
+		c.FillString(face, pt(float64(opt.Pad), y), drawable(l))
 	}
 	for k, s := range opt.Captions {
-		x := float64(left+opt.Pad+(k%opt.Cols)*cw) + float64(cw-opt.Pad)/2 - float64(face.Width(s)/unit)/2
+		x := float64(left+opt.Pad+(k%opt.Cols)*cw) + float64(cw-opt.Pad)/2 - float64(face.Width(drawable(s))/unit)/2
 		y := float64(top + opt.Pad + (k/opt.Cols)*ch + imgH)
-		c.FillString(face, pt(x, y), s)
+		c.FillString(face, pt(x, y), drawable(s))
 	}
 	rgba, ok := c.Image().(*image.RGBA)
 	if !ok || rgba.Bounds() != img.Bounds() {

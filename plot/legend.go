@@ -46,6 +46,7 @@ func NewInsetLegend() *InsetLegend {
 	l := &InsetLegend{Legend: gplot.NewLegend()}
 	l.Top, l.Left = true, true // icons first, text after them
 	l.TextStyle.Font.Size = vg.Points(10)
+	l.TextStyle.Handler = withFallback(l.TextStyle.Handler)
 	return l
 }
 

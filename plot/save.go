@@ -45,6 +45,7 @@ func Render(p *gplot.Plot, format string, width, height int) (out []byte, err er
 			out, err = nil, fmt.Errorf("render figure: %v", r)
 		}
 	}()
+	useGlyphFallbacks(p)
 	w := vg.Length(width) * vg.Inch / DPI
 	h := vg.Length(height) * vg.Inch / DPI
 	var buf bytes.Buffer
