@@ -2,6 +2,7 @@ package attack
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/dpfil/dpfil/internal/dirlock"
 )
 
 // synthPool is n random images of dimension d in [0,1] with labels in [0, classes).
@@ -363,5 +366,27 @@ func TestGameShapeSameInSpecAndConfig(t *testing.T) {
 				t.Fatalf("spec: %v; config: %v; want both %q", es, ec, "attack game: "+tc.want)
 			}
 		})
+	}
+}
+
+// TestRunRefusesLockedOut: a game whose output directory another run holds fails
+// with an error wrapping dirlock.ErrLocked and writes nothing there.
+func TestRunRefusesLockedOut(t *testing.T) {
+	g := testGame(t, smallConfig(), 20, 6, 3, 400)
+	dir := t.TempDir()
+	unlock, err := dirlock.Lock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Run(context.Background(), RunOptions{Trials: 2, Workers: 1, Out: dir})
+	if !errors.Is(err, dirlock.ErrLocked) {
+		t.Fatalf("Run in a held directory: %v, want ErrLocked", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, TrialsFile)); !os.IsNotExist(err) {
+		t.Errorf("Run in a held directory wrote %s (%v)", TrialsFile, err)
+	}
+	unlock()
+	if _, err := g.Run(context.Background(), RunOptions{Trials: 2, Workers: 1, Out: dir}); err != nil {
+		t.Fatalf("after the holder unlocked: %v", err)
 	}
 }

@@ -2,12 +2,14 @@ package attack
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/dpfil/dpfil/internal/dirlock"
 	"github.com/dpfil/dpfil/models"
 	"github.com/dpfil/dpfil/train"
 )
@@ -262,5 +264,33 @@ func TestRecoNNShadowBlockInvariance(t *testing.T) {
 			t.Errorf("block %d, parallel %d: train %v, val %v, target %v; block 1: %v, %v, %v", bp[0], bp[1],
 				res.TrainMSE, res.ValMSE, res.Targets[0].MSE, ref.TrainMSE, ref.ValMSE, ref.Targets[0].MSE)
 		}
+	}
+}
+
+// A checkpoint file that another run has open is refused before it is read or
+// truncated, and taken once that run has closed it.
+func TestRecoNNCheckpointInUse(t *testing.T) {
+	fixed, pool, targets := reconnToy(5, 1), reconnToy(12, 2), reconnToy(1, 3)
+	cfg := reconnRecipe()
+	cfg.Steps, cfg.FILCoords = 2, 0
+	ck := t.TempDir() + "/shadows.bin"
+	o := RecoNNOptions{Config: cfg, Fixed: fixed, Pool: pool, Targets: targets, Shadows: 4, Reconstructor: "ridge",
+		ShadowBlock: 2, Checkpoint: ck, Seed: 5}
+	held, err := os.OpenFile(ck, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dirlock.LockOpenFile(held); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RunRecoNN(context.Background(), o); !errors.Is(err, dirlock.ErrLocked) {
+		t.Errorf("RunRecoNN on a held checkpoint: %v, want ErrLocked", err)
+	}
+	if st, err := os.Stat(ck); err != nil || st.Size() != 0 {
+		t.Errorf("the held checkpoint was written to: %v, %v", st, err)
+	}
+	held.Close()
+	if _, err := RunRecoNN(context.Background(), o); err != nil {
+		t.Errorf("after the holder closed it: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -16,6 +17,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/dpfil/dpfil/internal/dirlock"
 	"github.com/dpfil/dpfil/models"
 	"github.com/dpfil/dpfil/train"
 )
@@ -74,6 +76,15 @@ func openShadowFile(path, key string, F, poolN int) (*shadowFile, []float64, []i
 	header := []byte(shadowFileMagic + " " + key + "\n")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
+		return nil, nil, nil, fmt.Errorf("reconn checkpoint: %w", err)
+	}
+	// Before anything is read or truncated: a second run appending to the same file
+	// would interleave its records with this one's.
+	if err := dirlock.LockOpenFile(f); err != nil {
+		f.Close()
+		if errors.Is(err, dirlock.ErrLocked) {
+			return nil, nil, nil, fmt.Errorf("reconn checkpoint %s is in use by another dpfil run (one run per checkpoint file): %w", path, err)
+		}
 		return nil, nil, nil, fmt.Errorf("reconn checkpoint: %w", err)
 	}
 	sf := &shadowFile{f: f, header: int64(len(header)), f32: F}

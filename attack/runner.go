@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/dpfil/dpfil/internal/atomicfile"
+	"github.com/dpfil/dpfil/internal/dirlock"
 )
 
 // RunOptions controls a batch of trials.
@@ -53,7 +54,14 @@ func (g *Game) Run(ctx context.Context, opt RunOptions) ([]TrialResult, error) {
 	done := map[int]TrialResult{}
 	var out *os.File
 	if opt.Out != "" {
-		var err error
+		unlock, err := dirlock.Lock(opt.Out)
+		if errors.Is(err, dirlock.ErrLocked) {
+			return nil, fmt.Errorf("attack game: output directory %s is in use by another dpfil process (one game per directory): %w", opt.Out, err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("attack game: %w", err)
+		}
+		defer unlock()
 		done, err = g.prepareOut(opt.Out, opt.Meta)
 		if err != nil {
 			return nil, err

@@ -2,6 +2,8 @@
 // lock on DIR/.lock that dies with the process, so a killed run never leaves a stale
 // lock behind. Unlocking removes the lock file and any directory the lock created
 // that is still empty, so a run that fails before writing anything leaves nothing.
+// LockOpenFile gives one open of a file (a checkpoint outside any run directory) the
+// same kind of lock.
 package dirlock
 
 import (

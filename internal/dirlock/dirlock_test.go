@@ -150,3 +150,29 @@ func TestFileInTheWay(t *testing.T) {
 		t.Fatal("locked a directory below a regular file")
 	}
 }
+
+// TestLockOpenFile: a second open of a locked file cannot lock it, in this process or
+// another; closing the first releases it.
+func TestLockOpenFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ck.bin")
+	open := func() *os.File {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	a := open()
+	if err := dirlock.LockOpenFile(a); err != nil {
+		t.Fatal(err)
+	}
+	b := open()
+	defer b.Close()
+	if err := dirlock.LockOpenFile(b); !errors.Is(err, dirlock.ErrLocked) {
+		t.Errorf("second open: %v, want ErrLocked", err)
+	}
+	a.Close()
+	if err := dirlock.LockOpenFile(b); err != nil {
+		t.Errorf("after the first closed: %v", err)
+	}
+}

@@ -69,3 +69,16 @@ func samePath(f *os.File, path string) bool {
 	b, err := os.Stat(path)
 	return err == nil && os.SameFile(a, b)
 }
+
+// LockOpenFile takes an exclusive advisory lock on the open file f, or fails at once
+// with an error wrapping ErrLocked when another open of the file (in this process or
+// another) holds it. The lock is released when f is closed or its process dies.
+func LockOpenFile(f *os.File) error {
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("%s: %w", f.Name(), ErrLocked)
+		}
+		return fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return nil
+}
