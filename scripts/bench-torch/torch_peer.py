@@ -20,7 +20,8 @@ sample through the clipped gradient), each in the variants a PyTorch user would 
 MKLDNN=0 in the environment (or the `time` argument) switches
 torch.backends.mkldnn off.
 
-Benchmark tool only (scripts/bench-torch/README.md): dpfil never imports or runs it.
+Benchmark tool only (docs/perf.md, "Against the best PyTorch variant", says how it is
+run and what it measured): dpfil never imports or runs it.
 
     python3 torch_peer.py check DIR MODEL     # every variant against `dpfilbench export` output
     python3 torch_peer.py time MODEL PATH BATCH K SECONDS [VARIANT [MKLDNN]]   # one JSON line
