@@ -49,24 +49,14 @@ func newStandardizer(x []float64, n, f int) *standardizer {
 	return s
 }
 
-func (s *standardizer) apply(x []float64, n int) []float64 {
+// standardize maps the n feature rows x with s, computing in float64 and rounding
+// each value to T.
+func standardize[T models.Float](s *standardizer, x []float64, n int) []T {
 	f := len(s.mean)
-	out := make([]float64, n*f)
+	out := make([]T, n*f)
 	for i := 0; i < n; i++ {
 		for j, v := range x[i*f : (i+1)*f] {
-			out[i*f+j] = (v - s.mean[j]) * s.inv[j]
-		}
-	}
-	return out
-}
-
-// apply32 is apply rounded to float32.
-func (s *standardizer) apply32(x []float64, n int) []float32 {
-	f := len(s.mean)
-	out := make([]float32, n*f)
-	for i := 0; i < n; i++ {
-		for j, v := range x[i*f : (i+1)*f] {
-			out[i*f+j] = float32((v - s.mean[j]) * s.inv[j])
+			out[i*f+j] = T((v - s.mean[j]) * s.inv[j])
 		}
 	}
 	return out
@@ -97,7 +87,7 @@ func fitRidge(x []float64, y []float64, m, f, d int, lambda float64) (*ridgeReco
 		return nil, fmt.Errorf("ridge reconstructor: λ = %v must be ≥ 0 and finite (0 = leave-one-out choice)", lambda)
 	}
 	r := &ridgeReconstructor{std: newStandardizer(x, m, f), m: m, f: f, d: d, ybar: make([]float64, d)}
-	r.xs = r.std.apply(x, m)
+	r.xs = standardize[float64](r.std, x, m)
 	xm := mat.NewDense(m, f, r.xs)
 	k := mat.NewSymDense(m, nil)
 	k.SymOuterK(1, xm)
@@ -166,7 +156,7 @@ func fitRidge(x []float64, y []float64, m, f, d int, lambda float64) (*ridgeReco
 }
 
 func (r *ridgeReconstructor) Predict(x []float64, n int, out []float64) {
-	xs := r.std.apply(x, n)
+	xs := standardize[float64](r.std, x, n)
 	var kx mat.Dense
 	kx.Mul(mat.NewDense(n, r.f, xs), mat.NewDense(r.m, r.f, r.xs).T())
 	var o mat.Dense
@@ -282,7 +272,7 @@ func fitMLP(x, y []float64, m, f, d int, opt MLPOptions, seed uint64, progress f
 	r := &mlpReconstructor{std: newStandardizer(x, m, f), f: f, h: h, d: d,
 		w1: make([]float64, h*f), b1: make([]float64, h), w2: make([]float64, d*h), b2: make([]float64, d),
 		w1f: make([]float32, h*f), be: models.NewCPUBackend[float32]()}
-	xs := r.std.apply32(x, m)
+	xs := standardize[float32](r.std, x, m)
 	rng := rand.New(rand.NewPCG(seed, seed^0x726563)) // "rec"
 	s1 := math.Sqrt(2 / float64(f))
 	for i := range r.w1 {
@@ -428,7 +418,7 @@ func (r *mlpReconstructor) forward(xs []float32, n int, hid, out []float64) {
 }
 
 func (r *mlpReconstructor) Predict(x []float64, n int, out []float64) {
-	xs := r.std.apply32(x, n)
+	xs := standardize[float32](r.std, x, n)
 	hid := make([]float64, n*r.h)
 	r.forward(xs, n, hid, out)
 }

@@ -48,10 +48,23 @@ func bindHannunFlags(cmd *cobra.Command, s *glm.Setup) {
 	fl.BoolVar(&s.WithLabel, "with-label", false, "take the per-example FIL over (x, y), the label included, as Hannun et al.'s η (default: labels public, as Guo et al.)")
 }
 
+// glmCmd completes c, a glm subcommand of the GLM fitted from s: no arguments,
+// --json, the setup flags (bindGLMSetup, with the command's defaults of σ and
+// --bias) and --quiet, and a RunE that logs s's steps to stderr and calls run.
+func glmCmd[R any, P report[R]](c *cobra.Command, s *glm.Setup, sigma float64, bias bool, run func(quiet bool) (P, error)) *cobra.Command {
+	var quiet bool
+	c.Args = cobra.NoArgs
+	cmd := reportCmd(c, func(cmd *cobra.Command, _ []string) (P, error) {
+		s.Logf = stderrLogf(cmd, quiet)
+		return run(quiet)
+	})
+	bindGLMSetup(cmd, s, &quiet, sigma, bias)
+	return cmd
+}
+
 func newGLMFilCmd() *cobra.Command {
 	var e glm.FILExperiment
-	var quiet bool
-	cmd := reportCmd(&cobra.Command{
+	cmd := glmCmd(&cobra.Command{
 		Use:   "fil",
 		Short: "Per-example dFIL and η of an output-perturbed GLM, and the RDP bound (Guo et al. (2022) Fig. 2)",
 		Long: `Fits the GLM exactly, then computes for every training example the Jacobian of the
@@ -67,15 +80,12 @@ on unit-ball + PCA-20 features; the report has η mean ± std overall and per la
 (Table 1, Fig. 2: DIR/glm_eta_hist.png), the 8 largest/smallest-η images
 (glm_eta_top8.png / glm_eta_bottom8.png, Fig. 3) and η against the per-example loss
 and gradient norm (the loss and grad_norm columns of glm_fil.csv, Fig. 4).`,
-		Args: cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string) (*glm.FILReport, error) {
-		e.Setup.Logf = stderrLogf(cmd, quiet)
+	}, &e.Setup, 1e-2, false, func(quiet bool) (*glm.FILReport, error) {
 		pr := &lazyProgress{label: "glm fil", quiet: quiet}
 		defer pr.finish()
 		e.Progress = pr.add
 		return glm.RunFIL(e)
 	})
-	bindGLMSetup(cmd, &e.Setup, &quiet, 1e-2, false)
 	bindHannunFlags(cmd, &e.Setup)
 	cmd.Flags().StringVar(&e.WriteFeatures, "write-features", "", "also write the model's training features (z1…zK with --pca, else p0…) and its target (label 0/1 for logistic, target ±1 for lsq) to this CSV, the table 'glm invert --csv FILE' reads")
 	cmd.Flags().StringVar(&e.Columns, "columns", "", "also compute attribute-level FIL of these 0-based feature columns (pixels, or PCA components with --pca; e.g. 350-360,406)")
@@ -84,8 +94,7 @@ and gradient norm (the loss and grad_norm columns of glm_fil.csv, Fig. 4).`,
 
 func newGLMAttackCmd() *cobra.Command {
 	var e attack.GLMExperiment
-	var quiet bool
-	cmd := reportCmd(&cobra.Command{
+	cmd := glmCmd(&cobra.Command{
 		Use:   "attack",
 		Short: "The GLM reconstruction attack (Balle et al.) vs the per-example FIL bound (Guo et al. (2022) Fig. 3–4)",
 		Long: `Releases w̃ = w* + N(0, σ²I) --trials times (fresh noise each) and, for each target,
@@ -95,15 +104,12 @@ constant-1 bias feature (it fixes the scale of the reconstructed input), so --bi
 defaults to true here. Defaults: the paper's Sec. 7.2 setting (λ = 1e-2, σ = 1e-5,
 10 000 trials). Writes DIR/glm_attack.csv and DIR/glm_attack_top8.png /
 glm_attack_bottom8.png (training images over first-trial reconstructions).`,
-		Args: cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string) (*attack.GLMReport, error) {
-		e.Setup.Logf = stderrLogf(cmd, quiet)
+	}, &e.Setup, 1e-5, true, func(quiet bool) (*attack.GLMReport, error) {
 		pr := newProgress(int64(e.Trials), "glm attack trials", quiet)
 		defer pr.Finish()
 		e.Progress = func(k int) { pr.Add(int64(k), "") }
 		return attack.RunGLMExperiment(e)
 	})
-	bindGLMSetup(cmd, &e.Setup, &quiet, 1e-5, true)
 	cmd.Flags().IntVar(&e.Trials, "trials", 10000, "independent releases (fresh noise each)")
 	cmd.Flags().IntVar(&e.Targets, "targets", 0, "attack this many randomly chosen training examples (0 = all)")
 	addSeedFlag(cmd, &e.Seed)
@@ -112,8 +118,7 @@ glm_attack_bottom8.png (training images over first-trial reconstructions).`,
 
 func newGLMIRFILCmd() *cobra.Command {
 	var e glm.IRFILExperiment
-	var quiet bool
-	cmd := reportCmd(&cobra.Command{
+	cmd := glmCmd(&cobra.Command{
 		Use:   "irfil",
 		Short: "Iteratively reweighted FIL (Hannun et al. (2021) Algorithm 1): equalise per-example η",
 		Long: `Runs IRFIL: refit with per-example weights ω, compute every η_i = ‖J_i‖₂/σ of the
@@ -122,15 +127,12 @@ weighted model, update ω_i ← n(ω_i/η_i)/Σ_j(ω_j/η_j), optionally clamp t
 DIR/glm_irfil.csv (per iteration) and DIR/glm_irfil_weights.csv (final weights and η).
 σ defaults to 1 as in Hannun et al. (2021) (η then equals ‖J‖₂); their Table 1 and
 Fig. 5 setting adds --pca 20 --with-label.`,
-		Args: cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string) (*glm.IRFILReport, error) {
-		e.Setup.Logf = stderrLogf(cmd, quiet)
+	}, &e.Setup, 1, false, func(quiet bool) (*glm.IRFILReport, error) {
 		pr := newProgress(int64(e.Iters+1), "irfil iterations", quiet)
 		defer pr.Finish()
 		e.Progress = func(it glm.IRFILIteration) { pr.Add(1, fmt.Sprintf("spread %.4g", it.Spread)) }
 		return glm.RunIRFIL(e)
 	})
-	bindGLMSetup(cmd, &e.Setup, &quiet, 1, false)
 	bindHannunFlags(cmd, &e.Setup)
 	cmd.Flags().IntVar(&e.Iters, "iters", 15, "re-weighting iterations")
 	cmd.Flags().Float64SliceVar(&e.Clamp, "clamp", nil, "clamp weights to lo,hi after each update (e.g. 0.01,100; empty = no clamp)")

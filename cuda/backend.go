@@ -404,10 +404,7 @@ func (b *Backend) Gemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 // GemmStridedBatched runs batch GEMMs of one shape at fixed operand strides in one
 // device call (models.BatchedGemmer); a batch of one is a plain SGEMM.
 func (b *Backend) GemmStridedBatched(transA, transB bool, m, n, k int, alpha float32, a []float32, lda, strideA int, bb []float32, ldb, strideB int, beta float32, c []float32, ldc, strideC, batch int) {
-	if m == 0 || n == 0 || batch == 0 {
-		return
-	}
-	if !b.begin() {
+	if m == 0 || n == 0 || batch == 0 || !b.begin() {
 		return
 	}
 	defer b.end()
@@ -641,10 +638,7 @@ func (b *Backend) ownsF64(x []float64) bool {
 // is deterministic. When gd and dd are device memory the results stay there and
 // nothing waits; else the call waits and copies them to the host.
 func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, cs, kc, nj int, blocks []int, gd, dd []float64) {
-	if nj <= 0 || cs <= 0 {
-		return
-	}
-	if !b.begin() {
+	if nj <= 0 || cs <= 0 || !b.begin() {
 		return
 	}
 	defer b.end()
@@ -686,10 +680,7 @@ func (b *Backend) BlockedDotSqBatch(g []float32, P int, tg []float32, cs, kc, nj
 // BlockedDotSqBatch's over the whole gradient tangents, bit for bit.
 func (b *Backend) FILDotSqLayer(g []float32, P int, tg []float32, cs, kc int, blocks []int, first bool) {
 	rows := cs * kc
-	if rows <= 0 || len(blocks) == 0 {
-		return
-	}
-	if !b.begin() {
+	if rows <= 0 || len(blocks) == 0 || !b.begin() {
 		return
 	}
 	defer b.end()
@@ -747,10 +738,7 @@ func (b *Backend) filContinue(rows, P int, first bool) (unsafe.Pointer, int, boo
 // tangents, or is nil when idx and val give them as one-hot rows.
 func (b *Backend) FILDotSqDense(g []float32, P, cs, kc, inN, outN, wOff, bOff int, a, ta []float32, idx []int, val, D, tD []float32, first bool) {
 	rows := cs * kc
-	if rows <= 0 {
-		return
-	}
-	if !b.begin() {
+	if rows <= 0 || !b.begin() {
 		return
 	}
 	defer b.end()
@@ -786,10 +774,7 @@ func boolInt(v bool) int {
 // nothing waits; else the call waits and copies them to the host.
 func (b *Backend) FILDotSqEnd(cs, kc int, gd, dd []float64) {
 	rows := cs * kc
-	if rows <= 0 {
-		return
-	}
-	if !b.begin() {
+	if rows <= 0 || !b.begin() {
 		return
 	}
 	defer b.end()
@@ -850,10 +835,7 @@ func (b *Backend) RepeatRows(rows, kd, n int, src, dst []float32) {
 // stride values, in one reduction (models.RowSqNormer). When out is device memory
 // the sums are added there and nothing waits.
 func (b *Backend) RowSqNorms(rows, stride int, blocks []int, x []float32, out []float64) {
-	if rows <= 0 {
-		return
-	}
-	if !b.begin() {
+	if rows <= 0 || !b.begin() {
 		return
 	}
 	defer b.end()
@@ -1015,10 +997,7 @@ func (b *Backend) nextStage(n int) []float32 {
 // op runs one grid-stride kernel over n elements as a backend call; args are given
 // after the pointers they refer to are resolved by the caller.
 func (b *Backend) op(name string, n int, args func() []any) {
-	if n <= 0 {
-		return
-	}
-	if !b.begin() {
+	if n <= 0 || !b.begin() {
 		return
 	}
 	defer b.end()
@@ -1110,10 +1089,7 @@ func (b *Backend) SparseDenseGradScatterRows(inN, outN, rows, kd int, idx []int,
 // ScaledRowSum adds Σ_r scale[r]·x[r·P:(r+1)·P] to acc, summed in double on the
 // device.
 func (b *Backend) ScaledRowSum(rows, P int, scale []float64, x []float32, acc []float64) {
-	if rows <= 0 || P <= 0 {
-		return
-	}
-	if !b.begin() {
+	if rows <= 0 || P <= 0 || !b.begin() {
 		return
 	}
 	defer b.end()

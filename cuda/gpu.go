@@ -250,8 +250,9 @@ func (g *GPU) MemsetZero(p unsafe.Pointer, n int) error {
 	}, func() string { return fmt.Sprintf("memset %d bytes at %p", n, p) })
 }
 
-// queue runs f, which queues an operation on n bytes on the driver's stream, as op
-// (nothing when n ≤ 0), its error wrapped as "cuda: what()" (formatted only then).
+// queue runs f, which queues an operation on n bytes on the driver's stream (and may
+// wait for it), as op (nothing when n ≤ 0), its error wrapped as "cuda: what()"
+// (formatted only then).
 func (g *GPU) queue(op string, n int, f func() error, what func() string) error {
 	if n <= 0 {
 		return nil
@@ -271,20 +272,11 @@ func (g *GPU) queue(op string, n int, f func() error, what func() string) error 
 // (cuMemcpyHtoDAsync) through the page-locked upload ring, so the caller may reuse src
 // at once and the copy does not wait for the device.
 func (g *GPU) CopyHtoD(dst, src unsafe.Pointer, n int) error {
-	if n <= 0 {
-		return nil
-	}
-	leave, err := g.enter("copy to device")
-	if err != nil {
-		return err
-	}
-	defer leave()
-	g.pinMu.Lock()
-	defer g.pinMu.Unlock()
-	if err := g.stageHtoD(dst, src, n); err != nil {
-		return fmt.Errorf("cuda: copy %d bytes to the device: %w", n, err)
-	}
-	return nil
+	return g.queue("copy to device", n, func() error {
+		g.pinMu.Lock()
+		defer g.pinMu.Unlock()
+		return g.stageHtoD(dst, src, n)
+	}, func() string { return fmt.Sprintf("copy %d bytes to the device", n) })
 }
 
 // CopyDtoD queues a device-to-device copy on the driver's stream.
@@ -298,26 +290,20 @@ func (g *GPU) CopyDtoD(dst, src unsafe.Pointer, n int) error {
 // the driver's stream, then a wait for the stream) and reports the first asynchronous
 // error.
 func (g *GPU) CopyDtoH(dst, src unsafe.Pointer, n int) error {
-	if n <= 0 {
+	return g.queue("copy to the host", n, func() error {
+		// Held across the wait: no upload is queued meanwhile, so once it returns every
+		// queued copy has read its ring bytes and the ring is empty.
+		g.pinMu.Lock()
+		defer g.pinMu.Unlock()
+		if err := cu.MemcpyDtoHAsync(dst, cu.DevicePtr(uintptr(src)), int64(n), g.stream); err != nil {
+			return err
+		}
+		if err := g.stream.Synchronize(); err != nil {
+			return err
+		}
+		g.pinUsed = 0
 		return nil
-	}
-	leave, err := g.enter("copy to the host")
-	if err != nil {
-		return err
-	}
-	defer leave()
-	// Held across the wait: no upload is queued meanwhile, so once it returns every
-	// queued copy has read its ring bytes and the ring is empty.
-	g.pinMu.Lock()
-	defer g.pinMu.Unlock()
-	if err := cu.MemcpyDtoHAsync(dst, cu.DevicePtr(uintptr(src)), int64(n), g.stream); err != nil {
-		return fmt.Errorf("cuda: copy %d bytes to the host: %w", n, err)
-	}
-	if err := g.stream.Synchronize(); err != nil {
-		return fmt.Errorf("cuda: copy %d bytes to the host: %w", n, err)
-	}
-	g.pinUsed = 0
-	return nil
+	}, func() string { return fmt.Sprintf("copy %d bytes to the host", n) })
 }
 
 // AllocManaged returns n > 0 zeroed bytes of managed memory. It refuses more than

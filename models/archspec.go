@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/dpfil/dpfil/internal/strictyaml"
 )
 
 // ArchSpec is an architecture as a user writes it (an architecture file, YAML or
@@ -104,13 +105,8 @@ func (l *LayerDef) UnmarshalJSON(b []byte) error {
 // ParseArchSpec reads an architecture file (YAML, of which JSON is a subset).
 // Unknown keys are refused.
 func ParseArchSpec(r io.Reader) (*ArchSpec, error) {
-	dec := yaml.NewDecoder(r)
-	dec.KnownFields(true)
 	var s ArchSpec
-	if err := dec.Decode(&s); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("architecture: empty file")
-		}
+	if err := strictyaml.Decode(r, &s); err != nil {
 		return nil, fmt.Errorf("architecture: %w", err)
 	}
 	if err := s.Check(); err != nil {

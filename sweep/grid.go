@@ -9,8 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
+	"github.com/dpfil/dpfil/internal/strictyaml"
 	"github.com/dpfil/dpfil/train"
 )
 
@@ -46,9 +45,7 @@ const maxGridPoints = 1 << 20
 // lists, duplicate values and keys given both in base and grid are errors.
 func ParseGrid(b []byte) (*Grid, error) {
 	var g Grid
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&g); err != nil {
+	if err := strictyaml.Decode(bytes.NewReader(b), &g); err != nil {
 		return nil, fmt.Errorf("parse grid: %w", err)
 	}
 	if err := g.normalize(); err != nil {

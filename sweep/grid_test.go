@@ -22,6 +22,8 @@ func TestParseGridErrors(t *testing.T) {
 		{"negative repeats", "repeats: -1\n", "repeats"},
 		{"repeats with seed list", "repeats: 2\ngrid: {seed: [1, 2]}\n", "seed"},
 		{"not yaml", "grid: [1, 2", "parse grid"},
+		{"empty file", "", "parse grid: empty file"},
+		{"comments only", "# a grid\n", "parse grid: empty file"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -156,18 +156,12 @@ func ruleOf(g *G.ExprGraph, n *G.Node, pr *program, in []int) (rule, error) {
 			return nil, err
 		}
 		return repeatOf(ax, inShape(0), out)
-	case "sumOp":
+	case "sumOp", "maxOp":
 		along, err := intsField(op, "along")
 		if err != nil {
 			return nil, err
 		}
-		return reduceOf(along, inShape(0), out, false)
-	case "maxOp":
-		along, err := intsField(op, "along")
-		if err != nil {
-			return nil, err
-		}
-		return reduceOf(along, inShape(0), out, true)
+		return reduceOf(along, inShape(0), out, name == "maxOp")
 	case "softmaxOp":
 		ax, err := intField(op, "axis")
 		if err != nil {

@@ -701,47 +701,23 @@ func filSqNorms[T models.Float](m *GraphModel, params, x []T, y []int, clip mode
 // sample's logits z and one-hot label y (same shape), as a scalar node, with the
 // maximum subtracted inside the exponential.
 func CrossEntropy(z, y *G.Node) (loss *G.Node, err error) {
+	// Each op goes through G.Must, which panics with the op's error; the recover
+	// returns it (and any panic inside Gorgonia) as this function's error.
 	defer func() {
 		if r := recover(); r != nil {
+			if e, ok := r.(error); ok {
+				loss, err = nil, fmt.Errorf("gorgonet: cross-entropy: %w", e)
+				return
+			}
 			loss, err = nil, fmt.Errorf("gorgonet: cross-entropy: gorgonia panicked: %v", r)
 		}
 	}()
 	if !z.Shape().Eq(y.Shape()) {
 		return nil, fmt.Errorf("gorgonet: cross-entropy: logits %v and label %v differ in shape", z.Shape(), y.Shape())
 	}
-	mx, err := G.Max(z)
-	if err != nil {
-		return nil, fmt.Errorf("gorgonet: cross-entropy: %w", err)
-	}
-	sh, err := G.Sub(z, mx)
-	if err != nil {
-		return nil, fmt.Errorf("gorgonet: cross-entropy: %w", err)
-	}
-	e, err := G.Exp(sh)
-	if err != nil {
-		return nil, fmt.Errorf("gorgonet: cross-entropy: %w", err)
-	}
-	se, err := G.Sum(e)
-	if err != nil {
-		return nil, fmt.Errorf("gorgonet: cross-entropy: %w", err)
-	}
-	lse, err := G.Log(se)
-	if err != nil {
-		return nil, fmt.Errorf("gorgonet: cross-entropy: %w", err)
-	}
-	if lse, err = G.Add(lse, mx); err != nil {
-		return nil, fmt.Errorf("gorgonet: cross-entropy: %w", err)
-	}
-	zy, err := G.HadamardProd(z, y)
-	if err != nil {
-		return nil, fmt.Errorf("gorgonet: cross-entropy: %w", err)
-	}
-	picked, err := G.Sum(zy)
-	if err != nil {
-		return nil, fmt.Errorf("gorgonet: cross-entropy: %w", err)
-	}
-	if loss, err = G.Sub(lse, picked); err != nil {
-		return nil, fmt.Errorf("gorgonet: cross-entropy: %w", err)
-	}
-	return loss, nil
+	mx := G.Must(G.Max(z))
+	se := G.Must(G.Sum(G.Must(G.Exp(G.Must(G.Sub(z, mx))))))
+	lse := G.Must(G.Add(G.Must(G.Log(se)), mx))
+	picked := G.Must(G.Sum(G.Must(G.HadamardProd(z, y))))
+	return G.Must(G.Sub(lse, picked)), nil
 }
