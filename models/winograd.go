@@ -120,7 +120,7 @@ type winoState[T Float] struct {
 	algo ConvAlgo
 	on   []bool // per layer
 	plan []ConvLayerPlan
-	u    [][]T // per Winograd layer: U, 16×Out×InC (ξ-major)
+	u    [][]T // per Winograd layer: U, 16 matrices Out×InC, winoStride apart
 	ws   []*workspace[T]
 }
 
@@ -129,10 +129,11 @@ func (st *winoState[T]) active() bool { return st.u != nil }
 
 // winoBuffers are a workspace's Winograd buffers for chunks of up to cs samples.
 type winoBuffers[T Float] struct {
-	v   [][]T // per Winograd layer: V of the chunk, 16×InC×ld (kept for the backward pass)
-	m   []T   // M (forward) or N (backward) of one layer, 16×Out×ld
-	dv  []T   // dV of one layer, 16×InC×ld
-	du  []T   // one sample's dU, 16×Out×InC
+	// Each holds 16 matrices winoStride apart.
+	v   [][]T // per Winograd layer: V of the chunk, 16 of InC×ld (kept for the backward pass)
+	m   []T   // M (forward) or N (backward) of one layer, 16 of Out×ld
+	dv  []T   // dV of one layer, 16 of InC×ld
+	du  []T   // one sample's dU, 16 of Out×InC
 	row []T   // 4 rows of a tile row's input (or input-gradient) values
 }
 
@@ -152,6 +153,17 @@ func winoLD(g ConvGeom, m int) int {
 	}
 	return ld
 }
+
+// winoSkew is the number of values added between the 16 matrices of a transformed
+// tile set (winoStride): their rows·ld values are often a multiple of 4 KB, and the
+// transforms read or write the 16 at once, whose streams then fall into the same
+// L1 cache sets. 80 values (320 B, 5 cache lines) put the 16 streams in 16
+// different sets.
+const winoSkew = 80
+
+// winoStride is the distance between the 16 matrices of rows×ld values of a
+// transformed tile set (or of U and dU, rows×cols).
+func winoStride(rows, ld int) int { return rows*ld + winoSkew }
 
 // Costs of the model winoCosts, in units of one GEMM multiply-add at the packed
 // GEMM's full rate.
@@ -216,7 +228,7 @@ func (n *Network[T]) SetConvAlgo(a ConvAlgo) error {
 		}
 		if p.Winograd {
 			st.on[i] = true
-			st.u[i] = make([]T, 16*c.out.C*c.g.InC)
+			st.u[i] = make([]T, 16*winoStride(c.out.C, c.g.InC))
 			anyOn = true
 		}
 		st.plan = append(st.plan, p)
@@ -274,10 +286,10 @@ func (n *Network[T]) winoWorkspace(w, cs int) *workspace[T] {
 		}
 		c := n.layers[i].ops.(*convOps[T])
 		ld := winoLD(c.g, cs)
-		wb.v[i] = be.Alloc(16 * c.g.InC * ld)
-		mLen = max(mLen, 16*c.out.C*ld)
-		dvLen = max(dvLen, 16*c.g.InC*ld)
-		duLen = max(duLen, 16*c.out.C*c.g.InC)
+		wb.v[i] = be.Alloc(16 * winoStride(c.g.InC, ld))
+		mLen = max(mLen, 16*winoStride(c.out.C, ld))
+		dvLen = max(dvLen, 16*winoStride(c.g.InC, ld))
+		duLen = max(duLen, 16*winoStride(c.out.C, c.g.InC))
 		_, tw := winoTiles(c.g)
 		rowLen = max(rowLen, 4*(2*tw+2))
 	}
@@ -287,10 +299,10 @@ func (n *Network[T]) winoWorkspace(w, cs int) *workspace[T] {
 	return ws
 }
 
-// winoWeights writes U_ξ[o][i] = (G w_{o,i} Gᵀ)[ξ] to u (16×out×in) from the
-// weights w (out×in×3×3).
+// winoWeights writes U_ξ[o][i] = (G w_{o,i} Gᵀ)[ξ] to u[ξ·winoStride(out, in) +
+// o·in + i] from the weights w (out×in×3×3).
 func winoWeights[T Float](out, in int, w, u []T) {
-	oi := out * in
+	oi, xs := out*in, winoStride(out, in)
 	for k := 0; k < oi; k++ {
 		f := w[k*9 : k*9+9]
 		// t = G·f (4×3): rows of f combined.
@@ -305,21 +317,22 @@ func winoWeights[T Float](out, in int, w, u []T) {
 		// U = t·Gᵀ (4×4)
 		for r := 0; r < 4; r++ {
 			a, b, c := t[r][0], t[r][1], t[r][2]
-			u[(r*4+0)*oi+k] = a
-			u[(r*4+1)*oi+k] = (a + b + c) / 2
-			u[(r*4+2)*oi+k] = (a - b + c) / 2
-			u[(r*4+3)*oi+k] = c
+			u[(r*4+0)*xs+k] = a
+			u[(r*4+1)*xs+k] = (a + b + c) / 2
+			u[(r*4+2)*xs+k] = (a - b + c) / 2
+			u[(r*4+3)*xs+k] = c
 		}
 	}
 }
 
-// winoWeightGrad writes dw = Gᵀ dU G (out×in×3×3) from dU (16×out×in).
+// winoWeightGrad writes dw = Gᵀ dU G (out×in×3×3) from dU
+// (du[ξ·winoStride(out, in) + o·in + i]).
 func winoWeightGrad[T Float](out, in int, du, dw []T) {
-	oi := out * in
+	oi, xs := out*in, winoStride(out, in)
 	for k := 0; k < oi; k++ {
 		var d [4][4]T
 		for x := 0; x < 16; x++ {
-			d[x/4][x%4] = du[x*oi+k]
+			d[x/4][x%4] = du[x*xs+k]
 		}
 		// t = Gᵀ·d (3×4): column j of Gᵀ is row j of G.
 		var t [3][4]T
@@ -340,9 +353,10 @@ func winoWeightGrad[T Float](out, in int, du, dw []T) {
 }
 
 // winoInput writes V = Bᵀ d B of every 4×4 input tile of one sample x (InC×H×W) to
-// v[(ξ·InC + i)·ld + c0 + t] (tile t = ty·tw + tx), reading zeros outside the input.
-// row holds 4·(2·tw + 2) values.
+// v[ξ·xs + i·ld + c0 + t] (tile t = ty·tw + tx, xs = winoStride(InC, ld)), reading
+// zeros outside the input. row holds 4·(2·tw + 2) values.
 func winoInput[T Float](g ConvGeom, x, v []T, ld, c0 int, row []T) {
+	xs := winoStride(g.InC, ld)
 	th, tw := winoTiles(g)
 	we := 2*tw + 2
 	r := row[:4*we]
@@ -372,10 +386,10 @@ func winoInput[T Float](g ConvGeom, x, v []T, ld, c0 int, row []T) {
 			base := c0 + ty*tw
 			for a := 0; a < 4; a++ {
 				ra := r[a*we : (a+1)*we]
-				v0 := v[((a*4+0)*g.InC+ch)*ld+base:][:tw]
-				v1 := v[((a*4+1)*g.InC+ch)*ld+base:][:tw]
-				v2 := v[((a*4+2)*g.InC+ch)*ld+base:][:tw]
-				v3 := v[((a*4+3)*g.InC+ch)*ld+base:][:tw]
+				v0 := v[(a*4+0)*xs+ch*ld+base:][:tw]
+				v1 := v[(a*4+1)*xs+ch*ld+base:][:tw]
+				v2 := v[(a*4+2)*xs+ch*ld+base:][:tw]
+				v3 := v[(a*4+3)*xs+ch*ld+base:][:tw]
 				for tx := range v0 {
 					e := ra[2*tx : 2*tx+4]
 					v0[tx] = e[0] - e[2]
@@ -389,8 +403,9 @@ func winoInput[T Float](g ConvGeom, x, v []T, ld, c0 int, row []T) {
 }
 
 // winoOutput writes Y = Aᵀ M A of every tile of one sample to y (out×OutH×OutW),
-// cropping partial tiles, from m[(ξ·out + o)·ld + c0 + t].
+// cropping partial tiles, from m[ξ·winoStride(out, ld) + o·ld + c0 + t].
 func winoOutput[T Float](g ConvGeom, out int, m []T, ld, c0 int, y []T) {
+	xs := winoStride(out, ld)
 	th, tw := winoTiles(g)
 	hwo := g.HWo()
 	for o := 0; o < out; o++ {
@@ -399,7 +414,7 @@ func winoOutput[T Float](g ConvGeom, out int, m []T, ld, c0 int, y []T) {
 			base := c0 + ty*tw
 			var mr [16][]T
 			for x := range mr {
-				mr[x] = m[(x*out+o)*ld+base:][:tw]
+				mr[x] = m[x*xs+o*ld+base:][:tw]
 			}
 			oh := 2 * ty
 			two := oh+1 < g.OutH
@@ -433,8 +448,10 @@ func winoOutput[T Float](g ConvGeom, out int, m []T, ld, c0 int, y []T) {
 }
 
 // winoOutGrad writes N = A dY Aᵀ of every tile of one sample's output gradient dy
-// (out×OutH×OutW; zero where a tile is cropped) to nb[(ξ·out + o)·ld + c0 + t].
+// (out×OutH×OutW; zero where a tile is cropped) to
+// nb[ξ·winoStride(out, ld) + o·ld + c0 + t].
 func winoOutGrad[T Float](g ConvGeom, out int, dy, nb []T, ld, c0 int) {
+	xs := winoStride(out, ld)
 	th, tw := winoTiles(g)
 	hwo := g.HWo()
 	for o := 0; o < out; o++ {
@@ -443,7 +460,7 @@ func winoOutGrad[T Float](g ConvGeom, out int, dy, nb []T, ld, c0 int) {
 			base := c0 + ty*tw
 			var nr [16][]T
 			for x := range nr {
-				nr[x] = nb[(x*out+o)*ld+base:][:tw]
+				nr[x] = nb[x*xs+o*ld+base:][:tw]
 			}
 			oh := 2 * ty
 			d0 := do[oh*g.OutW : (oh+1)*g.OutW]
@@ -480,9 +497,10 @@ func winoOutGrad[T Float](g ConvGeom, out int, dy, nb []T, ld, c0 int) {
 }
 
 // winoInputGrad adds dd = B dV Bᵀ of every tile of one sample, from
-// dv[(ξ·InC + i)·ld + c0 + t], into dx (InC×H×W), dropping values in the padding.
-// row holds 4·(2·tw + 2) values.
+// dv[ξ·winoStride(InC, ld) + i·ld + c0 + t], into dx (InC×H×W), dropping values in
+// the padding. row holds 4·(2·tw + 2) values.
 func winoInputGrad[T Float](g ConvGeom, dv []T, ld, c0 int, dx, row []T) {
+	xs := winoStride(g.InC, ld)
 	th, tw := winoTiles(g)
 	we := 2*tw + 2
 	r := row[:4*we]
@@ -497,10 +515,10 @@ func winoInputGrad[T Float](g ConvGeom, dv []T, ld, c0 int, dx, row []T) {
 				// row a of dV·Bᵀ, added over the tiles: column c of Bᵀ… the rows of
 				// B are (1,0,0,0), (0,1,−1,1), (−1,1,1,0), (0,0,0,−1)
 				ra := r[a*we : (a+1)*we]
-				v0 := dv[((a*4+0)*g.InC+ch)*ld+base:][:tw]
-				v1 := dv[((a*4+1)*g.InC+ch)*ld+base:][:tw]
-				v2 := dv[((a*4+2)*g.InC+ch)*ld+base:][:tw]
-				v3 := dv[((a*4+3)*g.InC+ch)*ld+base:][:tw]
+				v0 := dv[(a*4+0)*xs+ch*ld+base:][:tw]
+				v1 := dv[(a*4+1)*xs+ch*ld+base:][:tw]
+				v2 := dv[(a*4+2)*xs+ch*ld+base:][:tw]
+				v3 := dv[(a*4+3)*xs+ch*ld+base:][:tw]
 				for tx := range v0 {
 					x0, x1, x2, x3 := v0[tx], v1[tx], v2[tx], v3[tx]
 					e := ra[2*tx : 2*tx+4]
@@ -544,8 +562,9 @@ func (c *convOps[T]) winoForward(n *Network[T], ws *workspace[T], i int, in, out
 		winoInput(g, in[s*c.inN:(s+1)*c.inN], v, ld, s*nt, wb.row)
 	}
 	cols := cs * nt
+	us, vs, ms := winoStride(oc, g.InC), winoStride(g.InC, ld), winoStride(oc, ld)
 	for x := 0; x < 16; x++ {
-		n.be.Gemm(false, false, oc, cols, g.InC, 1, u[x*oc*g.InC:], g.InC, v[x*g.InC*ld:], ld, 0, m[x*oc*ld:], ld)
+		n.be.Gemm(false, false, oc, cols, g.InC, 1, u[x*us:], g.InC, v[x*vs:], ld, 0, m[x*ms:], ld)
 	}
 	for s := 0; s < cs; s++ {
 		winoOutput(g, oc, m, ld, s*nt, out[s*c.outN:(s+1)*c.outN])
@@ -568,9 +587,10 @@ func (c *convOps[T]) winoBackward(n *Network[T], ws *workspace[T], i int, cs int
 	for s := 0; s < cs; s++ {
 		winoOutGrad(g, oc, dout[s*c.outN:(s+1)*c.outN], nb, ld, s*nt)
 	}
+	us, vs, ns := winoStride(oc, g.InC), winoStride(g.InC, ld), winoStride(oc, ld)
 	for s := 0; s < cs; s++ {
 		for x := 0; x < 16; x++ {
-			be.Gemm(false, true, oc, g.InC, nt, 1, nb[x*oc*ld+s*nt:], ld, v[x*g.InC*ld+s*nt:], ld, 0, wb.du[x*oc*g.InC:], g.InC)
+			be.Gemm(false, true, oc, g.InC, nt, 1, nb[x*ns+s*nt:], ld, v[x*vs+s*nt:], ld, 0, wb.du[x*us:], g.InC)
 		}
 		gw := ws.grads[s*P+c.wOff : s*P+c.wOff+c.nW]
 		winoWeightGrad(oc, g.InC, wb.du, gw)
@@ -583,7 +603,7 @@ func (c *convOps[T]) winoBackward(n *Network[T], ws *workspace[T], i int, cs int
 	}
 	cols := cs * nt
 	for x := 0; x < 16; x++ {
-		be.Gemm(true, false, g.InC, cols, oc, 1, u[x*oc*g.InC:], g.InC, nb[x*oc*ld:], ld, 0, wb.dv[x*g.InC*ld:], ld)
+		be.Gemm(true, false, g.InC, cols, oc, 1, u[x*us:], g.InC, nb[x*ns:], ld, 0, wb.dv[x*vs:], ld)
 	}
 	clear(din)
 	for s := 0; s < cs; s++ {
