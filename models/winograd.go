@@ -134,7 +134,8 @@ type winoBuffers[T Float] struct {
 	m   []T   // M (forward) or N (backward) of one layer, 16 of Out×ld
 	dv  []T   // dV of one layer, 16 of InC×ld
 	du  []T   // one sample's dU, 16 of Out×InC
-	row []T   // 4 rows of a tile row's input (or input-gradient) values
+	scr []T   // the transforms' scratch (winoScratchLen)
+	k   *winoKern
 }
 
 // winoEligible reports whether a conv geometry can run as Winograd F(2×2, 3×3).
@@ -165,32 +166,36 @@ const winoSkew = 80
 // transformed tile set (or of U and dU, rows×cols).
 func winoStride(rows, ld int) int { return rows*ld + winoSkew }
 
-// Costs of the model winoCosts, in units of one GEMM multiply-add at the packed
-// GEMM's full rate.
+// Costs of the model winoCosts, in units of one multiply-add of the engine's
+// GEMMs (direct or Winograd, which ran at about the same rate), fitted to the
+// per-layer measurements of cifar-cnn's six conv layers (BenchmarkConvAlgoLayers
+// and docs/perf.md, "Winograd convolution"): the four tile transforms cost a fixed
+// winoChannelCost per channel (the calls and row loops around the vector kernels)
+// plus winoTileCost per channel and tile; the weight-gradient transform
+// winoDUCost per value of dU.
 const (
-	// winoTransformCost is the cost of one value's share of a tile transform
-	// (about four additions and a strided store or load, scalar).
-	winoTransformCost = 1.0
+	winoChannelCost = 17000
+	winoTileCost    = 330
+	winoDUCost      = 30
 )
 
-// winoCosts returns the cost model's per-sample cost of a 3×3 stride-1 conv layer in
-// the per-sample clipped-gradient pass, direct and Winograd, in GEMM multiply-adds
-// at full rate: the GEMMs (forward, weight gradient, and the input gradient when
-// below is true) and the per-value work around them (im2col/col2im for direct;
-// the four tile transforms for Winograd).
+// winoCosts returns the cost model's per-sample cost of a 3×3 stride-1 conv layer
+// with out output channels in the per-sample clipped-gradient pass, direct and
+// Winograd, in GEMM multiply-adds: the GEMMs of the forward pass, the weight
+// gradient and (below: a parameter layer precedes it) the input gradient, 9·InC·Out
+// per output position direct and 16·InC·Out per 2×2 tile Winograd, plus Winograd's
+// transforms (V and dd per input channel, Y and N per output channel) and its
+// weight-gradient transform.
 func winoCosts(g ConvGeom, out int, below bool) (direct, wino float64) {
 	th, tw := winoTiles(g)
 	tiles := float64(th * tw)
 	in, oc := float64(g.InC), float64(out)
-	passes := 2.0
+	passes, chans := 2.0, in+2*oc
 	if below {
-		passes = 3
+		passes, chans = 3, 2*in+2*oc
 	}
-	hwo := float64(g.HWo())
-	direct = passes*in*9*oc*hwo + in*9*hwo*(1+passes-2)
-	// transforms: V (in), Y (out), N (out), dd (in, with below)
-	tr := 16*tiles*(in+2*oc) + 16*tiles*in*(passes-2)
-	wino = passes*16*in*oc*tiles + winoTransformCost*tr
+	direct = passes * 9 * in * oc * float64(g.HWo())
+	wino = passes*16*in*oc*tiles + chans*(winoChannelCost+winoTileCost*tiles) + winoDUCost*16*in*oc
 	return direct, wino
 }
 
@@ -279,7 +284,7 @@ func (n *Network[T]) winoWorkspace(w, cs int) *workspace[T] {
 	ws.scratch = be.Alloc(n.scratchFloats()*cs + colsPad)
 	ws.scratch2 = be.Alloc(maxOut*cs + scratchPad)
 	wb := &winoBuffers[T]{v: make([][]T, len(n.layers))}
-	var mLen, dvLen, duLen, rowLen int
+	var mLen, dvLen, duLen, scrLen int
 	for i, on := range st.on {
 		if !on {
 			continue
@@ -290,10 +295,11 @@ func (n *Network[T]) winoWorkspace(w, cs int) *workspace[T] {
 		mLen = max(mLen, 16*winoStride(c.out.C, ld))
 		dvLen = max(dvLen, 16*winoStride(c.g.InC, ld))
 		duLen = max(duLen, 16*winoStride(c.out.C, c.g.InC))
-		_, tw := winoTiles(c.g)
-		rowLen = max(rowLen, 4*(2*tw+2))
+		scrLen = max(scrLen, winoScratchLen(c.g))
 	}
-	wb.m, wb.dv, wb.du, wb.row = be.Alloc(mLen), be.Alloc(dvLen), be.Alloc(duLen), make([]T, rowLen)
+	wb.m, wb.dv, wb.du, wb.scr = be.Alloc(mLen), be.Alloc(dvLen), be.Alloc(duLen), make([]T, scrLen)
+	_, f32 := any(wb.scr).([]float32)
+	wb.k = newWinoKern(f32 && hasAVX2FMA())
 	ws.wino = wb
 	st.ws[w] = ws
 	return ws
@@ -325,229 +331,6 @@ func winoWeights[T Float](out, in int, w, u []T) {
 	}
 }
 
-// winoWeightGrad writes dw = Gᵀ dU G (out×in×3×3) from dU
-// (du[ξ·winoStride(out, in) + o·in + i]).
-func winoWeightGrad[T Float](out, in int, du, dw []T) {
-	oi, xs := out*in, winoStride(out, in)
-	for k := 0; k < oi; k++ {
-		var d [4][4]T
-		for x := 0; x < 16; x++ {
-			d[x/4][x%4] = du[x*xs+k]
-		}
-		// t = Gᵀ·d (3×4): column j of Gᵀ is row j of G.
-		var t [3][4]T
-		for b := 0; b < 4; b++ {
-			h1, h2 := d[1][b]/2, d[2][b]/2
-			t[0][b] = d[0][b] + h1 + h2
-			t[1][b] = h1 - h2
-			t[2][b] = h1 + h2 + d[3][b]
-		}
-		g := dw[k*9 : k*9+9]
-		for r := 0; r < 3; r++ {
-			h1, h2 := t[r][1]/2, t[r][2]/2
-			g[r*3+0] = t[r][0] + h1 + h2
-			g[r*3+1] = h1 - h2
-			g[r*3+2] = h1 + h2 + t[r][3]
-		}
-	}
-}
-
-// winoInput writes V = Bᵀ d B of every 4×4 input tile of one sample x (InC×H×W) to
-// v[ξ·xs + i·ld + c0 + t] (tile t = ty·tw + tx, xs = winoStride(InC, ld)), reading
-// zeros outside the input. row holds 4·(2·tw + 2) values.
-func winoInput[T Float](g ConvGeom, x, v []T, ld, c0 int, row []T) {
-	xs := winoStride(g.InC, ld)
-	th, tw := winoTiles(g)
-	we := 2*tw + 2
-	r := row[:4*we]
-	hw := g.H * g.W
-	// input columns q − PadL for q < we
-	qlo, qhi := max(0, g.PadL), min(we, g.W+g.PadL)
-	for ch := 0; ch < g.InC; ch++ {
-		xc := x[ch*hw : (ch+1)*hw]
-		for ty := 0; ty < th; ty++ {
-			for k := 0; k < 4; k++ {
-				rk := r[k*we : (k+1)*we]
-				ih := 2*ty - g.PadT + k
-				if ih < 0 || ih >= g.H || qlo >= qhi {
-					clear(rk)
-					continue
-				}
-				clear(rk[:qlo])
-				copy(rk[qlo:qhi], xc[ih*g.W+qlo-g.PadL:])
-				clear(rk[qhi:])
-			}
-			// rows combined by Bᵀ
-			r0, r1, r2, r3 := r[:we], r[we:2*we], r[2*we:3*we], r[3*we:4*we]
-			for q := range r0 {
-				a, b, c, d := r0[q], r1[q], r2[q], r3[q]
-				r0[q], r1[q], r2[q], r3[q] = a-c, b+c, c-b, b-d
-			}
-			base := c0 + ty*tw
-			for a := 0; a < 4; a++ {
-				ra := r[a*we : (a+1)*we]
-				v0 := v[(a*4+0)*xs+ch*ld+base:][:tw]
-				v1 := v[(a*4+1)*xs+ch*ld+base:][:tw]
-				v2 := v[(a*4+2)*xs+ch*ld+base:][:tw]
-				v3 := v[(a*4+3)*xs+ch*ld+base:][:tw]
-				for tx := range v0 {
-					e := ra[2*tx : 2*tx+4]
-					v0[tx] = e[0] - e[2]
-					v1[tx] = e[1] + e[2]
-					v2[tx] = e[2] - e[1]
-					v3[tx] = e[1] - e[3]
-				}
-			}
-		}
-	}
-}
-
-// winoOutput writes Y = Aᵀ M A of every tile of one sample to y (out×OutH×OutW),
-// cropping partial tiles, from m[ξ·winoStride(out, ld) + o·ld + c0 + t].
-func winoOutput[T Float](g ConvGeom, out int, m []T, ld, c0 int, y []T) {
-	xs := winoStride(out, ld)
-	th, tw := winoTiles(g)
-	hwo := g.HWo()
-	for o := 0; o < out; o++ {
-		yo := y[o*hwo : (o+1)*hwo]
-		for ty := 0; ty < th; ty++ {
-			base := c0 + ty*tw
-			var mr [16][]T
-			for x := range mr {
-				mr[x] = m[x*xs+o*ld+base:][:tw]
-			}
-			oh := 2 * ty
-			two := oh+1 < g.OutH
-			y0 := yo[oh*g.OutW : (oh+1)*g.OutW]
-			var y1 []T
-			if two {
-				y1 = yo[(oh+1)*g.OutW : (oh+2)*g.OutW]
-			}
-			for tx := 0; tx < tw; tx++ {
-				// rows combined by Aᵀ
-				var s0, s1 [4]T
-				for b := 0; b < 4; b++ {
-					m0, m1, m2, m3 := mr[b][tx], mr[4+b][tx], mr[8+b][tx], mr[12+b][tx]
-					s0[b] = m0 + m1 + m2
-					s1[b] = m1 - m2 - m3
-				}
-				ow := 2 * tx
-				y0[ow] = s0[0] + s0[1] + s0[2]
-				if two {
-					y1[ow] = s1[0] + s1[1] + s1[2]
-				}
-				if ow+1 < g.OutW {
-					y0[ow+1] = s0[1] - s0[2] - s0[3]
-					if two {
-						y1[ow+1] = s1[1] - s1[2] - s1[3]
-					}
-				}
-			}
-		}
-	}
-}
-
-// winoOutGrad writes N = A dY Aᵀ of every tile of one sample's output gradient dy
-// (out×OutH×OutW; zero where a tile is cropped) to
-// nb[ξ·winoStride(out, ld) + o·ld + c0 + t].
-func winoOutGrad[T Float](g ConvGeom, out int, dy, nb []T, ld, c0 int) {
-	xs := winoStride(out, ld)
-	th, tw := winoTiles(g)
-	hwo := g.HWo()
-	for o := 0; o < out; o++ {
-		do := dy[o*hwo : (o+1)*hwo]
-		for ty := 0; ty < th; ty++ {
-			base := c0 + ty*tw
-			var nr [16][]T
-			for x := range nr {
-				nr[x] = nb[x*xs+o*ld+base:][:tw]
-			}
-			oh := 2 * ty
-			d0 := do[oh*g.OutW : (oh+1)*g.OutW]
-			var d1 []T
-			if oh+1 < g.OutH {
-				d1 = do[(oh+1)*g.OutW : (oh+2)*g.OutW]
-			}
-			for tx := 0; tx < tw; tx++ {
-				ow := 2 * tx
-				var a00, a01, a10, a11 T
-				a00 = d0[ow]
-				if ow+1 < g.OutW {
-					a01 = d0[ow+1]
-				}
-				if d1 != nil {
-					a10 = d1[ow]
-					if ow+1 < g.OutW {
-						a11 = d1[ow+1]
-					}
-				}
-				// columns of A dY: rows r of A are (1,0), (1,1), (1,−1), (0,−1)
-				c0v := [4]T{a00, a00 + a10, a00 - a10, -a10}
-				c1v := [4]T{a01, a01 + a11, a01 - a11, -a11}
-				for r := 0; r < 4; r++ {
-					p, q := c0v[r], c1v[r]
-					nr[r*4+0][tx] = p
-					nr[r*4+1][tx] = p + q
-					nr[r*4+2][tx] = p - q
-					nr[r*4+3][tx] = -q
-				}
-			}
-		}
-	}
-}
-
-// winoInputGrad adds dd = B dV Bᵀ of every tile of one sample, from
-// dv[ξ·winoStride(InC, ld) + i·ld + c0 + t], into dx (InC×H×W), dropping values in
-// the padding. row holds 4·(2·tw + 2) values.
-func winoInputGrad[T Float](g ConvGeom, dv []T, ld, c0 int, dx, row []T) {
-	xs := winoStride(g.InC, ld)
-	th, tw := winoTiles(g)
-	we := 2*tw + 2
-	r := row[:4*we]
-	hw := g.H * g.W
-	qlo, qhi := max(0, g.PadL), min(we, g.W+g.PadL)
-	for ch := 0; ch < g.InC; ch++ {
-		xc := dx[ch*hw : (ch+1)*hw]
-		for ty := 0; ty < th; ty++ {
-			clear(r)
-			base := c0 + ty*tw
-			for a := 0; a < 4; a++ {
-				// row a of dV·Bᵀ, added over the tiles: column c of Bᵀ… the rows of
-				// B are (1,0,0,0), (0,1,−1,1), (−1,1,1,0), (0,0,0,−1)
-				ra := r[a*we : (a+1)*we]
-				v0 := dv[(a*4+0)*xs+ch*ld+base:][:tw]
-				v1 := dv[(a*4+1)*xs+ch*ld+base:][:tw]
-				v2 := dv[(a*4+2)*xs+ch*ld+base:][:tw]
-				v3 := dv[(a*4+3)*xs+ch*ld+base:][:tw]
-				for tx := range v0 {
-					x0, x1, x2, x3 := v0[tx], v1[tx], v2[tx], v3[tx]
-					e := ra[2*tx : 2*tx+4]
-					e[0] += x0
-					e[1] += x1 - x2 + x3
-					e[2] += -x0 + x1 + x2
-					e[3] -= x3
-				}
-			}
-			// rows combined by B
-			r0, r1, r2, r3 := r[:we], r[we:2*we], r[2*we:3*we], r[3*we:4*we]
-			for q := range r0 {
-				x0, x1, x2, x3 := r0[q], r1[q], r2[q], r3[q]
-				r0[q], r1[q], r2[q], r3[q] = x0, x1-x2+x3, -x0+x1+x2, -x3
-			}
-			for k := 0; k < 4; k++ {
-				ih := 2*ty - g.PadT + k
-				if ih < 0 || ih >= g.H || qlo >= qhi {
-					continue
-				}
-				d := xc[ih*g.W+qlo-g.PadL:][:qhi-qlo]
-				for j, v := range r[k*we+qlo : k*we+qhi] {
-					d[j] += v
-				}
-			}
-		}
-	}
-}
-
 // winoForward is convOps.forward's product W∗x (no bias) for the chunk's cs samples
 // as Winograd F(2×2, 3×3): V into the workspace (kept for backward), 16 GEMMs
 // M_ξ = U_ξ·V_ξ, then the output transform.
@@ -559,7 +342,7 @@ func (c *convOps[T]) winoForward(n *Network[T], ws *workspace[T], i int, in, out
 	nt := th * tw
 	v, m, u := wb.v[i], wb.m, n.wino.u[i]
 	for s := 0; s < cs; s++ {
-		winoInput(g, in[s*c.inN:(s+1)*c.inN], v, ld, s*nt, wb.row)
+		winoInput(wb.k, g, in[s*c.inN:(s+1)*c.inN], v, ld, s*nt, wb.scr)
 	}
 	cols := cs * nt
 	us, vs, ms := winoStride(oc, g.InC), winoStride(g.InC, ld), winoStride(oc, ld)
@@ -567,7 +350,7 @@ func (c *convOps[T]) winoForward(n *Network[T], ws *workspace[T], i int, in, out
 		n.be.Gemm(false, false, oc, cols, g.InC, 1, u[x*us:], g.InC, v[x*vs:], ld, 0, m[x*ms:], ld)
 	}
 	for s := 0; s < cs; s++ {
-		winoOutput(g, oc, m, ld, s*nt, out[s*c.outN:(s+1)*c.outN])
+		winoOutput(wb.k, g, oc, m, ld, s*nt, out[s*c.outN:(s+1)*c.outN], wb.scr)
 	}
 }
 
@@ -585,7 +368,7 @@ func (c *convOps[T]) winoBackward(n *Network[T], ws *workspace[T], i int, cs int
 	v, nb, u := wb.v[i], wb.m, n.wino.u[i]
 	din, dout := ws.dlt[i][:cs*c.inN], ws.dlt[i+1][:cs*c.outN]
 	for s := 0; s < cs; s++ {
-		winoOutGrad(g, oc, dout[s*c.outN:(s+1)*c.outN], nb, ld, s*nt)
+		winoOutGrad(wb.k, g, oc, dout[s*c.outN:(s+1)*c.outN], nb, ld, s*nt, wb.scr)
 	}
 	us, vs, ns := winoStride(oc, g.InC), winoStride(g.InC, ld), winoStride(oc, ld)
 	for s := 0; s < cs; s++ {
@@ -593,7 +376,7 @@ func (c *convOps[T]) winoBackward(n *Network[T], ws *workspace[T], i int, cs int
 			be.Gemm(false, true, oc, g.InC, nt, 1, nb[x*ns+s*nt:], ld, v[x*vs+s*nt:], ld, 0, wb.du[x*us:], g.InC)
 		}
 		gw := ws.grads[s*P+c.wOff : s*P+c.wOff+c.nW]
-		winoWeightGrad(oc, g.InC, wb.du, gw)
+		winoWeightGrad(wb.k, oc, g.InC, wb.du, gw, wb.scr)
 		gb := ws.grads[s*P+c.bOff : s*P+c.bOff+c.nB]
 		rowSums(dout[s*c.outN:(s+1)*c.outN], hwo, gb)
 		ws.gsq[s] += be.Dot(gw, gw) + be.Dot(gb, gb)
@@ -605,8 +388,7 @@ func (c *convOps[T]) winoBackward(n *Network[T], ws *workspace[T], i int, cs int
 	for x := 0; x < 16; x++ {
 		be.Gemm(true, false, g.InC, cols, oc, 1, u[x*us:], g.InC, nb[x*ns:], ld, 0, wb.dv[x*vs:], ld)
 	}
-	clear(din)
 	for s := 0; s < cs; s++ {
-		winoInputGrad(g, wb.dv, ld, s*nt, din[s*c.inN:(s+1)*c.inN], wb.row)
+		winoInputGrad(wb.k, g, wb.dv, ld, s*nt, din[s*c.inN:(s+1)*c.inN], wb.scr)
 	}
 }

@@ -308,3 +308,67 @@ func TestConvAlgoOptions(t *testing.T) {
 		t.Errorf("SetConvAlgo(winograd) on a device backend: %v", err)
 	}
 }
+
+// TestWinogradComb checks winoComb's AVX2 kernel (float32, where the CPU has it)
+// against its portable loop in float64, for every coefficient matrix of the
+// transforms, 2 and 4 outputs, and lengths with and without a tail.
+func TestWinogradComb(t *testing.T) {
+	fast, slow := newWinoKern(hasAVX2FMA()), newWinoKern(false)
+	rng := rand.New(rand.NewPCG(8, 9))
+	for _, n := range []int{1, 7, 8, 9, 16, 31, 100} {
+		for ci, pick := range []func(k *winoKern) *winoCoef{
+			func(k *winoKern) *winoCoef { return k.bt }, func(k *winoKern) *winoCoef { return k.b },
+			func(k *winoKern) *winoCoef { return k.at }, func(k *winoKern) *winoCoef { return k.a },
+			func(k *winoKern) *winoCoef { return k.add2 }, func(k *winoKern) *winoCoef { return k.gt },
+		} {
+			for _, ny := range []int{2, 4} {
+				var x32, y32 [4][]float32
+				var x64, y64 [4][]float64
+				for i := 0; i < 4; i++ {
+					x64[i], y64[i] = make([]float64, n), make([]float64, n)
+					y32[i] = make([]float32, n)
+					for k := range x64[i] {
+						x64[i][k] = float64(float32(rng.NormFloat64()))
+					}
+					x32[i] = toF32(x64[i])
+				}
+				winoComb(fast, pick(fast), x32, y32, n, ny)
+				winoComb(slow, pick(slow), x64, y64, n, ny)
+				for j := 0; j < ny; j++ {
+					for k := 0; k < n; k++ {
+						if d := math.Abs(float64(y32[j][k]) - y64[j][k]); d > 1e-6*(1+math.Abs(y64[j][k])) {
+							t.Fatalf("n %d, matrix %d, ny %d: y[%d][%d] = %v, float64 %v", n, ci, ny, j, k, y32[j][k], y64[j][k])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestConvPlanAuto checks the auto rule on cifar-cnn: a layer runs as Winograd
+// exactly when the cost model says it is cheaper, which (docs/perf.md, "Winograd
+// convolution") is the 32→32 layer at 32×32 and the 64→64 layer at 16×16; the
+// first layer (3 input channels) and the 8×8 layers stay direct.
+func TestConvPlanAuto(t *testing.T) {
+	cifar, _ := ArchByName("cifar-cnn")
+	n, err := NewNetwork(cifar, NewCPUBackend[float32]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.SetConvAlgo(ConvAuto); err != nil {
+		t.Fatal(err)
+	}
+	var on []int
+	for _, p := range n.ConvPlan() {
+		if !p.Eligible || p.DirectCost <= 0 || p.Winograd != (p.WinogradCost < p.DirectCost) {
+			t.Errorf("plan %+v", p)
+		}
+		if p.Winograd {
+			on = append(on, p.Layer)
+		}
+	}
+	if fmt.Sprint(on) != "[3 8]" {
+		t.Errorf("auto runs layers %v as Winograd, want [3 8]", on)
+	}
+}
