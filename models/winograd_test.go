@@ -372,3 +372,49 @@ func TestConvPlanAuto(t *testing.T) {
 		t.Errorf("auto runs layers %v as Winograd, want [3 8]", on)
 	}
 }
+
+// TestWinogradWorkerCountBitIdentical checks that Winograd sums are bit-identical
+// with 1, 2 and 3 workers (each worker has its own Winograd workspace; chunks are
+// added in batch order), on an --arch-like network whose chunks hold several
+// samples, so that the GEMMs span samples side by side.
+func TestWinogradWorkerCountBitIdentical(t *testing.T) {
+	arch := Arch{Name: "wino-workers", Input: Shape{C: 2, H: 9, W: 10}, Classes: 3, Layers: []LayerSpec{
+		{Kind: KindConv, Out: 5, KH: 3, KW: 3, Stride: 1, PadT: 1, PadB: 1, PadL: 1, PadR: 1},
+		layerTanh,
+		{Kind: KindConv, Out: 4, KH: 3, KW: 3, Stride: 1},
+		layerFlatten, Dense(3),
+	}}
+	const batch = 41
+	rng := rand.New(rand.NewPCG(4, 4))
+	params, x, y, _ := testProblem(arch, 2, batch, 0, rng, false)
+	var ref []float32
+	for _, w := range []int{1, 2, 3} {
+		be := &cpuBackend[float32]{workers: w, tile: w > 1}
+		if hasAVX2FMA() {
+			be.sg = &packedSgemm{}
+		}
+		net, err := NewNetwork(arch, Backend[float32](be))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := net.SetConvAlgo(ConvWinograd); err != nil {
+			t.Fatal(err)
+		}
+		if cs, _ := net.chunkSizes(batch, 0, false); cs < 2 {
+			t.Fatalf("chunks of %d samples, want several", cs)
+		}
+		sum := make([]float32, len(params))
+		if err := net.ClippedGradSum(params, x, y, batch, Clip{C: 0.5}, sum, make([]float64, batch)); err != nil {
+			t.Fatal(err)
+		}
+		if ref == nil {
+			ref = sum
+			continue
+		}
+		for i := range sum {
+			if math.Float32bits(sum[i]) != math.Float32bits(ref[i]) {
+				t.Fatalf("%d workers: sum[%d] = %v, 1 worker %v", w, i, sum[i], ref[i])
+			}
+		}
+	}
+}
