@@ -61,10 +61,15 @@ func TestBenchEngineHumanAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "FIL step (k = 2)") || !strings.Contains(out, "per-sample gradients") {
+	if !strings.Contains(out, "FIL step (k = 2)") || !strings.Contains(out, "per-sample gradients") || !strings.Contains(out, "conv algorithm direct") {
 		t.Errorf("human output:\n%s", out)
 	}
+	out, err = runBenchCLI(t, "bench", "engine", "--model", "mlp", "--batch", "2", "--coords", "2", "--seconds", "0", "--oracle=false", "--conv-algo", "auto")
+	if err != nil || !strings.Contains(out, "conv algorithm auto") {
+		t.Errorf("--conv-algo auto: %v\n%s", err, out)
+	}
 	for _, args := range [][]string{
+		{"--conv-algo", "fft"},
 		{"--model", "nope"},
 		{"--batch", "0"},
 		{"--coords", "-1"},

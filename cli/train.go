@@ -32,6 +32,7 @@ func addTrainConfigFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.Float64Var(&cfg.Sigma, "sigma", cfg.Sigma, "noise scale σ: noise N(0, σ²C²I) on the summed clipped gradients (the accountants' noise multiplier is σ/c, c the clip constant of --clip-mode)")
 	fs.Float64Var(&cfg.Clip, "clip", cfg.Clip, "per-sample clipping norm C")
 	fs.StringVar(&cfg.ClipMode, "clip-mode", cfg.ClipMode, "clipping: smooth (GELU, differentiable: the paper's choice for FIL) or hard")
+	fs.StringVar(&cfg.ConvAlgo, "conv-algo", cfg.ConvAlgo, "conv algorithm of the per-sample clipped gradients: direct (im2col, the default, also when empty), winograd (3×3 stride-1 conv layers as Winograd F(2×2,3×3), other layers direct) or auto (per layer by the cost model); not with --device cuda or --clip-algo ghost/auto")
 	fs.StringVar(&cfg.ClipAlgo, "clip-algo", cfg.ClipAlgo, "clipped-sum algorithm: per-sample (the default, also when empty), ghost (norms from activations and output gradients without per-sample gradients) or auto (per layer the cheaper of the two); ghost and auto need --fil-coords 0 and the CPU")
 	fs.StringVar(&cfg.Sampling, "sampling", cfg.Sampling, "batches: poisson (exact accounting), uniform (fixed size B without replacement each step; replace-one accounting) or shuffle (the papers'; ε claims no amplification, the Poisson approximation is reported beside it)")
 	fs.Float64Var(&cfg.Delta, "delta", cfg.Delta, "δ at which ε is reported")
@@ -184,7 +185,7 @@ and a resumed run keeps recording into them; format in docs/attacks.md.`,
 func trainFlagGroups() []flagGroup {
 	return []flagGroup{
 		{"Model and data", []string{"model", "arch", "describe", "dataset", "data-dir", "train-subset"}},
-		{"DP-SGD", []string{"steps", "epochs", "batch", "lr", "momentum", "weight-decay", "sigma", "clip", "clip-mode", "clip-algo", "sampling", "repeats", "seed"}},
+		{"DP-SGD", []string{"steps", "epochs", "batch", "lr", "momentum", "weight-decay", "sigma", "clip", "clip-mode", "clip-algo", "conv-algo", "sampling", "repeats", "seed"}},
 		{"Privacy accounting", []string{"delta", "accountant", "target-epsilon"}},
 		{"Fisher information leakage (FIL)", []string{"fil-coords", "fil-exact", "fil-rate", "fil-refine-top", "fil-delta", "fil-normalized-inputs", "fil-eta", "fil-label"}},
 		{"Output and run control", []string{"out", "resume", "checkpoint-every", "eval-every", "record-transcript", "device", "json", "quiet", "help"}},

@@ -120,6 +120,9 @@ func TestTrainErrors(t *testing.T) {
 		{"clip-algo-ghost-fil", []string{"--clip-algo", "ghost", "--fil-coords", "5"}, "FIL (fil_coords = 5"},
 		{"clip-algo-auto-fil-exact", []string{"--clip-algo", "auto", "--fil-coords", "0", "--fil-exact"}, "per-sample engine"},
 		{"clip-algo-cuda", []string{"--clip-algo", "ghost", "--fil-coords", "0", "--device", "cuda"}, "CPU engine only"},
+		{"conv-algo-unknown", []string{"--conv-algo", "fft"}, "conv_algo"},
+		{"conv-algo-cuda", []string{"--conv-algo", "winograd", "--device", "cuda"}, "CPU engine only"},
+		{"conv-algo-ghost", []string{"--conv-algo", "auto", "--clip-algo", "ghost", "--fil-coords", "0"}, "needs conv_algo = direct"},
 		{"steps-and-epochs", []string{"--epochs", "1"}, "not both"},
 	}
 	for _, tc := range cases {
@@ -285,5 +288,46 @@ func TestTrainClipAlgo(t *testing.T) {
 		"--clip-algo", "ghost", "--quiet", "--out", filepath.Join(t.TempDir(), "r"))
 	if err != nil || !strings.Contains(out, "(smooth clipping, ghost norms)") {
 		t.Fatalf("human summary with --clip-algo ghost: %v\n%s", err, out)
+	}
+}
+
+// TestTrainConvAlgo trains an --arch model with a 3×3 stride-1 conv layer with
+// --conv-algo winograd and direct (FIL on: it keeps direct convolutions) and checks
+// that the result records the algorithm, that the default run's configuration has
+// no conv_algo key, and that both runs reach the same final loss to float32
+// rounding (and not bit-identically: Winograd ran).
+func TestTrainConvAlgo(t *testing.T) {
+	dir := t.TempDir()
+	arch := filepath.Join(dir, "a.yaml")
+	if err := os.WriteFile(arch, []byte("name: wino\nlayers:\n  - {kind: conv, out: 4, kernel: 3, padding: same}\n  - tanh\n  - {kind: avgpool, kernel: 2, stride: 2}\n  - flatten\n  - {kind: dense}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var losses []float64
+	for _, algo := range []string{"", "winograd"} {
+		args := []string{"train", "--arch", arch, "--steps", "2", "--batch", "10", "--train-subset", "50", "--fil-coords", "2", "--json", "--quiet",
+			"--out", filepath.Join(t.TempDir(), "r")}
+		if algo != "" {
+			args = append(args, "--conv-algo", algo)
+		}
+		out, err := runTrainCLI(t, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res map[string]any
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		got, has := res["config"].(map[string]any)["conv_algo"]
+		if (algo == "" && has) || (algo != "" && got != algo) {
+			t.Errorf("--conv-algo %q: config.conv_algo = %v (present %v)", algo, got, has)
+		}
+		l, ok := res["train_loss"].(float64)
+		if !ok {
+			t.Fatalf("no train_loss in %s", out)
+		}
+		losses = append(losses, l)
+	}
+	if a, b := losses[0], losses[1]; math.Abs(a-b) > 1e-4*(1+math.Abs(a)) || a == b {
+		t.Errorf("final train loss %v direct, %v winograd: want equal to float32 rounding, not bit-identical", a, b)
 	}
 }

@@ -59,7 +59,12 @@ func (n *Network[T]) ClippedGradSum(params, x []T, y []int, batch int, clip Clip
 	if n.hk != nil {
 		axpy = n.hk.addScaled
 	}
-	n.firstOrder(params, x, y, batch, false, func(ws *workspace[T], s0, c int) {
+	var wsFor func(w, cs int) *workspace[T]
+	if n.wino.active() {
+		n.winoPrepare(params)
+		wsFor = n.winoWorkspace
+	}
+	n.firstOrderIn(wsFor, params, x, y, batch, false, func(ws *workspace[T], s0, c int) {
 		if n.dops != nil { // one worker: chunks arrive in order
 			sc := make([]float64, c)
 			for s := range sc {

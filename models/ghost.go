@@ -184,6 +184,9 @@ func (n *Network[T]) SetClipAlgo(a ClipAlgo) error {
 	if n.dops != nil || n.bg != nil || n.ri != nil || n.rs != nil || n.tb != nil || n.ch != nil || n.dm != nil {
 		return fmt.Errorf("%s: clip algorithm %s runs on the CPU backend only; backend %s has device extensions and runs per-sample clipping", n.arch.Name, a, n.be.Name())
 	}
+	if n.wino.algo != ConvDirect {
+		return fmt.Errorf("%s: clip algorithm %s needs conv algorithm %s (conv algorithm %s applies to per-sample clipping only)", n.arch.Name, a, ConvAlgoDirect, n.wino.algo)
+	}
 	st := ghostState[T]{algo: a, plan: make([]ghostLayerPlan[T], len(n.layers))}
 	for i, l := range n.layers {
 		if !l.hasParams() {

@@ -84,7 +84,11 @@ type convOps[T Float] struct{ convGeomOf }
 
 func (c *convOps[T]) forward(n *Network[T], ws *workspace[T], i int, params []T, cs int) {
 	in, out := ws.acts[i][:cs*c.inN], ws.acts[i+1][:cs*c.outN]
-	c.forwardRows(n, params[c.wOff:c.wOff+c.nW], in, out, ws.cols[i], ws.scratch2, cs)
+	if ws.wino != nil && ws.wino.v[i] != nil {
+		c.winoForward(n, ws, i, in, out, cs)
+	} else {
+		c.forwardRows(n, params[c.wOff:c.wOff+c.nW], in, out, ws.cols[i], ws.scratch2, cs)
+	}
 	if n.dops != nil {
 		n.dops.AddBias(cs, c.out.C, c.g.HWo(), params[c.bOff:c.bOff+c.nB], out)
 		return
@@ -191,6 +195,10 @@ func (c *convOps[T]) backwardRows(n *Network[T], W, dout, din, dcols, tmp []T, m
 }
 
 func (c *convOps[T]) backward(n *Network[T], ws *workspace[T], i int, params []T, cs int, needIn, dev bool) {
+	if ws.wino != nil && ws.wino.v[i] != nil {
+		c.winoBackward(n, ws, i, cs, needIn)
+		return
+	}
 	be := n.be
 	P := n.p
 	din, dout := ws.dlt[i][:cs*c.inN], ws.dlt[i+1][:cs*c.outN]

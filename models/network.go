@@ -72,6 +72,9 @@ type Network[T Float] struct {
 	// ghost: ClippedGradSum's ghost/mixed clipping plan and workspaces (ghost.go);
 	// zero for per-sample clipping.
 	ghost ghostState[T]
+	// wino: the conv algorithm of ClippedGradSum's per-sample pass and its
+	// Winograd state (winograd.go); zero for direct convolutions.
+	wino winoState[T]
 }
 
 // NewNetwork resolves arch for the backend be.
@@ -221,6 +224,9 @@ type workspace[T Float] struct {
 	fil filReduce[T]
 	// gh: ghost clipping's buffers (ghost.go; only in ghost workspaces).
 	gh ghostBuffers[T]
+	// wino: the Winograd layers' buffers (winograd.go; only in the workspaces of
+	// ClippedGradSum's per-sample pass under a Winograd conv algorithm).
+	wino *winoBuffers[T]
 }
 
 // filReduce holds the FIL reductions a layer may take while forming its gradient
@@ -788,13 +794,22 @@ func (n *Network[T]) InputGrads(params, x []T, y []int, batch int) ([]T, error) 
 // for each chunk (possibly concurrently from several workers) with ws.grads and
 // ws.losses filled.
 func (n *Network[T]) firstOrder(params, x []T, y []int, batch int, inputGrad bool, consume func(ws *workspace[T], s0, cs int)) {
+	n.firstOrderIn(nil, params, x, y, batch, inputGrad, consume)
+}
+
+// firstOrderIn is firstOrder in the workspaces of wsFor(worker, cs) (nil:
+// workspaceFor's).
+func (n *Network[T]) firstOrderIn(wsFor func(w, cs int) *workspace[T], params, x []T, y []int, batch int, inputGrad bool, consume func(ws *workspace[T], s0, cs int)) {
+	if wsFor == nil {
+		wsFor = func(w, cs int) *workspace[T] { return n.workspaceFor(w, cs, 0, false) }
+	}
 	cs, _ := n.chunkSizes(batch, 0, false)
 	if cs == 1 && batch >= minDenseTBatch {
 		n.transposeDense(params)
 		defer clear(n.denseT)
 	}
 	n.parallelChunks(batch, cs, func(w, s0, c int) {
-		ws := n.workspaceFor(w, cs, 0, false)
+		ws := wsFor(w, cs)
 		n.loadInputs(ws, x, s0, c)
 		n.forward(ws, params, c)
 		n.lossAndDelta(ws, y[s0:s0+c], c)

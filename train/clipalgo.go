@@ -46,3 +46,41 @@ func applyClipAlgo(cfg Config, m models.Model) error {
 	}
 	return nil
 }
+
+// validateConvAlgo checks conv_algo and refuses Winograd convolutions where the run
+// has no CPU per-sample clipped-gradient pass to run them in.
+func (c Config) validateConvAlgo() error {
+	algo, err := models.ParseConvAlgo(c.ConvAlgo)
+	if err != nil {
+		return fmt.Errorf("config: conv_algo: %w", err)
+	}
+	if algo == models.ConvDirect {
+		return nil
+	}
+	switch {
+	case c.Device == "cuda":
+		return fmt.Errorf("config: conv_algo = %s runs on the CPU engine only; device cuda runs direct convolutions (conv_algo = %s)", algo, models.ConvAlgoDirect)
+	case c.ClipAlgo != "" && c.ClipAlgo != models.ClipAlgoPerSample:
+		return fmt.Errorf("config: conv_algo = %s applies to per-sample clipping; clip_algo = %s needs conv_algo = %s", algo, c.ClipAlgo, models.ConvAlgoDirect)
+	}
+	return nil
+}
+
+// applyConvAlgo sets the run's conv algorithm on its model (Config validated).
+func applyConvAlgo(cfg Config, m models.Model) error {
+	algo, err := models.ParseConvAlgo(cfg.ConvAlgo)
+	if err != nil {
+		return fmt.Errorf("config: conv_algo: %w", err)
+	}
+	if algo == models.ConvDirect {
+		return nil
+	}
+	cs, ok := m.(models.ConvAlgoSetter)
+	if !ok {
+		return fmt.Errorf("conv_algo = %s: model %s has no Winograd convolutions (the engine's CPU models have them): use conv_algo = %s", algo, m.Arch().Name, models.ConvAlgoDirect)
+	}
+	if err := cs.SetConvAlgo(algo); err != nil {
+		return fmt.Errorf("conv_algo = %s: %w", algo, err)
+	}
+	return nil
+}

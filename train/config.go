@@ -102,6 +102,14 @@ type Config struct {
 	// per-sample engine. Omitted from JSON when empty, so older configs keep their hashes.
 	ClipAlgo string `json:"clip_algo,omitempty"`
 
+	// ConvAlgo is the conv algorithm of the per-sample clipped gradients
+	// (models.ConvAlgo): "" or direct (im2col, the default), winograd (3×3
+	// stride-1 conv layers as Winograd F(2×2,3×3); other layers direct) or auto
+	// (per layer by the cost model). The sums agree with direct to float32
+	// rounding. CPU engine and per-sample clipping only; FIL and tuning keep direct
+	// convolutions. Omitted from JSON when empty, so older configs keep their hashes.
+	ConvAlgo string `json:"conv_algo,omitempty"`
+
 	// Tuning is Edmunds's (2024) public-data pretraining, pruning, freezing and learned
 	// noise (train/tuning.go); the zero value (all off) is omitted from JSON.
 	Tuning TuningConfig `json:"tuning,omitzero"`
@@ -194,6 +202,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.validateClipAlgo(); err != nil {
+		return err
+	}
+	if err := c.validateConvAlgo(); err != nil {
 		return err
 	}
 	if c.Sampling != SamplingShuffle && c.Sampling != SamplingPoisson && c.Sampling != SamplingUniform {

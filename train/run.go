@@ -236,6 +236,9 @@ func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error)
 	if err := applyClipAlgo(cfg, s.model); err != nil {
 		return nil, err
 	}
+	if err := applyConvAlgo(cfg, s.model); err != nil {
+		return nil, err
+	}
 	if cfg.FILNormalizedInputs {
 		nm, ok := s.model.(interface {
 			Network() *models.Network[float32]

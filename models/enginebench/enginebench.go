@@ -63,6 +63,10 @@ type Request struct {
 	// engine; OpenDevice builds it (required then).
 	Device     string
 	OpenDevice func(arch models.Arch, device string) (models.Model, error)
+	// ConvAlgo is the CPU engine's conv algorithm of the per-sample clipped
+	// gradients (models.ParseConvAlgo: direct, winograd or auto; "" is direct). The
+	// FIL step and a device backend always run direct convolutions.
+	ConvAlgo string
 }
 
 // Route prepares a per-sample-gradient route of arch at params on the batch x, y for
@@ -90,13 +94,15 @@ type Rate struct {
 
 // Report is the result of Run.
 type Report struct {
-	Model       string  `json:"model"`
-	Params      int     `json:"params"`
-	InputDim    int     `json:"input_dim"`
-	Batch       int     `json:"batch"`
-	Coords      int     `json:"coords"`
-	Workers     int     `json:"workers"`
-	Backend     string  `json:"backend"`
+	Model    string `json:"model"`
+	Params   int    `json:"params"`
+	InputDim int    `json:"input_dim"`
+	Batch    int    `json:"batch"`
+	Coords   int    `json:"coords"`
+	Workers  int    `json:"workers"`
+	Backend  string `json:"backend"`
+	// ConvAlgo is the CPU engine's conv algorithm of the per-sample gradients.
+	ConvAlgo    string  `json:"conv_algo"`
 	SGEMMGFLOPs float64 `json:"sgemm_1024_gflop_per_s"`
 	// SGEMMGFLOPPerCPUs is the SGEMM's GFLOP per CPU-second (all threads).
 	SGEMMGFLOPPerCPUs float64 `json:"sgemm_1024_gflop_per_cpu_s"`
@@ -179,6 +185,9 @@ type deviceBuffers interface {
 const rounds = 3
 
 func (r Request) validate() error {
+	if _, err := models.ParseConvAlgo(r.ConvAlgo); err != nil {
+		return fmt.Errorf("engine benchmark: %w", err)
+	}
 	switch {
 	case r.Batch <= 0:
 		return fmt.Errorf("engine benchmark: batch must be positive, got %d", r.Batch)
@@ -192,6 +201,8 @@ func (r Request) validate() error {
 		return fmt.Errorf("engine benchmark: FIL batch must be in [0, batch], got %d", r.FILBatch)
 	case r.hasDevice() && r.OpenDevice == nil:
 		return fmt.Errorf("engine benchmark: device %q without a way to open it (Request.OpenDevice)", r.Device)
+	case r.hasDevice() && r.ConvAlgo != "" && r.ConvAlgo != models.ConvAlgoDirect:
+		return fmt.Errorf("engine benchmark: conv algorithm %s runs on the CPU engine only, and device %s times its direct convolutions next to it: use --conv-algo %s with a device", r.ConvAlgo, r.Device, models.ConvAlgoDirect)
 	case r.Oracle && r.OracleRoute == nil:
 		return fmt.Errorf("engine benchmark: oracle timing without a route to time (Request.OracleRoute, e.g. oracle.PerSampleRoute)")
 	}
@@ -259,6 +270,13 @@ func newBench(req Request) (*bench, func(), error) {
 	if err != nil {
 		return nil, none, err
 	}
+	algo, err := models.ParseConvAlgo(req.ConvAlgo)
+	if err != nil {
+		return nil, none, err
+	}
+	if err := m.(models.ConvAlgoSetter).SetConvAlgo(algo); err != nil {
+		return nil, none, err
+	}
 	b := &bench{req: req, arch: arch, m: m, rng: rand.New(rand.NewPCG(req.Seed, 0xbe7c4)),
 		params: m.Init(req.Seed), clip: models.Clip{Mode: models.ClipSmooth, C: 1}, losses: make([]float64, req.Batch)}
 	d := m.InputDim()
@@ -271,7 +289,7 @@ func newBench(req Request) (*bench, func(), error) {
 		b.y[i] = b.rng.IntN(arch.Classes)
 	}
 	b.rep = &Report{Model: arch.Name, Params: m.NumParams(), InputDim: d, Batch: req.Batch,
-		Coords: req.Coords, Workers: runtime.GOMAXPROCS(0), Backend: "cpu"}
+		Coords: req.Coords, Workers: runtime.GOMAXPROCS(0), Backend: "cpu", ConvAlgo: algo.String()}
 	if !req.hasDevice() {
 		return b, none, nil
 	}

@@ -91,7 +91,7 @@ func TestReportJSONFields(t *testing.T) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"backend", "batch", "coords", "device", "fil_step", "grad_speedup_vs_oracle", "grad_speedup_vs_oracle_cpu",
+	want := []string{"backend", "batch", "conv_algo", "coords", "device", "fil_step", "grad_speedup_vs_oracle", "grad_speedup_vs_oracle_cpu",
 		"input_dim", "model", "oracle_per_sample_grad", "params", "per_sample_grad", "sgemm_1024_gflop_per_cpu_s", "sgemm_1024_gflop_per_s", "workers"}
 	if got := keys(m); !slices.Equal(got, want) {
 		t.Errorf("report fields %v, want %v", got, want)
@@ -137,6 +137,11 @@ func TestRunErrors(t *testing.T) {
 		{"warm-up < 0", func(r *enginebench.Request) { r.Warmup = -1 }, "warm-up"},
 		{"device without opener", func(r *enginebench.Request) { r.Device = "cuda" }, "OpenDevice"},
 		{"oracle without route", func(r *enginebench.Request) { r.Oracle = true }, "OracleRoute"},
+		{"unknown conv algorithm", func(r *enginebench.Request) { r.ConvAlgo = "fft" }, "conv algorithm \"fft\""},
+		{"winograd with a device", func(r *enginebench.Request) {
+			r.ConvAlgo, r.Device = "winograd", "cuda"
+			r.OpenDevice = func(models.Arch, string) (models.Model, error) { return nil, nil }
+		}, "CPU engine only"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -256,5 +261,22 @@ func TestRunDeviceTiming(t *testing.T) {
 	r.WriteText(&buf)
 	if !strings.Contains(buf.String(), "host issue") || !strings.Contains(buf.String(), "device time (events") {
 		t.Errorf("human summary lacks the timing lines:\n%s", buf.String())
+	}
+}
+
+// TestRunConvAlgo runs the engine benchmark on cifar-cnn with Winograd conv layers
+// (a tiny batch) and checks that the report names the algorithm.
+func TestRunConvAlgo(t *testing.T) {
+	r, err := enginebench.Run(enginebench.Request{Model: "cifar-cnn", Batch: 2, Coords: 1, FILBatch: 1, ConvAlgo: "winograd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ConvAlgo != "winograd" || r.Grad.Samples < 2 {
+		t.Errorf("conv algorithm %q, %d samples timed", r.ConvAlgo, r.Grad.Samples)
+	}
+	var buf strings.Builder
+	r.WriteText(&buf)
+	if !strings.Contains(buf.String(), "conv algorithm winograd") {
+		t.Errorf("summary does not name the conv algorithm:\n%s", buf.String())
 	}
 }

@@ -8,8 +8,8 @@ import (
 // WriteText writes the human summary of the report: the SGEMM rate, each measured
 // rate beside its floor, and the device's rates and counts.
 func (r *Report) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "engine benchmark: %s (%d params, d = %d), batch %d, k = %d, %d workers, backend %s\n",
-		r.Model, r.Params, r.InputDim, r.Batch, r.Coords, r.Workers, r.Backend)
+	fmt.Fprintf(w, "engine benchmark: %s (%d params, d = %d), batch %d, k = %d, %d workers, backend %s, conv algorithm %s (per-sample gradients)\n",
+		r.Model, r.Params, r.InputDim, r.Batch, r.Coords, r.Workers, r.Backend, r.ConvAlgo)
 	fmt.Fprintf(w, "gonum SGEMM 1024³: %.2f GFLOP/s, %.2f GFLOP per CPU-second (mean of before and after)\n", r.SGEMMGFLOPs, r.SGEMMGFLOPPerCPUs)
 	line := func(name string, b Rate) {
 		fmt.Fprintf(w, "%-26s %9.1f samples/s  %7.2f MFLOP/sample  %6.2f GFLOP/s  floor %9.1f samples/s  %.2f× floor (CPU time: %.2f× floor)\n",

@@ -12,7 +12,9 @@ dpfil measurement of the same path. Phase 2, the rounds: dpfil and the sweep's
 takes the fastest finalist of that round. The reported ratio is the median over the
 rounds; the sweep's table says which variant won each path. --use skips a path's
 sweep and times the given variants; --dpfil-clip-algo auto times dpfil's mixed
-ghost clipping on the gradient paths (same clipped sum) instead of the per-sample one.
+ghost clipping on the gradient paths (same clipped sum) instead of the per-sample one;
+--dpfil-conv-algo winograd|auto runs dpfil's 3×3 stride-1 conv layers there as Winograd
+F(2×2,3×3) convolutions (same sum to float32 rounding).
 
     /usr/bin/python3 scripts/bench-torch/bench.py [--rounds 3] [--seconds 3]
 
@@ -55,11 +57,11 @@ def loadavg():
         return float(f.read().split()[0])
 
 
-def dpfil(binary, model, path, batch, k, seconds, workers, clip_algo="per-sample"):
+def dpfil(binary, model, path, batch, k, seconds, workers, clip_algo="per-sample", conv_algo="direct"):
     cmd = [binary, "time", "-model", model, "-path", path, "-batch", str(batch),
            "-coords", str(max(k, 1)), "-seconds", str(seconds), "-workers", str(workers)]
     if path == "grad":
-        cmd += ["-clip-algo", clip_algo]
+        cmd += ["-clip-algo", clip_algo, "-conv-algo", conv_algo]
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 
@@ -83,6 +85,8 @@ def main():
     ap.add_argument("--json", default="", help="also write every measurement to this JSON file")
     ap.add_argument("--dpfil-clip-algo", default="per-sample", choices=["per-sample", "ghost", "auto"],
                     help="dpfil's clipping algorithm on the gradient paths (the FIL step is per sample)")
+    ap.add_argument("--dpfil-conv-algo", default="direct", choices=["direct", "winograd", "auto"],
+                    help="dpfil's conv algorithm on the gradient paths with per-sample clipping (the FIL step is direct)")
     ap.add_argument("--use", action="append", default=[], metavar="MODEL:PATH=VARIANT/MKLDNN/THREADS",
                     help="time this torch variant in the rounds instead of sweeping the path, e.g. "
                          "cifar-cnn:grad=vmap:25/on/1 (repeatable)")
@@ -117,7 +121,7 @@ def main():
             print(f"no sweep for {model} {path}: --use " + ", ".join(vname(*f) for f in finalists[(model, path)]), flush=True)
             continue
         l0 = loadavg()
-        d = dpfil(args.dpfilbench, model, path, batch, k, args.seconds, args.workers, args.dpfil_clip_algo)
+        d = dpfil(args.dpfilbench, model, path, batch, k, args.seconds, args.workers, args.dpfil_clip_algo, args.dpfil_conv_algo)
         dc = per_sample(d)[1]
         print(f"sweep {model} {path} batch {batch}{f' k {k}' if k else ''}: dpfil {dc * 1e3:.3f} CPU ms/sample "
               f"(load {l0:.2f})", flush=True)
@@ -154,7 +158,7 @@ def main():
     for rnd in range(args.rounds):
         l0 = loadavg()
         for model, path, batch, k, _ in paths:
-            d = dpfil(args.dpfilbench, model, path, batch, k, args.seconds, args.workers, args.dpfil_clip_algo)
+            d = dpfil(args.dpfilbench, model, path, batch, k, args.seconds, args.workers, args.dpfil_clip_algo, args.dpfil_conv_algo)
             dw, dc = per_sample(d)
             ts = []
             for v, mk, th in finalists[(model, path)]:
@@ -184,7 +188,7 @@ def main():
     hi = max(max(l) for l in loads)
     print()
     print(f"medians over {args.rounds} rounds (load average {lo:.1f}–{hi:.1f}; dpfil's gradient paths: "
-          f"--clip-algo {args.dpfil_clip_algo}):")
+          f"--clip-algo {args.dpfil_clip_algo}, --conv-algo {args.dpfil_conv_algo}):")
     print("| path | best torch variant (sweep; rounds won) | torch CPU ms/sample | dpfil CPU ms/sample | "
           "dpfil speed-up by CPU (torch ÷ dpfil) | by wall |")
     print("|---|---|---|---|---|---|")
@@ -194,6 +198,8 @@ def main():
         if path == "grad":
             what = ("per-sample clipped gradients" if args.dpfil_clip_algo == "per-sample"
                     else f"clipped gradient sum (dpfil --clip-algo {args.dpfil_clip_algo})")
+            if args.dpfil_conv_algo != "direct":
+                what += f" (dpfil --conv-algo {args.dpfil_conv_algo})"
         tc, v, mk, th = sweep_best[(model, path)]
         won = ", ".join(f"{w} {r['won'].count(w)}" for w in sorted(set(r["won"])))
         print(f"| {model} {what}, batch {batch} | {vname(v, mk, th)} ({won}) | {med(r['torch']) * 1e3:.2f} | "

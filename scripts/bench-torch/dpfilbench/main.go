@@ -7,7 +7,7 @@
 // comparison.
 //
 //	dpfilbench export -model mnist-cnn -batch 8 -coords 5 -out DIR
-//	dpfilbench time -model cifar-cnn -path grad -batch 200 -seconds 10 -workers 2 [-clip-algo auto]
+//	dpfilbench time -model cifar-cnn -path grad -batch 200 -seconds 10 -workers 2 [-clip-algo auto] [-conv-algo winograd]
 //	dpfilbench gemm -seconds 5 -threads 2
 //	dpfilbench flops -model mnist-cnn -coords 50
 //
@@ -51,6 +51,7 @@ func run(args []string) error {
 	out := fs.String("out", "", "export: output directory")
 	path := fs.String("path", "grad", "time: grad or fil")
 	clipAlgo := fs.String("clip-algo", "per-sample", "time: the gradient path's clipping algorithm (per-sample, ghost, auto)")
+	convAlgo := fs.String("conv-algo", "direct", "time: the gradient path's conv algorithm under per-sample clipping (direct, winograd, auto)")
 	seconds := fs.Float64("seconds", 5, "time/gemm: minimum seconds")
 	workers := fs.Int("workers", 2, "time: engine workers (GOMAXPROCS)")
 	threads := fs.Int("threads", 2, "gemm: threads, one 1024³ product each")
@@ -65,7 +66,7 @@ func run(args []string) error {
 		return export(*model, *batch, *coords, *seed, *out)
 	case "time":
 		runtime.GOMAXPROCS(*workers)
-		return timePath(*model, *path, *batch, *coords, *seed, *seconds, *clipAlgo)
+		return timePath(*model, *path, *batch, *coords, *seed, *seconds, *clipAlgo, *convAlgo)
 	case "gemm":
 		runtime.GOMAXPROCS(*threads)
 		return gemmRate(*threads, *seconds)
@@ -247,6 +248,7 @@ type result struct {
 	Coords   int     `json:"coords,omitempty"`
 	Workers  int     `json:"workers"`
 	ClipAlgo string  `json:"clip_algo,omitempty"`
+	ConvAlgo string  `json:"conv_algo,omitempty"`
 	Calls    int     `json:"calls"`
 	Samples  int     `json:"samples"`
 	Wall     float64 `json:"wall_s"`
@@ -257,7 +259,7 @@ type result struct {
 
 // timePath runs the clipped gradient sum (grad) or the FIL step (fil) of batch
 // samples once to warm up, then for at least seconds, and prints the timing.
-func timePath(name, path string, batch, k int, seed uint64, seconds float64, clipAlgo string) error {
+func timePath(name, path string, batch, k int, seed uint64, seconds float64, clipAlgo, convAlgo string) error {
 	p, err := newProblem(name, batch, k, seed)
 	if err != nil {
 		return err
@@ -278,6 +280,22 @@ func timePath(name, path string, batch, k int, seed uint64, seconds float64, cli
 			return err
 		}
 	}
+	conv, err := models.ParseConvAlgo(convAlgo)
+	if err != nil {
+		return err
+	}
+	if conv != models.ConvDirect {
+		if path != "grad" {
+			return fmt.Errorf("-conv-algo %s: the FIL step runs direct convolutions only", convAlgo)
+		}
+		s, ok := p.m.(models.ConvAlgoSetter)
+		if !ok {
+			return fmt.Errorf("-conv-algo %s: the model cannot switch its conv algorithm", convAlgo)
+		}
+		if err := s.SetConvAlgo(conv); err != nil {
+			return err
+		}
+	}
 	var call func() error
 	switch path {
 	case "grad":
@@ -293,7 +311,7 @@ func timePath(name, path string, batch, k int, seed uint64, seconds float64, cli
 	if err := call(); err != nil {
 		return err
 	}
-	res := result{Model: name, Path: path, Batch: batch, Workers: runtime.GOMAXPROCS(0), ClipAlgo: algo.String()}
+	res := result{Model: name, Path: path, Batch: batch, Workers: runtime.GOMAXPROCS(0), ClipAlgo: algo.String(), ConvAlgo: conv.String()}
 	if path == "fil" {
 		res.Coords = k
 	}

@@ -1,0 +1,420 @@
+package models
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// TestWinogradF23 checks the F(2, 3) matrices: Aᵀ[(G·g) ⊙ (Bᵀ·d)] equals the direct
+// correlation y_k = Σ_j d_{k+j}·g_j, in float64 on random inputs.
+func TestWinogradF23(t *testing.T) {
+	bt, G, at := winoMatrices()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := 0; trial < 100; trial++ {
+		var d [4]float64
+		var g [3]float64
+		for i := range d {
+			d[i] = rng.NormFloat64()
+		}
+		for i := range g {
+			g[i] = rng.NormFloat64()
+		}
+		var m [4]float64
+		for r := 0; r < 4; r++ {
+			var u, v float64
+			for j := 0; j < 3; j++ {
+				u += G[r][j] * g[j]
+			}
+			for j := 0; j < 4; j++ {
+				v += bt[r][j] * d[j]
+			}
+			m[r] = u * v
+		}
+		for k := 0; k < 2; k++ {
+			var y, want float64
+			for r := 0; r < 4; r++ {
+				y += at[k][r] * m[r]
+			}
+			for j := 0; j < 3; j++ {
+				want += d[k+j] * g[j]
+			}
+			if math.Abs(y-want) > 1e-13*(1+math.Abs(want)) {
+				t.Fatalf("trial %d: y_%d = %v, direct %v", trial, k, y, want)
+			}
+		}
+	}
+}
+
+// winoTestArch is one 3×3 stride-1 conv layer on a C×H×W input (then flatten and
+// dense, so that the network is complete).
+func winoTestArch(c, h, w, out, padT, padB, padL, padR int) Arch {
+	return Arch{Name: "wino", Input: Shape{C: c, H: h, W: w}, Classes: 2, Layers: []LayerSpec{
+		{Kind: KindConv, Out: out, KH: 3, KW: 3, Stride: 1, PadT: padT, PadB: padB, PadL: padL, PadR: padR},
+		layerFlatten, Dense(2),
+	}}
+}
+
+// TestWinogradConv compares, in float64, a Winograd conv layer's forward output,
+// input gradient and per-sample weight and bias gradients (and their squared norms)
+// with the direct im2col layer on the same random inputs and output gradients, over
+// odd and even sizes, paddings 0 and 1 (and asymmetric), and several samples.
+func TestWinogradConv(t *testing.T) {
+	for _, tc := range []struct {
+		c, h, w, out, pt, pb, pl, pr, cs int
+	}{
+		{1, 3, 3, 1, 0, 0, 0, 0, 1},
+		{1, 4, 4, 1, 0, 0, 0, 0, 2},
+		{2, 5, 7, 3, 1, 1, 1, 1, 3},
+		{3, 8, 8, 4, 1, 1, 1, 1, 2},
+		{5, 9, 6, 7, 0, 0, 0, 0, 3},
+		{4, 7, 10, 2, 1, 0, 0, 1, 2},
+		{7, 6, 5, 11, 0, 1, 1, 0, 1},
+		{20, 11, 9, 17, 1, 1, 1, 1, 2},
+		{13, 12, 13, 20, 2, 1, 0, 2, 3},
+		{3, 3, 4, 5, 1, 1, 1, 1, 4},
+	} {
+		name := fmt.Sprintf("c%d_%dx%d_o%d_pad%d%d%d%d_s%d", tc.c, tc.h, tc.w, tc.out, tc.pt, tc.pb, tc.pl, tc.pr, tc.cs)
+		t.Run(name, func(t *testing.T) {
+			arch := winoTestArch(tc.c, tc.h, tc.w, tc.out, tc.pt, tc.pb, tc.pl, tc.pr)
+			n, err := NewNetwork(arch, NewCPUBackend[float64]())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := n.SetConvAlgo(ConvWinograd); err != nil {
+				t.Fatal(err)
+			}
+			if p := n.ConvPlan(); len(p) != 1 || !p[0].Winograd {
+				t.Fatalf("plan %+v, want the conv layer as Winograd", p)
+			}
+			rng := rand.New(rand.NewPCG(uint64(tc.c), uint64(tc.h*100+tc.w)))
+			params := make([]float64, n.p)
+			for i := range params {
+				params[i] = rng.NormFloat64()
+			}
+			cs := tc.cs
+			n.ws = make([]*workspace[float64], 1)
+			n.winoPrepare(params)
+			wd := n.workspaceFor(0, cs, 0, false)
+			ww := n.winoWorkspace(0, cs)
+			l := n.layers[0]
+			for i := range wd.acts[0][:cs*l.inN] {
+				v := rng.NormFloat64()
+				wd.acts[0][i], ww.acts[0][i] = v, v
+			}
+			for i := range wd.dlt[1][:cs*l.outN] {
+				v := rng.NormFloat64()
+				wd.dlt[1][i], ww.dlt[1][i] = v, v
+			}
+			for _, ws := range []*workspace[float64]{wd, ww} {
+				// poison what the layer must overwrite
+				for i := range ws.acts[1][:cs*l.outN] {
+					ws.acts[1][i] = math.NaN()
+				}
+				for i := range ws.dlt[0][:cs*l.inN] {
+					ws.dlt[0][i] = math.NaN()
+				}
+				for i := range ws.grads[:cs*n.p] {
+					ws.grads[i] = math.NaN()
+				}
+				clear(ws.gsq[:cs])
+				l.ops.forward(n, ws, 0, params, cs)
+				l.ops.backward(n, ws, 0, params, cs, true, false)
+			}
+			nW := l.params[0].size + l.params[1].size
+			check := func(what string, got, want []float64) {
+				t.Helper()
+				var scale float64
+				for _, v := range want {
+					scale = math.Max(scale, math.Abs(v))
+				}
+				for i := range want {
+					if d := math.Abs(got[i] - want[i]); !(d <= 1e-12*scale) {
+						t.Fatalf("%s[%d] = %v, direct %v (scale %v)", what, i, got[i], want[i], scale)
+					}
+				}
+			}
+			check("forward", ww.acts[1][:cs*l.outN], wd.acts[1][:cs*l.outN])
+			check("input gradient", ww.dlt[0][:cs*l.inN], wd.dlt[0][:cs*l.inN])
+			for s := 0; s < cs; s++ {
+				check(fmt.Sprintf("sample %d gradient", s), ww.grads[s*n.p:s*n.p+nW], wd.grads[s*n.p:s*n.p+nW])
+				check(fmt.Sprintf("sample %d squared norm", s), ww.gsq[s:s+1], wd.gsq[s:s+1])
+			}
+		})
+	}
+}
+
+// TestWinogradClippedGradSum checks ClippedGradSum of float32 models with Winograd
+// (and auto) conv layers against the float64 direct engine, to float32 tolerance:
+// cifar-cnn (six Winograd layers), mnist-cnn-3x3 (strided convs: every layer falls
+// back to direct, so float32 is bit-identical to float32 direct) and an --arch
+// model with odd sizes and padding 0. Batches are small (CI has 2 cores).
+func TestWinogradClippedGradSum(t *testing.T) {
+	spec := `name: wino-arch
+layers:
+  - {kind: conv, out: 6, kernel: 3}
+  - tanh
+  - {kind: conv, out: 5, kernel: 3, padding: same}
+  - relu
+  - {kind: conv, out: 4, kh: 3, kw: 2, stride: 2, pad_t: 1, pad_b: 0, pad_l: 0, pad_r: 1}
+  - flatten
+  - {kind: dense}
+`
+	as, err := ParseArchSpec(strings.NewReader(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	arch, err := as.Resolve(Shape{C: 2, H: 11, W: 9}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cifar, _ := ArchByName("cifar-cnn")
+	m3, _ := ArchByName("mnist-cnn-3x3")
+	for _, tc := range []struct {
+		arch     Arch
+		batch    int
+		algo     ConvAlgo
+		winoLays int // conv layers run as Winograd
+	}{
+		{cifar, 3, ConvWinograd, 6},
+		{m3, 4, ConvWinograd, 0},
+		{arch, 5, ConvWinograd, 2},
+		{arch, 5, ConvAuto, -1},
+	} {
+		t.Run(tc.arch.Name+"/"+tc.algo.String(), func(t *testing.T) {
+			n32, err := NewNetwork(tc.arch, NewCPUBackend[float32]())
+			if err != nil {
+				t.Fatal(err)
+			}
+			d32, _ := NewNetwork(tc.arch, NewCPUBackend[float32]())
+			n64, _ := NewNetwork(tc.arch, NewCPUBackend[float64]())
+			if err := n32.SetConvAlgo(tc.algo); err != nil {
+				t.Fatal(err)
+			}
+			on := 0
+			for _, p := range n32.ConvPlan() {
+				if p.Winograd {
+					on++
+				}
+			}
+			if tc.winoLays >= 0 && on != tc.winoLays {
+				t.Fatalf("%d Winograd layers, want %d (plan %+v)", on, tc.winoLays, n32.ConvPlan())
+			}
+			p64 := InitParams(tc.arch, 7)
+			rng := rand.New(rand.NewPCG(5, 6))
+			x64 := make([]float64, tc.batch*n64.d)
+			for i := range x64 {
+				x64[i] = rng.Float64()
+			}
+			y := make([]int, tc.batch)
+			for i := range y {
+				y[i] = rng.IntN(tc.arch.Classes)
+			}
+			p32, x32 := toF32(p64), toF32(x64)
+			clip := Clip{C: 0.05, Mode: ClipHard}
+			s32, s64, sd := make([]float32, n32.p), make([]float64, n64.p), make([]float32, n32.p)
+			l32, l64, ld := make([]float64, tc.batch), make([]float64, tc.batch), make([]float64, tc.batch)
+			for rep := 0; rep < 2; rep++ { // the second call reuses the workspaces
+				if err := n32.ClippedGradSum(p32, x32, y, tc.batch, clip, s32, l32); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := n64.ClippedGradSum(p64, x64, y, tc.batch, clip, s64, l64); err != nil {
+				t.Fatal(err)
+			}
+			if err := d32.ClippedGradSum(p32, x32, y, tc.batch, clip, sd, ld); err != nil {
+				t.Fatal(err)
+			}
+			var num, den float64
+			for i := range s64 {
+				d := float64(s32[i]) - s64[i]
+				num += d * d
+				den += s64[i] * s64[i]
+			}
+			if rel := math.Sqrt(num / den); !(rel < 1e-5) {
+				t.Errorf("clipped sum: relative error %.3g against float64 direct", rel)
+			}
+			for s := range l64 {
+				if math.Abs(l32[s]-l64[s]) > 1e-5*(1+math.Abs(l64[s])) {
+					t.Errorf("loss %d: %v, float64 direct %v", s, l32[s], l64[s])
+				}
+			}
+			same := true
+			for i := range sd {
+				same = same && sd[i] == s32[i]
+			}
+			if on == 0 && !same {
+				t.Errorf("no Winograd layer, but the sum differs from float32 direct")
+			}
+			if on > 0 && same {
+				t.Errorf("%d Winograd layers, but the sum is bit-identical to float32 direct: Winograd did not run", on)
+			}
+		})
+	}
+}
+
+// TestConvAlgoOptions checks ParseConvAlgo and SetConvAlgo's refusals.
+func TestConvAlgoOptions(t *testing.T) {
+	for s, want := range map[string]ConvAlgo{"": ConvDirect, "direct": ConvDirect, "winograd": ConvWinograd, "auto": ConvAuto} {
+		a, err := ParseConvAlgo(s)
+		if err != nil || a != want {
+			t.Errorf("ParseConvAlgo(%q) = %v, %v; want %v", s, a, err, want)
+		}
+		if s != "" && a.String() != s {
+			t.Errorf("%v.String() = %q, want %q", a, a.String(), s)
+		}
+	}
+	if _, err := ParseConvAlgo("fft"); err == nil || !strings.Contains(err.Error(), "want direct, winograd or auto") {
+		t.Errorf("ParseConvAlgo(fft): %v", err)
+	}
+	cifar, _ := ArchByName("cifar-cnn")
+	n, err := NewNetwork(cifar, NewCPUBackend[float32]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.SetConvAlgo(ConvAlgo(9)); err == nil || !strings.Contains(err.Error(), "unknown conv algorithm") {
+		t.Errorf("SetConvAlgo(9): %v", err)
+	}
+	// ghost clipping and Winograd exclude each other, in either order
+	if err := n.SetClipAlgo(ClipGhost); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.SetConvAlgo(ConvWinograd); err == nil || !strings.Contains(err.Error(), "per-sample clipping only") {
+		t.Errorf("SetConvAlgo(winograd) under ghost clipping: %v", err)
+	}
+	if n.ConvAlgo() != ConvDirect {
+		t.Errorf("refused SetConvAlgo changed the algorithm to %v", n.ConvAlgo())
+	}
+	if err := n.SetClipAlgo(ClipPerSample); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.SetConvAlgo(ConvAuto); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.SetClipAlgo(ClipAuto); err == nil || !strings.Contains(err.Error(), "conv algorithm direct") {
+		t.Errorf("SetClipAlgo(auto) under conv algorithm auto: %v", err)
+	}
+	if err := n.SetConvAlgo(ConvDirect); err != nil || n.ConvPlan() != nil {
+		t.Errorf("SetConvAlgo(direct): %v, plan %v", err, n.ConvPlan())
+	}
+	// a backend with device extensions keeps direct convolutions
+	dev, err := NewNetwork(cifar, Backend[float32](fakeDevice{Backend: NewCPUBackend[float32]()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.SetConvAlgo(ConvWinograd); err == nil || !strings.Contains(err.Error(), "CPU backend only") {
+		t.Errorf("SetConvAlgo(winograd) on a device backend: %v", err)
+	}
+}
+
+// TestWinogradComb checks winoComb's AVX2 kernel (float32, where the CPU has it)
+// against its portable loop in float64, for every coefficient matrix of the
+// transforms, 2 and 4 outputs, and lengths with and without a tail.
+func TestWinogradComb(t *testing.T) {
+	fast, slow := newWinoKern(hasAVX2FMA()), newWinoKern(false)
+	rng := rand.New(rand.NewPCG(8, 9))
+	for _, n := range []int{1, 7, 8, 9, 16, 31, 100} {
+		for ci, pick := range []func(k *winoKern) *winoCoef{
+			func(k *winoKern) *winoCoef { return k.bt }, func(k *winoKern) *winoCoef { return k.b },
+			func(k *winoKern) *winoCoef { return k.at }, func(k *winoKern) *winoCoef { return k.a },
+			func(k *winoKern) *winoCoef { return k.add2 }, func(k *winoKern) *winoCoef { return k.gt },
+		} {
+			for _, ny := range []int{2, 4} {
+				var x32, y32 [4][]float32
+				var x64, y64 [4][]float64
+				for i := 0; i < 4; i++ {
+					x64[i], y64[i] = make([]float64, n), make([]float64, n)
+					y32[i] = make([]float32, n)
+					for k := range x64[i] {
+						x64[i][k] = float64(float32(rng.NormFloat64()))
+					}
+					x32[i] = toF32(x64[i])
+				}
+				winoComb(fast, pick(fast), x32, y32, n, ny)
+				winoComb(slow, pick(slow), x64, y64, n, ny)
+				for j := 0; j < ny; j++ {
+					for k := 0; k < n; k++ {
+						if d := math.Abs(float64(y32[j][k]) - y64[j][k]); d > 1e-6*(1+math.Abs(y64[j][k])) {
+							t.Fatalf("n %d, matrix %d, ny %d: y[%d][%d] = %v, float64 %v", n, ci, ny, j, k, y32[j][k], y64[j][k])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestConvPlanAuto checks the auto rule on cifar-cnn: a layer runs as Winograd
+// exactly when the cost model says it is cheaper, which (docs/perf.md, "Winograd
+// convolution") is the 32→32 layer at 32×32 and the 64→64 layer at 16×16; the
+// first layer (3 input channels) and the 8×8 layers stay direct.
+func TestConvPlanAuto(t *testing.T) {
+	cifar, _ := ArchByName("cifar-cnn")
+	n, err := NewNetwork(cifar, NewCPUBackend[float32]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.SetConvAlgo(ConvAuto); err != nil {
+		t.Fatal(err)
+	}
+	var on []int
+	for _, p := range n.ConvPlan() {
+		if !p.Eligible || p.DirectCost <= 0 || p.Winograd != (p.WinogradCost < p.DirectCost) {
+			t.Errorf("plan %+v", p)
+		}
+		if p.Winograd {
+			on = append(on, p.Layer)
+		}
+	}
+	if fmt.Sprint(on) != "[3 8]" {
+		t.Errorf("auto runs layers %v as Winograd, want [3 8]", on)
+	}
+}
+
+// TestWinogradWorkerCountBitIdentical checks that Winograd sums are bit-identical
+// with 1, 2 and 3 workers (each worker has its own Winograd workspace; chunks are
+// added in batch order), on an --arch-like network whose chunks hold several
+// samples, so that the GEMMs span samples side by side.
+func TestWinogradWorkerCountBitIdentical(t *testing.T) {
+	arch := Arch{Name: "wino-workers", Input: Shape{C: 2, H: 9, W: 10}, Classes: 3, Layers: []LayerSpec{
+		{Kind: KindConv, Out: 5, KH: 3, KW: 3, Stride: 1, PadT: 1, PadB: 1, PadL: 1, PadR: 1},
+		layerTanh,
+		{Kind: KindConv, Out: 4, KH: 3, KW: 3, Stride: 1},
+		layerFlatten, Dense(3),
+	}}
+	const batch = 41
+	rng := rand.New(rand.NewPCG(4, 4))
+	params, x, y, _ := testProblem(arch, 2, batch, 0, rng, false)
+	var ref []float32
+	for _, w := range []int{1, 2, 3} {
+		be := &cpuBackend[float32]{workers: w, tile: w > 1}
+		if hasAVX2FMA() {
+			be.sg = &packedSgemm{}
+		}
+		net, err := NewNetwork(arch, Backend[float32](be))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := net.SetConvAlgo(ConvWinograd); err != nil {
+			t.Fatal(err)
+		}
+		if cs, _ := net.chunkSizes(batch, 0, false); cs < 2 {
+			t.Fatalf("chunks of %d samples, want several", cs)
+		}
+		sum := make([]float32, len(params))
+		if err := net.ClippedGradSum(params, x, y, batch, Clip{C: 0.5}, sum, make([]float64, batch)); err != nil {
+			t.Fatal(err)
+		}
+		if ref == nil {
+			ref = sum
+			continue
+		}
+		for i := range sum {
+			if math.Float32bits(sum[i]) != math.Float32bits(ref[i]) {
+				t.Fatalf("%d workers: sum[%d] = %v, 1 worker %v", w, i, sum[i], ref[i])
+			}
+		}
+	}
+}
