@@ -80,6 +80,9 @@ func readmeReduce(args []string) []string {
 	}
 	out := append([]string(nil), args...)
 	for i := 0; i+1 < len(out); i++ {
+		if out[i] == "--fil-coords" && out[i+1] == "0" {
+			continue // FIL off stays off
+		}
 		if v, ok := reduce[out[i]]; ok {
 			out[i+1] = v
 		}
