@@ -11,8 +11,8 @@ import (
 func TestDrawable(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"|D₋| = 999", "|D-| = 999"},
-		{"I_S⁻¹", "I_S-¹"}, // ¹ is in the font
-		{"x₀ … x₉", "x₀ … x₉"}, // subscript digits are in the font: kept
+		{"I_S⁻¹", "I_S-¹"},             // ¹ is in the font
+		{"x₀ … x₉", "x₀ … x₉"},         // subscript digits are in the font: kept
 		{"σ²ε γ κ ≤ δ", "σ²ε γ κ ≤ δ"}, // all in the font: unchanged
 		{"D₋ ∪ {z′}", "D- U {z′}"},
 	} {
