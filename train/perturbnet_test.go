@@ -450,3 +450,41 @@ func TestPerturbResumeIsBitIdentical(t *testing.T) {
 		t.Fatalf("resumed g_φ run differs:\n%s\nvs\n%s", a, b)
 	}
 }
+
+// TestPerturbSeries: result.json's tuning.perturb.series has one record per refresh,
+// at the private steps perturb_every apart, and the means over it are the summary
+// fields.
+func TestPerturbSeries(t *testing.T) {
+	cfg := tuningConfig()
+	cfg.FILCoords = 2
+	cfg.Tuning = TuningConfig{PretrainPublic: 0.5, PretrainSteps: 30, PerturbNet: true, PerturbSteps: 3, PerturbBatch: 16, PerturbHidden: 4, PerturbLambda: 10, PerturbEvery: 2}
+	data := toyData(120, 30, 6, 3, 4)
+	dir := t.TempDir()
+	if _, err := Run(context.Background(), cfg, Options{Out: dir, Model: smallNet(t), Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRead(t, dir).Tuning.Perturb
+	if r == nil || r.Refreshes == 0 || len(r.Series) != r.Refreshes {
+		t.Fatalf("perturb result %+v: want one series record per refresh", r)
+	}
+	var loss, first, pn, gn, cos float64
+	for i, s := range r.Series {
+		if want := 1 + 2*i; s.Step != want {
+			t.Errorf("refresh %d at step %d, want %d (perturb_every 2)", i, s.Step, want)
+		}
+		if s.CosMeanGrad == nil || math.Abs(*s.CosMeanGrad) > 1 {
+			t.Errorf("refresh %d: cosine %v", i, s.CosMeanGrad)
+			continue
+		}
+		loss, first, pn, gn, cos = loss+s.Loss, first+s.LossFirst, pn+s.PerturbNorm, gn+s.GradNorm, cos+*s.CosMeanGrad
+	}
+	n := float64(len(r.Series))
+	for _, c := range []struct {
+		name      string
+		sum, mean float64
+	}{{"loss", loss, r.Loss}, {"loss_first", first, r.LossFirst}, {"perturb_norm", pn, r.PerturbNorm}, {"grad_norm", gn, r.GradNorm}, {"cos", cos, r.CosMeanGrad}} {
+		if math.Abs(c.sum/n-c.mean) > 1e-12*math.Max(1, math.Abs(c.mean)) {
+			t.Errorf("%s: series mean %v, summary %v", c.name, c.sum/n, c.mean)
+		}
+	}
+}

@@ -49,6 +49,22 @@ type PerturbNetResult struct {
 	CosMeanGrad float64 `json:"cos_mean_public_grad"`
 	// Privacy says why ε is unchanged.
 	Privacy string `json:"privacy"`
+	// Series has the same quantities refresh by refresh (the last repeat's), in the
+	// order they ran: the thesis's Fig. 3.4 per iteration.
+	Series []PerturbRefresh `json:"series,omitempty"`
+}
+
+// PerturbRefresh is one g_φ refresh: the private step it ran before (1-based), the
+// public objective before its first and after its last Adam step, and on its last
+// inner batch the mean ‖g_φ‖, ‖∇ℓ‖ and the cosine between the mean perturbation and
+// the mean public gradient (null where either mean is zero).
+type PerturbRefresh struct {
+	Step        int      `json:"step"`
+	LossFirst   float64  `json:"loss_first"`
+	Loss        float64  `json:"loss"`
+	PerturbNorm float64  `json:"perturb_norm"`
+	GradNorm    float64  `json:"grad_norm"`
+	CosMeanGrad *float64 `json:"cos_mean_public_grad"`
 }
 
 const perturbPrivacyNote = "g_φ is trained on public data and θ_t only (post-processing of earlier releases) and its output is added before clipping, so each private contribution still has norm ≤ c·C: the DP-SGD ε is that of the same run without g_φ; dFIL is accounted for the perturbed clipped gradient"
@@ -138,6 +154,7 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 	}
 	pub := tu.public
 	B := min(c.PerturbBatch, pub.N)
+	rec := PerturbRefresh{Step: step + 1}
 	var last []pnSample
 	for it := 0; it < c.PerturbSteps; it++ {
 		idx := ps.rng.Perm(pub.N)[:B]
@@ -164,11 +181,11 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 		}
 		ps.net.adamStep(grad)
 		if it == 0 {
-			ps.res.LossFirst += tot / float64(len(sms))
+			rec.LossFirst = tot / float64(len(sms))
 		}
 		if it == c.PerturbSteps-1 {
-			ps.res.Loss += tot / float64(len(sms))
-			ps.res.GradNorm += math.Sqrt(gn)
+			rec.Loss = tot / float64(len(sms))
+			rec.GradNorm = math.Sqrt(gn)
 			last = sms
 		}
 	}
@@ -197,10 +214,17 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 		b += mg[j] * mg[j]
 	}
 	if a > 0 && b > 0 {
-		ps.res.CosMeanGrad += dot / math.Sqrt(a*b)
+		cos := dot / math.Sqrt(a*b)
+		rec.CosMeanGrad = &cos
+		ps.res.CosMeanGrad += cos
 	}
+	rec.PerturbNorm = nrm
+	ps.res.LossFirst += rec.LossFirst
+	ps.res.Loss += rec.Loss
+	ps.res.GradNorm += rec.GradNorm
 	ps.res.PerturbNorm += nrm
 	ps.res.Refreshes++
+	ps.res.Series = append(ps.res.Series, rec)
 	return nil
 }
 
@@ -325,7 +349,14 @@ func (ps *perturbState) checkpoint() (*perturbCheckpoint, error) {
 	n := ps.net
 	return &perturbCheckpoint{Phi: slices.Clone(n.phi), Mean: slices.Clone(n.mean), Inv: slices.Clone(n.inv),
 		Trained: n.trained, Standard: n.standardised, AdamM: slices.Clone(n.adamM), AdamV: slices.Clone(n.adamV),
-		AdamT: n.adamT, LastLoss: n.lastLoss, LastPert: n.lastPert, RNG: b, Result: ps.res, SumCo: ps.sumCo}, nil
+		AdamT: n.adamT, LastLoss: n.lastLoss, LastPert: n.lastPert, RNG: b, Result: ps.resultCopy(), SumCo: ps.sumCo}, nil
+}
+
+// resultCopy is ps.res with its own copy of the series.
+func (ps *perturbState) resultCopy() PerturbNetResult {
+	r := ps.res
+	r.Series = slices.Clone(r.Series)
+	return r
 }
 
 // restore continues ps from a checkpoint of the same configuration.

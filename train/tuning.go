@@ -444,7 +444,7 @@ func (s *setup) tuningResult(res *Result) {
 		tr.Noise = tu.noise.result(s.priv.Sigma)
 	}
 	if ps := tu.perturb; ps != nil {
-		r := ps.res
+		r := ps.resultCopy()
 		if n := float64(r.Refreshes); n > 0 {
 			r.Loss /= n
 			r.LossFirst /= n
