@@ -276,7 +276,10 @@ func TestSlurmSweepPreemptAndMerge(t *testing.T) {
 
 	// The task checkpoints, exits 75 and requeues itself: pending with one restart.
 	// A requeued job waits about two minutes before it may start again (Slurm's
-	// requeue hold); the test releases it at once.
+	// requeue hold); the test releases it after 10 s. Not at once: slurmd refuses to
+	// launch a job whose previous instance it has just killed ("Job credential
+	// revoked", "already killed, do not launch batch job"), and the task then fails
+	// with exit 1 (seen once in CI when it was released within 150 ms).
 	waitFor(t, 60*time.Second, "task 0 requeued", func() bool {
 		o, err := exec.Command("scontrol", "show", "job", task0).Output()
 		return err == nil && strings.Contains(string(o), "JobState=PENDING") && strings.Contains(string(o), "Restarts=1")
@@ -299,8 +302,8 @@ func TestSlurmSweepPreemptAndMerge(t *testing.T) {
 		t.Fatalf("status while task 0 waits: %+v", cs)
 	}
 	finish := 120 * time.Second
-	if o, err := exec.Command("scontrol", "update", "JobId="+task0, "StartTime=now").CombinedOutput(); err != nil {
-		t.Logf("scontrol update StartTime=now (not allowed to this user?): %v %s; waiting for the requeue hold", err, o)
+	if o, err := exec.Command("scontrol", "update", "JobId="+task0, "StartTime=now+10").CombinedOutput(); err != nil {
+		t.Logf("scontrol update StartTime=now+10 (not allowed to this user?): %v %s; waiting for the requeue hold", err, o)
 		finish += 150 * time.Second
 	}
 
@@ -314,7 +317,8 @@ func TestSlurmSweepPreemptAndMerge(t *testing.T) {
 	}
 	cs = sweep.ClusterStatus{}
 	if err := json.Unmarshal([]byte(st), &cs); err != nil || cs.Done != 4 {
-		t.Fatalf("status after the job: %v %+v\n%s", err, cs, logs())
+		job, _ := exec.Command("scontrol", "show", "job", task0).CombinedOutput()
+		t.Fatalf("status after the job: %v %+v\n%s\nscontrol show job %s:\n%s", err, cs, logs(), task0, job)
 	}
 	shards, _ := filepath.Glob(filepath.Join(out, "shard-*"))
 	sort.Strings(shards)
