@@ -3,6 +3,7 @@ package models
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
@@ -102,4 +103,46 @@ func BenchmarkClippedGradSumModels(b *testing.B) {
 			b.ReportMetric(float64(tc.batch*b.N)/b.Elapsed().Seconds(), "samples/s")
 		})
 	}
+}
+
+// alternateClippedGradSum builds n models of the named network (configure(j, m)
+// sets model j's variant), warms each up, then runs b.N rounds in which every model
+// computes the clipped gradient sum of the same batch in turn, so that a shared
+// machine's load falls on all alike. It returns each model's process CPU time
+// (user + system, all threads) in ms per step.
+func alternateClippedGradSum(b *testing.B, name string, batch, n int, configure func(j int, m Model) error) []float64 {
+	b.Helper()
+	ms := make([]Model, n)
+	var p, x []float32
+	var y []int
+	for j := range ms {
+		ms[j], p, x, y = benchSetup(b, name, batch)
+		if err := configure(j, ms[j]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sum := make([]float32, len(p))
+	losses := make([]float64, batch)
+	step := func(j int) {
+		if err := ms[j].ClippedGradSum(p, x, y, Clip{C: 1}, sum, losses); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for j := range ms { // warm-up: workspaces
+		step(j)
+	}
+	cpu := make([]time.Duration, n)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := range ms {
+			c0 := processCPUTime()
+			step(j)
+			cpu[j] += processCPUTime() - c0
+		}
+	}
+	out := make([]float64, n)
+	for j, c := range cpu {
+		out[j] = c.Seconds() * 1e3 / float64(b.N)
+	}
+	return out
 }

@@ -3,7 +3,6 @@ package models
 import (
 	"fmt"
 	"testing"
-	"time"
 )
 
 // BenchmarkClipAlgo times ClippedGradSum per-sample, ghost and auto (mixed) on
@@ -20,41 +19,15 @@ func BenchmarkClipAlgo(b *testing.B) {
 		for _, batch := range []int{64, 200} {
 			b.Run(fmt.Sprintf("%s/b%d", name, batch), func(b *testing.B) {
 				// One model per algorithm, each with its own workspaces, as in a run.
-				ms := make([]Model, len(algos))
-				var p, x []float32
-				var y []int
+				ms := alternateClippedGradSum(b, name, batch, len(algos), func(j int, m Model) error {
+					return m.(ClipAlgoSetter).SetClipAlgo(algos[j])
+				})
 				for j, a := range algos {
-					ms[j], p, x, y = benchSetup(b, name, batch)
-					if err := ms[j].(ClipAlgoSetter).SetClipAlgo(a); err != nil {
-						b.Fatal(err)
-					}
+					b.ReportMetric(ms[j], a.String()+"-cpu-ms")
 				}
-				sum := make([]float32, len(p))
-				losses := make([]float64, batch)
-				step := func(j int) {
-					if err := ms[j].ClippedGradSum(p, x, y, Clip{C: 1}, sum, losses); err != nil {
-						b.Fatal(err)
-					}
-				}
-				for j := range algos { // warm-up: workspaces
-					step(j)
-				}
-				cpu := make([]time.Duration, len(algos))
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					for j := range algos {
-						c0 := processCPUTime()
-						step(j)
-						cpu[j] += processCPUTime() - c0
-					}
-				}
-				msOf := func(j int) float64 { return cpu[j].Seconds() * 1e3 / float64(b.N) }
-				for j, a := range algos {
-					b.ReportMetric(msOf(j), a.String()+"-cpu-ms")
-				}
-				if cpu[0] > 0 {
-					b.ReportMetric(msOf(1)/msOf(0), "ghost/per-sample")
-					b.ReportMetric(msOf(2)/msOf(0), "auto/per-sample")
+				if ms[0] > 0 {
+					b.ReportMetric(ms[1]/ms[0], "ghost/per-sample")
+					b.ReportMetric(ms[2]/ms[0], "auto/per-sample")
 				}
 			})
 		}
@@ -77,33 +50,11 @@ func BenchmarkGemmKernel(b *testing.B) {
 		batch int
 	}{{"mnist-cnn", 600}, {"cifar-cnn", 200}} {
 		b.Run(tc.name, func(b *testing.B) {
-			ms := make([]Model, 2)
-			var p, x []float32
-			var y []int
-			for j, tall := range []bool{false, true} {
-				ms[j], p, x, y = benchSetup(b, tc.name, tc.batch)
-				be := ms[j].(interface{ Network() *Network[float32] }).Network().be.(*cpuBackend[float32])
-				be.sg.tall = tall
-			}
-			sum := make([]float32, len(p))
-			losses := make([]float64, tc.batch)
-			step := func(j int) {
-				if err := ms[j].ClippedGradSum(p, x, y, Clip{C: 1}, sum, losses); err != nil {
-					b.Fatal(err)
-				}
-			}
-			step(0)
-			step(1)
-			var cpu [2]time.Duration
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				for j := range ms {
-					c0 := processCPUTime()
-					step(j)
-					cpu[j] += processCPUTime() - c0
-				}
-			}
-			per := func(j int) float64 { return cpu[j].Seconds() * 1e3 / float64(b.N*tc.batch) }
+			ms := alternateClippedGradSum(b, tc.name, tc.batch, 2, func(j int, m Model) error {
+				m.(interface{ Network() *Network[float32] }).Network().be.(*cpuBackend[float32]).sg.tall = j == 1
+				return nil
+			})
+			per := func(j int) float64 { return ms[j] / float64(tc.batch) }
 			b.ReportMetric(per(0), "4x32-cpu-ms/sample")
 			b.ReportMetric(per(1), "12x32-cpu-ms/sample")
 			b.ReportMetric(per(0)/per(1), "speedup")

@@ -13,39 +13,14 @@ import (
 func BenchmarkConvAlgo(b *testing.B) {
 	algos := []ConvAlgo{ConvDirect, ConvWinograd, ConvAuto}
 	const name, batch = "cifar-cnn", 200
-	ms := make([]Model, len(algos))
-	var p, x []float32
-	var y []int
-	for j, a := range algos {
-		ms[j], p, x, y = benchSetup(b, name, batch)
-		if err := ms[j].(ConvAlgoSetter).SetConvAlgo(a); err != nil {
-			b.Fatal(err)
-		}
-	}
-	sum := make([]float32, len(p))
-	losses := make([]float64, batch)
-	step := func(j int) {
-		if err := ms[j].ClippedGradSum(p, x, y, Clip{C: 1}, sum, losses); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for j := range algos { // warm-up: workspaces
-		step(j)
-	}
-	cpu := make([]time.Duration, len(algos))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for j := range algos {
-			c0 := processCPUTime()
-			step(j)
-			cpu[j] += processCPUTime() - c0
-		}
-	}
-	msOf := func(j int) float64 { return cpu[j].Seconds() * 1e3 / float64(b.N*batch) }
+	ms := alternateClippedGradSum(b, name, batch, len(algos), func(j int, m Model) error {
+		return m.(ConvAlgoSetter).SetConvAlgo(algos[j])
+	})
+	msOf := func(j int) float64 { return ms[j] / batch }
 	for j, a := range algos {
 		b.ReportMetric(msOf(j), a.String()+"-cpu-ms/sample")
 	}
-	if cpu[0] > 0 {
+	if ms[0] > 0 {
 		b.ReportMetric(msOf(1)/msOf(0), "winograd/direct")
 		b.ReportMetric(msOf(2)/msOf(0), "auto/direct")
 	}
