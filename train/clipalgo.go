@@ -30,19 +30,27 @@ func (c Config) validateClipAlgo() error {
 
 // applyClipAlgo sets the run's clipping algorithm on its model (Config validated).
 func applyClipAlgo(cfg Config, m models.Model) error {
-	algo, err := models.ParseClipAlgo(cfg.ClipAlgo)
+	return applyModelAlgo("clip_algo", cfg.ClipAlgo, models.ParseClipAlgo, models.ClipPerSample, models.ClipAlgoPerSample,
+		m, models.ClipAlgoSetter.SetClipAlgo, "has no ghost clipping (the engine's CPU models have it)")
+}
+
+// applyModelAlgo parses the config key's value and, unless it is the default def
+// (named defName), sets it on m through set, or fails naming what m lacks.
+func applyModelAlgo[A comparable, S any](key, value string, parse func(string) (A, error), def A, defName string,
+	m models.Model, set func(S, A) error, lacks string) error {
+	algo, err := parse(value)
 	if err != nil {
-		return fmt.Errorf("config: clip_algo: %w", err)
+		return fmt.Errorf("config: %s: %w", key, err)
 	}
-	if algo == models.ClipPerSample {
+	if algo == def {
 		return nil
 	}
-	cs, ok := m.(models.ClipAlgoSetter)
+	s, ok := any(m).(S)
 	if !ok {
-		return fmt.Errorf("clip_algo = %s: model %s has no ghost clipping (the engine's CPU models have it): use clip_algo = %s", algo, m.Arch().Name, models.ClipAlgoPerSample)
+		return fmt.Errorf("%s = %v: model %s %s: use %s = %s", key, algo, m.Arch().Name, lacks, key, defName)
 	}
-	if err := cs.SetClipAlgo(algo); err != nil {
-		return fmt.Errorf("clip_algo = %s: %w", algo, err)
+	if err := set(s, algo); err != nil {
+		return fmt.Errorf("%s = %v: %w", key, algo, err)
 	}
 	return nil
 }
@@ -68,19 +76,6 @@ func (c Config) validateConvAlgo() error {
 
 // applyConvAlgo sets the run's conv algorithm on its model (Config validated).
 func applyConvAlgo(cfg Config, m models.Model) error {
-	algo, err := models.ParseConvAlgo(cfg.ConvAlgo)
-	if err != nil {
-		return fmt.Errorf("config: conv_algo: %w", err)
-	}
-	if algo == models.ConvDirect {
-		return nil
-	}
-	cs, ok := m.(models.ConvAlgoSetter)
-	if !ok {
-		return fmt.Errorf("conv_algo = %s: model %s has no Winograd convolutions (the engine's CPU models have them): use conv_algo = %s", algo, m.Arch().Name, models.ConvAlgoDirect)
-	}
-	if err := cs.SetConvAlgo(algo); err != nil {
-		return fmt.Errorf("conv_algo = %s: %w", algo, err)
-	}
-	return nil
+	return applyModelAlgo("conv_algo", cfg.ConvAlgo, models.ParseConvAlgo, models.ConvDirect, models.ConvAlgoDirect,
+		m, models.ConvAlgoSetter.SetConvAlgo, "has no Winograd convolutions (the engine's CPU models have them)")
 }
