@@ -216,14 +216,8 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 	if a > 0 && b > 0 {
 		cos := dot / math.Sqrt(a*b)
 		rec.CosMeanGrad = &cos
-		ps.res.CosMeanGrad += cos
 	}
 	rec.PerturbNorm = nrm
-	ps.res.LossFirst += rec.LossFirst
-	ps.res.Loss += rec.Loss
-	ps.res.GradNorm += rec.GradNorm
-	ps.res.PerturbNorm += nrm
-	ps.res.Refreshes++
 	ps.res.Series = append(ps.res.Series, rec)
 	return nil
 }
@@ -356,6 +350,30 @@ func (ps *perturbState) checkpoint() (*perturbCheckpoint, error) {
 func (ps *perturbState) resultCopy() PerturbNetResult {
 	r := ps.res
 	r.Series = slices.Clone(r.Series)
+	return r
+}
+
+// summary is ps.res with the refresh count and the means over the series filled in
+// (a refresh without a cosine counts as 0 in its mean).
+func (ps *perturbState) summary() PerturbNetResult {
+	r := ps.resultCopy()
+	r.Refreshes = len(r.Series)
+	for _, s := range r.Series {
+		r.LossFirst += s.LossFirst
+		r.Loss += s.Loss
+		r.GradNorm += s.GradNorm
+		r.PerturbNorm += s.PerturbNorm
+		if s.CosMeanGrad != nil {
+			r.CosMeanGrad += *s.CosMeanGrad
+		}
+	}
+	if n := float64(r.Refreshes); n > 0 {
+		r.Loss /= n
+		r.LossFirst /= n
+		r.GradNorm /= n
+		r.PerturbNorm /= n
+		r.CosMeanGrad /= n
+	}
 	return r
 }
 

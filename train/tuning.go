@@ -444,14 +444,7 @@ func (s *setup) tuningResult(res *Result) {
 		tr.Noise = tu.noise.result(s.priv.Sigma)
 	}
 	if ps := tu.perturb; ps != nil {
-		r := ps.resultCopy()
-		if n := float64(r.Refreshes); n > 0 {
-			r.Loss /= n
-			r.LossFirst /= n
-			r.GradNorm /= n
-			r.PerturbNorm /= n
-			r.CosMeanGrad /= n
-		}
+		r := ps.summary()
 		tr.Perturb = &r
 	}
 	res.Tuning = tr
