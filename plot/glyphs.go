@@ -36,6 +36,13 @@ func glyphFallback(r rune) (string, bool) {
 // drawable returns s with every character the figures' font lacks and glyphFallback
 // knows replaced by its fallback (characters with neither stay as they are).
 func drawable(s string) string {
+	ascii := true
+	for i := 0; i < len(s) && ascii; i++ {
+		ascii = s[i] < 0x80
+	}
+	if ascii { // the common case (ticks, most labels): the font has every ASCII glyph
+		return s
+	}
 	missing := MissingGlyphs(s)
 	if len(missing) == 0 {
 		return s
