@@ -96,6 +96,47 @@ func col2imT[T Float](g ConvGeom, src, dx []T) {
 	}
 }
 
+// transposeRows is the package transposeRows on the AVX kernel when the network
+// runs the packed float32 GEMM (patchT; it needs AVX2, so AVX is there). The two
+// move the same values: results are bit-identical (TestTransposeRowsF32).
+func (n *Network[T]) transposeRows(m, rows, cols int, src, dst []T) {
+	if n.patchT {
+		transposeRowsF32(m, rows, cols, any(src).([]float32), any(dst).([]float32))
+		return
+	}
+	transposeRows(m, rows, cols, src, dst)
+}
+
+// transposeRowsF32 is transposeRows with the 8×8 blocks of every 8-row strip
+// transposed by transpose8F32 (AVX); the last cols mod 8 columns and rows mod 8
+// rows go through transposeBlock.
+func transposeRowsF32(m, rows, cols int, src, dst []float32) {
+	n := rows * cols
+	r8, c8 := rows&^7, cols&^7
+	for r := 0; r < m; r++ {
+		s, d := src[r*n:(r+1)*n], dst[r*n:(r+1)*n]
+		if c8 > 0 {
+			for i0 := 0; i0 < r8; i0 += 8 {
+				// reads s[i0·cols … (i0+7)·cols + c8), writes d[j·rows + i0 … +8) for j < c8
+				_ = s[(i0+7)*cols+c8-1]
+				_ = d[(c8-1)*rows+i0+7]
+				transpose8F32(s[i0*cols:], cols, d[i0:], rows, c8/8)
+			}
+		}
+		transposeBlock(s, d, rows, cols, 0, r8, c8, cols)
+		transposeBlock(s, d, rows, cols, r8, rows, 0, cols)
+	}
+}
+
+// transposeBlock sets d[j·rows + i] = s[i·cols + j] for i0 ≤ i < i1, j0 ≤ j < j1.
+func transposeBlock[T Float](s, d []T, rows, cols, i0, i1, j0, j1 int) {
+	for i := i0; i < i1; i++ {
+		for j := j0; j < j1; j++ {
+			d[j*rows+i] = s[i*cols+j]
+		}
+	}
+}
+
 // transposeRows writes, for m samples, the transpose of src's sample block (rows×cols,
 // row-major, at r·rows·cols) to dst (cols×rows at r·rows·cols), in 8×8 tiles.
 func transposeRows[T Float](m, rows, cols int, src, dst []T) {

@@ -112,7 +112,7 @@ func (c *convOps[T]) forwardRows(n *Network[T], W, in, out, cols, tmp []T, m int
 			im2colT(g, in[r*c.inN:(r+1)*c.inN], cols[r*hwo*ckk:(r+1)*hwo*ckk])
 		}
 		be.Gemm(false, true, m*hwo, oc, ckk, 1, cols, ckk, W, ckk, 0, tmp, oc)
-		transposeRows(m, hwo, oc, tmp, out)
+		n.transposeRows(m, hwo, oc, tmp, out)
 		return
 	}
 	ld := c.colLD(n, m)
@@ -157,7 +157,7 @@ func (c *convOps[T]) backwardRows(n *Network[T], W, dout, din, dcols, tmp []T, m
 	if c.patchMajor(n) {
 		// Patch-major: dcols (m·HWo × CKK) = doutᵀ · W, with doutᵀ per sample
 		// through tmp; extra adds to dcols in the same layout.
-		transposeRows(m, oc, hwo, dout, tmp)
+		n.transposeRows(m, oc, hwo, dout, tmp)
 		be.Gemm(false, false, m*hwo, ckk, oc, 1, tmp, oc, W, ckk, 0, dcols, ckk)
 		if extra != nil {
 			extra(ckk)
@@ -234,7 +234,7 @@ func (c *convOps[T]) sampleWeightGrad(n *Network[T], ws *workspace[T], i, s, ld 
 		// gwᵀ = col·Dᵀ: the patches are A, read in place; only D is packed.
 		tmp := ws.scratch[:ckk*c.out.C]
 		be.Gemm(false, true, ckk, c.out.C, hwo, 1, ws.cols[i][s*hwo:], ld, D, hwo, 0, tmp, c.out.C)
-		transposeRows(1, ckk, c.out.C, tmp, gw)
+		n.transposeRows(1, ckk, c.out.C, tmp, gw)
 	} else {
 		be.Gemm(false, true, c.out.C, ckk, hwo, 1, D, hwo, ws.cols[i][s*hwo:], ld, 0, gw, ckk)
 	}

@@ -68,3 +68,10 @@ func tanhBackF32(y, dy, dx []float32)
 //
 //go:noescape
 func addConstF32(y []float32, c float32)
+
+// transpose8F32 transposes 8 rows × 8·nb columns of src (row stride ld) into dst
+// (row stride dld): dst[j·dld + i] = src[i·ld + j]. The caller checks the bounds
+// (transposeRowsF32). AVX only.
+//
+//go:noescape
+func transpose8F32(src []float32, ld int, dst []float32, dld int, nb int)

@@ -464,3 +464,72 @@ acone:
 acdone:
 	VZEROUPPER
 	RET
+
+// func transpose8F32(src []float32, ld int, dst []float32, dld int, nb int)
+//
+// Transposes 8 rows × 8·nb columns: dst[j·dld + i] = src[i·ld + j] for i < 8,
+// j < 8·nb, one 8×8 block at a time (unpack, shuffle, lane permute). AVX only.
+TEXT ·transpose8F32(SB), NOSPLIT, $0-72
+	MOVQ src_base+0(FP), SI
+	MOVQ ld+24(FP), AX
+	SHLQ $2, AX
+	MOVQ dst_base+32(FP), DI
+	MOVQ dld+56(FP), BX
+	SHLQ $2, BX
+	MOVQ nb+64(FP), CX
+	TESTQ CX, CX
+	JEQ tr8done
+	LEAQ (AX)(AX*2), R8 // 3·ld
+	LEAQ (BX)(BX*2), R9 // 3·dld
+tr8loop:
+	MOVQ SI, DX
+	VMOVUPS (DX), Y0
+	VMOVUPS (DX)(AX*1), Y1
+	VMOVUPS (DX)(AX*2), Y2
+	VMOVUPS (DX)(R8*1), Y3
+	LEAQ (DX)(AX*4), DX
+	VMOVUPS (DX), Y4
+	VMOVUPS (DX)(AX*1), Y5
+	VMOVUPS (DX)(AX*2), Y6
+	VMOVUPS (DX)(R8*1), Y7
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y14
+	VUNPCKHPS Y7, Y6, Y15
+	VSHUFPS $0x44, Y10, Y8, Y0
+	VSHUFPS $0xEE, Y10, Y8, Y1
+	VSHUFPS $0x44, Y11, Y9, Y2
+	VSHUFPS $0xEE, Y11, Y9, Y3
+	VSHUFPS $0x44, Y14, Y12, Y4
+	VSHUFPS $0xEE, Y14, Y12, Y5
+	VSHUFPS $0x44, Y15, Y13, Y6
+	VSHUFPS $0xEE, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	MOVQ DI, DX
+	VMOVUPS Y8, (DX)
+	VMOVUPS Y9, (DX)(BX*1)
+	VMOVUPS Y10, (DX)(BX*2)
+	VMOVUPS Y11, (DX)(R9*1)
+	LEAQ (DX)(BX*4), DX
+	VMOVUPS Y12, (DX)
+	VMOVUPS Y13, (DX)(BX*1)
+	VMOVUPS Y14, (DX)(BX*2)
+	VMOVUPS Y15, (DX)(R9*1)
+	ADDQ $32, SI
+	LEAQ (DI)(BX*8), DI
+	DECQ CX
+	JNE tr8loop
+tr8done:
+	VZEROUPPER
+	RET

@@ -83,3 +83,11 @@ func addConstF32(y []float32, c float32) {
 		y[i] += c
 	}
 }
+
+func transpose8F32(src []float32, ld int, dst []float32, dld int, nb int) {
+	for i := 0; i < 8; i++ {
+		for j := 0; j < 8*nb; j++ {
+			dst[j*dld+i] = src[i*ld+j]
+		}
+	}
+}
