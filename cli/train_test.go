@@ -122,7 +122,6 @@ func TestTrainErrors(t *testing.T) {
 		{"clip-algo-cuda", []string{"--clip-algo", "ghost", "--fil-coords", "0", "--device", "cuda"}, "CPU engine only"},
 		{"conv-algo-unknown", []string{"--conv-algo", "fft"}, "conv_algo"},
 		{"conv-algo-cuda", []string{"--conv-algo", "winograd", "--device", "cuda"}, "CPU engine only"},
-		{"conv-algo-ghost", []string{"--conv-algo", "auto", "--clip-algo", "ghost", "--fil-coords", "0"}, "needs conv_algo = direct"},
 		{"steps-and-epochs", []string{"--epochs", "1"}, "not both"},
 	}
 	for _, tc := range cases {
@@ -292,10 +291,12 @@ func TestTrainClipAlgo(t *testing.T) {
 }
 
 // TestTrainConvAlgo trains an --arch model with a 3×3 stride-1 conv layer with
-// --conv-algo winograd and direct (FIL on: it keeps direct convolutions) and checks
-// that the result records the algorithm, that the default run's configuration has
-// no conv_algo key, and that both runs reach the same final loss to float32
-// rounding (and not bit-identically: Winograd ran).
+// --conv-algo winograd and direct, under per-sample clipping (FIL on: it keeps
+// direct convolutions) and under --clip-algo auto (FIL off; the conv layer forms
+// per-sample gradients, as Winograd), and checks that the result records the
+// algorithm, that the default run's configuration has no conv_algo key, and that
+// each pair reaches the same final loss to float32 rounding (and not
+// bit-identically: Winograd ran).
 func TestTrainConvAlgo(t *testing.T) {
 	dir := t.TempDir()
 	arch := filepath.Join(dir, "a.yaml")
@@ -303,11 +304,19 @@ func TestTrainConvAlgo(t *testing.T) {
 		t.Fatal(err)
 	}
 	var losses []float64
-	for _, algo := range []string{"", "winograd"} {
-		args := []string{"train", "--arch", arch, "--steps", "2", "--batch", "10", "--train-subset", "50", "--fil-coords", "2", "--json", "--quiet",
+	for _, tc := range []struct{ algo, clip string }{{"", ""}, {"winograd", ""}, {"", "auto"}, {"winograd", "auto"}} {
+		algo := tc.algo
+		fil := "2"
+		if tc.clip != "" {
+			fil = "0"
+		}
+		args := []string{"train", "--arch", arch, "--steps", "2", "--batch", "10", "--train-subset", "50", "--fil-coords", fil, "--json", "--quiet",
 			"--out", filepath.Join(t.TempDir(), "r")}
 		if algo != "" {
 			args = append(args, "--conv-algo", algo)
+		}
+		if tc.clip != "" {
+			args = append(args, "--clip-algo", tc.clip)
 		}
 		out, err := runTrainCLI(t, args...)
 		if err != nil {
@@ -327,7 +336,9 @@ func TestTrainConvAlgo(t *testing.T) {
 		}
 		losses = append(losses, l)
 	}
-	if a, b := losses[0], losses[1]; math.Abs(a-b) > 1e-4*(1+math.Abs(a)) || a == b {
-		t.Errorf("final train loss %v direct, %v winograd: want equal to float32 rounding, not bit-identical", a, b)
+	for k, clip := range []string{"per-sample", "auto"} {
+		if a, b := losses[2*k], losses[2*k+1]; math.Abs(a-b) > 1e-4*(1+math.Abs(a)) || a == b {
+			t.Errorf("clip algorithm %s: final train loss %v direct, %v winograd: want equal to float32 rounding, not bit-identical", clip, a, b)
+		}
 	}
 }

@@ -176,16 +176,13 @@ func (n *Network[T]) SetClipAlgo(a ClipAlgo) error {
 	switch a {
 	case ClipPerSample:
 		n.ghost = ghostState[T]{}
-		return nil
+		return n.replanConvAlgo()
 	case ClipGhost, ClipAuto:
 	default:
 		return fmt.Errorf("%s: unknown clip algorithm %d", n.arch.Name, int(a))
 	}
 	if n.dops != nil || n.bg != nil || n.ri != nil || n.rs != nil || n.tb != nil || n.ch != nil || n.dm != nil {
 		return fmt.Errorf("%s: clip algorithm %s runs on the CPU backend only; backend %s has device extensions and runs per-sample clipping", n.arch.Name, a, n.be.Name())
-	}
-	if n.wino.algo != ConvDirect {
-		return fmt.Errorf("%s: clip algorithm %s needs conv algorithm %s (conv algorithm %s applies to per-sample clipping only)", n.arch.Name, a, ConvAlgoDirect, n.wino.algo)
 	}
 	st := ghostState[T]{algo: a, plan: make([]ghostLayerPlan[T], len(n.layers))}
 	for i, l := range n.layers {
@@ -222,7 +219,16 @@ func (n *Network[T]) SetClipAlgo(a ClipAlgo) error {
 	}
 	st.groupPer += st.q + st.maxDsc + 3
 	n.ghost = st
-	return nil
+	return n.replanConvAlgo()
+}
+
+// replanConvAlgo redoes the Winograd plan after the clip algorithm changed (a
+// ghost-norm layer runs direct: SetConvAlgo).
+func (n *Network[T]) replanConvAlgo() error {
+	if n.wino.algo == ConvDirect {
+		return nil
+	}
+	return n.SetConvAlgo(n.wino.algo)
 }
 
 // appendSegment appends s, merged into the last segment when contiguous with it.
@@ -289,6 +295,9 @@ func (n *Network[T]) ghostWorkspace(w, cs, g int) *workspace[T] {
 		}
 	}
 	ws.gh = gh
+	if n.wino.active() {
+		ws.wino = n.winoBuffers(cs)
+	}
 	st.ws[w] = ws
 	return ws
 }
@@ -319,6 +328,9 @@ func (n *Network[T]) clippedGradSumGhost(params, x []T, y []int, batch int, clip
 		defer clear(n.denseT)
 	}
 	G := n.ghostGroup(batch, cs)
+	if n.wino.active() {
+		n.winoPrepare(params)
+	}
 	var mu sync.Mutex
 	cond := sync.NewCond(&mu)
 	turn := 0

@@ -61,3 +61,33 @@ func BenchmarkGemmKernel(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkClipConvAlgo times cifar-cnn's clipped gradient sum (batch 200) under
+// the combinations of clip and conv algorithm that matter for plain DP-SGD,
+// alternating on the same inputs: per-sample/direct, auto/direct, auto/auto and
+// auto/winograd (mixed clipping: the 8×8 layers by ghost norms, the others'
+// per-sample gradients by direct or Winograd convolutions). It reports each one's
+// process CPU time per sample and its ratio to per-sample/direct. docs/perf.md has a
+// measurement:
+//
+//	go test -run '^$' -bench 'BenchmarkClipConvAlgo' -benchtime 5x ./models
+func BenchmarkClipConvAlgo(b *testing.B) {
+	combos := []struct {
+		clip ClipAlgo
+		conv ConvAlgo
+	}{{ClipPerSample, ConvDirect}, {ClipAuto, ConvDirect}, {ClipAuto, ConvAuto}, {ClipAuto, ConvWinograd}}
+	const batch = 200
+	ms := alternateClippedGradSum(b, "cifar-cnn", batch, len(combos), func(j int, m Model) error {
+		if err := m.(ClipAlgoSetter).SetClipAlgo(combos[j].clip); err != nil {
+			return err
+		}
+		return m.(ConvAlgoSetter).SetConvAlgo(combos[j].conv)
+	})
+	for j, c := range combos {
+		name := c.clip.String() + "/" + c.conv.String()
+		b.ReportMetric(ms[j]/batch, name+"-cpu-ms/sample")
+		if j > 0 {
+			b.ReportMetric(ms[j]/ms[0], name+"/per-sample")
+		}
+	}
+}

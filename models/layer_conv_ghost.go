@@ -30,6 +30,13 @@ func (c *convOps[T]) ghostBackward(n *Network[T], ws *workspace[T], i int, param
 	q := n.ghost.q
 	dout := ws.dlt[i+1][:cs*c.outN]
 	ckk, hwo := c.g.CKK(), c.g.HWo()
+	if ws.wino != nil && ws.wino.v[i] != nil { // a per-sample layer run as Winograd
+		c.winoBackwardTo(n, ws, i, cs, needIn, func(s int) (gw, gb []T, gsq *float64) {
+			row := ws.gh.psg[(row0+s)*q+pl.psOff:]
+			return row[:c.nW], row[c.nW : c.nW+c.nB], &ws.gh.gsq[row0+s]
+		})
+		return
+	}
 	ld := c.colLD(n, cs)
 	pm := c.patchMajor(n)
 	for s := 0; s < cs; s++ {

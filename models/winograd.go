@@ -110,7 +110,10 @@ type ConvLayerPlan struct {
 	// DirectCost and WinogradCost are the cost model's per-sample estimates
 	// (winoCosts; 0 when not eligible).
 	DirectCost, WinogradCost float64
-	Winograd                 bool // the layer runs as Winograd F(2×2, 3×3)
+	// Ghost: under ghost or mixed clipping the layer's weight norm is a ghost
+	// norm (ClipPlan), which reads the layer's patch matrices: it runs direct.
+	Ghost    bool
+	Winograd bool // the layer runs as Winograd F(2×2, 3×3)
 }
 
 // winoState is a Network's Winograd configuration: the algorithm, per layer
@@ -200,14 +203,17 @@ func winoCosts(g ConvGeom, out int, below bool) (direct, wino float64) {
 }
 
 // SetConvAlgo selects the conv algorithm of ClippedGradSum's per-sample pass
-// (ConvAlgo). Winograd needs the CPU backend (no device extensions) and per-sample
-// clipping; otherwise it returns an error and keeps direct convolutions. Conv
-// layers that are not 3×3 stride 1 stay direct (per layer, ConvPlan), also when
-// that is every layer.
+// (ConvAlgo). Winograd needs the CPU backend (no device extensions); otherwise it
+// returns an error and keeps direct convolutions. Conv layers that are not 3×3
+// stride 1 stay direct (per layer, ConvPlan), also when that is every layer, and so
+// do, under ghost or mixed clipping (SetClipAlgo, in either order), the layers
+// whose weight norm is a ghost norm; the layers that form per-sample weight
+// gradients there run as Winograd as in the per-sample pass.
 func (n *Network[T]) SetConvAlgo(a ConvAlgo) error {
 	switch a {
 	case ConvDirect:
 		n.wino = winoState[T]{}
+		n.ghost.ws = nil // ghost workspaces hold the old plan's Winograd buffers
 		return nil
 	case ConvWinograd, ConvAuto:
 	default:
@@ -216,9 +222,6 @@ func (n *Network[T]) SetConvAlgo(a ConvAlgo) error {
 	if n.dops != nil || n.bg != nil || n.ri != nil || n.rs != nil || n.tb != nil || n.ch != nil || n.dm != nil {
 		return fmt.Errorf("%s: conv algorithm %s runs on the CPU backend only; backend %s has device extensions and runs direct convolutions", n.arch.Name, a, n.be.Name())
 	}
-	if n.ghost.algo != ClipPerSample {
-		return fmt.Errorf("%s: conv algorithm %s applies to per-sample clipping only, not clip algorithm %s", n.arch.Name, a, n.ghost.algo)
-	}
 	st := winoState[T]{algo: a, on: make([]bool, len(n.layers)), u: make([][]T, len(n.layers))}
 	anyOn := false
 	for i, l := range n.layers {
@@ -226,10 +229,10 @@ func (n *Network[T]) SetConvAlgo(a ConvAlgo) error {
 		if !ok {
 			continue
 		}
-		p := ConvLayerPlan{Layer: i, Eligible: winoEligible(c.g)}
+		p := ConvLayerPlan{Layer: i, Eligible: winoEligible(c.g), Ghost: n.ghost.algo != ClipPerSample && n.ghost.plan[i].ghost}
 		if p.Eligible {
 			p.DirectCost, p.WinogradCost = winoCosts(c.g, c.out.C, n.paramsBelow[i])
-			p.Winograd = a == ConvWinograd || p.WinogradCost < p.DirectCost
+			p.Winograd = !p.Ghost && (a == ConvWinograd || p.WinogradCost < p.DirectCost)
 		}
 		if p.Winograd {
 			st.on[i] = true
@@ -242,6 +245,7 @@ func (n *Network[T]) SetConvAlgo(a ConvAlgo) error {
 		st.u = nil
 	}
 	n.wino = st
+	n.ghost.ws = nil
 	return nil
 }
 
@@ -283,9 +287,17 @@ func (n *Network[T]) winoWorkspace(w, cs int) *workspace[T] {
 	colsPad, scratchPad := n.convPads()
 	ws.scratch = be.Alloc(n.scratchFloats()*cs + colsPad)
 	ws.scratch2 = be.Alloc(maxOut*cs + scratchPad)
+	ws.wino = n.winoBuffers(cs)
+	st.ws[w] = ws
+	return ws
+}
+
+// winoBuffers allocates the Winograd layers' buffers for chunks of cs samples.
+func (n *Network[T]) winoBuffers(cs int) *winoBuffers[T] {
+	be := n.be
 	wb := &winoBuffers[T]{v: make([][]T, len(n.layers))}
 	var mLen, dvLen, duLen, scrLen int
-	for i, on := range st.on {
+	for i, on := range n.wino.on {
 		if !on {
 			continue
 		}
@@ -300,9 +312,7 @@ func (n *Network[T]) winoWorkspace(w, cs int) *workspace[T] {
 	wb.m, wb.dv, wb.du, wb.scr = be.Alloc(mLen), be.Alloc(dvLen), be.Alloc(duLen), make([]T, scrLen)
 	_, f32 := any(wb.scr).([]float32)
 	wb.k = newWinoKern(f32 && hasAVX2FMA())
-	ws.wino = wb
-	st.ws[w] = ws
-	return ws
+	return wb
 }
 
 // winoWeights writes U_ξ[o][i] = (G w_{o,i} Gᵀ)[ξ] to u[ξ·winoStride(out, in) +
@@ -358,8 +368,17 @@ func (c *convOps[T]) winoForward(n *Network[T], ws *workspace[T], i int, in, out
 // gradients dw = Gᵀ(N_ξ·V_ξᵀ)G, bias gradients and squared norms as the direct
 // path, and, when needIn, the input gradient B(U_ξᵀ·N_ξ)Bᵀ.
 func (c *convOps[T]) winoBackward(n *Network[T], ws *workspace[T], i int, cs int, needIn bool) {
-	be := n.be
 	P := n.p
+	c.winoBackwardTo(n, ws, i, cs, needIn, func(s int) (gw, gb []T, gsq *float64) {
+		return ws.grads[s*P+c.wOff : s*P+c.wOff+c.nW], ws.grads[s*P+c.bOff : s*P+c.bOff+c.nB], &ws.gsq[s]
+	})
+}
+
+// winoBackwardTo is winoBackward with sample s's weight and bias gradients written
+// to the slices dst(s) returns and their squared norms added to its *gsq (the
+// per-sample pass's rows, or ghost clipping's, ghostBackward).
+func (c *convOps[T]) winoBackwardTo(n *Network[T], ws *workspace[T], i int, cs int, needIn bool, dst func(s int) (gw, gb []T, gsq *float64)) {
+	be := n.be
 	g, oc := c.g, c.out.C
 	wb := ws.wino
 	ld := winoLD(g, cs)
@@ -375,11 +394,10 @@ func (c *convOps[T]) winoBackward(n *Network[T], ws *workspace[T], i int, cs int
 		for x := 0; x < 16; x++ {
 			be.Gemm(false, true, oc, g.InC, nt, 1, nb[x*ns+s*nt:], ld, v[x*vs+s*nt:], ld, 0, wb.du[x*us:], g.InC)
 		}
-		gw := ws.grads[s*P+c.wOff : s*P+c.wOff+c.nW]
+		gw, gb, gsq := dst(s)
 		winoWeightGrad(wb.k, oc, g.InC, wb.du, gw, wb.scr)
-		gb := ws.grads[s*P+c.bOff : s*P+c.bOff+c.nB]
 		rowSums(dout[s*c.outN:(s+1)*c.outN], hwo, gb)
-		ws.gsq[s] += be.Dot(gw, gw) + be.Dot(gb, gb)
+		*gsq += be.Dot(gw, gw) + be.Dot(gb, gb)
 	}
 	if !needIn {
 		return

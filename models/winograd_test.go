@@ -176,22 +176,41 @@ layers:
 		arch     Arch
 		batch    int
 		algo     ConvAlgo
-		winoLays int // conv layers run as Winograd
+		clip     ClipAlgo // of the float32 runs (the float64 reference is per-sample)
+		winoLays int      // conv layers run as Winograd
 	}{
-		{cifar, 3, ConvWinograd, 6},
-		{m3, 4, ConvWinograd, 0},
-		{arch, 5, ConvWinograd, 2},
-		{arch, 5, ConvAuto, -1},
+		{cifar, 3, ConvWinograd, ClipPerSample, 6},
+		{m3, 4, ConvWinograd, ClipPerSample, 0},
+		{arch, 5, ConvWinograd, ClipPerSample, 2},
+		{arch, 5, ConvAuto, ClipPerSample, -1},
+		// mixed clipping: cifar-cnn's 8×8 convs take ghost norms and run direct,
+		// the four 32×32 and 16×16 convs form per-sample gradients as Winograd
+		{cifar, 3, ConvWinograd, ClipAuto, 4},
+		{arch, 5, ConvWinograd, ClipGhost, 0},
+		{arch, 5, ConvWinograd, ClipAuto, -1},
 	} {
-		t.Run(tc.arch.Name+"/"+tc.algo.String(), func(t *testing.T) {
+		t.Run(tc.arch.Name+"/"+tc.algo.String()+"/"+tc.clip.String(), func(t *testing.T) {
 			n32, err := NewNetwork(tc.arch, NewCPUBackend[float32]())
 			if err != nil {
 				t.Fatal(err)
 			}
 			d32, _ := NewNetwork(tc.arch, NewCPUBackend[float32]())
 			n64, _ := NewNetwork(tc.arch, NewCPUBackend[float64]())
+			// the conv algorithm first, then the clip algorithm: SetClipAlgo redoes
+			// the Winograd plan (TestConvAlgoOptions checks the other order)
 			if err := n32.SetConvAlgo(tc.algo); err != nil {
 				t.Fatal(err)
+			}
+			if err := n32.SetClipAlgo(tc.clip); err != nil {
+				t.Fatal(err)
+			}
+			if err := d32.SetClipAlgo(tc.clip); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range n32.ConvPlan() {
+				if p.Ghost && p.Winograd {
+					t.Fatalf("layer %d takes a ghost norm and runs as Winograd", p.Layer)
+				}
 			}
 			on := 0
 			for _, p := range n32.ConvPlan() {
@@ -246,7 +265,7 @@ layers:
 				same = same && sd[i] == s32[i]
 			}
 			if on == 0 && !same {
-				t.Errorf("no Winograd layer, but the sum differs from float32 direct")
+				t.Errorf("no Winograd layer, but the sum differs from float32 direct (clip algorithm %s)", tc.clip)
 			}
 			if on > 0 && same {
 				t.Errorf("%d Winograd layers, but the sum is bit-identical to float32 direct: Winograd did not run", on)
@@ -277,24 +296,37 @@ func TestConvAlgoOptions(t *testing.T) {
 	if err := n.SetConvAlgo(ConvAlgo(9)); err == nil || !strings.Contains(err.Error(), "unknown conv algorithm") {
 		t.Errorf("SetConvAlgo(9): %v", err)
 	}
-	// ghost clipping and Winograd exclude each other, in either order
-	if err := n.SetClipAlgo(ClipGhost); err != nil {
-		t.Fatal(err)
+	// Under ghost clipping every layer takes a ghost norm: no Winograd layer.
+	// Under mixed clipping the 8×8 layers do (direct), the others may run as
+	// Winograd; back to per-sample clipping, the plan is the per-sample one again.
+	// The clip algorithm first here (TestWinogradClippedGradSum: the other order).
+	plan := func() (ghost, wino int) {
+		for _, p := range n.ConvPlan() {
+			if p.Ghost {
+				ghost++
+			}
+			if p.Winograd {
+				wino++
+			}
+		}
+		return ghost, wino
 	}
-	if err := n.SetConvAlgo(ConvWinograd); err == nil || !strings.Contains(err.Error(), "per-sample clipping only") {
-		t.Errorf("SetConvAlgo(winograd) under ghost clipping: %v", err)
-	}
-	if n.ConvAlgo() != ConvDirect {
-		t.Errorf("refused SetConvAlgo changed the algorithm to %v", n.ConvAlgo())
-	}
-	if err := n.SetClipAlgo(ClipPerSample); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.SetConvAlgo(ConvAuto); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.SetClipAlgo(ClipAuto); err == nil || !strings.Contains(err.Error(), "conv algorithm direct") {
-		t.Errorf("SetClipAlgo(auto) under conv algorithm auto: %v", err)
+	for _, tc := range []struct {
+		clip        ClipAlgo
+		ghost, wino int
+	}{{ClipGhost, 6, 0}, {ClipAuto, 2, 4}, {ClipPerSample, 0, 6}} {
+		if err := n.SetClipAlgo(tc.clip); err != nil {
+			t.Fatal(err)
+		}
+		if tc.clip == ClipGhost {
+			if err := n.SetConvAlgo(ConvWinograd); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if g, w := plan(); g != tc.ghost || w != tc.wino {
+			t.Errorf("clip algorithm %s, conv algorithm winograd: %d ghost-norm and %d Winograd conv layers, want %d and %d",
+				tc.clip, g, w, tc.ghost, tc.wino)
+		}
 	}
 	if err := n.SetConvAlgo(ConvDirect); err != nil || n.ConvPlan() != nil {
 		t.Errorf("SetConvAlgo(direct): %v, plan %v", err, n.ConvPlan())

@@ -65,11 +65,8 @@ func (c Config) validateConvAlgo() error {
 	if algo == models.ConvDirect {
 		return nil
 	}
-	switch {
-	case c.Device == "cuda":
+	if c.Device == "cuda" {
 		return fmt.Errorf("config: conv_algo = %s runs on the CPU engine only; device cuda runs direct convolutions (conv_algo = %s)", algo, models.ConvAlgoDirect)
-	case c.ClipAlgo != "" && c.ClipAlgo != models.ClipAlgoPerSample:
-		return fmt.Errorf("config: conv_algo = %s applies to per-sample clipping; clip_algo = %s needs conv_algo = %s", algo, c.ClipAlgo, models.ConvAlgoDirect)
 	}
 	return nil
 }

@@ -86,7 +86,7 @@ def main():
     ap.add_argument("--dpfil-clip-algo", default="per-sample", choices=["per-sample", "ghost", "auto"],
                     help="dpfil's clipping algorithm on the gradient paths (the FIL step is per sample)")
     ap.add_argument("--dpfil-conv-algo", default="direct", choices=["direct", "winograd", "auto"],
-                    help="dpfil's conv algorithm on the gradient paths with per-sample clipping (the FIL step is direct)")
+                    help="dpfil's conv algorithm on the gradient paths (under --dpfil-clip-algo ghost/auto for the layers that form per-sample gradients; the FIL step is direct)")
     ap.add_argument("--use", action="append", default=[], metavar="MODEL:PATH=VARIANT/MKLDNN/THREADS",
                     help="time this torch variant in the rounds instead of sweeping the path, e.g. "
                          "cifar-cnn:grad=vmap:25/on/1 (repeatable)")
