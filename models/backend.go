@@ -440,6 +440,29 @@ func (b *cpuBackend[T]) col2imRows(g ConvGeom, cols []T, ld int, dx []T) {
 func (b *cpuBackend[T]) AvgPool(g PoolGeom, n int, x, y []T) {
 	inS, outS := g.H*g.W, g.OutH*g.OutW
 	inv := 1 / T(g.KH*g.KW)
+	if g.KH == 2 && g.KW == 2 && g.Stride == 2 && b.sg != nil {
+		// The general loop's order, from +0, on the AVX2 kernel (row tails in Go).
+		xf, yf, invf := any(x).([]float32), any(y).([]float32), float32(inv)
+		for sc := 0; sc < n*g.C; sc++ {
+			xs := xf[sc*inS : (sc+1)*inS]
+			ys := yf[sc*outS : (sc+1)*outS]
+			for oh := 0; oh < g.OutH; oh++ {
+				yr := ys[oh*g.OutW : (oh+1)*g.OutW]
+				x0 := xs[2*oh*g.W : 2*oh*g.W+2*len(yr)]
+				x1 := xs[(2*oh+1)*g.W : (2*oh+1)*g.W+2*len(yr)]
+				avgPool2s2F32(x0, x1, yr, invf)
+				for ow := len(yr) &^ 7; ow < len(yr); ow++ {
+					var s float32
+					s += x0[2*ow]
+					s += x0[2*ow+1]
+					s += x1[2*ow]
+					s += x1[2*ow+1]
+					yr[ow] = s * invf
+				}
+			}
+		}
+		return
+	}
 	if g.KH == 2 && g.KW == 2 && g.Stride == 1 {
 		// Same summation order as the general loop: ((x00 + x01) + x10) + x11.
 		for sc := 0; sc < n*g.C; sc++ {
@@ -487,6 +510,29 @@ func (b *cpuBackend[T]) AvgPool(g PoolGeom, n int, x, y []T) {
 func (b *cpuBackend[T]) AvgPoolBack(g PoolGeom, n int, dy, dx []T) {
 	inS, outS := g.H*g.W, g.OutH*g.OutW
 	inv := 1 / T(g.KH*g.KW)
+	if g.KH == 2 && g.KW == 2 && g.Stride == 2 && b.sg != nil {
+		// Windows do not overlap: every dx value gets one term, added as in the
+		// general loop, on the AVX kernel (row tails in Go).
+		dyf, dxf, invf := any(dy).([]float32), any(dx).([]float32), float32(inv)
+		for sc := 0; sc < n*g.C; sc++ {
+			dxs := dxf[sc*inS : (sc+1)*inS]
+			dys := dyf[sc*outS : (sc+1)*outS]
+			for oh := 0; oh < g.OutH; oh++ {
+				dyr := dys[oh*g.OutW : (oh+1)*g.OutW]
+				d0 := dxs[2*oh*g.W : 2*oh*g.W+2*len(dyr)]
+				d1 := dxs[(2*oh+1)*g.W : (2*oh+1)*g.W+2*len(dyr)]
+				avgPoolBack2s2F32(dyr, d0, d1, invf)
+				for ow := len(dyr) &^ 7; ow < len(dyr); ow++ {
+					v := dyr[ow] * invf
+					d0[2*ow] += v
+					d0[2*ow+1] += v
+					d1[2*ow] += v
+					d1[2*ow+1] += v
+				}
+			}
+		}
+		return
+	}
 	if g.KH == 2 && g.KW == 2 && g.Stride == 1 && g.H == g.OutH+1 && g.W == g.OutW+1 {
 		// Gather form of the general scatter loop below, adding in its order: for
 		// dx[r][c], the terms of output rows r−1 then r, each with output columns c

@@ -75,3 +75,15 @@ func addConstF32(y []float32, c float32)
 //
 //go:noescape
 func transpose8F32(src []float32, ld int, dst []float32, dld int, nb int)
+
+// avgPool2s2F32 sets y[i] = ((((0 + x0[2i]) + x0[2i+1]) + x1[2i]) + x1[2i+1])·inv
+// for i < len(y) &^ 7 (len(x0), len(x1) ≥ 2·(len(y) &^ 7)). AVX2.
+//
+//go:noescape
+func avgPool2s2F32(x0, x1, y []float32, inv float32)
+
+// avgPoolBack2s2F32 adds dy[i]·inv to dx0[2i], dx0[2i+1], dx1[2i] and dx1[2i+1]
+// for i < len(dy) &^ 7 (len(dx0), len(dx1) ≥ 2·(len(dy) &^ 7)). AVX.
+//
+//go:noescape
+func avgPoolBack2s2F32(dy, dx0, dx1 []float32, inv float32)

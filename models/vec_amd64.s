@@ -533,3 +533,80 @@ tr8loop:
 tr8done:
 	VZEROUPPER
 	RET
+
+// func avgPool2s2F32(x0, x1, y []float32, inv float32)
+//
+// 2×2 stride-2 average pooling of one output row: for i < len(y) &^ 7,
+// y[i] = ((((0 + x0[2i]) + x0[2i+1]) + x1[2i]) + x1[2i+1])·inv, the general
+// loop's order (from +0). Evens and odds are split by in-lane shuffles, so the
+// sums come out in the order 0 1 4 5 2 3 6 7 (by pairs) and one VPERMPD puts them
+// back. AVX2.
+TEXT ·avgPool2s2F32(SB), NOSPLIT, $0-76
+	MOVQ x0_base+0(FP), SI
+	MOVQ x1_base+24(FP), DX
+	MOVQ y_base+48(FP), DI
+	MOVQ y_len+56(FP), CX
+	VBROADCASTSS inv+72(FP), Y9
+	VXORPS Y8, Y8, Y8
+	SHRQ $3, CX
+	JEQ ap2done
+ap2loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS (DX), Y2
+	VMOVUPS 32(DX), Y3
+	VSHUFPS $0x88, Y1, Y0, Y4
+	VSHUFPS $0xDD, Y1, Y0, Y5
+	VSHUFPS $0x88, Y3, Y2, Y6
+	VSHUFPS $0xDD, Y3, Y2, Y7
+	VADDPS Y4, Y8, Y4
+	VADDPS Y5, Y4, Y4
+	VADDPS Y6, Y4, Y4
+	VADDPS Y7, Y4, Y4
+	VMULPS Y9, Y4, Y4
+	VPERMPD $0xD8, Y4, Y4
+	VMOVUPS Y4, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DX
+	ADDQ $32, DI
+	DECQ CX
+	JNE ap2loop
+ap2done:
+	VZEROUPPER
+	RET
+
+// func avgPoolBack2s2F32(dy, dx0, dx1 []float32, inv float32)
+//
+// The adjoint of avgPool2s2F32 for one output row, added: for i < len(dy) &^ 7 and
+// j = 0, 1, dx0[2i+j] += dy[i]·inv and dx1[2i+j] += dy[i]·inv (product rounded,
+// then the sum, as the general loop). AVX.
+TEXT ·avgPoolBack2s2F32(SB), NOSPLIT, $0-76
+	MOVQ dy_base+0(FP), SI
+	MOVQ dy_len+8(FP), CX
+	MOVQ dx0_base+24(FP), DI
+	MOVQ dx1_base+48(FP), DX
+	VBROADCASTSS inv+72(FP), Y9
+	SHRQ $3, CX
+	JEQ apbdone
+apbloop:
+	VMULPS (SI), Y9, Y0
+	VUNPCKLPS Y0, Y0, Y1
+	VUNPCKHPS Y0, Y0, Y2
+	VPERM2F128 $0x20, Y2, Y1, Y3
+	VPERM2F128 $0x31, Y2, Y1, Y4
+	VADDPS (DI), Y3, Y5
+	VADDPS 32(DI), Y4, Y6
+	VMOVUPS Y5, (DI)
+	VMOVUPS Y6, 32(DI)
+	VADDPS (DX), Y3, Y5
+	VADDPS 32(DX), Y4, Y6
+	VMOVUPS Y5, (DX)
+	VMOVUPS Y6, 32(DX)
+	ADDQ $32, SI
+	ADDQ $64, DI
+	ADDQ $64, DX
+	DECQ CX
+	JNE apbloop
+apbdone:
+	VZEROUPPER
+	RET

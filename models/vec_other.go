@@ -91,3 +91,24 @@ func transpose8F32(src []float32, ld int, dst []float32, dld int, nb int) {
 		}
 	}
 }
+
+func avgPool2s2F32(x0, x1, y []float32, inv float32) {
+	for i := 0; i < len(y)&^7; i++ {
+		var s float32
+		s += x0[2*i]
+		s += x0[2*i+1]
+		s += x1[2*i]
+		s += x1[2*i+1]
+		y[i] = s * inv
+	}
+}
+
+func avgPoolBack2s2F32(dy, dx0, dx1 []float32, inv float32) {
+	for i := 0; i < len(dy)&^7; i++ {
+		v := dy[i] * inv
+		dx0[2*i] += v
+		dx0[2*i+1] += v
+		dx1[2*i] += v
+		dx1[2*i+1] += v
+	}
+}
