@@ -263,18 +263,20 @@ func packB(trans, skipFull bool, kc, nc int, b []float32, ldb, pc, jc int, dst [
 }
 
 // packB16T writes the transpose of the 16×kc block at b (rows ldb apart) to d
-// (d[p*16+j] = b[j*ldb+p]).
+// (d[p*16+j] = b[j*ldb+p]): two 8-row halves through the AVX 8×8 transpose
+// (transpose8F32; the packed GEMM runs only where AVX2 is), the last kc mod 8
+// columns in Go.
 func packB16T(d, b []float32, ldb, kc int) {
-	r0, r1, r2, r3 := b[0*ldb:][:kc], b[1*ldb:][:kc], b[2*ldb:][:kc], b[3*ldb:][:kc]
-	r4, r5, r6, r7 := b[4*ldb:][:kc], b[5*ldb:][:kc], b[6*ldb:][:kc], b[7*ldb:][:kc]
-	r8, r9, r10, r11 := b[8*ldb:][:kc], b[9*ldb:][:kc], b[10*ldb:][:kc], b[11*ldb:][:kc]
-	r12, r13, r14, r15 := b[12*ldb:][:kc], b[13*ldb:][:kc], b[14*ldb:][:kc], b[15*ldb:][:kc]
+	_ = b[15*ldb+kc-1]
 	d = d[:kc*sgNR]
-	for p := range r0 {
+	if k8 := kc &^ 7; k8 > 0 {
+		transpose8F32(b, ldb, d, sgNR, k8/8)
+		transpose8F32(b[8*ldb:], ldb, d[8:], sgNR, k8/8)
+	}
+	for p := kc &^ 7; p < kc; p++ {
 		dp := (*[sgNR]float32)(d[p*sgNR:])
-		dp[0], dp[1], dp[2], dp[3] = r0[p], r1[p], r2[p], r3[p]
-		dp[4], dp[5], dp[6], dp[7] = r4[p], r5[p], r6[p], r7[p]
-		dp[8], dp[9], dp[10], dp[11] = r8[p], r9[p], r10[p], r11[p]
-		dp[12], dp[13], dp[14], dp[15] = r12[p], r13[p], r14[p], r15[p]
+		for j := range dp {
+			dp[j] = b[j*ldb+p]
+		}
 	}
 }

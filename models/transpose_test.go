@@ -49,3 +49,32 @@ func TestTransposeRowsF32(t *testing.T) {
 		}
 	}
 }
+
+// TestPackB16T checks the packed GEMM's transposed B panel (packB16T) against its
+// definition d[p·16 + j] = b[j·ldb + p], for panel depths with and without full
+// blocks of 8 and row strides longer than the depth.
+func TestPackB16T(t *testing.T) {
+	for _, kc := range []int{1, 7, 8, 9, 16, 23, 64, 129} {
+		for _, extra := range []int{0, 5} {
+			ldb := kc + extra
+			b := make([]float32, 16*ldb)
+			for i := range b {
+				b[i] = float32(i) + 0.5
+			}
+			d := make([]float32, kc*16+3)
+			packB16T(d, b, ldb, kc)
+			for p := 0; p < kc; p++ {
+				for j := 0; j < 16; j++ {
+					if d[p*16+j] != b[j*ldb+p] {
+						t.Fatalf("kc %d, ldb %d: d[%d] = %v, want b[%d] = %v", kc, ldb, p*16+j, d[p*16+j], j*ldb+p, b[j*ldb+p])
+					}
+				}
+			}
+			for _, v := range d[kc*16:] {
+				if v != 0 {
+					t.Fatalf("kc %d: wrote past the panel", kc)
+				}
+			}
+		}
+	}
+}
