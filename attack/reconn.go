@@ -125,6 +125,27 @@ type fixedInitModel struct {
 
 func (m fixedInitModel) Init(uint64) []float32 { return m.Model.Init(m.seed) }
 
+// fixedInitNetModel is fixedInitModel over an engine model: it keeps the engine's
+// network visible, which pruning, freezing and g_φ (train's tuning) need.
+type fixedInitNetModel struct {
+	fixedInitModel
+	net *models.Network[float32]
+}
+
+func (m fixedInitNetModel) Network() *models.Network[float32] { return m.net }
+
+// withFixedInit returns m with its initialisation drawn from seed whatever the run's
+// seed, keeping its engine network when it has one.
+func withFixedInit(m models.Model, seed uint64) models.Model {
+	f := fixedInitModel{Model: m, seed: seed}
+	if nm, ok := m.(interface {
+		Network() *models.Network[float32]
+	}); ok {
+		return fixedInitNetModel{fixedInitModel: f, net: nm.Network()}
+	}
+	return f
+}
+
 func (o *RecoNNOptions) check() error {
 	if o.Fixed == nil || o.Pool == nil || o.Targets == nil || o.Fixed.N == 0 || o.Pool.N == 0 || o.Targets.N == 0 {
 		return errors.New("reconn: need a non-empty fixed set D₋, prior pool and target set")
@@ -223,7 +244,7 @@ func RunRecoNN(ctx context.Context, o RecoNNOptions) (*RecoNNResult, error) {
 			return nil, err
 		}
 		if o.SameInit {
-			m = fixedInitModel{Model: m, seed: initSeed}
+			m = withFixedInit(m, initSeed)
 		}
 		return train.Run(ctx, cfg, train.Options{Data: withTarget(o.Fixed, img, label, test), Model: m})
 	}

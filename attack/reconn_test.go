@@ -279,3 +279,29 @@ func TestRecoNNBestEpoch(t *testing.T) {
 		t.Errorf("kept epoch %d with held-out MSE %v; curve %v", res.BestEpoch, res.ValMSE, curve)
 	}
 }
+
+// TestRecoNNSameInitPrune runs engine-trained shadows with a shared initialisation
+// and magnitude pruning (Edmunds' Table 3.5 "Prune" row): the fixed-init wrapper
+// must keep the engine network that pruning needs (it hid it once, and the run
+// stopped with "pruning … need the engine's per-sample passes").
+func TestRecoNNSameInitPrune(t *testing.T) {
+	fixed, pool := reconnToy(6, 1), reconnToy(12, 2)
+	targets, err := pool.Select([]int{10, 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pool, err = pool.Head(10); err != nil {
+		t.Fatal(err)
+	}
+	cfg := reconnRecipe()
+	cfg.FILCoords = 0
+	cfg.Tuning.PruneFraction = 0.5
+	res, err := RunRecoNN(context.Background(), RecoNNOptions{Config: cfg, Fixed: fixed, Pool: pool, Targets: targets,
+		Shadows: 6, SameInit: true, Reconstructor: "ridge", Trainer: ShadowTrainerEngine, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Targets) != 2 || !(res.MeanMSE > 0) {
+		t.Errorf("%d targets, mean MSE %v", len(res.Targets), res.MeanMSE)
+	}
+}
