@@ -62,6 +62,7 @@ func TestCallerModel(t *testing.T) {
 		{"exact FIL", func(c *Config) { c.FILExact = true }, m, "fil_exact = true"},
 		{"eta", func(c *Config) { c.FILEta = 3 }, m, "fil_eta"},
 		{"label FIL", func(c *Config) { c.FILLabel = true }, m, "fil_label"},
+		{"pruning", func(c *Config) { c.Tuning.PretrainPublic, c.Tuning.PruneFraction = 0.5, 0.5 }, m, "does not expose the engine network"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := ok

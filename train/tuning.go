@@ -235,7 +235,10 @@ func (s *setup) prepareTuning() error {
 	if ok {
 		tu.net = nm.Network()
 	} else if t.PruneFraction > 0 || t.Freeze != "" || t.NoiseRank > 0 || t.PerturbNet {
-		return fmt.Errorf("pruning, freezing, learned noise and perturb_net need the engine's per-sample passes; model %s on device %s does not offer them (use --device cpu)", s.arch.Name, s.cfg.Device)
+		if s.cfg.Device != "cpu" {
+			return fmt.Errorf("pruning, freezing, learned noise and perturb_net need the engine's per-sample passes; model %s on device %s does not offer them (use --device cpu)", s.arch.Name, s.cfg.Device)
+		}
+		return fmt.Errorf("pruning, freezing, learned noise and perturb_net need the engine's per-sample passes; the model given for %s (%T) does not expose the engine network", s.arch.Name, s.model)
 	}
 	if t.PretrainPublic > 0 {
 		n := s.train.N
