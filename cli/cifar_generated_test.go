@@ -65,3 +65,56 @@ func TestCIFARCommandsOnGeneratedData(t *testing.T) {
 	}
 
 }
+
+// TestCIFARLinearTable33OnGeneratedData runs, on generated CIFAR-10 batches of the
+// real shape, the commands of Edmunds' Table 3.3 (50 % public CIFAR-10, the linear
+// model of examples/cifar-linear.yaml): DP-SGD after public pretraining, with
+// magnitude pruning, and with pruning and the learned perturbation g_φ, at a few
+// steps, and checks that each reports its accuracy, ε, dFIL, the public/private
+// split, and (prune, FIM) the frozen half of the 30 730 parameters.
+func TestCIFARLinearTable33OnGeneratedData(t *testing.T) {
+	data, runs := t.TempDir(), t.TempDir()
+	writeGeneratedCIFAR(t, data)
+	base := []string{"train", "--arch", filepath.Join("..", "examples", "cifar-linear.yaml"), "--dataset", "cifar10", "--data-dir", data,
+		"--steps", "2", "--batch", "16", "--lr", "0.01", "--sigma", "1", "--clip", "10", "--fil-coords", "2",
+		"--pretrain-public", "0.5", "--pretrain-steps", "2", "--pretrain-batch", "16", "--json", "--quiet"}
+	for _, tc := range []struct {
+		name   string
+		extra  []string
+		frozen bool
+	}{
+		{"dpsgd", nil, false},
+		{"prune", []string{"--prune-fraction", "0.5"}, true},
+		{"fim", []string{"--prune-fraction", "0.5", "--perturb-net", "--perturb-steps", "1", "--perturb-lr", "1e-3"}, true},
+	} {
+		args := append(append(append([]string(nil), base...), tc.extra...), "--out", filepath.Join(runs, tc.name))
+		stdout, _, err := execCLI(t, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var res struct {
+			Accuracy *float64 `json:"test_accuracy"`
+			Epsilon  float64  `json:"epsilon"`
+			DFILMean float64  `json:"dfil_mean"`
+			Tuning   struct {
+				Public  int            `json:"n_public"`
+				Private int            `json:"n_private"`
+				Frozen  int            `json:"frozen_params"`
+				Perturb map[string]any `json:"perturb"`
+			} `json:"tuning"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatalf("%s: %v\n%s", tc.name, err, stdout)
+		}
+		tu := res.Tuning
+		if res.Accuracy == nil || !(res.Epsilon > 0) || !(res.DFILMean > 0) || tu.Public != 25000 || tu.Private != 25000 {
+			t.Errorf("%s: accuracy %v, ε %v, mean dFIL %v, public/private %d/%d", tc.name, res.Accuracy, res.Epsilon, res.DFILMean, tu.Public, tu.Private)
+		}
+		if want := 0; tc.frozen && tu.Frozen != 30730/2 || !tc.frozen && tu.Frozen != want {
+			t.Errorf("%s: %d frozen parameters", tc.name, tu.Frozen)
+		}
+		if (tu.Perturb != nil) != (tc.name == "fim") {
+			t.Errorf("%s: g_φ report %v", tc.name, tu.Perturb)
+		}
+	}
+}
