@@ -1,0 +1,665 @@
+package models
+
+// Winograd F(m×m, 3×3) for any output tile size m, used for F(4×4, 3×3) in the
+// per-sample clipped-gradient pass (winograd.go has the specialised F(2×2, 3×3)
+// and the pass's plumbing; this file the tile-size-generic transforms).
+//
+// F(m, 3) computes m outputs of a 3-tap correlation from an input tile of α = m + 2
+// values as y = Aᵀ[(G·g) ⊙ (Bᵀ·d)] with α multiplies instead of 3m. The matrices
+// (winoTables) come from the Toom–Cook construction on α − 1 finite points and ∞:
+// Bᵀ's rows are the input polynomial evaluated at the points (the correlation's
+// transpose of the convolution's interpolation), G's rows the filter polynomial at
+// the points scaled by the Lagrange denominators, Aᵀ's columns the powers of the
+// points (∞ contributes only to the highest output). For m = 4 this file uses
+// Lavin & Gray's points 0, ±1, ±2, ∞:
+//
+//	     ⎡4  0 −5  0  1  0⎤        ⎡ 1/4    0     0  ⎤
+//	     ⎢0 −4 −4  1  1  0⎥        ⎢−1/6  −1/6  −1/6 ⎥        ⎡1 1  1 1  1 0⎤
+//	Bᵀ = ⎢0  4 −4 −1  1  0⎥    G = ⎢−1/6   1/6  −1/6 ⎥   Aᵀ = ⎢0 1 −1 2 −2 0⎥
+//	     ⎢0 −2 −1  2  1  0⎥        ⎢ 1/24  1/12  1/6 ⎥        ⎢0 1  1 4  4 0⎥
+//	     ⎢0  2 −1 −2  1  0⎥        ⎢ 1/24 −1/12  1/6 ⎥        ⎣0 1 −1 8 −8 1⎦
+//	     ⎣0  4  0 −5  0  1⎦        ⎣ 0      0     1  ⎦
+//
+// TestWinogradTables checks both tile sizes against direct correlation. Nested in
+// two dimensions, a 4×4 output tile of a 3×3 correlation takes 36 multiplies
+// instead of 144 (F(2×2): 16 instead of 36), from a 6×6 input tile: per output
+// 2.25 transformed values instead of F(2×2)'s 4. The layer's algorithm is the one
+// of winograd.go with α² = 36 GEMMs per pass instead of 16: U = G w Gᵀ (computed in
+// float64, rounded once), V = Bᵀ d B, M_ξ = U_ξ·V_ξ, Y = Aᵀ M A; N = A dY Aᵀ,
+// dV_ξ = U_ξᵀ·N_ξ, dd = B dV Bᵀ (the exact adjoint); dU_ξ = N_ξ·V_ξᵀ,
+// dw = Gᵀ dU G. G's sixths and the larger entries of Bᵀ and Aᵀ (up to 8) make
+// F(4×4) round more than F(2×2) or direct (TestWinogradConv, TestWinogradClippedGradSum).
+
+// winoMaxAlpha is the largest tile α = m + 2 the generic transforms support.
+const winoMaxAlpha = 6
+
+// winoTables returns Bᵀ (α×α), G (α×3) and Aᵀ (m×α) of F(m, 3) for m = 2 or 4.
+func winoTables(m int) (bt, g, at [][]float64) {
+	switch m {
+	case 2:
+		b2, g2, a2 := winoMatrices()
+		for i := range b2 {
+			bt = append(bt, b2[i][:])
+			g = append(g, g2[i][:])
+		}
+		for i := range a2 {
+			at = append(at, a2[i][:])
+		}
+		return bt, g, at
+	case 4:
+		bt = [][]float64{
+			{4, 0, -5, 0, 1, 0},
+			{0, -4, -4, 1, 1, 0},
+			{0, 4, -4, -1, 1, 0},
+			{0, -2, -1, 2, 1, 0},
+			{0, 2, -1, -2, 1, 0},
+			{0, 4, 0, -5, 0, 1},
+		}
+		g = [][]float64{
+			{1.0 / 4, 0, 0},
+			{-1.0 / 6, -1.0 / 6, -1.0 / 6},
+			{-1.0 / 6, 1.0 / 6, -1.0 / 6},
+			{1.0 / 24, 1.0 / 12, 1.0 / 6},
+			{1.0 / 24, -1.0 / 12, 1.0 / 6},
+			{0, 0, 1},
+		}
+		at = [][]float64{
+			{1, 1, 1, 1, 1, 0},
+			{0, 1, -1, 2, -2, 0},
+			{0, 1, 1, 4, 4, 0},
+			{0, 1, -1, 8, -8, 1},
+		}
+		return bt, g, at
+	}
+	panic("winoTables: tile size not 2 or 4")
+}
+
+// winoTilesM returns the m×m output tiles of a geometry: th rows of tw.
+func winoTilesM(g ConvGeom, m int) (th, tw int) { return (g.OutH + m - 1) / m, (g.OutW + m - 1) / m }
+
+// winoLDM returns the row stride of a layer's transformed matrices for F(m×m, 3×3)
+// and cs samples side by side (winoLD for m = 2).
+func winoLDM(g ConvGeom, cs, m int) int {
+	th, tw := winoTilesM(g, m)
+	ld := cs * th * tw
+	if ld%1024 == 0 {
+		ld += colPad
+	}
+	return ld
+}
+
+// winoAlpha2 is the number of transformed matrices of F(m×m, 3×3), (m + 2)².
+func winoAlpha2(m int) int { return (m + 2) * (m + 2) }
+
+// winoCoefN is a coefficient matrix of winoCombN: ny ≤ 6 outputs of nx ≤ 6 inputs,
+// f[j][i], and as 8 float32 copies per coefficient (the AVX2 kernel's operands,
+// v[j·6 + i]; zero for i ≥ nx or j ≥ ny).
+type winoCoefN struct {
+	nx, ny int
+	f      [winoMaxAlpha][winoMaxAlpha]float64
+	v      [winoMaxAlpha * winoMaxAlpha][8]float32
+}
+
+// newWinoCoefN returns the coefficients y_j = Σ_i f(j, i)·x_i, j < ny, i < nx.
+func newWinoCoefN(ny, nx int, f func(j, i int) float64) *winoCoefN {
+	c := &winoCoefN{nx: nx, ny: ny}
+	for j := 0; j < ny; j++ {
+		for i := 0; i < nx; i++ {
+			c.f[j][i] = f(j, i)
+			for k := range c.v[j*winoMaxAlpha+i] {
+				c.v[j*winoMaxAlpha+i][k] = float32(c.f[j][i])
+			}
+		}
+	}
+	return c
+}
+
+// winoKernN holds F(m, 3)'s tables and the coefficient matrices of its transforms.
+type winoKernN struct {
+	m, a  int // tile size m, α = m + 2
+	bt, g [][]float64
+	at    [][]float64
+	ctb   *winoCoefN // Bᵀ: α of α
+	cb    *winoCoefN // B: α of α
+	cat   *winoCoefN // Aᵀ: m of α
+	ca    *winoCoefN // A: α of m
+	cgt   *winoCoefN // Gᵀ: 3 of α
+	fast  bool       // winoCombN runs the AVX2 kernel on float32
+}
+
+func newWinoKernN(m int, fast bool) *winoKernN {
+	bt, g, at := winoTables(m)
+	a := m + 2
+	return &winoKernN{m: m, a: a, bt: bt, g: g, at: at, fast: fast,
+		ctb: newWinoCoefN(a, a, func(j, i int) float64 { return bt[j][i] }),
+		cb:  newWinoCoefN(a, a, func(j, i int) float64 { return bt[i][j] }),
+		cat: newWinoCoefN(m, a, func(j, i int) float64 { return at[j][i] }),
+		ca:  newWinoCoefN(a, m, func(j, i int) float64 { return at[i][j] }),
+		cgt: newWinoCoefN(3, a, func(j, i int) float64 { return g[i][j] }),
+	}
+}
+
+// winoCombN sets y_j[k] = Σ_{i<c.nx} c.f[j][i]·x_i[k] for k < n and j < c.ny.
+func winoCombN[T Float](k *winoKernN, c *winoCoefN, x, y *[winoMaxAlpha][]T, n int) {
+	done := 0
+	if k.fast && n >= 8 {
+		if xf, ok := any(x).(*[winoMaxAlpha][]float32); ok {
+			yf := any(y).(*[winoMaxAlpha][]float32)
+			var xp, yp [winoMaxAlpha]*float32
+			for i := 0; i < winoMaxAlpha; i++ {
+				if i < c.nx {
+					xp[i] = &xf[i][:n][0]
+				} else {
+					xp[i] = xp[0] // zero coefficients
+				}
+			}
+			for j := 0; j < c.ny; j++ {
+				yp[j] = &yf[j][:n][0]
+			}
+			done = n &^ 7
+			winoComb6F32(&c.v, &xp, &yp, done/8, c.ny)
+		}
+	}
+	if done == n {
+		return
+	}
+	for j := 0; j < c.ny; j++ {
+		yj := y[j][done:n]
+		clear(yj)
+		for i := 0; i < c.nx; i++ {
+			switch cf := c.f[j][i]; cf {
+			case 0:
+			case 1:
+				for t, v := range x[i][done:n] {
+					yj[t] += v
+				}
+			case -1:
+				for t, v := range x[i][done:n] {
+					yj[t] -= v
+				}
+			default:
+				ct := T(cf)
+				for t, v := range x[i][done:n] {
+					yj[t] += ct * v
+				}
+			}
+		}
+	}
+}
+
+// winoScratchLenM is the scratch the F(m×m) transforms need for geometry g.
+func winoScratchLenM(g ConvGeom, m int) int {
+	th, tw := winoTilesM(g, m)
+	a, nt, pl := m+2, th*tw, m*(th+1)*tw
+	in := 2*a*pl + m*(tw+1) + 2
+	out := (m*a + m*m) * nt
+	ig := 2*a*a*nt + m*a*(th+1)*tw + m*(tw+1) + 2
+	return max(in, out, ig, (3*a+9)*winoDWBlock)
+}
+
+// winoWeightsN writes U_ξ[o][i] = (G w_{o,i} Gᵀ)[ξ] (ξ = a·α + b) to
+// u[ξ·winoStride(out, in) + o·in + i] from the weights w (out×in×3×3), in float64.
+func winoWeightsN[T Float](k *winoKernN, out, in int, w, u []T) {
+	oi, xs, a := out*in, winoStride(out, in), k.a
+	var t [winoMaxAlpha][3]float64
+	for p := 0; p < oi; p++ {
+		f := w[p*9 : p*9+9]
+		for r := 0; r < a; r++ { // t = G·f (α×3)
+			for j := 0; j < 3; j++ {
+				t[r][j] = k.g[r][0]*float64(f[j]) + k.g[r][1]*float64(f[3+j]) + k.g[r][2]*float64(f[6+j])
+			}
+		}
+		for r := 0; r < a; r++ { // U = t·Gᵀ (α×α)
+			for c := 0; c < a; c++ {
+				u[(r*a+c)*xs+p] = T(t[r][0]*k.g[c][0] + t[r][1]*k.g[c][1] + t[r][2]*k.g[c][2])
+			}
+		}
+	}
+}
+
+// winoInputN writes V = Bᵀ d B of every α×α input tile of one sample x (InC×H×W)
+// to v[ξ·xs + i·ld + c0 + t] (tile t = ty·tw + tx, xs = winoStride(InC, ld)),
+// reading zeros outside the input. Per channel every padded input row rr (row
+// ih = rr − PadT) is split into its α tile columns (values m·t + j of the row),
+// stored by rr mod m, so that both stages are contiguous: the columns combined by
+// Bᵀ, then the rows m·ty + i (i < α: residue i mod m at tile row ty + i/m)
+// combined by Bᵀ straight into V.
+func winoInputN[T Float](k *winoKernN, g ConvGeom, x, v []T, ld, c0 int, scr []T) {
+	m, a := k.m, k.a
+	th, tw := winoTilesM(g, m)
+	nt, pl := th*tw, m*(th+1)*tw // plane: [rr mod m][th+1][tw]
+	xs := winoStride(g.InC, ld)
+	var in, cb [winoMaxAlpha][]T
+	for q := 0; q < a; q++ {
+		in[q] = scr[q*pl : (q+1)*pl]
+		cb[q] = scr[(a+q)*pl : (a+q+1)*pl]
+	}
+	we := m*(tw+1) + 2
+	row := scr[2*a*pl : 2*a*pl+we]
+	hw := g.H * g.W
+	qlo, qhi := max(0, g.PadL), min(we, g.W+g.PadL)
+	for ch := 0; ch < g.InC; ch++ {
+		xc := x[ch*hw : (ch+1)*hw]
+		for rr := 0; rr < m*(th+1); rr++ {
+			off := ((rr%m)*(th+1) + rr/m) * tw
+			ih := rr - g.PadT
+			if ih < 0 || ih >= g.H || qlo >= qhi {
+				for j := 0; j < a; j++ {
+					clear(in[j][off : off+tw])
+				}
+				continue
+			}
+			clear(row[:qlo])
+			copy(row[qlo:qhi], xc[ih*g.W+qlo-g.PadL:])
+			clear(row[qhi:])
+			if m == 4 {
+				i0, i1, i2, i3, i4, i5 := in[0][off:off+tw], in[1][off:off+tw], in[2][off:off+tw], in[3][off:off+tw], in[4][off:off+tw], in[5][off:off+tw]
+				for t := range i0 {
+					r := row[4*t : 4*t+6]
+					i0[t], i1[t], i2[t], i3[t], i4[t], i5[t] = r[0], r[1], r[2], r[3], r[4], r[5]
+				}
+				continue
+			}
+			for j := 0; j < a; j++ {
+				ij := in[j][off : off+tw]
+				for t := range ij {
+					ij[t] = row[m*t+j]
+				}
+			}
+		}
+		winoCombN(k, k.ctb, &in, &cb, pl)
+		for b := 0; b < a; b++ {
+			c := cb[b]
+			var xr, y [winoMaxAlpha][]T
+			for i := 0; i < a; i++ {
+				o := ((i%m)*(th+1) + i/m) * tw
+				xr[i] = c[o : o+nt]
+				y[i] = v[(i*a+b)*xs+ch*ld+c0:][:nt]
+			}
+			winoCombN(k, k.ctb, &xr, &y, nt)
+		}
+	}
+}
+
+// winoOutputN writes Y = Aᵀ M A of every tile of one sample to y (out×OutH×OutW),
+// cropping partial tiles, from m[ξ·winoStride(out, ld) + o·ld + c0 + t]: per
+// channel the rows of every tile combined by Aᵀ, then the columns, then the m×m
+// results interleaved into the output rows.
+func winoOutputN[T Float](k *winoKernN, g ConvGeom, out int, mm []T, ld, c0 int, y []T, scr []T) {
+	m, a := k.m, k.a
+	th, tw := winoTilesM(g, m)
+	nt, hwo := th*tw, g.HWo()
+	xs := winoStride(out, ld)
+	var s [winoMaxAlpha][winoMaxAlpha][]T  // [r][b], r < m
+	var ye [winoMaxAlpha][winoMaxAlpha][]T // [r][c] output row r, column c of each tile
+	for r := 0; r < m; r++ {
+		for b := 0; b < a; b++ {
+			s[r][b] = scr[(r*a+b)*nt : (r*a+b+1)*nt]
+		}
+		for c := 0; c < m; c++ {
+			o := m*a + r*m + c
+			ye[r][c] = scr[o*nt : (o+1)*nt]
+		}
+	}
+	nfull := g.OutW / m
+	for o := 0; o < out; o++ {
+		for b := 0; b < a; b++ {
+			var x, yr [winoMaxAlpha][]T
+			for i := 0; i < a; i++ {
+				x[i] = mm[(i*a+b)*xs+o*ld+c0:][:nt]
+			}
+			for r := 0; r < m; r++ {
+				yr[r] = s[r][b]
+			}
+			winoCombN(k, k.cat, &x, &yr, nt)
+		}
+		for r := 0; r < m; r++ {
+			winoCombN(k, k.cat, &s[r], &ye[r], nt)
+		}
+		yo := y[o*hwo : (o+1)*hwo]
+		for ty := 0; ty < th; ty++ {
+			for r := 0; r < m; r++ {
+				oh := m*ty + r
+				if oh >= g.OutH {
+					break
+				}
+				dst := yo[oh*g.OutW : (oh+1)*g.OutW]
+				if m == 4 {
+					e0, e1, e2, e3 := ye[r][0][ty*tw:ty*tw+nfull], ye[r][1][ty*tw:ty*tw+nfull], ye[r][2][ty*tw:ty*tw+nfull], ye[r][3][ty*tw:ty*tw+nfull]
+					for tx, v := range e0 {
+						d := dst[4*tx : 4*tx+4]
+						d[0], d[1], d[2], d[3] = v, e1[tx], e2[tx], e3[tx]
+					}
+				} else {
+					for c := 0; c < m; c++ {
+						ec := ye[r][c][ty*tw:]
+						for tx := 0; tx < nfull; tx++ {
+							dst[m*tx+c] = ec[tx]
+						}
+					}
+				}
+				for c := 0; m*nfull+c < g.OutW; c++ {
+					dst[m*nfull+c] = ye[r][c][ty*tw+nfull]
+				}
+			}
+		}
+	}
+}
+
+// winoOutGradN writes N = A dY Aᵀ of every tile of one sample's output gradient dy
+// (out×OutH×OutW; zero where a tile is cropped) to nb[ξ·winoStride(out, ld) +
+// o·ld + c0 + t]: per channel the m×m tiles split into their m columns, the
+// columns combined by A, then the rows, straight into N.
+func winoOutGradN[T Float](k *winoKernN, g ConvGeom, out int, dy, nb []T, ld, c0 int, scr []T) {
+	m, a := k.m, k.a
+	th, tw := winoTilesM(g, m)
+	nt, hwo := th*tw, g.HWo()
+	xs := winoStride(out, ld)
+	var d [winoMaxAlpha][winoMaxAlpha][]T // [row r][column c]
+	var p [winoMaxAlpha][winoMaxAlpha][]T // [row r][column b of dY A]
+	for r := 0; r < m; r++ {
+		for c := 0; c < m; c++ {
+			d[r][c] = scr[(r*m+c)*nt : (r*m+c+1)*nt]
+		}
+		for b := 0; b < a; b++ {
+			o := m*m + r*a + b
+			p[r][b] = scr[o*nt : (o+1)*nt]
+		}
+	}
+	nfull := g.OutW / m
+	for o := 0; o < out; o++ {
+		do := dy[o*hwo : (o+1)*hwo]
+		for ty := 0; ty < th; ty++ {
+			for r := 0; r < m; r++ {
+				oh := m*ty + r
+				if oh >= g.OutH {
+					for c := 0; c < m; c++ {
+						clear(d[r][c][ty*tw : (ty+1)*tw])
+					}
+					continue
+				}
+				src := do[oh*g.OutW : (oh+1)*g.OutW]
+				if m == 4 {
+					e0, e1, e2, e3 := d[r][0][ty*tw:ty*tw+nfull], d[r][1][ty*tw:ty*tw+nfull], d[r][2][ty*tw:ty*tw+nfull], d[r][3][ty*tw:ty*tw+nfull]
+					for tx := range e0 {
+						s := src[4*tx : 4*tx+4]
+						e0[tx], e1[tx], e2[tx], e3[tx] = s[0], s[1], s[2], s[3]
+					}
+				} else {
+					for c := 0; c < m; c++ {
+						ec := d[r][c][ty*tw:]
+						for tx := 0; tx < nfull; tx++ {
+							ec[tx] = src[m*tx+c]
+						}
+					}
+				}
+				if nfull < tw {
+					for c := 0; c < m; c++ {
+						var v T
+						if m*nfull+c < g.OutW {
+							v = src[m*nfull+c]
+						}
+						d[r][c][ty*tw+nfull] = v
+					}
+				}
+			}
+		}
+		for r := 0; r < m; r++ {
+			winoCombN(k, k.ca, &d[r], &p[r], nt)
+		}
+		for b := 0; b < a; b++ {
+			var x, y [winoMaxAlpha][]T
+			for r := 0; r < m; r++ {
+				x[r] = p[r][b]
+			}
+			for i := 0; i < a; i++ {
+				y[i] = nb[(i*a+b)*xs+o*ld+c0:][:nt]
+			}
+			winoCombN(k, k.ca, &x, &y, nt)
+		}
+	}
+}
+
+// winoInputGradN writes to dx (InC×H×W) the sum over the tiles of one sample of
+// dd = B dV Bᵀ, from dv[ξ·winoStride(InC, ld) + i·ld + c0 + t], dropping values in
+// the padding: per channel the rows combined by B, then the columns; then the
+// overlapping tile rows added (tile row ty's rows m, m+1 onto ty+1's rows 0, 1),
+// and the overlapping columns added while they are interleaved into dx. The tiles
+// cover every input pixel, so dx is written, not added to.
+func winoInputGradN[T Float](k *winoKernN, g ConvGeom, dv []T, ld, c0 int, dx, scr []T) {
+	m, a := k.m, k.a
+	th, tw := winoTilesM(g, m)
+	nt := th * tw
+	xs := winoStride(g.InC, ld)
+	var wr, qr [winoMaxAlpha][winoMaxAlpha][]T // [a][j] and [i][j]
+	for i := 0; i < a; i++ {
+		for j := 0; j < a; j++ {
+			wr[i][j] = scr[(i*a+j)*nt : (i*a+j+1)*nt]
+			qr[i][j] = scr[(a*a+i*a+j)*nt : (a*a+i*a+j+1)*nt]
+		}
+	}
+	// z[q][j]: padded rows rr ≡ q (mod m), th+1 tile rows of tw, tile column j
+	zl, z0 := (th+1)*tw, 2*a*a*nt
+	var z [winoMaxAlpha][winoMaxAlpha][]T
+	for q := 0; q < m; q++ {
+		for j := 0; j < a; j++ {
+			z[q][j] = scr[z0+(q*a+j)*zl : z0+(q*a+j+1)*zl]
+		}
+	}
+	hw := g.H * g.W
+	pr := z0 + m*a*zl
+	prow := scr[pr : pr+m*(tw+1)+2]
+	for ch := 0; ch < g.InC; ch++ {
+		for i := 0; i < a; i++ {
+			var x [winoMaxAlpha][]T
+			for b := 0; b < a; b++ {
+				x[b] = dv[(i*a+b)*xs+ch*ld+c0:][:nt]
+			}
+			winoCombN(k, k.cb, &x, &wr[i], nt)
+		}
+		for j := 0; j < a; j++ {
+			var x, y [winoMaxAlpha][]T
+			for i := 0; i < a; i++ {
+				x[i], y[i] = wr[i][j], qr[i][j]
+			}
+			winoCombN(k, k.cb, &x, &y, nt)
+		}
+		// padded row m·s + q receives tile row s's row q and, for q < 2, tile row
+		// s−1's row q + m
+		for j := 0; j < a; j++ {
+			for q := 0; q < m; q++ {
+				zc, lo := z[q][j], qr[q][j]
+				copy(zc[:nt], lo)
+				if q >= 2 {
+					clear(zc[nt:])
+					continue
+				}
+				hi := qr[q+m][j]
+				copy(zc[nt:], hi[(th-1)*tw:])
+				zs, hs := zc[tw:nt], hi[:nt-tw]
+				for t, v := range hs {
+					zs[t] += v
+				}
+			}
+		}
+		xc := dx[ch*hw : (ch+1)*hw]
+		for ih := 0; ih < g.H; ih++ {
+			rr := ih + g.PadT
+			off, q := (rr/m)*tw, rr%m
+			// padded column m·t + c receives tile t's column c and, for c < 2,
+			// tile t−1's column c + m
+			for c := 0; c < m; c++ {
+				zc := z[q][c][off : off+tw]
+				for t, v := range zc {
+					prow[m*t+c] = v
+				}
+			}
+			prow[m*tw], prow[m*tw+1] = 0, 0
+			for c := 0; c < 2; c++ {
+				zc := z[q][c+m][off : off+tw]
+				for t, v := range zc {
+					prow[m*(t+1)+c] += v
+				}
+			}
+			copy(xc[ih*g.W:(ih+1)*g.W], prow[g.PadL:])
+		}
+	}
+}
+
+// winoWeightGradN writes dw = Gᵀ dU G (out×in×3×3) from dU
+// (du[ξ·winoStride(out, in) + o·in + i]), for blocks of channel pairs: the columns
+// of dU combined by Gᵀ, then the rows, then the 9 planes interleaved into dw.
+func winoWeightGradN[T Float](k *winoKernN, out, in int, du, dw, scr []T) {
+	oi, xs, a := out*in, winoStride(out, in), k.a
+	const nb = winoDWBlock
+	var tp [winoMaxAlpha][winoMaxAlpha][]T // [a][kw]
+	var rp [winoMaxAlpha][winoMaxAlpha][]T // [kw][kh]
+	for i := 0; i < a; i++ {
+		for j := 0; j < 3; j++ {
+			tp[i][j] = scr[(i*3+j)*nb : (i*3+j+1)*nb]
+		}
+	}
+	for j := 0; j < 3; j++ {
+		for r := 0; r < 3; r++ {
+			o := 3*a + j*3 + r
+			rp[j][r] = scr[o*nb : (o+1)*nb]
+		}
+	}
+	for k0 := 0; k0 < oi; k0 += nb {
+		n := min(nb, oi-k0)
+		for i := 0; i < a; i++ {
+			var x, y [winoMaxAlpha][]T
+			for b := 0; b < a; b++ {
+				x[b] = du[(i*a+b)*xs+k0:][:n]
+			}
+			for j := 0; j < 3; j++ {
+				y[j] = tp[i][j][:n]
+			}
+			winoCombN(k, k.cgt, &x, &y, n)
+		}
+		for j := 0; j < 3; j++ {
+			var x, y [winoMaxAlpha][]T
+			for i := 0; i < a; i++ {
+				x[i] = tp[i][j][:n]
+			}
+			for r := 0; r < 3; r++ {
+				y[r] = rp[j][r][:n]
+			}
+			winoCombN(k, k.cgt, &x, &y, n)
+		}
+		d := dw[k0*9 : (k0+n)*9]
+		for t := 0; t < n; t++ {
+			w := d[t*9 : t*9+9]
+			w[0], w[1], w[2] = rp[0][0][t], rp[1][0][t], rp[2][0][t]
+			w[3], w[4], w[5] = rp[0][1][t], rp[1][1][t], rp[2][1][t]
+			w[6], w[7], w[8] = rp[0][2][t], rp[1][2][t], rp[2][2][t]
+		}
+	}
+}
+
+// winoForwardN is winoForward for an F(m×m, 3×3) layer: V into the workspace
+// (kept for backward), α² GEMMs M_ξ = U_ξ·V_ξ, then the output transform.
+func (c *convOps[T]) winoForwardN(n *Network[T], ws *workspace[T], i int, in, out []T, cs int) {
+	g, oc := c.g, c.out.C
+	wb := ws.wino
+	k := wb.kn
+	ld := winoLDM(g, cs, k.m)
+	th, tw := winoTilesM(g, k.m)
+	nt := th * tw
+	v, m, u := wb.v[i], wb.m, n.wino.u[i]
+	for s := 0; s < cs; s++ {
+		winoInputN(k, g, in[s*c.inN:(s+1)*c.inN], v, ld, s*nt, wb.scr)
+	}
+	cols := cs * nt
+	us, vs, ms := winoStride(oc, g.InC), winoStride(g.InC, ld), winoStride(oc, ld)
+	for x := 0; x < k.a*k.a; x++ {
+		n.be.Gemm(false, false, oc, cols, g.InC, 1, u[x*us:], g.InC, v[x*vs:], ld, 0, m[x*ms:], ld)
+	}
+	for s := 0; s < cs; s++ {
+		winoOutputN(k, g, oc, m, ld, s*nt, out[s*c.outN:(s+1)*c.outN], wb.scr)
+	}
+}
+
+// winoBackwardN is winoBackward for an F(m×m, 3×3) layer: per-sample weight
+// gradients dw = Gᵀ(N_ξ·V_ξᵀ)G, bias gradients and squared norms as the direct
+// path, and, when needIn, the input gradient B(U_ξᵀ·N_ξ)Bᵀ.
+func (c *convOps[T]) winoBackwardN(n *Network[T], ws *workspace[T], i int, cs int, needIn bool) {
+	be := n.be
+	P := n.p
+	g, oc := c.g, c.out.C
+	wb := ws.wino
+	k := wb.kn
+	a2 := k.a * k.a
+	ld := winoLDM(g, cs, k.m)
+	th, tw := winoTilesM(g, k.m)
+	nt, hwo := th*tw, g.HWo()
+	v, nb, u := wb.v[i], wb.m, n.wino.u[i]
+	din, dout := ws.dlt[i][:cs*c.inN], ws.dlt[i+1][:cs*c.outN]
+	for s := 0; s < cs; s++ {
+		winoOutGradN(k, g, oc, dout[s*c.outN:(s+1)*c.outN], nb, ld, s*nt, wb.scr)
+	}
+	us, vs, ns := winoStride(oc, g.InC), winoStride(g.InC, ld), winoStride(oc, ld)
+	for s := 0; s < cs; s++ {
+		for x := 0; x < a2; x++ {
+			be.Gemm(false, true, oc, g.InC, nt, 1, nb[x*ns+s*nt:], ld, v[x*vs+s*nt:], ld, 0, wb.du[x*us:], g.InC)
+		}
+		gw := ws.grads[s*P+c.wOff : s*P+c.wOff+c.nW]
+		winoWeightGradN(k, oc, g.InC, wb.du, gw, wb.scr)
+		gb := ws.grads[s*P+c.bOff : s*P+c.bOff+c.nB]
+		rowSums(dout[s*c.outN:(s+1)*c.outN], hwo, gb)
+		ws.gsq[s] += be.Dot(gw, gw) + be.Dot(gb, gb)
+	}
+	if !needIn {
+		return
+	}
+	cols := cs * nt
+	for x := 0; x < a2; x++ {
+		be.Gemm(true, false, g.InC, cols, oc, 1, u[x*us:], g.InC, nb[x*ns:], ld, 0, wb.dv[x*vs:], ld)
+	}
+	for s := 0; s < cs; s++ {
+		winoInputGradN(k, g, wb.dv, ld, s*nt, din[s*c.inN:(s+1)*c.inN], wb.scr)
+	}
+}
+
+// Costs of the F(4×4, 3×3) part of the cost model (winoCosts4), in GEMM
+// multiply-adds as winoCosts's constants: per channel and transform, per channel
+// and 4×4 tile, and per value of dU.
+const (
+	wino4ChannelCost = 17000
+	wino4TileCost    = 750
+	wino4DUCost      = 30
+)
+
+// winoCosts4 returns the cost model's per-sample cost of a 3×3 stride-1 conv layer
+// as Winograd F(4×4, 3×3) in the per-sample clipped-gradient pass, in GEMM
+// multiply-adds (winoCosts gives direct and F(2×2, 3×3)): 36·InC·Out per 4×4 tile
+// and GEMM pass, the four tile transforms and the weight-gradient transform.
+func winoCosts4(g ConvGeom, out int, below bool) float64 {
+	th, tw := winoTilesM(g, 4)
+	tiles := float64(th * tw)
+	in, oc := float64(g.InC), float64(out)
+	passes, chans := 2.0, in+2*oc
+	if below {
+		passes, chans = 3, 2*in+2*oc
+	}
+	return passes*36*in*oc*tiles + chans*(wino4ChannelCost+wino4TileCost*tiles) + wino4DUCost*36*in*oc
+}
+
+// winoPick returns the output tile a layer with plan p runs under algorithm a: 2
+// (F(2×2, 3×3)), 4 (F(4×4, 3×3)) or, under auto where direct is cheapest, 0.
+func winoPick(a ConvAlgo, p ConvLayerPlan) int {
+	switch a {
+	case ConvWinograd:
+		return 2
+	case ConvWinograd4:
+		return 4
+	}
+	best, tile := p.DirectCost, 0
+	if p.WinogradCost < best {
+		best, tile = p.WinogradCost, 2
+	}
+	if p.Winograd4Cost < best {
+		tile = 4
+	}
+	return tile
+}
