@@ -1,5 +1,7 @@
 package models
 
+import "unsafe"
+
 // Winograd F(m×m, 3×3) for any output tile size m, used for F(4×4, 3×3) in the
 // per-sample clipped-gradient pass (winograd.go has the specialised F(2×2, 3×3)
 // and the pass's plumbing; this file the tile-size-generic transforms).
@@ -98,7 +100,19 @@ type winoCoefN struct {
 	nx, ny int
 	f      [winoMaxAlpha][winoMaxAlpha]float64
 	v      [winoMaxAlpha * winoMaxAlpha][8]float32
+	// spec, when not 0, is F(4, 3)'s kernel for this matrix with its common
+	// subexpressions (winoSpecBt: winoBt4F32, …), run instead of winoComb6F32.
+	spec int
 }
+
+// The kernels of winoCoefN.spec (a function value would make the pointer arrays
+// passed to them escape).
+const (
+	winoSpecBt = 1 + iota
+	winoSpecB
+	winoSpecAt
+	winoSpecA
+)
 
 // newWinoCoefN returns the coefficients y_j = Σ_i f(j, i)·x_i, j < ny, i < nx.
 func newWinoCoefN(ny, nx int, f func(j, i int) float64) *winoCoefN {
@@ -130,13 +144,17 @@ type winoKernN struct {
 func newWinoKernN(m int, fast bool) *winoKernN {
 	bt, g, at := winoTables(m)
 	a := m + 2
-	return &winoKernN{m: m, a: a, bt: bt, g: g, at: at, fast: fast,
+	k := &winoKernN{m: m, a: a, bt: bt, g: g, at: at, fast: fast,
 		ctb: newWinoCoefN(a, a, func(j, i int) float64 { return bt[j][i] }),
 		cb:  newWinoCoefN(a, a, func(j, i int) float64 { return bt[i][j] }),
 		cat: newWinoCoefN(m, a, func(j, i int) float64 { return at[j][i] }),
 		ca:  newWinoCoefN(a, m, func(j, i int) float64 { return at[i][j] }),
 		cgt: newWinoCoefN(3, a, func(j, i int) float64 { return g[i][j] }),
 	}
+	if m == 4 {
+		k.ctb.spec, k.cb.spec, k.cat.spec, k.ca.spec = winoSpecBt, winoSpecB, winoSpecAt, winoSpecA
+	}
+	return k
 }
 
 // winoCombN sets y_j[k] = Σ_{i<c.nx} c.f[j][i]·x_i[k] for k < n and j < c.ny.
@@ -157,7 +175,18 @@ func winoCombN[T Float](k *winoKernN, c *winoCoefN, x, y *[winoMaxAlpha][]T, n i
 				yp[j] = &yf[j][:n][0]
 			}
 			done = n &^ 7
-			winoComb6F32(&c.v, &xp, &yp, done/8, c.ny)
+			switch c.spec {
+			case winoSpecBt:
+				winoBt4F32(&xp, &yp, done/8)
+			case winoSpecB:
+				winoB4F32(&xp, &yp, done/8)
+			case winoSpecAt:
+				winoAt4F32(&xp, &yp, done/8)
+			case winoSpecA:
+				winoA4F32(&xp, &yp, done/8)
+			default:
+				winoComb6F32(&c.v, &xp, &yp, done/8, c.ny)
+			}
 		}
 	}
 	if done == n {
@@ -191,9 +220,10 @@ func winoCombN[T Float](k *winoKernN, c *winoCoefN, x, y *[winoMaxAlpha][]T, n i
 func winoScratchLenM(g ConvGeom, m int) int {
 	th, tw := winoTilesM(g, m)
 	a, nt, pl := m+2, th*tw, m*(th+1)*tw
-	in := 2*a*pl + m*(tw+1) + 2
+	we := m*(tw+1) + 2
+	in := 2*a*pl + m*(th+1)*we
 	out := (m*a + m*m) * nt
-	ig := 2*a*a*nt + m*a*(th+1)*tw + m*(tw+1) + 2
+	ig := 2*a*a*nt + m*a*(th+1)*tw + m*(th+1)*we
 	return max(in, out, ig, (3*a+9)*winoDWBlock)
 }
 
@@ -238,9 +268,30 @@ func winoInputN[T Float](k *winoKernN, g ConvGeom, x, v []T, ld, c0 int, scr []T
 	row := scr[2*a*pl : 2*a*pl+we]
 	hw := g.H * g.W
 	qlo, qhi := max(0, g.PadL), min(we, g.W+g.PadL)
+	var pp []T // m = 4: the padded channel, 4(th+1) rows of we
+	if m == 4 {
+		pp = scr[2*a*pl : 2*a*pl+4*(th+1)*we]
+		clear(pp)
+	}
 	for ch := 0; ch < g.InC; ch++ {
 		xc := x[ch*hw : (ch+1)*hw]
-		for rr := 0; rr < m*(th+1); rr++ {
+		if m == 4 {
+			// rows rr ≡ q (mod 4) of the padded channel split into the 6 tile columns
+			// at plane rows q·(th+1) + rr/4, all rows of a residue in one call
+			if qlo < qhi {
+				for ih := 0; ih < g.H && ih+g.PadT < 4*(th+1); ih++ {
+					copy(pp[(ih+g.PadT)*we+qlo:(ih+g.PadT)*we+qhi], xc[ih*g.W+qlo-g.PadL:])
+				}
+			}
+			for q := 0; q < 4; q++ {
+				var d [6][]T
+				for j := range d {
+					d[j] = in[j][q*(th+1)*tw:]
+				}
+				winoDeintRows(k.fast, pp[q*we:], 4*we, &d, 6, tw, th+1, tw)
+			}
+		}
+		for rr := 0; m != 4 && rr < m*(th+1); rr++ {
 			off := ((rr%m)*(th+1) + rr/m) * tw
 			ih := rr - g.PadT
 			if ih < 0 || ih >= g.H || qlo >= qhi {
@@ -252,14 +303,6 @@ func winoInputN[T Float](k *winoKernN, g ConvGeom, x, v []T, ld, c0 int, scr []T
 			clear(row[:qlo])
 			copy(row[qlo:qhi], xc[ih*g.W+qlo-g.PadL:])
 			clear(row[qhi:])
-			if m == 4 {
-				i0, i1, i2, i3, i4, i5 := in[0][off:off+tw], in[1][off:off+tw], in[2][off:off+tw], in[3][off:off+tw], in[4][off:off+tw], in[5][off:off+tw]
-				for t := range i0 {
-					r := row[4*t : 4*t+6]
-					i0[t], i1[t], i2[t], i3[t], i4[t], i5[t] = r[0], r[1], r[2], r[3], r[4], r[5]
-				}
-				continue
-			}
 			for j := 0; j < a; j++ {
 				ij := in[j][off : off+tw]
 				for t := range ij {
@@ -317,6 +360,15 @@ func winoOutputN[T Float](k *winoKernN, g ConvGeom, out int, mm []T, ld, c0 int,
 			winoCombN(k, k.cat, &s[r], &ye[r], nt)
 		}
 		yo := y[o*hwo : (o+1)*hwo]
+		if m == 4 {
+			for r := 0; r < min(4, g.OutH); r++ {
+				var e [6][]T
+				for c := range 4 {
+					e[c] = ye[r][c]
+				}
+				winoIntRows(k.fast, &e, 4, tw, yo[r*g.OutW:], 4*g.OutW, (g.OutH-r+3)/4, nfull)
+			}
+		}
 		for ty := 0; ty < th; ty++ {
 			for r := 0; r < m; r++ {
 				oh := m*ty + r
@@ -324,13 +376,7 @@ func winoOutputN[T Float](k *winoKernN, g ConvGeom, out int, mm []T, ld, c0 int,
 					break
 				}
 				dst := yo[oh*g.OutW : (oh+1)*g.OutW]
-				if m == 4 {
-					e0, e1, e2, e3 := ye[r][0][ty*tw:ty*tw+nfull], ye[r][1][ty*tw:ty*tw+nfull], ye[r][2][ty*tw:ty*tw+nfull], ye[r][3][ty*tw:ty*tw+nfull]
-					for tx, v := range e0 {
-						d := dst[4*tx : 4*tx+4]
-						d[0], d[1], d[2], d[3] = v, e1[tx], e2[tx], e3[tx]
-					}
-				} else {
+				if m != 4 {
 					for c := 0; c < m; c++ {
 						ec := ye[r][c][ty*tw:]
 						for tx := 0; tx < nfull; tx++ {
@@ -379,13 +425,7 @@ func winoOutGradN[T Float](k *winoKernN, g ConvGeom, out int, dy, nb []T, ld, c0
 					continue
 				}
 				src := do[oh*g.OutW : (oh+1)*g.OutW]
-				if m == 4 {
-					e0, e1, e2, e3 := d[r][0][ty*tw:ty*tw+nfull], d[r][1][ty*tw:ty*tw+nfull], d[r][2][ty*tw:ty*tw+nfull], d[r][3][ty*tw:ty*tw+nfull]
-					for tx := range e0 {
-						s := src[4*tx : 4*tx+4]
-						e0[tx], e1[tx], e2[tx], e3[tx] = s[0], s[1], s[2], s[3]
-					}
-				} else {
+				if m != 4 {
 					for c := 0; c < m; c++ {
 						ec := d[r][c][ty*tw:]
 						for tx := 0; tx < nfull; tx++ {
@@ -402,6 +442,15 @@ func winoOutGradN[T Float](k *winoKernN, g ConvGeom, out int, dy, nb []T, ld, c0
 						d[r][c][ty*tw+nfull] = v
 					}
 				}
+			}
+		}
+		if m == 4 {
+			for r := 0; r < min(4, g.OutH); r++ {
+				var e [6][]T
+				for c := range 4 {
+					e[c] = d[r][c]
+				}
+				winoDeintRows(k.fast, do[r*g.OutW:], 4*g.OutW, &e, 4, tw, (g.OutH-r+3)/4, nfull)
 			}
 		}
 		for r := 0; r < m; r++ {
@@ -483,6 +532,22 @@ func winoInputGradN[T Float](k *winoKernN, g ConvGeom, dv []T, ld, c0 int, dx, s
 			}
 		}
 		xc := dx[ch*hw : (ch+1)*hw]
+		if m == 4 {
+			// padded rows rr ≡ q (mod 4) interleaved, the overlapping columns added,
+			// into the padded plane pp (4(th+1) rows of 4tw + 2), then cropped into dx
+			we := 4*tw + 2
+			pp := scr[pr : pr+4*(th+1)*we]
+			for q := 0; q < 4; q++ {
+				var e [6][]T
+				copy(e[:], z[q][:6])
+				winoIntRows(k.fast, &e, 6, tw, pp[q*we:], 4*we, th+1, tw)
+			}
+			for ih := 0; ih < g.H; ih++ {
+				rr := ih + g.PadT
+				copy(xc[ih*g.W:(ih+1)*g.W], pp[rr*we+g.PadL:])
+			}
+			continue
+		}
 		for ih := 0; ih < g.H; ih++ {
 			rr := ih + g.PadT
 			off, q := (rr/m)*tw, rr%m
@@ -662,4 +727,88 @@ func winoPick(a ConvAlgo, p ConvLayerPlan) int {
 		tile = 4
 	}
 	return tile
+}
+
+// isF32 reports whether T is float32 (the AVX kernels' element type).
+func isF32[T Float]() bool {
+	var z T
+	return unsafe.Sizeof(z) == 4
+}
+
+// f32p returns &x[0] as a *float32 (T float32, len(x) > 0).
+func f32p[T Float](x []T) *float32 { return (*float32)(unsafe.Pointer(&x[0])) }
+
+// winoDeintRows splits rows of 4-column tiles into their columns:
+// d[j][r·dstride + t] = src[r·sstride + 4t + j] for r < rows, t < n and j < nj (4,
+// or 6: columns 4 and 5 of tile t are columns 0 and 1 of tile t + 1, so a source
+// row holds 4n + 2 values). On the AVX kernels when fast, T is float32 and n is a
+// multiple of 4.
+func winoDeintRows[T Float](fast bool, src []T, sstride int, d *[6][]T, nj, dstride, rows, n int) {
+	if rows <= 0 || n <= 0 {
+		return
+	}
+	slen, dlen := (rows-1)*sstride+4*n+nj-4, (rows-1)*dstride+n
+	src = src[:slen]
+	if fast && n%4 == 0 && isF32[T]() {
+		var dp [6]*float32
+		for j := 0; j < nj; j++ {
+			dp[j] = f32p(d[j][:dlen])
+		}
+		if nj == 6 {
+			winoDeint6RowsF32(f32p(src), sstride, &dp, dstride, rows, n/4)
+		} else {
+			winoDeint4RowsF32(f32p(src), sstride, &dp, dstride, rows, n/4)
+		}
+		return
+	}
+	for j := 0; j < nj; j++ {
+		dj := d[j][:dlen]
+		for r := 0; r < rows; r++ {
+			dr, sr := dj[r*dstride:r*dstride+n], src[r*sstride+j:]
+			for t := range dr {
+				dr[t] = sr[4*t]
+			}
+		}
+	}
+}
+
+// winoIntRows is winoDeintRows's adjoint: dst[r·dstride + 4t + c] =
+// s[c][r·sstride + t] for c < 4; with nj = 6, the destination row's last two values
+// (4n, 4n + 1) are zeroed and s[4 + c][r·sstride + t] added at 4t + 4 + c for c < 2.
+func winoIntRows[T Float](fast bool, s *[6][]T, nj, sstride int, dst []T, dstride, rows, n int) {
+	if rows <= 0 || n <= 0 {
+		return
+	}
+	slen, dlen := (rows-1)*sstride+n, (rows-1)*dstride+4*n+nj-4
+	dst = dst[:dlen]
+	if fast && n%4 == 0 && isF32[T]() {
+		var sp [6]*float32
+		for j := 0; j < nj; j++ {
+			sp[j] = f32p(s[j][:slen])
+		}
+		if nj == 6 {
+			winoInt6RowsF32(&sp, sstride, f32p(dst), dstride, rows, n/4)
+		} else {
+			winoInt4RowsF32(&sp, sstride, f32p(dst), dstride, rows, n/4)
+		}
+		return
+	}
+	for r := 0; r < rows; r++ {
+		dr := dst[r*dstride : r*dstride+4*n+nj-4]
+		for c := 0; c < 4; c++ {
+			sc := s[c][r*sstride : r*sstride+n]
+			for t, v := range sc {
+				dr[4*t+c] = v
+			}
+		}
+		if nj == 6 {
+			dr[4*n], dr[4*n+1] = 0, 0
+			for c := 0; c < 2; c++ {
+				sc := s[4+c][r*sstride : r*sstride+n]
+				for t, v := range sc {
+					dr[4*t+4+c] += v
+				}
+			}
+		}
+	}
 }
