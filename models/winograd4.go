@@ -513,6 +513,36 @@ func winoInputGradN[T Float](k *winoKernN, g ConvGeom, dv []T, ld, c0 int, dx, s
 			}
 			winoCombN(k, k.cb, &x, &y, nt)
 		}
+		xc := dx[ch*hw : (ch+1)*hw]
+		if m == 4 {
+			// padded row 4s + q receives tile row s's row q and, for q < 2, tile row
+			// s−1's row q + 4 (added in place into qr[q], row th from qr[q+4]); the
+			// rows of a residue interleaved, the overlapping columns added, into the
+			// padded plane pp (4(th+1) rows of 4tw + 2), then cropped into dx
+			we := 4*tw + 2
+			pp := scr[pr : pr+4*(th+1)*we]
+			for q := 0; q < 4; q++ {
+				var e [6][]T
+				for j := 0; j < a; j++ {
+					e[j] = qr[q][j]
+					if q < 2 && th > 1 {
+						winoAddVec(k.fast, qr[q+4][j][:nt-tw], qr[q][j][tw:nt])
+					}
+				}
+				winoIntRows(k.fast, &e, 6, tw, pp[q*we:], 4*we, th, tw)
+				if q < 2 {
+					for j := 0; j < a; j++ {
+						e[j] = qr[q+4][j][(th-1)*tw:]
+					}
+					winoIntRows(k.fast, &e, 6, tw, pp[(4*th+q)*we:], we, 1, tw)
+				}
+			}
+			for ih := 0; ih < g.H; ih++ {
+				rr := ih + g.PadT
+				copy(xc[ih*g.W:(ih+1)*g.W], pp[rr*we+g.PadL:])
+			}
+			continue
+		}
 		// padded row m·s + q receives tile row s's row q and, for q < 2, tile row
 		// s−1's row q + m
 		for j := 0; j < a; j++ {
@@ -530,23 +560,6 @@ func winoInputGradN[T Float](k *winoKernN, g ConvGeom, dv []T, ld, c0 int, dx, s
 					zs[t] += v
 				}
 			}
-		}
-		xc := dx[ch*hw : (ch+1)*hw]
-		if m == 4 {
-			// padded rows rr ≡ q (mod 4) interleaved, the overlapping columns added,
-			// into the padded plane pp (4(th+1) rows of 4tw + 2), then cropped into dx
-			we := 4*tw + 2
-			pp := scr[pr : pr+4*(th+1)*we]
-			for q := 0; q < 4; q++ {
-				var e [6][]T
-				copy(e[:], z[q][:6])
-				winoIntRows(k.fast, &e, 6, tw, pp[q*we:], 4*we, th+1, tw)
-			}
-			for ih := 0; ih < g.H; ih++ {
-				rr := ih + g.PadT
-				copy(xc[ih*g.W:(ih+1)*g.W], pp[rr*we+g.PadL:])
-			}
-			continue
 		}
 		for ih := 0; ih < g.H; ih++ {
 			rr := ih + g.PadT
@@ -810,5 +823,17 @@ func winoIntRows[T Float](fast bool, s *[6][]T, nj, sstride int, dst []T, dstrid
 				}
 			}
 		}
+	}
+}
+
+// winoAddVec adds x to y (len(y) ≥ len(x)), on the AVX kernel when fast and T is
+// float32.
+func winoAddVec[T Float](fast bool, x, y []T) {
+	if fast && isF32[T]() {
+		addF32(unsafe.Slice(f32p(x), len(x)), unsafe.Slice(f32p(y), len(y)))
+		return
+	}
+	for i, v := range x {
+		y[i] += v
 	}
 }

@@ -474,6 +474,64 @@ func TestWinogradCombN(t *testing.T) {
 	}
 }
 
+// TestWinogradRows checks winoDeintRows and winoIntRows (the AVX kernels for
+// float32 where the CPU has them, n a multiple of 4) against the definitions in
+// float64, for 4 and 6 columns, strided rows and lengths with and without the
+// kernels, and the float64 loops likewise.
+func TestWinogradRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 13))
+	for _, nj := range []int{4, 6} {
+		for _, n := range []int{1, 4, 5, 8, 16} {
+			for _, rows := range []int{1, 3} {
+				sstride, dstride := 4*n+7, n+3
+				src := make([]float64, (rows-1)*sstride+4*n+nj-4)
+				for i := range src {
+					src[i] = float64(float32(rng.NormFloat64()))
+				}
+				var d32 [6][]float32
+				var d64 [6][]float64
+				for j := 0; j < nj; j++ {
+					d32[j], d64[j] = make([]float32, (rows-1)*dstride+n), make([]float64, (rows-1)*dstride+n)
+				}
+				winoDeintRows(hasAVX2FMA(), toF32(src), sstride, &d32, nj, dstride, rows, n)
+				winoDeintRows(false, src, sstride, &d64, nj, dstride, rows, n)
+				for j := 0; j < nj; j++ {
+					for r := 0; r < rows; r++ {
+						for c := 0; c < n; c++ {
+							want := src[r*sstride+4*c+j]
+							if got := d32[j][r*dstride+c]; float64(got) != want || d64[j][r*dstride+c] != want {
+								t.Fatalf("deint nj %d n %d rows %d: d[%d][%d][%d] = %v, %v; want %v", nj, n, rows, j, r, c, got, d64[j][r*dstride+c], want)
+							}
+						}
+					}
+				}
+				// adjoint: dst = Σ over the source columns placed at 4t + c
+				dlen := (rows-1)*sstride + 4*n + nj - 4
+				o32, o64 := make([]float32, dlen), make([]float64, dlen)
+				for i := range o32 {
+					o32[i], o64[i] = 99, 99 // the rows' values must be overwritten
+				}
+				winoIntRows(hasAVX2FMA(), &d32, nj, dstride, o32, sstride, rows, n)
+				winoIntRows(false, &d64, nj, dstride, o64, sstride, rows, n)
+				for r := 0; r < rows; r++ {
+					for x := 0; x < 4*n+nj-4; x++ {
+						var want float64
+						for c := 0; c < nj; c++ {
+							if tt := (x - c) / 4; x-c >= 0 && (x-c)%4 == 0 && tt < n {
+								want += d64[c][r*dstride+tt]
+							}
+						}
+						got := o32[r*sstride+x]
+						if math.Abs(float64(got)-want) > 1e-6*(1+math.Abs(want)) || math.Abs(o64[r*sstride+x]-want) > 1e-15*(1+math.Abs(want)) {
+							t.Fatalf("int nj %d n %d rows %d: dst[%d][%d] = %v, %v; want %v", nj, n, rows, r, x, got, o64[r*sstride+x], want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestConvPlanAuto checks the auto rule on cifar-cnn: each conv layer runs as
 // whichever of direct, F(2×2, 3×3) and F(4×4, 3×3) the cost model says is
 // cheapest (ties to direct, then to the smaller tile), which (docs/perf.md,
