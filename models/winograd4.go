@@ -626,11 +626,14 @@ func winoWeightGradN[T Float](k *winoKernN, out, in int, du, dw, scr []T) {
 			winoCombN(k, k.cgt, &x, &y, n)
 		}
 		d := dw[k0*9 : (k0+n)*9]
-		for t := 0; t < n; t++ {
-			w := d[t*9 : t*9+9]
-			w[0], w[1], w[2] = rp[0][0][t], rp[1][0][t], rp[2][0][t]
-			w[3], w[4], w[5] = rp[0][1][t], rp[1][1][t], rp[2][1][t]
-			w[6], w[7], w[8] = rp[0][2][t], rp[1][2][t], rp[2][2][t]
+		r00, r10, r20 := rp[0][0][:n], rp[1][0][:n], rp[2][0][:n]
+		r01, r11, r21 := rp[0][1][:n], rp[1][1][:n], rp[2][1][:n]
+		r02, r12, r22 := rp[0][2][:n], rp[1][2][:n], rp[2][2][:n]
+		for t := range r00 {
+			w := d[t*9 : t*9+9 : t*9+9]
+			w[0], w[1], w[2] = r00[t], r10[t], r20[t]
+			w[3], w[4], w[5] = r01[t], r11[t], r21[t]
+			w[6], w[7], w[8] = r02[t], r12[t], r22[t]
 		}
 	}
 }
@@ -700,18 +703,39 @@ func (c *convOps[T]) winoBackwardN(n *Network[T], ws *workspace[T], i int, cs in
 }
 
 // Costs of the F(4×4, 3×3) part of the cost model (winoCosts4), in GEMM
-// multiply-adds as winoCosts's constants: per channel and transform, per channel
-// and 4×4 tile, and per value of dU.
+// multiply-adds as winoCosts's constants, fitted to the per-layer measurements of
+// cifar-cnn's six conv layers (BenchmarkConvAlgoLayers; docs/perf.md, "Winograd
+// F(4×4, 3×3)"): the four tile transforms cost wino4ChannelCost per channel and
+// transform (calls and plane copies) plus wino4TileCost per channel and 4×4 tile;
+// the weight-gradient transform wino4DUCost per value of dU (36 per channel pair:
+// four times the direct weight gradient's values, written by GEMMs with K = tiles
+// and read back).
 const (
-	wino4ChannelCost = 17000
-	wino4TileCost    = 750
-	wino4DUCost      = 30
+	wino4ChannelCost = 4000
+	wino4TileCost    = 420
+	wino4DUCost      = 98
 )
+
+// winoGemmSlowdown is the cost model's factor on GEMM multiply-adds with cols
+// columns (the tiles of one sample): the packed GEMM computes 16-column panels, two
+// side by side on the 12×32 AVX-512 kernel; a single panel (16 ≤ cols < 32) runs
+// on the 4×16 AVX2 kernel, measured ≈ 1.6 times slower per multiply-add, and fewer
+// than 16 columns still cost a whole panel.
+func winoGemmSlowdown(cols int) float64 {
+	switch {
+	case cols >= 32:
+		return 1
+	case cols >= 16:
+		return 1.6
+	}
+	return 1.6 * 16 / float64(max(cols, 1))
+}
 
 // winoCosts4 returns the cost model's per-sample cost of a 3×3 stride-1 conv layer
 // as Winograd F(4×4, 3×3) in the per-sample clipped-gradient pass, in GEMM
 // multiply-adds (winoCosts gives direct and F(2×2, 3×3)): 36·InC·Out per 4×4 tile
-// and GEMM pass, the four tile transforms and the weight-gradient transform.
+// and GEMM pass (times winoGemmSlowdown for narrow GEMMs), the four tile
+// transforms and the weight-gradient transform.
 func winoCosts4(g ConvGeom, out int, below bool) float64 {
 	th, tw := winoTilesM(g, 4)
 	tiles := float64(th * tw)
@@ -720,7 +744,8 @@ func winoCosts4(g ConvGeom, out int, below bool) float64 {
 	if below {
 		passes, chans = 3, 2*in+2*oc
 	}
-	return passes*36*in*oc*tiles + chans*(wino4ChannelCost+wino4TileCost*tiles) + wino4DUCost*36*in*oc
+	gemm := passes * 36 * in * oc * tiles * winoGemmSlowdown(th*tw)
+	return gemm + chans*(wino4ChannelCost+wino4TileCost*tiles) + wino4DUCost*36*in*oc
 }
 
 // winoPick returns the output tile a layer with plan p runs under algorithm a: 2
