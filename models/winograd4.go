@@ -216,14 +216,29 @@ func winoCombN[T Float](k *winoKernN, c *winoCoefN, x, y *[winoMaxAlpha][]T, n i
 	}
 }
 
+// winoGroupLen is the vector length the F(m×m, 3×3) output, output-gradient and
+// input-gradient transforms aim for when one sample's channels lie side by side
+// in the transformed matrices (ld = tiles, one sample per chunk): channels are then
+// combined in groups (winoGroup), one kernel call per group instead of per channel.
+const winoGroupLen = 512
+
+// winoGroup returns the channels per transform call for c channels of nt tiles
+// and row stride ld.
+func winoGroup(c, nt, ld int) int {
+	if ld != nt {
+		return 1
+	}
+	return max(1, min(c, winoGroupLen/nt))
+}
+
 // winoScratchLenM is the scratch the F(m×m) transforms need for geometry g.
 func winoScratchLenM(g ConvGeom, m int) int {
 	th, tw := winoTilesM(g, m)
 	a, nt, pl := m+2, th*tw, m*(th+1)*tw
-	we := m*(tw+1) + 2
+	we, gl := m*(tw+1)+2, max(nt, winoGroupLen)
 	in := 2*a*pl + m*(th+1)*we
-	out := (m*a + m*m) * nt
-	ig := 2*a*a*nt + m*a*(th+1)*tw + m*(th+1)*we
+	out := (m*a + m*m) * gl
+	ig := 2*a*a*gl + m*a*(th+1)*tw + m*(th+1)*we
 	return max(in, out, ig, (3*a+9)*winoDWBlock)
 }
 
@@ -325,67 +340,88 @@ func winoInputN[T Float](k *winoKernN, g ConvGeom, x, v []T, ld, c0 int, scr []T
 }
 
 // winoOutputN writes Y = Aᵀ M A of every tile of one sample to y (out×OutH×OutW),
-// cropping partial tiles, from m[ξ·winoStride(out, ld) + o·ld + c0 + t]: per
-// channel the rows of every tile combined by Aᵀ, then the columns, then the m×m
-// results interleaved into the output rows.
+// cropping partial tiles, from m[ξ·winoStride(out, ld) + o·ld + c0 + t]: per group
+// of channels (winoGroup) the rows of every tile combined by Aᵀ, then the columns,
+// then the m×m results interleaved into the output rows.
 func winoOutputN[T Float](k *winoKernN, g ConvGeom, out int, mm []T, ld, c0 int, y []T, scr []T) {
 	m, a := k.m, k.a
 	th, tw := winoTilesM(g, m)
 	nt, hwo := th*tw, g.HWo()
 	xs := winoStride(out, ld)
+	G := winoGroup(out, nt, ld)
+	L0 := G * nt
 	var s [winoMaxAlpha][winoMaxAlpha][]T  // [r][b], r < m
 	var ye [winoMaxAlpha][winoMaxAlpha][]T // [r][c] output row r, column c of each tile
 	for r := 0; r < m; r++ {
 		for b := 0; b < a; b++ {
-			s[r][b] = scr[(r*a+b)*nt : (r*a+b+1)*nt]
+			s[r][b] = scr[(r*a+b)*L0 : (r*a+b+1)*L0]
 		}
 		for c := 0; c < m; c++ {
 			o := m*a + r*m + c
-			ye[r][c] = scr[o*nt : (o+1)*nt]
+			ye[r][c] = scr[o*L0 : (o+1)*L0]
 		}
 	}
 	nfull := g.OutW / m
-	for o := 0; o < out; o++ {
+	// with 4×4 tiles and OutH = 4·th, the tile rows of consecutive channels are
+	// consecutive output rows 4 apart: one interleaving call per tile row r
+	merged := m == 4 && g.OutH%4 == 0
+	for o0 := 0; o0 < out; o0 += G {
+		gn := min(G, out-o0)
+		L := gn * nt
 		for b := 0; b < a; b++ {
 			var x, yr [winoMaxAlpha][]T
 			for i := 0; i < a; i++ {
-				x[i] = mm[(i*a+b)*xs+o*ld+c0:][:nt]
+				x[i] = mm[(i*a+b)*xs+o0*ld+c0:][:L]
 			}
 			for r := 0; r < m; r++ {
 				yr[r] = s[r][b]
 			}
-			winoCombN(k, k.cat, &x, &yr, nt)
+			winoCombN(k, k.cat, &x, &yr, L)
 		}
 		for r := 0; r < m; r++ {
-			winoCombN(k, k.cat, &s[r], &ye[r], nt)
+			winoCombN(k, k.cat, &s[r], &ye[r], L)
 		}
-		yo := y[o*hwo : (o+1)*hwo]
-		if m == 4 {
-			for r := 0; r < min(4, g.OutH); r++ {
+		if merged {
+			for r := 0; r < 4; r++ {
 				var e [6][]T
 				for c := range 4 {
 					e[c] = ye[r][c]
 				}
-				winoIntRows(k.fast, &e, 4, tw, yo[r*g.OutW:], 4*g.OutW, (g.OutH-r+3)/4, nfull)
+				winoIntRows(k.fast, &e, 4, tw, y[o0*hwo+r*g.OutW:], 4*g.OutW, gn*th, nfull)
+			}
+			if nfull == tw {
+				continue
 			}
 		}
-		for ty := 0; ty < th; ty++ {
-			for r := 0; r < m; r++ {
-				oh := m*ty + r
-				if oh >= g.OutH {
-					break
+		for o := o0; o < o0+gn; o++ {
+			yo, off := y[o*hwo:(o+1)*hwo], (o-o0)*nt
+			if m == 4 && !merged {
+				for r := 0; r < min(4, g.OutH); r++ {
+					var e [6][]T
+					for c := range 4 {
+						e[c] = ye[r][c][off:]
+					}
+					winoIntRows(k.fast, &e, 4, tw, yo[r*g.OutW:], 4*g.OutW, (g.OutH-r+3)/4, nfull)
 				}
-				dst := yo[oh*g.OutW : (oh+1)*g.OutW]
-				if m != 4 {
-					for c := 0; c < m; c++ {
-						ec := ye[r][c][ty*tw:]
-						for tx := 0; tx < nfull; tx++ {
-							dst[m*tx+c] = ec[tx]
+			}
+			for ty := 0; ty < th; ty++ {
+				for r := 0; r < m; r++ {
+					oh := m*ty + r
+					if oh >= g.OutH {
+						break
+					}
+					dst := yo[oh*g.OutW : (oh+1)*g.OutW]
+					if m != 4 {
+						for c := 0; c < m; c++ {
+							ec := ye[r][c][off+ty*tw:]
+							for tx := 0; tx < nfull; tx++ {
+								dst[m*tx+c] = ec[tx]
+							}
 						}
 					}
-				}
-				for c := 0; m*nfull+c < g.OutW; c++ {
-					dst[m*nfull+c] = ye[r][c][ty*tw+nfull]
+					for c := 0; m*nfull+c < g.OutW; c++ {
+						dst[m*nfull+c] = ye[r][c][off+ty*tw+nfull]
+					}
 				}
 			}
 		}
@@ -394,67 +430,83 @@ func winoOutputN[T Float](k *winoKernN, g ConvGeom, out int, mm []T, ld, c0 int,
 
 // winoOutGradN writes N = A dY Aᵀ of every tile of one sample's output gradient dy
 // (out×OutH×OutW; zero where a tile is cropped) to nb[ξ·winoStride(out, ld) +
-// o·ld + c0 + t]: per channel the m×m tiles split into their m columns, the
-// columns combined by A, then the rows, straight into N.
+// o·ld + c0 + t]: per group of channels (winoGroup) the m×m tiles split into their
+// m columns, the columns combined by A, then the rows, straight into N.
 func winoOutGradN[T Float](k *winoKernN, g ConvGeom, out int, dy, nb []T, ld, c0 int, scr []T) {
 	m, a := k.m, k.a
 	th, tw := winoTilesM(g, m)
 	nt, hwo := th*tw, g.HWo()
 	xs := winoStride(out, ld)
+	G := winoGroup(out, nt, ld)
+	L0 := G * nt
 	var d [winoMaxAlpha][winoMaxAlpha][]T // [row r][column c]
 	var p [winoMaxAlpha][winoMaxAlpha][]T // [row r][column b of dY A]
 	for r := 0; r < m; r++ {
 		for c := 0; c < m; c++ {
-			d[r][c] = scr[(r*m+c)*nt : (r*m+c+1)*nt]
+			d[r][c] = scr[(r*m+c)*L0 : (r*m+c+1)*L0]
 		}
 		for b := 0; b < a; b++ {
 			o := m*m + r*a + b
-			p[r][b] = scr[o*nt : (o+1)*nt]
+			p[r][b] = scr[o*L0 : (o+1)*L0]
 		}
 	}
 	nfull := g.OutW / m
-	for o := 0; o < out; o++ {
-		do := dy[o*hwo : (o+1)*hwo]
-		for ty := 0; ty < th; ty++ {
-			for r := 0; r < m; r++ {
-				oh := m*ty + r
-				if oh >= g.OutH {
-					for c := 0; c < m; c++ {
-						clear(d[r][c][ty*tw : (ty+1)*tw])
-					}
-					continue
-				}
-				src := do[oh*g.OutW : (oh+1)*g.OutW]
-				if m != 4 {
-					for c := 0; c < m; c++ {
-						ec := d[r][c][ty*tw:]
-						for tx := 0; tx < nfull; tx++ {
-							ec[tx] = src[m*tx+c]
-						}
-					}
-				}
-				if nfull < tw {
-					for c := 0; c < m; c++ {
-						var v T
-						if m*nfull+c < g.OutW {
-							v = src[m*nfull+c]
-						}
-						d[r][c][ty*tw+nfull] = v
-					}
-				}
-			}
-		}
-		if m == 4 {
-			for r := 0; r < min(4, g.OutH); r++ {
+	merged := m == 4 && g.OutH%4 == 0 // as in winoOutputN
+	for o0 := 0; o0 < out; o0 += G {
+		gn := min(G, out-o0)
+		L := gn * nt
+		if merged {
+			for r := 0; r < 4; r++ {
 				var e [6][]T
 				for c := range 4 {
 					e[c] = d[r][c]
 				}
-				winoDeintRows(k.fast, do[r*g.OutW:], 4*g.OutW, &e, 4, tw, (g.OutH-r+3)/4, nfull)
+				winoDeintRows(k.fast, dy[o0*hwo+r*g.OutW:], 4*g.OutW, &e, 4, tw, gn*th, nfull)
+			}
+		}
+		for o := o0; o < o0+gn && !(merged && nfull == tw); o++ {
+			do, off := dy[o*hwo:(o+1)*hwo], (o-o0)*nt
+			if m == 4 && !merged {
+				for r := 0; r < min(4, g.OutH); r++ {
+					var e [6][]T
+					for c := range 4 {
+						e[c] = d[r][c][off:]
+					}
+					winoDeintRows(k.fast, do[r*g.OutW:], 4*g.OutW, &e, 4, tw, (g.OutH-r+3)/4, nfull)
+				}
+			}
+			for ty := 0; ty < th; ty++ {
+				for r := 0; r < m; r++ {
+					oh, row := m*ty+r, off+ty*tw
+					if oh >= g.OutH {
+						for c := 0; c < m; c++ {
+							clear(d[r][c][row : row+tw])
+						}
+						continue
+					}
+					src := do[oh*g.OutW : (oh+1)*g.OutW]
+					if m != 4 {
+						for c := 0; c < m; c++ {
+							ec := d[r][c][row:]
+							for tx := 0; tx < nfull; tx++ {
+								ec[tx] = src[m*tx+c]
+							}
+						}
+					}
+					if nfull < tw {
+						for c := 0; c < m; c++ {
+							var v T
+							if m*nfull+c < g.OutW {
+								v = src[m*nfull+c]
+							}
+							d[r][c][row+nfull] = v
+						}
+					}
+				}
 			}
 		}
 		for r := 0; r < m; r++ {
-			winoCombN(k, k.ca, &d[r], &p[r], nt)
+			winoCombN(k, k.ca, &d[r], &p[r], L)
 		}
 		for b := 0; b < a; b++ {
 			var x, y [winoMaxAlpha][]T
@@ -462,33 +514,36 @@ func winoOutGradN[T Float](k *winoKernN, g ConvGeom, out int, dy, nb []T, ld, c0
 				x[r] = p[r][b]
 			}
 			for i := 0; i < a; i++ {
-				y[i] = nb[(i*a+b)*xs+o*ld+c0:][:nt]
+				y[i] = nb[(i*a+b)*xs+o0*ld+c0:][:L]
 			}
-			winoCombN(k, k.ca, &x, &y, nt)
+			winoCombN(k, k.ca, &x, &y, L)
 		}
 	}
 }
 
 // winoInputGradN writes to dx (InC×H×W) the sum over the tiles of one sample of
 // dd = B dV Bᵀ, from dv[ξ·winoStride(InC, ld) + i·ld + c0 + t], dropping values in
-// the padding: per channel the rows combined by B, then the columns; then the
-// overlapping tile rows added (tile row ty's rows m, m+1 onto ty+1's rows 0, 1),
-// and the overlapping columns added while they are interleaved into dx. The tiles
-// cover every input pixel, so dx is written, not added to.
+// the padding: per group of channels (winoGroup) the rows combined by B, then the
+// columns; then per channel the overlapping tile rows added (tile row ty's rows m,
+// m+1 onto ty+1's rows 0, 1), and the overlapping columns added while they are
+// interleaved into dx. The tiles cover every input pixel, so dx is written, not
+// added to.
 func winoInputGradN[T Float](k *winoKernN, g ConvGeom, dv []T, ld, c0 int, dx, scr []T) {
 	m, a := k.m, k.a
 	th, tw := winoTilesM(g, m)
 	nt := th * tw
 	xs := winoStride(g.InC, ld)
+	G := winoGroup(g.InC, nt, ld)
+	L0 := G * nt
 	var wr, qr [winoMaxAlpha][winoMaxAlpha][]T // [a][j] and [i][j]
 	for i := 0; i < a; i++ {
 		for j := 0; j < a; j++ {
-			wr[i][j] = scr[(i*a+j)*nt : (i*a+j+1)*nt]
-			qr[i][j] = scr[(a*a+i*a+j)*nt : (a*a+i*a+j+1)*nt]
+			wr[i][j] = scr[(i*a+j)*L0 : (i*a+j+1)*L0]
+			qr[i][j] = scr[(a*a+i*a+j)*L0 : (a*a+i*a+j+1)*L0]
 		}
 	}
 	// z[q][j]: padded rows rr ≡ q (mod m), th+1 tile rows of tw, tile column j
-	zl, z0 := (th+1)*tw, 2*a*a*nt
+	zl, z0 := (th+1)*tw, 2*a*a*L0
 	var z [winoMaxAlpha][winoMaxAlpha][]T
 	for q := 0; q < m; q++ {
 		for j := 0; j < a; j++ {
@@ -498,88 +553,94 @@ func winoInputGradN[T Float](k *winoKernN, g ConvGeom, dv []T, ld, c0 int, dx, s
 	hw := g.H * g.W
 	pr := z0 + m*a*zl
 	prow := scr[pr : pr+m*(tw+1)+2]
-	for ch := 0; ch < g.InC; ch++ {
+	for ch0 := 0; ch0 < g.InC; ch0 += G {
+		gn := min(G, g.InC-ch0)
+		L := gn * nt
 		for i := 0; i < a; i++ {
 			var x [winoMaxAlpha][]T
 			for b := 0; b < a; b++ {
-				x[b] = dv[(i*a+b)*xs+ch*ld+c0:][:nt]
+				x[b] = dv[(i*a+b)*xs+ch0*ld+c0:][:L]
 			}
-			winoCombN(k, k.cb, &x, &wr[i], nt)
+			winoCombN(k, k.cb, &x, &wr[i], L)
 		}
 		for j := 0; j < a; j++ {
 			var x, y [winoMaxAlpha][]T
 			for i := 0; i < a; i++ {
 				x[i], y[i] = wr[i][j], qr[i][j]
 			}
-			winoCombN(k, k.cb, &x, &y, nt)
+			winoCombN(k, k.cb, &x, &y, L)
 		}
-		xc := dx[ch*hw : (ch+1)*hw]
-		if m == 4 {
-			// padded row 4s + q receives tile row s's row q and, for q < 2, tile row
-			// s−1's row q + 4 (added in place into qr[q], row th from qr[q+4]); the
-			// rows of a residue interleaved, the overlapping columns added, into the
-			// padded plane pp (4(th+1) rows of 4tw + 2), then cropped into dx
-			we := 4*tw + 2
-			pp := scr[pr : pr+4*(th+1)*we]
-			for q := 0; q < 4; q++ {
-				var e [6][]T
-				for j := 0; j < a; j++ {
-					e[j] = qr[q][j]
-					if q < 2 && th > 1 {
-						winoAddVec(k.fast, qr[q+4][j][:nt-tw], qr[q][j][tw:nt])
+		for ch := ch0; ch < ch0+gn; ch++ {
+			off := (ch - ch0) * nt
+			xc := dx[ch*hw : (ch+1)*hw]
+			if m == 4 {
+				// padded row 4s + q receives tile row s's row q and, for q < 2, tile
+				// row s−1's row q + 4 (added in place into qr[q], row th from
+				// qr[q+4]); the rows of a residue interleaved, the overlapping
+				// columns added, into the padded plane pp (4(th+1) rows of 4tw + 2),
+				// then cropped into dx
+				we := 4*tw + 2
+				pp := scr[pr : pr+4*(th+1)*we]
+				for q := 0; q < 4; q++ {
+					var e [6][]T
+					for j := 0; j < a; j++ {
+						e[j] = qr[q][j][off : off+nt]
+						if q < 2 && th > 1 {
+							winoAddVec(k.fast, qr[q+4][j][off:off+nt-tw], e[j][tw:])
+						}
+					}
+					winoIntRows(k.fast, &e, 6, tw, pp[q*we:], 4*we, th, tw)
+					if q < 2 {
+						for j := 0; j < a; j++ {
+							e[j] = qr[q+4][j][off+(th-1)*tw:]
+						}
+						winoIntRows(k.fast, &e, 6, tw, pp[(4*th+q)*we:], we, 1, tw)
 					}
 				}
-				winoIntRows(k.fast, &e, 6, tw, pp[q*we:], 4*we, th, tw)
-				if q < 2 {
-					for j := 0; j < a; j++ {
-						e[j] = qr[q+4][j][(th-1)*tw:]
+				for ih := 0; ih < g.H; ih++ {
+					rr := ih + g.PadT
+					copy(xc[ih*g.W:(ih+1)*g.W], pp[rr*we+g.PadL:])
+				}
+				continue
+			}
+			// padded row m·s + q receives tile row s's row q and, for q < 2, tile
+			// row s−1's row q + m
+			for j := 0; j < a; j++ {
+				for q := 0; q < m; q++ {
+					zc, lo := z[q][j], qr[q][j][off:off+nt]
+					copy(zc[:nt], lo)
+					if q >= 2 {
+						clear(zc[nt:])
+						continue
 					}
-					winoIntRows(k.fast, &e, 6, tw, pp[(4*th+q)*we:], we, 1, tw)
+					hi := qr[q+m][j][off : off+nt]
+					copy(zc[nt:], hi[(th-1)*tw:])
+					zs, hs := zc[tw:nt], hi[:nt-tw]
+					for t, v := range hs {
+						zs[t] += v
+					}
 				}
 			}
 			for ih := 0; ih < g.H; ih++ {
 				rr := ih + g.PadT
-				copy(xc[ih*g.W:(ih+1)*g.W], pp[rr*we+g.PadL:])
-			}
-			continue
-		}
-		// padded row m·s + q receives tile row s's row q and, for q < 2, tile row
-		// s−1's row q + m
-		for j := 0; j < a; j++ {
-			for q := 0; q < m; q++ {
-				zc, lo := z[q][j], qr[q][j]
-				copy(zc[:nt], lo)
-				if q >= 2 {
-					clear(zc[nt:])
-					continue
+				off, q := (rr/m)*tw, rr%m
+				// padded column m·t + c receives tile t's column c and, for c < 2,
+				// tile t−1's column c + m
+				for c := 0; c < m; c++ {
+					zc := z[q][c][off : off+tw]
+					for t, v := range zc {
+						prow[m*t+c] = v
+					}
 				}
-				hi := qr[q+m][j]
-				copy(zc[nt:], hi[(th-1)*tw:])
-				zs, hs := zc[tw:nt], hi[:nt-tw]
-				for t, v := range hs {
-					zs[t] += v
+				prow[m*tw], prow[m*tw+1] = 0, 0
+				for c := 0; c < 2; c++ {
+					zc := z[q][c+m][off : off+tw]
+					for t, v := range zc {
+						prow[m*(t+1)+c] += v
+					}
 				}
+				copy(xc[ih*g.W:(ih+1)*g.W], prow[g.PadL:])
 			}
-		}
-		for ih := 0; ih < g.H; ih++ {
-			rr := ih + g.PadT
-			off, q := (rr/m)*tw, rr%m
-			// padded column m·t + c receives tile t's column c and, for c < 2,
-			// tile t−1's column c + m
-			for c := 0; c < m; c++ {
-				zc := z[q][c][off : off+tw]
-				for t, v := range zc {
-					prow[m*t+c] = v
-				}
-			}
-			prow[m*tw], prow[m*tw+1] = 0, 0
-			for c := 0; c < 2; c++ {
-				zc := z[q][c+m][off : off+tw]
-				for t, v := range zc {
-					prow[m*(t+1)+c] += v
-				}
-			}
-			copy(xc[ih*g.W:(ih+1)*g.W], prow[g.PadL:])
 		}
 	}
 }
