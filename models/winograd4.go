@@ -772,9 +772,9 @@ func (c *convOps[T]) winoBackwardN(n *Network[T], ws *workspace[T], i int, cs in
 // four times the direct weight gradient's values, written by GEMMs with K = tiles
 // and read back).
 const (
-	wino4ChannelCost = 4000
-	wino4TileCost    = 420
-	wino4DUCost      = 98
+	wino4ChannelCost = 2000
+	wino4TileCost    = 540
+	wino4DUCost      = 51
 )
 
 // winoGemmSlowdown is the cost model's factor on GEMM multiply-adds with cols

@@ -538,7 +538,7 @@ func TestWinogradRows(t *testing.T) {
 // "Winograd convolution") is planWant; winograd and winograd4 run every layer with
 // their tile.
 func TestConvPlanAuto(t *testing.T) {
-	const planWant = "[3:4 8:2]"
+	const planWant = "[3:4 6:4 8:4]"
 	cifar, _ := ArchByName("cifar-cnn")
 	n, err := NewNetwork(cifar, NewCPUBackend[float32]())
 	if err != nil {
