@@ -133,6 +133,7 @@ type winoState[T Float] struct {
 	tile []int  // per layer: 2 or 4 where on
 	plan []ConvLayerPlan
 	u    [][]T // per Winograd layer: U, 16 matrices Out×InC, winoStride apart
+	ut   [][]T // per narrow F(4×4, 3×3) layer: Uᵀ, 36 matrices InC×Out (winoNarrow)
 	ws   []*workspace[T]
 }
 
@@ -149,6 +150,7 @@ type winoBuffers[T Float] struct {
 	scr []T   // the transforms' scratch (winoScratchLen, winoScratchLenM)
 	k   *winoKern
 	kn  *winoKernN // F(4×4, 3×3)'s transforms (winograd4.go)
+	t   []T        // one transposed GEMM product of a narrow F(4×4) layer (winoNarrow)
 }
 
 // winoEligible reports whether a conv geometry can run as Winograd F(2×2, 3×3).
@@ -278,8 +280,8 @@ func (n *Network[T]) winoPrepare(params []T) {
 			continue
 		}
 		c := n.layers[i].ops.(*convOps[T])
-		if m := n.wino.tile[i]; m != 2 {
-			winoWeightsN(newWinoKernN(m, false), c.out.C, c.g.InC, params[c.wOff:c.wOff+c.nW], u)
+		if n.wino.tile[i] != 2 {
+			c.winoPrepareN(n, i, params)
 			continue
 		}
 		winoWeights(c.out.C, c.g.InC, params[c.wOff:c.wOff+c.nW], u)

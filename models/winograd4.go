@@ -699,6 +699,38 @@ func winoWeightGradN[T Float](k *winoKernN, out, in int, du, dw, scr []T) {
 	}
 }
 
+// winoNarrow reports whether an F(4×4, 3×3) layer of geometry g has fewer than 32
+// tiles per sample. With one sample per chunk its GEMMs M_ξ = U_ξ·V_ξ and
+// dV_ξ = U_ξᵀ·N_ξ would have that few columns: a single 16-column panel runs on the
+// 4×16 AVX2 kernel (or, below 16, a padded one), so they run transposed instead,
+// M_ξᵀ = V_ξᵀ·U_ξᵀ and dV_ξᵀ = N_ξᵀ·U_ξ (tiles as rows, channels as columns: the
+// 12×32 AVX-512 kernel), each product transposed back into place (winoTranspose).
+func winoNarrow(g ConvGeom) bool {
+	th, tw := winoTilesM(g, 4)
+	return th*tw < 32
+}
+
+// winoPrepareN computes an F(m×m, 3×3) layer's U from params and, for a narrow
+// layer (winoNarrow), Uᵀ.
+func (c *convOps[T]) winoPrepareN(n *Network[T], i int, params []T) {
+	m, oc, in := n.wino.tile[i], c.out.C, c.g.InC
+	u := n.wino.u[i]
+	winoWeightsN(newWinoKernN(m, false), oc, in, params[c.wOff:c.wOff+c.nW], u)
+	if m != 4 || !winoNarrow(c.g) {
+		return
+	}
+	if n.wino.ut == nil {
+		n.wino.ut = make([][]T, len(n.layers))
+	}
+	us := winoStride(oc, in)
+	if len(n.wino.ut[i]) != len(u) {
+		n.wino.ut[i] = make([]T, len(u))
+	}
+	for x := 0; x < winoAlpha2(m); x++ {
+		winoTranspose(hasAVX2FMA(), u[x*us:], in, n.wino.ut[i][x*us:], oc, oc, in)
+	}
+}
+
 // winoForwardN is winoForward for an F(m×m, 3×3) layer: V into the workspace
 // (kept for backward), α² GEMMs M_ξ = U_ξ·V_ξ, then the output transform.
 func (c *convOps[T]) winoForwardN(n *Network[T], ws *workspace[T], i int, in, out []T, cs int) {
@@ -714,8 +746,16 @@ func (c *convOps[T]) winoForwardN(n *Network[T], ws *workspace[T], i int, in, ou
 	}
 	cols := cs * nt
 	us, vs, ms := winoStride(oc, g.InC), winoStride(g.InC, ld), winoStride(oc, ld)
-	for x := 0; x < k.a*k.a; x++ {
-		n.be.Gemm(false, false, oc, cols, g.InC, 1, u[x*us:], g.InC, v[x*vs:], ld, 0, m[x*ms:], ld)
+	if k.m == 4 && cs == 1 && winoNarrow(g) {
+		ut, t := n.wino.ut[i], wb.narrow(nt*oc)
+		for x := 0; x < k.a*k.a; x++ {
+			n.be.Gemm(true, false, nt, oc, g.InC, 1, v[x*vs:], ld, ut[x*us:], oc, 0, t, oc)
+			winoTranspose(k.fast, t, oc, m[x*ms:], ld, nt, oc)
+		}
+	} else {
+		for x := 0; x < k.a*k.a; x++ {
+			n.be.Gemm(false, false, oc, cols, g.InC, 1, u[x*us:], g.InC, v[x*vs:], ld, 0, m[x*ms:], ld)
+		}
 	}
 	for s := 0; s < cs; s++ {
 		winoOutputN(k, g, oc, m, ld, s*nt, out[s*c.outN:(s+1)*c.outN], wb.scr)
@@ -755,8 +795,16 @@ func (c *convOps[T]) winoBackwardN(n *Network[T], ws *workspace[T], i int, cs in
 		return
 	}
 	cols := cs * nt
-	for x := 0; x < a2; x++ {
-		be.Gemm(true, false, g.InC, cols, oc, 1, u[x*us:], g.InC, nb[x*ns:], ld, 0, wb.dv[x*vs:], ld)
+	if k.m == 4 && cs == 1 && winoNarrow(g) {
+		t := wb.narrow(nt * g.InC)
+		for x := 0; x < a2; x++ {
+			be.Gemm(true, false, nt, g.InC, oc, 1, nb[x*ns:], ld, u[x*us:], g.InC, 0, t, g.InC)
+			winoTranspose(k.fast, t, g.InC, wb.dv[x*vs:], ld, nt, g.InC)
+		}
+	} else {
+		for x := 0; x < a2; x++ {
+			be.Gemm(true, false, g.InC, cols, oc, 1, u[x*us:], g.InC, nb[x*ns:], ld, 0, wb.dv[x*vs:], ld)
+		}
 	}
 	for s := 0; s < cs; s++ {
 		winoInputGradN(k, g, wb.dv, ld, s*nt, din[s*c.inN:(s+1)*c.inN], wb.scr)
@@ -773,30 +821,15 @@ func (c *convOps[T]) winoBackwardN(n *Network[T], ws *workspace[T], i int, cs in
 // and read back).
 const (
 	wino4ChannelCost = 2000
-	wino4TileCost    = 540
-	wino4DUCost      = 51
+	wino4TileCost    = 520
+	wino4DUCost      = 73
 )
-
-// winoGemmSlowdown is the cost model's factor on GEMM multiply-adds with cols
-// columns (the tiles of one sample): the packed GEMM computes 16-column panels, two
-// side by side on the 12×32 AVX-512 kernel; a single panel (16 ≤ cols < 32) runs
-// on the 4×16 AVX2 kernel, measured ≈ 1.6 times slower per multiply-add, and fewer
-// than 16 columns still cost a whole panel.
-func winoGemmSlowdown(cols int) float64 {
-	switch {
-	case cols >= 32:
-		return 1
-	case cols >= 16:
-		return 1.6
-	}
-	return 1.6 * 16 / float64(max(cols, 1))
-}
 
 // winoCosts4 returns the cost model's per-sample cost of a 3×3 stride-1 conv layer
 // as Winograd F(4×4, 3×3) in the per-sample clipped-gradient pass, in GEMM
 // multiply-adds (winoCosts gives direct and F(2×2, 3×3)): 36·InC·Out per 4×4 tile
-// and GEMM pass (times winoGemmSlowdown for narrow GEMMs), the four tile
-// transforms and the weight-gradient transform.
+// and GEMM pass (narrow layers' transposed GEMMs, winoNarrow, ran at about the
+// same rate), the four tile transforms and the weight-gradient transform.
 func winoCosts4(g ConvGeom, out int, below bool) float64 {
 	th, tw := winoTilesM(g, 4)
 	tiles := float64(th * tw)
@@ -805,7 +838,7 @@ func winoCosts4(g ConvGeom, out int, below bool) float64 {
 	if below {
 		passes, chans = 3, 2*in+2*oc
 	}
-	gemm := passes * 36 * in * oc * tiles * winoGemmSlowdown(th*tw)
+	gemm := passes * 36 * in * oc * tiles
 	return gemm + chans*(wino4ChannelCost+wino4TileCost*tiles) + wino4DUCost*36*in*oc
 }
 
@@ -922,4 +955,32 @@ func winoAddVec[T Float](fast bool, x, y []T) {
 	for i, v := range x {
 		y[i] += v
 	}
+}
+
+// winoTranspose sets dst[c·dstride + r] = src[r·sstride + c] for r < rows and
+// c < cols, on the AVX kernel when fast, T is float32 and both are multiples of 4.
+func winoTranspose[T Float](fast bool, src []T, sstride int, dst []T, dstride, rows, cols int) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	src, dst = src[:(rows-1)*sstride+cols], dst[:(cols-1)*dstride+rows]
+	if fast && rows%4 == 0 && cols%4 == 0 && isF32[T]() {
+		winoTransposeF32(f32p(src), sstride, f32p(dst), dstride, rows/4, cols/4)
+		return
+	}
+	for r := 0; r < rows; r++ {
+		sr := src[r*sstride : r*sstride+cols]
+		for c, v := range sr {
+			dst[c*dstride+r] = v
+		}
+	}
+}
+
+// narrow returns the workspace's buffer for one transposed GEMM product of a narrow
+// F(4×4) layer (winoNarrow), at least n values.
+func (wb *winoBuffers[T]) narrow(n int) []T {
+	if len(wb.t) < n {
+		wb.t = make([]T, n)
+	}
+	return wb.t[:n]
 }

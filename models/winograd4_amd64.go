@@ -44,3 +44,9 @@ func winoInt4RowsF32(s *[6]*float32, sstride int, dst *float32, dstride, rows, n
 
 //go:noescape
 func winoInt6RowsF32(s *[6]*float32, sstride int, dst *float32, dstride, rows, n4 int)
+
+// winoTransposeF32 sets dst[c·dstride + r] = src[r·sstride + c] for r < 4·rows4 and
+// c < 4·cols4 (both ≥ 1), in 4×4 blocks. AVX.
+//
+//go:noescape
+func winoTransposeF32(src *float32, sstride int, dst *float32, dstride, rows4, cols4 int)

@@ -591,3 +591,47 @@ winoInt6RowsF32_ovl:
 	JNE winoInt6RowsF32_row
 winoInt6RowsF32_done:
 	RET
+
+// func winoTransposeF32(src *float32, sstride int, dst *float32, dstride, rows4, cols4 int):
+// dst[c·dstride + r] = src[r·sstride + c] for r < 4·rows4, c < 4·cols4 (rows4,
+// cols4 ≥ 1), 4×4 blocks at a time. AVX.
+TEXT ·winoTransposeF32(SB), NOSPLIT, $0-48
+	MOVQ src+0(FP), SI
+	MOVQ sstride+8(FP), R8
+	SHLQ $2, R8
+	MOVQ dst+16(FP), DI
+	MOVQ dstride+24(FP), R9
+	SHLQ $2, R9
+	MOVQ rows4+32(FP), R12
+	LEAQ (R8)(R8*2), R10
+	LEAQ (R9)(R9*2), R11
+wtrow:
+	MOVQ cols4+40(FP), CX
+	MOVQ SI, AX
+	MOVQ DI, BX
+wtcol:
+	VMOVUPS (AX), X0
+	VMOVUPS (AX)(R8*1), X1
+	VMOVUPS (AX)(R8*2), X2
+	VMOVUPS (AX)(R10*1), X3
+	VUNPCKLPS X1, X0, X4
+	VUNPCKHPS X1, X0, X5
+	VUNPCKLPS X3, X2, X6
+	VUNPCKHPS X3, X2, X7
+	VMOVLHPS X6, X4, X0
+	VMOVHLPS X4, X6, X1
+	VMOVLHPS X7, X5, X2
+	VMOVHLPS X5, X7, X3
+	VMOVUPS X0, (BX)
+	VMOVUPS X1, (BX)(R9*1)
+	VMOVUPS X2, (BX)(R9*2)
+	VMOVUPS X3, (BX)(R11*1)
+	ADDQ $16, AX
+	LEAQ (BX)(R9*4), BX
+	DECQ CX
+	JNE wtcol
+	LEAQ (SI)(R8*4), SI
+	ADDQ $16, DI
+	DECQ R12
+	JNE wtrow
+	RET

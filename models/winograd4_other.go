@@ -112,3 +112,16 @@ func winoIntRowsRef(s *[6]*float32, sstride int, dst *float32, dstride, rows, n4
 		}
 	}
 }
+
+// winoTransposeF32 is the portable version of the amd64 kernel (never called off
+// amd64).
+func winoTransposeF32(src *float32, sstride int, dst *float32, dstride, rows4, cols4 int) {
+	rows, cols := 4*rows4, 4*cols4
+	s := unsafe.Slice(src, (rows-1)*sstride+cols)
+	d := unsafe.Slice(dst, (cols-1)*dstride+rows)
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			d[c*dstride+r] = s[r*sstride+c]
+		}
+	}
+}

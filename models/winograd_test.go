@@ -532,6 +532,32 @@ func TestWinogradRows(t *testing.T) {
 	}
 }
 
+// TestWinogradTranspose checks winoTranspose (the AVX kernel for float32 where the
+// CPU has it and both sizes are multiples of 4; the loop otherwise and for float64)
+// against the definition, with strided rows.
+func TestWinogradTranspose(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 15))
+	for _, rc := range [][2]int{{4, 4}, {16, 64}, {16, 32}, {4, 128}, {5, 8}, {8, 3}, {1, 1}} {
+		rows, cols := rc[0], rc[1]
+		ss, ds := cols+5, rows+3
+		src := make([]float64, (rows-1)*ss+cols)
+		for i := range src {
+			src[i] = float64(float32(rng.NormFloat64()))
+		}
+		d32, d64 := make([]float32, (cols-1)*ds+rows), make([]float64, (cols-1)*ds+rows)
+		winoTranspose(hasAVX2FMA(), toF32(src), ss, d32, ds, rows, cols)
+		winoTranspose(false, src, ss, d64, ds, rows, cols)
+		for r := 0; r < rows; r++ {
+			for c := 0; c < cols; c++ {
+				want := src[r*ss+c]
+				if float64(d32[c*ds+r]) != want || d64[c*ds+r] != want {
+					t.Fatalf("%d×%d: dst[%d][%d] = %v, %v; want %v", rows, cols, c, r, d32[c*ds+r], d64[c*ds+r], want)
+				}
+			}
+		}
+	}
+}
+
 // TestConvPlanAuto checks the auto rule on cifar-cnn: each conv layer runs as
 // whichever of direct, F(2×2, 3×3) and F(4×4, 3×3) the cost model says is
 // cheapest (ties to direct, then to the smaller tile), which (docs/perf.md,
