@@ -532,6 +532,80 @@ func TestWinogradRows(t *testing.T) {
 	}
 }
 
+// TestWinogradGenericF2 checks the tile-size-generic transforms of winograd4.go at
+// m = 2 against the specialised F(2×2, 3×3) ones of winograd_transform.go (which
+// TestWinogradConv checks against the direct layer), in float64 on random data:
+// input, output, output-gradient, input-gradient, weight and weight-gradient
+// transforms, with one sample (ld = tiles: channel groups) and with a sample at an
+// offset in a wider chunk.
+func TestWinogradGenericF2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 17))
+	k2, kn := newWinoKern(false), newWinoKernN(2, false)
+	for _, tc := range []struct {
+		c, h, w, out, pt, pb, pl, pr, cs int
+	}{
+		{2, 5, 7, 3, 1, 1, 1, 1, 1},
+		{3, 8, 8, 4, 1, 1, 1, 1, 3},
+		{5, 9, 6, 7, 0, 0, 0, 0, 1},
+		{4, 7, 10, 2, 1, 0, 0, 1, 2},
+		{13, 12, 13, 20, 2, 1, 0, 2, 1},
+	} {
+		g := ConvGeom{InC: tc.c, H: tc.h, W: tc.w, KH: 3, KW: 3, Stride: 1, PadT: tc.pt, PadB: tc.pb, PadL: tc.pl, PadR: tc.pr,
+			OutH: tc.h + tc.pt + tc.pb - 2, OutW: tc.w + tc.pl + tc.pr - 2}
+		th, tw := winoTiles(g)
+		nt := th * tw
+		ld := winoLD(g, tc.cs)
+		c0 := (tc.cs - 1) * nt
+		randv := func(n int) []float64 {
+			v := make([]float64, n)
+			for i := range v {
+				v[i] = rng.NormFloat64()
+			}
+			return v
+		}
+		scrLen := max(winoScratchLen(g), winoScratchLenM(g, 2))
+		s1, s2 := make([]float64, scrLen), make([]float64, scrLen)
+		check := func(what string, got, want []float64) {
+			t.Helper()
+			for i := range want {
+				if math.Abs(got[i]-want[i]) > 1e-12*(1+math.Abs(want[i])) {
+					t.Fatalf("%+v %s[%d] = %v, specialised %v", tc, what, i, got[i], want[i])
+				}
+			}
+		}
+		x := randv(tc.c * tc.h * tc.w)
+		v1, v2 := make([]float64, 16*winoStride(tc.c, ld)), make([]float64, 16*winoStride(tc.c, ld))
+		winoInput(k2, g, x, v1, ld, c0, s1)
+		winoInputN(kn, g, x, v2, ld, c0, s2)
+		check("V", v2, v1)
+		mm := randv(16 * winoStride(tc.out, ld))
+		y1, y2 := make([]float64, tc.out*g.HWo()), make([]float64, tc.out*g.HWo())
+		winoOutput(k2, g, tc.out, mm, ld, c0, y1, s1)
+		winoOutputN(kn, g, tc.out, mm, ld, c0, y2, s2)
+		check("Y", y2, y1)
+		dy := randv(tc.out * g.HWo())
+		n1, n2 := make([]float64, len(mm)), make([]float64, len(mm))
+		winoOutGrad(k2, g, tc.out, dy, n1, ld, c0, s1)
+		winoOutGradN(kn, g, tc.out, dy, n2, ld, c0, s2)
+		check("N", n2, n1)
+		dv := randv(len(v1))
+		dx1, dx2 := make([]float64, len(x)), make([]float64, len(x))
+		winoInputGrad(k2, g, dv, ld, c0, dx1, s1)
+		winoInputGradN(kn, g, dv, ld, c0, dx2, s2)
+		check("dx", dx2, dx1)
+		w := randv(tc.out * tc.c * 9)
+		u1, u2 := make([]float64, 16*winoStride(tc.out, tc.c)), make([]float64, 16*winoStride(tc.out, tc.c))
+		winoWeights(tc.out, tc.c, w, u1)
+		winoWeightsN(kn, tc.out, tc.c, w, u2)
+		check("U", u2, u1)
+		du := randv(len(u1))
+		dw1, dw2 := make([]float64, len(w)), make([]float64, len(w))
+		winoWeightGrad(k2, tc.out, tc.c, du, dw1, s1)
+		winoWeightGradN(kn, tc.out, tc.c, du, dw2, s2)
+		check("dw", dw2, dw1)
+	}
+}
+
 // TestWinogradTranspose checks winoTranspose (the AVX kernel for float32 where the
 // CPU has it and both sizes are multiples of 4; the loop otherwise and for float64)
 // against the definition, with strided rows.
