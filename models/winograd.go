@@ -134,6 +134,7 @@ type winoState[T Float] struct {
 	plan []ConvLayerPlan
 	u    [][]T // per Winograd layer: U, 16 matrices Out×InC, winoStride apart
 	ut   [][]T // per narrow F(4×4, 3×3) layer: Uᵀ, 36 matrices InC×Out (winoNarrow)
+	avx  bool  // hasAVX2FMA, asked once (CPUID traps to the hypervisor in a VM)
 	ws   []*workspace[T]
 }
 
@@ -234,7 +235,7 @@ func (n *Network[T]) SetConvAlgo(a ConvAlgo) error {
 	if n.ghost.algo != ClipPerSample {
 		return fmt.Errorf("%s: conv algorithm %s applies to per-sample clipping only, not clip algorithm %s", n.arch.Name, a, n.ghost.algo)
 	}
-	st := winoState[T]{algo: a, on: make([]bool, len(n.layers)), tile: make([]int, len(n.layers)), u: make([][]T, len(n.layers))}
+	st := winoState[T]{algo: a, on: make([]bool, len(n.layers)), tile: make([]int, len(n.layers)), u: make([][]T, len(n.layers)), avx: hasAVX2FMA()}
 	anyOn := false
 	for i, l := range n.layers {
 		c, ok := l.ops.(*convOps[T])
@@ -326,8 +327,8 @@ func (n *Network[T]) winoWorkspace(w, cs int) *workspace[T] {
 	}
 	wb.m, wb.dv, wb.du, wb.scr = be.Alloc(mLen), be.Alloc(dvLen), be.Alloc(duLen), make([]T, scrLen)
 	_, f32 := any(wb.scr).([]float32)
-	wb.k = newWinoKern(f32 && hasAVX2FMA())
-	wb.kn = newWinoKernN(4, f32 && hasAVX2FMA())
+	wb.k = newWinoKern(f32 && st.avx)
+	wb.kn = newWinoKernN(4, f32 && st.avx)
 	ws.wino = wb
 	st.ws[w] = ws
 	return ws

@@ -727,7 +727,7 @@ func (c *convOps[T]) winoPrepareN(n *Network[T], i int, params []T) {
 		n.wino.ut[i] = make([]T, len(u))
 	}
 	for x := 0; x < winoAlpha2(m); x++ {
-		winoTranspose(hasAVX2FMA(), u[x*us:], in, n.wino.ut[i][x*us:], oc, oc, in)
+		winoTranspose(n.wino.avx, u[x*us:], in, n.wino.ut[i][x*us:], oc, oc, in)
 	}
 }
 
