@@ -112,6 +112,7 @@ const (
 	winoSpecB
 	winoSpecAt
 	winoSpecA
+	winoSpecGt
 )
 
 // newWinoCoefN returns the coefficients y_j = Σ_i f(j, i)·x_i, j < ny, i < nx.
@@ -152,7 +153,7 @@ func newWinoKernN(m int, fast bool) *winoKernN {
 		cgt: newWinoCoefN(3, a, func(j, i int) float64 { return g[i][j] }),
 	}
 	if m == 4 {
-		k.ctb.spec, k.cb.spec, k.cat.spec, k.ca.spec = winoSpecBt, winoSpecB, winoSpecAt, winoSpecA
+		k.ctb.spec, k.cb.spec, k.cat.spec, k.ca.spec, k.cgt.spec = winoSpecBt, winoSpecB, winoSpecAt, winoSpecA, winoSpecGt
 	}
 	return k
 }
@@ -184,6 +185,8 @@ func winoCombN[T Float](k *winoKernN, c *winoCoefN, x, y *[winoMaxAlpha][]T, n i
 				winoAt4F32(&xp, &yp, done/8)
 			case winoSpecA:
 				winoA4F32(&xp, &yp, done/8)
+			case winoSpecGt:
+				winoGt4F32(&xp, &yp, done/8)
 			default:
 				winoComb6F32(&c.v, &xp, &yp, done/8, c.ny)
 			}

@@ -24,6 +24,12 @@ func winoAt4F32(x, y *[6]*float32, n8 int)
 //go:noescape
 func winoA4F32(x, y *[6]*float32, n8 int)
 
+// winoGt4F32 sets y = Gᵀx for k < 8·n8 (G of F(4, 3): 6 inputs, 3 outputs) with its
+// common subexpressions. AVX2 and FMA.
+//
+//go:noescape
+func winoGt4F32(x, y *[6]*float32, n8 int)
+
 // winoDeint4RowsF32 and winoDeint6RowsF32 split rows of 4-column tiles into their
 // columns: d[j][r·dstride + t] = src[r·sstride + 4t + j] for r < rows, t < 4·n4 and
 // j < 4 (6: columns 4, 5 of tile t, read from tile t + 1). AVX.

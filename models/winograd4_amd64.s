@@ -7,6 +7,13 @@ DATA wino4c<>+8(SB)/4, $0x40000000
 DATA wino4c<>+12(SB)/4, $0x41000000
 GLOBL wino4c<>(SB), RODATA|NOPTR, $16
 
+// The constants of winoGt4F32: 1/4, 1/6, 1/24, 1/12 (rounded to float32).
+DATA wino4g<>+0(SB)/4, $0x3e800000
+DATA wino4g<>+4(SB)/4, $0x3e2aaaab
+DATA wino4g<>+8(SB)/4, $0x3d2aaaab
+DATA wino4g<>+12(SB)/4, $0x3daaaaab
+GLOBL wino4g<>(SB), RODATA|NOPTR, $16
+
 // func winoComb6F32(c *[36][8]float32, x, y *[6]*float32, n8, ny int):
 // y[j][k] = Σ_{i<6} c[j·6+i]·x[i][k] for k < 8·n8 and j < ny (1 to 6), 8 values
 // at a time: the six inputs loaded once, each output one chain of FMAs.
@@ -634,4 +641,56 @@ wtcol:
 	ADDQ $16, DI
 	DECQ R12
 	JNE wtrow
+	RET
+
+// func winoGt4F32(x, y *[6]*float32, n8 int): y = Gᵀx of F(4, 3) (3 outputs), 8
+// values at a time: with s = x1 + x2, d = x2 − x1, p = x3 + x4, q = x3 − x4:
+// y0 = x0/4 − s/6 + p/24, y1 = d/6 + q/12, y2 = (p − s)/6 + x5. AVX2 and FMA.
+TEXT ·winoGt4F32(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), BX
+	MOVQ 0(BX), SI
+	MOVQ 8(BX), DI
+	MOVQ 16(BX), R8
+	MOVQ 24(BX), R9
+	MOVQ 32(BX), R10
+	MOVQ 40(BX), R11
+	MOVQ y+8(FP), BX
+	MOVQ n8+16(FP), DX
+	SHLQ $5, DX
+	XORQ CX, CX
+	VBROADCASTSS wino4g<>+0(SB), Y8
+	VBROADCASTSS wino4g<>+4(SB), Y9
+	VBROADCASTSS wino4g<>+8(SB), Y10
+	VBROADCASTSS wino4g<>+12(SB), Y11
+	TESTQ DX, DX
+	JEQ winoGt4F32_done
+winoGt4F32_loop:
+	VMOVUPS (SI)(CX*1), Y0
+	VMOVUPS (DI)(CX*1), Y1
+	VMOVUPS (R8)(CX*1), Y2
+	VMOVUPS (R9)(CX*1), Y3
+	VMOVUPS (R10)(CX*1), Y4
+	VMOVUPS (R11)(CX*1), Y5
+	VADDPS Y2, Y1, Y6
+	VSUBPS Y1, Y2, Y7
+	VADDPS Y4, Y3, Y12
+	VSUBPS Y4, Y3, Y13
+	VMULPS Y8, Y0, Y14
+	VFNMADD231PS Y9, Y6, Y14
+	VFMADD231PS Y10, Y12, Y14
+	MOVQ 0(BX), R12
+	VMOVUPS Y14, (R12)(CX*1)
+	VMULPS Y9, Y7, Y14
+	VFMADD231PS Y11, Y13, Y14
+	MOVQ 8(BX), R12
+	VMOVUPS Y14, (R12)(CX*1)
+	VSUBPS Y6, Y12, Y14
+	VFMADD213PS Y5, Y9, Y14
+	MOVQ 16(BX), R12
+	VMOVUPS Y14, (R12)(CX*1)
+	ADDQ $32, CX
+	CMPQ CX, DX
+	JLT winoGt4F32_loop
+winoGt4F32_done:
+	VZEROUPPER
 	RET

@@ -125,3 +125,8 @@ func winoTransposeF32(src *float32, sstride int, dst *float32, dstride, rows4, c
 		}
 	}
 }
+
+func winoGt4F32(x, y *[6]*float32, n8 int) {
+	_, g, _ := winoTables(4)
+	winoTab4F32(x, y, n8, 3, 6, func(j, i int) float64 { return g[i][j] })
+}
