@@ -315,7 +315,7 @@ func (n *Network[T]) winoWorkspace(w, cs int) *workspace[T] {
 		c := n.layers[i].ops.(*convOps[T])
 		m := st.tile[i]
 		ld, a2 := winoLDM(c.g, cs, m), winoAlpha2(m)
-		wb.v[i] = be.Alloc(a2 * winoStride(c.g.InC, ld))
+		wb.v[i] = be.Alloc(a2 * winoStride(c.g.InC, winoLDV(c.g, cs, m)))
 		mLen = max(mLen, a2*winoStride(c.out.C, ld))
 		dvLen = max(dvLen, a2*winoStride(c.g.InC, ld))
 		duLen = max(duLen, a2*winoStride(c.out.C, c.g.InC))

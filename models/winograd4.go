@@ -90,6 +90,18 @@ func winoLDM(g ConvGeom, cs, m int) int {
 	return ld
 }
 
+// winoLDV returns the row stride of a layer's transformed inputs V for F(m×m, 3×3)
+// and cs samples: with 4×4 tiles and one sample, (th+1)·tw (one unused tile row per
+// channel, which the GEMMs skip: winoInputN then runs its second stage for a group
+// of channels in one call, see winoInput4G), else winoLDM's.
+func winoLDV(g ConvGeom, cs, m int) int {
+	th, tw := winoTilesM(g, m)
+	if m == 4 && cs == 1 && ((th+1)*tw)%1024 != 0 {
+		return (th + 1) * tw
+	}
+	return winoLDM(g, cs, m)
+}
+
 // winoAlpha2 is the number of transformed matrices of F(m×m, 3×3), (m + 2)².
 func winoAlpha2(m int) int { return (m + 2) * (m + 2) }
 
@@ -240,6 +252,11 @@ func winoScratchLenM(g ConvGeom, m int) int {
 	a, nt, pl := m+2, th*tw, m*(th+1)*tw
 	we, gl := m*(tw+1)+2, max(nt, winoGroupLen)
 	in := 2*a*pl + m*(th+1)*we
+	if m == 4 { // winoInput4G: groups of up to max(1, winoGroupLen/cl) channels
+		cl := (th + 1) * tw
+		G := max(1, winoGroupLen/cl)
+		in = max(in, 12*4*G*cl+G*4*(th+1)*we)
+	}
 	out := (m*a + m*m) * gl
 	ig := 2*a*a*gl + m*a*(th+1)*tw + m*(th+1)*we
 	return max(in, out, ig, (3*a+9)*winoDWBlock)
@@ -275,6 +292,10 @@ func winoWeightsN[T Float](k *winoKernN, out, in int, w, u []T) {
 func winoInputN[T Float](k *winoKernN, g ConvGeom, x, v []T, ld, c0 int, scr []T) {
 	m, a := k.m, k.a
 	th, tw := winoTilesM(g, m)
+	if m == 4 && c0 == 0 && ld == (th+1)*tw {
+		winoInput4G(k, g, x, v, ld, scr)
+		return
+	}
 	nt, pl := th*tw, m*(th+1)*tw // plane: [rr mod m][th+1][tw]
 	xs := winoStride(g.InC, ld)
 	var in, cb [winoMaxAlpha][]T
@@ -740,24 +761,24 @@ func (c *convOps[T]) winoForwardN(n *Network[T], ws *workspace[T], i int, in, ou
 	g, oc := c.g, c.out.C
 	wb := ws.wino
 	k := wb.kn
-	ld := winoLDM(g, cs, k.m)
+	ld, ldv := winoLDM(g, cs, k.m), winoLDV(g, cs, k.m)
 	th, tw := winoTilesM(g, k.m)
 	nt := th * tw
 	v, m, u := wb.v[i], wb.m, n.wino.u[i]
 	for s := 0; s < cs; s++ {
-		winoInputN(k, g, in[s*c.inN:(s+1)*c.inN], v, ld, s*nt, wb.scr)
+		winoInputN(k, g, in[s*c.inN:(s+1)*c.inN], v, ldv, s*nt, wb.scr)
 	}
 	cols := cs * nt
-	us, vs, ms := winoStride(oc, g.InC), winoStride(g.InC, ld), winoStride(oc, ld)
+	us, vs, ms := winoStride(oc, g.InC), winoStride(g.InC, ldv), winoStride(oc, ld)
 	if k.m == 4 && cs == 1 && winoNarrow(g) {
 		ut, t := n.wino.ut[i], wb.narrow(nt*oc)
 		for x := 0; x < k.a*k.a; x++ {
-			n.be.Gemm(true, false, nt, oc, g.InC, 1, v[x*vs:], ld, ut[x*us:], oc, 0, t, oc)
+			n.be.Gemm(true, false, nt, oc, g.InC, 1, v[x*vs:], ldv, ut[x*us:], oc, 0, t, oc)
 			winoTranspose(k.fast, t, oc, m[x*ms:], ld, nt, oc)
 		}
 	} else {
 		for x := 0; x < k.a*k.a; x++ {
-			n.be.Gemm(false, false, oc, cols, g.InC, 1, u[x*us:], g.InC, v[x*vs:], ld, 0, m[x*ms:], ld)
+			n.be.Gemm(false, false, oc, cols, g.InC, 1, u[x*us:], g.InC, v[x*vs:], ldv, 0, m[x*ms:], ld)
 		}
 	}
 	for s := 0; s < cs; s++ {
@@ -775,7 +796,7 @@ func (c *convOps[T]) winoBackwardN(n *Network[T], ws *workspace[T], i int, cs in
 	wb := ws.wino
 	k := wb.kn
 	a2 := k.a * k.a
-	ld := winoLDM(g, cs, k.m)
+	ld, ldv := winoLDM(g, cs, k.m), winoLDV(g, cs, k.m)
 	th, tw := winoTilesM(g, k.m)
 	nt, hwo := th*tw, g.HWo()
 	v, nb, u := wb.v[i], wb.m, n.wino.u[i]
@@ -783,10 +804,10 @@ func (c *convOps[T]) winoBackwardN(n *Network[T], ws *workspace[T], i int, cs in
 	for s := 0; s < cs; s++ {
 		winoOutGradN(k, g, oc, dout[s*c.outN:(s+1)*c.outN], nb, ld, s*nt, wb.scr)
 	}
-	us, vs, ns := winoStride(oc, g.InC), winoStride(g.InC, ld), winoStride(oc, ld)
+	us, vs, ns := winoStride(oc, g.InC), winoStride(g.InC, ldv), winoStride(oc, ld)
 	for s := 0; s < cs; s++ {
 		for x := 0; x < a2; x++ {
-			be.Gemm(false, true, oc, g.InC, nt, 1, nb[x*ns+s*nt:], ld, v[x*vs+s*nt:], ld, 0, wb.du[x*us:], g.InC)
+			be.Gemm(false, true, oc, g.InC, nt, 1, nb[x*ns+s*nt:], ld, v[x*vs+s*nt:], ldv, 0, wb.du[x*us:], g.InC)
 		}
 		gw := ws.grads[s*P+c.wOff : s*P+c.wOff+c.nW]
 		winoWeightGradN(k, oc, g.InC, wb.du, gw, wb.scr)
@@ -797,16 +818,16 @@ func (c *convOps[T]) winoBackwardN(n *Network[T], ws *workspace[T], i int, cs in
 	if !needIn {
 		return
 	}
-	cols := cs * nt
+	cols, dvs := cs*nt, winoStride(g.InC, ld)
 	if k.m == 4 && cs == 1 && winoNarrow(g) {
 		t := wb.narrow(nt * g.InC)
 		for x := 0; x < a2; x++ {
 			be.Gemm(true, false, nt, g.InC, oc, 1, nb[x*ns:], ld, u[x*us:], g.InC, 0, t, g.InC)
-			winoTranspose(k.fast, t, g.InC, wb.dv[x*vs:], ld, nt, g.InC)
+			winoTranspose(k.fast, t, g.InC, wb.dv[x*dvs:], ld, nt, g.InC)
 		}
 	} else {
 		for x := 0; x < a2; x++ {
-			be.Gemm(true, false, g.InC, cols, oc, 1, u[x*us:], g.InC, nb[x*ns:], ld, 0, wb.dv[x*vs:], ld)
+			be.Gemm(true, false, g.InC, cols, oc, 1, u[x*us:], g.InC, nb[x*ns:], ld, 0, wb.dv[x*dvs:], ld)
 		}
 	}
 	for s := 0; s < cs; s++ {
@@ -986,4 +1007,62 @@ func (wb *winoBuffers[T]) narrow(n int) []T {
 		wb.t = make([]T, n)
 	}
 	return wb.t[:n]
+}
+
+// winoInput4G is winoInputN for 4×4 tiles, one sample and ld = (th+1)·tw
+// (winoLDV), for groups of channels at once: the group's padded channels, 4(th+1)
+// rows of we each, lie one after the other in pp, so that the rows ≡ q (mod 4) of
+// all of them split into their 6 tile columns in one call (planes [q][channel][s][tx],
+// s ≤ th); the columns are combined by Bᵀ in one call; and row i of tile row ty,
+// plane q = i mod 4 at s = ty + i/4, is the same flat position shifted by (i/4)·tw
+// for every channel, so that the rows are combined by Bᵀ in one call per tile
+// column b, straight into V (whose row th of each channel is left with values of
+// no tile: the GEMMs read tiles < th·tw only).
+func winoInput4G[T Float](k *winoKernN, g ConvGeom, x, v []T, ld int, scr []T) {
+	th, tw := winoTilesM(g, 4)
+	cl := (th + 1) * tw // one channel's plane rows per residue
+	G := max(1, min(g.InC, winoGroupLen/cl))
+	we := 4*(tw+1) + 2
+	pl := 4 * G * cl
+	var in, cb [winoMaxAlpha][]T
+	for q := 0; q < 6; q++ {
+		in[q] = scr[q*pl : (q+1)*pl]
+		cb[q] = scr[(6+q)*pl : (7+q)*pl]
+	}
+	pp := scr[12*pl : 12*pl+G*4*(th+1)*we]
+	clear(pp)
+	xs := winoStride(g.InC, ld)
+	hw := g.H * g.W
+	qlo, qhi := max(0, g.PadL), min(we, g.W+g.PadL)
+	for ch0 := 0; ch0 < g.InC; ch0 += G {
+		gn := min(G, g.InC-ch0)
+		if qlo < qhi {
+			for c := 0; c < gn; c++ {
+				xc, pc := x[(ch0+c)*hw:(ch0+c+1)*hw], pp[c*4*(th+1)*we:]
+				for ih := 0; ih < g.H; ih++ {
+					r := ih + g.PadT
+					copy(pc[r*we+qlo:r*we+qhi], xc[ih*g.W+qlo-g.PadL:])
+				}
+			}
+		}
+		gl := gn * cl
+		for q := 0; q < 4; q++ {
+			var d [6][]T
+			for j := range d {
+				d[j] = in[j][q*gl:]
+			}
+			winoDeintRows(k.fast, pp[q*we:], 4*we, &d, 6, tw, gn*(th+1), tw)
+		}
+		winoCombN(k, k.ctb, &in, &cb, 4*gl)
+		L := gl - tw
+		for b := 0; b < 6; b++ {
+			var xr, y [winoMaxAlpha][]T
+			for i := 0; i < 6; i++ {
+				o := (i%4)*gl + (i/4)*tw
+				xr[i] = cb[b][o : o+L]
+				y[i] = v[(i*6+b)*xs+ch0*ld:][:L]
+			}
+			winoCombN(k, k.ctb, &xr, &y, L)
+		}
+	}
 }
