@@ -835,25 +835,28 @@ func (c *convOps[T]) winoBackwardN(n *Network[T], ws *workspace[T], i int, cs in
 	}
 }
 
-// Costs of the F(4×4, 3×3) part of the cost model (winoCosts4), in GEMM
-// multiply-adds as winoCosts's constants, fitted to the per-layer measurements of
-// cifar-cnn's six conv layers (BenchmarkConvAlgoLayers; docs/perf.md, "Winograd
-// F(4×4, 3×3)"): the four tile transforms cost wino4ChannelCost per channel and
-// transform (calls and plane copies) plus wino4TileCost per channel and 4×4 tile;
-// the weight-gradient transform wino4DUCost per value of dU (36 per channel pair:
-// four times the direct weight gradient's values, written by GEMMs with K = tiles
-// and read back).
+// Costs of the F(4×4, 3×3) part of the cost model (winoCosts4), in direct GEMM
+// multiply-adds as winoCosts's constants, fitted by least squares (relative errors)
+// to the per-layer measurements of cifar-cnn's six conv layers
+// (BenchmarkConvAlgoLayers; docs/perf.md, "Winograd F(4×4, 3×3)"): a multiply-add
+// of the 36 small GEMMs per pass costs wino4GemmCost direct ones; the four tile
+// transforms cost wino4ChannelCost per channel and transform (calls and plane
+// copies) plus wino4TileCost per channel and 4×4 tile; the weight-gradient
+// transform wino4DUCost per value of dU (36 per channel pair: four times the
+// direct weight gradient's values, written by GEMMs with K = tiles and read back).
 const (
+	wino4GemmCost    = 1.57
 	wino4ChannelCost = 2000
-	wino4TileCost    = 520
-	wino4DUCost      = 73
+	wino4TileCost    = 450
+	wino4DUCost      = 44
 )
 
 // winoCosts4 returns the cost model's per-sample cost of a 3×3 stride-1 conv layer
 // as Winograd F(4×4, 3×3) in the per-sample clipped-gradient pass, in GEMM
 // multiply-adds (winoCosts gives direct and F(2×2, 3×3)): 36·InC·Out per 4×4 tile
-// and GEMM pass (narrow layers' transposed GEMMs, winoNarrow, ran at about the
-// same rate), the four tile transforms and the weight-gradient transform.
+// and GEMM pass at wino4GemmCost each (narrow layers' transposed GEMMs,
+// winoNarrow, included), the four tile transforms and the weight-gradient
+// transform.
 func winoCosts4(g ConvGeom, out int, below bool) float64 {
 	th, tw := winoTilesM(g, 4)
 	tiles := float64(th * tw)
@@ -862,7 +865,7 @@ func winoCosts4(g ConvGeom, out int, below bool) float64 {
 	if below {
 		passes, chans = 3, 2*in+2*oc
 	}
-	gemm := passes * 36 * in * oc * tiles
+	gemm := wino4GemmCost * passes * 36 * in * oc * tiles
 	return gemm + chans*(wino4ChannelCost+wino4TileCost*tiles) + wino4DUCost*36*in*oc
 }
 
