@@ -162,7 +162,7 @@ SGEMM rate; times_floor is measured time over floor time.`,
 	f.BoolVar(&req.Oracle, "oracle", true, "also time the Gorgonia oracle's per-sample gradients")
 	f.IntVar(&req.Warmup, "warmup", 2, "untimed calls of each path before the timed rounds (first calls allocate, upload, JIT-compile)")
 	f.StringVar(&req.Device, "device", "cpu", "cpu, or cuda to also time the GPU backend in the same run (needs bin/dpfil-cuda)")
-	f.StringVar(&req.ConvAlgo, "conv-algo", models.ConvAlgoDirect, "conv algorithm of the CPU engine's per-sample clipped gradients: direct (im2col), winograd (3×3 stride-1 layers as Winograd F(2×2,3×3)) or auto (per layer by the cost model)")
+	f.StringVar(&req.ConvAlgo, "conv-algo", models.ConvAlgoDirect, "conv algorithm of the CPU engine's per-sample clipped gradients: direct (im2col), winograd (3×3 stride-1 layers as Winograd F(2×2,3×3)), winograd4 (as F(4×4,3×3)) or auto (per layer by the cost model)")
 	addSeedFlag(cmd, &req.Seed)
 	return cmd
 }

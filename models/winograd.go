@@ -57,16 +57,21 @@ const (
 	// ConvWinograd runs every 3×3 stride-1 conv layer as Winograd F(2×2, 3×3); other
 	// conv layers keep the direct algorithm.
 	ConvWinograd
-	// ConvAuto runs a 3×3 stride-1 conv layer as Winograd when the cost model
-	// (winoCosts) predicts it cheaper than the direct algorithm.
+	// ConvAuto runs each 3×3 stride-1 conv layer as whichever of direct, Winograd
+	// F(2×2, 3×3) and F(4×4, 3×3) the cost model (winoCosts, winoCosts4) predicts
+	// cheapest.
 	ConvAuto
+	// ConvWinograd4 runs every 3×3 stride-1 conv layer as Winograd F(4×4, 3×3)
+	// (winograd4.go); other conv layers keep the direct algorithm.
+	ConvWinograd4
 )
 
 // Names of the convolution algorithms (ParseConvAlgo, String).
 const (
-	ConvAlgoDirect   = "direct"
-	ConvAlgoWinograd = "winograd"
-	ConvAlgoAuto     = "auto"
+	ConvAlgoDirect    = "direct"
+	ConvAlgoWinograd  = "winograd"
+	ConvAlgoAuto      = "auto"
+	ConvAlgoWinograd4 = "winograd4"
 )
 
 // ParseConvAlgo returns the algorithm named s ("" is direct).
@@ -78,8 +83,10 @@ func ParseConvAlgo(s string) (ConvAlgo, error) {
 		return ConvWinograd, nil
 	case ConvAlgoAuto:
 		return ConvAuto, nil
+	case ConvAlgoWinograd4:
+		return ConvWinograd4, nil
 	}
-	return 0, fmt.Errorf("conv algorithm %q, want %s, %s or %s", s, ConvAlgoDirect, ConvAlgoWinograd, ConvAlgoAuto)
+	return 0, fmt.Errorf("conv algorithm %q, want %s, %s, %s or %s", s, ConvAlgoDirect, ConvAlgoWinograd, ConvAlgoWinograd4, ConvAlgoAuto)
 }
 
 func (a ConvAlgo) String() string {
@@ -90,6 +97,8 @@ func (a ConvAlgo) String() string {
 		return ConvAlgoWinograd
 	case ConvAuto:
 		return ConvAlgoAuto
+	case ConvWinograd4:
+		return ConvAlgoWinograd4
 	}
 	return fmt.Sprintf("ConvAlgo(%d)", int(a))
 }
@@ -107,13 +116,15 @@ func (m *netModel) SetConvAlgo(a ConvAlgo) error { return m.net.SetConvAlgo(a) }
 type ConvLayerPlan struct {
 	Layer    int  // index into Arch.Layers
 	Eligible bool // 3×3, stride 1: Winograd applies
-	// DirectCost and WinogradCost are the cost model's per-sample estimates
-	// (winoCosts; 0 when not eligible).
-	DirectCost, WinogradCost float64
+	// DirectCost, WinogradCost (F(2×2, 3×3)) and Winograd4Cost (F(4×4, 3×3)) are
+	// the cost model's per-sample estimates (winoCosts, winoCosts4; 0 when not
+	// eligible).
+	DirectCost, WinogradCost, Winograd4Cost float64
 	// Ghost: under ghost or mixed clipping the layer's weight norm is a ghost
 	// norm (ClipPlan), which reads the layer's patch matrices: it runs direct.
 	Ghost    bool
-	Winograd bool // the layer runs as Winograd F(2×2, 3×3)
+	Winograd bool // the layer runs as Winograd
+	Tile     int  // its output tile: 2 (F(2×2, 3×3)) or 4 (F(4×4, 3×3)); 0 direct
 }
 
 // winoState is a Network's Winograd configuration: the algorithm, per layer
@@ -122,8 +133,11 @@ type ConvLayerPlan struct {
 type winoState[T Float] struct {
 	algo ConvAlgo
 	on   []bool // per layer
+	tile []int  // per layer: 2 or 4 where on
 	plan []ConvLayerPlan
 	u    [][]T // per Winograd layer: U, 16 matrices Out×InC, winoStride apart
+	ut   [][]T // per narrow F(4×4, 3×3) layer: Uᵀ, 36 matrices InC×Out (winoNarrow)
+	avx  bool  // hasAVX2FMA, asked once (CPUID traps to the hypervisor in a VM)
 	ws   []*workspace[T]
 }
 
@@ -137,8 +151,10 @@ type winoBuffers[T Float] struct {
 	m   []T   // M (forward) or N (backward) of one layer, 16 of Out×ld
 	dv  []T   // dV of one layer, 16 of InC×ld
 	du  []T   // one sample's dU, 16 of Out×InC
-	scr []T   // the transforms' scratch (winoScratchLen)
+	scr []T   // the transforms' scratch (winoScratchLen, winoScratchLenM)
 	k   *winoKern
+	kn  *winoKernN // F(4×4, 3×3)'s transforms (winograd4.go)
+	t   []T        // one transposed GEMM product of a narrow F(4×4) layer (winoNarrow)
 }
 
 // winoEligible reports whether a conv geometry can run as Winograd F(2×2, 3×3).
@@ -215,14 +231,14 @@ func (n *Network[T]) SetConvAlgo(a ConvAlgo) error {
 		n.wino = winoState[T]{}
 		n.ghost.ws = nil // ghost workspaces hold the old plan's Winograd buffers
 		return nil
-	case ConvWinograd, ConvAuto:
+	case ConvWinograd, ConvAuto, ConvWinograd4:
 	default:
 		return fmt.Errorf("%s: unknown conv algorithm %d", n.arch.Name, int(a))
 	}
 	if n.dops != nil || n.bg != nil || n.ri != nil || n.rs != nil || n.tb != nil || n.ch != nil || n.dm != nil {
 		return fmt.Errorf("%s: conv algorithm %s runs on the CPU backend only; backend %s has device extensions and runs direct convolutions", n.arch.Name, a, n.be.Name())
 	}
-	st := winoState[T]{algo: a, on: make([]bool, len(n.layers)), u: make([][]T, len(n.layers))}
+	st := winoState[T]{algo: a, on: make([]bool, len(n.layers)), tile: make([]int, len(n.layers)), u: make([][]T, len(n.layers)), avx: hasAVX2FMA()}
 	anyOn := false
 	for i, l := range n.layers {
 		c, ok := l.ops.(*convOps[T])
@@ -232,11 +248,16 @@ func (n *Network[T]) SetConvAlgo(a ConvAlgo) error {
 		p := ConvLayerPlan{Layer: i, Eligible: winoEligible(c.g), Ghost: n.ghost.algo != ClipPerSample && n.ghost.plan[i].ghost}
 		if p.Eligible {
 			p.DirectCost, p.WinogradCost = winoCosts(c.g, c.out.C, n.paramsBelow[i])
-			p.Winograd = !p.Ghost && (a == ConvWinograd || p.WinogradCost < p.DirectCost)
+			p.Winograd4Cost = winoCosts4(c.g, c.out.C, n.paramsBelow[i])
+			if !p.Ghost {
+				p.Tile = winoPick(a, p)
+			}
+			p.Winograd = p.Tile != 0
 		}
 		if p.Winograd {
 			st.on[i] = true
-			st.u[i] = make([]T, 16*winoStride(c.out.C, c.g.InC))
+			st.tile[i] = p.Tile
+			st.u[i] = make([]T, winoAlpha2(p.Tile)*winoStride(c.out.C, c.g.InC))
 			anyOn = true
 		}
 		st.plan = append(st.plan, p)
@@ -252,7 +273,7 @@ func (n *Network[T]) SetConvAlgo(a ConvAlgo) error {
 // ConvAlgo returns the conv algorithm of ClippedGradSum's per-sample pass.
 func (n *Network[T]) ConvAlgo() ConvAlgo { return n.wino.algo }
 
-// ConvPlan returns, under winograd or auto, how each conv layer is computed (nil
+// ConvPlan returns, under winograd, winograd4 or auto, how each conv layer is computed (nil
 // under direct).
 func (n *Network[T]) ConvPlan() []ConvLayerPlan { return append([]ConvLayerPlan(nil), n.wino.plan...) }
 
@@ -266,6 +287,10 @@ func (n *Network[T]) winoPrepare(params []T) {
 			continue
 		}
 		c := n.layers[i].ops.(*convOps[T])
+		if n.wino.tile[i] != 2 {
+			c.winoPrepareN(n, i, params)
+			continue
+		}
 		winoWeights(c.out.C, c.g.InC, params[c.wOff:c.wOff+c.nW], u)
 	}
 }
@@ -302,16 +327,22 @@ func (n *Network[T]) winoBuffers(cs int) *winoBuffers[T] {
 			continue
 		}
 		c := n.layers[i].ops.(*convOps[T])
-		ld := winoLD(c.g, cs)
-		wb.v[i] = be.Alloc(16 * winoStride(c.g.InC, ld))
-		mLen = max(mLen, 16*winoStride(c.out.C, ld))
-		dvLen = max(dvLen, 16*winoStride(c.g.InC, ld))
-		duLen = max(duLen, 16*winoStride(c.out.C, c.g.InC))
-		scrLen = max(scrLen, winoScratchLen(c.g))
+		m := n.wino.tile[i]
+		ld, a2 := winoLDM(c.g, cs, m), winoAlpha2(m)
+		wb.v[i] = be.Alloc(a2 * winoStride(c.g.InC, winoLDV(c.g, cs, m)))
+		mLen = max(mLen, a2*winoStride(c.out.C, ld))
+		dvLen = max(dvLen, a2*winoStride(c.g.InC, ld))
+		duLen = max(duLen, a2*winoStride(c.out.C, c.g.InC))
+		if m == 2 {
+			scrLen = max(scrLen, winoScratchLen(c.g))
+		} else {
+			scrLen = max(scrLen, winoScratchLenM(c.g, m))
+		}
 	}
 	wb.m, wb.dv, wb.du, wb.scr = be.Alloc(mLen), be.Alloc(dvLen), be.Alloc(duLen), make([]T, scrLen)
 	_, f32 := any(wb.scr).([]float32)
-	wb.k = newWinoKern(f32 && hasAVX2FMA())
+	wb.k = newWinoKern(f32 && n.wino.avx)
+	wb.kn = newWinoKernN(4, f32 && n.wino.avx)
 	return wb
 }
 
@@ -345,6 +376,10 @@ func winoWeights[T Float](out, in int, w, u []T) {
 // as Winograd F(2×2, 3×3): V into the workspace (kept for backward), 16 GEMMs
 // M_ξ = U_ξ·V_ξ, then the output transform.
 func (c *convOps[T]) winoForward(n *Network[T], ws *workspace[T], i int, in, out []T, cs int) {
+	if n.wino.tile[i] != 2 {
+		c.winoForwardN(n, ws, i, in, out, cs)
+		return
+	}
 	g, oc := c.g, c.out.C
 	wb := ws.wino
 	ld := winoLD(g, cs)
@@ -378,6 +413,10 @@ func (c *convOps[T]) winoBackward(n *Network[T], ws *workspace[T], i int, cs int
 // to the slices dst(s) returns and their squared norms added to its *gsq (the
 // per-sample pass's rows, or ghost clipping's, ghostBackward).
 func (c *convOps[T]) winoBackwardTo(n *Network[T], ws *workspace[T], i int, cs int, needIn bool, dst func(s int) (gw, gb []T, gsq *float64)) {
+	if n.wino.tile[i] != 2 {
+		c.winoBackwardN(n, ws, i, cs, needIn, dst)
+		return
+	}
 	be := n.be
 	g, oc := c.g, c.out.C
 	wb := ws.wino

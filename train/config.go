@@ -104,8 +104,9 @@ type Config struct {
 
 	// ConvAlgo is the conv algorithm of the per-sample clipped gradients
 	// (models.ConvAlgo): "" or direct (im2col, the default), winograd (3×3
-	// stride-1 conv layers as Winograd F(2×2,3×3); other layers direct) or auto
-	// (per layer by the cost model). The sums agree with direct to float32
+	// stride-1 conv layers as Winograd F(2×2,3×3); other layers direct), winograd4
+	// (the same as F(4×4,3×3)) or auto (per layer the cheapest of the three by the
+	// cost model). The sums agree with direct to float32
 	// rounding. CPU engine and per-sample clipping only; FIL and tuning keep direct
 	// convolutions. Omitted from JSON when empty, so older configs keep their hashes.
 	ConvAlgo string `json:"conv_algo,omitempty"`

@@ -64,7 +64,8 @@ type Request struct {
 	Device     string
 	OpenDevice func(arch models.Arch, device string) (models.Model, error)
 	// ConvAlgo is the CPU engine's conv algorithm of the per-sample clipped
-	// gradients (models.ParseConvAlgo: direct, winograd or auto; "" is direct). The
+	// gradients (models.ParseConvAlgo: direct, winograd, winograd4 or auto; "" is
+	// direct). The
 	// FIL step and a device backend always run direct convolutions.
 	ConvAlgo string
 }

@@ -13,8 +13,9 @@ takes the fastest finalist of that round. The reported ratio is the median over 
 rounds; the sweep's table says which variant won each path. --use skips a path's
 sweep and times the given variants; --dpfil-clip-algo auto times dpfil's mixed
 ghost clipping on the gradient paths (same clipped sum) instead of the per-sample one;
---dpfil-conv-algo winograd|auto runs dpfil's 3×3 stride-1 conv layers there as Winograd
-F(2×2,3×3) convolutions (same sum to float32 rounding).
+--dpfil-conv-algo winograd|winograd4|auto runs dpfil's 3×3 stride-1 conv layers there as
+Winograd F(2×2,3×3) or F(4×4,3×3) convolutions, or per layer the cheapest (same sum to
+float32 rounding).
 
     /usr/bin/python3 scripts/bench-torch/bench.py [--rounds 3] [--seconds 3]
 
@@ -85,7 +86,7 @@ def main():
     ap.add_argument("--json", default="", help="also write every measurement to this JSON file")
     ap.add_argument("--dpfil-clip-algo", default="per-sample", choices=["per-sample", "ghost", "auto"],
                     help="dpfil's clipping algorithm on the gradient paths (the FIL step is per sample)")
-    ap.add_argument("--dpfil-conv-algo", default="direct", choices=["direct", "winograd", "auto"],
+    ap.add_argument("--dpfil-conv-algo", default="direct", choices=["direct", "winograd", "winograd4", "auto"],
                     help="dpfil's conv algorithm on the gradient paths (under --dpfil-clip-algo ghost/auto for the layers that form per-sample gradients; the FIL step is direct)")
     ap.add_argument("--use", action="append", default=[], metavar="MODEL:PATH=VARIANT/MKLDNN/THREADS",
                     help="time this torch variant in the rounds instead of sweeping the path, e.g. "

@@ -51,7 +51,7 @@ func run(args []string) error {
 	out := fs.String("out", "", "export: output directory")
 	path := fs.String("path", "grad", "time: grad or fil")
 	clipAlgo := fs.String("clip-algo", "per-sample", "time: the gradient path's clipping algorithm (per-sample, ghost, auto)")
-	convAlgo := fs.String("conv-algo", "direct", "time: the gradient path's conv algorithm (direct, winograd, auto; under -clip-algo ghost/auto for the layers that form per-sample gradients)")
+	convAlgo := fs.String("conv-algo", "direct", "time: the gradient path's conv algorithm (direct, winograd, winograd4, auto; under -clip-algo ghost/auto for the layers that form per-sample gradients)")
 	seconds := fs.Float64("seconds", 5, "time/gemm: minimum seconds")
 	workers := fs.Int("workers", 2, "time: engine workers (GOMAXPROCS)")
 	threads := fs.Int("threads", 2, "gemm: threads, one 1024³ product each")
