@@ -204,7 +204,7 @@ func drawRepeat(req PerturbDiagRequest, recs []train.PerturbDiagStep, file func(
 		return rr, nil
 	}
 	w, h := req.Width*7/9, req.Height*9/16
-	norms, err := normsPlot(rr.Steps, title("2-norms"))
+	norms, err := normsPlot(rr.Steps, title("2-norms (mean, bars 10–90 %)"))
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +327,7 @@ func normsPlot(steps []PerturbDiagStepReport, title string) (*gplot.Plot, error)
 	p := gplot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "iteration"
-	p.Y.Label.Text = "2-norm (mean; bars 10–90 %)"
+	p.Y.Label.Text = "2-norm"
 	logY := true
 	series := []struct {
 		name string
