@@ -3,6 +3,7 @@ package train
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -277,5 +278,20 @@ func TestResumedRunKeepsPretrainAccuracy(t *testing.T) {
 	a, b := want.Tuning.PretrainAccuracy, got.Tuning.PretrainAccuracy
 	if a != b || !(a > 0) {
 		t.Fatalf("pretraining accuracy: uninterrupted %v, resumed %v", a, b)
+	}
+}
+
+// A run with diagnostics that diverges leaves no directory behind: the diagnostics
+// of a run without a result go with its checkpoint.
+func TestPerturbDiagDivergedRunRemovesThem(t *testing.T) {
+	cfg := diagConfig(3)
+	cfg.LR, cfg.Tuning.PretrainLR = 1e300, 0.3 // the float32 parameters overflow at the first private step
+	dir := filepath.Join(t.TempDir(), "run")
+	_, err := Run(context.Background(), cfg, Options{Out: dir, Model: smallNet(t), Data: toyData(120, 30, 6, 3, 4), PerturbDiag: 5})
+	if !errors.Is(err, ErrDiverged) {
+		t.Fatalf("lr 1e300: %v, want a divergence", err)
+	}
+	if got := dirEntries(t, dir); got != nil {
+		t.Fatalf("diverged run left %v", got)
 	}
 }

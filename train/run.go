@@ -195,11 +195,14 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 // its last checkpoint and diverges again), so Run removes the checkpoint.
 var ErrDiverged = errors.New("training diverged")
 
-// discardDiverged removes the checkpoint of the diverged run in dir and says so in
+// discardDiverged removes the checkpoint (and g_φ diagnostics) of the diverged run in dir and says so in
 // the returned error, which wraps err.
 func discardDiverged(dir string, err error) error {
 	if rerr := os.Remove(filepath.Join(dir, CheckpointFile)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 		return fmt.Errorf("%w (and removing its checkpoint failed: %v; remove %s before starting again)", err, rerr, filepath.Join(dir, CheckpointFile))
+	}
+	if rerr := os.RemoveAll(filepath.Join(dir, PerturbDiagDir)); rerr != nil { // diagnostics of a run that has no result
+		return fmt.Errorf("%w (and removing its g_φ diagnostics failed: %v)", err, rerr)
 	}
 	return fmt.Errorf("%w; the run is not resumable (it would diverge again), its checkpoint was removed from %s: start it again with other settings", err, dir)
 }
