@@ -24,7 +24,7 @@ pixels (SVG/PDF: the same size in points at 96 px per inch): the figures of Guo,
 Karrer, Chaudhuri and van der Maaten (2022), "Bounding training data reconstruction
 in private (deep) learning", and of Hayes, Mahloujifar and Balle (2023), "Bounding
 training data reconstruction in DP-SGD".`,
-	}, newPlotParetoCmd(), newPlotHistCmd(), newPlotScatterCmd(), newPlotImagesCmd(), newPlotAttackCmd())
+	}, newPlotParetoCmd(), newPlotHistCmd(), newPlotScatterCmd(), newPlotImagesCmd(), newPlotAttackCmd(), newPlotPerturbDiagCmd())
 }
 
 // addFigureFlags binds the output flags every figure command shares to fig, with
@@ -254,4 +254,45 @@ func (r *plotAttackOut) WriteText(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+func newPlotPerturbDiagCmd() *cobra.Command {
+	var req figures.PerturbDiagRequest
+	cmd := reportCmd(&cobra.Command{
+		Use:   "perturb-diag RUNDIR --out-dir DIR",
+		Short: "Per-iteration diagnostics of the learned perturbation g_φ: norms, accuracy and dFIL, PCA and cosine panels (Edmunds Figs. A.1–A.29)",
+		Long: `Edmunds (2024), Appendix A, from the files 'dpfil train --perturb-net --perturb-diag N'
+writes into RUNDIR/perturb-diag. Per repeat r, into --out-dir:
+
+  PREFIXr<r>-norms.png           mean 2-norm per iteration of the base (pruned) gradients,
+                                 the perturbations g_φ and the final gradients
+                                 CLIP(g + g_φ) before the noise, bars from the 10 % to the
+                                 90 % quantile over the batch (Figs. A.1, A.8, A.15, A.22)
+  PREFIXr<r>-accuracy-dfil.png   test accuracy and the cumulative max / mean / median
+                                 dFIL per iteration (Figs. A.2, A.9, A.16, A.23)
+  PREFIXr<r>-step<t>.png         PCA (first two components, each matrix its own) of the
+                                 base gradients (top left), the final gradients (top
+                                 right) and the perturbations (bottom left) of the N
+                                 recorded batch members, and the histogram of
+                                 cos(perturbation, base) over the batch (bottom right)
+                                 (Figs. A.3–A.7, A.10–A.14, A.17–A.21, A.24–A.29)
+
+The report (--json) has every iteration's numbers and, per iteration, their mean and
+sample standard deviation over the repeats (the "Mean (STD)" of Table A.1).`,
+		Args: cobra.ExactArgs(1),
+	}, func(_ *cobra.Command, args []string) (*figures.PerturbDiagReport, error) {
+		req.Dir = args[0]
+		return figures.WritePerturbDiag(req)
+	})
+	f := cmd.Flags()
+	f.StringVar(&req.OutDir, "out-dir", "", "directory for the figures")
+	f.StringVar(&req.Prefix, "prefix", "perturb-diag-", "figure file name prefix")
+	f.StringVar(&req.Format, "format", "png", "png, svg or pdf")
+	f.IntSliceVar(&req.Repeats, "repeats", nil, "draw only these repeats (default all; the report covers all)")
+	f.IntSliceVar(&req.Steps, "steps", nil, "draw the 4-panel figure only for these iterations (default all)")
+	f.StringVar(&req.Title, "title", "", "prepended to every figure title, e.g. 'λ = 1e6'")
+	f.IntVar(&req.Width, "width", 900, "width of the 4-panel figure in pixels (the others are 7/9 of it)")
+	f.IntVar(&req.Height, "height", 800, "height of the 4-panel figure in pixels")
+	markRequired(cmd, "out-dir")
+	return cmd
 }

@@ -90,8 +90,9 @@ func (tp *trainProgress) event(e train.Event) {
 
 // runTraining runs cfg into out with a progress report and explains interruptions;
 // with record (or when out holds a transcript being resumed) it also writes the
-// adversary's transcript into out.
-func runTraining(cmd *cobra.Command, cfg train.Config, m models.Model, out string, resume bool, ckEvery int, quiet, record bool) (*train.Result, error) {
+// adversary's transcript into out; with diag > 0, g_φ's per-step diagnostics into
+// out/perturb-diag.
+func runTraining(cmd *cobra.Command, cfg train.Config, m models.Model, out string, resume bool, ckEvery int, quiet, record bool, diag int) (*train.Result, error) {
 	ctx, stop := interruptContext(cmd)
 	defer stop()
 	tp := &trainProgress{lazyProgress: lazyProgress{quiet: quiet}}
@@ -104,7 +105,7 @@ func runTraining(cmd *cobra.Command, cfg train.Config, m models.Model, out strin
 			fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...)
 		}
 	}
-	opt := train.Options{Out: out, Resume: resume, CheckpointEvery: ckEvery, Logf: logf, Progress: tp.event, Model: m}
+	opt := train.Options{Out: out, Resume: resume, CheckpointEvery: ckEvery, Logf: logf, Progress: tp.event, Model: m, PerturbDiag: diag}
 	res, err := train.RunWithTranscript(ctx, cfg, opt, record)
 	tp.finish()
 	if err != nil {
@@ -128,6 +129,7 @@ func printResult(w io.Writer, res *train.Result, dir string) {
 type trainFlags struct {
 	cfg                             train.Config
 	asJSON, describe, quiet, record bool
+	diag                            int
 	archFile, out, resume           string
 	ckEvery                         int
 	models                          train.Registry // the program's registered models
@@ -175,6 +177,7 @@ and a resumed run keeps recording into them; format in docs/attacks.md.`,
 	}
 	addQuietFlag(cmd, &fl.quiet)
 	f.BoolVar(&fl.record, "record-transcript", false, "write the adversary's transcript (θ₀, released gradients, batches) to DIR/transcript.bin")
+	f.IntVar(&fl.diag, "perturb-diag", 0, "with --perturb-net: write g_φ's per-step diagnostics to DIR/perturb-diag: per batch member the norms of its base gradient, perturbation and final gradient and their cosine, the vectors themselves for the first N members, accuracy, dFIL, ε (0 = off; format in docs/tuning.md; draw with 'dpfil plot perturb-diag')")
 	addJSONFlag(cmd, &fl.asJSON)
 	setGroupedUsage(cmd, trainFlagGroups())
 	return cmd
@@ -188,10 +191,10 @@ func trainFlagGroups() []flagGroup {
 		{"DP-SGD", []string{"steps", "epochs", "batch", "lr", "momentum", "weight-decay", "sigma", "clip", "clip-mode", "clip-algo", "conv-algo", "sampling", "repeats", "seed"}},
 		{"Privacy accounting", []string{"delta", "accountant", "target-epsilon"}},
 		{"Fisher information leakage (FIL)", []string{"fil-coords", "fil-exact", "fil-rate", "fil-refine-top", "fil-delta", "fil-normalized-inputs", "fil-eta", "fil-label"}},
-		{"Output and run control", []string{"out", "resume", "checkpoint-every", "eval-every", "record-transcript", "device", "json", "quiet", "help"}},
+		{"Output and run control", []string{"out", "resume", "checkpoint-every", "eval-every", "record-transcript", "perturb-diag", "device", "json", "quiet", "help"}},
 		{"Tuning (Edmunds 2024: public pretraining, pruning, learned noise, g_φ)", []string{"pretrain-public", "pretrain-steps", "pretrain-batch", "pretrain-lr",
 			"prune-fraction", "prune-mode", "freeze", "noise-rank", "noise-power", "noise-base", "noise-samples", "noise-every",
-			"perturb-net", "perturb-hidden", "perturb-lambda", "perturb-steps", "perturb-batch", "perturb-lr", "perturb-wd", "perturb-every", "perturb-probes"}},
+			"perturb-net", "perturb-hidden", "perturb-lambda", "perturb-steps", "perturb-batch", "perturb-lr", "perturb-wd", "perturb-every", "perturb-probes", "perturb-no-standardise"}},
 	}
 }
 
@@ -202,6 +205,9 @@ func runTrain(cmd *cobra.Command, fl *trainFlags) error {
 	}
 	if fl.describe {
 		return describeModel(cmd, cfg, fl.archFile, fl.asJSON, stderrLogf(cmd, fl.quiet))
+	}
+	if fl.diag < 0 {
+		return fmt.Errorf("--perturb-diag = %d must be ≥ 0 (0: off; N: keep the vectors of the first N batch members of every step)", fl.diag)
 	}
 	if fl.ckEvery < 0 {
 		return fmt.Errorf("--checkpoint-every = %d must be ≥ 0 (0: after the first step, then every minute)", fl.ckEvery)
@@ -242,7 +248,7 @@ func runTrain(cmd *cobra.Command, fl *trainFlags) error {
 			out = filepath.Join("runs", name+"-"+cfg.Hash())
 		}
 	}
-	res, err := runTraining(cmd, cfg, m, out, fl.resume != "", fl.ckEvery, fl.quiet, fl.record)
+	res, err := runTraining(cmd, cfg, m, out, fl.resume != "", fl.ckEvery, fl.quiet, fl.record, fl.diag)
 	if err != nil {
 		return err
 	}
@@ -274,6 +280,7 @@ func addTuningFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.Float64Var(&t.PerturbWD, "perturb-wd", t.PerturbWD, "g_φ AdamW weight decay (0 = 0.1, the thesis's; -1 = none)")
 	fs.IntVar(&t.PerturbEvery, "perturb-every", t.PerturbEvery, "retrain g_φ every n private steps (0 = 1: every step)")
 	fs.IntVar(&t.PerturbProbes, "perturb-probes", t.PerturbProbes, "Hutchinson probes per public sample for g_φ's FIL term (0 = 2)")
+	fs.BoolVar(&t.PerturbNoStd, "perturb-no-standardise", t.PerturbNoStd, "feed g_φ its raw inputs instead of standardising them (the thesis's \"No BN\" variant, Appendix A.4)")
 }
 
 // demoReading is the one-sentence guide to the demo's bounds.
@@ -339,7 +346,7 @@ unbiased estimate; 'dpfil train --fil-coords 50 --fil-rate 1' is the paper's est
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			res, err := runTraining(cmd, cfg, nil, out, false, 0, quiet, false)
+			res, err := runTraining(cmd, cfg, nil, out, false, 0, quiet, false, 0)
 			if err != nil {
 				return err
 			}

@@ -37,6 +37,15 @@ func Format(path string) (string, error) {
 // Render draws p into a byte slice in the given format at width × height pixels (for
 // SVG and PDF, the same size in points at DPI pixels per inch).
 func Render(p *gplot.Plot, format string, width, height int) (out []byte, err error) {
+	return render(format, width, height, func(c draw.Canvas) {
+		useGlyphFallbacks(p)
+		p.Draw(c)
+	})
+}
+
+// render draws with paint onto a canvas of the format at width × height pixels and
+// returns the encoded figure.
+func render(format string, width, height int, paint func(draw.Canvas)) (out []byte, err error) {
 	if width < 16 || height < 16 || width > maxSide || height > maxSide {
 		return nil, fmt.Errorf("figure size %d×%d px: want each side in [16, %d]", width, height, maxSide)
 	}
@@ -45,26 +54,25 @@ func Render(p *gplot.Plot, format string, width, height int) (out []byte, err er
 			out, err = nil, fmt.Errorf("render figure: %v", r)
 		}
 	}()
-	useGlyphFallbacks(p)
 	w := vg.Length(width) * vg.Inch / DPI
 	h := vg.Length(height) * vg.Inch / DPI
 	var buf bytes.Buffer
 	switch format {
 	case "png":
 		c := vgimg.NewWith(vgimg.UseImage(image.NewRGBA(image.Rect(0, 0, width, height))), vgimg.UseDPI(DPI))
-		p.Draw(draw.New(c))
+		paint(draw.New(c))
 		if err := png.Encode(&buf, c.Image()); err != nil {
 			return nil, fmt.Errorf("encode PNG: %w", err)
 		}
 	case "svg":
 		c := vgsvg.New(w, h)
-		p.Draw(draw.New(c))
+		paint(draw.New(c))
 		if _, err := c.WriteTo(&buf); err != nil {
 			return nil, fmt.Errorf("encode SVG: %w", err)
 		}
 	case "pdf":
 		c := vgpdf.New(w, h)
-		p.Draw(draw.New(c))
+		paint(draw.New(c))
 		if _, err := c.WriteTo(&buf); err != nil {
 			return nil, fmt.Errorf("encode PDF: %w", err)
 		}

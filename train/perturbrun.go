@@ -110,8 +110,8 @@ func (t TuningConfig) perturbDefaults() TuningConfig {
 func (t TuningConfig) validatePerturb() error {
 	if !t.PerturbNet {
 		if t.PerturbHidden != 0 || t.PerturbLambda != 0 || t.PerturbSteps != 0 || t.PerturbBatch != 0 ||
-			t.PerturbLR != 0 || t.PerturbEvery != 0 || t.PerturbProbes != 0 || t.PerturbWD != 0 {
-			return errPerturbConfig("perturb_hidden/lambda/steps/batch/lr/every/probes need perturb_net")
+			t.PerturbLR != 0 || t.PerturbEvery != 0 || t.PerturbProbes != 0 || t.PerturbWD != 0 || t.PerturbNoStd {
+			return errPerturbConfig("perturb_hidden/lambda/steps/batch/lr/every/probes/no_standardise need perturb_net")
 		}
 		return nil
 	}
@@ -143,6 +143,7 @@ func (tu *tuning) startPerturb(seed uint64, repeat int, mask []bool, d int) {
 		res: PerturbNetResult{Hidden: c.PerturbHidden, Lambda: c.PerturbLambda, Steps: c.PerturbSteps, Batch: c.PerturbBatch,
 			LR: c.PerturbLR, WD: c.PerturbWD, Every: c.PerturbEvery, Probes: c.PerturbProbes, Privacy: perturbPrivacyNote}}
 	tu.perturb.net.wd = c.PerturbWD
+	tu.perturb.net.standardised = c.PerturbNoStd // identity constants: never set from data
 }
 
 // refresh trains g_φ on the public split at θ_t (Algorithm 1 lines 9–12) when the
@@ -297,6 +298,9 @@ func (tu *tuning) perturbedClippedGradSum(params, x []float32, y []int, clip mod
 		func(s int, g []float32, v []float64) {
 			sm := pnSample{x: f64(x[s*D : (s+1)*D]), g: maskedF64(g, mask)}
 			tu.perturb.net.perturb(&sm, v)
+			if tu.diag != nil {
+				tu.diag.capture(s, sm.g, v, clip)
+			}
 			for i := range v {
 				v[i] += sm.g[i]
 			}

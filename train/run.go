@@ -52,6 +52,14 @@ type Options struct {
 	// the run. A resumed run calls it from the checkpoint's step on, so a consumer
 	// that persists records must drop those past that step (see StepRecord.Step).
 	OnStep func(StepRecord) error
+
+	// PerturbDiag > 0 writes g_φ's per-step diagnostics into Out/perturb-diag
+	// (train/perturbdiag.go): per batch member the norms of its base gradient,
+	// perturbation and final contribution and their cosine; the three vectors
+	// themselves for the first PerturbDiag members; test accuracy, dFIL and ε. It
+	// needs Out and perturb_net. A resumed run whose directory holds them keeps
+	// writing them (with the count they were started with).
+	PerturbDiag int
 }
 
 // StepRecord is what an informed adversary sees of one step. Its slices are the
@@ -161,6 +169,9 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.startPerturbDiag(opt); err != nil {
+		return nil, err
+	}
 	if c, ok := s.model.(io.Closer); ok && opt.Model == nil {
 		defer c.Close() // a device model built here holds device memory
 	}
@@ -184,11 +195,14 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 // its last checkpoint and diverges again), so Run removes the checkpoint.
 var ErrDiverged = errors.New("training diverged")
 
-// discardDiverged removes the checkpoint of the diverged run in dir and says so in
+// discardDiverged removes the checkpoint (and g_φ diagnostics) of the diverged run in dir and says so in
 // the returned error, which wraps err.
 func discardDiverged(dir string, err error) error {
 	if rerr := os.Remove(filepath.Join(dir, CheckpointFile)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 		return fmt.Errorf("%w (and removing its checkpoint failed: %v; remove %s before starting again)", err, rerr, filepath.Join(dir, CheckpointFile))
+	}
+	if rerr := os.RemoveAll(filepath.Join(dir, PerturbDiagDir)); rerr != nil { // diagnostics of a run that has no result
+		return fmt.Errorf("%w (and removing its g_φ diagnostics failed: %v)", err, rerr)
 	}
 	return fmt.Errorf("%w; the run is not resumable (it would diverge again), its checkpoint was removed from %s: start it again with other settings", err, dir)
 }
@@ -530,6 +544,9 @@ func (w *worker) step() (int, error) {
 		addNoise(w.sum, s.priv.NoiseStd, w.noiseKey, w.st.Step)
 	}
 	w.tuneRelease()
+	if err := w.perturbDiagCapture(nb); err != nil {
+		return 0, err
+	}
 	for i, v := range w.sum {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 			return 0, fmt.Errorf("step %d: %w (released gradient sum %d is %v); lower lr or clip", w.st.Step+1, ErrDiverged, i, v)
@@ -803,6 +820,9 @@ func (s *setup) run(ctx context.Context, ck *checkpoint, opt Options, logf func(
 			}
 			segStep += time.Since(t0)
 			segSamples += int64(nb)
+			if err := w.perturbDiagStep(); err != nil {
+				return nil, err
+			}
 			t := w.st.Step
 			if s.cfg.EvalEvery > 0 && t%s.cfg.EvalEvery == 0 && t < s.steps {
 				ev, err := w.evaluate(s.test)
@@ -959,7 +979,9 @@ func (s *setup) result(ck *checkpoint, wallSec, stepSec float64, samples int64) 
 	} else {
 		res.MSEBoundFILMax, res.MSEBoundFILMedian = math.Inf(1), math.Inf(1)
 	}
-	s.tuningResult(res)
+	if err := s.tuningResult(res); err != nil {
+		return nil, err
+	}
 	res.Device = s.deviceReport()
 	if err := s.extraFILResult(res, ck.Done); err != nil {
 		return nil, err

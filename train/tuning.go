@@ -60,6 +60,10 @@ type TuningConfig struct {
 	PerturbWD     float64 `json:"perturb_wd,omitempty"`     // AdamW decoupled weight decay (0 = 0.1, the thesis's; −1 = none)
 	PerturbEvery  int     `json:"perturb_every,omitempty"`  // retrain every n private steps (0 = 1: every step)
 	PerturbProbes int     `json:"perturb_probes,omitempty"` // Hutchinson probes s of eq. 2.6 (0 = 2, the thesis's)
+	// PerturbNoStd feeds g_φ its raw inputs [z; g] (identity standardisation constants)
+	// instead of standardising them (the stand-in for the thesis's BN): Edmunds's
+	// "No BN" variant (Appendix A.4, Table A.1).
+	PerturbNoStd bool `json:"perturb_no_standardise,omitempty"`
 }
 
 // Tuning defaults.
@@ -197,6 +201,7 @@ type tuning struct {
 	cur      *tunedRepeat
 	noise    *noiseFIM
 	perturb  *perturbState
+	diag     *perturbDiag    // g_φ diagnostics (perturbdiag.go); nil = off
 	pretrAcc map[int]float64 // by repeat
 	test     *data.Dataset
 	classes  int
@@ -425,10 +430,10 @@ func (w *worker) tuneRelease() {
 }
 
 // tuningResult fills result.json's "tuning".
-func (s *setup) tuningResult(res *Result) {
+func (s *setup) tuningResult(res *Result) error {
 	tu := s.tune
 	if tu == nil {
-		return
+		return nil
 	}
 	tr := &TuningResult{NPrivate: s.n, PretrainSteps: tu.steps, FrozenTensors: tu.tensors, Released: tu.p}
 	if tu.public != nil {
@@ -438,9 +443,20 @@ func (s *setup) tuningResult(res *Result) {
 		tr.Frozen = tu.cur.nFrozen
 		tr.Released = tu.p - tu.cur.nFrozen
 	}
-	if tu.steps > 0 && len(tu.pretrAcc) > 0 {
-		for _, a := range tu.pretrAcc {
-			tr.PretrainAccuracy += a / float64(len(tu.pretrAcc))
+	if tu.steps > 0 {
+		// In repeat order (a fixed summation order); a resumed run did not start the
+		// repeats finished before its checkpoint and recomputes their (deterministic)
+		// pretraining.
+		for _, rr := range res.Repeats {
+			a, ok := tu.pretrAcc[rr.Repeat]
+			if !ok {
+				pre, err := tu.repeat(rr.InitSeed)
+				if err != nil {
+					return fmt.Errorf("pretraining accuracy of repeat %d: %w", rr.Repeat, err)
+				}
+				a = pre.acc
+			}
+			tr.PretrainAccuracy += a / float64(len(res.Repeats))
 		}
 	}
 	if tu.noise != nil {
@@ -451,4 +467,5 @@ func (s *setup) tuningResult(res *Result) {
 		tr.Perturb = &r
 	}
 	res.Tuning = tr
+	return nil
 }

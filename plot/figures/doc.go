@@ -12,9 +12,13 @@
 //   - WriteImages: training samples of a dataset, e.g. those of extreme dFIL (Fig. 4);
 //   - Attack: attack success with confidence intervals and the ReRo bounds against
 //     ε, the prior size K or the sampling rate q, read from an attack sweep's
-//     sweep.json (attack.SweepReport) or sweep.csv (Hayes et al. Fig. 2, 3 and 5).
+//     sweep.json (attack.SweepReport) or sweep.csv (Hayes et al. Fig. 2, 3 and 5);
+//   - WritePerturbDiag: the per-iteration diagnostics of the learned gradient
+//     perturbation g_φ a run records with --perturb-diag (train.ReadPerturbDiag):
+//     norms, accuracy and dFIL per iteration, and per iteration the PCA (PCAOf) and
+//     cosine panels (Edmunds 2024, Appendix A, Figs. A.1–A.29).
 //
-// WritePareto, WriteHist, WriteScatter and WriteImages read their inputs, draw and
+// WritePareto, WriteHist, WriteScatter, WriteImages and WritePerturbDiag read their inputs, draw and
 // write the figure, and return a typed report; they are what 'dpfil plot' runs. The
 // package sits above sweep and attack and reads their files through their own types.
 package figures
