@@ -45,6 +45,14 @@ type Pool struct {
 	D int
 }
 
+// Head returns the first n samples (all of them when n ≤ 0 or n ≥ N).
+func (p Pool) Head(n int) Pool {
+	if n <= 0 || n >= p.N() {
+		return p
+	}
+	return Pool{X: p.X[:n*p.D], Y: p.Y[:n], D: p.D}
+}
+
 // N is the number of samples.
 func (p Pool) N() int {
 	if p.D == 0 {
@@ -622,6 +630,7 @@ func (g *Game) trial(ctx context.Context, st *trialState, trial int, observe fun
 	released := make([]float64, P)
 	norms := make([]float64, K)
 	res := &TrialResult{Trial: trial, Prior: dr.prior, Target: dr.target}
+	nClipped := 0 // of the T·K prior gradients (a count: a sum of 1/(T·K) can pass 1)
 	c2 := cfg.Clip * cfg.Clip
 	for t := 0; t < T; t++ {
 		if err := ctx.Err(); err != nil {
@@ -693,7 +702,7 @@ func (g *Game) trial(ctx context.Context, st *trialState, trial int, observe fun
 			}
 			res.ClippedNorm += norms[k] / float64(T*K)
 			if norms[k] >= cfg.Clip*(1-1e-12) {
-				res.Clipped += 1 / float64(T*K)
+				nClipped++
 			}
 		}
 		if keep || observe != nil {
@@ -712,6 +721,7 @@ func (g *Game) trial(ctx context.Context, st *trialState, trial int, observe fun
 			theta[i] -= step * released[i]
 		}
 	}
+	res.Clipped = float64(nClipped) / float64(T*K)
 	if cfg.Q < 1 {
 		loss, err := g.knownClippedSum(st, theta, nil)
 		if err != nil {

@@ -110,7 +110,8 @@ func TestNoSubtractEqualsPriorWithoutKnown(t *testing.T) {
 }
 
 // TestClippedNormStatistic: every gradient clipped at a tiny C (mean clipped norm C,
-// fraction 1); none at a huge C (fraction 0, mean norm below C and positive).
+// fraction exactly 1: it once summed 1/(T·K) to 1.0000000000000002); none at a huge
+// C (fraction 0, mean norm below C and positive).
 func TestClippedNormStatistic(t *testing.T) {
 	for _, tc := range []struct {
 		clip     float64
@@ -119,7 +120,7 @@ func TestClippedNormStatistic(t *testing.T) {
 		cfg := smallConfig()
 		cfg.Clip, cfg.Sigma, cfg.LR = tc.clip, 1, 0
 		for _, r := range runGame(t, testGame(t, cfg, 12, 4, 3, 60), 3, 1) {
-			if math.Abs(r.Clipped-tc.fraction) > 1e-9 {
+			if r.Clipped != tc.fraction { // exactly: a fraction of whole counts, never above 1
 				t.Errorf("C = %g: clipped fraction %v, want %v", tc.clip, r.Clipped, tc.fraction)
 			}
 			if tc.fraction == 1 && math.Abs(r.ClippedNorm-tc.clip) > 1e-9*tc.clip {

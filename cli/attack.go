@@ -59,6 +59,7 @@ func gameCmd[R any, P report[R]](c *cobra.Command, s *attack.GameSpec, play func
 	f.StringVar(&s.Out, "out", s.Out, "directory for game.json and trials.jsonl (makes the run resumable)")
 	f.IntVar(&s.Workers, "workers", s.Workers, "parallel trials (0 = all cores)")
 	f.IntVar(&s.ReRoSamples, "rero-samples", s.ReRoSamples, "Monte Carlo samples of the ReRo estimate (q < 1)")
+	f.IntVar(&s.EvalSize, "eval-size", s.EvalSize, "test accuracy on the first N test samples (0 = the whole test split; a conv net on CIFAR-10's 10 000 takes minutes per trial)")
 	f.IntVar(&s.Gradient.Iters, "grad-iters", s.Gradient.Iters, "gradient attack: Adam steps per restart")
 	f.IntVar(&s.Gradient.Restarts, "grad-restarts", s.Gradient.Restarts, "gradient attack: random restarts")
 	f.Float64Var(&s.Gradient.LR, "grad-lr", s.Gradient.LR, "gradient attack: Adam step size")

@@ -168,6 +168,7 @@ func TestAttackGameErrors(t *testing.T) {
 		want string
 	}{
 		{"K < 2", []string{"--prior-size", "1"}, "prior size"},
+		{"eval size < 0", []string{"--eval-size", "-1"}, "evaluation size -1 < 0"},
 		{"eps 0", []string{"--epsilon", "0"}, "epsilon"},
 		{"eps negative", []string{"--epsilon", "-1"}, "epsilon"},
 		{"q 0", []string{"--q", "0"}, "sampling rate q"},

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -115,6 +116,47 @@ func TestCIFARLinearTable33OnGeneratedData(t *testing.T) {
 		}
 		if (tu.Perturb != nil) != (tc.name == "fim") {
 			t.Errorf("%s: g_φ report %v", tc.name, tu.Perturb)
+		}
+	}
+}
+
+// TestCIFARAttackOnGeneratedData runs, on generated CIFAR-10 batches of the real
+// shape, the command of Hayes et al.'s Fig. 2 on CIFAR-10 (attack success against
+// the ReRo and RDP bounds over ε, cifar-cnn standing in for WRN-28-10) at 2 trials
+// of 2 steps with |D₋| = 9, and checks that it reports both ε values with a success
+// rate, the bound and a test accuracy on the --eval-size samples asked for.
+func TestCIFARAttackOnGeneratedData(t *testing.T) {
+	data := t.TempDir()
+	writeGeneratedCIFAR(t, data)
+	out := filepath.Join(t.TempDir(), "fig2c")
+	stdout, _, err := execCLI(t, "attack", "sweep-eps", "--dataset", "cifar10", "--data-dir", data, "--model", "cifar-cnn",
+		"--values", "1,10", "--known", "9", "--clip", "1", "--trials", "2", "--steps", "2", "--eval-size", "20",
+		"--out", out, "--quiet", "--json")
+	if err != nil {
+		t.Fatalf("attack sweep-eps on cifar10: %v", err)
+	}
+	var res struct {
+		Results []struct {
+			Epsilon      float64  `json:"epsilon"`
+			SuccessRate  *float64 `json:"success_rate"`
+			Gamma        float64  `json:"gamma"`
+			TestAccuracy *float64 `json:"test_accuracy"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if len(res.Results) != 2 {
+		t.Fatalf("%d results, want 2\n%s", len(res.Results), stdout)
+	}
+	for i, p := range res.Results {
+		if p.SuccessRate == nil || !(p.Gamma > 0) || p.TestAccuracy == nil {
+			t.Errorf("point %d (ε %v): success %v, γ %v, test accuracy %v", i, p.Epsilon, p.SuccessRate, p.Gamma, p.TestAccuracy)
+		}
+		// the mean over 2 trials of accuracies on 20 samples: a multiple of 1/40
+		// (of 1/20 000 over the whole generated test split)
+		if a := p.TestAccuracy; a != nil && math.Abs(*a*40-math.Round(*a*40)) > 1e-9 {
+			t.Errorf("point %d: test accuracy %v is not over --eval-size 20 samples", i, *a)
 		}
 	}
 }
