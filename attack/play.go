@@ -61,8 +61,8 @@ type GameSpec struct {
 	// samples of the test split instead of all of it (a conv net's forward pass over
 	// CIFAR-10's 10 000 test images costs minutes per trial in float64).
 	EvalSize int
-	Gradient          GradientConfig
-	Seed              uint64
+	Gradient GradientConfig
+	Seed     uint64
 	// Progress, when set, is called after every finished trial.
 	Progress func(GameProgress)
 }
