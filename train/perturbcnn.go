@@ -57,9 +57,9 @@ func (c convSpec) inLen() int  { return c.cin * c.hin * c.win }
 func (c convSpec) outLen() int { return c.cout * c.ho * c.wo }
 func (c convSpec) wLen() int   { return c.cout * c.cin * c.k * c.k }
 
-// each calls fn(o, i, wi, rows) for every kernel tap: output index o and input index i
-// of the tap's first valid output column, the kernel index wi, and the number of
-// valid output columns (output indices o, o+1, …; input indices i, i+stride, …).
+// each calls fn(o, i, wi, n) for every kernel tap wi and output row: the output index
+// o and input index i of the row's first output column that the tap reaches, and the
+// number n of such columns (output indices o, o+1, …; input indices i, i+stride, …).
 func (c convSpec) each(fn func(o, i, wi, n int)) {
 	kk := c.k * c.k
 	for oc := 0; oc < c.cout; oc++ {
