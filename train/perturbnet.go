@@ -64,6 +64,12 @@ type perturbNet struct {
 	lr, wd             float64 // Adam learning rate; decoupled weight decay (AdamW)
 	b1, b2, eps        float64
 	lastLoss, lastPert float64
+
+	// cnn selects the CNN body of thesis Table B.6 (perturbcnn.go); cnnOff are the
+	// offsets of its parameter blocks in phi. mean/inv then standardise
+	// [conv features; g] and offV/offc still locate the output layer.
+	cnn    bool
+	cnnOff []int
 }
 
 // newPerturbNet returns g_φ with hidden width h, its input layer drawn from rng
@@ -90,8 +96,9 @@ func newPerturbNet(d, p, h int, lambda float64, probes int, clip models.Clip, ma
 	return n
 }
 
-// standardise sets the input constants from rows of [z; g] (each d+p long): the
-// per-feature mean, and one scale per block (z, g), 1/√(mean feature variance + 10⁻⁵).
+// standardise sets the input constants from rows of [z; g] (MLP body; [conv
+// features; g] for the CNN body): the per-feature mean, and one scale per block
+// (z or features, g), 1/√(mean feature variance + 10⁻⁵).
 // A per-feature scale would multiply the input sensitivity of g_φ — and so the FIL of
 // the private samples — by up to 1/√10⁻⁵ on features that are nearly constant in the
 // public batch (MNIST's border pixels, gradients of rarely active coordinates).
@@ -117,9 +124,24 @@ func (n *perturbNet) standardise(rows [][]float64) {
 			n.inv[i] = inv
 		}
 	}
-	block(0, n.d)
-	block(n.d, n.d+n.p)
+	k := len(rows[0]) - n.p
+	block(0, k)
+	block(k, k+n.p)
 	n.standardised = true
+}
+
+// standardiseSamples fits the standardisation on the first block of the body's input
+// of public samples sms.
+func (n *perturbNet) standardiseSamples(sms []pnSample) {
+	rows := make([][]float64, len(sms))
+	for i, sm := range sms {
+		if n.cnn {
+			rows[i] = append(n.cnnFeatures(sm.x), sm.g...)
+		} else {
+			rows[i] = append(append([]float64(nil), sm.x...), sm.g...)
+		}
+	}
+	n.standardise(rows)
 }
 
 // gelu3 returns GeLU(x) = xΦ(x) and its first two derivatives.
@@ -266,6 +288,9 @@ func clippedTangent(f *pnFwd, wdot, vdot []float64) (sq, m float64) {
 // filSq returns Σ_k ‖∂CLIP(g + g_φ)/∂z · u_k‖² for one sample: with one-hot u_k the
 // per-coordinate FIL sum the trainer accounts.
 func (n *perturbNet) filSq(sm *pnSample) float64 {
+	if n.cnn {
+		return n.cnnFILSq(sm)
+	}
 	var f pnFwd
 	n.forward(sm, &f)
 	zdot, hdot := make([]float64, n.h), make([]float64, n.h)
@@ -283,6 +308,9 @@ func (n *perturbNet) filSq(sm *pnSample) float64 {
 // F = (1/s)Σ_k ‖v̇_k‖² (eq. 2.6) and R = ‖CLIP(w)‖², and, when grad is not nil, adds
 // ∂ℓ/∂φ to grad (hand-derived reverse mode through the tangent pass).
 func (n *perturbNet) loss(sm *pnSample, grad []float64) float64 {
+	if n.cnn {
+		return n.cnnLoss(sm, grad)
+	}
 	var f pnFwd
 	n.forward(sm, &f)
 	S := len(sm.gdots)
@@ -303,55 +331,14 @@ func (n *perturbNet) loss(sm *pnSample, grad []float64) float64 {
 		sq, ms[k] = clippedTangent(&f, wdots[k], vdots[k])
 		F += sq / float64(S)
 	}
-	useT := R > 0 && f.n > 0
-	L := dd
-	if useT {
-		L += n.lambda * F / R
-	}
+	L, ddelta, dwdots := n.lossHead(&f, F, R, dd, wdots, vdots, ms, grad != nil)
 	if grad == nil {
 		return L
 	}
+	useT := dwdots != nil
 	in := n.d + n.p
 	V := n.phi[n.offV:n.offc]
 	gA, ga, gV, gc := grad[n.offA:n.offa], grad[n.offa:n.offV], grad[n.offV:n.offc], grad[n.offc:]
-	dw := make([]float64, n.p) // ∂T/∂w
-	dwdots := make([][]float64, S)
-	if useT {
-		nrm := f.n
-		// ∂T/∂R · ∂R/∂w, R = s²n².
-		dR := (2*f.s*f.s1*nrm*nrm + 2*f.s*f.s*nrm) / nrm
-		cR := -n.lambda * F / (R * R) * dR
-		for i, v := range f.w {
-			dw[i] = cR * v
-		}
-		for k := 0; k < S; k++ {
-			vd, wd, m := vdots[k], wdots[k], ms[k]
-			cg := n.lambda / R * 2 / float64(S) // G = cg·v̇
-			var gw, gwd float64
-			for i := range vd {
-				gw += vd[i] * f.w[i]
-				gwd += vd[i] * wd[i]
-			}
-			gw *= cg
-			gwd *= cg
-			beta := f.s1 * m / nrm
-			cw := gwd*f.s1/nrm + gw*(f.s2*m/(nrm*nrm)-f.s1*m/(nrm*nrm*nrm))
-			cwd := gw * f.s1 / nrm
-			dwd := make([]float64, n.p)
-			for i := range dw {
-				G := cg * vd[i]
-				dw[i] += cw*f.w[i] + cwd*wd[i] + beta*G
-				dwd[i] = f.s*G + (f.s1/nrm)*gw*f.w[i]
-			}
-			dwdots[k] = dwd
-		}
-	}
-	ddelta := make([]float64, n.p)
-	for i := range ddelta {
-		if n.mask == nil || n.mask[i] {
-			ddelta[i] = 2*f.delta[i] + dw[i]
-		}
-	}
 	dh := make([]float64, n.h)
 	dz := make([]float64, n.h)
 	for i, v := range ddelta {
@@ -423,8 +410,69 @@ func (n *perturbNet) loss(sm *pnSample, grad []float64) float64 {
 	return L
 }
 
+// lossHead returns eq. 2.9's ℓ = ‖δ‖² + λ·F/R from the forward state f (dd = ‖δ‖²,
+// F the probe mean of ‖v̇_k‖², R = ‖CLIP(w)‖²) and, when grad, the cotangents of ℓ
+// w.r.t. δ (zero on frozen coordinates) and w.r.t. each probe's ẇ_k (dwdots nil when
+// the FIL term is off: R = 0 or w = 0). Both bodies of g_φ share it.
+func (n *perturbNet) lossHead(f *pnFwd, F, R, dd float64, wdots, vdots [][]float64, ms []float64, grad bool) (L float64, ddelta []float64, dwdots [][]float64) {
+	S := len(wdots)
+	useT := R > 0 && f.n > 0
+	L = dd
+	if useT {
+		L += n.lambda * F / R
+	}
+	if !grad {
+		return L, nil, nil
+	}
+	dw := make([]float64, n.p) // ∂T/∂w
+	if useT {
+		dwdots = make([][]float64, S)
+		nrm := f.n
+		// ∂T/∂R · ∂R/∂w, R = s²n².
+		dR := (2*f.s*f.s1*nrm*nrm + 2*f.s*f.s*nrm) / nrm
+		cR := -n.lambda * F / (R * R) * dR
+		for i, v := range f.w {
+			dw[i] = cR * v
+		}
+		for k := 0; k < S; k++ {
+			vd, wd, m := vdots[k], wdots[k], ms[k]
+			cg := n.lambda / R * 2 / float64(S) // G = cg·v̇
+			var gw, gwd float64
+			for i := range vd {
+				gw += vd[i] * f.w[i]
+				gwd += vd[i] * wd[i]
+			}
+			gw *= cg
+			gwd *= cg
+			beta := f.s1 * m / nrm
+			cw := gwd*f.s1/nrm + gw*(f.s2*m/(nrm*nrm)-f.s1*m/(nrm*nrm*nrm))
+			cwd := gw * f.s1 / nrm
+			dwd := make([]float64, n.p)
+			for i := range dw {
+				G := cg * vd[i]
+				dw[i] += cw*f.w[i] + cwd*wd[i] + beta*G
+				dwd[i] = f.s*G + (f.s1/nrm)*gw*f.w[i]
+			}
+			dwdots[k] = dwd
+		}
+	}
+	ddelta = make([]float64, n.p)
+	for i := range ddelta {
+		if n.mask == nil || n.mask[i] {
+			ddelta[i] = 2*f.delta[i] + dw[i]
+		}
+	}
+	return L, ddelta, dwdots
+}
+
 // perturb writes δ = g_φ(z, g) into delta.
 func (n *perturbNet) perturb(sm *pnSample, delta []float64) {
+	if n.cnn {
+		var f cnnFwd
+		n.cnnForward(sm, &f, false)
+		copy(delta, f.head.delta)
+		return
+	}
 	var f pnFwd
 	n.forward(sm, &f)
 	copy(delta, f.delta)

@@ -20,11 +20,17 @@ const (
 	defaultPerturbProbes = 2
 	defaultPerturbWD     = 0.1
 	streamTunePerturb    = uint64(0x7475_6e65_0005)
+
+	// PerturbArchMLP and PerturbArchCNN are the bodies of g_φ (TuningConfig.PerturbArch).
+	PerturbArchMLP = "mlp"
+	PerturbArchCNN = "cnn"
 )
 
 // PerturbNetResult is result.json's "tuning.perturb": what g_φ did (means over the
 // refreshes of the last repeat).
 type PerturbNetResult struct {
+	// Arch is g_φ's body: omitted for the MLP, "cnn" for thesis Table B.6's.
+	Arch      string  `json:"arch,omitempty"`
 	Hidden    int     `json:"hidden"`
 	Lambda    float64 `json:"lambda"`
 	Steps     int     `json:"steps"` // Adam steps per refresh (−1: none, g_φ ≡ 0)
@@ -86,6 +92,9 @@ func (t TuningConfig) perturbDefaults() TuningConfig {
 			*v = d
 		}
 	}
+	if t.PerturbArch == PerturbArchCNN {
+		def(&t.PerturbHidden, defaultPerturbHiddenCNN)
+	}
 	def(&t.PerturbHidden, defaultPerturbHidden)
 	def(&t.PerturbSteps, defaultPerturbSteps)
 	def(&t.PerturbBatch, defaultPerturbBatch)
@@ -109,11 +118,16 @@ func (t TuningConfig) perturbDefaults() TuningConfig {
 // validatePerturb checks the g_φ fields.
 func (t TuningConfig) validatePerturb() error {
 	if !t.PerturbNet {
-		if t.PerturbHidden != 0 || t.PerturbLambda != 0 || t.PerturbSteps != 0 || t.PerturbBatch != 0 ||
+		if t.PerturbArch != "" || t.PerturbHidden != 0 || t.PerturbLambda != 0 || t.PerturbSteps != 0 || t.PerturbBatch != 0 ||
 			t.PerturbLR != 0 || t.PerturbEvery != 0 || t.PerturbProbes != 0 || t.PerturbWD != 0 || t.PerturbNoStd {
-			return errPerturbConfig("perturb_hidden/lambda/steps/batch/lr/every/probes/no_standardise need perturb_net")
+			return errPerturbConfig("perturb_arch/hidden/lambda/steps/batch/lr/every/probes/no_standardise need perturb_net")
 		}
 		return nil
+	}
+	switch t.PerturbArch {
+	case "", PerturbArchMLP, PerturbArchCNN:
+	default:
+		return errPerturbConfig("perturb_arch = %q, want %q or %q", t.PerturbArch, PerturbArchMLP, PerturbArchCNN)
 	}
 	if t.PretrainPublic == 0 {
 		return errPerturbConfig("g_φ is trained on the public split: set pretrain_public > 0")
@@ -133,14 +147,30 @@ func (t TuningConfig) validatePerturb() error {
 	return nil
 }
 
+// checkPerturbInput refuses the CNN body on inputs that are not 1×28×28 (its conv
+// geometry is Table B.6's, for MNIST).
+func (t TuningConfig) checkPerturbInput(c, h, w int) error {
+	if !t.PerturbNet || t.PerturbArch != PerturbArchCNN {
+		return nil
+	}
+	if c != 1 || h != cnnSide || w != cnnSide {
+		return errPerturbConfig("perturb_arch cnn (thesis Table B.6) takes 1×%d×%d images; the data are %d×%d×%d (use perturb_arch mlp)", cnnSide, cnnSide, c, h, w)
+	}
+	return nil
+}
+
 // startPerturb initialises g_φ for a repeat (zero output layer).
 func (tu *tuning) startPerturb(seed uint64, repeat int, mask []bool, d int) {
 	c := tu.cfg.perturbDefaults()
 	pcg := newStream(seed, repeat, streamTunePerturb)
 	rng := rand.New(pcg)
+	newNet := newPerturbNet
+	if c.PerturbArch == PerturbArchCNN {
+		newNet = newPerturbCNN
+	}
 	tu.perturb = &perturbState{cfg: c, rng: rng, pcg: pcg, clip: tu.clip,
-		net: newPerturbNet(d, tu.p, c.PerturbHidden, c.PerturbLambda, c.PerturbProbes, tu.clip, mask, c.PerturbLR, rng),
-		res: PerturbNetResult{Hidden: c.PerturbHidden, Lambda: c.PerturbLambda, Steps: c.PerturbSteps, Batch: c.PerturbBatch,
+		net: newNet(d, tu.p, c.PerturbHidden, c.PerturbLambda, c.PerturbProbes, tu.clip, mask, c.PerturbLR, rng),
+		res: PerturbNetResult{Arch: c.PerturbArch, Hidden: c.PerturbHidden, Lambda: c.PerturbLambda, Steps: c.PerturbSteps, Batch: c.PerturbBatch,
 			LR: c.PerturbLR, WD: c.PerturbWD, Every: c.PerturbEvery, Probes: c.PerturbProbes, Privacy: perturbPrivacyNote}}
 	tu.perturb.net.wd = c.PerturbWD
 	tu.perturb.net.standardised = c.PerturbNoStd // identity constants: never set from data
@@ -164,11 +194,7 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 			return fmt.Errorf("g_φ refresh at step %d: %w", step+1, err)
 		}
 		if !ps.net.standardised {
-			rows := make([][]float64, len(sms))
-			for i, sm := range sms {
-				rows[i] = append(append([]float64(nil), sm.x...), sm.g...)
-			}
-			ps.net.standardise(rows)
+			ps.net.standardiseSamples(sms)
 		}
 		grad := make([]float64, len(ps.net.phi))
 		tot := 0.0

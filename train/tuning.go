@@ -52,7 +52,8 @@ type TuningConfig struct {
 	// a network trained on the public split (eq. 2.9) whose output is added to every
 	// private per-sample gradient before clipping.
 	PerturbNet    bool    `json:"perturb_net,omitempty"`
-	PerturbHidden int     `json:"perturb_hidden,omitempty"` // hidden width H (0 = 32)
+	PerturbArch   string  `json:"perturb_arch,omitempty"`   // body: "" or mlp (one hidden layer on [z; g]), cnn (thesis Table B.6, 1×28×28 inputs)
+	PerturbHidden int     `json:"perturb_hidden,omitempty"` // hidden width H (0 = 32 for mlp, 256 for cnn)
 	PerturbLambda float64 `json:"perturb_lambda,omitempty"` // λ of eq. 2.9 (0 = 1e3, the thesis's)
 	PerturbSteps  int     `json:"perturb_steps,omitempty"`  // Adam steps per refresh (0 = 10; −1 = none: g_φ stays 0)
 	PerturbBatch  int     `json:"perturb_batch,omitempty"`  // public samples per Adam step (0 = 64)
@@ -244,6 +245,9 @@ func (s *setup) prepareTuning() error {
 			return fmt.Errorf("pruning, freezing, learned noise and perturb_net need the engine's per-sample passes; model %s on device %s does not offer them (use --device cpu)", s.arch.Name, s.cfg.Device)
 		}
 		return fmt.Errorf("pruning, freezing, learned noise and perturb_net need the engine's per-sample passes; the model given for %s (%T) does not expose the engine network", s.arch.Name, s.model)
+	}
+	if err := t.checkPerturbInput(s.train.C, s.train.H, s.train.W); err != nil {
+		return err
 	}
 	if t.PretrainPublic > 0 {
 		n := s.train.N
