@@ -207,28 +207,7 @@ func winoCombN[T Float](k *winoKernN, c *winoCoefN, x, y *[winoMaxAlpha][]T, n i
 	if done == n {
 		return
 	}
-	for j := 0; j < c.ny; j++ {
-		yj := y[j][done:n]
-		clear(yj)
-		for i := 0; i < c.nx; i++ {
-			switch cf := c.f[j][i]; cf {
-			case 0:
-			case 1:
-				for t, v := range x[i][done:n] {
-					yj[t] += v
-				}
-			case -1:
-				for t, v := range x[i][done:n] {
-					yj[t] -= v
-				}
-			default:
-				ct := T(cf)
-				for t, v := range x[i][done:n] {
-					yj[t] += ct * v
-				}
-			}
-		}
-	}
+	winoCombLoop(func(j, i int) float64 { return c.f[j][i] }, c.nx, c.ny, x[:], y[:], done, n)
 }
 
 // winoGroupLen is the vector length the F(m×m, 3×3) output, output-gradient and

@@ -86,11 +86,18 @@ func winoComb[T Float](k *winoKern, c *winoCoef, x, y [4][]T, n, ny int) {
 	if done == n {
 		return
 	}
+	winoCombLoop(func(j, i int) float64 { return c.f[j][i] }, 4, ny, x[:], y[:], done, n)
+}
+
+// winoCombLoop is the portable form of the transforms' linear combinations:
+// y_j[k] = Σ_i coef(j, i)·x_i[k] for done ≤ k < n, j < ny, i < nx, skipping zero
+// coefficients and adding or subtracting for ±1 (the AVX kernels' rounding).
+func winoCombLoop[T Float](coef func(j, i int) float64, nx, ny int, x, y [][]T, done, n int) {
 	for j := 0; j < ny; j++ {
 		yj := y[j][done:n]
 		clear(yj)
-		for i := 0; i < 4; i++ {
-			switch cf := c.f[j][i]; cf {
+		for i := 0; i < nx; i++ {
+			switch cf := coef(j, i); cf {
 			case 0:
 			case 1:
 				for t, v := range x[i][done:n] {

@@ -266,14 +266,7 @@ func newPerturbCNN(d, p, h int, lambda float64, probes int, clip models.Clip, ma
 	draw(o[2], o[3], cnnF1*cnnK2*cnnK2)
 	draw(o[4], o[5], cnnFeats+p)
 	draw(o[6], o[7], h)
-	in := cnnFeats + p
-	n.mean = make([]float64, in)
-	n.inv = make([]float64, in)
-	for i := range n.inv {
-		n.inv[i] = 1
-	}
-	n.adamM = make([]float64, len(n.phi))
-	n.adamV = make([]float64, len(n.phi))
+	n.initState(cnnFeats + p)
 	return n
 }
 

@@ -86,6 +86,14 @@ func newPerturbNet(d, p, h int, lambda float64, probes int, clip models.Clip, ma
 	for i := 0; i < h*in; i++ {
 		n.phi[i] = sd * rng.NormFloat64()
 	}
+	n.initState(in)
+	return n
+}
+
+// initState sets g_φ's standardisation constants for in input features to the
+// identity (mean 0, scale 1; standardise fits them at the first refresh) and its
+// Adam moments to zero (φ must be drawn already).
+func (n *perturbNet) initState(in int) {
 	n.mean = make([]float64, in)
 	n.inv = make([]float64, in)
 	for i := range n.inv {
@@ -93,7 +101,6 @@ func newPerturbNet(d, p, h int, lambda float64, probes int, clip models.Clip, ma
 	}
 	n.adamM = make([]float64, len(n.phi))
 	n.adamV = make([]float64, len(n.phi))
-	return n
 }
 
 // standardise sets the input constants from rows of [z; g] (MLP body; [conv
