@@ -366,14 +366,7 @@ func TestGhostWorkerCountBitIdentical(t *testing.T) {
 	for _, algo := range []ClipAlgo{ClipGhost, ClipAuto} {
 		var ref []float32
 		for _, w := range []int{1, 2, 3} {
-			be := &cpuBackend[float32]{workers: w, tile: w > 1}
-			if hasAVX2FMA() {
-				be.sg = &packedSgemm{}
-			}
-			net, err := NewNetwork(arch, Backend[float32](be))
-			if err != nil {
-				t.Fatal(err)
-			}
+			net := workerNetwork(t, arch, w)
 			if err := net.SetClipAlgo(algo); err != nil {
 				t.Fatal(err)
 			}
@@ -392,4 +385,19 @@ func TestGhostWorkerCountBitIdentical(t *testing.T) {
 			}
 		}
 	}
+}
+
+// workerNetwork returns arch on a CPU backend with w workers (tiled GEMMs when w >
+// 1, the packed kernel where the CPU has it), for worker-count bit-identity tests.
+func workerNetwork(t *testing.T, arch Arch, w int) *Network[float32] {
+	t.Helper()
+	be := &cpuBackend[float32]{workers: w, tile: w > 1}
+	if hasAVX2FMA() {
+		be.sg = &packedSgemm{}
+	}
+	net, err := NewNetwork(arch, Backend[float32](be))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net
 }

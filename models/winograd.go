@@ -122,10 +122,12 @@ type ConvLayerPlan struct {
 	DirectCost, WinogradCost, Winograd4Cost float64
 	// Ghost: under ghost or mixed clipping the layer's weight norm is a ghost
 	// norm (ClipPlan), which reads the layer's patch matrices: it runs direct.
-	Ghost    bool
-	Winograd bool // the layer runs as Winograd
-	Tile     int  // its output tile: 2 (F(2×2, 3×3)) or 4 (F(4×4, 3×3)); 0 direct
+	Ghost bool
+	Tile  int // its output tile: 2 (F(2×2, 3×3)) or 4 (F(4×4, 3×3)); 0 direct
 }
+
+// Winograd reports whether the layer runs as Winograd (of either tile size).
+func (p ConvLayerPlan) Winograd() bool { return p.Tile != 0 }
 
 // winoState is a Network's Winograd configuration: the algorithm, per layer
 // whether it runs as Winograd, the transformed weights of the current call and
@@ -252,9 +254,8 @@ func (n *Network[T]) SetConvAlgo(a ConvAlgo) error {
 			if !p.Ghost {
 				p.Tile = winoPick(a, p)
 			}
-			p.Winograd = p.Tile != 0
 		}
-		if p.Winograd {
+		if p.Winograd() {
 			st.on[i] = true
 			st.tile[i] = p.Tile
 			st.u[i] = make([]T, winoAlpha2(p.Tile)*winoStride(c.out.C, c.g.InC))

@@ -153,7 +153,7 @@ func testWinogradConv(t *testing.T, algo ConvAlgo) {
 			if err := n.SetConvAlgo(algo); err != nil {
 				t.Fatal(err)
 			}
-			if p := n.ConvPlan(); len(p) != 1 || !p[0].Winograd || p[0].Tile != tile {
+			if p := n.ConvPlan(); len(p) != 1 || !p[0].Winograd() || p[0].Tile != tile {
 				t.Fatalf("plan %+v, want the conv layer as Winograd with %d×%d tiles", p, tile, tile)
 			}
 			rng := rand.New(rand.NewPCG(uint64(tc.c), uint64(tc.h*100+tc.w)))
@@ -291,13 +291,13 @@ layers:
 				t.Fatal(err)
 			}
 			for _, p := range n32.ConvPlan() {
-				if p.Ghost && p.Winograd {
+				if p.Ghost && p.Winograd() {
 					t.Fatalf("layer %d takes a ghost norm and runs as Winograd", p.Layer)
 				}
 			}
 			on := 0
 			for _, p := range n32.ConvPlan() {
-				if p.Winograd {
+				if p.Winograd() {
 					on++
 				}
 			}
@@ -390,7 +390,7 @@ func TestConvAlgoOptions(t *testing.T) {
 			if p.Ghost {
 				ghost++
 			}
-			if p.Winograd {
+			if p.Winograd() {
 				wino++
 			}
 		}
@@ -711,10 +711,10 @@ func TestConvPlanAuto(t *testing.T) {
 			case p.Winograd4Cost < p.DirectCost && p.Winograd4Cost < p.WinogradCost:
 				want = 4
 			}
-			if !p.Eligible || p.DirectCost <= 0 || p.WinogradCost <= 0 || p.Winograd4Cost <= 0 || p.Tile != want || p.Winograd != (want != 0) {
+			if !p.Eligible || p.DirectCost <= 0 || p.WinogradCost <= 0 || p.Winograd4Cost <= 0 || p.Tile != want {
 				t.Errorf("%v: plan %+v, want tile %d", tc.algo, p, want)
 			}
-			if p.Winograd {
+			if p.Winograd() {
 				on = append(on, fmt.Sprintf("%d:%d", p.Layer, p.Tile))
 			}
 		}
@@ -746,14 +746,7 @@ func TestWinogradWorkerCountBitIdentical(t *testing.T) {
 func testWinogradWorkers(t *testing.T, arch Arch, algo ConvAlgo, params, x []float32, y []int, batch int) {
 	var ref []float32
 	for _, w := range []int{1, 2, 3} {
-		be := &cpuBackend[float32]{workers: w, tile: w > 1}
-		if hasAVX2FMA() {
-			be.sg = &packedSgemm{}
-		}
-		net, err := NewNetwork(arch, Backend[float32](be))
-		if err != nil {
-			t.Fatal(err)
-		}
+		net := workerNetwork(t, arch, w)
 		if err := net.SetConvAlgo(algo); err != nil {
 			t.Fatal(err)
 		}

@@ -20,18 +20,7 @@ func randomPerturbCNN(p, h int, clip models.Clip, mask []bool, rng *rand.Rand) *
 			n.phi[i] = 0.4 * rng.NormFloat64()
 		}
 	}
-	for i := 0; i < p; i++ {
-		if mask != nil && !mask[i] {
-			for j := 0; j < h; j++ {
-				n.phi[n.offV+i*h+j] = 0
-			}
-			n.phi[n.offc+i] = 0
-		}
-	}
-	for i := range n.mean {
-		n.mean[i] = 0.2 * rng.NormFloat64()
-		n.inv[i] = 0.5 + rng.Float64()
-	}
+	maskAndStandardise(n, p, h, mask, rng)
 	return n
 }
 

@@ -47,6 +47,13 @@ func randomPerturbNet(d, p, h int, clip models.Clip, mask []bool, rng *rand.Rand
 	for i := n.offa; i < len(n.phi); i++ {
 		n.phi[i] = 0.4 * rng.NormFloat64()
 	}
+	maskAndStandardise(n, p, h, mask, rng)
+	return n
+}
+
+// maskAndStandardise zeroes the output rows of frozen coordinates (as g_φ keeps
+// them) and draws random standardisation constants, for a test g_φ of either body.
+func maskAndStandardise(n *perturbNet, p, h int, mask []bool, rng *rand.Rand) {
 	for i := 0; i < p; i++ {
 		if mask != nil && !mask[i] {
 			for j := 0; j < h; j++ {
@@ -59,7 +66,6 @@ func randomPerturbNet(d, p, h int, clip models.Clip, mask []bool, rng *rand.Rand
 		n.mean[i] = 0.2 * rng.NormFloat64()
 		n.inv[i] = 0.5 + rng.Float64()
 	}
-	return n
 }
 
 func randomSample(d, p, probes int, mask []bool, rng *rand.Rand) pnSample {
