@@ -106,7 +106,7 @@ if [ "$dry" = 1 ]; then
   SAN_TRAIN="--model mnist-cnn --steps 2 --batch 8 --fil-coords 2 --seed 7 --quiet"
   RTOL=1e-4 ACC_TOL=0
   BENCH_MNIST="--batch 16 --coords 2" BENCH_CIFAR="--batch 2 --coords 2" BENCH_WARMUP=1
-  CHUNK_MNIST=16 CHUNK_CIFAR=2
+  CHUNK_MNIST=16 CHUNK_CIFAR=2 GRAD_VARIANT=vmap:0
   # The stand-in's memcheck and race check are CI's (make cuda-standin-check); off here.
   export DPFIL_STANDIN_QUIET=1 DPFIL_STANDIN_CHECKS=0
 else
@@ -116,9 +116,11 @@ else
   SAN_TRAIN="--model mnist-cnn --steps 2 --batch 32 --fil-coords 4 --seed 7 --quiet"
   RTOL=1e-3 ACC_TOL=0.002
   BENCH_MNIST="--batch 600 --coords 50" BENCH_CIFAR="--batch 200 --coords 50" BENCH_WARMUP=2
-  # The peer's FIL step in chunks of samples (all k directions of a sample at once):
-  # 200 × 50 mnist-cnn and 25 × 50 cifar-cnn directions stay well inside 78 GiB.
-  CHUNK_MNIST=200 CHUNK_CIFAR=25
+  # The peer's best variants on an H100 and an H200 (scripts/gpu-peer-tune.sh,
+  # docs/perf.md): FIL forward-over-reverse in chunks of 600 (mnist-cnn, the whole
+  # batch) and 100 (cifar-cnn) samples, all k directions of a sample at once, inside
+  # 78 GiB; gradients one vmap over the batch (torch_peer.py's variant names).
+  CHUNK_MNIST=600 CHUNK_CIFAR=100 GRAD_VARIANT=${GRAD_VARIANT:-vmap:0}
 fi
 if [ "${GPU_CHECK_SEED_FAIL:-}" = "train" ]; then
   ACC_TOL=-1
@@ -255,9 +257,9 @@ fi
 
 # ---- phase B, alone on the GPU: dpfil between two torch.func runs per model ----
 log "phase B: benchmarks (dpfil bench engine between torch.func runs)"
-torch_time() { # MODEL PATH BATCH K CHUNK OUTFILE
+torch_time() { # MODEL PATH BATCH K VARIANT OUTFILE (VARIANT as torch_peer.py names it)
   TORCH_DEVICE=cuda TORCH_WARMUP=$BENCH_WARMUP lim 120 python3 scripts/bench-torch/torch_peer.py \
-    time "$1" "$2" "$3" "$4" "$SECS" fwd "$5" >>"$6" 2>>"$W/torch-time.log"
+    time "$1" "$2" "$3" "$4" "$SECS" "$5" >>"$6" 2>>"$W/torch-time.log"
 }
 for spec in "mnist-cnn 600 50 $CHUNK_MNIST" "cifar-cnn 200 50 $CHUNK_CIFAR"; do
   want bench || break
@@ -267,15 +269,15 @@ for spec in "mnist-cnn 600 50 $CHUNK_MNIST" "cifar-cnn 200 50 $CHUNK_CIFAR"; do
   [ "$model" = cifar-cnn ] && flags=$BENCH_CIFAR
   : >"$W/torch-$model.jsonl"
   if [ "$have_torch" = 1 ]; then
-    torch_time "$model" grad "$tb" 0 0 "$W/torch-$model.jsonl"
-    torch_time "$model" fil "$tb" "$tk" "$chunk" "$W/torch-$model.jsonl"
+    torch_time "$model" grad "$tb" 0 "$GRAD_VARIANT" "$W/torch-$model.jsonl"
+    torch_time "$model" fil "$tb" "$tk" "fwd:$chunk" "$W/torch-$model.jsonl"
   fi
   lim 150 "$RUN" bin/dpfil-cuda bench engine --device cuda --model "$model" $flags --seconds "$SECS" \
     --warmup "$BENCH_WARMUP" --oracle=false --json >"$W/bench-$model.json" 2>"$W/bench-$model.log"
   rc=$?
   if [ "$have_torch" = 1 ]; then
-    torch_time "$model" grad "$tb" 0 0 "$W/torch-$model.jsonl"
-    torch_time "$model" fil "$tb" "$tk" "$chunk" "$W/torch-$model.jsonl"
+    torch_time "$model" grad "$tb" 0 "$GRAD_VARIANT" "$W/torch-$model.jsonl"
+    torch_time "$model" fil "$tb" "$tk" "fwd:$chunk" "$W/torch-$model.jsonl"
   fi
   if [ "$rc" != 0 ]; then
     record "bench-$model" FAIL "exit status $rc: $(tail -n 1 "$W/bench-$model.log")"
