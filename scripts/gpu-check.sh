@@ -30,6 +30,9 @@
 #   torch-check      the PyTorch peer (scripts/bench-torch/torch_peer.py) on the GPU
 #                    computes dpfil's numbers (dpfilbench export: losses, clipped
 #                    gradients and their sum, FIL values) to float32 tolerance
+#                    (--dry-run: where PyTorch is installed without CUDA, the peer is
+#                    timed on the CPU at the dry run's tiny batches, so that the timing
+#                    calls' arguments are exercised; those ratios mean nothing)
 #   bench-*          dpfil bench engine --device cuda (warm: --warmup calls left out;
 #                    host issue, host wait and GPU event time apart) between two runs of
 #                    the torch.func peer on the same GPU (TF32 off), for mnist-cnn
@@ -106,7 +109,7 @@ if [ "$dry" = 1 ]; then
   SAN_TRAIN="--model mnist-cnn --steps 2 --batch 8 --fil-coords 2 --seed 7 --quiet"
   RTOL=1e-4 ACC_TOL=0
   BENCH_MNIST="--batch 16 --coords 2" BENCH_CIFAR="--batch 2 --coords 2" BENCH_WARMUP=1
-  CHUNK_MNIST=16 CHUNK_CIFAR=2 GRAD_VARIANT=vmap:0
+  CHUNK_MNIST=16 CHUNK_CIFAR=2 GRAD_VARIANT=vmap:0 PEER_MNIST="16 2" PEER_CIFAR="2 2"
   # The stand-in's memcheck and race check are CI's (make cuda-standin-check); off here.
   export DPFIL_STANDIN_QUIET=1 DPFIL_STANDIN_CHECKS=0
 else
@@ -120,7 +123,7 @@ else
   # docs/perf.md): FIL forward-over-reverse in chunks of 600 (mnist-cnn, the whole
   # batch) and 100 (cifar-cnn) samples, all k directions of a sample at once, inside
   # 78 GiB; gradients one vmap over the batch (torch_peer.py's variant names).
-  CHUNK_MNIST=600 CHUNK_CIFAR=100 GRAD_VARIANT=${GRAD_VARIANT:-vmap:0}
+  CHUNK_MNIST=600 CHUNK_CIFAR=100 GRAD_VARIANT=${GRAD_VARIANT:-vmap:0} PEER_MNIST="600 50" PEER_CIFAR="200 50"
 fi
 if [ "${GPU_CHECK_SEED_FAIL:-}" = "train" ]; then
   ACC_TOL=-1
@@ -212,6 +215,18 @@ if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
 else
   have_torch=0
 fi
+# The dry run times the peer on the CPU where PyTorch is installed without CUDA, so the
+# timing calls' arguments (variant names, chunks) are exercised before a GPU host runs
+# them (a wrong variant name once cost a GPU session its gradient ratios).
+TORCH_TIME_DEVICE=cuda TORCH_PY=python3 have_torch_time=$have_torch
+if [ "$dry" = 1 ] && [ "$have_torch" = 0 ]; then
+  for py in python3 /usr/bin/python3; do
+    if "$py" -c 'import torch' >/dev/null 2>&1; then
+      have_torch_time=1 TORCH_TIME_DEVICE=cpu TORCH_PY=$py
+      break
+    fi
+  done
+fi
 if ! want torch; then
   :
 elif [ "$have_torch" = 1 ]; then
@@ -258,24 +273,24 @@ fi
 # ---- phase B, alone on the GPU: dpfil between two torch.func runs per model ----
 log "phase B: benchmarks (dpfil bench engine between torch.func runs)"
 torch_time() { # MODEL PATH BATCH K VARIANT OUTFILE (VARIANT as torch_peer.py names it)
-  TORCH_DEVICE=cuda TORCH_WARMUP=$BENCH_WARMUP lim 120 python3 scripts/bench-torch/torch_peer.py \
+  TORCH_DEVICE=$TORCH_TIME_DEVICE TORCH_WARMUP=$BENCH_WARMUP lim 120 "$TORCH_PY" scripts/bench-torch/torch_peer.py \
     time "$1" "$2" "$3" "$4" "$SECS" "$5" >>"$6" 2>>"$W/torch-time.log"
 }
-for spec in "mnist-cnn 600 50 $CHUNK_MNIST" "cifar-cnn 200 50 $CHUNK_CIFAR"; do
+for spec in "mnist-cnn $PEER_MNIST $CHUNK_MNIST" "cifar-cnn $PEER_CIFAR $CHUNK_CIFAR"; do
   want bench || break
   set -- $spec
   model=$1 tb=$2 tk=$3 chunk=$4
   flags=$BENCH_MNIST
   [ "$model" = cifar-cnn ] && flags=$BENCH_CIFAR
   : >"$W/torch-$model.jsonl"
-  if [ "$have_torch" = 1 ]; then
+  if [ "$have_torch_time" = 1 ]; then
     torch_time "$model" grad "$tb" 0 "$GRAD_VARIANT" "$W/torch-$model.jsonl"
     torch_time "$model" fil "$tb" "$tk" "fwd:$chunk" "$W/torch-$model.jsonl"
   fi
   lim 150 "$RUN" bin/dpfil-cuda bench engine --device cuda --model "$model" $flags --seconds "$SECS" \
     --warmup "$BENCH_WARMUP" --oracle=false --json >"$W/bench-$model.json" 2>"$W/bench-$model.log"
   rc=$?
-  if [ "$have_torch" = 1 ]; then
+  if [ "$have_torch_time" = 1 ]; then
     torch_time "$model" grad "$tb" 0 "$GRAD_VARIANT" "$W/torch-$model.jsonl"
     torch_time "$model" fil "$tb" "$tk" "fwd:$chunk" "$W/torch-$model.jsonl"
   fi
@@ -292,7 +307,7 @@ PY
   else
     record "bench-$model" FAIL "no device rate or timing split in bench-$model.json"
   fi
-  if [ "$have_torch" = 0 ]; then
+  if [ "$have_torch_time" = 0 ]; then
     absent "torch-time-$model" "PyTorch with CUDA not available"
   elif [ "$(wc -l <"$W/torch-$model.jsonl")" -lt 4 ]; then
     record "torch-time-$model" FAIL "the torch.func peer did not time every path (see torch-time.log)"
