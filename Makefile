@@ -7,7 +7,7 @@ TESTFLAGS ?= -count=1 -timeout 20m
 
 .PHONY: all build demo data test vet fmt bench clean results results-check ptx cuda cuda-check cuda-env \
 	cuda-standin cuda-standin-symbols cuda-standin-check cuda-standin-seeded cuda-ptxas \
-	gpu-pack gpu-check-dry
+	gpu-pack gpu-check-dry gpu-kernels-check
 
 all: build
 
@@ -204,7 +204,21 @@ GPU_DRY := $(BIN)/gpu-check-dry
 gpu-pack: cuda-env
 	$(CUDA_ENV) GO=$(GO) scripts/gpu-pack.sh
 
-gpu-check-dry: cuda cuda-standin
+# gpu-kernels-check: scripts/gpu-kernels.py (gpu-profile.sh's table) on the ncu CSVs an
+# H200 returned must give the kernels.txt recorded beside them, and a CSV without
+# ncu's rows (only the profiled command's JSON, the bug of that run) must fail.
+GPU_EVIDENCE := docs/evidence/gpu-h200-2026-11-26-s11
+gpu-kernels-check:
+	@{ python3 scripts/gpu-kernels.py $(GPU_EVIDENCE)/mnist-cnn.ncu.csv.gz ncu mnist-cnn && \
+	   python3 scripts/gpu-kernels.py $(GPU_EVIDENCE)/cifar-cnn.ncu.csv.gz ncu cifar-cnn; } | \
+	  diff - $(GPU_EVIDENCE)/kernels.txt >/dev/null || \
+	  { echo "gpu-kernels-check: the table differs from $(GPU_EVIDENCE)/kernels.txt" >&2; exit 1; }
+	@printf '{\n  "model": "mnist-cnn"\n}\n' > $(BIN)/json-only.csv
+	@if python3 scripts/gpu-kernels.py $(BIN)/json-only.csv ncu mnist-cnn >/dev/null 2>&1; then \
+	  echo "gpu-kernels-check: a CSV without ncu rows was accepted" >&2; exit 1; fi
+	@echo "gpu-kernels-check: the ncu table matches the recorded one; a CSV without ncu rows fails"
+
+gpu-check-dry: cuda cuda-standin gpu-kernels-check
 	$(GO) build -o $(BIN)/cmpruns cuda/standin/cmpruns.go
 	$(GO) build -o $(BIN)/dpfilbench ./scripts/bench-torch/dpfilbench
 	rm -rf $(GPU_DRY)

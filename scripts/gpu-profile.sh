@@ -67,36 +67,7 @@ for model in ${PROFILE_MODELS:-mnist-cnn cifar-cnn}; do
     echo "gpu-profile: neither nsys nor ncu found (PATH, /usr/local/cuda*/bin, /opt/nvidia/nsight-*)" >&2
     exit 1
   fi
-  python3 - "$csv" "$tool" "$model" >>"$OUT/kernels.txt" <<'PY' || status=1
-import csv, sys, collections
-path, tool, model = sys.argv[1:4]
-# ncu's CSV shares stdout with the profiled command's own output (bench --json):
-# keep only its quoted rows; nsys's report file holds the CSV alone.
-keep = (lambda l: l.startswith('"')) if tool == "ncu" else (lambda l: l.strip() and not l.startswith("=="))
-rows = list(csv.reader(l for l in open(path) if keep(l)))
-head, body = rows[0], rows[1:]
-tot = collections.defaultdict(lambda: [0.0, 0])
-if tool == "nsys":  # Time (%), Total Time (ns), Instances, Avg, Med, Min, Max, StdDev, Name
-    it, ii, iname = head.index("Total Time (ns)"), head.index("Instances"), head.index("Name")
-    for r in body:
-        tot[r[iname]][0] += float(r[it]) * 1e-9
-        tot[r[iname]][1] += int(r[ii])
-else:  # ncu --csv: one row per kernel and metric
-    iname, im, iv, iu = head.index("Kernel Name"), head.index("Metric Name"), head.index("Metric Value"), head.index("Metric Unit")
-    scale = {"nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0}
-    for r in body:
-        if r[im] == "gpu__time_duration.sum":
-            tot[r[iname]][0] += float(r[iv].replace(",", "")) * scale.get(r[iu], 1e-9)
-            tot[r[iname]][1] += 1
-all_s = sum(v[0] for v in tot.values()) or 1
-what = ("all calls of the run (gradient and FIL paths, warm-up included)" if tool == "nsys" else
-        "launches 201-600 of the run, each replayed alone by ncu with caches flushed")
-print(f"## {model} ({tool}): GPU time per kernel, {what}\n")
-print("| kernel | calls | total ms | share |\n|---|---|---|---|")
-for name, (s, n) in sorted(tot.items(), key=lambda kv: -kv[1][0])[:30]:
-    print(f"| {name[:90].replace('|', '¦')} | {n} | {1e3 * s:.2f} | {100 * s / all_s:.1f} % |")
-print(f"\n{len(tot)} kernels, {1e3 * all_s:.1f} ms of GPU time in all\n")
-PY
+  python3 scripts/gpu-kernels.py "$csv" "$tool" "$model" >>"$OUT/kernels.txt" || status=1
 done
 tar -czf "$OUT/profile.tar.gz" -C "$OUT" profile && rm -rf "$W"
 cat "$OUT/kernels.txt"
