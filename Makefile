@@ -231,3 +231,8 @@ gpu-check-dry: cuda cuda-standin gpu-kernels-check
 	  grep -q '| train-20 | FAIL |' $(GPU_DRY)/seeded/summary.txt || \
 	  { echo "gpu-check-dry: train-20 did not FAIL under the seeded failure" >&2; cat $(GPU_DRY)/seeded.log >&2; exit 1; }; \
 	  echo "gpu-check-dry: the seeded failure exits non-zero with train-20 FAIL, as it must"
+	@if python3 -c 'import torch' 2>/dev/null || /usr/bin/python3 -c 'import torch' 2>/dev/null; then \
+	  OUT=$(GPU_DRY)/peer scripts/gpu-peer-tune.sh --dry-run 2>$(GPU_DRY)/peer.log || \
+	  { echo "gpu-check-dry: scripts/gpu-peer-tune.sh --dry-run failed" >&2; cat $(GPU_DRY)/peer.log >&2; exit 1; }; \
+	  echo "gpu-check-dry: scripts/gpu-peer-tune.sh --dry-run timed every variant on the CPU"; \
+	else echo "gpu-check-dry: NOT RUN: scripts/gpu-peer-tune.sh --dry-run (no PyTorch here)"; fi

@@ -42,6 +42,6 @@ gpu-pack: the device call (one call, at most 6 minutes of it; from the checkout 
 It writes \$OUT/gpu-check.tar.gz, \$OUT/summary.txt and \$OUT/summary.json and exits 1 when a check fails.
 Then, on the same warm machine (same carry), if the session's device time allows:
   command:   scripts/gpu-profile.sh      (timeout_s 300: per-kernel GPU time, \$OUT/kernels.txt)
-  command:   scripts/gpu-peer-tune.sh    (timeout_s 300: the torch.func peer's best FIL variant)
+  command:   scripts/gpu-peer-tune.sh    (timeout_s 300: the torch.func peer's best gradient and FIL variants)
 and call give_back when done.
 MSG
