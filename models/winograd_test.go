@@ -370,7 +370,7 @@ func TestConvAlgoOptions(t *testing.T) {
 			t.Errorf("%v.String() = %q, want %q", a, a.String(), s)
 		}
 	}
-	if _, err := ParseConvAlgo("fft"); err == nil || !strings.Contains(err.Error(), "want direct, winograd, winograd4 or auto") {
+	if _, err := ParseConvAlgo("fft"); err == nil || !strings.Contains(err.Error(), `unknown conv algorithm "fft" (want direct, winograd, auto or winograd4)`) {
 		t.Errorf("ParseConvAlgo(fft): %v", err)
 	}
 	cifar, _ := ArchByName("cifar-cnn")
