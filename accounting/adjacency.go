@@ -1,5 +1,7 @@
 package accounting
 
+import "github.com/dpfil/dpfil/internal/enumtext"
+
 // Adjacency names the neighbouring relation a privacy guarantee holds for.
 type Adjacency int
 
@@ -13,9 +15,9 @@ const (
 )
 
 // adjacencyText spells the adjacencies in flags and JSON.
-var adjacencyText = enumText[Adjacency]{typ: "Adjacency", what: "adjacency",
-	names:   []string{AddRemove: "add-remove", ReplaceOne: "replace-one"},
-	aliases: map[string]Adjacency{"addremove": AddRemove, "add/remove": AddRemove, "replace": ReplaceOne, "substitution": ReplaceOne}}
+var adjacencyText = enumtext.Text[Adjacency]{Type: "Adjacency", What: "adjacency",
+	Names:   []string{AddRemove: "add-remove", ReplaceOne: "replace-one"},
+	Aliases: map[string]Adjacency{"addremove": AddRemove, "add/remove": AddRemove, "replace": ReplaceOne, "substitution": ReplaceOne}}
 
 // String returns the flag spelling of the adjacency.
 func (a Adjacency) String() string { return adjacencyText.String(a) }
@@ -48,8 +50,8 @@ const (
 )
 
 // samplingText spells the samplings in flags and JSON.
-var samplingText = enumText[Sampling]{typ: "Sampling", what: "sampling",
-	names: []string{SamplingPoisson: "poisson", SamplingUniform: "uniform", SamplingShuffle: "shuffle"}}
+var samplingText = enumtext.Text[Sampling]{Type: "Sampling", What: "sampling",
+	Names: []string{SamplingPoisson: "poisson", SamplingUniform: "uniform", SamplingShuffle: "shuffle"}}
 
 // String returns the flag spelling of the sampling.
 func (s Sampling) String() string { return samplingText.String(s) }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/dpfil/dpfil/internal/enumtext"
 	"github.com/dpfil/dpfil/internal/golden"
 	"gonum.org/v1/gonum/dsp/fourier"
 )
@@ -113,8 +114,8 @@ const (
 )
 
 // pldMechanismText spells the PLD mechanisms in JSON.
-var pldMechanismText = enumText[PLDMechanism]{typ: "PLDMechanism", what: "PLD mechanism",
-	names: []string{PLDGaussian: "gaussian", PLDPoissonGaussian: "poisson-gaussian", PLDUniformGaussian: "uniform-gaussian"}}
+var pldMechanismText = enumtext.Text[PLDMechanism]{Type: "PLDMechanism", What: "PLD mechanism",
+	Names: []string{PLDGaussian: "gaussian", PLDPoissonGaussian: "poisson-gaussian", PLDUniformGaussian: "uniform-gaussian"}}
 
 // String returns the JSON spelling.
 func (m PLDMechanism) String() string { return pldMechanismText.String(m) }

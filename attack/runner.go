@@ -54,12 +54,10 @@ func (g *Game) Run(ctx context.Context, opt RunOptions) ([]TrialResult, error) {
 	done := map[int]TrialResult{}
 	var out *os.File
 	if opt.Out != "" {
-		unlock, err := dirlock.Lock(opt.Out)
-		if errors.Is(err, dirlock.ErrLocked) {
-			return nil, fmt.Errorf("attack game: output directory %s is in use by another dpfil process (one game per directory): %w", opt.Out, err)
-		}
+		unlock, err := dirlock.LockAs(opt.Out, "attack game",
+			"attack game: output directory "+opt.Out+" is in use by another dpfil process (one game per directory)")
 		if err != nil {
-			return nil, fmt.Errorf("attack game: %w", err)
+			return nil, err
 		}
 		defer unlock()
 		done, err = g.prepareOut(opt.Out, opt.Meta)

@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpfil/dpfil/internal/splitmix"
+	"github.com/dpfil/dpfil/internal/stats"
 )
 
 // Table is a feature matrix with one real-valued or binary target per row: the input of
@@ -371,13 +372,7 @@ func NewPreprocess(t *Table, unitBall bool, pca int) (*Preprocess, error) {
 		col := order[c]
 		kept += math.Max(vals[col], 0)
 		// Sign convention: the largest-magnitude loading is positive (deterministic).
-		big, sgn := 0.0, 1.0
-		for j := 0; j < d; j++ {
-			if v := vecs.At(j, col); math.Abs(v) > big {
-				big = math.Abs(v)
-				sgn = math.Copysign(1, v)
-			}
-		}
+		sgn := stats.ComponentSign(&vecs, col)
 		for j := 0; j < d; j++ {
 			v := sgn * vecs.At(j, col)
 			a.Set(c, j, pp.Scale*v)

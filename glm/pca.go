@@ -8,6 +8,8 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
+
+	"github.com/dpfil/dpfil/internal/stats"
 )
 
 // PCA is a principal-component projection z = Vᵀ(x − μ) of D features onto their K
@@ -66,12 +68,7 @@ func FitPCA(x []float64, n, d, k int) (*PCA, error) {
 		p.Mean[j] /= float64(n)
 	}
 	for c := 0; c < k; c++ {
-		big, sgn := 0.0, 1.0
-		for j := 0; j < d; j++ {
-			if v := vecs.At(j, c); math.Abs(v) > big {
-				big, sgn = math.Abs(v), math.Copysign(1, v)
-			}
-		}
+		sgn := stats.ComponentSign(&vecs, c)
 		for j := 0; j < d; j++ {
 			p.Components.Set(c, j, sgn*vecs.At(j, c))
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sync"
+
+	"github.com/dpfil/dpfil/internal/enumtext"
 )
 
 // ClipAlgo selects how ClippedGradSum obtains each sample's gradient norm and the
@@ -38,30 +40,15 @@ const (
 	ClipAlgoAuto      = "auto"
 )
 
-// ParseClipAlgo returns the algorithm named s ("" is per-sample).
-func ParseClipAlgo(s string) (ClipAlgo, error) {
-	switch s {
-	case "", ClipAlgoPerSample:
-		return ClipPerSample, nil
-	case ClipAlgoGhost:
-		return ClipGhost, nil
-	case ClipAlgoAuto:
-		return ClipAuto, nil
-	}
-	return 0, fmt.Errorf("clip algorithm %q, want %s, %s or %s", s, ClipAlgoPerSample, ClipAlgoGhost, ClipAlgoAuto)
-}
+// clipAlgoText spells the clipping algorithms ("" parses as per-sample).
+var clipAlgoText = enumtext.Text[ClipAlgo]{Type: "ClipAlgo", What: "clip algorithm",
+	Names:   []string{ClipPerSample: ClipAlgoPerSample, ClipGhost: ClipAlgoGhost, ClipAuto: ClipAlgoAuto},
+	Aliases: map[string]ClipAlgo{"": ClipPerSample}}
 
-func (a ClipAlgo) String() string {
-	switch a {
-	case ClipPerSample:
-		return ClipAlgoPerSample
-	case ClipGhost:
-		return ClipAlgoGhost
-	case ClipAuto:
-		return ClipAlgoAuto
-	}
-	return fmt.Sprintf("ClipAlgo(%d)", int(a))
-}
+// ParseClipAlgo returns the algorithm named s ("" is per-sample).
+func ParseClipAlgo(s string) (ClipAlgo, error) { return clipAlgoText.Parse(s) }
+
+func (a ClipAlgo) String() string { return clipAlgoText.String(a) }
 
 // ClipAlgoSetter is implemented by a Model whose ClippedGradSum can run ghost or
 // mixed clipping (NewCPUModel's and NewModel's on a backend without device

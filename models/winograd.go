@@ -1,6 +1,10 @@
 package models
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/dpfil/dpfil/internal/enumtext"
+)
 
 // Winograd F(2×2, 3×3) convolution for the CPU engine's per-sample clipped-gradient
 // pass (ClippedGradSum with per-sample clipping).
@@ -74,34 +78,15 @@ const (
 	ConvAlgoWinograd4 = "winograd4"
 )
 
-// ParseConvAlgo returns the algorithm named s ("" is direct).
-func ParseConvAlgo(s string) (ConvAlgo, error) {
-	switch s {
-	case "", ConvAlgoDirect:
-		return ConvDirect, nil
-	case ConvAlgoWinograd:
-		return ConvWinograd, nil
-	case ConvAlgoAuto:
-		return ConvAuto, nil
-	case ConvAlgoWinograd4:
-		return ConvWinograd4, nil
-	}
-	return 0, fmt.Errorf("conv algorithm %q, want %s, %s, %s or %s", s, ConvAlgoDirect, ConvAlgoWinograd, ConvAlgoWinograd4, ConvAlgoAuto)
-}
+// convAlgoText spells the convolution algorithms ("" parses as direct).
+var convAlgoText = enumtext.Text[ConvAlgo]{Type: "ConvAlgo", What: "conv algorithm",
+	Names:   []string{ConvDirect: ConvAlgoDirect, ConvWinograd: ConvAlgoWinograd, ConvAuto: ConvAlgoAuto, ConvWinograd4: ConvAlgoWinograd4},
+	Aliases: map[string]ConvAlgo{"": ConvDirect}}
 
-func (a ConvAlgo) String() string {
-	switch a {
-	case ConvDirect:
-		return ConvAlgoDirect
-	case ConvWinograd:
-		return ConvAlgoWinograd
-	case ConvAuto:
-		return ConvAlgoAuto
-	case ConvWinograd4:
-		return ConvAlgoWinograd4
-	}
-	return fmt.Sprintf("ConvAlgo(%d)", int(a))
-}
+// ParseConvAlgo returns the algorithm named s ("" is direct).
+func ParseConvAlgo(s string) (ConvAlgo, error) { return convAlgoText.Parse(s) }
+
+func (a ConvAlgo) String() string { return convAlgoText.String(a) }
 
 // ConvAlgoSetter is implemented by a Model whose per-sample clipped-gradient pass
 // can run its conv layers as Winograd convolutions (NewCPUModel's).

@@ -342,6 +342,19 @@ func winoInputN[T Float](k *winoKernN, g ConvGeom, x, v []T, ld, c0 int, scr []T
 	}
 }
 
+// winoCarve cuts the rows×cols planes of n values at the start of scr (row-major)
+// into g[r][c] = scr[(r·cols+c)·n:][:n]: the scratch layout of the kernels below,
+// once per call, outside their loops.
+func winoCarve[T Float](scr []T, rows, cols, n int) (g [winoMaxAlpha][winoMaxAlpha][]T) {
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			o := (r*cols + c) * n
+			g[r][c] = scr[o : o+n]
+		}
+	}
+	return g
+}
+
 // winoOutputN writes Y = Aᵀ M A of every tile of one sample to y (out×OutH×OutW),
 // cropping partial tiles, from m[ξ·winoStride(out, ld) + o·ld + c0 + t]: per group
 // of channels (winoGroup) the rows of every tile combined by Aᵀ, then the columns,
@@ -353,17 +366,8 @@ func winoOutputN[T Float](k *winoKernN, g ConvGeom, out int, mm []T, ld, c0 int,
 	xs := winoStride(out, ld)
 	G := winoGroup(out, nt, ld)
 	L0 := G * nt
-	var s [winoMaxAlpha][winoMaxAlpha][]T  // [r][b], r < m
-	var ye [winoMaxAlpha][winoMaxAlpha][]T // [r][c] output row r, column c of each tile
-	for r := 0; r < m; r++ {
-		for b := 0; b < a; b++ {
-			s[r][b] = scr[(r*a+b)*L0 : (r*a+b+1)*L0]
-		}
-		for c := 0; c < m; c++ {
-			o := m*a + r*m + c
-			ye[r][c] = scr[o*L0 : (o+1)*L0]
-		}
-	}
+	s := winoCarve(scr, m, a, L0)           // [r][b], r < m
+	ye := winoCarve(scr[m*a*L0:], m, m, L0) // [r][c] output row r, column c of each tile
 	nfull := g.OutW / m
 	// with 4×4 tiles and OutH = 4·th, the tile rows of consecutive channels are
 	// consecutive output rows 4 apart: one interleaving call per tile row r
@@ -442,17 +446,8 @@ func winoOutGradN[T Float](k *winoKernN, g ConvGeom, out int, dy, nb []T, ld, c0
 	xs := winoStride(out, ld)
 	G := winoGroup(out, nt, ld)
 	L0 := G * nt
-	var d [winoMaxAlpha][winoMaxAlpha][]T // [row r][column c]
-	var p [winoMaxAlpha][winoMaxAlpha][]T // [row r][column b of dY A]
-	for r := 0; r < m; r++ {
-		for c := 0; c < m; c++ {
-			d[r][c] = scr[(r*m+c)*L0 : (r*m+c+1)*L0]
-		}
-		for b := 0; b < a; b++ {
-			o := m*m + r*a + b
-			p[r][b] = scr[o*L0 : (o+1)*L0]
-		}
-	}
+	d := winoCarve(scr, m, m, L0)          // [row r][column c]
+	p := winoCarve(scr[m*m*L0:], m, a, L0) // [row r][column b of dY A]
 	nfull := g.OutW / m
 	merged := m == 4 && g.OutH%4 == 0 // as in winoOutputN
 	for o0 := 0; o0 < out; o0 += G {
@@ -538,21 +533,10 @@ func winoInputGradN[T Float](k *winoKernN, g ConvGeom, dv []T, ld, c0 int, dx, s
 	xs := winoStride(g.InC, ld)
 	G := winoGroup(g.InC, nt, ld)
 	L0 := G * nt
-	var wr, qr [winoMaxAlpha][winoMaxAlpha][]T // [a][j] and [i][j]
-	for i := 0; i < a; i++ {
-		for j := 0; j < a; j++ {
-			wr[i][j] = scr[(i*a+j)*L0 : (i*a+j+1)*L0]
-			qr[i][j] = scr[(a*a+i*a+j)*L0 : (a*a+i*a+j+1)*L0]
-		}
-	}
+	wr, qr := winoCarve(scr, a, a, L0), winoCarve(scr[a*a*L0:], a, a, L0) // [a][j] and [i][j]
 	// z[q][j]: padded rows rr ≡ q (mod m), th+1 tile rows of tw, tile column j
 	zl, z0 := (th+1)*tw, 2*a*a*L0
-	var z [winoMaxAlpha][winoMaxAlpha][]T
-	for q := 0; q < m; q++ {
-		for j := 0; j < a; j++ {
-			z[q][j] = scr[z0+(q*a+j)*zl : z0+(q*a+j+1)*zl]
-		}
-	}
+	z := winoCarve(scr[z0:], m, a, zl)
 	hw := g.H * g.W
 	pr := z0 + m*a*zl
 	prow := scr[pr : pr+m*(tw+1)+2]
@@ -654,19 +638,8 @@ func winoInputGradN[T Float](k *winoKernN, g ConvGeom, dv []T, ld, c0 int, dx, s
 func winoWeightGradN[T Float](k *winoKernN, out, in int, du, dw, scr []T) {
 	oi, xs, a := out*in, winoStride(out, in), k.a
 	const nb = winoDWBlock
-	var tp [winoMaxAlpha][winoMaxAlpha][]T // [a][kw]
-	var rp [winoMaxAlpha][winoMaxAlpha][]T // [kw][kh]
-	for i := 0; i < a; i++ {
-		for j := 0; j < 3; j++ {
-			tp[i][j] = scr[(i*3+j)*nb : (i*3+j+1)*nb]
-		}
-	}
-	for j := 0; j < 3; j++ {
-		for r := 0; r < 3; r++ {
-			o := 3*a + j*3 + r
-			rp[j][r] = scr[o*nb : (o+1)*nb]
-		}
-	}
+	tp := winoCarve(scr, a, 3, nb)          // [a][kw]
+	rp := winoCarve(scr[3*a*nb:], 3, 3, nb) // [kw][kh]
 	for k0 := 0; k0 < oi; k0 += nb {
 		n := min(nb, oi-k0)
 		for i := 0; i < a; i++ {

@@ -2,24 +2,8 @@
 
 package models
 
-import "unsafe"
-
 // winoCombF32 is the portable version of the amd64 kernel; off amd64 hasAVX2FMA is
 // false and winoComb never calls it.
 func winoCombF32(c *[16][8]float32, x, y *[4]*float32, n8, ny int) {
-	n := 8 * n8
-	var xs [4][]float32
-	for i := range xs {
-		xs[i] = unsafe.Slice(x[i], n)
-	}
-	for j := 0; j < ny; j++ {
-		yj := unsafe.Slice(y[j], n)
-		for k := range yj {
-			s := c[j*4][0] * xs[0][k]
-			for i := 1; i < 4; i++ {
-				s += c[j*4+i][0] * xs[i][k]
-			}
-			yj[k] = s
-		}
-	}
+	winoCombRef(c[:], x[:], y[:], n8, ny)
 }

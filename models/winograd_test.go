@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -370,7 +371,7 @@ func TestConvAlgoOptions(t *testing.T) {
 			t.Errorf("%v.String() = %q, want %q", a, a.String(), s)
 		}
 	}
-	if _, err := ParseConvAlgo("fft"); err == nil || !strings.Contains(err.Error(), "want direct, winograd, winograd4 or auto") {
+	if _, err := ParseConvAlgo("fft"); err == nil || !strings.Contains(err.Error(), `unknown conv algorithm "fft" (want direct, winograd, auto or winograd4)`) {
 		t.Errorf("ParseConvAlgo(fft): %v", err)
 	}
 	cifar, _ := ArchByName("cifar-cnn")
@@ -764,6 +765,66 @@ func testWinogradWorkers(t *testing.T, arch Arch, algo ConvAlgo, params, x []flo
 		for i := range sum {
 			if math.Float32bits(sum[i]) != math.Float32bits(ref[i]) {
 				t.Fatalf("%d workers: sum[%d] = %v, 1 worker %v", w, i, sum[i], ref[i])
+			}
+		}
+	}
+}
+
+// TestWinogradCombRef checks winoCombRef (the comb kernels' portable version off
+// amd64) against the float64 sums for 4 and 6 inputs, and the float32 kernels
+// (AVX2 on amd64 where the CPU has it) against it.
+func TestWinogradCombRef(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 13))
+	for _, nx := range []int{4, 6} {
+		const n8, ny = 3, 4
+		n := 8 * n8
+		c := make([][8]float32, nx*nx)
+		for k := range c {
+			v := float32(rng.NormFloat64())
+			for l := range c[k] {
+				c[k][l] = v
+			}
+		}
+		xs, x := make([][]float32, nx), make([]*float32, nx)
+		for i := range xs {
+			xs[i] = make([]float32, n)
+			for k := range xs[i] {
+				xs[i][k] = float32(rng.NormFloat64())
+			}
+			x[i] = &xs[i][0]
+		}
+		ys, y, yk, yp := make([][]float32, nx), make([]*float32, nx), make([][]float32, nx), make([]*float32, nx)
+		for j := range ys {
+			ys[j], yk[j] = make([]float32, n), make([]float32, n)
+			y[j], yp[j] = &ys[j][0], &yk[j][0]
+		}
+		winoCombRef(c, x, y, n8, ny)
+		switch {
+		case !hasAVX2FMA() && runtime.GOARCH == "amd64":
+			copy(yk, ys) // the amd64 kernels need AVX2 and FMA
+		case nx == 4:
+			winoCombF32((*[16][8]float32)(c), (*[4]*float32)(x), (*[4]*float32)(yp), n8, ny)
+		default:
+			winoComb6F32((*[36][8]float32)(c), (*[6]*float32)(x), (*[6]*float32)(yp), n8, ny)
+		}
+		for j := 0; j < nx; j++ {
+			for k := 0; k < n; k++ {
+				if j >= ny {
+					if ys[j][k] != 0 {
+						t.Fatalf("nx %d: output %d of %d written", nx, j, ny)
+					}
+					continue
+				}
+				var want float64
+				for i := 0; i < nx; i++ {
+					want += float64(c[j*nx+i][0]) * float64(xs[i][k])
+				}
+				if d := math.Abs(float64(ys[j][k]) - want); d > 1e-5*(1+math.Abs(want)) {
+					t.Fatalf("nx %d: y[%d][%d] = %v, float64 %v", nx, j, k, ys[j][k], want)
+				}
+				if d := math.Abs(float64(yk[j][k] - ys[j][k])); d > 1e-5*(1+math.Abs(want)) {
+					t.Fatalf("nx %d: kernel y[%d][%d] = %v, reference %v", nx, j, k, yk[j][k], ys[j][k])
+				}
 			}
 		}
 	}

@@ -1,5 +1,7 @@
 package models
 
+import "unsafe"
+
 // The tile transforms of the Winograd convolution (winograd.go), as whole-row
 // linear combinations. Each transform is separable: Bᵀ d B, Aᵀ M A, A dY Aᵀ and
 // B dV Bᵀ apply a small matrix to the rows of the tile, then to its columns. Both
@@ -113,6 +115,27 @@ func winoCombLoop[T Float](coef func(j, i int) float64, nx, ny int, x, y [][]T, 
 					yj[t] += ct * v
 				}
 			}
+		}
+	}
+}
+
+// winoCombRef is the reference of the amd64 comb kernels (winoCombF32, 4 inputs;
+// winoComb6F32, 6) and their portable version off amd64: y[j][k] = Σ_i
+// c[j·len(x)+i][0]·x[i][k] in float32, in order of i, for j < ny and k < 8·n8.
+func winoCombRef(c [][8]float32, x, y []*float32, n8, ny int) {
+	n, nx := 8*n8, len(x)
+	xs := make([][]float32, nx)
+	for i := range xs {
+		xs[i] = unsafe.Slice(x[i], n)
+	}
+	for j := 0; j < ny; j++ {
+		yj := unsafe.Slice(y[j], n)
+		for k := range yj {
+			s := c[j*nx][0] * xs[0][k]
+			for i := 1; i < nx; i++ {
+				s += c[j*nx+i][0] * xs[i][k]
+			}
+			yj[k] = s
 		}
 	}
 }

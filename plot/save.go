@@ -85,11 +85,17 @@ func render(format string, width, height int, paint func(draw.Canvas)) (out []by
 // Save renders p to path (format from the extension) at width × height pixels,
 // atomically: a temporary file in the same directory renamed into place.
 func Save(p *gplot.Plot, path string, width, height int) error {
+	return saveRendered(path, func(format string) ([]byte, error) { return Render(p, format, width, height) })
+}
+
+// saveRendered writes what render gives for path's format (from its extension) to
+// path, atomically; the render error names path.
+func saveRendered(path string, render func(format string) ([]byte, error)) error {
 	format, err := Format(path)
 	if err != nil {
 		return err
 	}
-	b, err := Render(p, format, width, height)
+	b, err := render(format)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

@@ -14,15 +14,7 @@ import (
 // the extension) of width × height pixels, the tiles' data areas aligned, and
 // writes it atomically.
 func SaveTiles(rows [][]*gplot.Plot, path string, width, height int) error {
-	format, err := Format(path)
-	if err != nil {
-		return err
-	}
-	b, err := RenderTiles(rows, format, width, height)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return writeFileAtomic(path, b)
+	return saveRendered(path, func(format string) ([]byte, error) { return RenderTiles(rows, format, width, height) })
 }
 
 // RenderTiles is SaveTiles into a byte slice.

@@ -209,6 +209,23 @@ func (g *geluLayer) tangent(yd []float64) []float64 {
 	return out
 }
 
+// dense sets g from y = W·x + bias (W rows×cols) and returns, for every input
+// tangent ẋ_k, ẏ_k = W·ẋ_k and GeLU′(y) ⊙ ẏ_k; one pass over W (denseMulti) for
+// x and all ẋ_k.
+func (g *geluLayer) dense(W, bias []float64, rows, cols int, x []float64, xds [][]float64) (yds, hds [][]float64) {
+	ins, outs := append([][]float64{x}, xds...), make([][]float64, len(xds)+1)
+	for k := range outs {
+		outs[k] = make([]float64, rows)
+	}
+	denseMulti(W, bias, rows, cols, ins, outs)
+	g.set(outs[0])
+	yds, hds = outs[1:], make([][]float64, len(xds))
+	for k := range hds {
+		hds[k] = g.tangent(yds[k])
+	}
+	return yds, hds
+}
+
 // back returns the cotangents of y and of each ẏ_k from those of h and of each ḣ_k:
 // dy = GeLU′·dh + Σ_k GeLU″·ẏ_k·dḣ_k, dẏ_k = GeLU′·dḣ_k.
 func (g *geluLayer) back(dh []float64, yds, dhds [][]float64) (dy []float64, dyds [][]float64) {
@@ -409,27 +426,9 @@ func (n *perturbNet) cnnForward(sm *pnSample, f *cnnFwd, tangents bool) {
 			f.y1d[k], f.p1d[k], f.y2d[k], f.ed[k] = y1d, p1d, y2d, ed
 		}
 	}
-	// Dense 1 on e and every ė_k in one pass over A1.
-	ins, outs := append([][]float64{f.e}, f.ed...), make([][]float64, S+1)
-	for k := range outs {
-		outs[k] = make([]float64, h)
-	}
-	denseMulti(pv.a1, pv.c1, h, in, ins, outs)
-	f.d1.set(outs[0])
-	f.z1d, f.q1d = outs[1:], make([][]float64, S)
-	for k := range f.q1d {
-		f.q1d[k] = f.d1.tangent(f.z1d[k])
-	}
-	ins, outs = append([][]float64{f.d1.h}, f.q1d...), make([][]float64, S+1)
-	for k := range outs {
-		outs[k] = make([]float64, h)
-	}
-	denseMulti(pv.a2, pv.c2, h, h, ins, outs)
-	f.d2.set(outs[0])
-	f.z2d, f.q2d = outs[1:], make([][]float64, S)
-	for k := range f.q2d {
-		f.q2d[k] = f.d2.tangent(f.z2d[k])
-	}
+	// Dense 1 on e and every ė_k in one pass over A1, then dense 2 likewise over A2.
+	f.z1d, f.q1d = f.d1.dense(pv.a1, pv.c1, h, in, f.e, f.ed)
+	f.z2d, f.q2d = f.d2.dense(pv.a2, pv.c2, h, h, f.d1.h, f.q1d)
 	// Output layer: δ = V·q2 + c and ẇ_k = ġ_k + V·q̇2_k (zero rows on frozen coordinates).
 	hd := &f.head
 	hd.delta, hd.w = make([]float64, P), make([]float64, P)

@@ -132,12 +132,10 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 	}
 	var ck *checkpoint
 	if opt.Out != "" {
-		unlock, err := dirlock.Lock(opt.Out)
-		if errors.Is(err, dirlock.ErrLocked) {
-			return nil, fmt.Errorf("run directory %s is in use by another dpfil process (one run per directory): %w", opt.Out, err)
-		}
+		unlock, err := dirlock.LockAs(opt.Out, "run directory",
+			"run directory "+opt.Out+" is in use by another dpfil process (one run per directory)")
 		if err != nil {
-			return nil, fmt.Errorf("run directory: %w", err)
+			return nil, err
 		}
 		defer unlock()
 		if ck, err = loadCheckpoint(opt.Out); err != nil {

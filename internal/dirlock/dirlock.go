@@ -65,3 +65,17 @@ func removeEmpty(created []string) {
 		}
 	}
 }
+
+// LockAs is Lock with its errors worded for the caller: busy (which should name dir
+// and say why one process at a time) when another process holds dir, wrapping
+// ErrLocked; what, then the cause, for any other failure.
+func LockAs(dir, what, busy string) (unlock func(), err error) {
+	unlock, err = Lock(dir)
+	if errors.Is(err, ErrLocked) {
+		return nil, fmt.Errorf("%s: %w", busy, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return unlock, nil
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dpfil/dpfil/internal/dirlock"
@@ -175,4 +176,32 @@ func TestLockOpenFile(t *testing.T) {
 	if err := dirlock.LockOpenFile(b); err != nil {
 		t.Errorf("after the first closed: %v", err)
 	}
+}
+
+// TestLockAs: a held directory gives the caller's busy wording wrapping ErrLocked;
+// another failure gives what and the cause, not ErrLocked; a free one locks.
+func TestLockAs(t *testing.T) {
+	root := t.TempDir()
+	held := filepath.Join(root, "held")
+	unlock, err := dirlock.Lock(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	_, err = dirlock.LockAs(held, "run directory", "run directory "+held+" is busy")
+	if !errors.Is(err, dirlock.ErrLocked) || err.Error() != "run directory "+held+" is busy: "+dirlock.ErrLocked.Error() {
+		t.Errorf("held directory: %v, want the busy wording wrapping ErrLocked", err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "file"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = dirlock.LockAs(filepath.Join(root, "file", "a"), "run directory", "busy")
+	if err == nil || errors.Is(err, dirlock.ErrLocked) || !strings.HasPrefix(err.Error(), "run directory: ") {
+		t.Errorf("file in the way: %v, want \"run directory: …\" not wrapping ErrLocked", err)
+	}
+	free, err := dirlock.LockAs(filepath.Join(root, "free"), "run directory", "busy")
+	if err != nil {
+		t.Fatalf("free directory: %v", err)
+	}
+	free()
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpfil/dpfil/internal/stats"
 )
 
 // PCA is the projection of n points (rows of an n × k matrix) on their first
@@ -62,13 +64,7 @@ func PCAOf(x []float64, n, k, c int) (*PCA, error) {
 	svd.UTo(&u)
 	svd.VTo(&v)
 	for comp := 0; comp < c; comp++ {
-		big, sign := 0.0, 1.0
-		for j := 0; j < k; j++ {
-			if a := v.At(j, comp); math.Abs(a) > big {
-				big = math.Abs(a)
-				sign = math.Copysign(1, a)
-			}
-		}
+		sign := stats.ComponentSign(&v, comp)
 		for i := 0; i < n; i++ {
 			out.Scores[i*c+comp] = sign * u.At(i, comp) * s[comp]
 		}

@@ -257,6 +257,26 @@ type result struct {
 	GFLOPCPU float64 `json:"gflop_per_cpu_s,omitempty"`
 }
 
+// setAlgo parses the -flag value and, unless it is the default def, sets it on m
+// through the setter interface S: only on the grad path (fil says why not on the
+// FIL step) and only where m implements S (what names the algorithm). It returns
+// the parsed algorithm.
+func setAlgo[A comparable, S any](flag, value string, parse func(string) (A, error), def A, path string,
+	m models.Model, set func(S, A) error, fil, what string) (A, error) {
+	algo, err := parse(value)
+	if err != nil || algo == def {
+		return algo, err
+	}
+	if path != "grad" {
+		return algo, fmt.Errorf("-%s %s: %s", flag, value, fil)
+	}
+	s, ok := any(m).(S)
+	if !ok {
+		return algo, fmt.Errorf("-%s %s: the model cannot switch its %s", flag, value, what)
+	}
+	return algo, set(s, algo)
+}
+
 // timePath runs the clipped gradient sum (grad) or the FIL step (fil) of batch
 // samples once to warm up, then for at least seconds, and prints the timing.
 func timePath(name, path string, batch, k int, seed uint64, seconds float64, clipAlgo, convAlgo string) error {
@@ -264,37 +284,15 @@ func timePath(name, path string, batch, k int, seed uint64, seconds float64, cli
 	if err != nil {
 		return err
 	}
-	algo, err := models.ParseClipAlgo(clipAlgo)
+	algo, err := setAlgo("clip-algo", clipAlgo, models.ParseClipAlgo, models.ClipPerSample, path, p.m,
+		models.ClipAlgoSetter.SetClipAlgo, "the FIL step runs per sample only", "clipping algorithm")
 	if err != nil {
 		return err
 	}
-	if algo != models.ClipPerSample {
-		if path != "grad" {
-			return fmt.Errorf("-clip-algo %s: the FIL step runs per sample only", clipAlgo)
-		}
-		s, ok := p.m.(models.ClipAlgoSetter)
-		if !ok {
-			return fmt.Errorf("-clip-algo %s: the model cannot switch its clipping algorithm", clipAlgo)
-		}
-		if err := s.SetClipAlgo(algo); err != nil {
-			return err
-		}
-	}
-	conv, err := models.ParseConvAlgo(convAlgo)
+	conv, err := setAlgo("conv-algo", convAlgo, models.ParseConvAlgo, models.ConvDirect, path, p.m,
+		models.ConvAlgoSetter.SetConvAlgo, "the FIL step runs direct convolutions only", "conv algorithm")
 	if err != nil {
 		return err
-	}
-	if conv != models.ConvDirect {
-		if path != "grad" {
-			return fmt.Errorf("-conv-algo %s: the FIL step runs direct convolutions only", convAlgo)
-		}
-		s, ok := p.m.(models.ConvAlgoSetter)
-		if !ok {
-			return fmt.Errorf("-conv-algo %s: the model cannot switch its conv algorithm", convAlgo)
-		}
-		if err := s.SetConvAlgo(conv); err != nil {
-			return err
-		}
 	}
 	var call func() error
 	switch path {
