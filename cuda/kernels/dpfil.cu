@@ -70,31 +70,44 @@ KERNEL k_im2col(int rows, int inN, int inC, int h, int w, int kh, int kw, int st
 	}
 }
 
+// first_tap returns the first kernel tap k ≥ 0 with t − k ≡ 0 (mod stride) and sets
+// *o = (t − k) / stride, its output index (t ≥ 0): the taps that cover an input at
+// padded position t are k, k + stride, … with outputs *o, *o − 1, …, while
+// k < the kernel size and the output is ≥ 0 (those ≥ the output size are skipped).
+// One division per pixel and dimension instead of one per tap.
+DEVFN int first_tap(int t, int stride, int* o) {
+	int q = t / stride;
+	*o = q;
+	return t - q * stride;
+}
+
 // k_col2im adds (add ≠ 0) or writes (add = 0: 0 + the sum, as adding to a zeroed
 // buffer would) the patch matrices of rows samples (as k_im2col lays them out) back
 // into their input gradients dx + r·inN: each thread gathers the taps that cover its
-// pixel.
+// pixel, kernel row by kernel row (ki, then kj, ascending). The launch bounds
+// rows·inC·h·w to 2³¹ − 1 (Backend.launch), so the pixel's index is taken apart in
+// 32-bit unsigned arithmetic.
 KERNEL k_col2im(int rows, int inN, int inC, int h, int w, int kh, int kw, int stride, int padT,
                 int padL, int outH, int outW, const float* cols, int ld, float* dx, int add) {
 	int hwo = outH * outW;
+	unsigned int hw = (unsigned int)h * (unsigned int)w;
 	GRID_STRIDE(i, (long long)rows * inC * h * w) {
-		long long chw = (long long)inC * h * w;
-		int r = (int)(i / chw);
-		long long p = i % chw;
-		int iw = (int)(p % w), ih = (int)((p / w) % h), c = (int)(p / ((long long)h * w));
+		unsigned int q = (unsigned int)i / hw, p = (unsigned int)i - q * hw;
+		int r = (int)(q / (unsigned int)inC), c = (int)(q - (unsigned int)r * (unsigned int)inC);
+		int ih = (int)(p / (unsigned int)w), iw = (int)p - ih * w;
+		int oh0, ow0;
+		int ki0 = first_tap(ih + padT, stride, &oh0), kj0 = first_tap(iw + padL, stride, &ow0);
+		const float* cr = cols + (long long)r * hwo;
 		float s = 0.0f;
-		for (int ki = 0; ki < kh; ki++) {
-			int t = ih + padT - ki;
-			if (t < 0 || t % stride != 0 || t / stride >= outH) continue;
-			int oh = t / stride;
-			for (int kj = 0; kj < kw; kj++) {
-				int u = iw + padL - kj;
-				if (u < 0 || u % stride != 0 || u / stride >= outW) continue;
+		for (int ki = ki0, oh = oh0; ki < kh && oh >= 0; ki += stride, oh--) {
+			if (oh >= outH) continue;
+			for (int kj = kj0, ow = ow0; kj < kw && ow >= 0; kj += stride, ow--) {
+				if (ow >= outW) continue;
 				int row = (c * kh + ki) * kw + kj;
-				s += cols[(long long)row * ld + (long long)r * hwo + oh * outW + u / stride];
+				s += cr[(long long)row * ld + oh * outW + ow];
 			}
 		}
-		float* d = dx + (long long)r * inN + p;
+		float* d = dx + (long long)r * inN + (long long)c * hw + p;
 		*d = (add ? *d : 0.0f) + s;
 	}
 }
@@ -114,22 +127,24 @@ KERNEL k_avgpool(int nc, int h, int w, int kh, int kw, int stride, int outH, int
 	}
 }
 
-// k_avgpool_back: dx += poolᵀ(dy), gathered per input pixel.
+// k_avgpool_back: dx += poolᵀ(dy), gathered per input pixel (taps as in k_col2im;
+// the launch bounds nc·h·w to 2³¹ − 1).
 KERNEL k_avgpool_back(int nc, int h, int w, int kh, int kw, int stride, int outH, int outW,
                       const float* dy, float* dx) {
 	float inv = 1.0f / (float)(kh * kw);
+	unsigned int hw = (unsigned int)h * (unsigned int)w;
 	GRID_STRIDE(i, (long long)nc * h * w) {
-		int iw = (int)(i % w), ih = (int)((i / w) % h);
-		long long sc = i / ((long long)h * w);
-		const float* dys = dy + sc * outH * outW;
+		unsigned int sc = (unsigned int)i / hw, p = (unsigned int)i - sc * hw;
+		int ih = (int)(p / (unsigned int)w), iw = (int)p - ih * w;
+		int oh0, ow0;
+		int ki0 = first_tap(ih, stride, &oh0), kj0 = first_tap(iw, stride, &ow0);
+		const float* dys = dy + (long long)sc * outH * outW;
 		float s = 0.0f;
-		for (int ki = 0; ki < kh; ki++) {
-			int t = ih - ki;
-			if (t < 0 || t % stride != 0 || t / stride >= outH) continue;
-			for (int kj = 0; kj < kw; kj++) {
-				int u = iw - kj;
-				if (u < 0 || u % stride != 0 || u / stride >= outW) continue;
-				s += dys[(t / stride) * outW + u / stride] * inv;
+		for (int ki = ki0, oh = oh0; ki < kh && oh >= 0; ki += stride, oh--) {
+			if (oh >= outH) continue;
+			for (int kj = kj0, ow = ow0; kj < kw && ow >= 0; kj += stride, ow--) {
+				if (ow >= outW) continue;
+				s += dys[oh * outW + ow] * inv;
 			}
 		}
 		dx[i] += s;
