@@ -71,6 +71,7 @@ type Backend struct {
 	// The layer-by-layer FIL reduction's partial sums (FILDotSqLayer), kept between
 	// its calls, and the rows and stripes of the reduction in progress (0: none).
 	filPart          []float64
+	filDense         []float64 // k_fil_dense_terms' per-sample and per-row terms
 	filRows, filStri int
 	// DeviceOps\' scratch: int arguments (slots, see ints), row scales and row sums.
 	islots [nSlots]intSlot
@@ -732,10 +733,12 @@ func (b *Backend) filContinue(rows, P int, first bool) (unsafe.Pointer, int, boo
 }
 
 // FILDotSqDense adds a dense layer's terms to the FIL reduction in progress
-// (models.TangentBatcher) without forming its gradient tangents: one launch of
-// k_fil_dense, which takes ⟨g, ġ⟩ and ‖ġ‖² of the rank-2 weight tangents
-// δ̇ ⊗ a + δ ⊗ ȧ and the bias tangents δ̇ in closed form. ta holds the rows' input
-// tangents, or is nil when idx and val give them as one-hot rows.
+// (models.TangentBatcher) without forming its gradient tangents: k_fil_dense_terms
+// takes the per-sample terms Gᵀδ, G a, ‖a‖², ‖δ‖² and each row's δ̇·δ into
+// b.filDense, then k_fil_dense the rows' ⟨g, ġ⟩ and ‖ġ‖² of the rank-2 weight
+// tangents δ̇ ⊗ a + δ ⊗ ȧ and the bias tangents δ̇ in closed form, stripe by stripe
+// (two launches). ta holds the rows' input tangents, or is nil when idx and val give
+// them as one-hot rows.
 func (b *Backend) FILDotSqDense(g []float32, P, cs, kc, inN, outN, wOff, bOff int, a, ta []float32, idx []int, val, D, tD []float32, first bool) {
 	rows := cs * kc
 	if rows <= 0 || !b.begin() {
@@ -746,6 +749,17 @@ func (b *Backend) FILDotSqDense(g []float32, P, cs, kc, inN, outN, wOff, bOff in
 	if !ok {
 		return
 	}
+	// h (cs·inN), G a (cs·outN), ‖a‖² and ‖δ‖² (cs each), δ̇·δ (rows); a larger
+	// buffer replaces a smaller one, which stays allocated (a captured graph may
+	// still name it).
+	if need := cs*(inN+outN+2) + rows; len(b.filDense) < need {
+		p := b.allocBytes(8 * need)
+		if p == nil {
+			return
+		}
+		b.filDense = unsafe.Slice((*float64)(p), need)
+	}
+	w := unsafe.Pointer(unsafe.SliceData(b.filDense))
 	pg, pa, pD, ptD := b.dev(g, false), b.dev(a[:cs*inN], false), b.dev(D[:cs*outN], false), b.dev(tD[:rows*outN], false)
 	var pta, pidx, pval unsafe.Pointer
 	if ta != nil {
@@ -756,8 +770,11 @@ func (b *Backend) FILDotSqDense(g []float32, P, cs, kc, inN, outN, wOff, bOff in
 	if b.err != nil {
 		return
 	}
-	b.launchRaw("k_fil_dense", (rows*stripes+reduceBlock-1)/reduceBlock, Args(cs, kc, inN, outN, P, wOff, bOff, stripes,
-		boolInt(first), pg, pa, pta, pidx, pval, pD, ptD, part))
+	if b.launchRaw("k_fil_dense_terms", (cs*(inN+outN+1)+rows+reduceBlock-1)/reduceBlock,
+		Args(cs, kc, inN, outN, P, wOff, pg, pa, pD, ptD, w)) {
+		b.launchRaw("k_fil_dense", (rows*stripes+reduceBlock-1)/reduceBlock, Args(cs, kc, inN, outN, P, bOff, stripes,
+			boolInt(first), pg, pa, pta, pidx, pval, ptD, w, part))
+	}
 }
 
 // boolInt is 1 for true, 0 for false (a kernel's int flag).

@@ -64,6 +64,7 @@ var emuKernels = map[string]C.int{
 	"k_dpsgd_update":         C.EMU_K_DPSGD_UPDATE,
 	"k_fil_dotsq_layer":      C.EMU_K_FIL_DOTSQ_LAYER,
 	"k_fil_dense":            C.EMU_K_FIL_DENSE,
+	"k_fil_dense_terms":      C.EMU_K_FIL_DENSE_TERMS,
 	"k_draw_coords":          C.EMU_K_DRAW_COORDS,
 	"k_draw_coords_fix":      C.EMU_K_DRAW_COORDS_FIX,
 }

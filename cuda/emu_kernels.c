@@ -65,7 +65,10 @@ static int call(int id, const uint64_t* a) {
 		k_fil_dotsq_layer(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), PF(9), PF(10), PD(11));
 		return 0;
 	case EMU_K_FIL_DENSE:
-		k_fil_dense(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), PF(9), PF(10), PF(11), PI(12), PF(13), PF(14), PF(15), PD(16));
+		k_fil_dense(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), PF(8), PF(9), PF(10), PI(11), PF(12), PF(13), PD(14), PD(15));
+		return 0;
+	case EMU_K_FIL_DENSE_TERMS:
+		k_fil_dense_terms(I(0), I(1), I(2), I(3), I(4), I(5), PF(6), PF(7), PF(8), PF(9), PD(10));
 		return 0;
 	case EMU_K_REPEAT_ROWS:
 		k_repeat_rows(I(0), I(1), I(2), PF(3), PF(4));

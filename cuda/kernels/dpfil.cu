@@ -70,31 +70,44 @@ KERNEL k_im2col(int rows, int inN, int inC, int h, int w, int kh, int kw, int st
 	}
 }
 
+// first_tap returns the first kernel tap k ≥ 0 with t − k ≡ 0 (mod stride) and sets
+// *o = (t − k) / stride, its output index (t ≥ 0): the taps that cover an input at
+// padded position t are k, k + stride, … with outputs *o, *o − 1, …, while
+// k < the kernel size and the output is ≥ 0 (those ≥ the output size are skipped).
+// One division per pixel and dimension instead of one per tap.
+DEVFN int first_tap(int t, int stride, int* o) {
+	int q = t / stride;
+	*o = q;
+	return t - q * stride;
+}
+
 // k_col2im adds (add ≠ 0) or writes (add = 0: 0 + the sum, as adding to a zeroed
 // buffer would) the patch matrices of rows samples (as k_im2col lays them out) back
 // into their input gradients dx + r·inN: each thread gathers the taps that cover its
-// pixel.
+// pixel, kernel row by kernel row (ki, then kj, ascending). The launch bounds
+// rows·inC·h·w to 2³¹ − 1 (Backend.launch), so the pixel's index is taken apart in
+// 32-bit unsigned arithmetic.
 KERNEL k_col2im(int rows, int inN, int inC, int h, int w, int kh, int kw, int stride, int padT,
                 int padL, int outH, int outW, const float* cols, int ld, float* dx, int add) {
 	int hwo = outH * outW;
+	unsigned int hw = (unsigned int)h * (unsigned int)w;
 	GRID_STRIDE(i, (long long)rows * inC * h * w) {
-		long long chw = (long long)inC * h * w;
-		int r = (int)(i / chw);
-		long long p = i % chw;
-		int iw = (int)(p % w), ih = (int)((p / w) % h), c = (int)(p / ((long long)h * w));
+		unsigned int q = (unsigned int)i / hw, p = (unsigned int)i - q * hw;
+		int r = (int)(q / (unsigned int)inC), c = (int)(q - (unsigned int)r * (unsigned int)inC);
+		int ih = (int)(p / (unsigned int)w), iw = (int)p - ih * w;
+		int oh0, ow0;
+		int ki0 = first_tap(ih + padT, stride, &oh0), kj0 = first_tap(iw + padL, stride, &ow0);
+		const float* cr = cols + (long long)r * hwo;
 		float s = 0.0f;
-		for (int ki = 0; ki < kh; ki++) {
-			int t = ih + padT - ki;
-			if (t < 0 || t % stride != 0 || t / stride >= outH) continue;
-			int oh = t / stride;
-			for (int kj = 0; kj < kw; kj++) {
-				int u = iw + padL - kj;
-				if (u < 0 || u % stride != 0 || u / stride >= outW) continue;
+		for (int ki = ki0, oh = oh0; ki < kh && oh >= 0; ki += stride, oh--) {
+			if (oh >= outH) continue;
+			for (int kj = kj0, ow = ow0; kj < kw && ow >= 0; kj += stride, ow--) {
+				if (ow >= outW) continue;
 				int row = (c * kh + ki) * kw + kj;
-				s += cols[(long long)row * ld + (long long)r * hwo + oh * outW + u / stride];
+				s += cr[(long long)row * ld + oh * outW + ow];
 			}
 		}
-		float* d = dx + (long long)r * inN + p;
+		float* d = dx + (long long)r * inN + (long long)c * hw + p;
 		*d = (add ? *d : 0.0f) + s;
 	}
 }
@@ -114,22 +127,24 @@ KERNEL k_avgpool(int nc, int h, int w, int kh, int kw, int stride, int outH, int
 	}
 }
 
-// k_avgpool_back: dx += poolᵀ(dy), gathered per input pixel.
+// k_avgpool_back: dx += poolᵀ(dy), gathered per input pixel (taps as in k_col2im;
+// the launch bounds nc·h·w to 2³¹ − 1).
 KERNEL k_avgpool_back(int nc, int h, int w, int kh, int kw, int stride, int outH, int outW,
                       const float* dy, float* dx) {
 	float inv = 1.0f / (float)(kh * kw);
+	unsigned int hw = (unsigned int)h * (unsigned int)w;
 	GRID_STRIDE(i, (long long)nc * h * w) {
-		int iw = (int)(i % w), ih = (int)((i / w) % h);
-		long long sc = i / ((long long)h * w);
-		const float* dys = dy + sc * outH * outW;
+		unsigned int sc = (unsigned int)i / hw, p = (unsigned int)i - sc * hw;
+		int ih = (int)(p / (unsigned int)w), iw = (int)p - ih * w;
+		int oh0, ow0;
+		int ki0 = first_tap(ih, stride, &oh0), kj0 = first_tap(iw, stride, &ow0);
+		const float* dys = dy + (long long)sc * outH * outW;
 		float s = 0.0f;
-		for (int ki = 0; ki < kh; ki++) {
-			int t = ih - ki;
-			if (t < 0 || t % stride != 0 || t / stride >= outH) continue;
-			for (int kj = 0; kj < kw; kj++) {
-				int u = iw - kj;
-				if (u < 0 || u % stride != 0 || u / stride >= outW) continue;
-				s += dys[(t / stride) * outW + u / stride] * inv;
+		for (int ki = ki0, oh = oh0; ki < kh && oh >= 0; ki += stride, oh--) {
+			if (oh >= outH) continue;
+			for (int kj = kj0, ow = ow0; kj < kw && ow >= 0; kj += stride, ow--) {
+				if (ow >= outW) continue;
+				s += dys[oh * outW + ow] * inv;
 			}
 		}
 		dx[i] += s;
@@ -226,23 +241,84 @@ KERNEL k_fil_dotsq_layer(int cs, int P, int kc, int stripes, int first, int o0, 
 	}
 }
 
-// k_fil_dense: a dense layer's share of the FIL step's reduction (as
-// k_fil_dotsq_layer) without forming its gradient tangents: row r = s·kc + j's weight
-// tangent is the rank-2 ġ_W = δ̇_r ⊗ a_s + δ_s ⊗ ȧ_r (outN × inN) and its bias
-// tangent δ̇_r, so with G = g_s's weights (row-major outN × inN at wOff), gb its biases
-// (at bOff),
-//   ⟨g_s, ġ_r⟩ = Σ_o δ̇_r[o]·(G a_s)[o] + δ_s[o]·(G ȧ_r)[o] + gb[o]·δ̇_r[o],
-//   ‖ġ_r‖²     = Σ_o δ̇_r[o]²·(‖a_s‖² + 1) + 2·δ̇_r[o]·δ_s[o]·(a_s·ȧ_r) + δ_s[o]²·‖ȧ_r‖².
+// The FIL step's dense-layer reduction (FILDotSqDense), without forming the layer's
+// gradient tangents: row r = s·kc + j's weight tangent is the rank-2
+// ġ_W = δ̇_r ⊗ a_s + δ_s ⊗ ȧ_r (outN × inN) and its bias tangent δ̇_r, so with G =
+// g_s's weights (row-major outN × inN at wOff) and gb its biases (at bOff),
+//   ⟨g_s, ġ_r⟩ = Σ_o δ̇_r[o]·((G a_s)[o] + gb[o]) + Σ_i ȧ_r[i]·(Gᵀ δ_s)[i],
+//   ‖ġ_r‖²     = (‖a_s‖² + 1)·Σ_o δ̇_r[o]² + 2·p_r·(a_s·ȧ_r) + ‖δ_s‖²·‖ȧ_r‖²,
+//                with p_r = δ̇_r·δ_s.
+// Everything that does not depend on the row's input tangent ȧ_r is per sample or a
+// row's outN-long dot, so two launches: k_fil_dense_terms, once per sample, takes
+// h_s = Gᵀ δ_s, G a_s, ‖a_s‖², ‖δ_s‖² and each row's p_r; k_fil_dense then needs only
+// length-inN and length-outN sums per row, whose elements its stripes split.
 // a: cs rows of inN (the layer's inputs), ta: rows rows of inN (their tangents), or,
 // when idx is not null, one-hot tangents ȧ_r = val[r]·e_{idx[r]} (idx[r] < 0: zero);
 // D: cs rows of outN (the output deltas), tD: rows rows of outN (their tangents).
-// Thread t = r·S + c takes the outputs o ≡ c (mod S), in double, and continues (or,
-// when first, starts) part[t] and part[rows·S + t] as k_fil_dotsq_layer does.
-KERNEL k_fil_dense(int cs, int kc, int inN, int outN, int P, int wOff, int bOff, int stripes, int first,
+// w, in double: h (cs·inN), then G a (cs·outN), ‖a‖² (cs), ‖δ‖² (cs), p (rows).
+
+// k_fil_dense_terms writes w (above): thread t < cs·inN is h_s[i] (t = s·inN + i:
+// a warp reads consecutive elements of each weight row), then cs·outN threads
+// (G a_s)[o], cs threads ‖a_s‖² and ‖δ_s‖², rows threads p_r; all in double.
+KERNEL k_fil_dense_terms(int cs, int kc, int inN, int outN, int P, int wOff, const float* g, const float* a,
+                         const float* D, const float* tD, double* w) {
+	long long nh = (long long)cs * inN, ng = (long long)cs * outN, rows = (long long)cs * kc;
+	double* ga = w + nh;
+	double* aa = ga + ng;
+	double* ds = aa + cs;
+	double* p = ds + cs;
+	GRID_STRIDE(t, nh + ng + cs + rows) {
+		if (t < nh) {
+			long long s = t / inN;
+			int i = (int)(t % inN);
+			const float* G = g + s * P + wOff + i;
+			const float* d = D + s * outN;
+			double v = 0.0;
+			for (int o = 0; o < outN; o++) v += (double)G[(long long)o * inN] * (double)d[o];
+			w[t] = v;
+		} else if (t < nh + ng) {
+			long long u = t - nh, s = u / outN;
+			int o = (int)(u % outN);
+			const float* Go = g + s * P + wOff + (long long)o * inN;
+			const float* as = a + s * inN;
+			double v = 0.0;
+			for (int i = 0; i < inN; i++) v += (double)Go[i] * (double)as[i];
+			ga[u] = v;
+		} else if (t < nh + ng + cs) {
+			long long s = t - nh - ng;
+			const float* as = a + s * inN;
+			const float* d = D + s * outN;
+			double x = 0.0, y = 0.0;
+			for (int i = 0; i < inN; i++) x += (double)as[i] * (double)as[i];
+			for (int o = 0; o < outN; o++) y += (double)d[o] * (double)d[o];
+			aa[s] = x;
+			ds[s] = y;
+		} else {
+			long long r = t - nh - ng - cs;
+			const float* dt = tD + r * outN;
+			const float* d = D + (r / kc) * outN;
+			double v = 0.0;
+			for (int o = 0; o < outN; o++) v += (double)dt[o] * (double)d[o];
+			p[r] = v;
+		}
+	}
+}
+
+// k_fil_dense: the dense layer's share of the FIL step's reduction (as
+// k_fil_dotsq_layer), from k_fil_dense_terms's w. Thread t = r·S + c (S = stripes)
+// takes the outputs o ≡ c (mod S) of the Σ_o terms and the inputs i ≡ c (mod S) of
+// the Σ_i terms (one-hot rows: all in stripe 0), in double, so that a warp's lanes
+// read consecutive elements of tD, ta and w, and continues (or, when first, starts)
+// part[t] and part[rows·S + t] as k_fil_dotsq_layer does.
+KERNEL k_fil_dense(int cs, int kc, int inN, int outN, int P, int bOff, int stripes, int first,
                    const float* g, const float* a, const float* ta, const int* idx, const float* val,
-                   const float* D, const float* tD, double* part) {
+                   const float* tD, const double* w, double* part) {
 	long long rows = (long long)cs * kc;
 	long long n = rows * stripes;
+	const double* ga = w + (long long)cs * inN;
+	const double* aa = ga + (long long)cs * outN;
+	const double* ds = aa + cs;
+	const double* p = ds + cs;
 	GRID_STRIDE(t, n) {
 		long long r = t / stripes;
 		int c = (int)(t % stripes);
@@ -252,46 +328,37 @@ KERNEL k_fil_dense(int cs, int kc, int inN, int outN, int P, int wOff, int bOff,
 			gd = part[t];
 			dd = part[n + t];
 		}
-		if (c < outN) {
-			const float* as = a + s * inN;
-			const float* tr = ta ? ta + r * inN : 0;
-			const float* G = g + s * P + wOff;
-			const float* gb = g + s * P + bOff;
-			int hot = -1;
-			double v = 0.0;
-			if (idx) {
-				hot = idx[r];
-				if (hot >= 0) v = (double)val[r];
+		const float* dt = tD + r * outN;
+		const float* gb = g + s * P + bOff;
+		const double* gas = ga + s * outN;
+		double a1 = aa[s] + 1.0;
+		for (int o = c; o < outN; o += stripes) {
+			double v = (double)dt[o];
+			gd += v * gas[o] + (double)gb[o] * v;
+			dd += v * v * a1;
+		}
+		const double* h = w + s * inN;
+		const float* as = a + s * inN;
+		double gh = 0.0, at = 0.0, tt = 0.0;
+		if (idx) {
+			int hot = idx[r];
+			if (c == 0 && hot >= 0) {
+				double v = (double)val[r];
+				gh = v * h[hot];
+				at = (double)as[hot] * v;
+				tt = v * v;
 			}
-			double aa = 0.0, at = 0.0, tt = 0.0;
-			for (int i = 0; i < inN; i++) aa += (double)as[i] * (double)as[i];
-			if (idx) {
-				if (hot >= 0) {
-					at = (double)as[hot] * v;
-					tt = v * v;
-				}
-			} else {
-				for (int i = 0; i < inN; i++) {
-					at += (double)as[i] * (double)tr[i];
-					tt += (double)tr[i] * (double)tr[i];
-				}
-			}
-			for (int o = c; o < outN; o += stripes) {
-				const float* Go = G + (long long)o * inN;
-				double ga = 0.0, gt = 0.0;
-				for (int i = 0; i < inN; i++) ga += (double)Go[i] * (double)as[i];
-				if (idx) {
-					if (hot >= 0) gt = (double)Go[hot] * v;
-				} else {
-					for (int i = 0; i < inN; i++) gt += (double)Go[i] * (double)tr[i];
-				}
-				double dt = (double)tD[r * outN + o], d = (double)D[s * outN + o];
-				gd += dt * ga + d * gt + (double)gb[o] * dt;
-				dd += dt * dt * (aa + 1.0) + 2.0 * dt * d * at + d * d * tt;
+		} else {
+			const float* tr = ta + r * inN;
+			for (int i = c; i < inN; i += stripes) {
+				double x = (double)tr[i];
+				gh += x * h[i];
+				at += (double)as[i] * x;
+				tt += x * x;
 			}
 		}
-		part[t] = gd;
-		part[n + t] = dd;
+		part[t] = gd + gh;
+		part[n + t] = dd + (2.0 * p[r] * at + ds[s] * tt);
 	}
 }
 
