@@ -186,3 +186,70 @@ func TestGameFloat32PoolBitIdentical(t *testing.T) {
 		})
 	}
 }
+
+// gradsOnly is a Net without the ClippedSummer fast path: D₋'s clipped gradients are
+// summed from per-sample gradients.
+type gradsOnly struct{ Net }
+
+// TestKnownClippedSumScratch checks the per-worker gradient scratch: none with a
+// ClippedSummer, min(64, |D₋|) rows without one, and that the chunked sum of D₋'s
+// clipped gradients equals a one-sample-at-a-time sum for |D₋| below, at and above a
+// chunk.
+func TestKnownClippedSumScratch(t *testing.T) {
+	const d, hidden, classes = 10, 4, 3
+	m, err := NewMLP(d, hidden, classes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, known := range []int{1, 9, gradChunk, gradChunk + 7, 2*gradChunk + 1} {
+		cfg := smallConfig()
+		cfg.Known = known
+		pool := synthPool(known+cfg.PriorSize+10, d, classes, 3)
+		fast, err := NewGame(cfg, pool, func() Net { return m }, m.Init)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fast.newState(); st.grads != nil {
+			t.Errorf("|D₋| = %d: %d gradient values allocated for a ClippedSummer", known, len(st.grads))
+		}
+		g, err := NewGame(cfg, pool, func() Net { return gradsOnly{m} }, m.Init)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := g.newState()
+		if want := min(gradChunk, known) * g.P; len(st.grads) != want {
+			t.Errorf("|D₋| = %d: %d gradient values, want %d", known, len(st.grads), want)
+		}
+		theta := g.Theta0()
+		member := make([]bool, known)
+		for j := range member {
+			member[j] = j%5 != 2
+		}
+		for _, mem := range [][]bool{nil, member} {
+			loss, err := g.knownClippedSum(st, theta, mem)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// reference: one sample at a time, in D₋'s order
+			sum, one, l1 := make([]float64, g.P), make([]float64, g.P), make([]float64, 1)
+			lossSum, cnt := 0.0, 0
+			for j, i := range g.known {
+				if mem != nil && !mem[j] {
+					continue
+				}
+				if err := m.PerSampleGrads(theta, pool.AppendImages(nil, i, i+1), pool.Y[i:i+1], 1, one, l1); err != nil {
+					t.Fatal(err)
+				}
+				clipRows(one, 1, g.P, cfg.Clip, nil)
+				for k, v := range one {
+					sum[k] += v
+				}
+				lossSum += l1[0]
+				cnt++
+			}
+			if !slices.Equal(st.sum, sum) || loss != lossSum/float64(cnt) {
+				t.Fatalf("|D₋| = %d: chunked sum differs from the one-at-a-time sum (loss %v, want %v)", known, loss, lossSum/float64(cnt))
+			}
+		}
+	}
+}
