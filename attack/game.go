@@ -38,11 +38,25 @@ type ClippedSummer interface {
 }
 
 // Pool is the labelled data the game draws D₋ and the priors from: N samples of D
-// values in [0,1] each.
+// values in [0,1] each. The first len(X32)/D samples are stored as float32 in X32 (a
+// dataset's own storage: PoolFromDataset shares it instead of copying a float64
+// version of the whole split), the remaining len(X)/D as float64 in X (values that
+// are not float32, e.g. the uniform prior's noise images). Every value is read as a
+// float64 (ImageInto, AppendImages); the float32 → float64 conversion is exact, so
+// the attacks compute the same numbers as on a float64 copy. A pool is read-only.
 type Pool struct {
-	X []float64
-	Y []int
-	D int
+	X32 []float32
+	X   []float64
+	Y   []int
+	D   int
+}
+
+// n32 is the number of samples stored in X32.
+func (p Pool) n32() int {
+	if p.D == 0 {
+		return 0
+	}
+	return len(p.X32) / p.D
 }
 
 // Head returns the first n samples (all of them when n ≤ 0 or n ≥ N).
@@ -50,7 +64,10 @@ func (p Pool) Head(n int) Pool {
 	if n <= 0 || n >= p.N() {
 		return p
 	}
-	return Pool{X: p.X[:n*p.D], Y: p.Y[:n], D: p.D}
+	if m := p.n32(); n > m {
+		return Pool{X32: p.X32, X: p.X[:(n-m)*p.D], Y: p.Y[:n], D: p.D}
+	}
+	return Pool{X32: p.X32[:n*p.D], Y: p.Y[:n], D: p.D}
 }
 
 // N is the number of samples.
@@ -58,11 +75,40 @@ func (p Pool) N() int {
 	if p.D == 0 {
 		return 0
 	}
-	return len(p.X) / p.D
+	return (len(p.X32) + len(p.X)) / p.D
 }
 
-// Image returns a view of sample i.
-func (p Pool) Image(i int) []float64 { return p.X[i*p.D : (i+1)*p.D] }
+// valid reports whether the pool's value and label counts match its dimension.
+func (p Pool) valid() bool {
+	return p.D > 0 && len(p.X32)%p.D == 0 && len(p.X)%p.D == 0 && len(p.Y) == p.N()
+}
+
+// ImageInto writes sample i as float64 to dst[:D] and returns dst[:D]; dst must have
+// room for D values.
+func (p Pool) ImageInto(i int, dst []float64) []float64 {
+	return p.AppendImages(dst[:0], i, i+1)
+}
+
+// AppendImages appends samples lo, …, hi−1 (as float64, D values each) to dst and
+// returns the extended slice; it allocates only when dst lacks the capacity.
+func (p Pool) AppendImages(dst []float64, lo, hi int) []float64 {
+	d, m := p.D, p.n32()
+	dst = slices.Grow(dst, (hi-lo)*d)
+	if lo < m {
+		e := min(hi, m)
+		src := p.X32[lo*d : e*d]
+		k := len(dst)
+		dst = dst[:k+len(src)]
+		for j, v := range src {
+			dst[k+j] = float64(v)
+		}
+		lo = e
+	}
+	if lo < hi {
+		dst = append(dst, p.X[(lo-m)*d:(hi-m)*d]...)
+	}
+	return dst
+}
 
 // Attack names.
 const (
@@ -179,15 +225,20 @@ func NewGame(cfg GameConfig, pool Pool, newNet func() Net, init func(seed uint64
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if pool.D <= 0 || len(pool.X)%pool.D != 0 || len(pool.Y) != pool.N() {
-		return nil, fmt.Errorf("attack game: malformed pool (%d values, %d labels, d = %d)", len(pool.X), len(pool.Y), pool.D)
+	if !pool.valid() {
+		return nil, fmt.Errorf("attack game: malformed pool (%d float32 and %d float64 values, %d labels, d = %d)", len(pool.X32), len(pool.X), len(pool.Y), pool.D)
 	}
 	if pool.N() < cfg.Known+cfg.PriorSize {
 		return nil, fmt.Errorf("attack game: pool has %d samples, need |D₋| + K = %d", pool.N(), cfg.Known+cfg.PriorSize)
 	}
-	for i, v := range pool.X {
+	for i, v := range pool.X32 {
 		if !(v >= 0 && v <= 1) {
 			return nil, fmt.Errorf("attack game: pool value %d is %v, outside [0,1]", i, v)
+		}
+	}
+	for i, v := range pool.X {
+		if !(v >= 0 && v <= 1) {
+			return nil, fmt.Errorf("attack game: pool value %d is %v, outside [0,1]", len(pool.X32)+i, v)
 		}
 	}
 	net := newNet()
@@ -203,7 +254,7 @@ func NewGame(cfg GameConfig, pool Pool, newNet func() Net, init func(seed uint64
 	sort.Ints(g.rest)
 	g.knownX = make([]float64, 0, cfg.Known*pool.D)
 	for _, i := range g.known {
-		g.knownX = append(g.knownX, pool.Image(i)...)
+		g.knownX = pool.AppendImages(g.knownX, i, i+1)
 		g.knownY = append(g.knownY, pool.Y[i])
 	}
 	if cfg.PriorKind == PriorUniform {
@@ -232,13 +283,15 @@ func (g *Game) uniformPrior(r *rand.Rand) error {
 	}
 	const pairs = 2000
 	m2 := 0.0
+	a, b := make([]float64, d), make([]float64, d)
 	for p := 0; p < pairs; p++ {
 		i := r.IntN(len(g.rest))
 		j := r.IntN(len(g.rest) - 1)
 		if j >= i {
 			j++
 		}
-		a, b := g.pool.Image(g.rest[i]), g.pool.Image(g.rest[j])
+		g.pool.ImageInto(g.rest[i], a)
+		g.pool.ImageInto(g.rest[j], b)
 		for k := range a {
 			e := a[k] - b[k]
 			m2 += e * e
@@ -252,6 +305,7 @@ func (g *Game) uniformPrior(r *rand.Rand) error {
 	classes := slices.Max(g.pool.Y) + 1
 	m := max(1000, 10*g.cfg.PriorSize)
 	n0 := g.pool.N()
+	// the noise (float64) follows the pool's float64 samples; the float32 ones are shared
 	x := make([]float64, len(g.pool.X), len(g.pool.X)+m*d)
 	copy(x, g.pool.X)
 	y := slices.Clone(g.pool.Y)
@@ -263,7 +317,7 @@ func (g *Game) uniformPrior(r *rand.Rand) error {
 		y = append(y, r.IntN(classes))
 		g.rest = append(g.rest, n0+i)
 	}
-	g.pool = Pool{X: x, Y: y, D: d}
+	g.pool = Pool{X32: g.pool.X32, X: x, Y: y, D: d}
 	g.noiseHalfWidth = h
 	return nil
 }
@@ -323,7 +377,7 @@ type Logitser interface {
 // SetEval sets a labelled pool (e.g. the test split) on which every trial reports the
 // accuracy of its final parameters θ_T. The Net must implement Logitser.
 func (g *Game) SetEval(p Pool) error {
-	if p.D != g.pool.D || len(p.X) != p.N()*p.D || len(p.Y) != p.N() || p.N() == 0 {
+	if !p.valid() || p.D != g.pool.D || p.N() == 0 {
 		return fmt.Errorf("attack game: evaluation pool has %d samples of dimension %d, want dimension %d", p.N(), p.D, g.pool.D)
 	}
 	if _, ok := g.net.(Logitser); !ok {
@@ -333,19 +387,26 @@ func (g *Game) SetEval(p Pool) error {
 	return nil
 }
 
-// accuracy is the fraction of the evaluation pool that theta classifies correctly.
-func (g *Game) accuracy(net Net, theta []float64) (float64, error) {
-	lg, ok := net.(Logitser)
+// evalChunk is the number of evaluation samples whose logits are computed at once.
+const evalChunk = 256
+
+// accuracy is the fraction of the evaluation pool that theta classifies correctly;
+// the chunks of the pool are read into the worker's scratch st.evalX.
+func (g *Game) accuracy(st *trialState, theta []float64) (float64, error) {
+	lg, ok := st.net.(Logitser)
 	if !ok {
 		return 0, fmt.Errorf("the network cannot compute logits")
 	}
 	n, classes := g.eval.N(), lg.NumClasses()
 	right := 0
-	const chunk = 256
-	out := make([]float64, chunk*classes)
-	for s := 0; s < n; s += chunk {
-		e := min(n, s+chunk)
-		if err := lg.Logits(theta, g.eval.X[s*g.eval.D:e*g.eval.D], e-s, out[:(e-s)*classes]); err != nil {
+	if len(st.evalOut) < evalChunk*classes {
+		st.evalOut = make([]float64, evalChunk*classes)
+	}
+	out := st.evalOut
+	for s := 0; s < n; s += evalChunk {
+		e := min(n, s+evalChunk)
+		st.evalX = g.eval.AppendImages(st.evalX[:0], s, e)
+		if err := lg.Logits(theta, st.evalX, e-s, out[:(e-s)*classes]); err != nil {
 			return 0, err
 		}
 		for i := 0; i < e-s; i++ {
@@ -375,22 +436,36 @@ type trialState struct {
 	ci     []float64 // K×P clipped prior gradients at θ_t
 	chunkX []float64
 	chunkY []int
+	priorX []float64 // K×D images of the trial's prior
+	priorY []int
+	// evalX and evalOut hold a chunk of the evaluation pool and its logits (allocated
+	// on first use).
+	evalX, evalOut []float64
 }
 
 const gradChunk = 64
 
 func (g *Game) newState() *trialState {
 	K := g.cfg.PriorSize
-	return &trialState{
+	st := &trialState{
 		net:    g.newNet(),
-		grads:  make([]float64, gradChunk*g.P),
 		losses: make([]float64, gradChunk),
 		sum:    make([]float64, g.P),
 		gbar:   make([]float64, g.P),
 		ci:     make([]float64, K*g.P),
 		chunkX: make([]float64, 0, gradChunk*g.pool.D),
 		chunkY: make([]int, 0, gradChunk),
+		priorX: make([]float64, 0, K*g.pool.D),
+		priorY: make([]int, 0, K),
 	}
+	// The per-sample gradients of a chunk of D₋ (a chunk never holds more than |D₋|
+	// samples); a ClippedSummer sums the chunk without them. With P parameters a full
+	// chunk is 64·P float64s: 282 MB for cifar-cnn (P = 550 570), 407 MB for the mlp of
+	// --hidden 1000.
+	if _, ok := st.net.(ClippedSummer); !ok {
+		st.grads = make([]float64, min(gradChunk, max(1, len(g.known)))*g.P)
+	}
+	return st
 }
 
 // clipRows hard-clips each of the n rows of grads (n×P) to norm ≤ C in place and
@@ -477,12 +552,12 @@ func (g *Game) knownClippedSum(st *trialState, theta []float64, member []bool) (
 // and their norms to norms.
 func (g *Game) priorClipped(st *trialState, theta []float64, prior []int, norms []float64) error {
 	K := len(prior)
-	x := make([]float64, 0, K*g.pool.D)
-	y := make([]int, 0, K)
+	x, y := st.priorX[:0], st.priorY[:0]
 	for _, i := range prior {
-		x = append(x, g.pool.Image(i)...)
+		x = g.pool.AppendImages(x, i, i+1)
 		y = append(y, g.pool.Y[i])
 	}
+	st.priorX, st.priorY = x, y
 	if err := st.net.PerSampleGrads(theta, x, y, K, st.ci, nil); err != nil {
 		return fmt.Errorf("per-sample gradients of the prior: %w", err)
 	}
@@ -735,7 +810,7 @@ func (g *Game) trial(ctx context.Context, st *trialState, trial int, observe fun
 		}
 	}
 	if g.eval != nil {
-		acc, err := g.accuracy(st.net, theta)
+		acc, err := g.accuracy(st, theta)
 		if err != nil {
 			return nil, fmt.Errorf("trial %d: test accuracy: %w", trial, err)
 		}
@@ -762,9 +837,10 @@ func (g *Game) trial(ctx context.Context, st *trialState, trial int, observe fun
 // nearest returns the position in prior of the pool point closest (L2) to x.
 func nearest(p Pool, prior []int, x []float64) int {
 	best, bd := 0, math.Inf(1)
+	img := make([]float64, p.D)
 	for k, i := range prior {
 		d := 0.0
-		for j, v := range p.Image(i) {
+		for j, v := range p.ImageInto(i, img) {
 			e := v - x[j]
 			d += e * e
 		}

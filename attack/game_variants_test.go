@@ -21,7 +21,7 @@ func TestUniformPriorMatchesDistance(t *testing.T) {
 		s, n := 0.0, 0
 		for a := range idx {
 			for b := a + 1; b < len(idx); b++ {
-				x, y := p.Image(idx[a]), p.Image(idx[b])
+				x, y := p.AppendImages(nil, idx[a], idx[a]+1), p.AppendImages(nil, idx[b], idx[b]+1)
 				for k := range x {
 					s += (x[k] - y[k]) * (x[k] - y[k])
 				}
@@ -49,7 +49,7 @@ func TestUniformPriorMatchesDistance(t *testing.T) {
 		if i < poolN {
 			t.Fatalf("prior candidate %d is a pool point, want noise (index ≥ %d)", i, poolN)
 		}
-		for _, v := range g.pool.Image(i) {
+		for _, v := range g.pool.AppendImages(nil, i, i+1) {
 			if v < 0.5-h-1e-12 || v > 0.5+h+1e-12 {
 				t.Fatalf("noise value %v outside [½ − h, ½ + h], h = %v", v, h)
 			}

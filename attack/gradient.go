@@ -158,7 +158,7 @@ func (g *Game) gradientAttack(ctx context.Context, st *trialState, trial, target
 	if err != nil {
 		return nil, fmt.Errorf("trial %d: %w", trial, err)
 	}
-	tx := g.pool.Image(target)
+	tx := g.pool.ImageInto(target, make([]float64, g.pool.D))
 	s := 0.0
 	for i, v := range rec.X {
 		e := v - tx[i]

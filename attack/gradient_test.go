@@ -107,7 +107,7 @@ func TestGradientReconstructionsSaved(t *testing.T) {
 		if len(r.Reconstruction) != 16 || r.GradientMSE == nil {
 			t.Fatalf("trial %d: reconstruction of %d values", r.Trial, len(r.Reconstruction))
 		}
-		tg := g.pool.Image(r.Prior[r.Target])
+		tg := g.pool.AppendImages(nil, r.Prior[r.Target], r.Prior[r.Target]+1)
 		mse := 0.0
 		for i, v := range r.Reconstruction {
 			mse += (v - tg[i]) * (v - tg[i]) / 16

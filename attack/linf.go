@@ -64,12 +64,15 @@ func nearFraction(x, z []float64) float64 {
 
 // fixedGuesses are the all-zero image and the pool's pixelwise median.
 func fixedGuesses(pool Pool) (names []string, guesses [][]float64) {
-	d, n := pool.D, pool.N()
+	d, n, m := pool.D, pool.N(), pool.n32()
 	med := make([]float64, d)
 	col := make([]float64, n)
 	for j := 0; j < d; j++ {
-		for i := 0; i < n; i++ {
-			col[i] = pool.X[i*d+j]
+		for i := 0; i < m; i++ {
+			col[i] = float64(pool.X32[i*d+j])
+		}
+		for i := m; i < n; i++ {
+			col[i] = pool.X[(i-m)*d+j]
 		}
 		sort.Float64s(col)
 		med[j] = col[n/2]
@@ -109,12 +112,13 @@ func linfPoints(pool Pool, res []TrialResult, q, sigma float64, steps int) ([]Li
 	d := pool.D
 	p := math.Min(2*LinfDelta, 1)
 	names, guesses := fixedGuesses(pool)
+	img := make([]float64, d)
 	// near[g][i]: the fraction of pool image i's pixels guess g has within δ
 	near := make([][]float64, len(guesses))
 	for g, z := range guesses {
 		near[g] = make([]float64, pool.N())
 		for i := range near[g] {
-			near[g][i] = nearFraction(pool.Image(i), z)
+			near[g][i] = nearFraction(pool.ImageInto(i, img), z)
 		}
 	}
 	var out []LinfPoint
@@ -125,7 +129,7 @@ func linfPoints(pool Pool, res []TrialResult, q, sigma float64, steps int) ([]Li
 			if len(r.Reconstruction) != d {
 				continue
 			}
-			tg := pool.Image(r.Prior[r.Target])
+			tg := pool.ImageInto(r.Prior[r.Target], img)
 			near := 0
 			for i, v := range r.Reconstruction {
 				if math.Abs(v-tg[i]) < LinfDelta {

@@ -41,7 +41,7 @@ func TestTranscriptReplayMatchesGame(t *testing.T) {
 			var kx []float64
 			var ky []int
 			for _, i := range tr.Header.Known {
-				kx = append(kx, pool.Image(i)...)
+				kx = pool.AppendImages(kx, i, i+1)
 				ky = append(ky, pool.Y[i])
 			}
 			obs, err := Observations(tr, m, kx, ky)
@@ -51,7 +51,7 @@ func TestTranscriptReplayMatchesGame(t *testing.T) {
 			var px []float64
 			var py []int
 			for _, i := range tr.Header.Prior {
-				px = append(px, pool.Image(i)...)
+				px = pool.AppendImages(px, i, i+1)
 				py = append(py, pool.Y[i])
 			}
 			sc, err := PriorScores(m, obs, px, py, tr.Header.Clip)

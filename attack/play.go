@@ -183,13 +183,11 @@ type Pools struct {
 	C, H, W int
 }
 
-// PoolFromDataset converts a dataset split into a float64 pool.
+// PoolFromDataset returns a dataset split as a pool. The pool shares the split's
+// float32 images (no float64 copy of the split is made), which must not change while
+// it is in use; the labels are copied.
 func PoolFromDataset(d *data.Dataset) Pool {
-	p := Pool{X: make([]float64, len(d.Images)), Y: slices.Clone(d.Labels), D: d.Dim()}
-	for i, v := range d.Images {
-		p.X[i] = float64(v)
-	}
-	return p
+	return Pool{X32: slices.Clip(d.Images[:d.N*d.Dim()]), Y: slices.Clone(d.Labels), D: d.Dim()}
 }
 
 // LoadPools loads the named dataset's files from dir.
@@ -342,7 +340,7 @@ func saveReconstructions(path string, pool Pool, res []TrialResult, c, h, w int)
 		if len(r.Reconstruction) != pool.D || r.GradientMSE == nil {
 			continue
 		}
-		top = append(top, toFloat32(pool.Image(r.Prior[r.Target])))
+		top = append(top, toFloat32(pool.ImageInto(r.Prior[r.Target], make([]float64, pool.D))))
 		bottom = append(bottom, toFloat32(r.Reconstruction))
 		caps = append(caps, fmt.Sprintf("%.3f", *r.GradientMSE))
 	}

@@ -86,7 +86,7 @@ func (p Pool) gather(idx []int) ([]float64, []int, error) {
 		if i < 0 || i >= p.N() {
 			return nil, nil, fmt.Errorf("transcript names sample %d, the dataset has %d", i, p.N())
 		}
-		x = append(x, p.Image(i)...)
+		x = p.AppendImages(x, i, i+1)
 		y = append(y, p.Y[i])
 	}
 	return x, y, nil
