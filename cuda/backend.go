@@ -432,14 +432,50 @@ func (b *Backend) Im2col(g models.ConvGeom, x []float32, cols []float32, ld int)
 // Im2colRows writes the patch matrices of m samples (sample r at x[r·inN:]) side by
 // side into cols, sample r in columns r·HWo… (models.RowIm2coler): one launch.
 func (b *Backend) Im2colRows(g models.ConvGeom, m int, x []float32, inN int, cols []float32, ld int) {
+	b.im2colRows(g, m, x, inN, cols, ld, 0)
+}
+
+// im2colRows is Im2colRows with k_im2col's threads writing krpt kernel rows (kw patch
+// rows each) of a column; krpt = 0 takes im2colSplit's.
+func (b *Backend) im2colRows(g models.ConvGeom, m int, x []float32, inN int, cols []float32, ld, krpt int) {
 	if !b.begin() {
 		return
 	}
 	defer b.end()
+	kr := g.InC * g.KH
+	nb, k, err := im2colSplit(m*g.HWo(), kr, g.KW)
+	if err != nil {
+		b.fail(fmt.Errorf("cuda: k_im2col: %w", err))
+		return
+	}
+	if krpt > 0 {
+		nb, k = (kr+krpt-1)/krpt, krpt
+	}
 	px, pc := b.dev(x, false), b.dev(cols, true)
-	// k_im2col indexes its m·CKK·HWo outputs in 64 bits (a patch matrix may exceed
-	// 2³¹ values, models.Chunker.ChunkBufferCap); its int arguments stay checked.
-	b.launchN("k_im2col", m*g.CKK()*g.HWo(), math.MaxInt, m, inN, g.InC, g.H, g.W, g.KH, g.KW, g.Stride, g.PadT, g.PadL, g.OutH, g.OutW, px, pc, ld)
+	b.launch("k_im2col", nb*m*g.HWo(), m, inN, g.InC, g.H, g.W, g.KH, g.KW, g.Stride, g.PadT, g.PadL, g.OutH, g.OutW, px, pc, ld, k)
+}
+
+// im2colValuesPerThread is about how many patch values a k_im2col thread writes (of
+// one column) when the index space allows: its index arithmetic is shared by them.
+const im2colValuesPerThread = 16
+
+// im2colSplit returns k_im2col's kernel rows per thread krpt (⌈im2colValuesPerThread/kw⌉
+// where it fits) and groups nb = ⌈kr/krpt⌉ for n = m·HWo columns and kr = InC·KH kernel
+// rows of kw taps, such that its index space nb·n fits 2³¹ − 1 (a patch matrix may hold
+// more values, models.Chunker.ChunkBufferCap: then a thread writes more rows). It fails
+// when n alone does not fit.
+func im2colSplit(n, kr, kw int) (nb, krpt int, err error) {
+	if n > math.MaxInt32 {
+		return 0, 0, fmt.Errorf("%d patch columns exceed the kernel's 32-bit sizes", n)
+	}
+	krpt = max(1, min((im2colValuesPerThread+kw-1)/max(kw, 1), kr))
+	if n <= 0 || kr <= 0 {
+		return 0, krpt, nil // nothing to write: no launch
+	}
+	if most := math.MaxInt32 / n; (kr+krpt-1)/krpt > most {
+		krpt = (kr + most - 1) / most
+	}
+	return (kr + krpt - 1) / krpt, krpt, nil
 }
 
 // Col2im adds a patch matrix back into one sample's input gradient.

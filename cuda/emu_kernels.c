@@ -38,7 +38,7 @@ static double slot_double(uint64_t v) {
 static int call(int id, const uint64_t* a) {
 	switch (id) {
 	case EMU_K_IM2COL:
-		k_im2col(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10), I(11), PF(12), PF(13), I(14));
+		k_im2col(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10), I(11), PF(12), PF(13), I(14), I(15));
 		return 0;
 	case EMU_K_COL2IM:
 		k_col2im(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10), I(11), PF(12), I(13), PF(14), I(15));

@@ -51,22 +51,45 @@ DEVFN float act_d2(int f, float x, float y) {
 
 // k_im2col writes the CKK×HWo patch matrices of rows samples (row r's input at
 // x + r·inN, [InC][H][W]) side by side into cols (row stride ld, row r's patches in
-// columns r·HWo …); taps outside the padded input are 0.
+// columns r·HWo …); taps outside the padded input are 0. Patch row (c·kh + ki)·kw + kj
+// belongs to kernel row q = c·kh + ki. The index space is nb·rows·HWo with
+// nb = ⌈InC·kh / krpt⌉ (Backend.Im2colRows bounds it to 2³¹ − 1, so it is taken apart
+// in 32-bit unsigned arithmetic): thread t = b·rows·HWo + j writes column
+// j = r·HWo + pos of the kernel rows b·krpt … b·krpt + krpt − 1, kw patch rows each, so
+// its divisions are shared by krpt·kw values, the row test by kw, and consecutive
+// threads write consecutive columns.
 KERNEL k_im2col(int rows, int inN, int inC, int h, int w, int kh, int kw, int stride, int padT,
-                int padL, int outH, int outW, const float* x, float* cols, int ld) {
-	int hwo = outH * outW;
-	GRID_STRIDE(i, (long long)rows * inC * kh * kw * hwo) {
-		int pos = (int)(i % hwo);
-		long long q = i / hwo;
-		int r = (int)(q % rows);
-		int row = (int)(q / rows);
-		int c = row / (kh * kw), t = row % (kh * kw);
-		int ki = t / kw, kj = t % kw;
-		int ih = (pos / outW) * stride - padT + ki;
-		int iw = (pos % outW) * stride - padL + kj;
-		float v = 0.0f;
-		if (ih >= 0 && ih < h && iw >= 0 && iw < w) v = x[(long long)r * inN + ((long long)c * h + ih) * w + iw];
-		cols[(long long)row * ld + (long long)r * hwo + pos] = v;
+                int padL, int outH, int outW, const float* x, float* cols, int ld, int krpt) {
+	unsigned int hwo = (unsigned int)outH * (unsigned int)outW, n = (unsigned int)rows * hwo;
+	unsigned int kr = (unsigned int)inC * (unsigned int)kh;
+	unsigned int nb = (kr + (unsigned int)krpt - 1) / (unsigned int)krpt;
+	int hw = h * w;
+	GRID_STRIDE(i, (long long)nb * n) {
+		unsigned int b = (unsigned int)i / n, j = (unsigned int)i - b * n;
+		unsigned int r = j / hwo, pos = j - r * hwo;
+		unsigned int oh = pos / (unsigned int)outW, ow = pos - oh * (unsigned int)outW;
+		int ih0 = (int)oh * stride - padT, iw0 = (int)ow * stride - padL;
+		unsigned int q = b * (unsigned int)krpt;
+		unsigned int end = kr - q < (unsigned int)krpt ? kr : q + (unsigned int)krpt;
+		int c = (int)(q / (unsigned int)kh), ki = (int)q - c * kh;
+		const float* xr = x + (long long)r * inN;
+		float* d = cols + (long long)q * kw * ld + j;
+		for (; q < end; q++) {
+			int ih = ih0 + ki;
+			if ((unsigned int)ih < (unsigned int)h) {
+				const float* xs = xr + (c * hw + ih * w);
+				for (int kj = 0; kj < kw; kj++, d += ld) {
+					int iw = iw0 + kj;
+					*d = (unsigned int)iw < (unsigned int)w ? xs[iw] : 0.0f;
+				}
+			} else {
+				for (int kj = 0; kj < kw; kj++, d += ld) *d = 0.0f;
+			}
+			if (++ki == kh) {
+				ki = 0;
+				c++;
+			}
+		}
 	}
 }
 
