@@ -92,23 +92,7 @@ func TestFILDotSqDenseShapes(t *testing.T) {
 					for _, plain := range []bool{false, true} {
 						name := fmt.Sprintf("%s case %d (inN %d, outN %d, cs %d, kc %d, S %d) sparse=%v first=%v plain=%v",
 							drv.Name(), ci, c.inN, c.outN, c.cs, c.kc, stripes, sparse, first, plain)
-						open := NewBackend
-						if plain {
-							open = NewDeviceBackend
-						}
-						be, err := open(keepOpen{drv})
-						if err != nil {
-							t.Fatal(err)
-						}
-						up := func(v []float64) []float32 {
-							h := make([]float32, len(v))
-							for i, x := range v {
-								h[i] = float32(x)
-							}
-							d := be.Alloc(len(v))
-							be.Copy(d, h)
-							return d
-						}
+						be, up := openUploader(t, drv, plain)
 						g32 := up(gv)
 						// A reduction begun by the layer before; when the dense layer
 						// starts it (first), what that left must be ignored.

@@ -41,23 +41,7 @@ func TestFILDotSqLayers(t *testing.T) {
 	for _, drv := range testDrivers(t) {
 		for _, plain := range []bool{false, true} {
 			name := drv.Name() + map[bool]string{false: " managed", true: " plain"}[plain]
-			open := NewBackend
-			if plain {
-				open = NewDeviceBackend
-			}
-			be, err := open(keepOpen{drv})
-			if err != nil {
-				t.Fatal(err)
-			}
-			up := func(v []float64) []float32 {
-				h := make([]float32, len(v))
-				for i, x := range v {
-					h[i] = float32(x)
-				}
-				d := be.Alloc(len(v))
-				be.Copy(d, h)
-				return d
-			}
+			be, up := openUploader(t, drv, plain)
 			g32, tg32 := up(gv), up(tg)
 			// The one-call reduction over the chunk-wide buffer.
 			rgd, rdd := make([]float64, rows), make([]float64, rows)
@@ -220,5 +204,28 @@ func TestFILDotSqDense(t *testing.T) {
 			}
 			be.Close()
 		}
+	}
+}
+
+// openUploader opens a backend on drv (device memory when plain, else managed) and
+// returns it with a function that uploads float64 values as float32 to a new buffer.
+func openUploader(t *testing.T, drv Driver, plain bool) (*Backend, func([]float64) []float32) {
+	t.Helper()
+	open := NewBackend
+	if plain {
+		open = NewDeviceBackend
+	}
+	be, err := open(keepOpen{drv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return be, func(v []float64) []float32 {
+		h := make([]float32, len(v))
+		for i, x := range v {
+			h[i] = float32(x)
+		}
+		d := be.Alloc(len(v))
+		be.Copy(d, h)
+		return d
 	}
 }
