@@ -182,3 +182,43 @@ func TestRowSumsLaunchIndependent(t *testing.T) {
 		}
 	}
 }
+
+// TestTranspose3BitExact checks k_transpose3 (dst[j][i][k] = src[i][j][k], a copy)
+// bit for bit on shapes with hw = 1, a or b = 1, odd sizes and cifar-cnn's 32 channels
+// of 32×32 maps, with dst longer than a·b·hw (the tail must stay untouched), on the
+// emulator and (GPU build) the stand-in or a GPU.
+func TestTranspose3BitExact(t *testing.T) {
+	shapes := [][3]int{{1, 1, 1}, {3, 5, 7}, {5, 3, 1}, {1, 9, 4}, {7, 1, 13}, {32, 6, 1024}, {128, 3, 64}, {13, 17, 19}}
+	for _, drv := range testDrivers(t) {
+		be, _ := openUploader(t, drv, true)
+		rng := rand.New(rand.NewPCG(51, 52))
+		for _, sh := range shapes {
+			a, b, hw := sh[0], sh[1], sh[2]
+			n := a * b * hw
+			src := randF32(rng, n)
+			old := randF32(rng, n+5)
+			want := append([]float32(nil), old...)
+			for i := 0; i < a; i++ {
+				for j := 0; j < b; j++ {
+					copy(want[(j*a+i)*hw:(j*a+i+1)*hw], src[(i*b+j)*hw:(i*b+j+1)*hw])
+				}
+			}
+			dst := upF32(be, old)
+			be.Transpose3(a, b, hw, upF32(be, src), dst)
+			got := make([]float32, len(old))
+			be.Copy(got, dst)
+			if err := be.Err(); err != nil {
+				t.Fatalf("%s %v: %v", drv.Name(), sh, err)
+			}
+			for e := range want {
+				if math.Float32bits(got[e]) != math.Float32bits(want[e]) {
+					t.Errorf("%s transpose3 %v: dst[%d] = %v, want %v", drv.Name(), sh, e, got[e], want[e])
+					break
+				}
+			}
+		}
+		if err := be.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

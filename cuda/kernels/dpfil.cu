@@ -445,13 +445,13 @@ KERNEL k_zero(int n, float* x) {
 	GRID_STRIDE(i, n) { x[i] = 0.0f; }
 }
 
-// k_transpose3: dst[j][i][k] = src[i][j][k] for src [a][b][hw].
+// k_transpose3: dst[j][i][k] = src[i][j][k] for src [a][b][hw]. a·b·hw < 2³¹
+// (Backend.launch), so the index is taken apart in 32-bit unsigned arithmetic.
 KERNEL k_transpose3(int a, int b, int hw, const float* src, float* dst) {
 	GRID_STRIDE(t, (long long)a * b * hw) {
-		int k = (int)(t % hw);
-		long long q = t / hw;
-		int i = (int)(q % a), j = (int)(q / a);
-		dst[t] = src[((long long)i * b + j) * hw + k];
+		unsigned int q = (unsigned int)t / (unsigned int)hw, k = (unsigned int)t - q * (unsigned int)hw;
+		unsigned int j = q / (unsigned int)a, i = q - j * (unsigned int)a;
+		dst[t] = src[(i * (unsigned int)b + j) * (unsigned int)hw + k];
 	}
 }
 
@@ -488,7 +488,16 @@ KERNEL k_row_sums_part(int rows, int C, int hw, int S, const float* src, int src
 		unsigned int r = q / (unsigned int)C, c = q - r * (unsigned int)C;
 		const float* x = src + (long long)r * srcStride + (long long)c * hw;
 		float acc = 0.0f;
-		for (int k = (int)s; k < hw; k += S) acc += x[k];
+		int k = (int)s;
+		// Four loads in flight before their adds, which stay in order of k.
+		for (; k < hw - 3 * S; k += 4 * S) {
+			float v0 = x[k], v1 = x[k + S], v2 = x[k + 2 * S], v3 = x[k + 3 * S];
+			acc += v0;
+			acc += v1;
+			acc += v2;
+			acc += v3;
+		}
+		for (; k < hw; k += S) acc += x[k];
 		part[t] = acc;
 	}
 }
