@@ -72,6 +72,7 @@ type Backend struct {
 	// its calls, and the rows and stripes of the reduction in progress (0: none).
 	filPart          []float64
 	filDense         []float64 // k_fil_dense_terms' per-sample and per-row terms
+	rowPart          []float32 // RowSumsBlocked's stripe sums (k_row_sums_part)
 	filRows, filStri int
 	// DeviceOps\' scratch: int arguments (slots, see ints), row scales and row sums.
 	islots [nSlots]intSlot
@@ -1084,11 +1085,60 @@ func (b *Backend) RowSums(rows, C, hw int, src []float32, srcStride int, dst []f
 }
 
 // RowSumsBlocked is RowSums with rows in groups of kd: row r's sums go to
-// dst[(r/kd)·outer + (r%kd)·dstStride:] (models.TangentBatcher).
+// dst[(r/kd)·outer + (r%kd)·dstStride:] (models.TangentBatcher). Each sum of hw values
+// is taken in the fixed order rowSumStripes(hw) sets, whatever the launch: for
+// S = rowSumStripes(hw) > 1, k_row_sums_part sums the S stripes k ≡ s (mod S) of
+// every (r, c), each in order of k, into b.rowPart (a warp reads consecutive floats),
+// then k_row_sums adds each (r, c)'s S stripe sums in order of s (two launches);
+// for S = 1 k_row_sums sums the hw values in order (one launch).
 func (b *Backend) RowSumsBlocked(rows, kd, C, hw int, src []float32, srcStride int, dst []float32, dstStride, outer int) {
-	b.op("k_row_sums", rows*C, func() []any {
-		return []any{rows, kd, C, hw, b.dev(src, false), srcStride, b.dev(dst, true), dstStride, int64(outer)}
-	})
+	S := rowSumStripes(hw)
+	if S == 1 {
+		b.op("k_row_sums", rows*C, func() []any {
+			return []any{rows, kd, C, hw, b.dev(src, false), srcStride, b.dev(dst, true), dstStride, int64(outer)}
+		})
+		return
+	}
+	if rows <= 0 || C <= 0 || !b.begin() {
+		return
+	}
+	defer b.end()
+	// A larger buffer replaces a smaller one, which stays allocated (a captured graph
+	// may still name it).
+	if rows*C*S > math.MaxInt32 {
+		b.fail(fmt.Errorf("cuda: k_row_sums_part: %d·%d·%d stripes exceed the kernel's 32-bit sizes", rows, C, S))
+		return
+	}
+	if need := rows * C * S; len(b.rowPart) < need {
+		p := b.allocBytes(4 * need)
+		if p == nil {
+			return
+		}
+		b.rowPart = unsafe.Slice((*float32)(p), need)
+	}
+	part := unsafe.Pointer(unsafe.SliceData(b.rowPart))
+	ps, pd := b.dev(src, false), b.dev(dst, true)
+	if b.err != nil {
+		return
+	}
+	b.launch("k_row_sums_part", rows*C*S, rows, C, hw, S, ps, srcStride, part)
+	b.launch("k_row_sums", rows*C, rows, kd, C, S, part, C*S, pd, dstStride, int64(outer))
+}
+
+// rowSumStripes is the number of stripes RowSumsBlocked splits a sum of hw values
+// into: 1 (one thread sums them in order) below 64 values, else the power of two
+// S ∈ {8, 16, 32} nearest √hw from above (8 for hw ≤ 64, 16 up to 256, then 32), so
+// that a thread's ⌈hw/S⌉ loads of the first pass and S of the second stay balanced.
+// It depends on hw alone, so every launch and device sums alike.
+func rowSumStripes(hw int) int {
+	if hw < 64 {
+		return 1
+	}
+	S := 8
+	for S < 32 && S*S < hw {
+		S *= 2
+	}
+	return S
 }
 
 // SparseConvForward writes the conv (no bias) of rows one-hot inputs val[r]·e_{idx[r]}.

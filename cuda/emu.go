@@ -44,6 +44,7 @@ var emuKernels = map[string]C.int{
 	"k_transpose3":           C.EMU_K_TRANSPOSE3,
 	"k_add_bias":             C.EMU_K_ADD_BIAS,
 	"k_row_sums":             C.EMU_K_ROW_SUMS,
+	"k_row_sums_part":        C.EMU_K_ROW_SUMS_PART,
 	"k_sparse_conv_fwd":      C.EMU_K_SPARSE_CONV_FWD,
 	"k_sparse_dense_fwd":     C.EMU_K_SPARSE_DENSE_FWD,
 	"k_sparse_conv_grad":     C.EMU_K_SPARSE_CONV_GRAD,

@@ -94,6 +94,9 @@ static int call(int id, const uint64_t* a) {
 	case EMU_K_ROW_SUMS:
 		k_row_sums(I(0), I(1), I(2), I(3), PF(4), I(5), PF(6), I(7), L(8));
 		return 0;
+	case EMU_K_ROW_SUMS_PART:
+		k_row_sums_part(I(0), I(1), I(2), I(3), PF(4), I(5), PF(6));
+		return 0;
 	case EMU_K_SPARSE_CONV_FWD:
 		k_sparse_conv_fwd(I(0), I(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10), I(11), PI(12), PF(13), PF(14), PF(15));
 		return 0;

@@ -445,13 +445,13 @@ KERNEL k_zero(int n, float* x) {
 	GRID_STRIDE(i, n) { x[i] = 0.0f; }
 }
 
-// k_transpose3: dst[j][i][k] = src[i][j][k] for src [a][b][hw].
+// k_transpose3: dst[j][i][k] = src[i][j][k] for src [a][b][hw]. a·b·hw < 2³¹
+// (Backend.launch), so the index is taken apart in 32-bit unsigned arithmetic.
 KERNEL k_transpose3(int a, int b, int hw, const float* src, float* dst) {
 	GRID_STRIDE(t, (long long)a * b * hw) {
-		int k = (int)(t % hw);
-		long long q = t / hw;
-		int i = (int)(q % a), j = (int)(q / a);
-		dst[t] = src[((long long)i * b + j) * hw + k];
+		unsigned int q = (unsigned int)t / (unsigned int)hw, k = (unsigned int)t - q * (unsigned int)hw;
+		unsigned int j = q / (unsigned int)a, i = q - j * (unsigned int)a;
+		dst[t] = src[(i * (unsigned int)b + j) * (unsigned int)hw + k];
 	}
 }
 
@@ -461,16 +461,44 @@ KERNEL k_add_bias(int rows, int C, int hw, const float* bias, float* out) {
 }
 
 // k_row_sums: dst[(r/kd)·outer + (r%kd)·dstStride + c] = Σ_k src[r·srcStride + c·hw + k]
-// for r < rows, c < C, summed in order (kd = rows, outer = 0: plain row strides).
+// for r < rows, c < C, summed in order (kd = rows, outer = 0: plain row strides). One
+// thread per (r, c); rows·C < 2³¹ (Backend.launch), so the index is taken apart in
+// 32-bit unsigned arithmetic. Backend.RowSumsBlocked runs it on the input itself when
+// hw is small, else on k_row_sums_part's S stripe sums (hw = S).
 KERNEL k_row_sums(int rows, int kd, int C, int hw, const float* src, int srcStride, float* dst,
                   int dstStride, long long outer) {
 	GRID_STRIDE(t, (long long)rows * C) {
-		long long r = t / C;
-		int c = (int)(t % C);
-		const float* s = src + r * srcStride + (long long)c * hw;
+		unsigned int r = (unsigned int)t / (unsigned int)C, c = (unsigned int)t - r * (unsigned int)C;
+		unsigned int g = r / (unsigned int)kd, j = r - g * (unsigned int)kd;
+		const float* s = src + (long long)r * srcStride + (long long)c * hw;
 		float acc = 0.0f;
 		for (int k = 0; k < hw; k++) acc += s[k];
-		dst[(r / kd) * outer + (r % kd) * dstStride + c] = acc;
+		dst[(long long)g * outer + (long long)j * dstStride + c] = acc;
+	}
+}
+
+// k_row_sums_part: part[(r·C + c)·S + s] = Σ_{k ≡ s (mod S)} src[r·srcStride + c·hw + k],
+// summed in order of k, for r < rows, c < C, s < S (rows·C·S < 2³¹: Backend.launch):
+// the first pass of RowSumsBlocked for long rows. Consecutive threads take consecutive
+// stripes of one (r, c) (then of the next c, whose values follow), so a warp's loads
+// are consecutive floats.
+KERNEL k_row_sums_part(int rows, int C, int hw, int S, const float* src, int srcStride, float* part) {
+	GRID_STRIDE(t, (long long)rows * C * S) {
+		unsigned int q = (unsigned int)t / (unsigned int)S, s = (unsigned int)t - q * (unsigned int)S;
+		unsigned int r = q / (unsigned int)C, c = q - r * (unsigned int)C;
+		const float* x = src + (long long)r * srcStride + (long long)c * hw;
+		float acc = 0.0f;
+		int k = (int)s;
+		// Four loads in flight before their adds, which stay in order of k.
+		for (; k < hw - 3 * S; k += 4 * S) {
+			float v0 = x[k], v1 = x[k + S], v2 = x[k + 2 * S], v3 = x[k + 3 * S];
+			acc += v0;
+			acc += v1;
+			acc += v2;
+			acc += v3;
+		}
+		for (; k < hw; k += S) acc += x[k];
+		part[t] = acc;
 	}
 }
 
