@@ -349,7 +349,9 @@ type DeviceOps[T Float] interface {
 	Transpose3(a, b, hw int, src, dst []T)
 	// AddBias adds bias[c] to out[r][c][:] for rows rows of C×hw values.
 	AddBias(rows, C, hw int, bias, out []T)
-	// RowSums writes dst[r·dstStride + c] = Σ_k src[r·srcStride + c·hw + k], summed in order.
+	// RowSums writes dst[r·dstStride + c] = Σ_k src[r·srcStride + c·hw + k], summed in an
+	// order fixed by hw alone (the CPU: in order of k; CUDA: long rows in stripes, see
+	// cuda.Backend.RowSums), so the result does not depend on launch shape or chunking.
 	RowSums(rows, C, hw int, src []T, srcStride int, dst []T, dstStride int)
 	// SparseConvForward writes out (rows × outC·HWo) = the convolution, without bias,
 	// of the one-hot inputs val[r]·e_{idx[r]} (idx[r] < 0: a zero row).
