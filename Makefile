@@ -202,7 +202,7 @@ cuda-ptxas:
 # (GPU_CHECK_SEED_FAIL=train, the train step alone), which must exit non-zero.
 GPU_DRY := $(BIN)/gpu-check-dry
 gpu-pack: cuda-env
-	$(CUDA_ENV) GO=$(GO) scripts/gpu-pack.sh
+	$(CUDA_ENV) GO=$(GO) BASE=$(BASE) scripts/gpu-pack.sh
 
 # gpu-kernels-check: scripts/gpu-kernels.py (gpu-profile.sh's table) on the ncu CSVs an
 # H200 returned must give the kernels.txt recorded beside them, and a CSV without
@@ -236,3 +236,8 @@ gpu-check-dry: cuda cuda-standin gpu-kernels-check
 	  { echo "gpu-check-dry: scripts/gpu-peer-tune.sh --dry-run failed" >&2; cat $(GPU_DRY)/peer.log >&2; exit 1; }; \
 	  echo "gpu-check-dry: scripts/gpu-peer-tune.sh --dry-run timed every variant on the CPU"; \
 	else echo "gpu-check-dry: NOT RUN: scripts/gpu-peer-tune.sh --dry-run (no PyTorch here)"; fi
+	OUT=$(GPU_DRY)/ab $(STANDIN_ENV) scripts/gpu-ab.sh --dry-run > $(GPU_DRY)/ab.log 2>&1 || \
+	  { echo "gpu-check-dry: scripts/gpu-ab.sh --dry-run failed" >&2; cat $(GPU_DRY)/ab.log >&2; exit 1; }
+	@grep -q '| mnist-cnn | fil_step |' $(GPU_DRY)/ab/ab.txt || \
+	  { echo "gpu-check-dry: scripts/gpu-ab.sh wrote no table" >&2; exit 1; }
+	@echo "gpu-check-dry: scripts/gpu-ab.sh --dry-run timed bin/dpfil-cuda against itself on the stand-in"

@@ -19,6 +19,22 @@ $GO build $flags -ldflags="$ld" -tags dpfil_cuda -o "$dir/stage/bin/dpfil-cuda" 
 $GO test -c $flags -ldflags="$ld" -tags dpfil_cuda -o "$dir/stage/bin/cuda.test" ./cuda
 $GO build $flags -ldflags="$ld" -o "$dir/stage/bin/cmpruns" cuda/standin/cmpruns.go
 $GO build $flags -ldflags="$ld" -o "$dir/stage/bin/dpfilbench" ./scripts/bench-torch/dpfilbench
+# BASE=REV also packs REV's dpfil-cuda as bin/dpfil-cuda-base (and REV's full hash in
+# bin/dpfil-cuda-base.rev), for scripts/gpu-ab.sh: the previous version and this one
+# timed alternately on the same GPU in one call.
+if [ -n "${BASE:-}" ]; then
+  rev=$(git rev-parse --verify "$BASE^{commit}") || { echo "gpu-pack: BASE=$BASE is not a commit" >&2; exit 1; }
+  wt=$(mktemp -d)/base
+  git worktree add --detach -q "$wt" "$rev"
+  echo "gpu-pack: building the baseline dpfil-cuda at $rev"
+  if ! (cd "$wt" && $GO build $flags -ldflags="$ld" -tags dpfil_cuda -o "$OLDPWD/$dir/stage/bin/dpfil-cuda-base" ./cmd/dpfil); then
+    git worktree remove --force "$wt"
+    echo "gpu-pack: the baseline at $rev does not build" >&2
+    exit 1
+  fi
+  git worktree remove --force "$wt"
+  echo "$rev" >"$dir/stage/bin/dpfil-cuda-base.rev"
+fi
 tar -czf "$dir/gpu-pack.tar.gz" -C "$dir/stage" bin
 rm -rf "$dir/stage"
 
@@ -43,5 +59,6 @@ It writes \$OUT/gpu-check.tar.gz, \$OUT/summary.txt and \$OUT/summary.json and e
 Then, on the same warm machine (same carry), if the session's device time allows:
   command:   scripts/gpu-profile.sh      (timeout_s 300: per-kernel GPU time, \$OUT/kernels.txt)
   command:   scripts/gpu-peer-tune.sh    (timeout_s 300: the torch.func peer's best gradient and FIL variants)
+  command:   scripts/gpu-ab.sh           (timeout_s 300, needs BASE=REV at make gpu-pack: REV vs this commit, alternating)
 and call give_back when done.
 MSG
