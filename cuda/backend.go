@@ -292,6 +292,21 @@ func allocSlice[E float32 | float64](b *Backend, n int) []E {
 	return make([]E, n)
 }
 
+// growScratch makes *buf, device scratch kept between calls, hold at least need
+// values: a shorter one is replaced by a new allocation (the old one stays allocated,
+// as a captured graph may still name it). False after an allocation error.
+func growScratch[E float32 | float64](b *Backend, buf *[]E, need int) bool {
+	if len(*buf) >= need {
+		return true
+	}
+	p := b.allocBytes(int(unsafe.Sizeof(E(0))) * need)
+	if p == nil {
+		return false
+	}
+	*buf = unsafe.Slice((*E)(p), need)
+	return true
+}
+
 // owns reports whether the n bytes at p lie inside one device allocation.
 func (b *Backend) owns(p unsafe.Pointer, n int) bool { return b.ownsAddr(uintptr(p), n) }
 
@@ -593,12 +608,8 @@ func (b *Backend) reduceScratch(blocks []int, need int) (unsafe.Pointer, bool) {
 	if b.err != nil {
 		return nil, false
 	}
-	if len(b.fpart) < need {
-		p := b.allocBytes(8 * need)
-		if p == nil {
-			return nil, false
-		}
-		b.fpart = unsafe.Slice((*float64)(p), need)
+	if !growScratch(b, &b.fpart, need) {
+		return nil, false
 	}
 	return tbl, b.err == nil
 }
@@ -754,12 +765,8 @@ func (b *Backend) FILDotSqLayer(g []float32, P int, tg []float32, cs, kc int, bl
 func (b *Backend) filContinue(rows, P int, first bool) (unsafe.Pointer, int, bool) {
 	stripes := stripesFor(P)
 	if first {
-		if need := 2 * rows * stripes; len(b.filPart) < need {
-			p := b.allocBytes(8 * need)
-			if p == nil {
-				return nil, 0, false
-			}
-			b.filPart = unsafe.Slice((*float64)(p), need)
+		if !growScratch(b, &b.filPart, 2*rows*stripes) {
+			return nil, 0, false
 		}
 		b.filRows, b.filStri = rows, stripes
 	} else if b.filRows != rows || b.filStri != stripes {
@@ -789,12 +796,8 @@ func (b *Backend) FILDotSqDense(g []float32, P, cs, kc, inN, outN, wOff, bOff in
 	// h (cs·inN), G a (cs·outN), ‖a‖² and ‖δ‖² (cs each), δ̇·δ (rows); a larger
 	// buffer replaces a smaller one, which stays allocated (a captured graph may
 	// still name it).
-	if need := cs*(inN+outN+2) + rows; len(b.filDense) < need {
-		p := b.allocBytes(8 * need)
-		if p == nil {
-			return
-		}
-		b.filDense = unsafe.Slice((*float64)(p), need)
+	if !growScratch(b, &b.filDense, cs*(inN+outN+2)+rows) {
+		return
 	}
 	w := unsafe.Pointer(unsafe.SliceData(b.filDense))
 	pg, pa, pD, ptD := b.dev(g, false), b.dev(a[:cs*inN], false), b.dev(D[:cs*outN], false), b.dev(tD[:rows*outN], false)
@@ -847,12 +850,8 @@ func (b *Backend) FILDotSqEnd(cs, kc int, gd, dd []float64) {
 	}
 	// Host results: both folds (gd's rows then dd's) in one launch into fpart, then
 	// one wait.
-	if len(b.fpart) < 2*rows {
-		p := b.allocBytes(8 * 2 * rows)
-		if p == nil {
-			return
-		}
-		b.fpart = unsafe.Slice((*float64)(p), 2*rows)
+	if !growScratch(b, &b.fpart, 2*rows) {
+		return
 	}
 	fin := unsafe.Pointer(unsafe.SliceData(b.fpart))
 	b.stats.DotReads++
@@ -969,12 +968,8 @@ func (b *Backend) ints(slot int, idx []int) unsafe.Pointer {
 
 // float64s returns device scratch for n doubles.
 func (b *Backend) float64s(n int) []float64 {
-	if len(b.dscr) < n {
-		p := b.allocBytes(8 * n)
-		if p == nil {
-			return nil
-		}
-		b.dscr = unsafe.Slice((*float64)(p), n)
+	if !growScratch(b, &b.dscr, n) {
+		return nil
 	}
 	return b.dscr[:n]
 }
@@ -1035,15 +1030,10 @@ func (b *Backend) nextStage(n int) []float32 {
 	if b.nstage == len(b.stage) {
 		b.stage = append(b.stage, nil)
 	}
-	st := b.stage[b.nstage]
-	if len(st) < n {
-		q := b.allocBytes(4 * n)
-		if q == nil {
-			return nil
-		}
-		st = unsafe.Slice((*float32)(q), n)
-		b.stage[b.nstage] = st
+	if !growScratch(b, &b.stage[b.nstage], n) {
+		return nil
 	}
+	st := b.stage[b.nstage]
 	b.nstage++
 	return st[:n]
 }
@@ -1109,12 +1099,8 @@ func (b *Backend) RowSumsBlocked(rows, kd, C, hw int, src []float32, srcStride i
 		b.fail(fmt.Errorf("cuda: k_row_sums_part: %d·%d·%d stripes exceed the kernel's 32-bit sizes", rows, C, S))
 		return
 	}
-	if need := rows * C * S; len(b.rowPart) < need {
-		p := b.allocBytes(4 * need)
-		if p == nil {
-			return
-		}
-		b.rowPart = unsafe.Slice((*float32)(p), need)
+	if !growScratch(b, &b.rowPart, rows*C*S) {
+		return
 	}
 	part := unsafe.Pointer(unsafe.SliceData(b.rowPart))
 	ps, pd := b.dev(src, false), b.dev(dst, true)
