@@ -1,6 +1,7 @@
 package attack
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,7 +36,8 @@ func TestBoundsFano(t *testing.T) {
 	sr := &SweepReport{Sweep: "sweep-k", Values: []float64{10}, Results: []*GameReport{r}}
 	rows := sr.csvRows()
 	h := SweepCSVHeader()
-	if h[len(h)-1] != "fano_success" || len(rows) != 1 || rows[0][len(h)-1] == "" {
+	fc := slices.Index(h, "fano_success")
+	if fc < 0 || len(rows) != 1 || len(rows[0]) != len(h) || rows[0][fc] == "" {
 		t.Errorf("CSV header %v, rows %v: want a filled fano_success column", h, rows)
 	}
 	// σ = 0: no Fano bound (nothing to bound).

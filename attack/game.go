@@ -2,6 +2,7 @@ package attack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -806,7 +807,7 @@ func (g *Game) trial(ctx context.Context, st *trialState, trial int, observe fun
 	}
 	for _, v := range theta {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("trial %d: training diverged (non-finite parameters); lower --lr", trial)
+			return nil, fmt.Errorf("trial %d: %w; lower --lr", trial, ErrDiverged)
 		}
 	}
 	if g.eval != nil {
@@ -833,6 +834,9 @@ func (g *Game) trial(ctx context.Context, st *trialState, trial int, observe fun
 	}
 	return res, nil
 }
+
+// ErrDiverged is wrapped by a trial whose training ended with non-finite parameters.
+var ErrDiverged = errors.New("training diverged (non-finite parameters)")
 
 // nearest returns the position in prior of the pool point closest (L2) to x.
 func nearest(p Pool, prior []int, x []float64) int {

@@ -63,7 +63,13 @@ type GameSpec struct {
 	EvalSize int
 	Gradient GradientConfig
 	Seed     uint64
-	// Progress, when set, is called after every finished trial.
+	// TuneLR, when set, replaces LR by the candidate with the best mean test accuracy
+	// over TuneTrials tuning trials of the same game (LRTuning): Hayes et al. sweep the
+	// learning rate for each ε and do not report it. A sweep tunes at every value.
+	TuneLR     []float64
+	TuneTrials int
+	// Progress, when set, is called after every finished trial (tuning trials too,
+	// with GameProgress.Phase naming the candidate).
 	Progress func(GameProgress)
 }
 
@@ -74,6 +80,7 @@ type GameProgress struct {
 	Attack       string // GameSpec.Attack
 	Successes    int    // of Attack so far
 	PriorSize    int
+	Phase        string // "" for the game's trials, "tune lr=<v>" for tuning trials
 }
 
 // DefaultGameSpec is the game of 'dpfil attack game' without flags: Hayes et al.'s
@@ -82,7 +89,7 @@ type GameProgress struct {
 func DefaultGameSpec() GameSpec {
 	return GameSpec{Epsilon: 10, Delta: 1e-5, Q: 1, Steps: 100, PriorSize: 10, Known: 999, Trials: 100,
 		Attack: AttackPrior, Dataset: "mnist-embedded", Model: "mlp", Clip: 0.1, LR: 10, PriorKind: PriorData,
-		ReRoSamples: 1_000_000, Gradient: GradientConfig{Iters: 300, Restarts: 2, LR: 0.01}, Seed: 1}
+		ReRoSamples: 1_000_000, Gradient: GradientConfig{Iters: 300, Restarts: 2, LR: 0.01}, Seed: 1, TuneTrials: 3}
 }
 
 // Validate rejects impossible specs, checking the fields in declaration order.
@@ -116,7 +123,7 @@ func (s GameSpec) Validate() error {
 	case s.RecordTranscripts && s.PriorKind == PriorUniform:
 		return fmt.Errorf("attack game: transcripts name prior candidates by dataset index; a uniform-noise prior has none (drop --record-transcripts)")
 	}
-	return nil
+	return s.validateTuning()
 }
 
 // GameReport is the outcome of PlayGame.
@@ -165,8 +172,10 @@ type GameReport struct {
 	// ClippedNorm and ClippedFraction: means over trials of TrialResult's (Fig. 13a).
 	ClippedNorm     float64 `json:"clipped_norm"`
 	ClippedFraction float64 `json:"clipped_fraction"`
-	Hidden          int     `json:"hidden,omitempty"`     // the mlp's hidden width when not 10
-	PriorKind       string  `json:"prior_kind,omitempty"` // PriorUniform, or omitted for the data prior
+	// LRTuning is how LR was chosen (GameSpec.TuneLR), nil when it was given.
+	LRTuning  *LRTuning `json:"lr_tuning,omitempty"`
+	Hidden    int       `json:"hidden,omitempty"`     // the mlp's hidden width when not 10
+	PriorKind string    `json:"prior_kind,omitempty"` // PriorUniform, or omitted for the data prior
 	// NoiseHalfWidth is the uniform prior's half-width h around ½.
 	NoiseHalfWidth float64 `json:"noise_half_width,omitempty"`
 	WallSeconds    float64 `json:"wall_seconds"`
@@ -281,12 +290,20 @@ func PlayGameOn(ctx context.Context, spec GameSpec, pools *Pools) (*GameReport, 
 		}
 		sigma = s
 	}
-	g, err := newSpecGame(spec, sigma, pools)
+	bounds, err := ComputeBounds(BoundsRequest{Q: spec.Q, Sigma: sigma, Steps: spec.Steps, PriorSize: spec.PriorSize,
+		Delta: spec.Delta, Samples: spec.ReRoSamples, Seed: spec.Seed})
 	if err != nil {
 		return nil, err
 	}
-	bounds, err := ComputeBounds(BoundsRequest{Q: spec.Q, Sigma: sigma, Steps: spec.Steps, PriorSize: spec.PriorSize,
-		Delta: spec.Delta, Samples: spec.ReRoSamples, Seed: spec.Seed})
+	var tuning *LRTuning
+	if len(spec.TuneLR) > 0 {
+		t, err := tuneLR(ctx, spec, sigma, bounds.Epsilon, pools)
+		if err != nil {
+			return nil, err
+		}
+		tuning, spec.LR = t, t.Chosen
+	}
+	g, err := newSpecGame(spec, sigma, pools)
 	if err != nil {
 		return nil, err
 	}
@@ -299,6 +316,7 @@ func PlayGameOn(ctx context.Context, spec GameSpec, pools *Pools) (*GameReport, 
 		return nil, err
 	}
 	out := newGameReport(spec, sigma, bounds, stats)
+	out.LRTuning = tuning
 	out.PriorKind = g.cfg.PriorKind
 	out.NoiseHalfWidth = g.NoiseHalfWidth()
 	if spec.Q == 1 && sigma > 0 {

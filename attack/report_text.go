@@ -14,6 +14,16 @@ func (r *GameReport) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "attack game: %s on %s, |D₋| = %d, K = %d, T = %d, q = %g, C = %g, lr = %g\n",
 		model, r.Dataset, r.Known, r.PriorSize, r.Steps, r.Q, r.Clip, r.LR)
+	if t := r.LRTuning; t != nil {
+		fmt.Fprintf(w, "lr tuning:   chose lr = %g by mean %s over %d tuning trials each:\n", t.Chosen, t.Criterion, t.Trials)
+		for _, c := range t.Candidates {
+			if c.Diverged {
+				fmt.Fprintf(w, "  lr %-8g diverged\n", c.LR)
+				continue
+			}
+			fmt.Fprintf(w, "  lr %-8g accuracy %.4f  loss %.4f  clipped norm %.4g (%.1f %% clipped)\n", c.LR, c.TestAccuracy, c.FinalLoss, c.ClippedNorm, 100*c.ClippedFraction)
+		}
+	}
 	if r.PriorKind == PriorUniform {
 		fmt.Fprintf(w, "prior:       uniform noise on [½ − h, ½ + h], h = %.4f (the data's mean pairwise distance), random labels\n", r.NoiseHalfWidth)
 	}
@@ -77,10 +87,10 @@ func (r *GameReport) WriteText(w io.Writer) {
 
 // WriteText writes one line per swept value and the files written.
 func (sr *SweepReport) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "%-8s %-11s %-8s %-19s %-8s %-8s %-8s %-8s\n", sr.Sweep, "attack", "success", "95% CI", "gamma", "gammaRDP", "epsilon", "sigma")
+	fmt.Fprintf(w, "%-8s %-11s %-8s %-19s %-8s %-8s %-8s %-8s %-8s %-8s\n", sr.Sweep, "attack", "success", "95% CI", "gamma", "gammaRDP", "epsilon", "sigma", "lr", "clipped")
 	for i, r := range sr.Results {
 		s := r.Attacks[r.Attack]
-		fmt.Fprintf(w, "%-8g %-11s %-8.4f [%.4f, %.4f] %-8.4f %-8.4f %-8.4g %-8.4g\n", sr.Values[i], r.Attack, s.Rate, s.CI[0], s.CI[1], r.Gamma, r.GammaRDP, r.Epsilon, r.Sigma)
+		fmt.Fprintf(w, "%-8g %-11s %-8.4f [%.4f, %.4f] %-8.4f %-8.4f %-8.4g %-8.4g %-8.4g %-8.3f\n", sr.Values[i], r.Attack, s.Rate, s.CI[0], s.CI[1], r.Gamma, r.GammaRDP, r.Epsilon, r.Sigma, r.LR, r.ClippedFraction)
 	}
 	fmt.Fprintf(w, "wrote %s and %s\n", sr.JSON, sr.CSV)
 }

@@ -19,7 +19,8 @@ import (
 
 // RunOptions controls a batch of trials.
 type RunOptions struct {
-	Trials  int // trials 0 … Trials−1
+	Trials  int // trials First … First+Trials−1
+	First   int // index of the first trial (≥ 0; 0 for a game's own trials)
 	Workers int // parallel trials; ≤ 0 means GOMAXPROCS
 	// Out, when set, makes the run resumable: Out/game.json records the game and Meta
 	// (a rerun with a different game is refused) and every finished trial is appended
@@ -40,12 +41,15 @@ const (
 	GameFile   = "game.json"
 )
 
-// Run plays trials 0 … opt.Trials−1 in parallel and returns their results ordered by
+// Run plays trials opt.First … opt.First+opt.Trials−1 in parallel and returns their results ordered by
 // trial. Each trial's result depends only on the game and its index, so the results
 // do not depend on the number of workers nor on interruptions.
 func (g *Game) Run(ctx context.Context, opt RunOptions) ([]TrialResult, error) {
 	if opt.Trials < 1 {
 		return nil, fmt.Errorf("attack game: trials %d < 1", opt.Trials)
+	}
+	if opt.First < 0 {
+		return nil, fmt.Errorf("attack game: first trial %d < 0", opt.First)
 	}
 	workers := opt.Workers
 	if workers <= 0 {
@@ -72,7 +76,7 @@ func (g *Game) Run(ctx context.Context, opt RunOptions) ([]TrialResult, error) {
 	}
 	var todo []int
 	ndone := 0
-	for i := 0; i < opt.Trials; i++ {
+	for i := opt.First; i < opt.First+opt.Trials; i++ {
 		if _, ok := done[i]; ok {
 			ndone++
 		} else {
@@ -158,7 +162,7 @@ feed:
 		return nil, err
 	}
 	res := make([]TrialResult, 0, opt.Trials)
-	for i := 0; i < opt.Trials; i++ {
+	for i := opt.First; i < opt.First+opt.Trials; i++ {
 		res = append(res, done[i])
 	}
 	return res, nil

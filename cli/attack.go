@@ -56,6 +56,8 @@ func gameCmd[R any, P report[R]](c *cobra.Command, s *attack.GameSpec, play func
 	f.StringVar(&s.PriorKind, "prior", s.PriorKind, "where the K candidates come from: data (the pool outside D₋) or uniform (noise matched to the data's mean pairwise distance, random labels; Hayes et al. Fig. 9)")
 	f.BoolVar(&s.NoSubtract, "no-subtract", s.NoSubtract, "also run prior-nosub, Algorithm 2 without subtracting the known gradients (Hayes et al. Fig. 10)")
 	f.Float64Var(&s.LR, "lr", s.LR, "SGD learning rate on the mean gradient g_t/(qN) (10 reaches ≈ 80 % test accuracy with the mlp at ε = 10)")
+	f.Float64SliceVar(&s.TuneLR, "tune-lr", s.TuneLR, "choose the learning rate from these (comma-separated) by the best mean test accuracy over --tune-trials tuning trials of the same game, at every swept value (Hayes et al. sweep 0.001 … 100 per ε); replaces --lr")
+	f.IntVar(&s.TuneTrials, "tune-trials", s.TuneTrials, "tuning trials per --tune-lr candidate (numbered apart from the game's trials)")
 	f.StringVar(&s.Out, "out", s.Out, "directory for game.json and trials.jsonl (makes the run resumable)")
 	f.IntVar(&s.Workers, "workers", s.Workers, "parallel trials (0 = all cores)")
 	f.IntVar(&s.ReRoSamples, "rero-samples", s.ReRoSamples, "Monte Carlo samples of the ReRo estimate (q < 1)")
@@ -67,6 +69,7 @@ func gameCmd[R any, P report[R]](c *cobra.Command, s *attack.GameSpec, play func
 	addQuietFlag(c, &quiet)
 	f.Uint64Var(&s.Seed, "seed", s.Seed, "seed for every random draw")
 	c.MarkFlagsMutuallyExclusive("epsilon", "sigma")
+	c.MarkFlagsMutuallyExclusive("lr", "tune-lr")
 	return c
 }
 
@@ -79,7 +82,11 @@ type gameProgress struct {
 func (g *gameProgress) update(ev attack.GameProgress) {
 	if g.p == nil || ev.Done <= g.done {
 		g.finish()
-		g.p = newProgress(int64(ev.Trials), fmt.Sprintf("attack game ε=%.3g K=%d", ev.Epsilon, ev.PriorSize), g.quiet)
+		label := fmt.Sprintf("attack game ε=%.3g K=%d", ev.Epsilon, ev.PriorSize)
+		if ev.Phase != "" {
+			label += " " + ev.Phase
+		}
+		g.p = newProgress(int64(ev.Trials), label, g.quiet)
 		g.done = 0
 	}
 	g.p.Add(int64(ev.Done-g.done), fmt.Sprintf("%s %d ok", ev.Attack, ev.Successes))

@@ -38,6 +38,7 @@ func TestAttackGameJSON(t *testing.T) {
 		{"epsilon", []string{"--epsilon", "8"}, 8},
 		{"sigma poisson", []string{"--sigma", "2", "--q", "0.5", "--rero-samples", "20000"}, 0},
 		{"loglik", []string{"--epsilon", "50", "--attack", "loglik"}, 50},
+		{"tuned lr", []string{"--epsilon", "8", "--tune-lr", "0.1,5", "--tune-trials", "2"}, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := runAttackCLI(t, append(append([]string{"game", "--json"}, tinyGame...), tc.args...)...)
@@ -68,6 +69,11 @@ func TestAttackGameJSON(t *testing.T) {
 			}
 			if !(m["sigma"].(float64) > 0) {
 				t.Fatalf("σ = %v", m["sigma"])
+			}
+			if tu, ok := m["lr_tuning"].(map[string]any); ok != (tc.name == "tuned lr") {
+				t.Fatalf("lr_tuning %v", m["lr_tuning"])
+			} else if ok && (tu["chosen"] != m["lr"] || len(tu["candidates"].([]any)) != 2) {
+				t.Fatalf("lr %v, tuning %v", m["lr"], tu)
 			}
 		})
 	}
@@ -180,6 +186,9 @@ func TestAttackGameErrors(t *testing.T) {
 		{"transcripts without out", []string{"--record-transcripts"}, "--out"},
 		{"unknown model", []string{"--model", "resnet"}, "resnet"},
 		{"unknown dataset", []string{"--dataset", "imagenet"}, "imagenet"},
+		{"lr and tune-lr", []string{"--lr", "1", "--tune-lr", "0.1,1"}, "[lr tune-lr]"},
+		{"tune-lr 0", []string{"--tune-lr", "0,1"}, "tuning learning rate 0"},
+		{"tune-trials 0", []string{"--tune-lr", "1", "--tune-trials", "0"}, "tuning trials 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := runAttackCLI(t, append([]string{"game", "--quiet", "--trials", "1", "--steps", "1", "--known", "5"}, tc.args...)...)
