@@ -141,7 +141,11 @@ type plotAttackOut struct {
 	Height int    `json:"height"`
 	XLabel string `json:"x_label"`
 	LogX   bool   `json:"log_x"`
-	figures.AttackSweep
+	*figures.AttackSweep
+	// Panels and Labels: with --grid, one drawn sweep per panel (the embedded sweep is
+	// then absent).
+	Panels []*figures.AttackSweep `json:"panels,omitempty"`
+	Labels []string               `json:"labels,omitempty"`
 }
 
 func newPlotAttackCmd() *cobra.Command {
@@ -149,6 +153,7 @@ func newPlotAttackCmd() *cobra.Command {
 		fig          figures.Figure
 		logX, linX   bool
 		labels, keep []string
+		grid         int
 	)
 	cmd := reportCmd(&cobra.Command{
 		Use:   "attack SWEEP.json|SWEEP.csv... -o attack.png",
@@ -162,7 +167,9 @@ RDP-based ReRo bound (dashed) and the prior baseline κ = 1/K (dotted).
 
 Several sweeps of the same variable and privacy setting (Hayes et al. Figs. 7, 9, 10,
 13: one per model width, prior type, |D₋| or clipping norm) go on one figure with
---labels, one per file; --attacks keeps only the named attacks of each.`,
+--labels, one per file; --attacks keeps only the named attacks of each. With --grid N
+each file gets its own panel, titled by its label, N panels per row (Fig. 14: one
+panel per ε and prior size, whose bounds differ).`,
 		Args: cobra.MinimumNArgs(1),
 	}, func(_ *cobra.Command, args []string) (*plotAttackOut, error) {
 		if err := fig.Check(); err != nil {
@@ -179,6 +186,24 @@ Several sweeps of the same variable and privacy setting (Hayes et al. Figs. 7, 9
 			}
 			sws = append(sws, sw)
 		}
+		opt := figures.AttackOptions{Title: fig.Title}
+		if logX || linX {
+			opt.LogX = &logX
+		}
+		if grid > 0 {
+			if len(labels) != len(args) {
+				return nil, fmt.Errorf("plot attack: --grid needs one --labels entry per sweep (%d)", len(args))
+			}
+			rows, drawn, err := figures.AttackPanels(sws, labels, keep, grid, opt)
+			if err != nil {
+				return nil, err
+			}
+			if err := plot.SaveTiles(rows, fig.Out, fig.Width, fig.Height); err != nil {
+				return nil, err
+			}
+			_, logScale := rows[0][0].X.Scale.(gplot.LogScale)
+			return &plotAttackOut{Out: fig.Out, Width: fig.Width, Height: fig.Height, XLabel: drawn[0].XLabel(), LogX: logScale, Panels: drawn, Labels: labels}, nil
+		}
 		sw := sws[0]
 		if len(labels) > 0 || len(keep) > 0 {
 			if len(labels) == 0 {
@@ -190,10 +215,6 @@ Several sweeps of the same variable and privacy setting (Hayes et al. Figs. 7, 9
 			}
 			sw = m
 		}
-		opt := figures.AttackOptions{Title: fig.Title}
-		if logX || linX {
-			opt.LogX = &logX
-		}
 		p, err := figures.Attack(sw, opt)
 		if err != nil {
 			return nil, err
@@ -202,13 +223,14 @@ Several sweeps of the same variable and privacy setting (Hayes et al. Figs. 7, 9
 			return nil, err
 		}
 		_, logScale := p.X.Scale.(gplot.LogScale)
-		return &plotAttackOut{Out: fig.Out, Width: fig.Width, Height: fig.Height, XLabel: sw.XLabel(), LogX: logScale, AttackSweep: *sw}, nil
+		return &plotAttackOut{Out: fig.Out, Width: fig.Width, Height: fig.Height, XLabel: sw.XLabel(), LogX: logScale, AttackSweep: sw}, nil
 	})
 	addFigureFlags(cmd, &fig, 800, 560)
 	cmd.Flags().BoolVar(&logX, "log-x", false, "log10 x axis")
 	cmd.Flags().BoolVar(&linX, "linear-x", false, "linear x axis")
 	cmd.Flags().StringSliceVar(&labels, "labels", nil, "one label per sweep file, prefixed to its series (needed with several files)")
 	cmd.Flags().StringSliceVar(&keep, "attacks", nil, "draw only these attacks of each sweep (e.g. prior,prior-nosub)")
+	cmd.Flags().IntVar(&grid, "grid", 0, "one panel per sweep file, this many per row (0: all on one figure)")
 	cmd.MarkFlagsMutuallyExclusive("log-x", "linear-x")
 	return cmd
 }
@@ -234,8 +256,22 @@ func readAttackSweep(path string) (*figures.AttackSweep, error) {
 // WriteText writes what was drawn: the bounds and each attack's rate and interval
 // per value.
 func (r *plotAttackOut) WriteText(w io.Writer) {
+	if len(r.Panels) > 0 {
+		fmt.Fprintf(w, "wrote %s (%d×%d px): %d panels\n", r.Out, r.Width, r.Height, len(r.Panels))
+		for i, sw := range r.Panels {
+			fmt.Fprintf(w, "panel %s:\n", r.Labels[i])
+			writeAttackTable(w, sw)
+		}
+		return
+	}
 	sw := r.AttackSweep
 	fmt.Fprintf(w, "wrote %s (%d×%d px): %d attack variants at %d values of %s\n", r.Out, r.Width, r.Height, len(sw.Series), len(sw.Bounds), sw.XLabel())
+	writeAttackTable(w, sw)
+}
+
+// writeAttackTable writes one sweep's bounds and each attack's rate and interval per
+// value.
+func writeAttackTable(w io.Writer, sw *figures.AttackSweep) {
 	fmt.Fprintf(w, "%-8s %-8s %-8s", sw.Sweep, "gamma", "gammaRDP")
 	for _, s := range sw.Series {
 		fmt.Fprintf(w, " %-22s", s.Attack)

@@ -86,7 +86,52 @@ func TestPlotAttackCommand(t *testing.T) {
 	if len(merged.Series) != 2 || merged.Series[0].Attack != "first: prior" || merged.Series[1].Attack != "second: prior" || len(merged.Bounds) != len(vals) {
 		t.Fatalf("merged: %+v", merged.Series)
 	}
+	// one panel per sweep: a second setting whose bounds differ (refused on one figure)
+	sr2 := *sr
+	sr2.JSON, sr2.CSV = filepath.Join(dir, "k2.json"), filepath.Join(dir, "k2.csv")
+	sr2.Results = nil
+	for _, r := range sr.Results {
+		c := *r
+		c.Gamma, c.GammaCI = r.Gamma/2, [2]float64{r.Gamma / 2, r.Gamma / 2}
+		sr2.Results = append(sr2.Results, &c)
+	}
+	if err := sr2.Write(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI(t, newRootCmd(), "plot", "attack", sr.JSON, sr2.JSON, "--labels", "a,b", "-o", filepath.Join(dir, "g.png")); err == nil ||
+		!strings.Contains(err.Error(), "not the same privacy setting") {
+		t.Fatalf("two settings on one figure: error %v", err)
+	}
+	s, err = runCLI(t, newRootCmd(), "plot", "attack", sr.JSON, sr2.JSON, sr.CSV, "--labels", "K = 10,K = 2,again", "--attacks", "loglik",
+		"--grid", "2", "-o", filepath.Join(dir, "g.png"), "--width", "900", "--height", "600", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var grid plotAttackOut
+	if err := json.Unmarshal([]byte(s), &grid); err != nil {
+		t.Fatal(err)
+	}
+	if w, h := pngSize(t, filepath.Join(dir, "g.png")); w != 900 || h != 600 {
+		t.Fatalf("grid PNG %d×%d", w, h)
+	}
+	if grid.AttackSweep != nil || len(grid.Panels) != 3 || strings.Join(grid.Labels, "|") != "K = 10|K = 2|again" {
+		t.Fatalf("grid output: %s", s)
+	}
+	for i, p := range grid.Panels {
+		want := sr.Results[1].Gamma
+		if i == 1 {
+			want /= 2
+		}
+		if len(p.Series) != 1 || p.Series[0].Attack != attack.AttackLogLik || math.Abs(p.Bounds[1].Gamma-want) > 1e-7 {
+			t.Fatalf("panel %d: %+v, want loglik only and γ(x=4) = %v", i, p, want)
+		}
+	}
+	s, err = runCLI(t, newRootCmd(), "plot", "attack", sr.JSON, sr2.JSON, "--labels", "x,y", "--grid", "1", "-o", filepath.Join(dir, "g1.png"))
+	if err != nil || !strings.Contains(s, "2 panels") || !strings.Contains(s, "panel y:") {
+		t.Fatalf("grid human output %q, %v", s, err)
+	}
 	for _, bad := range [][]string{
+		{"plot", "attack", sr.JSON, sr2.JSON, "--grid", "2", "-o", filepath.Join(dir, "e.png")},
 		{"plot", "attack", sr.JSON},
 		{"plot", "attack", sr.JSON, sr.CSV, "-o", filepath.Join(dir, "e.png")},
 		{"plot", "attack", sr.JSON, sr.CSV, "--labels", "one", "-o", filepath.Join(dir, "e.png")},

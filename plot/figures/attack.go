@@ -456,3 +456,45 @@ func MergeAttackSweeps(sweeps []*AttackSweep, labels, keep []string) (*AttackSwe
 	}
 	return out, nil
 }
+
+// AttackPanels draws one panel per sweep (Hayes et al. Fig. 14: one per ε and prior
+// size, whose bounds differ), each titled by its label and keeping only the attacks
+// named in keep (all when empty), laid out in rows of cols panels (the last row
+// padded with blank tiles) for plot.SaveTiles. It returns the sweeps as drawn.
+func AttackPanels(sweeps []*AttackSweep, labels, keep []string, cols int, opt AttackOptions) ([][]*gplot.Plot, []*AttackSweep, error) {
+	if len(sweeps) == 0 {
+		return nil, nil, fmt.Errorf("attack panels: no sweeps")
+	}
+	if len(labels) != len(sweeps) {
+		return nil, nil, fmt.Errorf("attack panels: %d labels for %d sweeps", len(labels), len(sweeps))
+	}
+	if cols < 1 {
+		return nil, nil, fmt.Errorf("attack panels: %d columns < 1", cols)
+	}
+	var rows [][]*gplot.Plot
+	var drawn []*AttackSweep
+	for j, s := range sweeps {
+		if j > 0 && s.Sweep != sweeps[0].Sweep {
+			return nil, nil, fmt.Errorf("attack panels: sweep %d varies %s, the first %s", j+1, s.Sweep, sweeps[0].Sweep)
+		}
+		kept, err := MergeAttackSweeps([]*AttackSweep{s}, []string{""}, keep)
+		if err != nil {
+			return nil, nil, fmt.Errorf("attack panels: %s: %w", labels[j], err)
+		}
+		o := opt
+		o.Title = labels[j]
+		if opt.Title != "" {
+			o.Title = opt.Title + ": " + labels[j]
+		}
+		p, err := Attack(kept, o)
+		if err != nil {
+			return nil, nil, fmt.Errorf("attack panels: %s: %w", labels[j], err)
+		}
+		if j%cols == 0 {
+			rows = append(rows, make([]*gplot.Plot, cols))
+		}
+		rows[len(rows)-1][j%cols] = p
+		drawn = append(drawn, kept)
+	}
+	return rows, drawn, nil
+}

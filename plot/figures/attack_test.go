@@ -176,3 +176,48 @@ func TestMergeAttackSweeps(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackPanels lays three sweeps out two per row: the third row padded with a
+// blank tile, each panel titled by its label and drawing only the kept attack.
+func TestAttackPanels(t *testing.T) {
+	read := func() *AttackSweep {
+		s, err := ReadAttackSweep(strings.NewReader(attackSweepJSON), "json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b, c := read(), read(), read()
+	b.Bounds[1].Gamma, b.Bounds[1].GammaLow, b.Bounds[1].GammaHi = 0.5, 0.5, 0.5 // a different setting: refused by MergeAttackSweeps, fine in panels
+	rows, drawn, err := AttackPanels([]*AttackSweep{a, b, c}, []string{"A", "B", "C"}, []string{"prior"}, 2, AttackOptions{Title: "ε = 4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || len(rows[0]) != 2 || len(rows[1]) != 2 || rows[1][1] != nil || rows[1][0] == nil {
+		t.Fatalf("layout %v", rows)
+	}
+	if rows[0][1].Title.Text != "ε = 4: B" || rows[1][0].Title.Text != "ε = 4: C" {
+		t.Fatalf("titles %q, %q", rows[0][1].Title.Text, rows[1][0].Title.Text)
+	}
+	if len(drawn) != 3 || len(drawn[1].Series) != 1 || drawn[1].Series[0].Attack != "prior" || drawn[1].Bounds[1].Gamma != 0.5 {
+		t.Fatalf("drawn %+v", drawn)
+	}
+	if _, err := plot.RenderTiles(rows, "png", 600, 400); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		labels []string
+		keep   []string
+		cols   int
+		err    string
+	}{
+		{"cols 0", []string{"A", "B", "C"}, nil, 0, "columns"},
+		{"labels", []string{"A"}, nil, 2, "1 labels for 3 sweeps"},
+		{"attack", []string{"A", "B", "C"}, []string{"gradient"}, 2, "none of the attacks"},
+	} {
+		if _, _, err := AttackPanels([]*AttackSweep{a, b, c}, tc.labels, tc.keep, tc.cols, AttackOptions{}); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
+		}
+	}
+}
