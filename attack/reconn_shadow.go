@@ -1,11 +1,13 @@
 package attack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/dpfil/dpfil/models"
 	"github.com/dpfil/dpfil/train"
@@ -21,15 +23,25 @@ import (
 // forward and its weight gradient) run in float32 on the engine's CPU backend, as in
 // train.Run; the rest is float64 (train.Run sums in float32), so the two agree to
 // float32 rounding.
+//
+// Magnitude pruning without pretraining (train's PruneFraction, modes "freeze" and
+// "zero") is part of the recipe: each model's mask is the ⌊f·P⌋ smallest-|θ₀|
+// parameters of its own initialisation (ties by index, at least one kept; with a
+// shared initialisation every model has the same mask), as train's pruneSet. As in
+// train.Run the frozen coordinates leave each per-sample gradient before clipping
+// (the clip norm is taken over the released coordinates), their noise and the
+// released sum are dropped, and they keep θ₀ (mode "zero": start at 0).
 type shadowRecipe struct {
-	d, h, c  int // input size, hidden width (0: linear), classes
-	p        int // parameters
-	steps    int
-	lr, mom  float64
-	wd       float64
-	clip     models.Clip
-	noiseStd float64 // σC
-	batch    float64 // B, the denominator of ḡ
+	d, h, c   int // input size, hidden width (0: linear), classes
+	p         int // parameters
+	steps     int
+	lr, mom   float64
+	wd        float64
+	clip      models.Clip
+	noiseStd  float64 // σC
+	batch     float64 // B, the denominator of ḡ
+	prune     float64 // fraction of parameters frozen by magnitude (0: no pruning)
+	pruneZero bool    // prune mode "zero": the frozen parameters are set to 0
 }
 
 // newShadowRecipe returns the batched recipe of cfg for the architecture arch on n
@@ -64,8 +76,22 @@ func newShadowRecipe(cfg train.Config, arch models.Arch, n int) (*shadowRecipe, 
 	default:
 		return nil, fmt.Errorf("batched shadows: %v epochs is not a whole number of full-batch steps", cfg.Epochs)
 	}
-	if cfg.Tuning.On() {
-		return nil, errors.New("batched shadows: pretraining, pruning, freezing and shaped or learned noise need train.Run")
+	tu := cfg.Tuning
+	r.prune, r.pruneZero = tu.PruneFraction, tu.PruneMode == train.PruneZero
+	switch tu.PruneMode {
+	case "", train.PruneFreeze, train.PruneZero:
+	default:
+		return nil, fmt.Errorf("batched shadows: prune mode %q", tu.PruneMode)
+	}
+	tu.PruneFraction, tu.PruneMode = 0, ""
+	if tu != (train.TuningConfig{}) {
+		return nil, errors.New("batched shadows: pretraining, freezing and shaped or learned noise need train.Run")
+	}
+	if !(r.prune >= 0 && r.prune < 1) {
+		return nil, fmt.Errorf("batched shadows: prune fraction %v outside [0, 1)", r.prune)
+	}
+	if r.prune > 0 && r.wd != 0 {
+		return nil, errors.New("batched shadows: weight decay would move the pruned parameters")
 	}
 	switch cfg.ClipMode {
 	case train.ClipModeSmooth:
@@ -98,6 +124,13 @@ type shadowBatch struct {
 	// deltas and gw1f the fixed rows' first-layer weight gradient sum.
 	w1f, a1, dl, gw1f []float32
 	be                models.Backend[float32]
+	// Pruning (nil without): masks[k] is model k's released coordinates (1, else 0)
+	// in train's flat layout, one slice shared by models with the same θ₀; qf is the
+	// n0 × S·u released squared input norms of the fixed rows, qf[i, k·u+j] =
+	// Σ_l masks[k][W1 j,l]·x_il² (the squared norm of row j of the masked W1 gradient
+	// is δ_j²·qf[i, k·u+j]), qz the same for the target rows (S·u).
+	masks  [][]float64
+	qf, qz []float64
 }
 
 // trainShadows trains S = len(labels) models, model k on D₋ ∪ {z_k} (z_k the k-th row
@@ -133,6 +166,9 @@ func (r *shadowRecipe) trainShadows(ctx context.Context, fixedX, fixedSq []float
 	for i, v := range fixedX {
 		fx32[i] = float32(v)
 	}
+	if r.prune > 0 {
+		b.prepareMasks(init, fixedX, zs)
+	}
 	pre := make([]float64, u) // a fixed row's first-layer output
 	az := make([]float64, u)  // a target row's first-layer output
 	dz := make([]float64, u)  // its clipped first-layer delta
@@ -158,7 +194,11 @@ func (r *shadowRecipe) trainShadows(ctx context.Context, fixedX, fixedSq []float
 				for j, v := range b.a1[i*S*u+k*u : i*S*u+(k+1)*u] {
 					pre[j] = float64(v)
 				}
-				s := b.sample(k, pre, fixedSq[i], fixedY[i], sc)
+				var q []float64
+				if b.qf != nil {
+					q = b.qf[i*S*u+k*u : i*S*u+(k+1)*u]
+				}
+				s := b.sample(k, pre, fixedSq[i], q, fixedY[i], sc)
 				dst := b.dl[i*S*u+k*u : i*S*u+(k+1)*u]
 				for j := range dst {
 					dst[j] = float32(s * sc.d1[j])
@@ -169,7 +209,11 @@ func (r *shadowRecipe) trainShadows(ctx context.Context, fixedX, fixedSq []float
 			for j := 0; j < u; j++ {
 				az[j] = dotF(w1k[j*d:(j+1)*d], zk)
 			}
-			s := b.sample(k, az, zSq[k], labels[k], sc)
+			var q []float64
+			if b.qz != nil {
+				q = b.qz[k*u : (k+1)*u]
+			}
+			s := b.sample(k, az, zSq[k], q, labels[k], sc)
 			gb := b.gb1[k*u : (k+1)*u]
 			for j := 0; j < u; j++ {
 				dz[j] = s * sc.d1[j]
@@ -205,6 +249,87 @@ func (r *shadowRecipe) trainShadows(ctx context.Context, fixedX, fixedSq []float
 	return nil
 }
 
+// prepareMasks computes each model's pruning mask from its initialisation init
+// (S×P, float32-rounded as train.Run's θ₀), zeroes the frozen parameters in mode
+// "zero", and fills qf and qz from the fixed rows fixedX (n0×d) and the targets zs.
+func (b *shadowBatch) prepareMasks(init, fixedX, zs []float64) {
+	r := b.r
+	S, P, d := b.s, r.p, r.d
+	u := r.h
+	if u == 0 {
+		u = r.c
+	}
+	b.masks = make([][]float64, S)
+	for k := 0; k < S; k++ {
+		p0 := init[k*P : (k+1)*P]
+		if k > 0 && slices.Equal(p0, init[(k-1)*P:k*P]) {
+			b.masks[k] = b.masks[k-1]
+			continue
+		}
+		b.masks[k] = pruneMask(p0, r.prune)
+	}
+	if r.pruneZero {
+		flat := make([]float64, S*P)
+		b.pack(flat)
+		for k, mk := range b.masks {
+			for i, on := range mk {
+				if on == 0 {
+					flat[k*P+i] = 0
+				}
+			}
+		}
+		b.unpack(flat)
+	}
+	// The W1 masks of the S models stacked as the (S·u)×d matrix M; qf = X²·Mᵀ.
+	m1 := make([]float64, S*u*d)
+	for k, mk := range b.masks {
+		copy(m1[k*u*d:(k+1)*u*d], mk[:u*d])
+	}
+	n0 := len(fixedX) / max(d, 1)
+	if n0 > 0 {
+		x2 := make([]float64, len(fixedX))
+		for i, v := range fixedX {
+			x2[i] = v * v
+		}
+		b.qf = make([]float64, n0*S*u)
+		models.NewCPUBackend[float64]().Gemm(false, true, n0, S*u, d, 1, x2, d, m1, d, 0, b.qf, S*u)
+	}
+	b.qz = make([]float64, S*u)
+	z2 := make([]float64, d)
+	for k := 0; k < S; k++ {
+		for l, v := range zs[k*d : (k+1)*d] {
+			z2[l] = v * v
+		}
+		for j := 0; j < u; j++ {
+			b.qz[k*u+j] = dotF(m1[(k*u+j)*d:(k*u+j+1)*d], z2)
+		}
+	}
+}
+
+// pruneMask returns the released coordinates (1, else 0) of parameters p0 pruned by
+// magnitude: the ⌊frac·P⌋ of smallest |θ₀| are frozen, ties broken by index, at
+// least one parameter kept (train's pruneSet without a Freeze list).
+func pruneMask(p0 []float64, frac float64) []float64 {
+	P := len(p0)
+	mk := make([]float64, P)
+	for i := range mk {
+		mk[i] = 1
+	}
+	k := min(int(math.Floor(frac*float64(P))), P-1)
+	if k <= 0 {
+		return mk
+	}
+	idx := make([]int, P)
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(math.Abs(p0[a]), math.Abs(p0[b])) })
+	for _, i := range idx[:k] {
+		mk[i] = 0
+	}
+	return mk
+}
+
 // sampleScratch holds one sample's intermediate vectors.
 type sampleScratch struct {
 	act, dact, logits, d2, d1 []float64
@@ -221,7 +346,11 @@ func newSampleScratch(r *shadowRecipe) *sampleScratch {
 // in sc.d1 and returns its clipping factor s (the caller adds s·d1 to the first-layer
 // sums). The per-sample gradient norm is exact without forming the gradient: a dense
 // layer's gradient is δaᵀ plus the bias δ, so its squared norm is ‖δ‖²(‖a‖² + 1).
-func (b *shadowBatch) sample(k int, pre []float64, xSq float64, y int, sc *sampleScratch) float64 {
+// With pruning the norm is over the released coordinates only: q[j] is the released
+// part of ‖x‖² in row j of W1 (from b.qf or b.qz), and the masked norm is
+// Σ_j δ_j²(q_j + m_bj) per layer (m the layer's mask). The frozen coordinates of the
+// sums are dropped in update, which gives the sum of the clipped masked gradients.
+func (b *shadowBatch) sample(k int, pre []float64, xSq float64, q []float64, y int, sc *sampleScratch) float64 {
 	r := b.r
 	h, c := r.h, r.c
 	logits := sc.logits
@@ -268,7 +397,9 @@ func (b *shadowBatch) sample(k int, pre []float64, xSq float64, y int, sc *sampl
 		d2Sq += sc.d2[o] * sc.d2[o]
 	}
 	var normSq float64
-	if h == 0 {
+	if q != nil {
+		normSq = b.maskedNormSq(k, q, sc)
+	} else if h == 0 {
 		copy(sc.d1[:c], sc.d2)
 		normSq = d2Sq * (xSq + 1)
 	} else {
@@ -300,9 +431,50 @@ func (b *shadowBatch) sample(k int, pre []float64, xSq float64, y int, sc *sampl
 	return s
 }
 
+// maskedNormSq returns the squared norm of model k's per-sample gradient restricted
+// to its released coordinates, from the deltas in sc (sample's) and q, and leaves the
+// first-layer delta in sc.d1.
+func (b *shadowBatch) maskedNormSq(k int, q []float64, sc *sampleScratch) float64 {
+	r := b.r
+	d, h, c := r.d, r.h, r.c
+	mk := b.masks[k]
+	normSq := 0.0
+	if h == 0 {
+		mb := mk[c*d : c*d+c]
+		for o := 0; o < c; o++ {
+			sc.d1[o] = sc.d2[o]
+			normSq += sc.d2[o] * sc.d2[o] * (q[o] + mb[o])
+		}
+		return normSq
+	}
+	w2 := b.w2[k*c*h : (k+1)*c*h]
+	mb1 := mk[h*d : h*d+h]
+	for j := 0; j < h; j++ {
+		v := 0.0
+		for o := 0; o < c; o++ {
+			v += w2[o*h+j] * sc.d2[o]
+		}
+		v *= sc.dact[j]
+		sc.d1[j] = v
+		normSq += v * v * (q[j] + mb1[j])
+	}
+	m2 := mk[h*d+h : h*d+h+c*h]
+	mb2 := mk[h*d+h+c*h : h*d+h+c*h+c]
+	for o := 0; o < c; o++ {
+		aSq := mb2[o]
+		for j, a := range sc.act[:h] {
+			aSq += m2[o*h+j] * a * a
+		}
+		normSq += sc.d2[o] * sc.d2[o] * aSq
+	}
+	return normSq
+}
+
 // update adds model k's noise to its clipped sums, divides by B and takes the
 // momentum SGD step g ← ḡ + λw; v ← m·v + g; w ← w − ρ·v (train's momentumSGD).
-// The noise is drawn in the flat parameter order, one normal per coordinate.
+// The noise is drawn in the flat parameter order, one normal per coordinate. With
+// pruning the frozen coordinates' noise draws are discarded and they do not move
+// (train.Run zeroes their released sum; with no weight decay their velocity stays 0).
 func (b *shadowBatch) update(k int, rng *rand.Rand) {
 	r := b.r
 	d, c, h := r.d, r.c, r.h
@@ -310,11 +482,22 @@ func (b *shadowBatch) update(k int, rng *rand.Rand) {
 	if h == 0 {
 		u = c
 	}
+	var mk []float64 // model k's mask, in the order of the four steps below
+	if b.masks != nil {
+		mk = b.masks[k]
+	}
 	step := func(w, v, g []float64) {
+		var m []float64
+		if mk != nil {
+			m, mk = mk[:len(w)], mk[len(w):]
+		}
 		for i := range w {
 			gi := g[i]
 			if r.noiseStd > 0 {
 				gi += r.noiseStd * rng.NormFloat64()
+			}
+			if m != nil && m[i] == 0 {
+				continue
 			}
 			gi = gi/r.batch + float64(r.wd*w[i])
 			v[i] = float64(r.mom*v[i]) + gi

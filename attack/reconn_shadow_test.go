@@ -3,9 +3,11 @@ package attack
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,12 +64,21 @@ func toyArch(t *testing.T, name string) models.Arch {
 
 // Training S models in one batch gives bit-identical parameters to training each
 // alone (S = 1 batches), noise included: the batch changes only the GEMMs' column
-// count, not any element's summation order.
+// count, not any element's summation order. With pruning each model keeps its own
+// mask (from its own θ₀) inside the block.
 func TestShadowBatchEqualsOneAtATime(t *testing.T) {
-	for _, name := range []string{"mlp", "linear"} {
+	for _, tc := range []struct {
+		name  string
+		prune float64
+		mode  string
+	}{{"mlp", 0, ""}, {"linear", 0, ""}, {"mlp", 0.5, train.PruneFreeze}, {"linear", 0.3, train.PruneZero}} {
+		name := tc.name
 		arch := toyArch(t, name)
 		cfg := reconnRecipe()
 		cfg.Model, cfg.Batch, cfg.Steps, cfg.Sigma, cfg.Momentum, cfg.WeightDecay = name, 7, 3, 0.7, 0.5, 1e-3
+		if tc.prune > 0 {
+			cfg.WeightDecay, cfg.Tuning.PruneFraction, cfg.Tuning.PruneMode = 0, tc.prune, tc.mode
+		}
 		r, err := newShadowRecipe(cfg, arch, 7)
 		if err != nil {
 			t.Fatal(err)
@@ -94,8 +105,17 @@ func TestShadowBatchEqualsOneAtATime(t *testing.T) {
 					t.Fatalf("%s: model %d parameter %d: batch %v, alone %v", name, k, i, all[k*P+i], one[i])
 				}
 			}
-			if init[k*P] == all[k*P] {
-				t.Fatalf("%s: model %d did not move", name, k)
+			moved, frozen := 0, 0
+			for i := 0; i < P; i++ {
+				switch v := all[k*P+i]; {
+				case tc.mode == train.PruneZero && v == 0, tc.mode != train.PruneZero && v == init[k*P+i]:
+					frozen++
+				default:
+					moved++
+				}
+			}
+			if moved == 0 || tc.prune > 0 && frozen < int(tc.prune*float64(P)) {
+				t.Fatalf("%s: model %d: %d of %d parameters moved, %d kept θ₀ or 0 (pruning %v)", name, k, moved, P, frozen, tc.prune)
 			}
 		}
 	}
@@ -225,7 +245,14 @@ func TestShadowTrainerChoice(t *testing.T) {
 		{func(c *train.Config) { c.Batch = 3 }, ShadowTrainerBatched, ""},
 		{func(c *train.Config) { c.Model = "mnist-cnn" }, ShadowTrainerBatched, ""},
 		{func(c *train.Config) { c.Sigma, c.TargetEpsilon = 0, 10 }, ShadowTrainerBatched, ""},
-		{func(c *train.Config) { c.Tuning.PruneFraction = 0.5 }, ShadowTrainerBatched, ""},
+		{func(c *train.Config) { c.Tuning.PruneFraction = 0.5 }, ShadowTrainerAuto, ShadowTrainerBatched},
+		{func(c *train.Config) { c.Tuning.PruneFraction, c.Tuning.PruneMode = 0.5, train.PruneZero }, ShadowTrainerBatched, ShadowTrainerBatched},
+		{func(c *train.Config) { c.Tuning.PruneFraction, c.WeightDecay = 0.5, 1e-3 }, ShadowTrainerBatched, ""},
+		{func(c *train.Config) { c.Tuning.PruneFraction, c.Tuning.PruneMode = 0.5, "random" }, ShadowTrainerBatched, ""},
+		{func(c *train.Config) { c.Tuning.PruneFraction, c.Tuning.Freeze = 0.5, "0" }, ShadowTrainerBatched, ""},
+		{func(c *train.Config) { c.Tuning.Freeze = "dense1" }, ShadowTrainerAuto, ShadowTrainerEngine},
+		{func(c *train.Config) { c.Tuning.PruneFraction, c.Tuning.PerturbNet = 0.5, true }, ShadowTrainerAuto, ShadowTrainerEngine},
+		{func(c *train.Config) { c.Tuning.PretrainPublic = 0.5 }, ShadowTrainerBatched, ""},
 		{func(*train.Config) {}, "gpu", ""},
 	} {
 		cfg := reconnRecipe()
@@ -292,5 +319,121 @@ func TestRecoNNCheckpointInUse(t *testing.T) {
 	held.Close()
 	if _, err := RunRecoNN(context.Background(), o); err != nil {
 		t.Errorf("after the holder closed it: %v", err)
+	}
+}
+
+// pruneMask freezes the ⌊f·P⌋ smallest |θ₀| (ties by index), keeping at least one.
+func TestPruneMask(t *testing.T) {
+	for _, tc := range []struct {
+		p0   []float64
+		frac float64
+		want []float64
+	}{
+		{[]float64{0.3, -0.1, 0.1, 0, 0.2}, 0.6, []float64{1, 0, 0, 0, 1}},          // |−0.1| = |0.1|: the lower index first
+		{[]float64{0.3, -0.1, 0.1, 0, 0.2}, 0.4, []float64{1, 0, 1, 0, 1}},          // k = 2
+		{[]float64{0.3, -0.1, 0.1, 0, 0.2}, 0.1, []float64{1, 1, 1, 1, 1}},          // ⌊0.5⌋ = 0
+		{[]float64{0.5, 0.5, 0.5}, 0.99, []float64{0, 0, 1}},                        // k = 2 of 3, ties by index
+		{[]float64{-2, 1}, 0.99, []float64{1, 0}},                                   // ⌊1.98⌋ = 1
+		{[]float64{7}, 0.9, []float64{1}},                                           // at least one kept
+		{[]float64{0.2, -0.4, 0.1, 0.4, -0.3, 0}, 0.5, []float64{0, 1, 0, 1, 1, 0}}, // 0, 0.1, 0.2
+	} {
+		got := pruneMask(tc.p0, tc.frac)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("pruneMask(%v, %v) = %v, want %v", tc.p0, tc.frac, got, tc.want)
+		}
+	}
+}
+
+// A pruned shadow of the batched trainer is train.Run's pruned model (same tuning:
+// magnitude pruning of θ₀, modes freeze and zero, shared or per-model θ₀), to float32
+// rounding without noise: the mask leaves each per-sample gradient before clipping
+// (every sample is clipped here, so a norm over all coordinates would scale the step
+// differently), and the frozen coordinates keep θ₀ (or 0) exactly in both. With
+// noise, no frozen coordinate moves in either (their noise is dropped too).
+func TestPrunedShadowMatchesTrainRun(t *testing.T) {
+	type tc struct {
+		model, clip, mode string
+		c                 float64
+		sameInit          bool
+	}
+	cases := []tc{
+		{"mlp", train.ClipModeHard, train.PruneFreeze, 0.05, true},
+		{"mlp", train.ClipModeSmooth, train.PruneZero, 0.2, false},
+		{"mlp", train.ClipModeHard, train.PruneZero, 0.05, true},
+		{"linear", train.ClipModeHard, train.PruneFreeze, 0.1, false},
+		{"linear", train.ClipModeSmooth, train.PruneZero, 0.3, true},
+	}
+	const S, n0 = 2, 6
+	for _, c := range cases {
+		for _, sigma := range []float64{0, 0.5} {
+			name := fmt.Sprintf("%s/%s/%s/C=%v/same=%v/σ=%v", c.model, c.clip, c.mode, c.c, c.sameInit, sigma)
+			arch := toyArch(t, c.model)
+			fixed, pool := reconnToy(n0, 1), reconnToy(S, 2)
+			cfg := reconnRecipe()
+			cfg.Model, cfg.Batch, cfg.Steps, cfg.Sigma, cfg.FILCoords = c.model, n0+1, 4, sigma, 0
+			cfg.ClipMode, cfg.Clip, cfg.Momentum, cfg.WeightDecay, cfg.LR = c.clip, c.c, 0.5, 0, 0.5
+			cfg.Tuning.PruneFraction, cfg.Tuning.PruneMode = 0.5, c.mode
+			r, err := newShadowRecipe(cfg, arch, n0+1)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			P := r.p
+			fx, fsq, fy, zs, zy, init := shadowInputs(t, arch, n0, S, c.sameInit)
+			got := make([]float64, S*P)
+			noise := []*rand.Rand{rand.New(rand.NewPCG(1, 2)), rand.New(rand.NewPCG(3, 4))}
+			if err := r.trainShadows(context.Background(), fx, fsq, fy, zs, zy, init, noise, got); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			nFrozen := int(math.Floor(0.5 * float64(P)))
+			for k := 0; k < S; k++ {
+				seed := uint64(11)
+				if !c.sameInit {
+					seed += uint64(k)
+				}
+				m, err := models.NewCPUModel(arch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := train.Run(context.Background(), cfg, train.Options{Data: withTarget(fixed, pool.Image(k), pool.Labels[k], pool),
+					Model: withFixedInit(m, seed)})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if res.Tuning == nil || res.Tuning.Frozen != nFrozen {
+					t.Fatalf("%s: train.Run froze %+v, want %d", name, res.Tuning, nFrozen)
+				}
+				want := res.Repeats[0].Params
+				mask := pruneMask(init[k*P:(k+1)*P], 0.5)
+				start := func(i int) float64 {
+					if mask[i] == 0 && c.mode == train.PruneZero {
+						return 0
+					}
+					return init[k*P+i]
+				}
+				frozen, maxDiff, maxMove := 0, 0.0, 0.0
+				for i, w := range want {
+					g := got[k*P+i]
+					if mask[i] == 0 {
+						frozen++
+						if g != start(i) || float64(w) != start(i) {
+							t.Fatalf("%s model %d: frozen parameter %d moved: θ₀ %v, batched %v, train.Run %v", name, k, i, start(i), g, w)
+						}
+						continue
+					}
+					maxDiff = math.Max(maxDiff, math.Abs(float64(w)-g))
+					maxMove = math.Max(maxMove, math.Abs(float64(w)-start(i)))
+				}
+				if frozen != nFrozen || maxMove < 1e-3 {
+					t.Fatalf("%s model %d: %d frozen (want %d), released parameters moved up to %.3g", name, k, frozen, nFrozen, maxMove)
+				}
+				if sigma > 0 {
+					continue // other noise draws: only the frozen coordinates compare
+				}
+				t.Logf("%s model %d: max |batched − train.Run| %.3g, moved %.3g", name, k, maxDiff, maxMove)
+				if maxDiff > 1e-6 {
+					t.Errorf("%s model %d: max |batched − train.Run| = %.3g (released parameters moved up to %.3g)", name, k, maxDiff, maxMove)
+				}
+			}
+		}
 	}
 }

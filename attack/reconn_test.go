@@ -283,7 +283,9 @@ func TestRecoNNBestEpoch(t *testing.T) {
 // TestRecoNNSameInitPrune runs engine-trained shadows with a shared initialisation
 // and magnitude pruning (Edmunds' Table 3.5 "Prune" row): the fixed-init wrapper
 // must keep the engine network that pruning needs (it hid it once, and the run
-// stopped with "pruning … need the engine's per-sample passes").
+// stopped with "pruning … need the engine's per-sample passes"). The default
+// trainer, auto, trains such shadows batched (TestPrunedShadowMatchesTrainRun
+// checks them against train.Run), with and without --same-init.
 func TestRecoNNSameInitPrune(t *testing.T) {
 	fixed, pool := reconnToy(6, 1), reconnToy(12, 2)
 	targets, err := pool.Select([]int{10, 11})
@@ -296,12 +298,17 @@ func TestRecoNNSameInitPrune(t *testing.T) {
 	cfg := reconnRecipe()
 	cfg.FILCoords = 0
 	cfg.Tuning.PruneFraction = 0.5
-	res, err := RunRecoNN(context.Background(), RecoNNOptions{Config: cfg, Fixed: fixed, Pool: pool, Targets: targets,
-		Shadows: 6, SameInit: true, Reconstructor: "ridge", Trainer: ShadowTrainerEngine, Seed: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Targets) != 2 || !(res.MeanMSE > 0) {
-		t.Errorf("%d targets, mean MSE %v", len(res.Targets), res.MeanMSE)
+	for _, tc := range []struct {
+		trainer, want string
+		same          bool
+	}{{ShadowTrainerEngine, ShadowTrainerEngine, true}, {ShadowTrainerAuto, ShadowTrainerBatched, true}, {ShadowTrainerAuto, ShadowTrainerBatched, false}} {
+		res, err := RunRecoNN(context.Background(), RecoNNOptions{Config: cfg, Fixed: fixed, Pool: pool, Targets: targets,
+			Shadows: 6, SameInit: tc.same, Reconstructor: "ridge", Trainer: tc.trainer, Seed: 4})
+		if err != nil {
+			t.Fatalf("%s, same init %v: %v", tc.trainer, tc.same, err)
+		}
+		if len(res.Targets) != 2 || !(res.MeanMSE > 0) || res.ShadowTrainer != tc.want {
+			t.Errorf("%s, same init %v: %d targets, mean MSE %v, trainer %q (want %q)", tc.trainer, tc.same, len(res.Targets), res.MeanMSE, res.ShadowTrainer, tc.want)
+		}
 	}
 }
