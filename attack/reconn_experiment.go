@@ -257,23 +257,30 @@ func newRecoNNReport(cfg train.Config, e RecoNNExperiment, res *RecoNNResult) *R
 	return out
 }
 
-// writeRecoNNFiles writes reconn_targets.csv and reconn_targets.png (targets over
-// their reconstructions) to dir.
+// RecoNNFigureTargets is how many targets reconn_targets.png draws (the first ones;
+// the CSV has them all): one row of 500 would be an image 30 000 pixels wide.
+const RecoNNFigureTargets = 10
+
+// writeRecoNNFiles writes reconn_targets.csv (every target) and reconn_targets.png
+// (the first RecoNNFigureTargets targets over their reconstructions) to dir.
 func writeRecoNNFiles(dir string, targets *data.Dataset, res *RecoNNResult) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("reconn output: %w", err)
 	}
 	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 10, 64) }
 	rows := make([][]string, len(res.Targets))
-	imgs := make([][]float32, 0, 2*len(res.Targets))
-	caps := make([]string, 0, 2*len(res.Targets))
+	shown := res.Targets[:min(len(res.Targets), RecoNNFigureTargets)]
+	imgs := make([][]float32, 0, 2*len(shown))
+	caps := make([]string, 0, 2*len(shown))
 	for k, tg := range res.Targets {
 		rows[k] = []string{strconv.Itoa(k), strconv.Itoa(tg.Label), g(tg.MSE), g(tg.BaselineMSE), g(tg.DFIL), g(tg.BoundFIL), g(tg.BoundRDP),
 			g(tg.SSIM), g(tg.BaselineSSIM), g(tg.PriorMeanMSE), g(tg.PriorMeanSSIM), g(tg.NearestMSE), g(tg.NearestSSIM)}
+	}
+	for k, tg := range shown {
 		imgs = append(imgs, targets.Image(k))
 		caps = append(caps, fmt.Sprintf("label %d", tg.Label))
 	}
-	for _, tg := range res.Targets {
+	for _, tg := range shown {
 		imgs = append(imgs, tg.Reconstruction)
 		caps = append(caps, fmt.Sprintf("MSE %.3g", tg.MSE))
 	}
@@ -288,7 +295,7 @@ func writeRecoNNFiles(dir string, targets *data.Dataset, res *RecoNNResult) ([]s
 	}); err != nil {
 		return nil, err
 	}
-	img, err := plot.ImageGrid(imgs, targets.C, targets.H, targets.W, plot.GridOptions{Cols: len(res.Targets),
+	img, err := plot.ImageGrid(imgs, targets.C, targets.H, targets.W, plot.GridOptions{Cols: len(shown),
 		Title: "RecoNN: test targets over their reconstructions", RowLabels: []string{"target", "reconstruction"}, Captions: caps})
 	if err != nil {
 		return nil, err

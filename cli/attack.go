@@ -204,7 +204,7 @@ unbiased attackers only) and Theorem 1's RDP bound (any attacker).`,
 	fs.IntVar(&e.ShadowBlock, "shadow-block", 32, "batched trainer: shadows trained together")
 	fs.IntVar(&e.Parallel, "shadow-parallel", 0, "batched trainer: blocks trained at once (0 = all cores)")
 	fs.StringVar(&e.Checkpoint, "checkpoint", "", "file the shadow set is appended to and resumed from (a rerun with more --shadows extends it)")
-	fs.StringVar(&e.Out, "out", "", "write reconn_targets.csv and reconn_targets.png (targets over reconstructions) here")
+	fs.StringVar(&e.Out, "out", "", "write reconn_targets.csv (every target) and reconn_targets.png (the first 10 targets over their reconstructions) here")
 	addQuietFlag(cmd, &quiet)
 	setGroupedUsage(cmd, append([]flagGroup{{"Attack (RecoNN)", []string{"fixed", "pool", "shadows", "targets", "val-fraction", "same-init",
 		"reconstructor", "hidden", "rec-epochs", "rec-batch", "rec-lr", "rec-decay", "rec-best-epoch", "ridge-lambda",
