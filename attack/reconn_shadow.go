@@ -403,15 +403,9 @@ func (b *shadowBatch) sample(k int, pre []float64, xSq float64, q []float64, y i
 		copy(sc.d1[:c], sc.d2)
 		normSq = d2Sq * (xSq + 1)
 	} else {
-		w2 := b.w2[k*c*h : (k+1)*c*h]
+		b.hiddenDelta(k, sc)
 		d1Sq := 0.0
-		for j := 0; j < h; j++ {
-			v := 0.0
-			for o := 0; o < c; o++ {
-				v += w2[o*h+j] * sc.d2[o]
-			}
-			v *= sc.dact[j]
-			sc.d1[j] = v
+		for _, v := range sc.d1[:h] {
 			d1Sq += v * v
 		}
 		normSq = d1Sq*(xSq+1) + d2Sq*(hSq+1)
@@ -431,6 +425,19 @@ func (b *shadowBatch) sample(k int, pre []float64, xSq float64, q []float64, y i
 	return s
 }
 
+// hiddenDelta writes model k's first-layer delta, (W₂ᵀ d2) ⊙ act′, to sc.d1[:h].
+func (b *shadowBatch) hiddenDelta(k int, sc *sampleScratch) {
+	h, c := b.r.h, b.r.c
+	w2 := b.w2[k*c*h : (k+1)*c*h]
+	for j := 0; j < h; j++ {
+		v := 0.0
+		for o := 0; o < c; o++ {
+			v += w2[o*h+j] * sc.d2[o]
+		}
+		sc.d1[j] = v * sc.dact[j]
+	}
+}
+
 // maskedNormSq returns the squared norm of model k's per-sample gradient restricted
 // to its released coordinates, from the deltas in sc (sample's) and q, and leaves the
 // first-layer delta in sc.d1.
@@ -447,15 +454,9 @@ func (b *shadowBatch) maskedNormSq(k int, q []float64, sc *sampleScratch) float6
 		}
 		return normSq
 	}
-	w2 := b.w2[k*c*h : (k+1)*c*h]
+	b.hiddenDelta(k, sc)
 	mb1 := mk[h*d : h*d+h]
-	for j := 0; j < h; j++ {
-		v := 0.0
-		for o := 0; o < c; o++ {
-			v += w2[o*h+j] * sc.d2[o]
-		}
-		v *= sc.dact[j]
-		sc.d1[j] = v
+	for j, v := range sc.d1[:h] {
 		normSq += v * v * (q[j] + mb1[j])
 	}
 	m2 := mk[h*d+h : h*d+h+c*h]
