@@ -38,6 +38,15 @@ func TestGameSpecValidate(t *testing.T) {
 		{"trials 0", func(s *GameSpec) { s.Trials = 0 }, "trials"},
 		{"attack", func(s *GameSpec) { s.Attack = "magic" }, "unknown attack"},
 		{"transcripts", func(s *GameSpec) { s.RecordTranscripts = true }, "output directory"},
+		{"tuning grid", func(s *GameSpec) { s.TuneLR = []float64{0.1, 1, 10} }, ""},
+		{"tuning lr 0", func(s *GameSpec) { s.TuneLR = []float64{0, 1} }, "positive"},
+		{"tuning lr negative", func(s *GameSpec) { s.TuneLR = []float64{-1} }, "positive"},
+		{"tuning lr nan", func(s *GameSpec) { s.TuneLR = []float64{math.NaN()} }, "positive"},
+		{"tuning lr inf", func(s *GameSpec) { s.TuneLR = []float64{math.Inf(1)} }, "positive"},
+		{"tuning lr twice", func(s *GameSpec) { s.TuneLR = []float64{1, 2, 1} }, "twice"},
+		{"no tuning trials", func(s *GameSpec) { s.TuneLR, s.TuneTrials = []float64{1}, 0 }, "tuning trials"},
+		{"trials overlap tuning", func(s *GameSpec) { s.TuneLR, s.Trials = []float64{1}, TuneFirstTrial+1 }, "overlap"},
+		{"no grid, no tuning trials needed", func(s *GameSpec) { s.TuneTrials = 0 }, ""},
 		// Several faults: the first field in declaration order is named, every time.
 		{"first fault", func(s *GameSpec) { s.Q, s.Delta, s.Epsilon = math.NaN(), math.NaN(), math.Inf(1) }, "epsilon"},
 	} {

@@ -10,33 +10,6 @@ import (
 	"testing"
 )
 
-func TestTuneSpecValidate(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		mod  func(*GameSpec)
-		want string // "" = valid
-	}{
-		{"grid", func(s *GameSpec) { s.TuneLR = []float64{0.1, 1, 10} }, ""},
-		{"zero", func(s *GameSpec) { s.TuneLR = []float64{0, 1} }, "positive"},
-		{"negative", func(s *GameSpec) { s.TuneLR = []float64{-1} }, "positive"},
-		{"nan", func(s *GameSpec) { s.TuneLR = []float64{math.NaN()} }, "positive"},
-		{"inf", func(s *GameSpec) { s.TuneLR = []float64{math.Inf(1)} }, "positive"},
-		{"twice", func(s *GameSpec) { s.TuneLR = []float64{1, 2, 1} }, "twice"},
-		{"no tuning trials", func(s *GameSpec) { s.TuneLR, s.TuneTrials = []float64{1}, 0 }, "tuning trials"},
-		{"overlap", func(s *GameSpec) { s.TuneLR, s.Trials = []float64{1}, TuneFirstTrial+1 }, "overlap"},
-		{"no grid, no trials needed", func(s *GameSpec) { s.TuneTrials = 0 }, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := DefaultGameSpec()
-			tc.mod(&s)
-			err := s.Validate()
-			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-				t.Fatalf("error %v, want one mentioning %q", err, tc.want)
-			}
-		})
-	}
-}
-
 // TestTuneLRChoosesMostAccurate tunes a tiny game over three learning rates and checks
 // the record against the same tuning trials played directly (a second run of each
 // candidate), the choice against the record, and the game against one played at the
