@@ -200,7 +200,7 @@ unbiased attackers only) and Theorem 1's RDP bound (any attacker).`,
 	fs.Float64Var(&e.MLP.Decay, "rec-decay", 0, "reconstructor network: L2 weight decay")
 	fs.BoolVar(&e.MLP.BestEpoch, "rec-best-epoch", false, "reconstructor network: keep the epoch with the lowest held-out shadow MSE (early stopping)")
 	fs.Float64Var(&e.RidgeLambda, "ridge-lambda", e.RidgeLambda, "ridge reconstructor: penalty relative to the mean kernel diagonal (0 = chosen by leave-one-out error over 1e-4 … 1e4)")
-	fs.StringVar(&e.Trainer, "shadow-trainer", attack.ShadowTrainerAuto, "shadow trainer: batched (blocks of shadows as GEMMs; full batch, linear or mlp, --sigma given), engine (train.Run per shadow) or auto (batched when the recipe allows)")
+	fs.StringVar(&e.Trainer, "shadow-trainer", attack.ShadowTrainerAuto, "shadow trainer: batched (blocks of shadows as GEMMs; full batch, linear or mlp, --sigma given, magnitude pruning allowed; no pretraining, freezing, learned noise or g_φ), engine (train.Run per shadow) or auto (batched when the recipe allows)")
 	fs.IntVar(&e.ShadowBlock, "shadow-block", 32, "batched trainer: shadows trained together")
 	fs.IntVar(&e.Parallel, "shadow-parallel", 0, "batched trainer: blocks trained at once (0 = all cores)")
 	fs.StringVar(&e.Checkpoint, "checkpoint", "", "file the shadow set is appended to and resumed from (a rerun with more --shadows extends it)")
