@@ -176,7 +176,7 @@ panel per ε and prior size, whose bounds differ).`,
 			return nil, err
 		}
 		if len(args) > 1 && len(labels) != len(args) {
-			return nil, fmt.Errorf("plot attack: %d sweeps need %d --labels (got %d)", len(args), len(args), len(labels))
+			return nil, fmt.Errorf("plot attack: %d sweeps need %d --labels (got %d; labels are split at commas, so a label cannot contain one)", len(args), len(args), len(labels))
 		}
 		var sws []*figures.AttackSweep
 		for _, a := range args {
@@ -228,7 +228,7 @@ panel per ε and prior size, whose bounds differ).`,
 	addFigureFlags(cmd, &fig, 800, 560)
 	cmd.Flags().BoolVar(&logX, "log-x", false, "log10 x axis")
 	cmd.Flags().BoolVar(&linX, "linear-x", false, "linear x axis")
-	cmd.Flags().StringSliceVar(&labels, "labels", nil, "one label per sweep file, prefixed to its series (needed with several files)")
+	cmd.Flags().StringSliceVar(&labels, "labels", nil, "one label per sweep file, prefixed to its series (needed with several files; split at commas)")
 	cmd.Flags().StringSliceVar(&keep, "attacks", nil, "draw only these attacks of each sweep (e.g. prior,prior-nosub)")
 	cmd.Flags().IntVar(&grid, "grid", 0, "one panel per sweep file, this many per row (0: all on one figure)")
 	cmd.MarkFlagsMutuallyExclusive("log-x", "linear-x")

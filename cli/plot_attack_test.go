@@ -130,6 +130,10 @@ func TestPlotAttackCommand(t *testing.T) {
 	if err != nil || !strings.Contains(s, "2 panels") || !strings.Contains(s, "panel y:") {
 		t.Fatalf("grid human output %q, %v", s, err)
 	}
+	if _, err := runCLI(t, newRootCmd(), "plot", "attack", sr.JSON, sr2.JSON, "--labels", "ε = 1, K = 2,ε = 1, K = 10", "--grid", "2",
+		"-o", filepath.Join(dir, "e.png")); err == nil || !strings.Contains(err.Error(), "got 4; labels are split at commas") {
+		t.Fatalf("labels with commas: error %v", err)
+	}
 	for _, bad := range [][]string{
 		{"plot", "attack", sr.JSON, sr2.JSON, "--grid", "2", "-o", filepath.Join(dir, "e.png")},
 		{"plot", "attack", sr.JSON},
