@@ -437,3 +437,66 @@ func TestPrunedShadowMatchesTrainRun(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkShadowBlock trains one block of S = 32 mlp shadows (784 → 10 → ELU → 10,
+// |D₋| = 999, full batch) for 20 steps on random digits-like data (the pruning masks,
+// computed once per block, are ≈ 8 % of the pruned time here, ≈ 2 % at T = 100) and
+// reports shadows/s (scaled to the papers' T = 100) and the rate of the two float32
+// GEMMs per step, 2·2·N·d·h FLOPs per shadow (docs/perf.md "RecoNN shadows").
+func BenchmarkShadowBlock(b *testing.B) {
+	for _, prune := range []float64{0, 0.5} {
+		b.Run(fmt.Sprintf("prune=%g", prune), func(b *testing.B) {
+			arch, err := models.ArchByName("mlp")
+			if err != nil {
+				b.Fatal(err)
+			}
+			const n0, S, steps = 999, 32, 20
+			cfg := reconnRecipe()
+			cfg.Batch, cfg.Steps, cfg.Sigma, cfg.Momentum, cfg.Clip = n0+1, steps, 0.2, 0, 0.1
+			cfg.Tuning.PruneFraction = prune
+			r, err := newShadowRecipe(cfg, arch, n0+1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			d, P := r.d, r.p
+			rng := rand.New(rand.NewPCG(1, 2))
+			fx, fsq, fy := make([]float64, n0*d), make([]float64, n0), make([]int, n0)
+			for i := 0; i < n0; i++ {
+				for j := 0; j < d; j++ {
+					if rng.Float64() < 0.2 { // about MNIST's share of lit pixels
+						fx[i*d+j] = rng.Float64()
+						fsq[i] += fx[i*d+j] * fx[i*d+j]
+					}
+				}
+				fy[i] = rng.IntN(10)
+			}
+			zs, zy := make([]float64, S*d), make([]int, S)
+			for i := range zs {
+				if rng.Float64() < 0.2 {
+					zs[i] = rng.Float64()
+				}
+			}
+			init := make([]float64, S*P)
+			for k := 0; k < S; k++ {
+				zy[k] = k % 10
+				for i, v := range models.InitParams(arch, 11) {
+					init[k*P+i] = float64(float32(v))
+				}
+			}
+			out := make([]float64, S*P)
+			b.ResetTimer()
+			for it := 0; it < b.N; it++ {
+				rs := make([]*rand.Rand, S)
+				for k := range rs {
+					rs[k] = rand.New(rand.NewPCG(uint64(k), 9))
+				}
+				if err := r.trainShadows(context.Background(), fx, fsq, fy, zs, zy, init, rs, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+			sec := b.Elapsed().Seconds() / float64(b.N)
+			b.ReportMetric(float64(S)*steps/100/sec, "shadows/s@T=100")
+			b.ReportMetric(float64(S)*steps*4*float64(n0*d*r.h)/sec/1e9, "GEMM-GFLOP/s")
+		})
+	}
+}
