@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-
-	"gonum.org/v1/gonum/stat"
 )
 
 // TuneFirstTrial is the index of the first tuning trial: tuning trials are numbered
@@ -95,16 +93,13 @@ func tuneLR(ctx context.Context, spec GameSpec, sigma, eps float64, pools *Pools
 		case err != nil:
 			return nil, fmt.Errorf("tune learning rate %g: %w", lr, err)
 		default:
-			var acc, loss, cn, cf []float64
-			for _, r := range res {
-				if r.TestAccuracy == nil {
-					return nil, fmt.Errorf("tune learning rate %g: trial %d has no test accuracy", lr, r.Trial)
-				}
-				acc, loss = append(acc, *r.TestAccuracy), append(loss, r.FinalLoss)
-				cn, cf = append(cn, r.ClippedNorm), append(cf, r.Clipped)
+			var m GameReport // the game's own means over trials
+			m.meanTrials(res)
+			if m.TestAccuracy == nil {
+				return nil, fmt.Errorf("tune learning rate %g: the trials have no test accuracy", lr)
 			}
-			c.TestAccuracy, c.FinalLoss = stat.Mean(acc, nil), stat.Mean(loss, nil)
-			c.ClippedNorm, c.ClippedFraction = stat.Mean(cn, nil), stat.Mean(cf, nil)
+			c.TestAccuracy, c.FinalLoss = *m.TestAccuracy, m.FinalLoss
+			c.ClippedNorm, c.ClippedFraction = m.ClippedNorm, m.ClippedFraction
 			if best < 0 || c.TestAccuracy > tu.Candidates[best].TestAccuracy {
 				best = len(tu.Candidates)
 			}
