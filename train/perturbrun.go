@@ -33,13 +33,20 @@ type PerturbNetResult struct {
 	Arch      string  `json:"arch,omitempty"`
 	Hidden    int     `json:"hidden"`
 	Lambda    float64 `json:"lambda"`
-	Steps     int     `json:"steps"` // Adam steps per refresh (−1: none, g_φ ≡ 0)
+	Steps     int     `json:"steps"` // Adam steps per refresh (−1: none, g_φ ≡ 0; 0 in the epoch mode)
 	Batch     int     `json:"batch"`
 	LR        float64 `json:"lr"`
 	WD        float64 `json:"weight_decay"`
 	Every     int     `json:"every"`
 	Probes    int     `json:"probes"`
 	Refreshes int     `json:"refreshes"`
+	// Epochs, EpochDecay and MinEpochs are the thesis's epoch schedule
+	// (TuningConfig.PerturbEpochs; absent in the fixed-steps mode) and AdamSteps the
+	// Adam steps of all the refreshes of the last repeat under it.
+	Epochs     int `json:"epochs,omitempty"`
+	EpochDecay int `json:"epoch_decay,omitempty"`
+	MinEpochs  int `json:"min_epochs,omitempty"`
+	AdamSteps  int `json:"adam_steps,omitempty"`
 	// Loss is the public objective (eq. 2.9, mean over the last inner batch of each
 	// refresh, averaged over refreshes); PerturbNorm the mean ‖g_φ‖ and GradNorm the
 	// mean ‖∇ℓ‖ on that batch.
@@ -63,9 +70,13 @@ type PerturbNetResult struct {
 // PerturbRefresh is one g_φ refresh: the private step it ran before (1-based), the
 // public objective before its first and after its last Adam step, and on its last
 // inner batch the mean ‖g_φ‖, ‖∇ℓ‖ and the cosine between the mean perturbation and
-// the mean public gradient (null where either mean is zero).
+// the mean public gradient (null where either mean is zero). Under the epoch schedule
+// it also has the refresh's epochs and Adam steps (absent in the fixed-steps mode,
+// where every refresh runs PerturbNetResult.Steps).
 type PerturbRefresh struct {
 	Step        int      `json:"step"`
+	Epochs      int      `json:"epochs,omitempty"`
+	AdamSteps   int      `json:"adam_steps,omitempty"`
 	LossFirst   float64  `json:"loss_first"`
 	Loss        float64  `json:"loss"`
 	PerturbNorm float64  `json:"perturb_norm"`
@@ -74,6 +85,15 @@ type PerturbRefresh struct {
 }
 
 const perturbPrivacyNote = "g_φ is trained on public data and θ_t only (post-processing of earlier releases) and its output is added before clipping, so each private contribution still has norm ≤ c·C: the DP-SGD ε is that of the same run without g_φ; dFIL is accounted for the perturbed clipped gradient"
+
+// scheduleText says how many Adam steps each refresh ran, for the text report:
+// "n Adam steps" (fixed-steps mode) or the epoch schedule and the steps it took.
+func (g PerturbNetResult) scheduleText() string {
+	if g.Epochs == 0 {
+		return fmt.Sprintf("%d Adam steps", g.Steps)
+	}
+	return fmt.Sprintf("%d epochs, then %d fewer per refresh down to %d (%d Adam steps in all)", g.Epochs, g.EpochDecay, g.MinEpochs, g.AdamSteps)
+}
 
 // perturbState is the run-time state of g_φ for the repeat being trained.
 type perturbState struct {
@@ -96,7 +116,11 @@ func (t TuningConfig) perturbDefaults() TuningConfig {
 		def(&t.PerturbHidden, defaultPerturbHiddenCNN)
 	}
 	def(&t.PerturbHidden, defaultPerturbHidden)
-	def(&t.PerturbSteps, defaultPerturbSteps)
+	if t.PerturbEpochs > 0 {
+		def(&t.PerturbMinEpochs, 1)
+	} else {
+		def(&t.PerturbSteps, defaultPerturbSteps)
+	}
 	def(&t.PerturbBatch, defaultPerturbBatch)
 	def(&t.PerturbEvery, 1)
 	def(&t.PerturbProbes, defaultPerturbProbes)
@@ -119,8 +143,9 @@ func (t TuningConfig) perturbDefaults() TuningConfig {
 func (t TuningConfig) validatePerturb() error {
 	if !t.PerturbNet {
 		if t.PerturbArch != "" || t.PerturbHidden != 0 || t.PerturbLambda != 0 || t.PerturbSteps != 0 || t.PerturbBatch != 0 ||
-			t.PerturbLR != 0 || t.PerturbEvery != 0 || t.PerturbProbes != 0 || t.PerturbWD != 0 || t.PerturbNoStd {
-			return errPerturbConfig("perturb_arch/hidden/lambda/steps/batch/lr/every/probes/no_standardise need perturb_net")
+			t.PerturbLR != 0 || t.PerturbEvery != 0 || t.PerturbProbes != 0 || t.PerturbWD != 0 || t.PerturbNoStd ||
+			t.PerturbEpochs != 0 || t.PerturbEpochDecay != 0 || t.PerturbMinEpochs != 0 {
+			return errPerturbConfig("perturb_arch/hidden/lambda/steps/epochs/epoch_decay/min_epochs/batch/lr/every/probes/no_standardise need perturb_net")
 		}
 		return nil
 	}
@@ -138,6 +163,9 @@ func (t TuningConfig) validatePerturb() error {
 	if t.PerturbHidden < 0 || t.PerturbBatch < 0 || t.PerturbEvery < 0 || t.PerturbProbes < 0 || t.PerturbSteps < -1 {
 		return errPerturbConfig("perturb_hidden, perturb_batch, perturb_every, perturb_probes must be ≥ 0 and perturb_steps ≥ −1")
 	}
+	if err := t.validatePerturbEpochs(); err != nil {
+		return err
+	}
 	if !finite(t.PerturbWD) || t.PerturbWD < -1 || t.PerturbWD > 0 && t.PerturbWD*t.perturbDefaults().PerturbLR >= 1 {
 		return errPerturbConfig("perturb_wd = %v must be −1 (none), 0 (default 0.1) or positive with perturb_wd·perturb_lr < 1", t.PerturbWD)
 	}
@@ -145,6 +173,54 @@ func (t TuningConfig) validatePerturb() error {
 		return errPerturbConfig("perturb_lambda = %v and perturb_lr = %v must be finite and ≥ 0", t.PerturbLambda, t.PerturbLR)
 	}
 	return nil
+}
+
+// validatePerturbEpochs checks the thesis's epoch schedule (perturb_epochs,
+// perturb_epoch_decay, perturb_min_epochs) against the fixed-steps mode.
+func (t TuningConfig) validatePerturbEpochs() error {
+	if t.PerturbEpochs < 0 || t.PerturbEpochDecay < 0 || t.PerturbMinEpochs < 0 {
+		return errPerturbConfig("perturb_epochs = %d, perturb_epoch_decay = %d and perturb_min_epochs = %d must be ≥ 0",
+			t.PerturbEpochs, t.PerturbEpochDecay, t.PerturbMinEpochs)
+	}
+	if t.PerturbEpochs == 0 {
+		if t.PerturbEpochDecay != 0 || t.PerturbMinEpochs != 0 {
+			return errPerturbConfig("perturb_epoch_decay and perturb_min_epochs are part of the epoch schedule: set perturb_epochs > 0")
+		}
+		return nil
+	}
+	if t.PerturbSteps != 0 {
+		return errPerturbConfig("perturb_steps = %d and perturb_epochs = %d: set one of them (perturb_steps: fixed Adam steps per refresh; perturb_epochs: the thesis's epoch schedule)",
+			t.PerturbSteps, t.PerturbEpochs)
+	}
+	if t.PerturbMinEpochs > t.PerturbEpochs {
+		return errPerturbConfig("perturb_min_epochs = %d must be ≤ perturb_epochs = %d", t.PerturbMinEpochs, t.PerturbEpochs)
+	}
+	return nil
+}
+
+// perturbScheduleEpochs is the number of g_φ epochs of refresh r (0-based) under the
+// thesis's schedule (Appendix B): epochs at the first refresh, then decay fewer at
+// each later one, never below minEpochs: max(epochs − r·decay, minEpochs).
+func perturbScheduleEpochs(epochs, decay, minEpochs, r int) int {
+	if decay <= 0 || r <= 0 {
+		return max(epochs, minEpochs)
+	}
+	if r > (epochs-minEpochs)/decay { // also keeps r·decay from overflowing
+		return minEpochs
+	}
+	return max(epochs-r*decay, minEpochs)
+}
+
+// epochBatches is one epoch over n samples: a fresh permutation of 0…n−1 from rng,
+// cut into consecutive batches of b (the last one smaller when b does not divide n;
+// one batch of all n when b ≥ n), so every sample is in exactly one batch.
+func epochBatches(rng *rand.Rand, n, b int) [][]int {
+	perm := rng.Perm(n)
+	out := make([][]int, 0, (n+b-1)/b)
+	for i := 0; i < n; i += b {
+		out = append(out, perm[i:min(i+b, n)])
+	}
+	return out
 }
 
 // checkPerturbInput refuses the CNN body on inputs that are not 1×28×28 (its conv
@@ -171,13 +247,17 @@ func (tu *tuning) startPerturb(seed uint64, repeat int, mask []bool, d int) {
 	tu.perturb = &perturbState{cfg: c, rng: rng, pcg: pcg, clip: tu.clip,
 		net: newNet(d, tu.p, c.PerturbHidden, c.PerturbLambda, c.PerturbProbes, tu.clip, mask, c.PerturbLR, rng),
 		res: PerturbNetResult{Arch: c.PerturbArch, Hidden: c.PerturbHidden, Lambda: c.PerturbLambda, Steps: c.PerturbSteps, Batch: c.PerturbBatch,
-			LR: c.PerturbLR, WD: c.PerturbWD, Every: c.PerturbEvery, Probes: c.PerturbProbes, Privacy: perturbPrivacyNote}}
+			LR: c.PerturbLR, WD: c.PerturbWD, Every: c.PerturbEvery, Probes: c.PerturbProbes, Privacy: perturbPrivacyNote,
+			Epochs: c.PerturbEpochs, EpochDecay: c.PerturbEpochDecay, MinEpochs: c.PerturbMinEpochs}}
 	tu.perturb.net.wd = c.PerturbWD
 	tu.perturb.net.standardised = c.PerturbNoStd // identity constants: never set from data
 }
 
 // refresh trains g_φ on the public split at θ_t (Algorithm 1 lines 9–12) when the
-// step is a multiple of perturb_every.
+// step is a multiple of perturb_every: perturb_steps Adam steps on batches drawn
+// uniformly without replacement, or under the epoch schedule the refresh's epochs
+// (its index r = step/perturb_every counts the refreshes run, so a resumed run
+// continues the schedule from its checkpointed step).
 func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 	c := ps.cfg
 	if c.PerturbSteps < 0 || step%c.PerturbEvery != 0 {
@@ -186,9 +266,10 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 	pub := tu.public
 	B := min(c.PerturbBatch, pub.N)
 	rec := PerturbRefresh{Step: step + 1}
+	steps, nextBatch := ps.refreshPlan(step, pub.N, B, &rec)
 	var last []pnSample
-	for it := 0; it < c.PerturbSteps; it++ {
-		idx := ps.rng.Perm(pub.N)[:B]
+	for it := 0; it < steps; it++ {
+		idx := nextBatch()
 		sms, err := tu.publicSamples(params, idx, c.PerturbProbes, ps.rng)
 		if err != nil {
 			return fmt.Errorf("g_φ refresh at step %d: %w", step+1, err)
@@ -210,7 +291,7 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 		if it == 0 {
 			rec.LossFirst = tot / float64(len(sms))
 		}
-		if it == c.PerturbSteps-1 {
+		if it == steps-1 {
 			rec.Loss = tot / float64(len(sms))
 			rec.GradNorm = math.Sqrt(gn)
 			last = sms
@@ -247,6 +328,31 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 	rec.PerturbNorm = nrm
 	ps.res.Series = append(ps.res.Series, rec)
 	return nil
+}
+
+// refreshPlan returns the number of Adam steps of the refresh before private step
+// `step` and the source of their batches of public indices (n public samples, batch
+// b ≤ n). Fixed-steps mode: perturb_steps batches of b drawn uniformly without
+// replacement, each from its own permutation. Epoch mode: the refresh's epochs from
+// perturbScheduleEpochs, each the ⌈n/b⌉ batches of epochBatches; rec gets the epochs
+// and steps.
+func (ps *perturbState) refreshPlan(step, n, b int, rec *PerturbRefresh) (int, func() []int) {
+	c := ps.cfg
+	if c.PerturbEpochs == 0 {
+		return c.PerturbSteps, func() []int { return ps.rng.Perm(n)[:b] }
+	}
+	epochs := perturbScheduleEpochs(c.PerturbEpochs, c.PerturbEpochDecay, c.PerturbMinEpochs, step/c.PerturbEvery)
+	steps := epochs * ((n + b - 1) / b)
+	rec.Epochs, rec.AdamSteps = epochs, steps
+	var epoch [][]int
+	return steps, func() []int {
+		if len(epoch) == 0 {
+			epoch = epochBatches(ps.rng, n, b)
+		}
+		idx := epoch[0]
+		epoch = epoch[1:]
+		return idx
+	}
 }
 
 // publicSamples returns the g_φ inputs of public samples idx at params: the image,
@@ -389,6 +495,7 @@ func (ps *perturbState) summary() PerturbNetResult {
 	r := ps.resultCopy()
 	r.Refreshes = len(r.Series)
 	for _, s := range r.Series {
+		r.AdamSteps += s.AdamSteps
 		r.LossFirst += s.LossFirst
 		r.Loss += s.Loss
 		r.GradNorm += s.GradNorm

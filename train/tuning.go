@@ -65,6 +65,15 @@ type TuningConfig struct {
 	// instead of standardising them (the stand-in for the thesis's BN): Edmunds's
 	// "No BN" variant (Appendix A.4, Table A.1).
 	PerturbNoStd bool `json:"perturb_no_standardise,omitempty"`
+	// PerturbEpochs, PerturbEpochDecay and PerturbMinEpochs are the thesis's g_φ
+	// schedule (Appendix B, Tables B.1/B.2: 200, 50, 20): refresh r (0-based, one per
+	// PerturbEvery private steps) trains max(E − r·D, M) epochs over the public split,
+	// each epoch ⌈N_public/B⌉ Adam steps on consecutive batches of B = PerturbBatch
+	// samples of a fresh permutation. PerturbEpochs > 0 replaces the PerturbSteps mode
+	// (setting both is an error).
+	PerturbEpochs     int `json:"perturb_epochs,omitempty"`      // E: epochs of the first refresh (0 = off: PerturbSteps mode)
+	PerturbEpochDecay int `json:"perturb_epoch_decay,omitempty"` // D: epochs fewer at each later refresh (0 = none)
+	PerturbMinEpochs  int `json:"perturb_min_epochs,omitempty"`  // M: floor of the schedule (0 = 1; 1 ≤ M ≤ E)
 }
 
 // Tuning defaults.
