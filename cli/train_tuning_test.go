@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -68,5 +69,65 @@ func TestTrainPerturbNetFlags(t *testing.T) {
 	_, err = runTrainCLI(t, "train", "--model", "linear", "--steps", "1", "--quiet", "--out", filepath.Join(dir, "c"), "--perturb-net")
 	if err == nil || !strings.Contains(err.Error(), "public split") {
 		t.Fatalf("--perturb-net without --pretrain-public: %v", err)
+	}
+}
+
+// --perturb-epochs/--perturb-epoch-decay/--perturb-min-epochs run the thesis's g_φ
+// schedule: refreshes of 3, 2, 1, 1 epochs, each ⌈100 public / 32⌉ = 4 Adam steps,
+// recorded in the JSON series and the text report; conflicting settings are refused.
+func TestTrainPerturbEpochFlags(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"train", "--model", "linear", "--steps", "4", "--batch", "40", "--train-subset", "200",
+		"--fil-coords", "2", "--sigma", "1", "--quiet", "--pretrain-public", "0.5", "--pretrain-steps", "2",
+		"--perturb-net", "--perturb-batch", "32", "--perturb-hidden", "2",
+		"--perturb-epochs", "3", "--perturb-epoch-decay", "1", "--perturb-min-epochs", "1"}
+	out, err := runTrainCLI(t, append(args, "--json", "--out", filepath.Join(dir, "a"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Tuning struct {
+			Perturb struct {
+				Epochs     int `json:"epochs"`
+				EpochDecay int `json:"epoch_decay"`
+				MinEpochs  int `json:"min_epochs"`
+				AdamSteps  int `json:"adam_steps"`
+				Refreshes  int `json:"refreshes"`
+				Series     []struct {
+					Step      int `json:"step"`
+					Epochs    int `json:"epochs"`
+					AdamSteps int `json:"adam_steps"`
+				} `json:"series"`
+			} `json:"perturb"`
+		} `json:"tuning"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("invalid JSON: %v\n%s", err, out)
+	}
+	pe := res.Tuning.Perturb
+	if pe.Epochs != 3 || pe.EpochDecay != 1 || pe.MinEpochs != 1 || pe.Refreshes != 4 || pe.AdamSteps != 28 || len(pe.Series) != 4 {
+		t.Fatalf("tuning.perturb %+v: want the schedule 3/1/1, 4 refreshes, 28 Adam steps", pe)
+	}
+	for i, want := range []int{3, 2, 1, 1} {
+		if s := pe.Series[i]; s.Step != i+1 || s.Epochs != want || s.AdamSteps != 4*want {
+			t.Errorf("refresh %d: %+v, want step %d, %d epochs, %d Adam steps", i, s, i+1, want, 4*want)
+		}
+	}
+	human, err := runTrainCLI(t, append(args, "--out", filepath.Join(dir, "b"))...)
+	if err != nil || !strings.Contains(human, "3 epochs, then 1 fewer per refresh down to 1 (28 Adam steps in all)") {
+		t.Fatalf("human summary: %v\n%s", err, human)
+	}
+	for _, c := range []struct {
+		extra []string
+		want  string
+	}{
+		{[]string{"--perturb-steps", "5"}, "set one of them"},
+		{[]string{"--perturb-min-epochs", "4"}, "perturb_min_epochs = 4 must be ≤ perturb_epochs = 3"},
+		{[]string{"--perturb-epoch-decay", "-1"}, "must be ≥ 0"},
+	} {
+		_, err := runTrainCLI(t, append(append(slices.Clone(args), c.extra...), "--out", filepath.Join(dir, "c"))...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one containing %q", c.extra, err, c.want)
+		}
 	}
 }
