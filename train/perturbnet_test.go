@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -491,6 +492,84 @@ func TestPerturbSeries(t *testing.T) {
 	}{{"loss", loss, r.Loss}, {"loss_first", first, r.LossFirst}, {"perturb_norm", pn, r.PerturbNorm}, {"grad_norm", gn, r.GradNorm}, {"cos", cos, r.CosMeanGrad}} {
 		if math.Abs(c.sum/n-c.mean) > 1e-12*math.Max(1, math.Abs(c.mean)) {
 			t.Errorf("%s: series mean %v, summary %v", c.name, c.sum/n, c.mean)
+		}
+	}
+}
+
+// The batched g_φ (perturbbatch.go) equals the per-sample reference: the loss sum and
+// its gradient, and each sample's FIL sum, for every clip, with and without a mask,
+// with dense, one-hot and mixed probes, over enough samples to span several chunks.
+func TestPerturbBatchMatchesPerSample(t *testing.T) {
+	const d, p, h, nSamples = 5, 7, 4, 300
+	for ci, clip := range perturbClips {
+		for _, masked := range []bool{false, true} {
+			for _, probes := range []string{"dense", "one-hot", "mixed"} {
+				rng := rand.New(rand.NewPCG(uint64(ci), 99))
+				var mask []bool
+				if masked {
+					mask = []bool{true, false, true, true, false, true, true}
+				}
+				n := randomPerturbNet(d, p, h, clip, mask, rng)
+				sms := make([]pnSample, nSamples)
+				for i := range sms {
+					sms[i] = randomSample(d, p, 1+i%3, mask, rng)
+					if probes == "one-hot" || probes == "mixed" && i%2 == 0 {
+						sms[i].u = nil
+						for range sms[i].gdots {
+							sms[i].uIdx = append(sms[i].uIdx, rng.IntN(d))
+						}
+					}
+				}
+				want := make([]float64, len(n.phi))
+				wantL := 0.0
+				for i := range sms {
+					wantL += n.loss(&sms[i], want)
+				}
+				got := make([]float64, len(n.phi))
+				gotL := n.lossBatch(sms, got)
+				name := func() string { return fmt.Sprintf("clip %+v masked %v probes %s", clip, masked, probes) }
+				if math.Abs(gotL-wantL) > 1e-10*math.Abs(wantL) {
+					t.Fatalf("%s: batched loss %v, per-sample %v", name(), gotL, wantL)
+				}
+				if l := n.lossBatch(sms, nil); l != gotL {
+					t.Fatalf("%s: loss without gradient %v, with %v", name(), l, gotL)
+				}
+				for i := range want {
+					if math.Abs(got[i]-want[i]) > 1e-9*(1+math.Abs(want[i])) {
+						t.Fatalf("%s: ∂/∂φ[%d] batched %v, per-sample %v", name(), i, got[i], want[i])
+					}
+				}
+				fil := make([]float64, nSamples)
+				n.filSqBatch(sms, fil)
+				for i := range sms {
+					if w := n.filSq(&sms[i]); math.Abs(fil[i]-w) > 1e-10*(1+w) {
+						t.Fatalf("%s: sample %d FIL batched %v, per-sample %v", name(), i, fil[i], w)
+					}
+				}
+			}
+		}
+	}
+}
+
+// perturbBatch equals perturb sample by sample.
+func TestPerturbBatchDelta(t *testing.T) {
+	const d, p, h = 5, 7, 4
+	rng := rand.New(rand.NewPCG(5, 6))
+	mask := []bool{true, false, true, true, false, true, true}
+	n := randomPerturbNet(d, p, h, perturbClips[0], mask, rng)
+	sms := make([]pnSample, 40)
+	for i := range sms {
+		sms[i] = randomSample(d, p, 2, mask, rng)
+	}
+	got := make([]float64, len(sms)*p)
+	n.perturbBatch(sms, got)
+	want := make([]float64, p)
+	for i := range sms {
+		n.perturb(&sms[i], want)
+		for j, w := range want {
+			if math.Abs(got[i*p+j]-w) > 1e-12*(1+math.Abs(w)) {
+				t.Fatalf("sample %d δ[%d]: batched %v, per-sample %v", i, j, got[i*p+j], w)
+			}
 		}
 	}
 }

@@ -278,10 +278,7 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 			ps.net.standardiseSamples(sms)
 		}
 		grad := make([]float64, len(ps.net.phi))
-		tot := 0.0
-		for i := range sms {
-			tot += ps.net.loss(&sms[i], grad)
-		}
+		tot := ps.net.lossBatch(sms, grad)
 		gn := 0.0
 		for i := range grad {
 			grad[i] /= float64(len(sms))
@@ -426,10 +423,23 @@ func (tu *tuning) perturbActive() bool {
 func (tu *tuning) perturbedClippedGradSum(params, x []float32, y []int, clip models.Clip, sum []float32, losses []float64) error {
 	D := tu.base.InputDim()
 	mask := tu.curMask()
+	var sms []pnSample
+	var deltas []float64
+	var first int
 	return clippedSumOf("perturbed clipped gradients", tu.net, params, x, y, D, clip, sum, losses,
-		func(s int, g []float32, v []float64) {
-			sm := pnSample{x: f64(x[s*D : (s+1)*D]), g: maskedF64(g, mask)}
-			tu.perturb.net.perturb(&sm, v)
+		func(s0, c int, grads []float32) {
+			// g_φ of the whole chunk at once (perturbBatch).
+			first = s0
+			sms = sms[:0]
+			for s := 0; s < c; s++ {
+				sms = append(sms, pnSample{x: f64(x[(s0+s)*D : (s0+s+1)*D]), g: maskedF64(grads[s*tu.p:(s+1)*tu.p], mask)})
+			}
+			deltas = resize(deltas, c*tu.p)
+			tu.perturb.net.perturbBatch(sms, deltas)
+		},
+		func(s int, _ []float32, v []float64) {
+			sm := &sms[s-first]
+			copy(v, deltas[(s-first)*tu.p:(s-first+1)*tu.p])
 			if tu.diag != nil {
 				tu.diag.capture(s, sm.g, v, clip)
 			}
@@ -445,14 +455,16 @@ func (tu *tuning) perturbedFILSqNorms(params, x []float32, y []int, coords [][]i
 	P, D := tu.p, tu.base.InputDim()
 	mask := tu.curMask()
 	return coordTangents(tu.net, params, x, y, coords, D, P, out, func(s0, c, k int, tg *models.Tangents[float32]) {
-		for s := 0; s < c; s++ {
+		sms := make([]pnSample, c)
+		for s := range sms {
 			sm := pnSample{x: f64(x[(s0+s)*D : (s0+s+1)*D]), g: maskedF64(tg.Grads[s*P:(s+1)*P], mask), uIdx: coords[s0+s]}
 			for j := range coords[s0+s] {
 				r := s*k + j
 				sm.gdots = append(sm.gdots, maskedF64(tg.GradDots[r*P:(r+1)*P], mask))
 			}
-			out[s0+s] = tu.perturb.net.filSq(&sm)
+			sms[s] = sm
 		}
+		tu.perturb.net.filSqBatch(sms, out[s0:s0+c])
 	})
 }
 

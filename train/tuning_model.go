@@ -61,7 +61,7 @@ func (m *tunedModel) ClippedGradSum(params, x []float32, y []int, clip models.Cl
 	if mask == nil {
 		return m.base.ClippedGradSum(params, x, y, clip, sum, losses)
 	}
-	return clippedSumOf("masked clipped gradients", m.t.net, params, x, y, m.base.InputDim(), clip, sum, losses,
+	return clippedSumOf("masked clipped gradients", m.t.net, params, x, y, m.base.InputDim(), clip, sum, losses, nil,
 		func(_ int, g []float32, v []float64) {
 			for i, on := range mask {
 				v[i] = 0
@@ -78,7 +78,7 @@ func (m *tunedModel) ClippedGradSum(params, x []float32, y []int, clip models.Cl
 // The per-sample gradients come from net in chunks of 64 samples; what names the
 // sum in errors.
 func clippedSumOf(what string, net *models.Network[float32], params, x []float32, y []int, D int, clip models.Clip, sum []float32, losses []float64,
-	released func(s int, g []float32, v []float64)) error {
+	chunkHook func(s0, c int, grads []float32), released func(s int, g []float32, v []float64)) error {
 	P, batch := len(sum), len(y)
 	if P != net.NumParams() || len(losses) != batch || len(x) != batch*D {
 		return fmt.Errorf("%s: buffers of %d, %d, %d values for %d samples", what, len(sum), len(losses), len(x), batch)
@@ -91,6 +91,9 @@ func clippedSumOf(what string, net *models.Network[float32], params, x []float32
 		grads, ls, err := net.PerSampleGrads(params, x[s0*D:(s0+c)*D], y[s0:s0+c], c)
 		if err != nil {
 			return err
+		}
+		if chunkHook != nil {
+			chunkHook(s0, c, grads)
 		}
 		for s := 0; s < c; s++ {
 			released(s0+s, grads[s*P:(s+1)*P], v)

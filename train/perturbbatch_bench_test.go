@@ -1,0 +1,65 @@
+package train
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// benchPerturbSamples returns g_φ at the binary-MNIST linear model's sizes (Edmunds
+// Table 3.4: d = 784 pixels, p = 2·785 parameters, hidden 32) and n public samples
+// with `probes` dense probes each.
+func benchPerturbSamples(n, probes int) (*perturbNet, []pnSample) {
+	const d, p, h = 784, 1570, 32
+	rng := rand.New(rand.NewPCG(1, 2))
+	net := randomPerturbNet(d, p, h, perturbClips[2], nil, rng)
+	sms := make([]pnSample, n)
+	for i := range sms {
+		sms[i] = randomSample(d, p, probes, nil, rng)
+	}
+	return net, sms
+}
+
+// BenchmarkPerturbLoss is one g_φ AdamW step's loss and gradient over 256 public
+// samples with 2 probes: per sample (the reference) and batched (GEMMs).
+func BenchmarkPerturbLoss(b *testing.B) {
+	net, sms := benchPerturbSamples(256, 2)
+	grad := make([]float64, len(net.phi))
+	b.Run("per-sample", func(b *testing.B) {
+		for range b.N {
+			for i := range sms {
+				net.loss(&sms[i], grad)
+			}
+		}
+	})
+	b.Run("batched", func(b *testing.B) {
+		for range b.N {
+			net.lossBatch(sms, grad)
+		}
+	})
+}
+
+// BenchmarkPerturbFIL is the FIL accountant's g_φ part for 64 private samples with 20
+// one-hot coordinates each: per sample and batched.
+func BenchmarkPerturbFIL(b *testing.B) {
+	net, sms := benchPerturbSamples(64, 20)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range sms {
+		sms[i].u = nil
+		for range sms[i].gdots {
+			sms[i].uIdx = append(sms[i].uIdx, rng.IntN(784))
+		}
+	}
+	out := make([]float64, len(sms))
+	b.Run("per-sample", func(b *testing.B) {
+		for range b.N {
+			for i := range sms {
+				out[i] = net.filSq(&sms[i])
+			}
+		}
+	})
+	b.Run("batched", func(b *testing.B) {
+		for range b.N {
+			net.filSqBatch(sms, out)
+		}
+	})
+}
