@@ -44,14 +44,13 @@ func pnChunks(sms []pnSample, f func([]pnSample)) {
 // lossBatch returns Σ_i ℓ(φ; z_i) over sms and, when grad is not nil, adds
 // Σ_i ∂ℓ_i/∂φ to grad: the sum of loss over the samples, evaluated with GEMMs.
 func (n *perturbNet) lossBatch(sms []pnSample, grad []float64) float64 {
+	tot := 0.0
 	if n.cnn {
-		tot := 0.0
-		for i := range sms {
-			tot += n.loss(&sms[i], grad)
-		}
+		pnChunks(sms, func(c []pnSample) {
+			tot += n.cnnLossAndGrad(n.cnnBatchForward(c, true), c, grad)
+		})
 		return tot
 	}
-	tot := 0.0
 	pnChunks(sms, func(c []pnSample) {
 		var b pnBatch
 		b.forward(n, c)
@@ -62,13 +61,21 @@ func (n *perturbNet) lossBatch(sms []pnSample, grad []float64) float64 {
 
 // filSqBatch writes filSq of each sample into out.
 func (n *perturbNet) filSqBatch(sms []pnSample, out []float64) {
+	off := 0
 	if n.cnn {
-		for i := range sms {
-			out[i] = n.filSq(&sms[i])
-		}
+		pnChunks(sms, func(c []pnSample) {
+			b := n.cnnBatchForward(c, true)
+			for i := range c {
+				tot := 0.0
+				for r := b.rows[i]; r < b.rows[i+1]; r++ {
+					tot += b.sq[r]
+				}
+				out[off+i] = tot
+			}
+			off += len(c)
+		})
 		return
 	}
-	off := 0
 	pnChunks(sms, func(c []pnSample) {
 		var b pnBatch
 		b.forward(n, c)
@@ -85,14 +92,13 @@ func (n *perturbNet) filSqBatch(sms []pnSample, out []float64) {
 
 // perturbBatch writes δ_i = g_φ(z_i, g_i) of each sample into out[i·p:(i+1)·p].
 func (n *perturbNet) perturbBatch(sms []pnSample, out []float64) {
-	if n.cnn {
-		for i := range sms {
-			n.perturb(&sms[i], out[i*n.p:(i+1)*n.p])
-		}
-		return
-	}
 	off := 0
 	pnChunks(sms, func(c []pnSample) {
+		if n.cnn {
+			copy(out[off*n.p:(off+len(c))*n.p], n.cnnBatchForward(c, false).delta)
+			off += len(c)
+			return
+		}
 		noProbes := make([]pnSample, len(c))
 		for i, sm := range c {
 			noProbes[i] = pnSample{x: sm.x, g: sm.g}

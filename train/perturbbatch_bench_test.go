@@ -63,3 +63,28 @@ func BenchmarkPerturbFIL(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkPerturbCNNLoss is BenchmarkPerturbLoss for the CNN body (thesis Table B.6,
+// H = 256) over 64 public samples.
+func BenchmarkPerturbCNNLoss(b *testing.B) {
+	const p, h = 1570, 256
+	rng := rand.New(rand.NewPCG(1, 2))
+	net := randomPerturbCNN(p, h, perturbClips[2], nil, rng)
+	sms := make([]pnSample, 64)
+	for i := range sms {
+		sms[i] = randomSample(784, p, 2, nil, rng)
+	}
+	grad := make([]float64, len(net.phi))
+	b.Run("per-sample", func(b *testing.B) {
+		for range b.N {
+			for i := range sms {
+				net.loss(&sms[i], grad)
+			}
+		}
+	})
+	b.Run("batched", func(b *testing.B) {
+		for range b.N {
+			net.lossBatch(sms, grad)
+		}
+	})
+}

@@ -4,6 +4,9 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+
 	"github.com/dpfil/dpfil/models"
 )
 
@@ -57,12 +60,14 @@ func (c convSpec) inLen() int  { return c.cin * c.hin * c.win }
 func (c convSpec) outLen() int { return c.cout * c.ho * c.wo }
 func (c convSpec) wLen() int   { return c.cout * c.cin * c.k * c.k }
 
-// each calls fn(o, i, wi, n) for every kernel tap wi and output row: the output index
-// o and input index i of the row's first output column that the tap reaches, and the
-// number n of such columns (output indices o, o+1, …; input indices i, i+stride, …).
-func (c convSpec) each(fn func(o, i, wi, n int)) {
+// eachOf calls fn(o, i, wi, n) for every kernel tap wi of the first cout output
+// channels and every output row: the output index o and input index i of the row's
+// first output column that the tap reaches, and the number n of such columns (output
+// indices o, o+1, …; input indices i, i+stride, …). With cout = 1, wi is the tap's
+// column in the patch matrix (im2col).
+func (c convSpec) eachOf(cout int, fn func(o, i, wi, n int)) {
 	kk := c.k * c.k
-	for oc := 0; oc < c.cout; oc++ {
+	for oc := 0; oc < cout; oc++ {
 		for ci := 0; ci < c.cin; ci++ {
 			for a := 0; a < c.k; a++ {
 				for b := 0; b < c.k; b++ {
@@ -92,41 +97,45 @@ func (c convSpec) each(fn func(o, i, wi, n int)) {
 	}
 }
 
-// fwd adds conv(W, in) to out.
+// im2col returns the patch matrix of one input image: row q = (i, j) of the output
+// grid, column t = (ci, a, b) of the kernel, the input value under tap t at output
+// (i, j) (zero in the padding).
+func (c convSpec) im2col(in []float64) []float64 {
+	kk := c.k * c.k
+	T := c.cin * kk
+	cols := make([]float64, c.ho*c.wo*T)
+	c.eachOf(1, func(o, i, t, n int) {
+		q := o
+		for j := 0; j < n; j++ {
+			cols[(q+j)*T+t] = in[i+j*c.stride]
+		}
+	})
+	return cols
+}
+
+// fwd adds conv(W, in) to out: out (cout × positions) += W (cout × taps) · colsᵀ.
 func (c convSpec) fwd(W, in, out []float64) {
-	st := c.stride
-	c.each(func(o, i, wi, n int) {
-		w := W[wi]
-		if w == 0 {
-			return
-		}
-		for j := 0; j < n; j++ {
-			out[o+j] += w * in[i+j*st]
-		}
-	})
+	T, Q := c.cin*c.k*c.k, c.ho*c.wo
+	blas64.Gemm(blas.NoTrans, blas.Trans, 1, general(W, c.cout, T, T), general(c.im2col(in), Q, T, T), 1, general(out, c.cout, Q, Q))
 }
 
-// bwdIn adds convᵀ(W, dout) to din (the cotangent of the input).
+// bwdIn adds convᵀ(W, dout) to din (the cotangent of the input): the patch
+// cotangents doutᵀ·W scattered back onto the image.
 func (c convSpec) bwdIn(W, dout, din []float64) {
-	st := c.stride
-	c.each(func(o, i, wi, n int) {
-		w := W[wi]
+	T, Q := c.cin*c.k*c.k, c.ho*c.wo
+	dcols := make([]float64, Q*T)
+	blas64.Gemm(blas.Trans, blas.NoTrans, 1, general(dout, c.cout, Q, Q), general(W, c.cout, T, T), 0, general(dcols, Q, T, T))
+	c.eachOf(1, func(q, i, t, n int) {
 		for j := 0; j < n; j++ {
-			din[i+j*st] += w * dout[o+j]
+			din[i+j*c.stride] += dcols[(q+j)*T+t]
 		}
 	})
 }
 
-// bwdW adds the kernel cotangent of out += conv(W, in) to dW.
+// bwdW adds the kernel cotangent of out += conv(W, in) to dW: dout · cols.
 func (c convSpec) bwdW(dout, in, dW []float64) {
-	st := c.stride
-	c.each(func(o, i, wi, n int) {
-		acc := 0.0
-		for j := 0; j < n; j++ {
-			acc += dout[o+j] * in[i+j*st]
-		}
-		dW[wi] += acc
-	})
+	T, Q := c.cin*c.k*c.k, c.ho*c.wo
+	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, general(dout, c.cout, Q, Q), general(c.im2col(in), Q, T, T), 1, general(dW, c.cout, T, T))
 }
 
 // dotF64 returns Σ a_i·b_i (four partial sums).
@@ -386,8 +395,16 @@ func denseBack(W, dW, db []float64, rows, cols, nIn int, ins, douts [][]float64)
 // cnnForward runs the CNN body on sm and, with tangents, every probe's tangent pass
 // and clipped tangent v̇_k.
 func (n *perturbNet) cnnForward(sm *pnSample, f *cnnFwd, tangents bool) {
+	n.cnnFront(sm, f, tangents)
+	n.cnnDense(sm, f)
+}
+
+// cnnFront runs the convolutions of the CNN body on sm and, with tangents, on every
+// probe direction, and sets the Dense input e = standardised [features; g] and its
+// tangents ė_k.
+func (n *perturbNet) cnnFront(sm *pnSample, f *cnnFwd, tangents bool) {
 	pv := n.cnnViews(n.phi)
-	h, P, in := n.h, n.p, cnnFeats+n.p
+	in := cnnFeats + n.p
 	n.cnnConvs(sm.x, f)
 	f.e = make([]float64, in)
 	for i, v := range f.p2 {
@@ -426,6 +443,14 @@ func (n *perturbNet) cnnForward(sm *pnSample, f *cnnFwd, tangents bool) {
 			f.y1d[k], f.p1d[k], f.y2d[k], f.ed[k] = y1d, p1d, y2d, ed
 		}
 	}
+}
+
+// cnnDense runs the Dense layers and the output of the CNN body on e and every ė_k
+// (cnnFront) and the clip head.
+func (n *perturbNet) cnnDense(sm *pnSample, f *cnnFwd) {
+	pv := n.cnnViews(n.phi)
+	h, P, in := n.h, n.p, cnnFeats+n.p
+	S := len(f.ed)
 	// Dense 1 on e and every ė_k in one pass over A1, then dense 2 likewise over A2.
 	f.z1d, f.q1d = f.d1.dense(pv.a1, pv.c1, h, in, f.e, f.ed)
 	f.z2d, f.q2d = f.d2.dense(pv.a2, pv.c2, h, h, f.d1.h, f.q1d)
@@ -533,6 +558,14 @@ func (n *perturbNet) cnnLoss(sm *pnSample, grad []float64) float64 {
 			d[i] *= n.inv[i]
 		}
 	}
+	n.cnnConvBack(sm, &f, de, grad)
+	return L
+}
+
+// cnnConvBack adds to grad the convolutions' part of the gradient, given the
+// cotangents de[0] of the features and de[1+k] of each probe's feature tangent.
+func (n *perturbNet) cnnConvBack(sm *pnSample, f *cnnFwd, de [][]float64, grad []float64) {
+	pv, gv := n.cnnViews(n.phi), n.cnnViews(grad)
 	// Pool 2, GeLU 2 (conv), Conv 2.
 	back := func(ch, side int, l *geluLayer, dp [][]float64, yds [][]float64) ([]float64, [][]float64) {
 		dh := make([][]float64, len(dp))
@@ -568,5 +601,4 @@ func (n *perturbNet) cnnLoss(sm *pnSample, grad []float64) float64 {
 	for k, d := range dy1d {
 		cnnConv1.bwdW(d, f.us[k], gv.w1)
 	}
-	return L
 }
