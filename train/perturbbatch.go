@@ -62,32 +62,67 @@ func (n *perturbNet) lossBatch(sms []pnSample, grad []float64) float64 {
 // filSqBatch writes filSq of each sample into out.
 func (n *perturbNet) filSqBatch(sms []pnSample, out []float64) {
 	off := 0
-	if n.cnn {
-		pnChunks(sms, func(c []pnSample) {
-			b := n.cnnBatchForward(c, true)
-			for i := range c {
-				tot := 0.0
-				for r := b.rows[i]; r < b.rows[i+1]; r++ {
-					tot += b.sq[r]
-				}
-				out[off+i] = tot
-			}
-			off += len(c)
-		})
-		return
-	}
 	pnChunks(sms, func(c []pnSample) {
-		var b pnBatch
-		b.forward(n, c)
+		var rows []int
+		var sq []float64
+		if n.cnn {
+			b := n.cnnBatchForward(c, true)
+			rows, sq = b.rows, b.sq
+		} else {
+			var b pnBatch
+			b.forward(n, c)
+			rows, sq = b.rows, b.sq
+		}
 		for i := range c {
 			tot := 0.0
-			for r := b.rows[i]; r < b.rows[i+1]; r++ {
-				tot += b.sq[r]
+			for _, v := range sq[rows[i]:rows[i+1]] {
+				tot += v
 			}
 			out[off+i] = tot
 		}
 		off += len(c)
 	})
+}
+
+// batchHeads runs lossHead for every sample of a chunk — heads[i] its forward head
+// state, rows[i] … rows[i+1]−1 its probe rows with ‖v̇‖² in sq, wᵀẇ in m and ẇ, v̇ in
+// the R×p matrices wdot, vdot — and returns the loss sum and, when grad, the
+// cotangents of Δ (B×p) and of Ẇ (R×p, zero on frozen coordinates).
+func (n *perturbNet) batchHeads(heads []*pnFwd, rows []int, sq, m, wdot, vdot []float64, grad bool) (tot float64, dD, dWd []float64) {
+	p, B, R := n.p, len(heads), rows[len(heads)]
+	if grad {
+		dD, dWd = make([]float64, B*p), make([]float64, R*p)
+	}
+	for i, f := range heads {
+		S := rows[i+1] - rows[i]
+		dd := 0.0
+		for _, v := range f.delta {
+			dd += v * v
+		}
+		wdots, vdots := make([][]float64, S), make([][]float64, S)
+		F := 0.0
+		for k := 0; k < S; k++ {
+			r := rows[i] + k
+			wdots[k], vdots[k] = wdot[r*p:(r+1)*p], vdot[r*p:(r+1)*p]
+			F += sq[r] / float64(S)
+		}
+		L, ddelta, dwdots := n.lossHead(f, F, f.s*f.s*f.n*f.n, dd, wdots, vdots, m[rows[i]:rows[i+1]], grad)
+		tot += L
+		if !grad {
+			continue
+		}
+		copy(dD[i*p:(i+1)*p], ddelta)
+		for k, dw := range dwdots {
+			row := dWd[(rows[i]+k)*p : (rows[i]+k+1)*p]
+			copy(row, dw)
+			for j, on := range n.mask {
+				if !on {
+					row[j] = 0
+				}
+			}
+		}
+	}
+	return tot, dD, dWd
 }
 
 // perturbBatch writes δ_i = g_φ(z_i, g_i) of each sample into out[i·p:(i+1)·p].
@@ -266,45 +301,11 @@ func (b *pnBatch) forward(n *perturbNet, c []pnSample) {
 // gradient (the reverse of forward).
 func (b *pnBatch) lossAndGrad(n *perturbNet, c []pnSample, grad []float64) float64 {
 	B, R, d, p, h, in := b.B, b.R, b.d, b.p, b.h, b.in
-	var dD, dWd []float64
-	if grad != nil {
-		dD, dWd = make([]float64, B*p), make([]float64, R*p)
+	heads := make([]*pnFwd, B)
+	for i := range heads {
+		heads[i] = &b.fw[i]
 	}
-	tot := 0.0
-	for i := range c {
-		f := &b.fw[i]
-		S := b.rows[i+1] - b.rows[i]
-		Rn := f.s * f.s * f.n * f.n
-		dd := 0.0
-		for _, v := range f.delta {
-			dd += v * v
-		}
-		wdots, vdots := make([][]float64, S), make([][]float64, S)
-		F := 0.0
-		for k := 0; k < S; k++ {
-			r := b.rows[i] + k
-			wdots[k], vdots[k] = b.wdot[r*p:(r+1)*p], b.vdot[r*p:(r+1)*p]
-			F += b.sq[r] / float64(S)
-		}
-		L, ddelta, dwdots := n.lossHead(f, F, Rn, dd, wdots, vdots, b.m[b.rows[i]:b.rows[i+1]], grad != nil)
-		tot += L
-		if grad == nil {
-			continue
-		}
-		copy(dD[i*p:(i+1)*p], ddelta)
-		for k, dw := range dwdots {
-			r := b.rows[i] + k
-			row := dWd[r*p : (r+1)*p]
-			copy(row, dw)
-			if n.mask != nil {
-				for j, on := range n.mask {
-					if !on {
-						row[j] = 0
-					}
-				}
-			}
-		}
-	}
+	tot, dD, dWd := n.batchHeads(heads, b.rows, b.sq, b.m, b.wdot, b.vdot, grad != nil)
 	if grad == nil {
 		return tot
 	}

@@ -164,42 +164,11 @@ func (n *perturbNet) cnnBatchForward(c []pnSample, tangents bool) *cnnBatch {
 // cnnLossAndGrad is lossAndGrad for the CNN body.
 func (n *perturbNet) cnnLossAndGrad(b *cnnBatch, c []pnSample, grad []float64) float64 {
 	B, R, h, p, in := b.B, b.R, n.h, n.p, cnnFeats+n.p
-	var dD, dWd []float64
-	if grad != nil {
-		dD, dWd = make([]float64, B*p), make([]float64, R*p)
+	heads := make([]*pnFwd, B)
+	for i := range heads {
+		heads[i] = &b.f[i].head
 	}
-	tot := 0.0
-	for i := range c {
-		f := &b.f[i]
-		hd := &f.head
-		S := b.rows[i+1] - b.rows[i]
-		Rn := hd.s * hd.s * hd.n * hd.n
-		dd := 0.0
-		for _, v := range hd.delta {
-			dd += v * v
-		}
-		F := 0.0
-		for r := b.rows[i]; r < b.rows[i+1]; r++ {
-			F += b.sq[r] / float64(S)
-		}
-		L, ddelta, dwdots := n.lossHead(hd, F, Rn, dd, f.wd, f.vd, f.ms, grad != nil)
-		tot += L
-		if grad == nil {
-			continue
-		}
-		copy(dD[i*p:(i+1)*p], ddelta)
-		for k, dw := range dwdots {
-			row := dWd[(b.rows[i]+k)*p : (b.rows[i]+k+1)*p]
-			copy(row, dw)
-			if n.mask != nil {
-				for j, on := range n.mask {
-					if !on {
-						row[j] = 0
-					}
-				}
-			}
-		}
-	}
+	tot, dD, dWd := n.batchHeads(heads, b.rows, b.sq, b.m, b.wdot, b.vdot, grad != nil)
 	if grad == nil {
 		return tot
 	}
