@@ -21,7 +21,8 @@ import (
 	"github.com/dpfil/dpfil/train/fil"
 )
 
-// Options controls where and how a run executes; none of it changes the result.
+// Options controls where and how a run executes; apart from the data and model it
+// may supply (Data, Public, Model), none of it changes the result.
 type Options struct {
 	Out      string               // run directory: result.json, dfil.npy, params, checkpoints ("" = write nothing)
 	Resume   bool                 // continue from Out's checkpoint if present
