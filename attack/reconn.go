@@ -31,7 +31,14 @@ type RecoNNOptions struct {
 	// replacement when Shadows exceeds its size), Targets the real targets z (not in
 	// Pool).
 	Fixed, Pool, Targets *data.Dataset
-	Shadows              int
+	// Public, when set, is the fixed public pool (Edmunds 2024, Table B.2: "Public
+	// Samples 1000"): every shadow and target model gets it as train.Options.Public
+	// (pretraining, g_φ and learned noise read it; it is not part of any training
+	// set). It must be disjoint from D₋, Pool and Targets (the caller's duty;
+	// RunRecoNNExperiment draws it so). Those features need it; it needs the engine
+	// shadow trainer.
+	Public  *data.Dataset
+	Shadows int
 	// ValFraction of the shadow models is held out to measure the reconstructor's
 	// generalisation (default 0.1; 0 < f < 1).
 	ValFraction float64
@@ -174,7 +181,17 @@ func (o *RecoNNOptions) check() error {
 		o.Config.Batch = o.Fixed.N + 1
 	}
 	if o.Config.Tuning.PretrainPublic > 0 {
-		return errors.New("reconn: pretrain_public would split D₋ ∪ {z} into public and private parts (the target could leave the training set); pretrain outside the game")
+		return errors.New("reconn: pretrain_public would split D₋ ∪ {z} into public and private parts (the target could leave the training set); give a fixed public pool instead (RecoNNOptions.Public, --public N)")
+	}
+	if o.Public != nil {
+		if o.Public.N == 0 || o.Public.C != o.Fixed.C || o.Public.H != o.Fixed.H || o.Public.W != o.Fixed.W || o.Public.Classes != o.Fixed.Classes {
+			return fmt.Errorf("reconn: the public pool (%d samples, %dx%dx%d, %d classes) must be non-empty and shaped as D₋ (%dx%dx%d, %d classes)",
+				o.Public.N, o.Public.C, o.Public.H, o.Public.W, o.Public.Classes, o.Fixed.C, o.Fixed.H, o.Fixed.W, o.Fixed.Classes)
+		}
+		o.Config.Tuning.PublicExternal = true // what train.Run records for every model
+	}
+	if t := o.Config.Tuning; o.Public == nil && (t.PublicExternal || t.PerturbNet || t.NoiseRank > 0 || t.PretrainSteps > 0 || t.PretrainBatch > 0 || t.PretrainLR > 0) {
+		return errors.New("reconn: pretraining, g_φ (perturb_net) and learned noise are trained on public data: give a fixed public pool (RecoNNOptions.Public, --public N)")
 	}
 	if o.Config.Repeats != 1 {
 		return fmt.Errorf("reconn: the recipe must train one model per run (repeats = 1, got %d)", o.Config.Repeats)
@@ -246,7 +263,7 @@ func RunRecoNN(ctx context.Context, o RecoNNOptions) (*RecoNNResult, error) {
 		if o.SameInit {
 			m = withFixedInit(m, initSeed)
 		}
-		return train.Run(ctx, cfg, train.Options{Data: withTarget(o.Fixed, img, label, test), Model: m})
+		return train.Run(ctx, cfg, train.Options{Data: withTarget(o.Fixed, img, label, test), Model: m, Public: o.Public})
 	}
 	features := func(res *train.Result, label int, dst []float64) {
 		for i, v := range res.Repeats[0].Params {

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -23,12 +25,16 @@ import (
 
 // RecoNNExperiment is RecoNN (Balle, Cherubin and Hayes 2022) on a dataset's own
 // splits: D₋ is the first Fixed training samples, the prior pool the next Pool ones
-// (0 = all the rest), the real targets the first Targets test samples.
+// (0 = all the rest), the real targets the first Targets test samples. With Public >
+// 0, Public training samples after D₋, drawn from the seed, are the fixed public pool
+// (RecoNNOptions.Public) and the prior pool is the first Pool of the others
+// (recoNNIndices).
 type RecoNNExperiment struct {
 	// Config is the training recipe (its Dataset and DataDir name the data; Batch 0 =
 	// full batch |D₋| + 1; Seed seeds the experiment).
 	Config               train.Config
 	Fixed, Pool, Targets int
+	Public               int // size of the fixed public pool (0 = none)
 	Shadows              int
 	ValFraction          float64
 	SameInit             bool
@@ -56,10 +62,17 @@ func (e RecoNNExperiment) ProgressTotal() int {
 
 // RecoNNReport is the outcome of RunRecoNNExperiment. MSE = ‖x̂ − x‖²/d on [0,1] pixels.
 type RecoNNReport struct {
-	Config         train.Config     `json:"recipe"`
-	Dataset        string           `json:"dataset"`
-	Fixed          int              `json:"fixed"`
-	Pool           int              `json:"pool"`
+	Config  train.Config `json:"recipe"`
+	Dataset string       `json:"dataset"`
+	Fixed   int          `json:"fixed"`
+	Pool    int          `json:"pool"`
+	// Public is the size of the fixed public pool every model was given
+	// (train.Options.Public; 0 = none), PublicDisjoint that its indices were checked
+	// disjoint from D₋ and the prior pool (the targets are test samples),
+	// PublicSHA256 its content fingerprint.
+	Public         int              `json:"public,omitempty"`
+	PublicDisjoint bool             `json:"public_disjoint,omitempty"`
+	PublicSHA256   string           `json:"public_sha256,omitempty"`
 	SameInit       bool             `json:"same_init"`
 	Shadows        int              `json:"shadows"`
 	ShadowsTrain   int              `json:"shadows_train"`
@@ -133,12 +146,72 @@ const recoNNNote = "MSE = ‖x̂ − x‖²/d on [0,1] pixels; SSIM (Wang et al.
 	"Baselines: baseline_* = the pool's class mean (the label is public), prior_mean_* = the pool's mean image, nearest_* = the target's nearest neighbour in D₋ ∪ pool by MSE (an oracle reference line: it uses the target). mse_bound_rdp (Theorem 1) holds for every attacker in expectation; " +
 	"mse_bound_fil = 1/dFIL (Theorem 2) only for unbiased ones, and RecoNN is biased (it outputs prior-like images), so it may go below it"
 
-// recoNNSplits are D₋, the pool and the targets of an experiment.
-type recoNNSplits struct{ fixed, pool, targets *data.Dataset }
+// recoNNSplits are D₋, the pool, the targets and the public pool (nil: none) of an
+// experiment; disjoint says the public pool's indices were checked disjoint from
+// D₋'s and the pool's.
+type recoNNSplits struct {
+	fixed, pool, targets, public *data.Dataset
+	disjoint                     bool
+}
+
+// recoNNIndices returns the training-set indices of D₋ (the first fixed), the public
+// pool (public of the samples after D₋, drawn from seed) and the prior pool (the
+// first pool of the remaining ones in order; 0 = all of them). Without a public pool
+// a pool larger than the rest is cut to the rest; with one, fixed + public + pool
+// must fit the nTrain samples.
+func recoNNIndices(nTrain, fixed, pool, public int, seed uint64) (fixedIdx, poolIdx, publicIdx []int, err error) {
+	if fixed < 1 || pool < 0 || public < 0 {
+		return nil, nil, nil, errors.New("reconn: the known set needs ≥ 1 sample and the pool and the public pool ≥ 0")
+	}
+	if fixed >= nTrain {
+		return nil, nil, nil, fmt.Errorf("reconn: a known set of %d leaves no pool in the %d training samples", fixed, nTrain)
+	}
+	rest := nTrain - fixed - public
+	if rest < 1 {
+		return nil, nil, nil, fmt.Errorf("reconn: D₋ (%d) and the public pool (%d) leave no prior pool in the %d training samples", fixed, public, nTrain)
+	}
+	if public > 0 && pool > rest {
+		return nil, nil, nil, fmt.Errorf("reconn: D₋ (%d) + public pool (%d) + prior pool (%d) = %d exceed the %d training samples", fixed, public, pool, fixed+public+pool, nTrain)
+	}
+	poolN := rest
+	if pool > 0 {
+		poolN = min(rest, pool)
+	}
+	fixedIdx = indexRange(0, fixed)
+	if public == 0 {
+		return fixedIdx, indexRange(fixed, poolN), nil, nil
+	}
+	perm := rand.New(rand.NewPCG(seed, seed^0x7075626c6963)).Perm(nTrain - fixed) // "public"
+	publicIdx = make([]int, public)
+	for k, i := range perm[:public] {
+		publicIdx[k] = fixed + i
+	}
+	others := make([]int, 0, nTrain-fixed-public)
+	for _, i := range perm[public:] {
+		others = append(others, fixed+i)
+	}
+	slices.Sort(publicIdx)
+	slices.Sort(others)
+	return fixedIdx, others[:poolN], publicIdx, nil
+}
+
+// disjointIndices reports whether no index is in two of the sets.
+func disjointIndices(sets ...[]int) bool {
+	seen := map[int]bool{}
+	for _, s := range sets {
+		for _, i := range s {
+			if seen[i] {
+				return false
+			}
+			seen[i] = true
+		}
+	}
+	return true
+}
 
 func (e *RecoNNExperiment) splits() (*recoNNSplits, error) {
-	if e.Fixed < 1 || e.Pool < 0 || e.Targets < 1 {
-		return nil, errors.New("reconn: the known set and the targets need ≥ 1 sample and the pool ≥ 0")
+	if e.Fixed < 1 || e.Pool < 0 || e.Targets < 1 || e.Public < 0 {
+		return nil, errors.New("reconn: the known set and the targets need ≥ 1 sample and the pool and the public pool ≥ 0")
 	}
 	ds, err := data.Load(e.Config.Dataset, data.Options{DataDir: e.Config.DataDir, Logf: e.Logf})
 	if err != nil {
@@ -148,23 +221,28 @@ func (e *RecoNNExperiment) splits() (*recoNNSplits, error) {
 	if ds.Test == nil || ds.Test.N == 0 {
 		return nil, fmt.Errorf("dataset %s has no test part to draw the targets from", e.Config.Dataset)
 	}
-	if e.Fixed >= tr.N {
-		return nil, fmt.Errorf("reconn: a known set of %d leaves no pool in the %d training samples", e.Fixed, tr.N)
+	fixedIdx, poolIdx, publicIdx, err := recoNNIndices(tr.N, e.Fixed, e.Pool, e.Public, e.Config.Seed)
+	if err != nil {
+		return nil, err
 	}
-	poolN := tr.N - e.Fixed
-	if e.Pool > 0 {
-		poolN = min(poolN, e.Pool)
-	}
-	e.Pool = poolN
+	e.Pool = len(poolIdx)
 	if e.Targets > ds.Test.N {
 		return nil, fmt.Errorf("reconn: %d targets exceed the %d test samples", e.Targets, ds.Test.N)
 	}
 	var s recoNNSplits
-	if s.fixed, err = tr.Select(indexRange(0, e.Fixed)); err != nil {
+	if s.fixed, err = tr.Select(fixedIdx); err != nil {
 		return nil, err
 	}
-	if s.pool, err = tr.Select(indexRange(e.Fixed, poolN)); err != nil {
+	if s.pool, err = tr.Select(poolIdx); err != nil {
 		return nil, err
+	}
+	if publicIdx != nil {
+		if s.public, err = tr.Select(publicIdx); err != nil {
+			return nil, err
+		}
+		if s.disjoint = disjointIndices(fixedIdx, poolIdx, publicIdx); !s.disjoint {
+			return nil, errors.New("reconn: the public pool overlaps D₋ or the prior pool") // recoNNIndices draws it disjoint
+		}
 	}
 	if s.targets, err = ds.Test.Select(indexRange(0, e.Targets)); err != nil {
 		return nil, err
@@ -191,6 +269,9 @@ func RunRecoNNExperiment(ctx context.Context, e RecoNNExperiment) (*RecoNNReport
 	if cfg.Batch == 0 {
 		cfg.Batch = e.Fixed + 1
 	}
+	if e.Public > 0 {
+		cfg.Tuning.PublicExternal = true // the recipe's models get the public pool (train.Options.Public)
+	}
 	if cfg.Sigma == 0 && cfg.TargetEpsilon == 0 {
 		cfg.FILCoords, cfg.FILExact = 0, false // no noise: FIL is infinite, every bound is 0
 	}
@@ -202,7 +283,7 @@ func RunRecoNNExperiment(ctx context.Context, e RecoNNExperiment) (*RecoNNReport
 		return nil, err
 	}
 	t0 := time.Now()
-	res, err := RunRecoNN(ctx, RecoNNOptions{Config: cfg, Fixed: s.fixed, Pool: s.pool, Targets: s.targets,
+	res, err := RunRecoNN(ctx, RecoNNOptions{Config: cfg, Fixed: s.fixed, Pool: s.pool, Targets: s.targets, Public: s.public,
 		Shadows: e.Shadows, ValFraction: e.ValFraction, SameInit: e.SameInit, Reconstructor: e.Reconstructor,
 		MLP: e.MLP, RidgeLambda: e.RidgeLambda, Trainer: e.Trainer, ShadowBlock: e.ShadowBlock, Parallel: e.Parallel,
 		Checkpoint: e.Checkpoint, Seed: cfg.Seed, Progress: e.Progress, Logf: e.Logf})
@@ -210,6 +291,9 @@ func RunRecoNNExperiment(ctx context.Context, e RecoNNExperiment) (*RecoNNReport
 		return nil, err
 	}
 	out := newRecoNNReport(cfg, e, res)
+	if s.public != nil {
+		out.Public, out.PublicDisjoint, out.PublicSHA256 = s.public.N, s.disjoint, s.public.SHA256
+	}
 	out.Seconds = time.Since(t0).Seconds()
 	if e.Out != "" {
 		if out.Files, err = writeRecoNNFiles(e.Out, s.targets, res); err != nil {

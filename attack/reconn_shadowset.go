@@ -24,7 +24,8 @@ import (
 
 // Shadow trainers of RecoNNOptions.Trainer.
 const (
-	// ShadowTrainerAuto is "batched" when the recipe allows it, else "engine".
+	// ShadowTrainerAuto is "batched" when the recipe allows it (never with a public
+	// pool), else "engine".
 	ShadowTrainerAuto = "auto"
 	// ShadowTrainerBatched trains blocks of shadows together (reconn_shadow.go): full
 	// batch, the linear and mlp models, no tuning features, σ given.
@@ -167,6 +168,11 @@ func (s *shadowFile) close() error {
 func shadowKey(o *RecoNNOptions, trainer string) (string, error) {
 	cfg := o.Config
 	cfg.FILCoords, cfg.FILExact, cfg.Accountant, cfg.EvalEvery = 0, false, "", 0 // not used by the shadows
+	var public string
+	var publicN int
+	if o.Public != nil {
+		public, publicN = o.Public.Fingerprint(), o.Public.N
+	}
 	b, err := json.Marshal(struct {
 		Config                  train.Config
 		Fixed, Pool             string
@@ -176,7 +182,9 @@ func shadowKey(o *RecoNNOptions, trainer string) (string, error) {
 		Trainer                 string
 		FeatureRounding, Labels string
 		Version                 int
-	}{cfg, o.Fixed.Fingerprint(), o.Pool.Fingerprint(), o.Fixed.N, o.Pool.N, o.SameInit, o.Seed, trainer, "float32", "one-hot", shadowAlgoVersion})
+		Public                  string `json:",omitempty"` // the fixed public pool (keys without one are unchanged)
+		PublicN                 int    `json:",omitempty"`
+	}{cfg, o.Fixed.Fingerprint(), o.Pool.Fingerprint(), o.Fixed.N, o.Pool.N, o.SameInit, o.Seed, trainer, "float32", "one-hot", shadowAlgoVersion, public, publicN})
 	if err != nil {
 		return "", err
 	}
@@ -200,6 +208,14 @@ func loadAverage1() float64 {
 // resolveTrainer returns the trainer the options ask for and, for the batched one,
 // its recipe.
 func resolveTrainer(o *RecoNNOptions, arch models.Arch) (string, *shadowRecipe, error) {
+	if o.Public != nil {
+		switch o.Trainer {
+		case "", ShadowTrainerAuto, ShadowTrainerEngine:
+			return ShadowTrainerEngine, nil, nil
+		case ShadowTrainerBatched:
+			return "", nil, errors.New("reconn: --shadow-trainer batched does not train with a public pool (--public: pretraining, g_φ and learned noise run in train.Run's tuning): use --shadow-trainer engine or auto")
+		}
+	}
 	r, err := newShadowRecipe(o.Config, arch, o.Fixed.N+1)
 	switch o.Trainer {
 	case "", ShadowTrainerAuto:

@@ -117,6 +117,13 @@ func (r *RecoNNReport) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "RecoNN on %s: D₋ = %d samples, pool %d, recipe %s (%d steps, batch %d, σ=%g, C=%g)%s\n", r.Dataset, r.Fixed, r.Pool,
 		r.Config.Model, r.Config.Steps, r.Config.Batch, r.Config.Sigma, r.Config.Clip, shared)
+	if r.Public > 0 {
+		disjoint := "not checked disjoint"
+		if r.PublicDisjoint {
+			disjoint = "disjoint from D₋ and the pool; the targets are test samples"
+		}
+		fmt.Fprintf(w, "public pool: %d training samples (%s), the same public data for every shadow and target model\n", r.Public, disjoint)
+	}
 	fmt.Fprintf(w, "shadows: %d (%d to fit the %s reconstructor on %d features, %d held out) in %.1fs\n", r.Shadows, r.ShadowsTrain, r.Reconstructor, r.Features, r.ShadowsVal, r.Seconds)
 	sh := r.Shadow
 	fmt.Fprintf(w, "shadow training (%s trainer): %d trained in %.1fs (%.3g shadows/s, load average %.2f → %.2f), %d loaded from the checkpoint\n",

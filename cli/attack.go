@@ -173,7 +173,10 @@ adversary knows D₋ (the first --fixed training samples), the training recipe (
 flags below; --batch 0 = full batch) and a prior pool (the next --pool samples). It
 trains --shadows models on D₋ ∪ {z′}, z′ from the pool, fits a reconstructor from
 released weights to z′ (--reconstructor) and reconstructs each of --targets test images
-z from the model trained on D₋ ∪ {z}. Reported per target: MSE, the label-only baseline
+z from the model trained on D₋ ∪ {z}. With --public N, N further training samples
+(drawn from --seed, disjoint from D₋ and the pool) are the fixed public data of every
+model, so --perturb-net (Edmunds's FIM), learned noise and pretraining can run
+(--pretrain-public cannot: it would split D₋ ∪ {z}). Reported per target: MSE, the label-only baseline
 (class mean of the pool), the target's dFIL with 1/dFIL (Guo et al. 2022, Theorem 2:
 unbiased attackers only) and Theorem 1's RDP bound (any attacker).`,
 		Args: cobra.NoArgs,
@@ -188,6 +191,7 @@ unbiased attackers only) and Theorem 1's RDP bound (any attacker).`,
 	addTrainConfigFlags(fs, &e.Config)
 	fs.IntVar(&e.Fixed, "fixed", e.Fixed, "size of D₋, the training samples the adversary knows (the first ones of the dataset)")
 	fs.IntVar(&e.Pool, "pool", 0, "prior pool: the training samples after D₋ the shadow targets are drawn from (0 = all the rest)")
+	fs.IntVar(&e.Public, "public", 0, "fixed public pool: this many training samples after D₋, drawn from --seed and disjoint from D₋ and the prior pool, given to every shadow and target model as public data for --perturb-net, learned noise and pretraining (Edmunds 2024, Table B.2: 1000; 0 = none; needs the engine shadow trainer)")
 	fs.IntVar(&e.Shadows, "shadows", e.Shadows, "shadow models to train (Balle et al. use thousands; a pool smaller than this is reused)")
 	fs.IntVar(&e.Targets, "targets", e.Targets, "real targets: the first test images, each trained on D₋ ∪ {z} and reconstructed")
 	fs.Float64Var(&e.ValFraction, "val-fraction", e.ValFraction, "fraction of the shadow models held out to measure the reconstructor's generalisation")
@@ -200,13 +204,13 @@ unbiased attackers only) and Theorem 1's RDP bound (any attacker).`,
 	fs.Float64Var(&e.MLP.Decay, "rec-decay", 0, "reconstructor network: L2 weight decay")
 	fs.BoolVar(&e.MLP.BestEpoch, "rec-best-epoch", false, "reconstructor network: keep the epoch with the lowest held-out shadow MSE (early stopping)")
 	fs.Float64Var(&e.RidgeLambda, "ridge-lambda", e.RidgeLambda, "ridge reconstructor: penalty relative to the mean kernel diagonal (0 = chosen by leave-one-out error over 1e-4 … 1e4)")
-	fs.StringVar(&e.Trainer, "shadow-trainer", attack.ShadowTrainerAuto, "shadow trainer: batched (blocks of shadows as GEMMs; full batch, linear or mlp, --sigma given, magnitude pruning allowed; no pretraining, freezing, learned noise or g_φ), engine (train.Run per shadow) or auto (batched when the recipe allows)")
+	fs.StringVar(&e.Trainer, "shadow-trainer", attack.ShadowTrainerAuto, "shadow trainer: batched (blocks of shadows as GEMMs; full batch, linear or mlp, --sigma given, magnitude pruning allowed; no pretraining, freezing, learned noise, g_φ or --public), engine (train.Run per shadow) or auto (batched when the recipe allows)")
 	fs.IntVar(&e.ShadowBlock, "shadow-block", 32, "batched trainer: shadows trained together")
 	fs.IntVar(&e.Parallel, "shadow-parallel", 0, "batched trainer: blocks trained at once (0 = all cores)")
 	fs.StringVar(&e.Checkpoint, "checkpoint", "", "file the shadow set is appended to and resumed from (a rerun with more --shadows extends it)")
 	fs.StringVar(&e.Out, "out", "", "write reconn_targets.csv (every target) and reconn_targets.png (the first 10 targets over their reconstructions) here")
 	addQuietFlag(cmd, &quiet)
-	setGroupedUsage(cmd, append([]flagGroup{{"Attack (RecoNN)", []string{"fixed", "pool", "shadows", "targets", "val-fraction", "same-init",
+	setGroupedUsage(cmd, append([]flagGroup{{"Attack (RecoNN)", []string{"fixed", "pool", "public", "shadows", "targets", "val-fraction", "same-init",
 		"reconstructor", "hidden", "rec-epochs", "rec-batch", "rec-lr", "rec-decay", "rec-best-epoch", "ridge-lambda",
 		"shadow-trainer", "shadow-block", "shadow-parallel", "checkpoint"}}}, trainFlagGroups()...))
 	return cmd

@@ -53,3 +53,43 @@ func TestAttackReconnCommand(t *testing.T) {
 		}
 	}
 }
+
+// --public draws a fixed public pool that every model gets, so that --perturb-net
+// (Edmunds's FIM) runs in the attack; the report gives its size.
+func TestAttackReconnPublic(t *testing.T) {
+	base := []string{"attack", "reconn", "--quiet", "--fixed", "9", "--pool", "20", "--steps", "1", "--fil-coords", "0",
+		"--model", "linear", "--same-init", "--prune-fraction", "0.5", "--pretrain-steps", "-1", "--reconstructor", "ridge"}
+	out, stderr, err := execCLI(t, append(base, "--json", "--public", "50", "--perturb-net", "--perturb-steps", "1",
+		"--perturb-batch", "8", "--perturb-hidden", "4", "--shadows", "4", "--targets", "2")...)
+	if err != nil {
+		t.Fatalf("attack reconn --public: %v\n%s", err, stderr)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("invalid JSON: %v\n%s", err, out)
+	}
+	sh, _ := m["shadow_training"].(map[string]any)
+	rc, _ := m["recipe"].(map[string]any)
+	tu, _ := rc["tuning"].(map[string]any)
+	if m["public"] != 50.0 || m["public_disjoint"] != true || m["pool"] != 20.0 || sh["trainer"] != "engine" || tu["public_external"] != true || tu["perturb_net"] != true {
+		t.Fatalf("public %v, disjoint %v, pool %v, trainer %v, recipe tuning %v", m["public"], m["public_disjoint"], m["pool"], sh["trainer"], tu)
+	}
+	human, _, err := execCLI(t, append(base, "--public", "50", "--perturb-net", "--perturb-steps", "1", "--perturb-hidden", "4", "--shadows", "3", "--targets", "1")...)
+	if err != nil || !strings.Contains(human, "public pool: 50 training samples (disjoint") {
+		t.Fatalf("human output: %v\n%s", err, human)
+	}
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--public", "50", "--perturb-net", "--shadow-trainer", "batched"}, "batched does not train with a public pool"},
+		{[]string{"--perturb-net"}, "--public N"},
+		{[]string{"--public", "50", "--perturb-net", "--pretrain-public", "0.5"}, "pretrain_public"},
+		{[]string{"--public", "100000", "--perturb-net"}, "leave no prior pool"},
+		{[]string{"--public", "7980", "--perturb-net"}, "exceed the"},
+	} {
+		if _, _, err := execCLI(t, append(append(base, "--shadows", "2", "--targets", "1"), tc.args...)...); err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("attack reconn %v: error %v, want one saying %q", tc.args, err, tc.msg)
+		}
+	}
+}

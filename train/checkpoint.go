@@ -29,6 +29,7 @@ type checkpoint struct {
 	Wall        float64        // training seconds spent in earlier segments
 	Samples     int64          // batch samples processed in earlier segments
 	StepSeconds float64        // seconds spent in DP-SGD steps in earlier segments
+	Public      string         // fingerprint of the caller's public data (Options.Public; "" = none)
 }
 
 // repeatState is the checkpointed state of the repeat in progress.

@@ -154,8 +154,8 @@ func (t TuningConfig) validatePerturb() error {
 	default:
 		return errPerturbConfig("perturb_arch = %q, want %q or %q", t.PerturbArch, PerturbArchMLP, PerturbArchCNN)
 	}
-	if t.PretrainPublic == 0 {
-		return errPerturbConfig("g_φ is trained on the public split: set pretrain_public > 0")
+	if !t.hasPublic() {
+		return errPerturbConfig("g_φ is trained on the public split: set pretrain_public > 0 (or give train.Options.Public)")
 	}
 	if t.NoiseRank > 0 {
 		return errPerturbConfig("learned noise (noise_rank) accounts FIL in a metric that ignores g_φ; use one of the two")

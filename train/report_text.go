@@ -80,6 +80,9 @@ func (res *Result) writeTuning(w io.Writer) {
 	var parts []string
 	if t.NPublic > 0 {
 		s := fmt.Sprintf("public %d / private %d samples", t.NPublic, t.NPrivate)
+		if t.PublicExternal {
+			s = fmt.Sprintf("public %d samples given by the caller (not in the training set; fingerprint %.12s…) / private %d samples (the whole training set)", t.NPublic, t.PublicSHA256, t.NPrivate)
+		}
 		if t.PretrainSteps > 0 {
 			s += fmt.Sprintf(", pretrained %d steps (test accuracy %.4f)", t.PretrainSteps, t.PretrainAccuracy)
 		}

@@ -21,7 +21,8 @@ import (
 	"github.com/dpfil/dpfil/train/fil"
 )
 
-// Options controls where and how a run executes; none of it changes the result.
+// Options controls where and how a run executes; apart from the data and model it
+// may supply (Data, Public, Model), none of it changes the result.
 type Options struct {
 	Out      string               // run directory: result.json, dfil.npy, params, checkpoints ("" = write nothing)
 	Resume   bool                 // continue from Out's checkpoint if present
@@ -52,6 +53,18 @@ type Options struct {
 	// the run. A resumed run calls it from the checkpoint's step on, so a consumer
 	// that persists records must drop those past that step (see StepRecord.Step).
 	OnStep func(StepRecord) error
+
+	// Public, when set, is the run's public data (Edmunds 2024): pretraining, g_φ
+	// (perturb_net) and learned noise read it, as they read the public split of
+	// pretrain_public > 0, but it is not part of the training set: every training
+	// sample stays private (result tuning.n_private = dataset.n_train). Its image
+	// shape and classes must be the training data's. Run records it in the config
+	// (tuning.public_external, so the config hash differs from the same recipe with
+	// a public split) and in the result (tuning.public_external, public_sha256); it
+	// cannot be combined with pretrain_public > 0, and some feature must read it. A
+	// resumed run must be given the same public data (the checkpoint holds its
+	// fingerprint).
+	Public *data.Dataset
 
 	// PerturbDiag > 0 writes g_φ's per-step diagnostics into Out/perturb-diag
 	// (train/perturbdiag.go): per batch member the norms of its base gradient,
@@ -120,6 +133,9 @@ type setup struct {
 // written to opt.Out. Cancelling ctx stops at a step boundary after writing a
 // checkpoint (when opt.Out is set) and returns ctx.Err().
 func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
+	if opt.Public != nil {
+		cfg.Tuning.PublicExternal = true // the config says that the public data was the caller's
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -157,10 +173,15 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 			if r.Config.Hash() != cfg.Hash() {
 				return nil, fmt.Errorf("run directory %s holds a finished run of a different config (hash %s, want %s)", opt.Out, r.Config.Hash(), cfg.Hash())
 			}
+			if got, want := r.publicSHA256(), publicFingerprint(opt.Public); got != want {
+				return nil, fmt.Errorf("run directory %s holds a finished run with other public data (train.Options.Public fingerprint %q, want %q)", opt.Out, got, want)
+			}
 			logf("run in %s is already finished", opt.Out)
 			return r, nil
 		case ck != nil && ck.ConfigHash != cfg.Hash():
 			return nil, fmt.Errorf("checkpoint in %s is of a different config (hash %s, want %s)", opt.Out, ck.ConfigHash, cfg.Hash())
+		case ck != nil && ck.Public != publicFingerprint(opt.Public):
+			return nil, fmt.Errorf("checkpoint in %s was trained with other public data (train.Options.Public fingerprint %q, given %q)", opt.Out, ck.Public, publicFingerprint(opt.Public))
 		}
 	}
 	s, err := prepare(cfg, opt, logf)
@@ -177,7 +198,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 		logf("device: %s", d.Device())
 	}
 	if ck == nil {
-		ck = &checkpoint{Config: cfg, ConfigHash: cfg.Hash()}
+		ck = &checkpoint{Config: cfg, ConfigHash: cfg.Hash(), Public: publicFingerprint(opt.Public)}
 	} else {
 		logf("resuming %s: repeat %d/%d", opt.Out, ck.Repeat+1, cfg.Repeats)
 	}
@@ -186,6 +207,27 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 		return nil, discardDiverged(opt.Out, err)
 	}
 	return res, err
+}
+
+// publicFingerprint is the content fingerprint of the caller's public data
+// (Options.Public; "" when none).
+func publicFingerprint(pub *data.Dataset) string {
+	switch {
+	case pub == nil:
+		return ""
+	case pub.SHA256 != "":
+		return pub.SHA256
+	}
+	return pub.Fingerprint()
+}
+
+// publicSHA256 is the fingerprint of the caller's public data the run recorded (""
+// when it had none).
+func (r *Result) publicSHA256() string {
+	if r.Tuning == nil {
+		return ""
+	}
+	return r.Tuning.PublicSHA256
 }
 
 // ErrDiverged is wrapped by the error of a run whose parameters or loss stopped
@@ -260,7 +302,7 @@ func prepare(cfg Config, opt Options, logf func(string, ...any)) (*setup, error)
 		}
 		nm.Network().SetFILNormalizedInputs(true)
 	}
-	if err := s.prepareTuning(); err != nil {
+	if err := s.prepareTuning(opt.Public); err != nil {
 		return nil, err
 	}
 	s.n, s.d, s.p = s.train.N, s.train.Dim(), s.model.NumParams()

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -17,10 +18,14 @@ import (
 // gradient noise. The zero value turns all of them off and is
 // omitted from JSON, so configs without them keep their hashes.
 //
-//   - Pretraining (PretrainPublic > 0): a fraction of the training set, drawn from
-//     the config seed, becomes public data; the model is first trained on it without
-//     privacy (PretrainSteps steps of momentum SGD on mini-batches) and then fine-tuned
-//     with DP-SGD on the private remainder (N, q, ε and dFIL refer to the private part).
+//   - Public data: a fraction PretrainPublic of the training set, drawn from the config
+//     seed, becomes public data (N, q, ε and dFIL then refer to the private
+//     remainder); or, with PublicExternal, the caller gives the public data
+//     (train.Options.Public) and every training sample stays private. Pretraining,
+//     g_φ and learned noise read it.
+//   - Pretraining (public data given, PretrainSteps ≥ 0): the model is first trained on
+//     the public data without privacy (PretrainSteps steps of momentum SGD on
+//     mini-batches) and then fine-tuned with DP-SGD on the private data.
 //   - Pruning (PruneFraction > 0): after pretraining, the fraction of parameters with
 //     the smallest magnitude is frozen (PruneMode "freeze", the thesis's choice) or set
 //     to zero and frozen ("zero").
@@ -35,12 +40,17 @@ import (
 // N(0, σ²C²(β²I + U·diag(a)·Uᵀ)) on the released coordinates.
 type TuningConfig struct {
 	PretrainPublic float64 `json:"pretrain_public,omitempty"` // fraction of the training set made public (0 = none)
-	PretrainSteps  int     `json:"pretrain_steps,omitempty"`  // non-private steps on the public part (0 = 200; < 0 = none)
-	PretrainBatch  int     `json:"pretrain_batch,omitempty"`  // their batch size (0 = the config's batch, at most the public size)
-	PretrainLR     float64 `json:"pretrain_lr,omitempty"`     // their learning rate (0 = the config's lr)
-	PruneFraction  float64 `json:"prune_fraction,omitempty"`  // fraction of all parameters frozen by magnitude
-	PruneMode      string  `json:"prune_mode,omitempty"`      // freeze (default) or zero
-	Freeze         string  `json:"freeze,omitempty"`          // layers frozen: indices into the architecture's layers or tensor names (conv0, dense9.b), comma-separated
+	// PublicExternal says the public data is not part of the training set but given by
+	// the caller (train.Options.Public, e.g. attack reconn's fixed public pool). Run
+	// sets it whenever Options.Public is given, so that the config (and its hash)
+	// says so; a config with it needs Options.Public.
+	PublicExternal bool    `json:"public_external,omitempty"`
+	PretrainSteps  int     `json:"pretrain_steps,omitempty"` // non-private steps on the public part (0 = 200; < 0 = none)
+	PretrainBatch  int     `json:"pretrain_batch,omitempty"` // their batch size (0 = the config's batch, at most the public size)
+	PretrainLR     float64 `json:"pretrain_lr,omitempty"`    // their learning rate (0 = the config's lr)
+	PruneFraction  float64 `json:"prune_fraction,omitempty"` // fraction of all parameters frozen by magnitude
+	PruneMode      string  `json:"prune_mode,omitempty"`     // freeze (default) or zero
+	Freeze         string  `json:"freeze,omitempty"`         // layers frozen: indices into the architecture's layers or tensor names (conv0, dense9.b), comma-separated
 
 	NoiseRank    int     `json:"noise_rank,omitempty"`    // r: learned noise directions (0 = isotropic noise)
 	NoisePower   float64 `json:"noise_power,omitempty"`   // ρ: extra noise power Σa_i as a fraction of the isotropic part's (default 0.25)
@@ -87,8 +97,12 @@ const (
 
 // On reports whether any of the tuning features is on.
 func (t TuningConfig) On() bool {
-	return t.PretrainPublic > 0 || t.PruneFraction > 0 || t.Freeze != "" || t.NoiseRank > 0 || t.PerturbNet
+	return t.PretrainPublic > 0 || t.PublicExternal || t.PruneFraction > 0 || t.Freeze != "" || t.NoiseRank > 0 || t.PerturbNet
 }
+
+// hasPublic reports whether the run has public data (a split of the training set or
+// the caller's).
+func (t TuningConfig) hasPublic() bool { return t.PretrainPublic > 0 || t.PublicExternal }
 
 // validate checks the tuning fields that do not depend on the data.
 func (t TuningConfig) validate(c Config) error {
@@ -98,8 +112,14 @@ func (t TuningConfig) validate(c Config) error {
 	if t.PretrainBatch < 0 || !finite(t.PretrainLR) || t.PretrainLR < 0 {
 		return fmt.Errorf("config: pretrain_batch = %d and pretrain_lr = %v must be ≥ 0", t.PretrainBatch, t.PretrainLR)
 	}
-	if t.PretrainPublic == 0 && (t.PretrainSteps > 0 || t.PretrainBatch > 0 || t.PretrainLR > 0) {
-		return fmt.Errorf("config: pretraining needs public data: set pretrain_public > 0")
+	if t.PretrainPublic > 0 && t.PublicExternal {
+		return fmt.Errorf("config: pretrain_public = %v splits the training set into public and private parts, but the public data is given by the caller (public_external, train.Options.Public): use one of the two", t.PretrainPublic)
+	}
+	if !t.hasPublic() && (t.PretrainSteps > 0 || t.PretrainBatch > 0 || t.PretrainLR > 0) {
+		return fmt.Errorf("config: pretraining needs public data: set pretrain_public > 0 (or give train.Options.Public)")
+	}
+	if t.PublicExternal && t.pretrainSteps() == 0 && !t.PerturbNet && t.NoiseRank == 0 {
+		return fmt.Errorf("config: public data is given (public_external, train.Options.Public) but nothing reads it: pretraining is off (pretrain_steps < 0) and neither perturb_net nor noise_rank is set")
 	}
 	if !finite(t.PruneFraction) || t.PruneFraction < 0 || t.PruneFraction >= 1 {
 		return fmt.Errorf("config: prune_fraction = %v must be in [0, 1)", t.PruneFraction)
@@ -118,8 +138,8 @@ func (t TuningConfig) validate(c Config) error {
 	if !finite(t.NoisePower) || t.NoisePower < 0 || !finite(t.NoiseBase) || t.NoiseBase < 0 || t.NoiseBase > 1 {
 		return fmt.Errorf("config: noise_power = %v must be ≥ 0 and noise_base = %v in (0, 1] (0 = 1)", t.NoisePower, t.NoiseBase)
 	}
-	if t.NoiseRank > 0 && t.PretrainPublic == 0 {
-		return fmt.Errorf("config: learned noise (noise_rank > 0) is estimated on public data: set pretrain_public > 0")
+	if t.NoiseRank > 0 && !t.hasPublic() {
+		return fmt.Errorf("config: learned noise (noise_rank > 0) is estimated on public data: set pretrain_public > 0 (or give train.Options.Public)")
 	}
 	if t.NoiseRank == 0 && (t.NoisePower != 0 || t.NoiseBase != 0 || t.NoiseSamples != 0 || t.NoiseEvery != 0) {
 		return fmt.Errorf("config: noise_power/base/samples/every need noise_rank > 0")
@@ -141,7 +161,7 @@ func (t TuningConfig) validate(c Config) error {
 
 func (t TuningConfig) pretrainSteps() int {
 	switch {
-	case t.PretrainPublic == 0 || t.PretrainSteps < 0:
+	case !t.hasPublic() || t.PretrainSteps < 0:
 		return 0
 	case t.PretrainSteps == 0:
 		return defaultPretrainSteps
@@ -175,6 +195,11 @@ func (t TuningConfig) noiseSamples() int {
 type TuningResult struct {
 	NPublic  int `json:"n_public"`  // public samples (not part of the private training set)
 	NPrivate int `json:"n_private"` // private samples (= dataset.n_train)
+	// PublicExternal: the public data was given by the caller (train.Options.Public),
+	// not split off the training set (all n_train samples are private);
+	// PublicSHA256 is its content fingerprint (data.Dataset.Fingerprint).
+	PublicExternal bool   `json:"public_external,omitempty"`
+	PublicSHA256   string `json:"public_sha256,omitempty"`
 	// PretrainSteps is the number of non-private steps on the public part;
 	// PretrainAccuracy the test accuracy after them (mean over repeats; the thesis's
 	// "Pretrain" row).
@@ -195,6 +220,7 @@ type TuningResult struct {
 type tuning struct {
 	cfg      TuningConfig
 	public   *data.Dataset
+	external bool                     // public is the caller's (Options.Public), not a split of the training set
 	net      *models.Network[float32] // the engine network (masked gradients and FIL)
 	base     models.Model
 	frozen   []bool // static freeze mask from Freeze (nil: none)
@@ -225,10 +251,17 @@ type tunedRepeat struct {
 	nFrozen int
 }
 
-// prepareTuning splits the training set into public and private parts, resolves the
-// frozen layers and wraps the model (run.go's prepare, before N is read).
-func (s *setup) prepareTuning() error {
+// prepareTuning splits the training set into public and private parts (or takes the
+// caller's public data, external), resolves the frozen layers and wraps the model (run.go's
+// prepare, before N is read).
+func (s *setup) prepareTuning(external *data.Dataset) error {
 	t := s.cfg.Tuning
+	switch {
+	case external != nil && !t.PublicExternal:
+		return errors.New("train.Options.Public is given but config.tuning.public_external is not set (train.Run sets it)")
+	case external == nil && t.PublicExternal:
+		return errors.New("config.tuning.public_external: the public data is given by the caller, and train.Options.Public is nil (resume such a run through the program that started it)")
+	}
 	if t == (TuningConfig{}) {
 		return nil
 	}
@@ -258,6 +291,16 @@ func (s *setup) prepareTuning() error {
 	if err := t.checkPerturbInput(s.train.C, s.train.H, s.train.W); err != nil {
 		return err
 	}
+	if t.PublicExternal {
+		if err := checkPublicShape(external, s.train); err != nil {
+			return err
+		}
+		if s.cfg.FILRefineTop > 0 {
+			return fmt.Errorf("config: fil_refine_top = %d supports plain DP-SGD runs, not runs with public data", s.cfg.FILRefineTop)
+		}
+		tu.public = external
+		tu.external = true
+	}
 	if t.PretrainPublic > 0 {
 		n := s.train.N
 		nPub := int(math.Floor(t.PretrainPublic * float64(n)))
@@ -275,6 +318,8 @@ func (s *setup) prepareTuning() error {
 		if s.train, err = s.train.Select(priv); err != nil {
 			return fmt.Errorf("private split: %w", err)
 		}
+	}
+	if tu.public != nil {
 		tu.steps = t.pretrainSteps()
 		tu.lr = t.PretrainLR
 		if tu.lr == 0 {
@@ -293,6 +338,27 @@ func (s *setup) prepareTuning() error {
 	}
 	s.tune = tu
 	s.model = &tunedModel{base: s.model, t: tu}
+	return nil
+}
+
+// checkPublicShape checks the caller's public data (train.Options.Public) against
+// the training data: non-empty, the same image shape and classes, labels in range.
+func checkPublicShape(pub, tr *data.Dataset) error {
+	if pub == nil || pub.N < 1 {
+		return errors.New("train.Options.Public is empty: the public data needs ≥ 1 sample")
+	}
+	if pub.C != tr.C || pub.H != tr.H || pub.W != tr.W || pub.Classes != tr.Classes {
+		return fmt.Errorf("train.Options.Public has shape %dx%dx%d with %d classes, the training data %dx%dx%d with %d classes: the public data must be drawn from the same kind of data",
+			pub.C, pub.H, pub.W, pub.Classes, tr.C, tr.H, tr.W, tr.Classes)
+	}
+	if len(pub.Images) != pub.N*pub.Dim() || len(pub.Labels) != pub.N {
+		return fmt.Errorf("train.Options.Public holds %d values and %d labels for %d samples of %d values", len(pub.Images), len(pub.Labels), pub.N, pub.Dim())
+	}
+	for i, y := range pub.Labels {
+		if y < 0 || y >= pub.Classes {
+			return fmt.Errorf("train.Options.Public: sample %d has label %d outside [0, %d)", i, y, pub.Classes)
+		}
+	}
 	return nil
 }
 
@@ -451,6 +517,9 @@ func (s *setup) tuningResult(res *Result) error {
 	tr := &TuningResult{NPrivate: s.n, PretrainSteps: tu.steps, FrozenTensors: tu.tensors, Released: tu.p}
 	if tu.public != nil {
 		tr.NPublic = tu.public.N
+		if tu.external {
+			tr.PublicExternal, tr.PublicSHA256 = true, publicFingerprint(tu.public)
+		}
 	}
 	if tu.cur != nil {
 		tr.Frozen = tu.cur.nFrozen
