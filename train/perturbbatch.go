@@ -53,7 +53,7 @@ func (n *perturbNet) lossBatch(sms []pnSample, grad []float64) float64 {
 	}
 	pnChunks(sms, func(c []pnSample) {
 		var b pnBatch
-		b.forward(n, c)
+		b.forward(n, c, true)
 		tot += b.lossAndGrad(n, c, grad)
 	})
 	return tot
@@ -70,7 +70,7 @@ func (n *perturbNet) filSqBatch(sms []pnSample, out []float64) {
 			rows, sq = b.rows, b.sq
 		} else {
 			var b pnBatch
-			b.forward(n, c)
+			b.forward(n, c, true)
 			rows, sq = b.rows, b.sq
 		}
 		for i := range c {
@@ -134,12 +134,8 @@ func (n *perturbNet) perturbBatch(sms []pnSample, out []float64) {
 			off += len(c)
 			return
 		}
-		noProbes := make([]pnSample, len(c))
-		for i, sm := range c {
-			noProbes[i] = pnSample{x: sm.x, g: sm.g}
-		}
 		var b pnBatch
-		b.forward(n, noProbes)
+		b.forward(n, c, false)
 		copy(out[off*n.p:(off+len(c))*n.p], b.delta)
 		off += len(c)
 	})
@@ -161,7 +157,6 @@ type pnBatch struct {
 	wdot, vdot     []float64 // R×p
 	sq, m          []float64 // R: ‖v̇‖², wᵀẇ
 	rowOf          []int     // R: the sample of each probe row
-	in, h, p, d    int
 	anyOneHotProbe bool
 }
 
@@ -169,18 +164,66 @@ func general(data []float64, rows, cols, stride int) blas64.General {
 	return blas64.General{Rows: rows, Cols: cols, Stride: stride, Data: data}
 }
 
-// forward evaluates g_φ, its probe tangents and the clipped tangents v̇ on c.
-func (b *pnBatch) forward(n *perturbNet, c []pnSample) {
+// maskedOutput returns the output layer of g_φ as the GEMMs use it: Vᵀ (h×p, from V
+// p×h row-major, so that the inner loops run over p) and the bias c, both zero on the
+// frozen coordinates of mask (nil: none).
+func maskedOutput(V, c []float64, mask []bool, p, h int) (vt, cm []float64) {
+	vt, cm = make([]float64, h*p), append([]float64(nil), c...)
+	for i := 0; i < p; i++ {
+		if mask != nil && !mask[i] {
+			cm[i] = 0
+			continue
+		}
+		for j, v := range V[i*h : (i+1)*h] {
+			vt[j*p+i] = v
+		}
+	}
+	return vt, cm
+}
+
+// addVt adds the transpose of gVt (h×p) to gV (p×h, row-major).
+func addVt(gVt, gV []float64, p, h int) {
+	for j := 0; j < h; j++ {
+		for i, v := range gVt[j*p : (j+1)*p] {
+			gV[i*h+j] += v
+		}
+	}
+}
+
+// addColSums adds the column sums of the rows×cols matrix m to dst.
+func addColSums(m []float64, rows, cols int, dst []float64) {
+	for i := 0; i < rows; i++ {
+		for j, v := range m[i*cols : (i+1)*cols] {
+			dst[j] += v
+		}
+	}
+}
+
+// tiled returns B copies of v, one per row.
+func tiled(v []float64, B int) []float64 {
+	out := make([]float64, B*len(v))
+	for i := 0; i < B; i++ {
+		copy(out[i*len(v):], v)
+	}
+	return out
+}
+
+// forward evaluates g_φ on c and, with tangents, its probe tangents and the clipped
+// tangents v̇.
+func (b *pnBatch) forward(n *perturbNet, c []pnSample, tangents bool) {
 	d, p, h := n.d, n.p, n.h
 	in := d + p
-	b.d, b.p, b.h, b.in = d, p, h, in
 	B := len(c)
 	b.B = B
 	b.rows = make([]int, B+1)
 	b.sparse = true
 	for i := range c {
-		b.rows[i+1] = b.rows[i] + len(c[i].gdots)
-		if len(c[i].gdots) > 0 && c[i].uIdx == nil {
+		S := 0
+		if tangents {
+			S = len(c[i].gdots)
+		}
+		b.rows[i+1] = b.rows[i] + S
+		if S > 0 && c[i].uIdx == nil {
 			b.sparse = false
 		}
 		if c[i].uIdx != nil {
@@ -189,19 +232,8 @@ func (b *pnBatch) forward(n *perturbNet, c []pnSample) {
 	}
 	R := b.rows[B]
 	b.R = R
-	A, a, V, cc := n.phi[n.offA:n.offa], n.phi[n.offa:n.offV], n.phi[n.offV:n.offc], n.phi[n.offc:]
-	// Vᵀ, so that every GEMM's inner loop runs over p or d+p, not over h.
-	b.vt = make([]float64, h*p)
-	b.cm = append([]float64(nil), cc...)
-	for i := 0; i < p; i++ {
-		if n.mask != nil && !n.mask[i] {
-			b.cm[i] = 0
-			continue
-		}
-		for j, v := range V[i*h : (i+1)*h] {
-			b.vt[j*p+i] = v
-		}
-	}
+	A, a := n.phi[n.offA:n.offa], n.phi[n.offa:n.offV]
+	b.vt, b.cm = maskedOutput(n.phi[n.offV:n.offc], n.phi[n.offc:], n.mask, p, h)
 
 	// Forward: Z = X̃·Aᵀ + a, H = GeLU(Z), Δ = H·Vmᵀ + cm, W = G + Δ.
 	b.xin = make([]float64, B*in)
@@ -214,19 +246,13 @@ func (b *pnBatch) forward(n *perturbNet, c []pnSample) {
 			row[d+j] = (v - n.mean[d+j]) * n.inv[d+j]
 		}
 	}
-	b.z = make([]float64, B*h)
-	for i := 0; i < B; i++ {
-		copy(b.z[i*h:(i+1)*h], a)
-	}
+	b.z = tiled(a, B)
 	blas64.Gemm(blas.NoTrans, blas.Trans, 1, general(b.xin, B, in, in), general(A, h, in, in), 1, general(b.z, B, h, h))
 	b.hh, b.g1, b.g2 = make([]float64, B*h), make([]float64, B*h), make([]float64, B*h)
 	for i, v := range b.z {
 		b.hh[i], b.g1[i], b.g2[i] = gelu3(v)
 	}
-	b.delta = make([]float64, B*p)
-	for i := 0; i < B; i++ {
-		copy(b.delta[i*p:(i+1)*p], b.cm)
-	}
+	b.delta = tiled(b.cm, B)
 	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, general(b.hh, B, h, h), general(b.vt, h, p, p), 1, general(b.delta, B, p, p))
 	b.w = make([]float64, B*p)
 	b.fw = make([]pnFwd, B)
@@ -250,7 +276,7 @@ func (b *pnBatch) forward(n *perturbNet, c []pnSample) {
 	b.rowOf = make([]int, R)
 	b.wdot = make([]float64, R*p)
 	for i, sm := range c {
-		for k, gd := range sm.gdots {
+		for k, gd := range sm.gdots[:b.rows[i+1]-b.rows[i]] {
 			r := b.rows[i] + k
 			b.rowOf[r] = i
 			row := b.tin[r*in : (r+1)*in]
@@ -273,7 +299,7 @@ func (b *pnBatch) forward(n *perturbNet, c []pnSample) {
 	}
 	b.hdot = make([]float64, R*h)
 	for i, sm := range c {
-		for k := range sm.gdots {
+		for k := range b.rows[i+1] - b.rows[i] {
 			r := b.rows[i] + k
 			zd := b.zdot[r*h : (r+1)*h]
 			if sm.uIdx != nil {
@@ -300,7 +326,8 @@ func (b *pnBatch) forward(n *perturbNet, c []pnSample) {
 // lossAndGrad returns Σ_i ℓ_i over the chunk and, when grad is not nil, adds its
 // gradient (the reverse of forward).
 func (b *pnBatch) lossAndGrad(n *perturbNet, c []pnSample, grad []float64) float64 {
-	B, R, d, p, h, in := b.B, b.R, b.d, b.p, b.h, b.in
+	B, R, d, p, h := b.B, b.R, n.d, n.p, n.h
+	in := d + p
 	heads := make([]*pnFwd, B)
 	for i := range heads {
 		heads[i] = &b.fw[i]
@@ -310,11 +337,7 @@ func (b *pnBatch) lossAndGrad(n *perturbNet, c []pnSample, grad []float64) float
 		return tot
 	}
 	gA, ga, gV, gc := grad[n.offA:n.offa], grad[n.offa:n.offV], grad[n.offV:n.offc], grad[n.offc:]
-	for i := 0; i < B; i++ {
-		for j, v := range dD[i*p : (i+1)*p] {
-			gc[j] += v
-		}
-	}
+	addColSums(dD, B, p, gc)
 	// ∂Vᵀ = Hᵀ·∂Δ (+ Ḣᵀ·∂Ẇ), added to ∂V transposed; ∂H = ∂Δ·V, ∂Z = GeLU′⊙∂H.
 	gVt := make([]float64, h*p)
 	blas64.Gemm(blas.Trans, blas.NoTrans, 1, general(b.hh, B, h, h), general(dD, B, p, p), 0, general(gVt, h, p, p))
@@ -339,16 +362,8 @@ func (b *pnBatch) lossAndGrad(n *perturbNet, c []pnSample, grad []float64) float
 			}
 		}
 	}
-	for j := 0; j < h; j++ {
-		for i, v := range gVt[j*p : (j+1)*p] {
-			gV[i*h+j] += v
-		}
-	}
-	for i := 0; i < B; i++ {
-		for j, v := range dz[i*h : (i+1)*h] {
-			ga[j] += v
-		}
-	}
+	addVt(gVt, gV, p, h)
+	addColSums(dz, B, h, ga)
 	// ∂A += ∂Zᵀ·X̃ + ∂Żᵀ·T̃ (+ one-hot columns).
 	blas64.Gemm(blas.Trans, blas.NoTrans, 1, general(dz, B, h, h), general(b.xin, B, in, in), 1, general(gA, h, in, in))
 	if R == 0 {

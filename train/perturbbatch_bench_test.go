@@ -27,17 +27,12 @@ func benchPerturbSamples(n, probes int) (*perturbNet, []pnSample) {
 func BenchmarkPerturbLoss(b *testing.B) {
 	net, sms := benchPerturbSamples(256, 2)
 	grad := make([]float64, len(net.phi))
-	b.Run("per-sample", func(b *testing.B) {
-		for range b.N {
-			for i := range sms {
-				net.loss(&sms[i], grad)
-			}
+	benchPair(b, func() {
+		for i := range sms {
+			net.loss(&sms[i], grad)
 		}
-	})
-	b.Run("batched", func(b *testing.B) {
-		for range b.N {
-			net.lossBatch(sms, grad)
-		}
+	}, func() {
+		net.lossBatch(sms, grad)
 	})
 }
 
@@ -53,17 +48,12 @@ func BenchmarkPerturbFIL(b *testing.B) {
 		}
 	}
 	out := make([]float64, len(sms))
-	b.Run("per-sample", func(b *testing.B) {
-		for range b.N {
-			for i := range sms {
-				out[i] = net.filSq(&sms[i])
-			}
+	benchPair(b, func() {
+		for i := range sms {
+			out[i] = net.filSq(&sms[i])
 		}
-	})
-	b.Run("batched", func(b *testing.B) {
-		for range b.N {
-			net.filSqBatch(sms, out)
-		}
+	}, func() {
+		net.filSqBatch(sms, out)
 	})
 }
 
@@ -78,16 +68,26 @@ func BenchmarkPerturbCNNLoss(b *testing.B) {
 		sms[i] = randomSample(784, p, 2, nil, rng)
 	}
 	grad := make([]float64, len(net.phi))
+	benchPair(b, func() {
+		for i := range sms {
+			net.loss(&sms[i], grad)
+		}
+	}, func() {
+		net.lossBatch(sms, grad)
+	})
+}
+
+// benchPair runs the per-sample reference and the batched path of the same work as
+// the sub-benchmarks per-sample and batched.
+func benchPair(b *testing.B, perSample, batched func()) {
 	b.Run("per-sample", func(b *testing.B) {
 		for range b.N {
-			for i := range sms {
-				net.loss(&sms[i], grad)
-			}
+			perSample()
 		}
 	})
 	b.Run("batched", func(b *testing.B) {
 		for range b.N {
-			net.lossBatch(sms, grad)
+			batched()
 		}
 	})
 }

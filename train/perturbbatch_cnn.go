@@ -53,15 +53,6 @@ func tangentRows(d1, zd []float64, rowOf []int, h int) []float64 {
 	return out
 }
 
-// tiled returns B copies of v, one per row.
-func tiled(v []float64, B int) []float64 {
-	out := make([]float64, B*len(v))
-	for i := 0; i < B; i++ {
-		copy(out[i*len(v):], v)
-	}
-	return out
-}
-
 // gemmRows is C = op(A)·op(B) + beta·C (alpha 1) for row-major views, where a product
 // with no rows in C is skipped and one with an empty inner dimension scales C by beta.
 func gemmRows(tA, tB blas.Transpose, a, bb blas64.General, beta float64, cc blas64.General) {
@@ -102,7 +93,7 @@ func (n *perturbNet) cnnBatchForward(c []pnSample, tangents bool) *cnnBatch {
 			copy(b.ed[r*in:], ed)
 		}
 	}
-	gemm := gemmRows
+	gemm := gemmRows // the probe products have no rows without tangents
 	// Dense 1 and 2 on e and every ė.
 	b.z1 = tiled(pv.c1, B)
 	gemm(blas.NoTrans, blas.Trans, general(b.e, B, in, in), general(pv.a1, h, in, in), 1, general(b.z1, B, h, h))
@@ -117,16 +108,7 @@ func (n *perturbNet) cnnBatchForward(c []pnSample, tangents bool) *cnnBatch {
 	gemm(blas.NoTrans, blas.Trans, general(b.q1d, R, h, h), general(pv.a2, h, h, h), 0, general(b.z2d, R, h, h))
 	b.q2d = tangentRows(b.d21, b.z2d, b.rowOf, h)
 	// Output layer: δ = V·q2 + c, ẇ = ġ + V·q̇2 (frozen rows zero).
-	b.vt, b.cm = make([]float64, h*p), append([]float64(nil), pv.c...)
-	for i := 0; i < p; i++ {
-		if n.mask != nil && !n.mask[i] {
-			b.cm[i] = 0
-			continue
-		}
-		for j, v := range pv.v[i*h : (i+1)*h] {
-			b.vt[j*p+i] = v
-		}
-	}
+	b.vt, b.cm = maskedOutput(pv.v, pv.c, n.mask, p, h)
 	b.delta = tiled(b.cm, B)
 	gemm(blas.NoTrans, blas.NoTrans, general(b.q2, B, h, h), general(b.vt, h, p, p), 1, general(b.delta, B, p, p))
 	b.wdot = make([]float64, R*p)
@@ -174,23 +156,12 @@ func (n *perturbNet) cnnLossAndGrad(b *cnnBatch, c []pnSample, grad []float64) f
 	}
 	pv, gv := n.cnnViews(n.phi), n.cnnViews(grad)
 	mm := gemmRows
-	colSum := func(m []float64, rows, cols int, dst []float64) {
-		for i := 0; i < rows; i++ {
-			for j, v := range m[i*cols : (i+1)*cols] {
-				dst[j] += v
-			}
-		}
-	}
 	// Output layer: ∂Vᵀ = Q2ᵀ·∂Δ + Q̇2ᵀ·∂Ẇ, ∂c; ∂Q2 = ∂Δ·V, ∂Q̇2 = ∂Ẇ·V.
 	gVt := make([]float64, h*p)
 	mm(blas.Trans, blas.NoTrans, general(b.q2, B, h, h), general(dD, B, p, p), 0, general(gVt, h, p, p))
 	mm(blas.Trans, blas.NoTrans, general(b.q2d, R, h, h), general(dWd, R, p, p), 1, general(gVt, h, p, p))
-	for j := 0; j < h; j++ {
-		for i, v := range gVt[j*p : (j+1)*p] {
-			gv.v[i*h+j] += v
-		}
-	}
-	colSum(dD, B, p, gv.c)
+	addVt(gVt, gv.v, p, h)
+	addColSums(dD, B, p, gv.c)
 	dq2, dq2d := make([]float64, B*h), make([]float64, R*h)
 	mm(blas.NoTrans, blas.Trans, general(dD, B, p, p), general(b.vt, h, p, p), 0, general(dq2, B, h, h))
 	mm(blas.NoTrans, blas.Trans, general(dWd, R, p, p), general(b.vt, h, p, p), 0, general(dq2d, R, h, h))
@@ -215,7 +186,7 @@ func (n *perturbNet) cnnLossAndGrad(b *cnnBatch, c []pnSample, grad []float64) f
 	// Dense 2: ∂A2 += ∂Z2ᵀ·Q1 + ∂Ż2ᵀ·Q̇1, ∂c2; ∂Q1 = ∂Z2·A2, ∂Q̇1 = ∂Ż2·A2.
 	mm(blas.Trans, blas.NoTrans, general(dz2, B, h, h), general(b.q1, B, h, h), 1, general(gv.a2, h, h, h))
 	mm(blas.Trans, blas.NoTrans, general(dz2d, R, h, h), general(b.q1d, R, h, h), 1, general(gv.a2, h, h, h))
-	colSum(dz2, B, h, gv.c2)
+	addColSums(dz2, B, h, gv.c2)
 	dq1, dq1d := make([]float64, B*h), make([]float64, R*h)
 	mm(blas.NoTrans, blas.NoTrans, general(dz2, B, h, h), general(pv.a2, h, h, h), 0, general(dq1, B, h, h))
 	mm(blas.NoTrans, blas.NoTrans, general(dz2d, R, h, h), general(pv.a2, h, h, h), 0, general(dq1d, R, h, h))
@@ -223,7 +194,7 @@ func (n *perturbNet) cnnLossAndGrad(b *cnnBatch, c []pnSample, grad []float64) f
 	// Dense 1: ∂A1 += ∂Z1ᵀ·E + ∂Ż1ᵀ·Ė, ∂c1; the features' cotangents ∂Z1·A1[:, :512].
 	mm(blas.Trans, blas.NoTrans, general(dz1, B, h, h), general(b.e, B, in, in), 1, general(gv.a1, h, in, in))
 	mm(blas.Trans, blas.NoTrans, general(dz1d, R, h, h), general(b.ed, R, in, in), 1, general(gv.a1, h, in, in))
-	colSum(dz1, B, h, gv.c1)
+	addColSums(dz1, B, h, gv.c1)
 	de, ded := make([]float64, B*cnnFeats), make([]float64, R*cnnFeats)
 	mm(blas.NoTrans, blas.NoTrans, general(dz1, B, h, h), general(pv.a1, h, cnnFeats, in), 0, general(de, B, cnnFeats, cnnFeats))
 	mm(blas.NoTrans, blas.NoTrans, general(dz1d, R, h, h), general(pv.a1, h, cnnFeats, in), 0, general(ded, R, cnnFeats, cnnFeats))

@@ -60,37 +60,34 @@ func (c convSpec) inLen() int  { return c.cin * c.hin * c.win }
 func (c convSpec) outLen() int { return c.cout * c.ho * c.wo }
 func (c convSpec) wLen() int   { return c.cout * c.cin * c.k * c.k }
 
-// eachOf calls fn(o, i, wi, n) for every kernel tap wi of the first cout output
-// channels and every output row: the output index o and input index i of the row's
-// first output column that the tap reaches, and the number n of such columns (output
-// indices o, o+1, …; input indices i, i+stride, …). With cout = 1, wi is the tap's
-// column in the patch matrix (im2col).
-func (c convSpec) eachOf(cout int, fn func(o, i, wi, n int)) {
+// eachTap calls fn(q, i, t, n) for every kernel tap t = (ci, a, b) — the tap's column
+// in the patch matrix of im2col — and every output row: the output position q and
+// input index i of the row's first output column that the tap reaches, and the
+// number n of such columns (positions q, q+1, …; input indices i, i+stride, …).
+func (c convSpec) eachTap(fn func(q, i, t, n int)) {
 	kk := c.k * c.k
-	for oc := 0; oc < cout; oc++ {
-		for ci := 0; ci < c.cin; ci++ {
-			for a := 0; a < c.k; a++ {
-				for b := 0; b < c.k; b++ {
-					wi := oc*c.cin*kk + ci*kk + a*c.k + b
-					// valid output columns j: 0 ≤ j·stride + b − pad < win.
-					j0 := 0
-					for j0 < c.wo && j0*c.stride+b-c.pad < 0 {
-						j0++
-					}
-					j1 := j0
-					for j1 < c.wo && j1*c.stride+b-c.pad < c.win {
-						j1++
-					}
-					if j1 == j0 {
+	for ci := 0; ci < c.cin; ci++ {
+		for a := 0; a < c.k; a++ {
+			for b := 0; b < c.k; b++ {
+				t := ci*kk + a*c.k + b
+				// valid output columns j: 0 ≤ j·stride + b − pad < win.
+				j0 := 0
+				for j0 < c.wo && j0*c.stride+b-c.pad < 0 {
+					j0++
+				}
+				j1 := j0
+				for j1 < c.wo && j1*c.stride+b-c.pad < c.win {
+					j1++
+				}
+				if j1 == j0 {
+					continue
+				}
+				for i := 0; i < c.ho; i++ {
+					r := i*c.stride + a - c.pad
+					if r < 0 || r >= c.hin {
 						continue
 					}
-					for i := 0; i < c.ho; i++ {
-						r := i*c.stride + a - c.pad
-						if r < 0 || r >= c.hin {
-							continue
-						}
-						fn((oc*c.ho+i)*c.wo+j0, (ci*c.hin+r)*c.win+j0*c.stride+b-c.pad, wi, j1-j0)
-					}
+					fn(i*c.wo+j0, (ci*c.hin+r)*c.win+j0*c.stride+b-c.pad, t, j1-j0)
 				}
 			}
 		}
@@ -101,11 +98,9 @@ func (c convSpec) eachOf(cout int, fn func(o, i, wi, n int)) {
 // grid, column t = (ci, a, b) of the kernel, the input value under tap t at output
 // (i, j) (zero in the padding).
 func (c convSpec) im2col(in []float64) []float64 {
-	kk := c.k * c.k
-	T := c.cin * kk
+	T := c.cin * c.k * c.k
 	cols := make([]float64, c.ho*c.wo*T)
-	c.eachOf(1, func(o, i, t, n int) {
-		q := o
+	c.eachTap(func(q, i, t, n int) {
 		for j := 0; j < n; j++ {
 			cols[(q+j)*T+t] = in[i+j*c.stride]
 		}
@@ -125,7 +120,7 @@ func (c convSpec) bwdIn(W, dout, din []float64) {
 	T, Q := c.cin*c.k*c.k, c.ho*c.wo
 	dcols := make([]float64, Q*T)
 	blas64.Gemm(blas.Trans, blas.NoTrans, 1, general(dout, c.cout, Q, Q), general(W, c.cout, T, T), 0, general(dcols, Q, T, T))
-	c.eachOf(1, func(q, i, t, n int) {
+	c.eachTap(func(q, i, t, n int) {
 		for j := 0; j < n; j++ {
 			din[i+j*c.stride] += dcols[(q+j)*T+t]
 		}

@@ -351,51 +351,16 @@ func TestPerturbCNNBatchMatchesPerSample(t *testing.T) {
 				mask = []bool{true, false, true, true, false, true}
 			}
 			n := randomPerturbCNN(p, h, clip, mask, rng)
-			sms := make([]pnSample, nSamples)
-			for i := range sms {
-				sms[i] = randomSample(784, p, 1+i%3, mask, rng)
-				if probes == "one-hot" || probes == "mixed" && i%2 == 0 {
-					sms[i].u = nil
-					for range sms[i].gdots {
-						sms[i].uIdx = append(sms[i].uIdx, rng.IntN(784))
-					}
-				}
-			}
+			sms := batchTestSamples(784, p, nSamples, probes, mask, rng)
 			name := fmt.Sprintf("clip %+v masked %v probes %s", clip, masked, probes)
-			want := make([]float64, len(n.phi))
-			wantL := 0.0
-			for i := range sms {
-				wantL += n.loss(&sms[i], want)
-			}
-			got := make([]float64, len(n.phi))
-			gotL := n.lossBatch(sms, got)
-			if math.Abs(gotL-wantL) > 1e-10*math.Abs(wantL) {
-				t.Fatalf("%s: batched loss %v, per-sample %v", name, gotL, wantL)
-			}
 			o := n.cnnOff
-			for b := range cnnBlockNames {
-				for i := o[b]; i < o[b+1]; i++ {
-					if math.Abs(got[i]-want[i]) > 1e-9*(1+math.Abs(want[i])) {
-						t.Fatalf("%s: %s [%d] batched %v, per-sample %v", name, cnnBlockNames[b], i-o[b], got[i], want[i])
-					}
+			checkBatchMatchesPerSample(t, name, n, sms, func(i int) string {
+				b := 0
+				for i >= o[b+1] {
+					b++
 				}
-			}
-			fil := make([]float64, nSamples)
-			n.filSqBatch(sms, fil)
-			delta := make([]float64, nSamples*p)
-			n.perturbBatch(sms, delta)
-			one := make([]float64, p)
-			for i := range sms {
-				if w := n.filSq(&sms[i]); math.Abs(fil[i]-w) > 1e-10*(1+w) {
-					t.Fatalf("%s: sample %d FIL batched %v, per-sample %v", name, i, fil[i], w)
-				}
-				n.perturb(&sms[i], one)
-				for j, w := range one {
-					if math.Abs(delta[i*p+j]-w) > 1e-12*(1+math.Abs(w)) {
-						t.Fatalf("%s: sample %d δ[%d] batched %v, per-sample %v", name, i, j, delta[i*p+j], w)
-					}
-				}
-			}
+				return fmt.Sprintf("%s [%d]", cnnBlockNames[b], i-o[b])
+			})
 		}
 	}
 }

@@ -431,17 +431,7 @@ func TestPerturbResumeIsBitIdentical(t *testing.T) {
 	if _, err := Run(context.Background(), cfg, Options{Out: full, Model: smallNet(t), Data: data}); err != nil {
 		t.Fatal(err)
 	}
-	killed := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	stop := cfg.Steps / 2
-	_, err := Run(ctx, cfg, Options{Out: killed, Model: smallNet(t), Data: data, CheckpointEvery: 1, Progress: func(e Event) {
-		if e.Step == stop {
-			cancel()
-		}
-	}})
-	if err == nil {
-		t.Fatal("killed run finished")
-	}
+	killed := runKilledAt(t, cfg, Options{Model: smallNet(t), Data: data, CheckpointEvery: 1}, cfg.Steps/2)
 	ck, err := loadCheckpoint(killed)
 	if err != nil {
 		t.Fatal(err)
@@ -496,9 +486,72 @@ func TestPerturbSeries(t *testing.T) {
 	}
 }
 
+// batchTestSamples returns n random g_φ samples with 1–3 probes each, dense, one-hot
+// or mixed (every other sample one-hot); every third sample keeps its gradient and
+// tangents on the frozen coordinates of mask, which the per-sample path ignores there.
+func batchTestSamples(d, p, n int, probes string, mask []bool, rng *rand.Rand) []pnSample {
+	sms := make([]pnSample, n)
+	for i := range sms {
+		m := mask
+		if i%3 == 2 {
+			m = nil
+		}
+		sms[i] = randomSample(d, p, 1+i%3, m, rng)
+		if probes == "one-hot" || probes == "mixed" && i%2 == 0 {
+			sms[i].u = nil
+			for range sms[i].gdots {
+				sms[i].uIdx = append(sms[i].uIdx, rng.IntN(d))
+			}
+		}
+	}
+	return sms
+}
+
+// checkBatchMatchesPerSample compares n's batched loss sum and gradient, FIL sums and
+// perturbations on sms with the per-sample loss, filSq and perturb; param names a
+// parameter index in the failure message.
+func checkBatchMatchesPerSample(t *testing.T, name string, n *perturbNet, sms []pnSample, param func(i int) string) {
+	t.Helper()
+	want := make([]float64, len(n.phi))
+	wantL := 0.0
+	for i := range sms {
+		wantL += n.loss(&sms[i], want)
+	}
+	got := make([]float64, len(n.phi))
+	gotL := n.lossBatch(sms, got)
+	if math.Abs(gotL-wantL) > 1e-10*math.Abs(wantL) {
+		t.Fatalf("%s: batched loss %v, per-sample %v", name, gotL, wantL)
+	}
+	if l := n.lossBatch(sms, nil); l != gotL {
+		t.Fatalf("%s: loss without gradient %v, with %v", name, l, gotL)
+	}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-9*(1+math.Abs(want[i])) {
+			t.Fatalf("%s: ∂/∂%s batched %v, per-sample %v", name, param(i), got[i], want[i])
+		}
+	}
+	fil := make([]float64, len(sms))
+	n.filSqBatch(sms, fil)
+	delta := make([]float64, len(sms)*n.p)
+	n.perturbBatch(sms, delta)
+	one := make([]float64, n.p)
+	for i := range sms {
+		if w := n.filSq(&sms[i]); math.Abs(fil[i]-w) > 1e-10*(1+w) {
+			t.Fatalf("%s: sample %d FIL batched %v, per-sample %v", name, i, fil[i], w)
+		}
+		n.perturb(&sms[i], one)
+		for j, w := range one {
+			if math.Abs(delta[i*n.p+j]-w) > 1e-12*(1+math.Abs(w)) {
+				t.Fatalf("%s: sample %d δ[%d] batched %v, per-sample %v", name, i, j, delta[i*n.p+j], w)
+			}
+		}
+	}
+}
+
 // The batched g_φ (perturbbatch.go) equals the per-sample reference: the loss sum and
-// its gradient, and each sample's FIL sum, for every clip, with and without a mask,
-// with dense, one-hot and mixed probes, over enough samples to span several chunks.
+// its gradient, each sample's FIL sum and perturbation, for every clip, with and
+// without a mask, with dense, one-hot and mixed probes, over enough samples to span
+// several chunks.
 func TestPerturbBatchMatchesPerSample(t *testing.T) {
 	const d, p, h, nSamples = 5, 7, 4, 300
 	for ci, clip := range perturbClips {
@@ -510,65 +563,9 @@ func TestPerturbBatchMatchesPerSample(t *testing.T) {
 					mask = []bool{true, false, true, true, false, true, true}
 				}
 				n := randomPerturbNet(d, p, h, clip, mask, rng)
-				sms := make([]pnSample, nSamples)
-				for i := range sms {
-					sms[i] = randomSample(d, p, 1+i%3, mask, rng)
-					if probes == "one-hot" || probes == "mixed" && i%2 == 0 {
-						sms[i].u = nil
-						for range sms[i].gdots {
-							sms[i].uIdx = append(sms[i].uIdx, rng.IntN(d))
-						}
-					}
-				}
-				want := make([]float64, len(n.phi))
-				wantL := 0.0
-				for i := range sms {
-					wantL += n.loss(&sms[i], want)
-				}
-				got := make([]float64, len(n.phi))
-				gotL := n.lossBatch(sms, got)
-				name := func() string { return fmt.Sprintf("clip %+v masked %v probes %s", clip, masked, probes) }
-				if math.Abs(gotL-wantL) > 1e-10*math.Abs(wantL) {
-					t.Fatalf("%s: batched loss %v, per-sample %v", name(), gotL, wantL)
-				}
-				if l := n.lossBatch(sms, nil); l != gotL {
-					t.Fatalf("%s: loss without gradient %v, with %v", name(), l, gotL)
-				}
-				for i := range want {
-					if math.Abs(got[i]-want[i]) > 1e-9*(1+math.Abs(want[i])) {
-						t.Fatalf("%s: ∂/∂φ[%d] batched %v, per-sample %v", name(), i, got[i], want[i])
-					}
-				}
-				fil := make([]float64, nSamples)
-				n.filSqBatch(sms, fil)
-				for i := range sms {
-					if w := n.filSq(&sms[i]); math.Abs(fil[i]-w) > 1e-10*(1+w) {
-						t.Fatalf("%s: sample %d FIL batched %v, per-sample %v", name(), i, fil[i], w)
-					}
-				}
-			}
-		}
-	}
-}
-
-// perturbBatch equals perturb sample by sample.
-func TestPerturbBatchDelta(t *testing.T) {
-	const d, p, h = 5, 7, 4
-	rng := rand.New(rand.NewPCG(5, 6))
-	mask := []bool{true, false, true, true, false, true, true}
-	n := randomPerturbNet(d, p, h, perturbClips[0], mask, rng)
-	sms := make([]pnSample, 40)
-	for i := range sms {
-		sms[i] = randomSample(d, p, 2, mask, rng)
-	}
-	got := make([]float64, len(sms)*p)
-	n.perturbBatch(sms, got)
-	want := make([]float64, p)
-	for i := range sms {
-		n.perturb(&sms[i], want)
-		for j, w := range want {
-			if math.Abs(got[i*p+j]-w) > 1e-12*(1+math.Abs(w)) {
-				t.Fatalf("sample %d δ[%d]: batched %v, per-sample %v", i, j, got[i*p+j], w)
+				sms := batchTestSamples(d, p, nSamples, probes, mask, rng)
+				name := fmt.Sprintf("clip %+v masked %v probes %s", clip, masked, probes)
+				checkBatchMatchesPerSample(t, name, n, sms, func(i int) string { return fmt.Sprintf("φ[%d]", i) })
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -199,17 +200,8 @@ func TestPerturbEpochScheduleRunAndResume(t *testing.T) {
 		}
 	}
 
-	killed := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	stop := 3 // after private steps 1–3: refreshes before steps 1 and 3 (12 + 8 Adam steps)
-	_, err := Run(ctx, cfg, Options{Out: killed, Model: smallNet(t), Data: data, CheckpointEvery: 1, Progress: func(e Event) {
-		if e.Step == stop {
-			cancel()
-		}
-	}})
-	if err == nil {
-		t.Fatal("killed run finished")
-	}
+	// Stopped after private steps 1–3: refreshes before steps 1 and 3 (12 + 8 Adam steps).
+	killed := runKilledAt(t, cfg, Options{Model: smallNet(t), Data: data, CheckpointEvery: 1}, 3)
 	ck, err := loadCheckpoint(killed)
 	if err != nil {
 		t.Fatal(err)
@@ -232,4 +224,23 @@ func TestPerturbEpochScheduleRunAndResume(t *testing.T) {
 	if string(a) != string(b) {
 		t.Fatalf("resumed epoch-schedule run differs:\n%s\nvs\n%s", a, b)
 	}
+}
+
+// runKilledAt runs cfg with opt into a fresh directory, cancelling it once private
+// step stop has run (as a killed run: it checkpoints and stops), and returns the
+// directory.
+func runKilledAt(t *testing.T, cfg Config, opt Options, stop int) string {
+	t.Helper()
+	opt.Out = t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opt.Progress = func(e Event) {
+		if e.Step == stop {
+			cancel()
+		}
+	}
+	if _, err := Run(ctx, cfg, opt); !errors.Is(err, context.Canceled) {
+		t.Fatalf("run stopped at step %d: %v, want context.Canceled", stop, err)
+	}
+	return opt.Out
 }

@@ -135,16 +135,7 @@ func TestExternalPublicResume(t *testing.T) {
 	if _, err := Run(context.Background(), cfg, Options{Out: full, Data: split, Public: pub}); err != nil {
 		t.Fatal(err)
 	}
-	killed := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	_, err := Run(ctx, cfg, Options{Out: killed, Data: split, Public: pub, CheckpointEvery: 2, Progress: func(e Event) {
-		if e.Step == 3 {
-			cancel()
-		}
-	}})
-	if err == nil {
-		t.Fatal("killed run finished")
-	}
+	killed := runKilledAt(t, cfg, Options{Data: split, Public: pub, CheckpointEvery: 2}, 3)
 	other := imageToyData(24, 1, 6).Train
 	if _, err := Run(context.Background(), cfg, Options{Out: killed, Data: split, Public: other, Resume: true}); err == nil || !strings.Contains(err.Error(), "other public data") {
 		t.Fatalf("resume with other public data: %v", err)
