@@ -67,6 +67,7 @@ stdout with --json. Every random draw flows from --seed.`,
 	)
 	root.SuggestionsMinimumDistance = 2
 	setVersionFlag(root)
+	setProfileFlag(root)
 	checkUnknownSubcommands(root)
 	root.SetFlagErrorFunc(flagErrorWithSuggestion)
 	return root

@@ -247,13 +247,13 @@ func (b *pnBatch) forward(n *perturbNet, c []pnSample, tangents bool) {
 		}
 	}
 	b.z = tiled(a, B)
-	blas64.Gemm(blas.NoTrans, blas.Trans, 1, general(b.xin, B, in, in), general(A, h, in, in), 1, general(b.z, B, h, h))
+	n.mm.Gemm(blas.NoTrans, blas.Trans, 1, general(b.xin, B, in, in), general(A, h, in, in), 1, general(b.z, B, h, h))
 	b.hh, b.g1, b.g2 = make([]float64, B*h), make([]float64, B*h), make([]float64, B*h)
 	for i, v := range b.z {
 		b.hh[i], b.g1[i], b.g2[i] = gelu3(v)
 	}
 	b.delta = tiled(b.cm, B)
-	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, general(b.hh, B, h, h), general(b.vt, h, p, p), 1, general(b.delta, B, p, p))
+	n.mm.Gemm(blas.NoTrans, blas.NoTrans, 1, general(b.hh, B, h, h), general(b.vt, h, p, p), 1, general(b.delta, B, p, p))
 	b.w = make([]float64, B*p)
 	b.fw = make([]pnFwd, B)
 	for i, sm := range c {
@@ -293,9 +293,9 @@ func (b *pnBatch) forward(n *perturbNet, c []pnSample, tangents bool) {
 	}
 	b.zdot = make([]float64, R*h)
 	if b.sparse {
-		blas64.Gemm(blas.NoTrans, blas.Trans, 1, general(b.tin[d:], R, p, in), general(A[d:], h, p, in), 0, general(b.zdot, R, h, h))
+		n.mm.Gemm(blas.NoTrans, blas.Trans, 1, general(b.tin[d:], R, p, in), general(A[d:], h, p, in), 0, general(b.zdot, R, h, h))
 	} else {
-		blas64.Gemm(blas.NoTrans, blas.Trans, 1, general(b.tin, R, in, in), general(A, h, in, in), 0, general(b.zdot, R, h, h))
+		n.mm.Gemm(blas.NoTrans, blas.Trans, 1, general(b.tin, R, in, in), general(A, h, in, in), 0, general(b.zdot, R, h, h))
 	}
 	b.hdot = make([]float64, R*h)
 	for i, sm := range c {
@@ -315,7 +315,7 @@ func (b *pnBatch) forward(n *perturbNet, c []pnSample, tangents bool) {
 			}
 		}
 	}
-	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, general(b.hdot, R, h, h), general(b.vt, h, p, p), 1, general(b.wdot, R, p, p))
+	n.mm.Gemm(blas.NoTrans, blas.NoTrans, 1, general(b.hdot, R, h, h), general(b.vt, h, p, p), 1, general(b.wdot, R, p, p))
 	b.vdot = make([]float64, R*p)
 	b.sq, b.m = make([]float64, R), make([]float64, R)
 	for r := 0; r < R; r++ {
@@ -340,18 +340,18 @@ func (b *pnBatch) lossAndGrad(n *perturbNet, c []pnSample, grad []float64) float
 	addColSums(dD, B, p, gc)
 	// ∂Vᵀ = Hᵀ·∂Δ (+ Ḣᵀ·∂Ẇ), added to ∂V transposed; ∂H = ∂Δ·V, ∂Z = GeLU′⊙∂H.
 	gVt := make([]float64, h*p)
-	blas64.Gemm(blas.Trans, blas.NoTrans, 1, general(b.hh, B, h, h), general(dD, B, p, p), 0, general(gVt, h, p, p))
+	n.mm.Gemm(blas.Trans, blas.NoTrans, 1, general(b.hh, B, h, h), general(dD, B, p, p), 0, general(gVt, h, p, p))
 	dz := make([]float64, B*h)
-	blas64.Gemm(blas.NoTrans, blas.Trans, 1, general(dD, B, p, p), general(b.vt, h, p, p), 0, general(dz, B, h, h))
+	n.mm.Gemm(blas.NoTrans, blas.Trans, 1, general(dD, B, p, p), general(b.vt, h, p, p), 0, general(dz, B, h, h))
 	for i, v := range dz {
 		dz[i] = b.g1[i] * v
 	}
 	var dzd []float64
 	if R > 0 {
-		blas64.Gemm(blas.Trans, blas.NoTrans, 1, general(b.hdot, R, h, h), general(dWd, R, p, p), 1, general(gVt, h, p, p))
+		n.mm.Gemm(blas.Trans, blas.NoTrans, 1, general(b.hdot, R, h, h), general(dWd, R, p, p), 1, general(gVt, h, p, p))
 		// ∂Ḣ = ∂Ẇ·V; ∂Ż = GeLU′⊙∂Ḣ; ∂Z += GeLU″⊙Ż⊙∂Ḣ.
 		dzd = make([]float64, R*h)
-		blas64.Gemm(blas.NoTrans, blas.Trans, 1, general(dWd, R, p, p), general(b.vt, h, p, p), 0, general(dzd, R, h, h))
+		n.mm.Gemm(blas.NoTrans, blas.Trans, 1, general(dWd, R, p, p), general(b.vt, h, p, p), 0, general(dzd, R, h, h))
 		for r := 0; r < R; r++ {
 			i := b.rowOf[r]
 			g1, g2, zi := b.g1[i*h:(i+1)*h], b.g2[i*h:(i+1)*h], dz[i*h:(i+1)*h]
@@ -365,14 +365,14 @@ func (b *pnBatch) lossAndGrad(n *perturbNet, c []pnSample, grad []float64) float
 	addVt(gVt, gV, p, h)
 	addColSums(dz, B, h, ga)
 	// ∂A += ∂Zᵀ·X̃ + ∂Żᵀ·T̃ (+ one-hot columns).
-	blas64.Gemm(blas.Trans, blas.NoTrans, 1, general(dz, B, h, h), general(b.xin, B, in, in), 1, general(gA, h, in, in))
+	n.mm.Gemm(blas.Trans, blas.NoTrans, 1, general(dz, B, h, h), general(b.xin, B, in, in), 1, general(gA, h, in, in))
 	if R == 0 {
 		return tot
 	}
 	if b.sparse {
-		blas64.Gemm(blas.Trans, blas.NoTrans, 1, general(dzd, R, h, h), general(b.tin[d:], R, p, in), 1, general(gA[d:], h, p, in))
+		n.mm.Gemm(blas.Trans, blas.NoTrans, 1, general(dzd, R, h, h), general(b.tin[d:], R, p, in), 1, general(gA[d:], h, p, in))
 	} else {
-		blas64.Gemm(blas.Trans, blas.NoTrans, 1, general(dzd, R, h, h), general(b.tin, R, in, in), 1, general(gA, h, in, in))
+		n.mm.Gemm(blas.Trans, blas.NoTrans, 1, general(dzd, R, h, h), general(b.tin, R, in, in), 1, general(gA, h, in, in))
 	}
 	if b.anyOneHotProbe {
 		for i, sm := range c {

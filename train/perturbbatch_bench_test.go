@@ -3,6 +3,8 @@ package train
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/dpfil/dpfil/models"
 )
 
 // benchP is the parameter count of the linear model (784 → 10) that Edmunds' Table 3.4
@@ -27,7 +29,7 @@ func benchPerturbSamples(n, probes int) (*perturbNet, []pnSample) {
 func BenchmarkPerturbLoss(b *testing.B) {
 	net, sms := benchPerturbSamples(256, 2)
 	grad := make([]float64, len(net.phi))
-	benchPair(b, func() {
+	benchPair(b, net, func() {
 		for i := range sms {
 			net.loss(&sms[i], grad)
 		}
@@ -48,7 +50,7 @@ func BenchmarkPerturbFIL(b *testing.B) {
 		}
 	}
 	out := make([]float64, len(sms))
-	benchPair(b, func() {
+	benchPair(b, net, func() {
 		for i := range sms {
 			out[i] = net.filSq(&sms[i])
 		}
@@ -68,7 +70,7 @@ func BenchmarkPerturbCNNLoss(b *testing.B) {
 		sms[i] = randomSample(784, p, 2, nil, rng)
 	}
 	grad := make([]float64, len(net.phi))
-	benchPair(b, func() {
+	benchPair(b, net, func() {
 		for i := range sms {
 			net.loss(&sms[i], grad)
 		}
@@ -77,17 +79,21 @@ func BenchmarkPerturbCNNLoss(b *testing.B) {
 	})
 }
 
-// benchPair runs the per-sample reference and the batched path of the same work as
-// the sub-benchmarks per-sample and batched.
-func benchPair(b *testing.B, perSample, batched func()) {
-	b.Run("per-sample", func(b *testing.B) {
-		for range b.N {
-			perSample()
-		}
-	})
-	b.Run("batched", func(b *testing.B) {
-		for range b.N {
-			batched()
-		}
-	})
+// benchPair runs the same work as the sub-benchmarks per-sample (the reference, on
+// gonum's GEMM), batched-gonum (batched on gonum's GEMM: the session-13 version) and
+// batched (on net's products, the packed kernel where the CPU has one).
+func benchPair(b *testing.B, net *perturbNet, perSample, batched func()) {
+	mm := net.mm
+	defer func() { net.mm = mm }()
+	run := func(name string, g *models.Dgemm, f func()) {
+		net.mm = g
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				f()
+			}
+		})
+	}
+	run("per-sample", models.NewGonumDgemm(), perSample)
+	run("batched-gonum", models.NewGonumDgemm(), batched)
+	run("batched", mm, batched)
 }

@@ -55,7 +55,7 @@ func tangentRows(d1, zd []float64, rowOf []int, h int) []float64 {
 
 // gemmRows is C = op(A)·op(B) + beta·C (alpha 1) for row-major views, where a product
 // with no rows in C is skipped and one with an empty inner dimension scales C by beta.
-func gemmRows(tA, tB blas.Transpose, a, bb blas64.General, beta float64, cc blas64.General) {
+func (n *perturbNet) gemmRows(tA, tB blas.Transpose, a, bb blas64.General, beta float64, cc blas64.General) {
 	if cc.Rows == 0 || cc.Cols == 0 {
 		return
 	}
@@ -68,7 +68,7 @@ func gemmRows(tA, tB blas.Transpose, a, bb blas64.General, beta float64, cc blas
 		}
 		return
 	}
-	blas64.Gemm(tA, tB, 1, a, bb, beta, cc)
+	n.mm.Gemm(tA, tB, 1, a, bb, beta, cc)
 }
 
 // cnnBatchForward runs the CNN body on the chunk c (with every probe when tangents).
@@ -93,7 +93,7 @@ func (n *perturbNet) cnnBatchForward(c []pnSample, tangents bool) *cnnBatch {
 			copy(b.ed[r*in:], ed)
 		}
 	}
-	gemm := gemmRows // the probe products have no rows without tangents
+	gemm := n.gemmRows // the probe products have no rows without tangents
 	// Dense 1 and 2 on e and every ė.
 	b.z1 = tiled(pv.c1, B)
 	gemm(blas.NoTrans, blas.Trans, general(b.e, B, in, in), general(pv.a1, h, in, in), 1, general(b.z1, B, h, h))
@@ -155,7 +155,7 @@ func (n *perturbNet) cnnLossAndGrad(b *cnnBatch, c []pnSample, grad []float64) f
 		return tot
 	}
 	pv, gv := n.cnnViews(n.phi), n.cnnViews(grad)
-	mm := gemmRows
+	mm := n.gemmRows
 	// Output layer: ∂Vᵀ = Q2ᵀ·∂Δ + Q̇2ᵀ·∂Ẇ, ∂c; ∂Q2 = ∂Δ·V, ∂Q̇2 = ∂Ẇ·V.
 	gVt := make([]float64, h*p)
 	mm(blas.Trans, blas.NoTrans, general(b.q2, B, h, h), general(dD, B, p, p), 0, general(gVt, h, p, p))

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/dpfil/dpfil/models"
 )
@@ -109,17 +108,17 @@ func (c convSpec) im2col(in []float64) []float64 {
 }
 
 // fwd adds conv(W, in) to out: out (cout × positions) += W (cout × taps) · colsᵀ.
-func (c convSpec) fwd(W, in, out []float64) {
+func (c convSpec) fwd(mm *models.Dgemm, W, in, out []float64) {
 	T, Q := c.cin*c.k*c.k, c.ho*c.wo
-	blas64.Gemm(blas.NoTrans, blas.Trans, 1, general(W, c.cout, T, T), general(c.im2col(in), Q, T, T), 1, general(out, c.cout, Q, Q))
+	mm.Gemm(blas.NoTrans, blas.Trans, 1, general(W, c.cout, T, T), general(c.im2col(in), Q, T, T), 1, general(out, c.cout, Q, Q))
 }
 
 // bwdIn adds convᵀ(W, dout) to din (the cotangent of the input): the patch
 // cotangents doutᵀ·W scattered back onto the image.
-func (c convSpec) bwdIn(W, dout, din []float64) {
+func (c convSpec) bwdIn(mm *models.Dgemm, W, dout, din []float64) {
 	T, Q := c.cin*c.k*c.k, c.ho*c.wo
 	dcols := make([]float64, Q*T)
-	blas64.Gemm(blas.Trans, blas.NoTrans, 1, general(dout, c.cout, Q, Q), general(W, c.cout, T, T), 0, general(dcols, Q, T, T))
+	mm.Gemm(blas.Trans, blas.NoTrans, 1, general(dout, c.cout, Q, Q), general(W, c.cout, T, T), 0, general(dcols, Q, T, T))
 	c.eachTap(func(q, i, t, n int) {
 		for j := 0; j < n; j++ {
 			din[i+j*c.stride] += dcols[(q+j)*T+t]
@@ -128,9 +127,9 @@ func (c convSpec) bwdIn(W, dout, din []float64) {
 }
 
 // bwdW adds the kernel cotangent of out += conv(W, in) to dW: dout · cols.
-func (c convSpec) bwdW(dout, in, dW []float64) {
+func (c convSpec) bwdW(mm *models.Dgemm, dout, in, dW []float64) {
 	T, Q := c.cin*c.k*c.k, c.ho*c.wo
-	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, general(dout, c.cout, Q, Q), general(c.im2col(in), Q, T, T), 1, general(dW, c.cout, T, T))
+	mm.Gemm(blas.NoTrans, blas.NoTrans, 1, general(dout, c.cout, Q, Q), general(c.im2col(in), Q, T, T), 1, general(dW, c.cout, T, T))
 }
 
 // dotF64 returns Σ a_i·b_i (four partial sums).
@@ -271,7 +270,7 @@ func (n *perturbNet) cnnViews(phi []float64) cnnParams {
 // newPerturbCNN returns g_φ with the CNN body of Table B.6 (input 1×28×28, so d must
 // be 784) and Dense width h.
 func newPerturbCNN(d, p, h int, lambda float64, probes int, clip models.Clip, mask []bool, lr float64, rng *rand.Rand) *perturbNet {
-	n := &perturbNet{d: d, p: p, h: h, lambda: lambda, probes: probes, clip: clip, mask: mask,
+	n := &perturbNet{d: d, p: p, h: h, lambda: lambda, probes: probes, clip: clip, mask: mask, mm: models.NewDgemm(0),
 		lr: lr, b1: 0.9, b2: 0.999, eps: 1e-8, cnn: true}
 	n.cnnOff = cnnOffsets(p, h)
 	o := n.cnnOff
@@ -322,7 +321,7 @@ func (n *perturbNet) cnnConvs(x []float64, f *cnnFwd) {
 			y1[o*169+i] = pv.b1[o]
 		}
 	}
-	cnnConv1.fwd(pv.w1, x, y1)
+	cnnConv1.fwd(n.mm, pv.w1, x, y1)
 	f.l1.set(y1)
 	f.p1 = make([]float64, cnnConv2.inLen())
 	pool2(cnnF1, 13, 13, f.l1.h, f.p1)
@@ -332,7 +331,7 @@ func (n *perturbNet) cnnConvs(x []float64, f *cnnFwd) {
 			y2[o*25+i] = pv.b2[o]
 		}
 	}
-	cnnConv2.fwd(pv.w2, f.p1, y2)
+	cnnConv2.fwd(n.mm, pv.w2, f.p1, y2)
 	f.l2.set(y2)
 	f.p2 = make([]float64, cnnFeats)
 	pool2(cnnF2, 5, 5, f.l2.h, f.p2)
@@ -421,11 +420,11 @@ func (n *perturbNet) cnnFront(sm *pnSample, f *cnnFwd, tangents bool) {
 				f.us[k] = sm.u[k]
 			}
 			y1d := make([]float64, cnnConv1.outLen())
-			cnnConv1.fwd(pv.w1, f.us[k], y1d)
+			cnnConv1.fwd(n.mm, pv.w1, f.us[k], y1d)
 			p1d := make([]float64, cnnConv2.inLen())
 			pool2(cnnF1, 13, 13, f.l1.tangent(y1d), p1d)
 			y2d := make([]float64, cnnConv2.outLen())
-			cnnConv2.fwd(pv.w2, p1d, y2d)
+			cnnConv2.fwd(n.mm, pv.w2, p1d, y2d)
 			p2d := make([]float64, cnnFeats)
 			pool2(cnnF2, 5, 5, f.l2.tangent(y2d), p2d)
 			ed := make([]float64, in)
@@ -576,13 +575,13 @@ func (n *perturbNet) cnnConvBack(sm *pnSample, f *cnnFwd, de [][]float64, grad [
 			gv.b2[o] += dy2[o*25+i]
 		}
 	}
-	cnnConv2.bwdW(dy2, f.p1, gv.w2)
+	cnnConv2.bwdW(n.mm, dy2, f.p1, gv.w2)
 	dp1 := [][]float64{make([]float64, cnnConv2.inLen())}
-	cnnConv2.bwdIn(pv.w2, dy2, dp1[0])
+	cnnConv2.bwdIn(n.mm, pv.w2, dy2, dp1[0])
 	for k, d := range dy2d {
-		cnnConv2.bwdW(d, f.p1d[k], gv.w2)
+		cnnConv2.bwdW(n.mm, d, f.p1d[k], gv.w2)
 		dp := make([]float64, cnnConv2.inLen())
-		cnnConv2.bwdIn(pv.w2, d, dp)
+		cnnConv2.bwdIn(n.mm, pv.w2, d, dp)
 		dp1 = append(dp1, dp)
 	}
 	// Pool 1, GeLU 1 (conv), Conv 1 (the image is not differentiated).
@@ -592,8 +591,8 @@ func (n *perturbNet) cnnConvBack(sm *pnSample, f *cnnFwd, de [][]float64, grad [
 			gv.b1[o] += dy1[o*169+i]
 		}
 	}
-	cnnConv1.bwdW(dy1, sm.x, gv.w1)
+	cnnConv1.bwdW(n.mm, dy1, sm.x, gv.w1)
 	for k, d := range dy1d {
-		cnnConv1.bwdW(d, f.us[k], gv.w1)
+		cnnConv1.bwdW(n.mm, d, f.us[k], gv.w1)
 	}
 }

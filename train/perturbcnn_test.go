@@ -218,7 +218,7 @@ func TestPerturbConvHelpers(t *testing.T) {
 			}
 		}
 		out := make([]float64, c.outLen())
-		c.fwd(W, x, out)
+		c.fwd(models.NewDgemm(1), W, x, out)
 		for o := 0; o < c.cout; o++ {
 			for i := 0; i < c.ho; i++ {
 				for j := 0; j < c.wo; j++ {
@@ -240,8 +240,8 @@ func TestPerturbConvHelpers(t *testing.T) {
 			}
 		}
 		din, dW := make([]float64, c.inLen()), make([]float64, c.wLen())
-		c.bwdIn(W, y, din)
-		c.bwdW(y, x, dW)
+		c.bwdIn(models.NewDgemm(1), W, y, din)
+		c.bwdW(models.NewDgemm(1), y, x, dW)
 		dot := func(a, b []float64) (s float64) {
 			for i := range a {
 				s += a[i] * b[i]

@@ -70,13 +70,17 @@ type perturbNet struct {
 	// [conv features; g] and offV/offc still locate the output layer.
 	cnn    bool
 	cnnOff []int
+
+	// mm runs every float64 product of g_φ (the packed FMA kernel where the CPU has
+	// one, models.Dgemm; gonum's otherwise).
+	mm *models.Dgemm
 }
 
 // newPerturbNet returns g_φ with hidden width h, its input layer drawn from rng
 // (N(0, 1/(d+p))) and its output layer zero.
 func newPerturbNet(d, p, h int, lambda float64, probes int, clip models.Clip, mask []bool, lr float64, rng *rand.Rand) *perturbNet {
 	n := &perturbNet{d: d, p: p, h: h, lambda: lambda, probes: probes, clip: clip, mask: mask,
-		lr: lr, b1: 0.9, b2: 0.999, eps: 1e-8}
+		mm: models.NewDgemm(0), lr: lr, b1: 0.9, b2: 0.999, eps: 1e-8}
 	in := d + p
 	n.offA, n.offa = 0, h*in
 	n.offV = n.offa + h

@@ -300,10 +300,11 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 	// Diagnostics on the last batch: ‖δ‖ and cos(mean δ, mean public gradient).
 	P := tu.p
 	md, mg := make([]float64, P), make([]float64, P)
-	delta := make([]float64, P)
+	deltas := make([]float64, len(last)*P)
+	ps.net.perturbBatch(last, deltas)
 	nrm := 0.0
 	for i := range last {
-		ps.net.perturb(&last[i], delta)
+		delta := deltas[i*P : (i+1)*P]
 		s := 0.0
 		for j, v := range delta {
 			md[j] += v
