@@ -194,7 +194,7 @@ func trainFlagGroups() []flagGroup {
 		{"Output and run control", []string{"out", "resume", "checkpoint-every", "eval-every", "record-transcript", "perturb-diag", "device", "json", "quiet", "help"}},
 		{"Tuning (Edmunds 2024: public pretraining, pruning, learned noise, g_φ)", []string{"pretrain-public", "pretrain-steps", "pretrain-batch", "pretrain-lr",
 			"prune-fraction", "prune-mode", "freeze", "noise-rank", "noise-power", "noise-base", "noise-samples", "noise-every",
-			"perturb-net", "perturb-arch", "perturb-hidden", "perturb-lambda", "perturb-steps", "perturb-epochs", "perturb-epoch-decay", "perturb-min-epochs", "perturb-batch", "perturb-lr", "perturb-wd", "perturb-every", "perturb-probes", "perturb-no-standardise"}},
+			"perturb-net", "perturb-arch", "perturb-hidden", "perturb-lambda", "perturb-steps", "perturb-epochs", "perturb-epoch-decay", "perturb-min-epochs", "perturb-batch", "perturb-lr", "perturb-wd", "perturb-every", "perturb-probes", "perturb-no-standardise", "perturb-restandardise"}},
 	}
 }
 
@@ -285,6 +285,7 @@ func addTuningFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.IntVar(&t.PerturbEvery, "perturb-every", t.PerturbEvery, "retrain g_φ every n private steps (0 = 1: every step)")
 	fs.IntVar(&t.PerturbProbes, "perturb-probes", t.PerturbProbes, "Hutchinson probes per public sample for g_φ's FIL term (0 = 2)")
 	fs.BoolVar(&t.PerturbNoStd, "perturb-no-standardise", t.PerturbNoStd, "feed g_φ its raw inputs instead of standardising them (the thesis's \"No BN\" variant, Appendix A.4)")
+	fs.BoolVar(&t.PerturbRestd, "perturb-restandardise", t.PerturbRestd, "refit g_φ's input standardisation at every refresh on the public data at the current parameters (BN's statistics, held fixed over each private step) instead of once per repeat")
 }
 
 // demoReading is the one-sentence guide to the demo's bounds.

@@ -131,3 +131,42 @@ func TestTrainPerturbEpochFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainPerturbRestandardiseFlag checks --perturb-restandardise reaches the run: the
+// config records it, the refreshes' gradient-block scales are refitted, and with
+// --perturb-no-standardise it is refused.
+func TestTrainPerturbRestandardiseFlag(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"train", "--model", "linear", "--steps", "4", "--batch", "40", "--train-subset", "200",
+		"--fil-coords", "2", "--sigma", "1", "--quiet", "--pretrain-public", "0.5", "--pretrain-steps", "2",
+		"--perturb-net", "--perturb-batch", "32", "--perturb-hidden", "2", "--perturb-steps", "2", "--perturb-restandardise"}
+	out, err := runTrainCLI(t, append(args, "--json", "--out", filepath.Join(dir, "a"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Config struct {
+			Tuning struct {
+				Restd bool `json:"perturb_restandardise"`
+			} `json:"tuning"`
+		} `json:"config"`
+		Tuning struct {
+			Perturb struct {
+				Series []struct {
+					InputScale [2]float64 `json:"input_scale"`
+				} `json:"series"`
+			} `json:"perturb"`
+		} `json:"tuning"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("invalid JSON: %v\n%s", err, out)
+	}
+	s := res.Tuning.Perturb.Series
+	if !res.Config.Tuning.Restd || len(s) != 4 || s[0].InputScale[1] == s[3].InputScale[1] {
+		t.Fatalf("config.tuning.perturb_restandardise %v, series %+v: want the option recorded and the gradient scale refitted", res.Config.Tuning.Restd, s)
+	}
+	_, err = runTrainCLI(t, append(args, "--perturb-no-standardise", "--out", filepath.Join(dir, "b"))...)
+	if err == nil || !strings.Contains(err.Error(), "exclude each other") {
+		t.Fatalf("--perturb-no-standardise with --perturb-restandardise: %v", err)
+	}
+}

@@ -82,6 +82,10 @@ type PerturbRefresh struct {
 	PerturbNorm float64  `json:"perturb_norm"`
 	GradNorm    float64  `json:"grad_norm"`
 	CosMeanGrad *float64 `json:"cos_mean_public_grad"`
+	// InputScale is g_φ's standardisation scale of its two input blocks (image or
+	// conv features; gradient) in force after the refresh: fitted once per repeat,
+	// refitted every refresh with perturb_restandardise, 1 with perturb_no_standardise.
+	InputScale [2]float64 `json:"input_scale"`
 }
 
 const perturbPrivacyNote = "g_φ is trained on public data and θ_t only (post-processing of earlier releases) and its output is added before clipping, so each private contribution still has norm ≤ c·C: the DP-SGD ε is that of the same run without g_φ; dFIL is accounted for the perturbed clipped gradient"
@@ -143,9 +147,9 @@ func (t TuningConfig) perturbDefaults() TuningConfig {
 func (t TuningConfig) validatePerturb() error {
 	if !t.PerturbNet {
 		if t.PerturbArch != "" || t.PerturbHidden != 0 || t.PerturbLambda != 0 || t.PerturbSteps != 0 || t.PerturbBatch != 0 ||
-			t.PerturbLR != 0 || t.PerturbEvery != 0 || t.PerturbProbes != 0 || t.PerturbWD != 0 || t.PerturbNoStd ||
+			t.PerturbLR != 0 || t.PerturbEvery != 0 || t.PerturbProbes != 0 || t.PerturbWD != 0 || t.PerturbNoStd || t.PerturbRestd ||
 			t.PerturbEpochs != 0 || t.PerturbEpochDecay != 0 || t.PerturbMinEpochs != 0 {
-			return errPerturbConfig("perturb_arch/hidden/lambda/steps/epochs/epoch_decay/min_epochs/batch/lr/every/probes/no_standardise need perturb_net")
+			return errPerturbConfig("perturb_arch/hidden/lambda/steps/epochs/epoch_decay/min_epochs/batch/lr/every/probes/no_standardise/restandardise need perturb_net")
 		}
 		return nil
 	}
@@ -165,6 +169,9 @@ func (t TuningConfig) validatePerturb() error {
 	}
 	if err := t.validatePerturbEpochs(); err != nil {
 		return err
+	}
+	if t.PerturbNoStd && t.PerturbRestd {
+		return errPerturbConfig("perturb_no_standardise and perturb_restandardise exclude each other (raw inputs vs refitted constants)")
 	}
 	if !finite(t.PerturbWD) || t.PerturbWD < -1 || t.PerturbWD > 0 && t.PerturbWD*t.perturbDefaults().PerturbLR >= 1 {
 		return errPerturbConfig("perturb_wd = %v must be −1 (none), 0 (default 0.1) or positive with perturb_wd·perturb_lr < 1", t.PerturbWD)
@@ -274,7 +281,7 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 		if err != nil {
 			return fmt.Errorf("g_φ refresh at step %d: %w", step+1, err)
 		}
-		if !ps.net.standardised {
+		if !ps.net.standardised || (c.PerturbRestd && it == 0) {
 			ps.net.standardiseSamples(sms)
 		}
 		grad := make([]float64, len(ps.net.phi))
@@ -289,6 +296,7 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 			rec.LossFirst = tot / float64(len(sms))
 		}
 		if it == steps-1 {
+			rec.InputScale = [2]float64{ps.net.inv[0], ps.net.inv[len(ps.net.inv)-1]}
 			rec.Loss = tot / float64(len(sms))
 			rec.GradNorm = math.Sqrt(gn)
 			last = sms

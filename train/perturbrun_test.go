@@ -244,3 +244,75 @@ func runKilledAt(t *testing.T, cfg Config, opt Options, stop int) string {
 	}
 	return opt.Out
 }
+
+// TestPerturbRestandardise checks perturb_restandardise: the input scales recorded
+// at each refresh stay those of the first refresh by default, are refitted (and move
+// with θ_t) with the option, are 1 without standardisation; the option excludes
+// perturb_no_standardise and a killed-and-resumed run gives the same result.
+func TestPerturbRestandardise(t *testing.T) {
+	base := tuningConfig()
+	base.FILCoords = 2
+	base.Tuning = TuningConfig{PretrainPublic: 0.5, PretrainSteps: 30, PerturbNet: true, PerturbSteps: 2,
+		PerturbBatch: 16, PerturbHidden: 4, PerturbLambda: 10, PerturbEvery: 2}
+	data := toyData(120, 30, 6, 3, 4)
+	series := func(tc TuningConfig) []PerturbRefresh {
+		cfg := base
+		cfg.Tuning = tc
+		dir := t.TempDir()
+		if _, err := Run(context.Background(), cfg, Options{Out: dir, Model: smallNet(t), Data: data}); err != nil {
+			t.Fatal(err)
+		}
+		s := mustRead(t, dir).Tuning.Perturb.Series
+		if len(s) < 3 {
+			t.Fatalf("%d refreshes, want ≥ 3", len(s))
+		}
+		return s
+	}
+	def := series(base.Tuning)
+	for i, r := range def {
+		if r.InputScale != def[0].InputScale || r.InputScale[1] == 1 || r.InputScale[1] <= 0 {
+			t.Fatalf("default: refresh %d input scale %v, refresh 1 %v: want one fitted scale per repeat", i, r.InputScale, def[0].InputScale)
+		}
+	}
+	re := base.Tuning
+	re.PerturbRestd = true
+	rs := series(re)
+	if rs[0].InputScale != def[0].InputScale {
+		t.Fatalf("restandardise: first refresh scale %v, want the default's %v (same first batch)", rs[0].InputScale, def[0].InputScale)
+	}
+	moved := 0
+	for i := 1; i < len(rs); i++ {
+		if rs[i].InputScale[1] != rs[i-1].InputScale[1] {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatalf("restandardise: the gradient block's scale never changed over %d refreshes: %+v", len(rs), rs)
+	}
+	raw := base.Tuning
+	raw.PerturbNoStd = true
+	for i, r := range series(raw) {
+		if r.InputScale != [2]float64{1, 1} {
+			t.Fatalf("no standardisation: refresh %d scale %v, want 1, 1", i, r.InputScale)
+		}
+	}
+	both := base
+	both.Tuning = re
+	both.Tuning.PerturbNoStd = true
+	if _, err := Run(context.Background(), both, Options{Out: t.TempDir(), Model: smallNet(t), Data: data}); err == nil || !strings.Contains(err.Error(), "exclude each other") {
+		t.Fatalf("no_standardise with restandardise: err = %v", err)
+	}
+	cfg := base
+	cfg.Tuning = re
+	full := t.TempDir()
+	if _, err := Run(context.Background(), cfg, Options{Out: full, Model: smallNet(t), Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	killed := runKilledAt(t, cfg, Options{Model: smallNet(t), Data: data, CheckpointEvery: 1}, 3)
+	if _, err := Run(context.Background(), cfg, Options{Out: killed, Model: smallNet(t), Data: data, Resume: true}); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := readComparable(t, full), readComparable(t, killed); string(a) != string(b) {
+		t.Fatalf("resumed restandardise run differs:\n%s\nvs\n%s", a, b)
+	}
+}

@@ -75,6 +75,13 @@ type TuningConfig struct {
 	// instead of standardising them (the stand-in for the thesis's BN): Edmunds's
 	// "No BN" variant (Appendix A.4, Table A.1).
 	PerturbNoStd bool `json:"perturb_no_standardise,omitempty"`
+	// PerturbRestd refits the standardisation constants at every refresh, from the
+	// refresh's first public batch at θ_t, instead of once per repeat: the closest
+	// per-sample equivalent of the thesis's BN (Table B.5, "essential since the inputs
+	// cannot be statically normalized"), i.e. BN with its statistics taken on the
+	// public data at the current parameters and held fixed over the private step, so
+	// each private sample's perturbation still depends on that sample alone.
+	PerturbRestd bool `json:"perturb_restandardise,omitempty"`
 	// PerturbEpochs, PerturbEpochDecay and PerturbMinEpochs are the thesis's g_φ
 	// schedule (Appendix B, Tables B.1/B.2: 200, 50, 20): refresh r (0-based, one per
 	// PerturbEvery private steps) trains max(E − r·D, M) epochs over the public split,
