@@ -356,3 +356,59 @@ func TestPretrainUsesRunOptimizer(t *testing.T) {
 		}
 	}
 }
+
+// fakeResident is a device model that could keep the steps resident: it records
+// whether the data was uploaded (the rest of the device interface is not reached).
+type fakeResident struct {
+	models.Model
+	loaded bool
+}
+
+func (f *fakeResident) Resident() bool                        { return true }
+func (f *fakeResident) DeviceCounts() models.DeviceCounts     { return models.DeviceCounts{} }
+func (f *fakeResident) ResidentSetState(w, v []float64) error { return nil }
+func (f *fakeResident) ResidentState(w, v []float64) error    { return nil }
+func (f *fakeResident) ResidentParams(dst []float32) error    { return nil }
+func (f *fakeResident) ResidentLoad(train []float32, nTrain int, test []float32, nTest int) error {
+	f.loaded = true
+	return nil
+}
+func (f *fakeResident) ResidentGradSum(idx, y []int, clip models.Clip, losses []float64) error {
+	return nil
+}
+func (f *fakeResident) ResidentFIL(idx, y []int, clip models.Clip, coords [][]int, out []float64) error {
+	return nil
+}
+func (f *fakeResident) ResidentFILDrawn(idx, y []int, clip models.Clip, k, d int, pcg []byte, out []float64) (bool, error) {
+	return false, nil
+}
+func (f *fakeResident) ResidentCoordsUsed() (uint64, error) { return 0, nil }
+func (f *fakeResident) ResidentUpdate(key uint64, step int, std, denom, lr, mom, wd float64) (int, error) {
+	return 0, nil
+}
+func (f *fakeResident) ResidentReleased(dst []float32) error { return nil }
+func (f *fakeResident) ResidentLogits(test bool, s0, n int, out []float32) error {
+	return nil
+}
+
+// TestAdamStepsOnHost: the device-resident step updates with momentum SGD, so an
+// adam run on a device keeps its steps on the host (and says why); an sgd run
+// stays resident.
+func TestAdamStepsOnHost(t *testing.T) {
+	split := imageToyData(10, 2, 1)
+	var _ residentModel = (*fakeResident)(nil)
+	for _, adam := range []bool{false, true} {
+		cfg := DefaultConfig()
+		if adam {
+			cfg.UseAdam()
+		}
+		f := &fakeResident{}
+		s := &setup{cfg: cfg, model: f, train: split.Train, test: split.Test}
+		if err := s.prepareResident(func(string, ...any) {}); err != nil {
+			t.Fatal(err)
+		}
+		if adam != (s.res == nil) || adam == f.loaded || adam != strings.Contains(s.tally.report.NotResident, "adam") {
+			t.Fatalf("adam %v: resident %v, loaded %v, not resident because %q", adam, s.res != nil, f.loaded, s.tally.report.NotResident)
+		}
+	}
+}
