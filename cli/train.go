@@ -27,7 +27,7 @@ func addTrainConfigFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.Float64Var(&cfg.Epochs, "epochs", cfg.Epochs, "train for this many epochs instead of --steps (T = ceil(epochs·N/B))")
 	fs.IntVar(&cfg.Batch, "batch", cfg.Batch, "batch size B (expected size for Poisson sampling)")
 	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "learning rate ρ")
-	fs.Float64Var(&cfg.Momentum, "momentum", cfg.Momentum, "SGD momentum in [0, 1)")
+	fs.Float64Var(&cfg.Momentum, "momentum", cfg.Momentum, "SGD momentum in [0, 1) (momentum SGD only: not with --optimizer adam)")
 	fs.Float64Var(&cfg.WeightDecay, "weight-decay", cfg.WeightDecay, "L2 weight decay λ (g ← ḡ + λw)")
 	fs.StringVar(&cfg.Optimizer, "optimizer", cfg.Optimizer, "update rule on the privatised gradient (and in pretraining): sgd (momentum SGD, the default) or adam (bias-corrected, as torch.optim.Adam; its usual --lr is ~1e-3); post-processing: ε and FIL are accounted as before")
 	fs.Float64Var(&cfg.AdamBeta1, "adam-beta1", cfg.AdamBeta1, "with --optimizer adam: first-moment decay β1 in [0, 1) (default 0.9; Adam takes no --momentum)")
