@@ -149,7 +149,10 @@ func (w *worker) residentSync() error {
 	if w.res == nil {
 		return nil
 	}
-	sgd := w.opt.(*momentumSGD) // startResident checked
+	sgd, ok := w.opt.(*momentumSGD)
+	if !ok { // startResident refused it
+		return fmt.Errorf("device-resident training: the device updates with momentum SGD, not %s", w.s.cfg.Optimizer)
+	}
 	if err := w.res.ResidentState(w.st.Params, sgd.velocity); err != nil {
 		return fmt.Errorf("device-resident training: %w", err)
 	}
