@@ -260,7 +260,8 @@ func TestAdamRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Measured: test accuracy 0.81 (momentum SGD at its lr 0.1: 0.32).
+	// Measured: test accuracy 0.80, train loss 0.58 (the same run with momentum SGD at
+	// lr 0.1: 0.33, 1.83).
 	if !(res.TestAccuracy > 0.5) || !(res.TrainLoss < 1.5) {
 		t.Fatalf("adam run: test accuracy %v, train loss %v (chance 0.1, ln 10 = 2.30)", res.TestAccuracy, res.TrainLoss)
 	}
@@ -279,6 +280,7 @@ func TestAdamRun(t *testing.T) {
 	if !bytes.Equal(pa, ps) {
 		t.Fatalf("privacy reports differ:\n%s\n%s", pa, ps)
 	}
+	t.Logf("adam: test accuracy %v, train loss %v; sgd (lr 0.1, momentum 0.5): %v, %v; ε %v", res.TestAccuracy, res.TrainLoss, sres.TestAccuracy, sres.TrainLoss, res.Epsilon)
 	if sres.TestAccuracy == res.TestAccuracy && sres.TrainLoss == res.TrainLoss {
 		t.Fatal("the adam run equals the sgd run")
 	}
