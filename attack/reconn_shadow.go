@@ -19,7 +19,7 @@ import (
 // of the models "linear" (Flatten → Dense(c)) and "mlp" (Flatten → Dense(h) → ELU →
 // Dense(c)) on the softmax cross-entropy, per-sample clipping (models.Clip: hard or
 // smooth), Gaussian noise N(0, σ²C²) on the clipped sum, ḡ = sum/B and momentum SGD
-// with weight decay (train's update). The two large GEMMs per step (the first layer
+// with weight decay (train's update; optimizer adam needs train.Run). The two large GEMMs per step (the first layer
 // forward and its weight gradient) run in float32 on the engine's CPU backend, as in
 // train.Run; the rest is float64 (train.Run sums in float32), so the two agree to
 // float32 rounding.
@@ -47,6 +47,9 @@ type shadowRecipe struct {
 // newShadowRecipe returns the batched recipe of cfg for the architecture arch on n
 // training samples, or an error saying why the recipe needs train.Run.
 func newShadowRecipe(cfg train.Config, arch models.Arch, n int) (*shadowRecipe, error) {
+	if cfg.IsAdam() {
+		return nil, fmt.Errorf("batched shadows: optimizer %q needs train.Run (the batched trainer updates with momentum SGD)", cfg.Optimizer)
+	}
 	r := &shadowRecipe{d: arch.Input.Size(), c: arch.Classes, lr: cfg.LR, mom: cfg.Momentum, wd: cfg.WeightDecay}
 	ls := arch.Layers
 	switch {

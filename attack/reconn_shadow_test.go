@@ -253,6 +253,9 @@ func TestShadowTrainerChoice(t *testing.T) {
 		{func(c *train.Config) { c.Tuning.Freeze = "dense1" }, ShadowTrainerAuto, ShadowTrainerEngine},
 		{func(c *train.Config) { c.Tuning.PruneFraction, c.Tuning.PerturbNet = 0.5, true }, ShadowTrainerAuto, ShadowTrainerEngine},
 		{func(c *train.Config) { c.Tuning.PretrainPublic = 0.5 }, ShadowTrainerBatched, ""},
+		{func(c *train.Config) { c.UseAdam() }, ShadowTrainerBatched, ""},
+		{func(c *train.Config) { c.UseAdam() }, ShadowTrainerAuto, ShadowTrainerEngine},
+		{func(c *train.Config) { c.Optimizer = train.OptimizerSGD }, ShadowTrainerBatched, ShadowTrainerBatched},
 		{func(*train.Config) {}, "gpu", ""},
 	} {
 		cfg := reconnRecipe()

@@ -25,10 +25,10 @@ import (
 // Shadow trainers of RecoNNOptions.Trainer.
 const (
 	// ShadowTrainerAuto is "batched" when the recipe allows it (never with a public
-	// pool), else "engine".
+	// pool or optimizer adam), else "engine".
 	ShadowTrainerAuto = "auto"
 	// ShadowTrainerBatched trains blocks of shadows together (reconn_shadow.go): full
-	// batch, the linear and mlp models, no tuning features, σ given.
+	// batch, the linear and mlp models, momentum SGD, no tuning features, σ given.
 	ShadowTrainerBatched = "batched"
 	// ShadowTrainerEngine runs train.Run once per shadow (any recipe).
 	ShadowTrainerEngine = "engine"

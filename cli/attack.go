@@ -182,6 +182,7 @@ unbiased attackers only) and Theorem 1's RDP bound (any attacker).`,
 		Args: cobra.NoArgs,
 	}, func(cmd *cobra.Command, _ []string) (*attack.RecoNNReport, error) {
 		e.Logf = stderrLogf(cmd, quiet)
+		resolveOptimizerFlags(cmd.Flags(), &e.Config)
 		pr := newProgress(int64(e.ProgressTotal()), "reconn", quiet)
 		defer pr.Finish()
 		e.Progress = func(phase string, n int) { pr.Add(int64(n), phase) }
@@ -204,7 +205,7 @@ unbiased attackers only) and Theorem 1's RDP bound (any attacker).`,
 	fs.Float64Var(&e.MLP.Decay, "rec-decay", 0, "reconstructor network: L2 weight decay")
 	fs.BoolVar(&e.MLP.BestEpoch, "rec-best-epoch", false, "reconstructor network: keep the epoch with the lowest held-out shadow MSE (early stopping)")
 	fs.Float64Var(&e.RidgeLambda, "ridge-lambda", e.RidgeLambda, "ridge reconstructor: penalty relative to the mean kernel diagonal (0 = chosen by leave-one-out error over 1e-4 … 1e4)")
-	fs.StringVar(&e.Trainer, "shadow-trainer", attack.ShadowTrainerAuto, "shadow trainer: batched (blocks of shadows as GEMMs; full batch, linear or mlp, --sigma given, magnitude pruning allowed; no pretraining, freezing, learned noise, g_φ or --public), engine (train.Run per shadow) or auto (batched when the recipe allows)")
+	fs.StringVar(&e.Trainer, "shadow-trainer", attack.ShadowTrainerAuto, "shadow trainer: batched (blocks of shadows as GEMMs; full batch, linear or mlp, --sigma given, momentum SGD, magnitude pruning allowed; no --optimizer adam, pretraining, freezing, learned noise, g_φ or --public), engine (train.Run per shadow) or auto (batched when the recipe allows)")
 	fs.IntVar(&e.ShadowBlock, "shadow-block", 32, "batched trainer: shadows trained together")
 	fs.IntVar(&e.Parallel, "shadow-parallel", 0, "batched trainer: blocks trained at once (0 = all cores)")
 	fs.StringVar(&e.Checkpoint, "checkpoint", "", "file the shadow set is appended to and resumed from (a rerun with more --shadows extends it)")

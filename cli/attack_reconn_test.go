@@ -46,11 +46,33 @@ func TestAttackReconnCommand(t *testing.T) {
 		{[]string{"--shadow-trainer", "gpu"}, "shadow trainer"},
 		{[]string{"--shadow-trainer", "batched", "--batch", "5"}, "full training set"},
 		{[]string{"--shadow-trainer", "batched", "--model", "mnist-cnn"}, "is not Flatten"},
+		{[]string{"--shadow-trainer", "batched", "--optimizer", "adam"}, `optimizer "adam" needs train.Run`},
+		{[]string{"--optimizer", "adam", "--momentum", "0.5"}, "momentum = 0.5 is momentum SGD's"},
 	} {
 		args := append([]string{"attack", "reconn", "--quiet", "--fixed", "9", "--pool", "20", "--shadows", "2", "--steps", "1", "--fil-coords", "0"}, tc.args...)
 		if _, _, err := execCLI(t, args...); err == nil || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("attack reconn %v: error %v, want one saying %q", tc.args, err, tc.msg)
 		}
+	}
+}
+
+// --optimizer adam reaches the shadow and target models: auto picks the engine
+// trainer (the batched one updates with momentum SGD).
+func TestAttackReconnAdam(t *testing.T) {
+	out, stderr, err := execCLI(t, "attack", "reconn", "--quiet", "--json", "--fixed", "9", "--pool", "20", "--shadows", "3",
+		"--targets", "1", "--steps", "2", "--fil-coords", "0", "--reconstructor", "ridge", "--optimizer", "adam", "--lr", "0.01")
+	if err != nil {
+		t.Fatalf("attack reconn --optimizer adam: %v\n%s", err, stderr)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("invalid JSON: %v\n%s", err, out)
+	}
+	if sh, _ := m["shadow_training"].(map[string]any); sh["trainer"] != "engine" {
+		t.Fatalf("shadow_training: %v", sh)
+	}
+	if !strings.Contains(out, `"optimizer":"adam"`) && !strings.Contains(out, `"optimizer": "adam"`) {
+		t.Fatalf("the report does not record the optimizer:\n%s", out)
 	}
 }
 

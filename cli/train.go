@@ -27,8 +27,12 @@ func addTrainConfigFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.Float64Var(&cfg.Epochs, "epochs", cfg.Epochs, "train for this many epochs instead of --steps (T = ceil(epochs·N/B))")
 	fs.IntVar(&cfg.Batch, "batch", cfg.Batch, "batch size B (expected size for Poisson sampling)")
 	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "learning rate ρ")
-	fs.Float64Var(&cfg.Momentum, "momentum", cfg.Momentum, "SGD momentum in [0, 1)")
+	fs.Float64Var(&cfg.Momentum, "momentum", cfg.Momentum, "SGD momentum in [0, 1) (momentum SGD only: not with --optimizer adam)")
 	fs.Float64Var(&cfg.WeightDecay, "weight-decay", cfg.WeightDecay, "L2 weight decay λ (g ← ḡ + λw)")
+	fs.StringVar(&cfg.Optimizer, "optimizer", cfg.Optimizer, "update rule on the privatised gradient (and in pretraining): sgd (momentum SGD, the default) or adam (bias-corrected, as torch.optim.Adam; its usual --lr is ~1e-3); post-processing: ε and FIL are accounted as before")
+	fs.Float64Var(&cfg.AdamBeta1, "adam-beta1", cfg.AdamBeta1, "with --optimizer adam: first-moment decay β1 in [0, 1) (default 0.9; Adam takes no --momentum)")
+	fs.Float64Var(&cfg.AdamBeta2, "adam-beta2", cfg.AdamBeta2, "with --optimizer adam: second-moment decay β2 in [0, 1) (default 0.999)")
+	fs.Float64Var(&cfg.AdamEps, "adam-eps", cfg.AdamEps, "with --optimizer adam: ε > 0 added to √v̂ (default 1e-8)")
 	fs.Float64Var(&cfg.Sigma, "sigma", cfg.Sigma, "noise scale σ: noise N(0, σ²C²I) on the summed clipped gradients (the accountants' noise multiplier is σ/c, c the clip constant of --clip-mode)")
 	fs.Float64Var(&cfg.Clip, "clip", cfg.Clip, "per-sample clipping norm C")
 	fs.StringVar(&cfg.ClipMode, "clip-mode", cfg.ClipMode, "clipping: smooth (GELU, differentiable: the paper's choice for FIL) or hard")
@@ -51,6 +55,29 @@ func addTrainConfigFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for every random draw (init, batches, FIL coordinates, noise)")
 	fs.StringVar(&cfg.Device, "device", cfg.Device, "cpu or cuda (needs the GPU build bin/dpfil-cuda: make cuda, tag dpfil_cuda)")
 	addTuningFlags(fs, cfg)
+}
+
+// resolveOptimizerFlags completes the optimizer settings after fs is parsed:
+// --optimizer adam starts from train.Config.UseAdam (torch's β1, β2, ε and momentum
+// 0, momentum SGD's default 0.5 not being Adam's), then the --adam-* and --momentum
+// flags given override it (a --momentum other than 0 is then refused by
+// Config.Validate rather than ignored).
+func resolveOptimizerFlags(fs *pflag.FlagSet, cfg *train.Config) {
+	if !cfg.IsAdam() {
+		return
+	}
+	given := *cfg
+	cfg.UseAdam()
+	for name, v := range map[string][2]*float64{
+		"momentum":   {&cfg.Momentum, &given.Momentum},
+		"adam-beta1": {&cfg.AdamBeta1, &given.AdamBeta1},
+		"adam-beta2": {&cfg.AdamBeta2, &given.AdamBeta2},
+		"adam-eps":   {&cfg.AdamEps, &given.AdamEps},
+	} {
+		if fs.Changed(name) {
+			*v[0] = *v[1]
+		}
+	}
 }
 
 // markResumeExclusive makes --resume exclusive with every configuration flag: a
@@ -142,7 +169,8 @@ func newTrainCmd(opts Options) *cobra.Command {
 		Short: "Train a model with DP-SGD and FIL/RDP accounting",
 		Long: `Train a model with DP-SGD (Guo, Karrer, Chaudhuri & van der Maaten 2022, Algorithm 1):
 per-sample gradients, smooth (default) or hard clipping, Gaussian noise N(0, σ²C²I)
-on the summed clipped gradients, division by the batch size, SGD with momentum.
+on the summed clipped gradients, division by the batch size, SGD with momentum
+(--optimizer adam: Adam on the same privatised gradient; ε and FIL unchanged).
 The privacy report (ε at δ, the order-2 MSE bound 1/(4(e^ε₂−1)) of the paper's
 Theorem 1) is that of 'dpfil account dpsgd'. FIL accounting (k sampled pixel
 coordinates per sample and step) gives per-sample dFIL and the MSE bounds 1/max dFIL
@@ -188,7 +216,7 @@ and a resumed run keeps recording into them; format in docs/attacks.md.`,
 func trainFlagGroups() []flagGroup {
 	return []flagGroup{
 		{"Model and data", []string{"model", "arch", "describe", "dataset", "data-dir", "train-subset"}},
-		{"DP-SGD", []string{"steps", "epochs", "batch", "lr", "momentum", "weight-decay", "sigma", "clip", "clip-mode", "clip-algo", "conv-algo", "sampling", "repeats", "seed"}},
+		{"DP-SGD", []string{"steps", "epochs", "batch", "lr", "momentum", "weight-decay", "optimizer", "adam-beta1", "adam-beta2", "adam-eps", "sigma", "clip", "clip-mode", "clip-algo", "conv-algo", "sampling", "repeats", "seed"}},
 		{"Privacy accounting", []string{"delta", "accountant", "target-epsilon"}},
 		{"Fisher information leakage (FIL)", []string{"fil-coords", "fil-exact", "fil-rate", "fil-refine-top", "fil-delta", "fil-normalized-inputs", "fil-eta", "fil-label"}},
 		{"Output and run control", []string{"out", "resume", "checkpoint-every", "eval-every", "record-transcript", "perturb-diag", "device", "json", "quiet", "help"}},
@@ -228,6 +256,7 @@ func runTrain(cmd *cobra.Command, fl *trainFlags) error {
 		if cmd.Flags().Changed("epochs") && !cmd.Flags().Changed("steps") {
 			cfg.Steps = 0
 		}
+		resolveOptimizerFlags(cmd.Flags(), &cfg)
 		if cmd.Flags().Changed("target-epsilon") {
 			if e := cfg.TargetEpsilon; !(e > 0) || math.IsInf(e, 0) {
 				return fmt.Errorf("--target-epsilon = %v must be finite and > 0 (no noise multiplier reaches it; to train without noise, give --sigma 0)", e)

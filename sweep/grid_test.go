@@ -141,6 +141,36 @@ func TestEpochsClearDefaultSteps(t *testing.T) {
 	}
 }
 
+// A grid can set the optimizer: adam starts from torch's defaults with momentum 0,
+// its keys override them, and momentum SGD's momentum given with adam is refused.
+func TestOptimizerSettings(t *testing.T) {
+	g, err := ParseGrid([]byte("base: {lr: 0.01}\ngrid: {optimizer: [sgd, adam], seed: [1]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := g.Jobs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 2 || jobs[0].Config.IsAdam() || jobs[0].Config.Momentum != 0.5 || !jobs[1].Config.IsAdam() ||
+		jobs[1].Config.Momentum != 0 || jobs[1].Config.AdamBeta1 != 0.9 || jobs[1].Config.AdamBeta2 != 0.999 || jobs[1].Config.AdamEps != 1e-8 {
+		t.Fatalf("jobs %+v", jobs)
+	}
+	cfg, err := ConfigFromSettings(map[string]any{"optimizer": "adam", "adam_beta1": 0.0, "adam_eps": 1e-6})
+	if err != nil || cfg.AdamBeta1 != 0 || cfg.AdamBeta2 != 0.999 || cfg.AdamEps != 1e-6 {
+		t.Fatalf("adam overrides: %+v, %v", cfg, err)
+	}
+	for _, bad := range []map[string]any{
+		{"optimizer": "adam", "momentum": 0.9},
+		{"optimizer": "adamw"},
+		{"adam_beta1": 0.8},
+	} {
+		if _, err := ConfigFromSettings(bad); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+}
+
 func repoRoot(t *testing.T) string {
 	t.Helper()
 	_, file, _, ok := runtime.Caller(0)

@@ -21,13 +21,17 @@ type Job struct {
 // ConfigFromSettings overlays settings (train.Config JSON names → values) on
 // train.DefaultConfig and validates the result. Unknown keys and ill-typed values are
 // errors. Setting epochs without steps clears the default step count (the two are
-// exclusive).
+// exclusive); setting optimizer adam starts from train.Config.UseAdam (torch's β1,
+// β2, ε and momentum 0, which the settings may override).
 func ConfigFromSettings(settings map[string]any) (train.Config, error) {
 	cfg := train.DefaultConfig()
 	if _, hasEpochs := settings["epochs"]; hasEpochs {
 		if _, hasSteps := settings["steps"]; !hasSteps {
 			cfg.Steps = 0
 		}
+	}
+	if settings["optimizer"] == train.OptimizerAdam {
+		cfg.UseAdam()
 	}
 	b, err := json.Marshal(settings)
 	if err != nil {

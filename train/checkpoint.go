@@ -17,7 +17,8 @@ import (
 const checkpointMagic = "DPFILCK1"
 
 // checkpoint is everything needed to continue a run bit-identically: the config, the
-// finished repeats, and the current repeat's parameters, momentum buffer, step, RNG
+// finished repeats, and the current repeat's parameters, optimizer state (momentum
+// buffer, or Adam's moments and update count), step, RNG
 // states (sampler, FIL coordinates; the noise is counter-based: the step is its
 // state), sampler state, accountants and metrics.
 type checkpoint struct {
@@ -38,7 +39,9 @@ type repeatState struct {
 	InitSeed  uint64
 	Step      int
 	Params    []float64
-	Velocity  []float64
+	Velocity  []float64 // momentum SGD's velocity, or Adam's first moment m
+	AdamV     []float64 // Adam's second moment v (nil under momentum SGD)
+	AdamSteps int       // Adam's update count t (0 under momentum SGD)
 	Sampler   samplerState
 	CoordsRNG []byte
 	Noise     string          // NoiseGenerator (counter-based: the step says where the noise stands)

@@ -1,7 +1,7 @@
 // Package train is dpfil's main job: DP-SGD (Guo, Karrer, Chaudhuri & van der Maaten
 // 2022, "Bounding training data reconstruction in private (deep) learning",
 // Algorithm 1) with per-sample gradients, hard or smooth clipping, Gaussian noise on
-// the summed clipped gradients, momentum SGD, and two privacy accountants run
+// the summed clipped gradients, momentum SGD or Adam, and two privacy accountants run
 // alongside: Rényi DP for the whole run (ε at δ, order-2 RDP and its MSE bound) and
 // per-sample Fisher information leakage (dFIL and its MSE bounds), computed on the
 // parameters before each update.
@@ -36,9 +36,22 @@ type Config struct {
 	Epochs      float64 `json:"epochs,omitempty"`
 	Batch       int     `json:"batch"`
 	LR          float64 `json:"lr"`
-	Momentum    float64 `json:"momentum"` // default 0.5
+	Momentum    float64 `json:"momentum"` // default 0.5; 0 under adam
 	WeightDecay float64 `json:"weight_decay,omitempty"`
-	Sigma       float64 `json:"sigma"` // noise scale σ: N(0, σ²C²I) on the clipped sum; noise multiplier σ/c (Privacy); 0 with TargetEpsilon: solved for
+	// Optimizer is the update rule applied to the privatised gradient (and in
+	// pretraining to the public gradient): "" or "sgd" (momentum SGD, the default)
+	// or "adam" (bias-corrected Adam as torch.optim.Adam; train/optim.go). The
+	// update is post-processing of the released gradient: it changes no ε, and FIL
+	// is computed at each θ_t as before. Under adam, Momentum must be 0 (Adam's
+	// first moment is AdamBeta1) and AdamBeta1, AdamBeta2, AdamEps are the run's
+	// (UseAdam sets torch's defaults); under sgd they must be 0. Omitted from JSON
+	// when empty, so older configs keep their hashes ("sgd" hashes as "").
+	Optimizer string  `json:"optimizer,omitempty"`
+	AdamBeta1 float64 `json:"adam_beta1,omitempty"` // β1 ∈ [0, 1): first-moment decay
+	AdamBeta2 float64 `json:"adam_beta2,omitempty"` // β2 ∈ [0, 1): second-moment decay
+	AdamEps   float64 `json:"adam_eps,omitempty"`   // ε > 0 added to √v̂
+
+	Sigma float64 `json:"sigma"` // noise scale σ: N(0, σ²C²I) on the clipped sum; noise multiplier σ/c (Privacy); 0 with TargetEpsilon: solved for
 	// TargetEpsilon, when > 0, solves for the smallest σ whose reported ε at Delta
 	// (the chosen accountant, adjacency and sampling, with the clip constant c of
 	// ClipMode) is at most this value; Sigma must then be 0. Result.Sigma is the σ used.
@@ -136,6 +149,59 @@ const (
 	ClipModeHard   = "hard"
 )
 
+// Optimizers (Config.Optimizer).
+const (
+	OptimizerSGD  = "sgd"  // momentum SGD (also "")
+	OptimizerAdam = "adam" // bias-corrected Adam
+)
+
+// torch.optim.Adam's defaults, which UseAdam sets.
+const (
+	DefaultAdamBeta1 = 0.9
+	DefaultAdamBeta2 = 0.999
+	DefaultAdamEps   = 1e-8
+)
+
+// UseAdam switches c to Adam with torch.optim.Adam's defaults (β1 0.9, β2 0.999,
+// ε 1e-8) and momentum 0 (momentum SGD's parameter; Adam's first moment is β1).
+// The learning rate stays c.LR: Adam's usual rates (1e-3) are far below SGD's.
+func (c *Config) UseAdam() {
+	c.Optimizer, c.Momentum = OptimizerAdam, 0
+	c.AdamBeta1, c.AdamBeta2, c.AdamEps = DefaultAdamBeta1, DefaultAdamBeta2, DefaultAdamEps
+}
+
+// IsAdam reports whether the run updates with Adam (else momentum SGD).
+func (c Config) IsAdam() bool { return c.Optimizer == OptimizerAdam }
+
+// validateOptimizer checks Optimizer and its parameters.
+func (c Config) validateOptimizer() error {
+	switch c.Optimizer {
+	case "", OptimizerSGD:
+		if c.AdamBeta1 != 0 || c.AdamBeta2 != 0 || c.AdamEps != 0 {
+			return fmt.Errorf("config: adam_beta1 = %v, adam_beta2 = %v, adam_eps = %v are Adam's: set optimizer = %q (or leave them 0 for momentum SGD)", c.AdamBeta1, c.AdamBeta2, c.AdamEps, OptimizerAdam)
+		}
+		return nil
+	case OptimizerAdam:
+	default:
+		return fmt.Errorf("config: optimizer = %q, want %q (momentum SGD, the default) or %q", c.Optimizer, OptimizerSGD, OptimizerAdam)
+	}
+	for _, b := range []struct {
+		name string
+		v    float64
+	}{{"adam_beta1", c.AdamBeta1}, {"adam_beta2", c.AdamBeta2}} {
+		if !(b.v >= 0 && b.v < 1) {
+			return fmt.Errorf("config: %s = %v must be in [0, 1)", b.name, b.v)
+		}
+	}
+	if !finite(c.AdamEps) || c.AdamEps <= 0 {
+		return fmt.Errorf("config: adam_eps = %v must be positive and finite (torch's default %g; Config.UseAdam sets the defaults)", c.AdamEps, DefaultAdamEps)
+	}
+	if c.Momentum != 0 {
+		return fmt.Errorf("config: momentum = %v is momentum SGD's and is not used by adam (its first moment is adam_beta1 = %v): set momentum to 0", c.Momentum, c.AdamBeta1)
+	}
+	return nil
+}
+
 // DefaultConfig is the paper's MNIST setting (Guo et al. 2022, Table 3: batch 600, momentum
 // 0.5) on the embedded MNIST with σ = 1, C = 1, lr 0.1, T = 1000, smooth clipping,
 // Poisson sampling (exact accounting; the paper shuffled), FIL with k = 50
@@ -192,6 +258,9 @@ func (c Config) Validate() error {
 	}
 	if !finite(c.WeightDecay) || c.WeightDecay < 0 {
 		return fmt.Errorf("config: weight_decay = %v must be ≥ 0 and finite", c.WeightDecay)
+	}
+	if err := c.validateOptimizer(); err != nil {
+		return err
 	}
 	if !finite(c.Sigma) || c.Sigma < 0 {
 		return fmt.Errorf("config: sigma = %v must be ≥ 0 and finite", c.Sigma)
@@ -297,9 +366,12 @@ func (c Config) ResolveSteps(n int) int {
 // Hash is a stable short hex hash of the config (the sweep dedupe key). It covers
 // every field that can change the result, the architecture spec (Arch) and the data
 // pin (DataSHA256) included; DataDir (where the named dataset is read from) is left
-// out.
+// out, and optimizer "sgd" hashes as the default "" (the same run).
 func (c Config) Hash() string {
 	c.DataDir = ""
+	if c.Optimizer == OptimizerSGD {
+		c.Optimizer = ""
+	}
 	b, err := json.Marshal(c)
 	if err != nil { // Config holds only plain values; Marshal cannot fail on finite ones
 		b = []byte(fmt.Sprintf("%#v", c))

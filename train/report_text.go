@@ -17,9 +17,13 @@ func (res *Result) WriteText(w io.Writer) {
 	if cfg.ClipAlgo != "" && cfg.ClipAlgo != models.ClipAlgoPerSample {
 		clipAlgo = ", " + cfg.ClipAlgo + " norms"
 	}
-	fmt.Fprintf(w, "%s on %s (%d train / %d test), %d steps × batch %d (%s), σ = %.4g, C = %g (%s clipping%s), lr %g, momentum %g\n",
+	optim := fmt.Sprintf("momentum %g", cfg.Momentum)
+	if cfg.IsAdam() {
+		optim = fmt.Sprintf("adam β1 %g β2 %g ε %g", cfg.AdamBeta1, cfg.AdamBeta2, cfg.AdamEps)
+	}
+	fmt.Fprintf(w, "%s on %s (%d train / %d test), %d steps × batch %d (%s), σ = %.4g, C = %g (%s clipping%s), lr %g, %s\n",
 		cfg.Model, res.Dataset.Name, res.Dataset.NTrain, res.Dataset.NTest, res.Steps, cfg.Batch, res.Sampling,
-		res.Sigma, cfg.Clip, cfg.ClipMode, clipAlgo, cfg.LR, cfg.Momentum)
+		res.Sigma, cfg.Clip, cfg.ClipMode, clipAlgo, cfg.LR, optim)
 	if res.ClipConstant != 1 && res.Sigma > 0 {
 		fmt.Fprintf(w, "                   smooth clipping bounds a clipped gradient by c·C, c = %.4f, so the accountants take σ/c = %.4g\n",
 			res.ClipConstant, res.NoiseMultiplierRDP)

@@ -102,6 +102,8 @@ func (s *setup) prepareResident(logf func(string, ...any)) error {
 		why = "pretraining, pruning, freezing and learned noise run on the host"
 	case s.extraFILOn():
 		why = "η and label FIL need the engine's parameter-tangent passes (managed memory)"
+	case s.cfg.IsAdam():
+		why = "the device's update is momentum SGD; adam updates on the host"
 	}
 	if why != "" {
 		s.tally.report.NotResident = why
@@ -130,7 +132,11 @@ func (w *worker) startResident() error {
 	if w.res == nil {
 		return nil
 	}
-	if err := w.res.ResidentSetState(w.st.Params, w.opt.velocity); err != nil {
+	sgd, ok := w.opt.(*momentumSGD)
+	if !ok { // prepareResident keeps adam runs on the host
+		return fmt.Errorf("device-resident training: the device updates with momentum SGD, not %s", w.s.cfg.Optimizer)
+	}
+	if err := w.res.ResidentSetState(w.st.Params, sgd.velocity); err != nil {
 		return fmt.Errorf("device-resident training: %w", err)
 	}
 	return nil
@@ -143,10 +149,14 @@ func (w *worker) residentSync() error {
 	if w.res == nil {
 		return nil
 	}
-	if err := w.res.ResidentState(w.st.Params, w.opt.velocity); err != nil {
+	sgd, ok := w.opt.(*momentumSGD)
+	if !ok { // startResident refused it
+		return fmt.Errorf("device-resident training: the device updates with momentum SGD, not %s", w.s.cfg.Optimizer)
+	}
+	if err := w.res.ResidentState(w.st.Params, sgd.velocity); err != nil {
 		return fmt.Errorf("device-resident training: %w", err)
 	}
-	w.st.Velocity = w.opt.velocity
+	w.st.Velocity = sgd.velocity
 	w.syncParams()
 	return nil
 }

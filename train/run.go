@@ -407,7 +407,7 @@ func (w *worker) progressEpsilon() (float64, string) {
 type worker struct {
 	s        *setup
 	st       *repeatState
-	opt      *momentumSGD
+	opt      optimizer
 	sampler  sampler
 	coordRNG *rngState
 	// coordsOnDevice: the step's FIL coordinates were drawn on the device and
@@ -445,7 +445,7 @@ func (s *setup) newWorker(repeat int, st *repeatState) (*worker, error) {
 	if w.sampler, err = newSampler(s.cfg.Sampling, s.n, s.cfg.Batch, samplerRNG); err != nil {
 		return nil, err
 	}
-	w.opt = newMomentumSGD(s.cfg.LR, s.cfg.Momentum, s.cfg.WeightDecay, s.p)
+	w.opt = newOptimizer(s.cfg, s.cfg.LR, s.cfg.WeightDecay, s.p)
 	if st == nil {
 		st = &repeatState{Repeat: repeat, InitSeed: deriveSeed(s.cfg.Seed, repeat, streamInit), LastLoss: math.NaN()}
 		init := s.model.Init(st.InitSeed)
@@ -456,7 +456,7 @@ func (s *setup) newWorker(repeat int, st *repeatState) (*worker, error) {
 		for i, v := range init {
 			st.Params[i] = float64(v)
 		}
-		st.Velocity = w.opt.velocity
+		w.opt.save(st)
 		if s.filK > 0 {
 			if st.FIL, err = accounting.NewFIL(s.n, s.d, s.kappa); err != nil {
 				return nil, fmt.Errorf("FIL accounting: %w", err)
@@ -466,7 +466,7 @@ func (s *setup) newWorker(repeat int, st *repeatState) (*worker, error) {
 			return nil, err
 		}
 	} else {
-		if st.Repeat != repeat || len(st.Params) != s.p || len(st.Velocity) != s.p || st.Step < 0 || st.Step > s.steps {
+		if st.Repeat != repeat || len(st.Params) != s.p || st.Step < 0 || st.Step > s.steps {
 			return nil, fmt.Errorf("checkpoint state does not fit the run (repeat %d, %d params, step %d)", st.Repeat, len(st.Params), st.Step)
 		}
 		if (st.FIL != nil) != (s.filK > 0) || st.FIL != nil && (st.FIL.N != s.n || st.FIL.D != s.d || len(st.FIL.Sum) != s.n) {
@@ -487,7 +487,9 @@ func (s *setup) newWorker(repeat int, st *repeatState) (*worker, error) {
 		if st.Noise != NoiseGenerator {
 			return nil, fmt.Errorf("checkpoint drew its noise with %q, this dpfil with %q: it cannot continue the run bit-identically (start it again)", st.Noise, NoiseGenerator)
 		}
-		w.opt.velocity = st.Velocity
+		if err := w.opt.restore(st); err != nil {
+			return nil, err
+		}
 	}
 	w.st, w.fil = st, st.FIL
 	if err := s.startTuning(st); err != nil {
@@ -521,6 +523,7 @@ func (w *worker) snapshot() error {
 	if err := w.residentSync(); err != nil {
 		return err
 	}
+	w.opt.save(w.st)
 	var err error
 	if w.st.Ledger, err = json.Marshal(w.ledger); err != nil {
 		return fmt.Errorf("privacy ledger: %w", err)

@@ -31,13 +31,18 @@ func NewTranscriptRecorder(dir string, cfg Config) *TranscriptRecorder {
 // header is the transcript header of rec's repeat.
 func (tr *TranscriptRecorder) header(rec StepRecord) transcript.Header {
 	c := tr.cfg
-	return transcript.Header{
+	h := transcript.Header{
 		Model: c.Model, Dataset: rec.Dataset, DatasetSHA256: rec.DatasetSHA256, NumParams: len(rec.Params),
 		Steps: rec.Steps, Q: rec.Q, Sigma: c.Sigma, Clip: c.Clip, ClipMode: c.ClipMode, LR: c.LR,
 		BatchDenominator: rec.Denominator, Seed: c.Seed,
 		Update: transcript.UpdateMomentum, Momentum: c.Momentum, WeightDecay: c.WeightDecay, Sampling: c.Sampling,
 		NTrain: rec.N, Repeat: rec.Repeat, ConfigHash: c.Hash(),
 	}
+	if c.IsAdam() {
+		h.Update, h.Momentum = transcript.UpdateAdam, 0
+		h.AdamBeta1, h.AdamBeta2, h.AdamEps = c.AdamBeta1, c.AdamBeta2, c.AdamEps
+	}
+	return h
 }
 
 // OnStep is the Options.OnStep hook.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,5 +172,51 @@ func TestRunWithTranscriptDiverged(t *testing.T) {
 	if _, serr := os.Stat(dir); !errors.Is(serr, os.ErrNotExist) {
 		es, _ := os.ReadDir(dir)
 		t.Errorf("diverged run left its directory (%d entries)", len(es))
+	}
+}
+
+// TestAdamTranscriptReplay: the transcript of an adam run says so, and its replay
+// gives the trainer's θ_t bit for bit at every step and its final parameters.
+func TestAdamTranscriptReplay(t *testing.T) {
+	cfg := train.DefaultConfig()
+	cfg.Model, cfg.TrainSubset, cfg.Batch, cfg.Steps, cfg.FILCoords, cfg.Seed = "mlp", 60, 10, 7, 0, 5
+	cfg.UseAdam()
+	cfg.LR, cfg.WeightDecay, cfg.AdamBeta1, cfg.AdamBeta2 = 0.01, 0.05, 0.8, 0.99
+	dir := t.TempDir()
+	rec := train.NewTranscriptRecorder(dir, cfg)
+	var seen [][]float64
+	res, err := train.Run(context.Background(), cfg, train.Options{OnStep: func(s train.StepRecord) error {
+		seen = append(seen, append([]float64(nil), s.Params...))
+		return rec.OnStep(s)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := transcript.Open(filepath.Join(dir, transcript.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := tr.Header
+	if h.Update != transcript.UpdateAdam || h.Momentum != 0 || h.AdamBeta1 != 0.8 || h.AdamBeta2 != 0.99 || h.AdamEps != 1e-8 || h.WeightDecay != 0.05 {
+		t.Fatalf("header %+v", h)
+	}
+	final, err := tr.Replay(func(step int, theta []float64) error {
+		for i, v := range theta {
+			if math.Float64bits(v) != math.Float64bits(seen[step][i]) {
+				return fmt.Errorf("θ_%d[%d] replayed %v, trained %v", step, i, v, seen[step][i])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range res.Repeats[0].Params {
+		if float32(final[i]) != v {
+			t.Fatalf("final parameter %d: replayed %v, trained %v", i, float32(final[i]), v)
+		}
+	}
+	if len(seen) != cfg.Steps || bytes.Equal([]byte(fmt.Sprint(seen[0])), []byte(fmt.Sprint(seen[cfg.Steps-1]))) {
+		t.Fatalf("%d steps seen; parameters did not move", len(seen))
 	}
 }

@@ -24,8 +24,8 @@ import (
 //     (train.Options.Public) and every training sample stays private. Pretraining,
 //     g_φ and learned noise read it.
 //   - Pretraining (public data given, PretrainSteps ≥ 0): the model is first trained on
-//     the public data without privacy (PretrainSteps steps of momentum SGD on
-//     mini-batches) and then fine-tuned with DP-SGD on the private data.
+//     the public data without privacy (PretrainSteps steps of the run's optimizer,
+//     momentum SGD or Adam, on mini-batches) and then fine-tuned with DP-SGD on the private data.
 //   - Pruning (PruneFraction > 0): after pretraining, the fraction of parameters with
 //     the smallest magnitude is frozen (PruneMode "freeze", the thesis's choice) or set
 //     to zero and frozen ("zero").
@@ -232,8 +232,8 @@ type tuning struct {
 	base     models.Model
 	frozen   []bool // static freeze mask from Freeze (nil: none)
 	tensors  []string
-	steps    int // pretraining steps
-	momentum float64
+	steps    int    // pretraining steps
+	runCfg   Config // the run's config (its optimizer pretrains too)
 	lr       float64
 	batch    int
 	p        int
@@ -278,7 +278,7 @@ func (s *setup) prepareTuning(external *data.Dataset) error {
 	if !t.On() {
 		return nil
 	}
-	tu := &tuning{cfg: t, base: s.model, p: s.model.NumParams(), momentum: s.cfg.Momentum,
+	tu := &tuning{cfg: t, base: s.model, p: s.model.NumParams(), runCfg: s.cfg,
 		cache: map[uint64]*tunedRepeat{}, pretrAcc: map[int]float64{}, test: s.test, classes: s.arch.Classes}
 	var err error
 	if tu.clip, err = s.cfg.clip(); err != nil {

@@ -206,3 +206,70 @@ func BenchmarkWriteTrainStep(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// TestAdamHeader: a header with Update "adam" needs plausible β1, β2, ε; Replay
+// follows bias-corrected Adam, checked against the textbook form.
+func TestAdamHeader(t *testing.T) {
+	adam := trainHeader()
+	adam.Update, adam.Momentum, adam.AdamBeta1, adam.AdamBeta2, adam.AdamEps = UpdateAdam, 0, 0.9, 0.999, 1e-8
+	for _, tc := range []struct {
+		name string
+		mod  func(*Header)
+		ok   bool
+	}{
+		{"valid", func(*Header) {}, true},
+		{"beta1-one", func(h *Header) { h.AdamBeta1 = 1 }, false},
+		{"beta2-negative", func(h *Header) { h.AdamBeta2 = -0.5 }, false},
+		{"eps-zero", func(h *Header) { h.AdamEps = 0 }, false},
+		{"eps-negative", func(h *Header) { h.AdamEps = -1e-8 }, false},
+		{"unknown-update", func(h *Header) { h.Update = "adamw" }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := adam
+			tc.mod(&h)
+			path := filepath.Join(t.TempDir(), "t.bin")
+			w, err := Create(path, h, []float32{1, 0.5, -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range trainRel {
+				if err := w.WriteTrainStep(i, trainRel[i], trainBatch[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			tr, err := Open(path)
+			if !tc.ok {
+				if err == nil {
+					t.Fatal("implausible header accepted")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := tr.Replay(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			theta, m, v := []float64{1, 0.5, -1}, make([]float64, 3), make([]float64, 3)
+			for s := range trainRel {
+				for i := range theta {
+					g := float64(trainRel[s][i])/h.BatchDenominator + h.WeightDecay*theta[i]
+					m[i] = h.AdamBeta1*m[i] + (1-h.AdamBeta1)*g
+					v[i] = h.AdamBeta2*v[i] + (1-h.AdamBeta2)*g*g
+					mh := m[i] / (1 - math.Pow(h.AdamBeta1, float64(s+1)))
+					vh := v[i] / (1 - math.Pow(h.AdamBeta2, float64(s+1)))
+					theta[i] -= h.LR * mh / (math.Sqrt(vh) + h.AdamEps)
+				}
+			}
+			for i := range theta {
+				if math.Abs(got[i]-theta[i]) > 1e-13 {
+					t.Fatalf("replayed θ %v, by hand %v", got, theta)
+				}
+			}
+		})
+	}
+}

@@ -80,7 +80,9 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // hyperparameters and the known points, and how to replay θ_t. With Update "" (the
 // attack game) θ_{t+1} = θ_t − LR/BatchDenominator · g_t; with Update "momentum"
 // (dpfil train) the trainer's heavy-ball step with ḡ_t = g_t/BatchDenominator:
-// u = ḡ_t + WeightDecay·θ_t, v ← Momentum·v + u, θ_{t+1} = θ_t − LR·v (see Replay).
+// u = ḡ_t + WeightDecay·θ_t, v ← Momentum·v + u, θ_{t+1} = θ_t − LR·v; with Update
+// "adam" (dpfil train --optimizer adam) bias-corrected Adam on u with AdamBeta1,
+// AdamBeta2, AdamEps, its update count t+1 at step t (see Replay).
 type Header struct {
 	Format           string  `json:"format"` // "dpfil-transcript"
 	Model            string  `json:"model"`
@@ -101,8 +103,11 @@ type Header struct {
 	Prior []int `json:"prior,omitempty"`
 
 	// Fields of transcripts recorded by dpfil train (absent for the attack game).
-	Update      string  `json:"update,omitempty"` // "" (plain SGD) | "momentum"
+	Update      string  `json:"update,omitempty"` // "" (plain SGD) | "momentum" | "adam"
 	Momentum    float64 `json:"momentum,omitempty"`
+	AdamBeta1   float64 `json:"adam_beta1,omitempty"`
+	AdamBeta2   float64 `json:"adam_beta2,omitempty"`
+	AdamEps     float64 `json:"adam_eps,omitempty"`
 	WeightDecay float64 `json:"weight_decay,omitempty"`
 	Sampling    string  `json:"sampling,omitempty"` // shuffle | poisson
 	NTrain      int     `json:"n_train,omitempty"`  // training-set size N (batch indices refer to it)
@@ -114,6 +119,7 @@ type Header struct {
 const (
 	UpdateSGD      = ""         // θ ← θ − LR/BatchDenominator · g
 	UpdateMomentum = "momentum" // dpfil train's momentum SGD with weight decay
+	UpdateAdam     = "adam"     // dpfil train's bias-corrected Adam with weight decay
 )
 
 // Step is one step as released: the privatised gradient and which known
@@ -551,8 +557,11 @@ func (tr *Transcript) apply(kind byte, p []byte) error {
 		if h.Format != "dpfil-transcript" || h.NumParams <= 0 || h.Steps < 0 || !(h.Q > 0 && h.Q <= 1) || !(h.Clip > 0) || !(h.BatchDenominator > 0) {
 			return fmt.Errorf("header: implausible hyperparameters %+v", h)
 		}
-		if h.Update != UpdateSGD && h.Update != UpdateMomentum || !(h.Momentum >= 0 && h.Momentum < 1) || !(h.WeightDecay >= 0) || math.IsInf(h.WeightDecay, 0) || !(h.LR > 0) || math.IsInf(h.LR, 0) {
+		if h.Update != UpdateSGD && h.Update != UpdateMomentum && h.Update != UpdateAdam || !(h.Momentum >= 0 && h.Momentum < 1) || !(h.WeightDecay >= 0) || math.IsInf(h.WeightDecay, 0) || !(h.LR > 0) || math.IsInf(h.LR, 0) {
 			return fmt.Errorf("header: unknown update %q or implausible lr %v, momentum %v, weight decay %v", h.Update, h.LR, h.Momentum, h.WeightDecay)
+		}
+		if h.Update == UpdateAdam && (!(h.AdamBeta1 >= 0 && h.AdamBeta1 < 1) || !(h.AdamBeta2 >= 0 && h.AdamBeta2 < 1) || !(h.AdamEps > 0) || math.IsInf(h.AdamEps, 0)) {
+			return fmt.Errorf("header: implausible Adam parameters β1 %v, β2 %v, ε %v", h.AdamBeta1, h.AdamBeta2, h.AdamEps)
 		}
 	case recInit:
 		if len(p) != 4*tr.Header.NumParams {
@@ -624,6 +633,8 @@ func (tr *Transcript) apply(kind byte, p []byte) error {
 type Replayer struct {
 	h          Header
 	theta, vel []float64
+	sq         []float64 // Adam's second moment (vel is its first)
+	t          int       // updates applied
 }
 
 // NewReplayer returns a replayer at θ₀.
@@ -632,17 +643,26 @@ func (tr *Transcript) NewReplayer() *Replayer {
 	for i, v := range tr.Theta0 {
 		r.theta[i] = float64(v)
 	}
-	if r.h.Update == UpdateMomentum {
+	switch r.h.Update {
+	case UpdateMomentum:
 		r.vel = make([]float64, len(r.theta))
+	case UpdateAdam:
+		r.vel, r.sq = make([]float64, len(r.theta)), make([]float64, len(r.theta))
 	}
 	return r
 }
 
-// Step applies one update. The momentum rule is written operation for operation
-// like dpfil train's optimiser (explicit conversions forbid fused multiply-adds),
-// so the replay is bit-identical to the trainer's float64 master parameters.
+// Step applies one update. The momentum and Adam rules are written operation for
+// operation like dpfil train's optimisers (train/optim.go; explicit conversions
+// forbid fused multiply-adds), so the replay is bit-identical to the trainer's
+// float64 master parameters.
 func (r *Replayer) Step(released []float32) {
 	h := r.h
+	r.t++
+	if h.Update == UpdateAdam {
+		r.adamStep(released)
+		return
+	}
 	if h.Update == UpdateSGD {
 		step := h.LR / h.BatchDenominator
 		for i, v := range released {
@@ -655,6 +675,23 @@ func (r *Replayer) Step(released []float32) {
 		g := float64(released[i])/b + float64(wd*w)
 		r.vel[i] = float64(m*r.vel[i]) + g
 		r.theta[i] = w - float64(lr*r.vel[i])
+	}
+}
+
+// adamStep is Step under Update "adam": u = ḡ + λθ, m ← β1·m + (1−β1)·u,
+// v ← β2·v + (1−β2)·u², θ ← θ − (ρ/(1−β1^t))·m/(√v/√(1−β2^t) + ε).
+func (r *Replayer) adamStep(released []float32) {
+	h := r.h
+	b1, b2, eps, wd, b := h.AdamBeta1, h.AdamBeta2, h.AdamEps, h.WeightDecay, h.BatchDenominator
+	c1, c2 := 1-b1, 1-b2
+	stepSize := h.LR / (1 - math.Pow(b1, float64(r.t)))
+	bc2Sqrt := math.Sqrt(1 - math.Pow(b2, float64(r.t)))
+	for i, w := range r.theta {
+		g := float64(released[i])/b + float64(wd*w)
+		r.vel[i] = float64(b1*r.vel[i]) + float64(c1*g)
+		r.sq[i] = float64(b2*r.sq[i]) + float64(float64(c2*g)*g)
+		denom := math.Sqrt(r.sq[i])/bc2Sqrt + eps
+		r.theta[i] = w - float64(stepSize*(r.vel[i]/denom))
 	}
 }
 
