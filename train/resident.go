@@ -132,14 +132,24 @@ func (w *worker) startResident() error {
 	if w.res == nil {
 		return nil
 	}
-	sgd, ok := w.opt.(*momentumSGD)
-	if !ok { // prepareResident keeps adam runs on the host
-		return fmt.Errorf("device-resident training: the device updates with momentum SGD, not %s", w.s.cfg.Optimizer)
+	sgd, err := w.residentSGD()
+	if err != nil {
+		return err
 	}
 	if err := w.res.ResidentSetState(w.st.Params, sgd.velocity); err != nil {
 		return fmt.Errorf("device-resident training: %w", err)
 	}
 	return nil
+}
+
+// residentSGD is the worker's momentum SGD, the only update the device runs
+// (prepareResident keeps adam runs on the host).
+func (w *worker) residentSGD() (*momentumSGD, error) {
+	sgd, ok := w.opt.(*momentumSGD)
+	if !ok {
+		return nil, fmt.Errorf("device-resident training: the device updates with momentum SGD, not %s", w.s.cfg.Optimizer)
+	}
+	return sgd, nil
 }
 
 // residentSync copies the device's parameters and momentum into the repeat state
@@ -149,9 +159,9 @@ func (w *worker) residentSync() error {
 	if w.res == nil {
 		return nil
 	}
-	sgd, ok := w.opt.(*momentumSGD)
-	if !ok { // startResident refused it
-		return fmt.Errorf("device-resident training: the device updates with momentum SGD, not %s", w.s.cfg.Optimizer)
+	sgd, err := w.residentSGD()
+	if err != nil {
+		return err
 	}
 	if err := w.res.ResidentState(w.st.Params, sgd.velocity); err != nil {
 		return fmt.Errorf("device-resident training: %w", err)
