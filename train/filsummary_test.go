@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,6 +35,29 @@ func TestSummarizeFIL(t *testing.T) {
 	slices.Sort(sorted)
 	n := len(sorted)
 	wantMedian := (sorted[n/2-1] + sorted[n/2]) / 2 // n = 40, even
+	// √dFIL statistics (Edmunds' tables' "dFIL") of the one-repeat run, by hand.
+	var sumRoot float64
+	for _, v := range sorted {
+		sumRoot += math.Sqrt(v)
+	}
+	if sq := res.SqrtDFIL; sq == nil || sq.Runs != 1 || sq.Max != math.Sqrt(sorted[n-1]) ||
+		math.Abs(sq.Median-(math.Sqrt(sorted[n/2-1])+math.Sqrt(sorted[n/2]))/2) > 1e-15 || math.Abs(sq.Mean-sumRoot/float64(n)) > 1e-12*sq.Mean {
+		t.Errorf("sqrt_dfil %+v, want max %v mean %v", sq, math.Sqrt(sorted[n-1]), sumRoot/float64(n))
+	}
+	// Two repeats: the statistic is each repeat's, averaged (not the merged vector's).
+	cfg2 := cfg
+	cfg2.Repeats = 2
+	res2, err := Run(context.Background(), cfg2, Options{Data: split})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantMax float64
+	for _, rr := range res2.Repeats {
+		wantMax += math.Sqrt(slices.Max(rr.DFIL)) / 2
+	}
+	if sq := res2.SqrtDFIL; sq == nil || sq.Runs != 2 || math.Abs(sq.Max-wantMax) > 1e-15*wantMax || sq.Max == math.Sqrt(res2.DFILMax) {
+		t.Errorf("two repeats: sqrt_dfil %+v, want max %v (√ of merged max %v)", sq, wantMax, math.Sqrt(res2.DFILMax))
+	}
 	for _, in := range []string{est, filepath.Join(est, DFILFile)} {
 		rep, err := SummarizeFIL([]string{in}, "")
 		if err != nil {

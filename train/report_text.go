@@ -37,6 +37,10 @@ func (res *Result) WriteText(w io.Writer) {
 	if res.FIL {
 		fmt.Fprintf(w, "FIL (k = %d, κ = %.4g) dFIL max %.4g, median %.4g, mean %.4g → MSE ≥ %.4g (worst sample), %.4g (median sample)\n",
 			res.FILCoordsUsed, res.Kappa, res.DFILMax, res.DFILMedian, res.DFILMean, res.MSEBoundFILMax, res.MSEBoundFILMedian)
+		if sq := res.SqrtDFIL; sq != nil {
+			fmt.Fprintf(w, "                   √dFIL per sample (mean of %d repeat(s); the statistic Edmunds' tables call dFIL): max %.4g, median %.4g, mean %.4g\n",
+				sq.Runs, sq.Max, sq.Median, sq.Mean)
+		}
 		if res.FILEstimator != "" {
 			fmt.Fprintf(w, "                   estimator: %s\n", res.FILEstimator)
 		}

@@ -55,6 +55,10 @@ type Result struct {
 	// bounds (train/filrefine.go: the max of random-coordinate estimates is biased
 	// upward; 'dpfil account fil-refine' gives the two-stage worst-sample value).
 	FILEstimator string `json:"fil_estimator,omitempty"`
+	// SqrtDFIL is the mean, median and max of per-sample √dFIL per repeat, averaged
+	// over the repeats: the statistic Edmunds (2024)'s tables print as "dFIL"
+	// (fil.SqrtStats). Nil when FIL is off.
+	SqrtDFIL *fil.SqrtStats `json:"sqrt_dfil,omitempty"`
 	// FILTwoStage is the two-stage worst-sample estimate of a run trained with
 	// config.fil_refine_top (nil otherwise); its full report is FILRefineFile.
 	FILTwoStage      *TwoStageFIL   `json:"fil_two_stage,omitempty"`

@@ -1019,6 +1019,11 @@ func (s *setup) result(ck *checkpoint, wallSec, stepSec float64, samples int64) 
 		res.DFILQuantiles = sum.Quantiles
 		res.DFIL = mean
 		res.FILEstimator = resultFILEstimator(res, s.cfg.FILExact || s.filK == s.d)
+		sq, err := fil.SqrtSummary(runs...)
+		if err != nil {
+			return nil, fmt.Errorf("FIL accounting: %w", err)
+		}
+		res.SqrtDFIL = &sq
 	} else {
 		res.MSEBoundFILMax, res.MSEBoundFILMedian = math.Inf(1), math.Inf(1)
 	}

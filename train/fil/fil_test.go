@@ -164,3 +164,41 @@ func TestSummarizeFiles(t *testing.T) {
 		t.Error("missing file: want an error")
 	}
 }
+
+// TestSqrtSummary checks the √dFIL statistics against hand computations: per run the
+// mean, median and max of the square roots, then averaged over runs — not the root of
+// the merged runs' statistics.
+func TestSqrtSummary(t *testing.T) {
+	cases := []struct {
+		name              string
+		runs              [][]float64
+		mean, median, max float64
+	}{
+		{"one run, odd", [][]float64{{9, 0, 4}}, 5.0 / 3, 2, 3},
+		{"one run, even", [][]float64{{16, 1, 0, 9}}, 2, 2, 4},
+		// run 1: √ = 0,1,2,3 → mean 1.5, median 1.5, max 3; run 2: √ = 2,2,4,0 →
+		// mean 2, median 2, max 4.
+		{"two runs", [][]float64{{0, 1, 4, 9}, {4, 4, 16, 0}}, 1.75, 1.75, 3.5},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := SqrtSummary(tc.runs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Runs != len(tc.runs) || math.Abs(got.Mean-tc.mean) > 1e-15 || math.Abs(got.Median-tc.median) > 1e-15 || math.Abs(got.Max-tc.max) > 1e-15 {
+				t.Errorf("got %+v, want mean %v median %v max %v", got, tc.mean, tc.median, tc.max)
+			}
+		})
+	}
+	// The root of the merged statistic differs: √(mean of the merged max) = √12.5 ≠ 3.5.
+	merged := Summarize([]float64{2, 2.5, 10, 4.5})
+	if got, _ := SqrtSummary([]float64{0, 1, 4, 9}, []float64{4, 4, 16, 0}); math.Abs(math.Sqrt(merged.Max)-got.Max) < 0.01 {
+		t.Errorf("√ of merged max %v equals the per-run statistic %v", math.Sqrt(merged.Max), got.Max)
+	}
+	for _, bad := range [][][]float64{nil, {{}}, {{1, 2}, {1}}, {{1, -1}}, {{math.NaN()}}, {{math.Inf(1)}}} {
+		if _, err := SqrtSummary(bad...); err == nil {
+			t.Errorf("SqrtSummary(%v): no error", bad)
+		}
+	}
+}
