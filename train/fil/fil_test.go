@@ -152,9 +152,15 @@ func TestSummarizeFiles(t *testing.T) {
 	if err != nil || !slices.Equal(merged, []float64{2, 2, 2}) || s.Runs != 2 || s.Summary.Max != 2 || s.Summary.MSEBoundMax != 0.5 {
 		t.Errorf("merged %v (%v), summary %+v", merged, err, s)
 	}
+	// √dFIL per file, then averaged: a = 1, √2, 2 (max 2, median √2); b = √3, √2, 0
+	// (max √3, median √2).
+	if q := s.SqrtDFIL; q.Runs != 2 || math.Abs(q.Max-(2+math.Sqrt(3))/2) > 1e-15 || math.Abs(q.Median-math.Sqrt(2)) > 1e-15 ||
+		math.Abs(q.Mean-(3+2*math.Sqrt(2)+math.Sqrt(3))/6) > 1e-15 {
+		t.Errorf("sqrt_dfil %+v", q)
+	}
 	var w strings.Builder
 	s.WriteText(&w)
-	if !strings.Contains(w.String(), "3 samples, 2 run(s)") || !strings.Contains(w.String(), "1/max = 0.5") {
+	if !strings.Contains(w.String(), "3 samples, 2 run(s)") || !strings.Contains(w.String(), "1/max = 0.5") || !strings.Contains(w.String(), "√dFIL per sample") {
 		t.Errorf("text %q", w.String())
 	}
 	if _, err := SummarizeFiles(nil, ""); err == nil || !strings.Contains(err.Error(), "no files") {
