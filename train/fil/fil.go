@@ -131,7 +131,7 @@ func Summarize(dfil []float64) Summary {
 
 // SqrtStats are the mean, median and max over samples of √dFIL, taken per run and
 // then averaged over the runs. This is the statistic Edmunds (2024) reports as
-// "dFIL" in Tables 3.1–3.5 and A.1: the thesis's code accumulates Σ_t tr(I_t)/d per
+// "dFIL" in Tables 3.1–3.4 and A.1: the thesis's code accumulates Σ_t tr(I_t)/d per
 // sample and prints the mean, median and max of its square root (Guo et al.'s
 // η), averaging the three runs' statistics. It is not √ of Summary's statistics:
 // the mean of √dFIL is at most √ of the mean dFIL (Jensen), and averaging over
@@ -150,9 +150,12 @@ func SqrtSummary(runs ...[]float64) (SqrtStats, error) {
 		return SqrtStats{}, errors.New("√dFIL summary: no runs")
 	}
 	n := len(runs[0])
+	if n == 0 {
+		return SqrtStats{}, errors.New("√dFIL summary: run 0 has no samples")
+	}
 	out := SqrtStats{Runs: len(runs)}
 	for r, run := range runs {
-		if len(run) != n || n == 0 {
+		if len(run) != n {
 			return SqrtStats{}, fmt.Errorf("√dFIL summary: run %d has %d samples, run 0 has %d", r, len(run), n)
 		}
 		s := make([]float64, n)
