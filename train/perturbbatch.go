@@ -45,7 +45,7 @@ func pnChunks(sms []pnSample, f func([]pnSample)) {
 // Σ_i ∂ℓ_i/∂φ to grad: the sum of loss over the samples, evaluated with GEMMs.
 func (n *perturbNet) lossBatch(sms []pnSample, grad []float64) float64 {
 	tot := 0.0
-	if n.cnn {
+	if n.deep {
 		pnChunks(sms, func(c []pnSample) {
 			tot += n.cnnLossAndGrad(n.cnnBatchForward(c, true), c, grad)
 		})
@@ -65,7 +65,7 @@ func (n *perturbNet) filSqBatch(sms []pnSample, out []float64) {
 	pnChunks(sms, func(c []pnSample) {
 		var rows []int
 		var sq []float64
-		if n.cnn {
+		if n.deep {
 			b := n.cnnBatchForward(c, true)
 			rows, sq = b.rows, b.sq
 		} else {
@@ -129,7 +129,7 @@ func (n *perturbNet) batchHeads(heads []*pnFwd, rows []int, sq, m, wdot, vdot []
 func (n *perturbNet) perturbBatch(sms []pnSample, out []float64) {
 	off := 0
 	pnChunks(sms, func(c []pnSample) {
-		if n.cnn {
+		if n.deep {
 			copy(out[off*n.p:(off+len(c))*n.p], n.cnnBatchForward(c, false).delta)
 			off += len(c)
 			return

@@ -64,7 +64,7 @@ func BenchmarkPerturbFIL(b *testing.B) {
 func BenchmarkPerturbCNNLoss(b *testing.B) {
 	const p, h = benchP, 256
 	rng := rand.New(rand.NewPCG(1, 2))
-	net := randomPerturbCNN(p, h, perturbClips[2], nil, rng)
+	net := randomPerturbDeep(true, p, h, h, perturbClips[2], nil, rng)
 	sms := make([]pnSample, 64)
 	for i := range sms {
 		sms[i] = randomSample(784, p, 2, nil, rng)

@@ -25,9 +25,9 @@ type cnnBatch struct {
 	e, ed                []float64 // B×in, R×in
 	z1, q1, d11, d12     []float64 // B×h: Z1, GeLU, GeLU′, GeLU″
 	z1d, q1d             []float64 // R×h
-	z2, q2, d21, d22     []float64 // B×h
-	z2d, q2d             []float64 // R×h
-	vt, cm               []float64 // Vᵀ (h×p), c; frozen coordinates zeroed
+	z2, q2, d21, d22     []float64 // B×h2
+	z2d, q2d             []float64 // R×h2
+	vt, cm               []float64 // Vᵀ (h2×p), c; frozen coordinates zeroed
 	delta, w, wdot, vdot []float64 // B×p, B×p, R×p, R×p
 	sq, m                []float64 // R
 }
@@ -73,7 +73,7 @@ func (n *perturbNet) gemmRows(tA, tB blas.Transpose, a, bb blas64.General, beta 
 
 // cnnBatchForward runs the CNN body on the chunk c (with every probe when tangents).
 func (n *perturbNet) cnnBatchForward(c []pnSample, tangents bool) *cnnBatch {
-	h, p, in := n.h, n.p, cnnFeats+n.p
+	h, h2, p, in := n.h, n.h2, n.p, n.feats+n.p
 	pv := n.cnnViews(n.phi)
 	B := len(c)
 	b := &cnnBatch{B: B, f: make([]cnnFwd, B), rows: make([]int, B+1)}
@@ -102,22 +102,22 @@ func (n *perturbNet) cnnBatchForward(c []pnSample, tangents bool) *cnnBatch {
 	gemm(blas.NoTrans, blas.Trans, general(b.ed, R, in, in), general(pv.a1, h, in, in), 0, general(b.z1d, R, h, h))
 	b.q1d = tangentRows(b.d11, b.z1d, b.rowOf, h)
 	b.z2 = tiled(pv.c2, B)
-	gemm(blas.NoTrans, blas.Trans, general(b.q1, B, h, h), general(pv.a2, h, h, h), 1, general(b.z2, B, h, h))
+	gemm(blas.NoTrans, blas.Trans, general(b.q1, B, h, h), general(pv.a2, h2, h, h), 1, general(b.z2, B, h2, h2))
 	b.q2, b.d21, b.d22 = geluRows(b.z2)
-	b.z2d = make([]float64, R*h)
-	gemm(blas.NoTrans, blas.Trans, general(b.q1d, R, h, h), general(pv.a2, h, h, h), 0, general(b.z2d, R, h, h))
-	b.q2d = tangentRows(b.d21, b.z2d, b.rowOf, h)
+	b.z2d = make([]float64, R*h2)
+	gemm(blas.NoTrans, blas.Trans, general(b.q1d, R, h, h), general(pv.a2, h2, h, h), 0, general(b.z2d, R, h2, h2))
+	b.q2d = tangentRows(b.d21, b.z2d, b.rowOf, h2)
 	// Output layer: δ = V·q2 + c, ẇ = ġ + V·q̇2 (frozen rows zero).
-	b.vt, b.cm = maskedOutput(pv.v, pv.c, n.mask, p, h)
+	b.vt, b.cm = maskedOutput(pv.v, pv.c, n.mask, p, h2)
 	b.delta = tiled(b.cm, B)
-	gemm(blas.NoTrans, blas.NoTrans, general(b.q2, B, h, h), general(b.vt, h, p, p), 1, general(b.delta, B, p, p))
+	gemm(blas.NoTrans, blas.NoTrans, general(b.q2, B, h2, h2), general(b.vt, h2, p, p), 1, general(b.delta, B, p, p))
 	b.wdot = make([]float64, R*p)
 	for i := range c {
 		for k, gd := range c[i].gdots[:len(b.f[i].ed)] {
 			copy(b.wdot[(b.rows[i]+k)*p:], gd)
 		}
 	}
-	gemm(blas.NoTrans, blas.NoTrans, general(b.q2d, R, h, h), general(b.vt, h, p, p), 1, general(b.wdot, R, p, p))
+	gemm(blas.NoTrans, blas.NoTrans, general(b.q2d, R, h2, h2), general(b.vt, h2, p, p), 1, general(b.wdot, R, p, p))
 	b.w = make([]float64, B*p)
 	b.vdot = make([]float64, R*p)
 	b.sq, b.m = make([]float64, R), make([]float64, R)
@@ -145,7 +145,8 @@ func (n *perturbNet) cnnBatchForward(c []pnSample, tangents bool) *cnnBatch {
 
 // cnnLossAndGrad is lossAndGrad for the CNN body.
 func (n *perturbNet) cnnLossAndGrad(b *cnnBatch, c []pnSample, grad []float64) float64 {
-	B, R, h, p, in := b.B, b.R, n.h, n.p, cnnFeats+n.p
+	B, R, h, h2, p, nf := b.B, b.R, n.h, n.h2, n.p, n.feats
+	in := nf + p
 	heads := make([]*pnFwd, B)
 	for i := range heads {
 		heads[i] = &b.f[i].head
@@ -157,16 +158,16 @@ func (n *perturbNet) cnnLossAndGrad(b *cnnBatch, c []pnSample, grad []float64) f
 	pv, gv := n.cnnViews(n.phi), n.cnnViews(grad)
 	mm := n.gemmRows
 	// Output layer: ∂Vᵀ = Q2ᵀ·∂Δ + Q̇2ᵀ·∂Ẇ, ∂c; ∂Q2 = ∂Δ·V, ∂Q̇2 = ∂Ẇ·V.
-	gVt := make([]float64, h*p)
-	mm(blas.Trans, blas.NoTrans, general(b.q2, B, h, h), general(dD, B, p, p), 0, general(gVt, h, p, p))
-	mm(blas.Trans, blas.NoTrans, general(b.q2d, R, h, h), general(dWd, R, p, p), 1, general(gVt, h, p, p))
-	addVt(gVt, gv.v, p, h)
+	gVt := make([]float64, h2*p)
+	mm(blas.Trans, blas.NoTrans, general(b.q2, B, h2, h2), general(dD, B, p, p), 0, general(gVt, h2, p, p))
+	mm(blas.Trans, blas.NoTrans, general(b.q2d, R, h2, h2), general(dWd, R, p, p), 1, general(gVt, h2, p, p))
+	addVt(gVt, gv.v, p, h2)
 	addColSums(dD, B, p, gv.c)
-	dq2, dq2d := make([]float64, B*h), make([]float64, R*h)
-	mm(blas.NoTrans, blas.Trans, general(dD, B, p, p), general(b.vt, h, p, p), 0, general(dq2, B, h, h))
-	mm(blas.NoTrans, blas.Trans, general(dWd, R, p, p), general(b.vt, h, p, p), 0, general(dq2d, R, h, h))
+	dq2, dq2d := make([]float64, B*h2), make([]float64, R*h2)
+	mm(blas.NoTrans, blas.Trans, general(dD, B, p, p), general(b.vt, h2, p, p), 0, general(dq2, B, h2, h2))
+	mm(blas.NoTrans, blas.Trans, general(dWd, R, p, p), general(b.vt, h2, p, p), 0, general(dq2d, R, h2, h2))
 	// GeLU back: ∂Z = GeLU′⊙∂Q + Σ_k GeLU″⊙Ż_k⊙∂Q̇_k, ∂Ż = GeLU′⊙∂Q̇.
-	geluBack := func(d1, d2, zd, dq, dqd []float64) (dz, dzd []float64) {
+	geluBack := func(h int, d1, d2, zd, dq, dqd []float64) (dz, dzd []float64) {
 		dz = make([]float64, len(dq))
 		for i, v := range dq {
 			dz[i] = d1[i] * v
@@ -182,33 +183,36 @@ func (n *perturbNet) cnnLossAndGrad(b *cnnBatch, c []pnSample, grad []float64) f
 		}
 		return dz, dzd
 	}
-	dz2, dz2d := geluBack(b.d21, b.d22, b.z2d, dq2, dq2d)
+	dz2, dz2d := geluBack(h2, b.d21, b.d22, b.z2d, dq2, dq2d)
 	// Dense 2: ∂A2 += ∂Z2ᵀ·Q1 + ∂Ż2ᵀ·Q̇1, ∂c2; ∂Q1 = ∂Z2·A2, ∂Q̇1 = ∂Ż2·A2.
-	mm(blas.Trans, blas.NoTrans, general(dz2, B, h, h), general(b.q1, B, h, h), 1, general(gv.a2, h, h, h))
-	mm(blas.Trans, blas.NoTrans, general(dz2d, R, h, h), general(b.q1d, R, h, h), 1, general(gv.a2, h, h, h))
-	addColSums(dz2, B, h, gv.c2)
+	mm(blas.Trans, blas.NoTrans, general(dz2, B, h2, h2), general(b.q1, B, h, h), 1, general(gv.a2, h2, h, h))
+	mm(blas.Trans, blas.NoTrans, general(dz2d, R, h2, h2), general(b.q1d, R, h, h), 1, general(gv.a2, h2, h, h))
+	addColSums(dz2, B, h2, gv.c2)
 	dq1, dq1d := make([]float64, B*h), make([]float64, R*h)
-	mm(blas.NoTrans, blas.NoTrans, general(dz2, B, h, h), general(pv.a2, h, h, h), 0, general(dq1, B, h, h))
-	mm(blas.NoTrans, blas.NoTrans, general(dz2d, R, h, h), general(pv.a2, h, h, h), 0, general(dq1d, R, h, h))
-	dz1, dz1d := geluBack(b.d11, b.d12, b.z1d, dq1, dq1d)
+	mm(blas.NoTrans, blas.NoTrans, general(dz2, B, h2, h2), general(pv.a2, h2, h, h), 0, general(dq1, B, h, h))
+	mm(blas.NoTrans, blas.NoTrans, general(dz2d, R, h2, h2), general(pv.a2, h2, h, h), 0, general(dq1d, R, h, h))
+	dz1, dz1d := geluBack(h, b.d11, b.d12, b.z1d, dq1, dq1d)
 	// Dense 1: ∂A1 += ∂Z1ᵀ·E + ∂Ż1ᵀ·Ė, ∂c1; the features' cotangents ∂Z1·A1[:, :512].
 	mm(blas.Trans, blas.NoTrans, general(dz1, B, h, h), general(b.e, B, in, in), 1, general(gv.a1, h, in, in))
 	mm(blas.Trans, blas.NoTrans, general(dz1d, R, h, h), general(b.ed, R, in, in), 1, general(gv.a1, h, in, in))
 	addColSums(dz1, B, h, gv.c1)
-	de, ded := make([]float64, B*cnnFeats), make([]float64, R*cnnFeats)
-	mm(blas.NoTrans, blas.NoTrans, general(dz1, B, h, h), general(pv.a1, h, cnnFeats, in), 0, general(de, B, cnnFeats, cnnFeats))
-	mm(blas.NoTrans, blas.NoTrans, general(dz1d, R, h, h), general(pv.a1, h, cnnFeats, in), 0, general(ded, R, cnnFeats, cnnFeats))
+	if !n.conv { // the MLP body: no parameters below Dense 1
+		return tot
+	}
+	de, ded := make([]float64, B*nf), make([]float64, R*nf)
+	mm(blas.NoTrans, blas.NoTrans, general(dz1, B, h, h), general(pv.a1, h, nf, in), 0, general(de, B, nf, nf))
+	mm(blas.NoTrans, blas.NoTrans, general(dz1d, R, h, h), general(pv.a1, h, nf, in), 0, general(ded, R, nf, nf))
 	for i := range de {
-		de[i] *= n.inv[i%cnnFeats]
+		de[i] *= n.inv[i%nf]
 	}
 	for i := range ded {
-		ded[i] *= n.inv[i%cnnFeats]
+		ded[i] *= n.inv[i%nf]
 	}
 	// The convolutions, per sample.
 	for i := range c {
-		des := [][]float64{de[i*cnnFeats : (i+1)*cnnFeats]}
+		des := [][]float64{de[i*nf : (i+1)*nf]}
 		for r := b.rows[i]; r < b.rows[i+1]; r++ {
-			des = append(des, ded[r*cnnFeats:(r+1)*cnnFeats])
+			des = append(des, ded[r*nf:(r+1)*nf])
 		}
 		n.cnnConvBack(&c[i], &b.f[i], des, grad)
 	}

@@ -251,9 +251,13 @@ type cnnParams struct {
 	w1, b1, w2, b2, a1, c1, a2, c2, v, c []float64
 }
 
-// cnnOffsets lays out φ = [W1, b1, W2, b2, A1 (h×(512+p)), a1, A2 (h×h), a2, V (p×h), c].
-func cnnOffsets(p, h int) []int {
-	sizes := []int{cnnConv1.wLen(), cnnF1, cnnConv2.wLen(), cnnF2, h * (cnnFeats + p), h, h * h, h, p * h, p}
+// deepOffsets lays out φ = [W1, b1, W2, b2, A1 (h×(feats+p)), a1, A2 (h2×h), a2,
+// V (p×h2), c]; without the conv body the four conv blocks are empty.
+func deepOffsets(feats, p, h, h2 int, conv bool) []int {
+	sizes := []int{0, 0, 0, 0, h * (feats + p), h, h2 * h, h2, p * h2, p}
+	if conv {
+		sizes[0], sizes[1], sizes[2], sizes[3] = cnnConv1.wLen(), cnnF1, cnnConv2.wLen(), cnnF2
+	}
 	offs := make([]int, len(sizes)+1)
 	for i, s := range sizes {
 		offs[i+1] = offs[i] + s
@@ -262,18 +266,22 @@ func cnnOffsets(p, h int) []int {
 }
 
 func (n *perturbNet) cnnViews(phi []float64) cnnParams {
-	o := n.cnnOff
+	o := n.deepOff
 	return cnnParams{w1: phi[o[0]:o[1]], b1: phi[o[1]:o[2]], w2: phi[o[2]:o[3]], b2: phi[o[3]:o[4]],
 		a1: phi[o[4]:o[5]], c1: phi[o[5]:o[6]], a2: phi[o[6]:o[7]], c2: phi[o[7]:o[8]], v: phi[o[8]:o[9]], c: phi[o[9]:o[10]]}
 }
 
-// newPerturbCNN returns g_φ with the CNN body of Table B.6 (input 1×28×28, so d must
-// be 784) and Dense width h.
-func newPerturbCNN(d, p, h int, lambda float64, probes int, clip models.Clip, mask []bool, lr float64, rng *rand.Rand) *perturbNet {
-	n := &perturbNet{d: d, p: p, h: h, lambda: lambda, probes: probes, clip: clip, mask: mask, mm: models.NewDgemm(0),
-		lr: lr, b1: 0.9, b2: 0.999, eps: 1e-8, cnn: true}
-	n.cnnOff = cnnOffsets(p, h)
-	o := n.cnnOff
+// newPerturbDeep returns g_φ with two Dense layers of widths h and h2: with conv, on
+// the CNN body of Table B.6 (input 1×28×28, so d must be 784); without, on z itself
+// (the MLP of Table B.5).
+func newPerturbDeep(d, p, h, h2 int, conv bool, lambda float64, probes int, clip models.Clip, mask []bool, lr float64, rng *rand.Rand) *perturbNet {
+	n := &perturbNet{d: d, p: p, h: h, h2: h2, lambda: lambda, probes: probes, clip: clip, mask: mask, mm: models.NewDgemm(0),
+		lr: lr, b1: 0.9, b2: 0.999, eps: 1e-8, deep: true, conv: conv, feats: d}
+	if conv {
+		n.feats = cnnFeats
+	}
+	n.deepOff = deepOffsets(n.feats, p, h, h2, conv)
+	o := n.deepOff
 	n.phi = make([]float64, o[len(o)-1])
 	n.offV, n.offc = o[8], o[9]
 	draw := func(lo, hi, fanIn int) {
@@ -282,11 +290,13 @@ func newPerturbCNN(d, p, h int, lambda float64, probes int, clip models.Clip, ma
 			n.phi[i] = sd * rng.NormFloat64()
 		}
 	}
-	draw(o[0], o[1], cnnK1*cnnK1)
-	draw(o[2], o[3], cnnF1*cnnK2*cnnK2)
-	draw(o[4], o[5], cnnFeats+p)
+	if conv {
+		draw(o[0], o[1], cnnK1*cnnK1)
+		draw(o[2], o[3], cnnF1*cnnK2*cnnK2)
+	}
+	draw(o[4], o[5], n.feats+p)
 	draw(o[6], o[7], h)
-	n.initState(cnnFeats + p)
+	n.initState(n.feats + p)
 	return n
 }
 
@@ -314,6 +324,10 @@ func (n *perturbNet) cnnFeatures(x []float64) []float64 {
 }
 
 func (n *perturbNet) cnnConvs(x []float64, f *cnnFwd) {
+	if !n.conv { // the MLP body: the features are z
+		f.p2 = append([]float64(nil), x...)
+		return
+	}
 	pv := n.cnnViews(n.phi)
 	y1 := make([]float64, cnnConv1.outLen())
 	for o := 0; o < cnnF1; o++ {
@@ -398,14 +412,15 @@ func (n *perturbNet) cnnForward(sm *pnSample, f *cnnFwd, tangents bool) {
 // tangents ė_k.
 func (n *perturbNet) cnnFront(sm *pnSample, f *cnnFwd, tangents bool) {
 	pv := n.cnnViews(n.phi)
-	in := cnnFeats + n.p
+	nf := n.feats
+	in := nf + n.p
 	n.cnnConvs(sm.x, f)
 	f.e = make([]float64, in)
 	for i, v := range f.p2 {
 		f.e[i] = (v - n.mean[i]) * n.inv[i]
 	}
 	for i, v := range sm.g {
-		f.e[cnnFeats+i] = (v - n.mean[cnnFeats+i]) * n.inv[cnnFeats+i]
+		f.e[nf+i] = (v - n.mean[nf+i]) * n.inv[nf+i]
 	}
 	S := 0
 	if tangents {
@@ -419,22 +434,26 @@ func (n *perturbNet) cnnFront(sm *pnSample, f *cnnFwd, tangents bool) {
 			} else {
 				f.us[k] = sm.u[k]
 			}
-			y1d := make([]float64, cnnConv1.outLen())
-			cnnConv1.fwd(n.mm, pv.w1, f.us[k], y1d)
-			p1d := make([]float64, cnnConv2.inLen())
-			pool2(cnnF1, 13, 13, f.l1.tangent(y1d), p1d)
-			y2d := make([]float64, cnnConv2.outLen())
-			cnnConv2.fwd(n.mm, pv.w2, p1d, y2d)
-			p2d := make([]float64, cnnFeats)
-			pool2(cnnF2, 5, 5, f.l2.tangent(y2d), p2d)
+			p2d := f.us[k] // the MLP body: ż = u
+			if n.conv {
+				y1d := make([]float64, cnnConv1.outLen())
+				cnnConv1.fwd(n.mm, pv.w1, f.us[k], y1d)
+				p1d := make([]float64, cnnConv2.inLen())
+				pool2(cnnF1, 13, 13, f.l1.tangent(y1d), p1d)
+				y2d := make([]float64, cnnConv2.outLen())
+				cnnConv2.fwd(n.mm, pv.w2, p1d, y2d)
+				p2d = make([]float64, cnnFeats)
+				pool2(cnnF2, 5, 5, f.l2.tangent(y2d), p2d)
+				f.y1d[k], f.p1d[k], f.y2d[k] = y1d, p1d, y2d
+			}
 			ed := make([]float64, in)
 			for i, v := range p2d {
 				ed[i] = v * n.inv[i]
 			}
 			for i, v := range sm.gdots[k] {
-				ed[cnnFeats+i] = v * n.inv[cnnFeats+i]
+				ed[nf+i] = v * n.inv[nf+i]
 			}
-			f.y1d[k], f.p1d[k], f.y2d[k], f.ed[k] = y1d, p1d, y2d, ed
+			f.ed[k] = ed
 		}
 	}
 }
@@ -443,11 +462,11 @@ func (n *perturbNet) cnnFront(sm *pnSample, f *cnnFwd, tangents bool) {
 // (cnnFront) and the clip head.
 func (n *perturbNet) cnnDense(sm *pnSample, f *cnnFwd) {
 	pv := n.cnnViews(n.phi)
-	h, P, in := n.h, n.p, cnnFeats+n.p
+	h, h2, P, in := n.h, n.h2, n.p, n.feats+n.p
 	S := len(f.ed)
 	// Dense 1 on e and every ė_k in one pass over A1, then dense 2 likewise over A2.
 	f.z1d, f.q1d = f.d1.dense(pv.a1, pv.c1, h, in, f.e, f.ed)
-	f.z2d, f.q2d = f.d2.dense(pv.a2, pv.c2, h, h, f.d1.h, f.q1d)
+	f.z2d, f.q2d = f.d2.dense(pv.a2, pv.c2, h2, h, f.d1.h, f.q1d)
 	// Output layer: δ = V·q2 + c and ẇ_k = ġ_k + V·q̇2_k (zero rows on frozen coordinates).
 	hd := &f.head
 	hd.delta, hd.w = make([]float64, P), make([]float64, P)
@@ -458,7 +477,7 @@ func (n *perturbNet) cnnDense(sm *pnSample, f *cnnFwd) {
 	nn := 0.0
 	for i := 0; i < P; i++ {
 		if n.mask == nil || n.mask[i] {
-			vr := pv.v[i*h : (i+1)*h]
+			vr := pv.v[i*h2 : (i+1)*h2]
 			hd.delta[i] = pv.c[i] + dotF64(vr, f.d2.h)
 			for k, qd := range f.q2d {
 				f.wd[k][i] += dotF64(vr, qd)
@@ -518,18 +537,18 @@ func (n *perturbNet) cnnLoss(sm *pnSample, grad []float64) float64 {
 	}
 	T := len(dwdots)
 	pv, gv := n.cnnViews(n.phi), n.cnnViews(grad)
-	h, P := n.h, n.p
+	h, h2, P, nf := n.h, n.h2, n.p, n.feats
 	// Output layer.
-	dq2 := make([]float64, h)
+	dq2 := make([]float64, h2)
 	dq2d := make([][]float64, T)
 	for k := range dq2d {
-		dq2d[k] = make([]float64, h)
+		dq2d[k] = make([]float64, h2)
 	}
 	for i := 0; i < P; i++ {
 		if n.mask != nil && !n.mask[i] {
 			continue
 		}
-		vr, gr := pv.v[i*h:(i+1)*h], gv.v[i*h:(i+1)*h]
+		vr, gr := pv.v[i*h2:(i+1)*h2], gv.v[i*h2:(i+1)*h2]
 		if c := ddelta[i]; c != 0 {
 			gv.c[i] += c
 			axpyF64(c, f.d2.h, gr)
@@ -544,9 +563,16 @@ func (n *perturbNet) cnnLoss(sm *pnSample, grad []float64) float64 {
 	}
 	// GeLU 2, Dense 2, GeLU 1, Dense 1.
 	dz2, dz2d := f.d2.back(dq2, f.z2d, dq2d)
-	dq := denseBack(pv.a2, gv.a2, gv.c2, h, h, h, append([][]float64{f.d1.h}, f.q1d...), append([][]float64{dz2}, dz2d...))
+	dq := denseBack(pv.a2, gv.a2, gv.c2, h2, h, h, append([][]float64{f.d1.h}, f.q1d...), append([][]float64{dz2}, dz2d...))
 	dz1, dz1d := f.d1.back(dq[0], f.z1d, dq[1:])
-	de := denseBack(pv.a1, gv.a1, gv.c1, h, cnnFeats+P, cnnFeats, append([][]float64{f.e}, f.ed...), append([][]float64{dz1}, dz1d...))
+	nIn := 0 // the MLP body has no parameters below Dense 1
+	if n.conv {
+		nIn = nf
+	}
+	de := denseBack(pv.a1, gv.a1, gv.c1, h, nf+P, nIn, append([][]float64{f.e}, f.ed...), append([][]float64{dz1}, dz1d...))
+	if !n.conv {
+		return L
+	}
 	for _, d := range de {
 		for i := range d {
 			d[i] *= n.inv[i]

@@ -8,32 +8,53 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpfil/dpfil/data"
 	"github.com/dpfil/dpfil/models"
 )
 
-// randomPerturbCNN returns a CNN g_φ (d = 784) with every parameter random (output
-// layer included, zero on frozen rows) and random standardisation constants.
-func randomPerturbCNN(p, h int, clip models.Clip, mask []bool, rng *rand.Rand) *perturbNet {
-	n := newPerturbCNN(784, p, h, 3.7, 2, clip, mask, 0.01, rng)
-	o := n.cnnOff
+// deepBodies are the two-Dense-layer bodies of g_φ the tests run: the CNN of Table
+// B.6 and the MLP of Table B.5, each with two different Dense widths so that a
+// mixed-up width shows.
+var deepBodies = []struct {
+	name  string
+	conv  bool
+	h, h2 int
+}{
+	{"cnn", true, 3, 2},
+	{"mlp2", false, 4, 3},
+}
+
+// randomPerturbDeep returns a two-Dense-layer g_φ (d = 784; the conv body when conv)
+// with every parameter random (output layer included, zero on frozen rows) and
+// random standardisation constants.
+func randomPerturbDeep(conv bool, p, h, h2 int, clip models.Clip, mask []bool, rng *rand.Rand) *perturbNet {
+	n := newPerturbDeep(784, p, h, h2, conv, 3.7, 2, clip, mask, 0.01, rng)
+	o := n.deepOff
 	for _, b := range []int{1, 3, 5, 7, 8, 9} { // biases and the output layer
 		for i := o[b]; i < o[b+1]; i++ {
 			n.phi[i] = 0.4 * rng.NormFloat64()
 		}
 	}
-	maskAndStandardise(n, p, h, mask, rng)
+	maskAndStandardise(n, p, h2, mask, rng)
 	return n
 }
 
 var cnnBlockNames = []string{"conv1 kernel", "conv1 bias", "conv2 kernel", "conv2 bias", "dense1 weight", "dense1 bias", "dense2 weight", "dense2 bias", "output weight", "output bias"}
 
-// The hand-derived gradient of eq. 2.9's per-sample loss w.r.t. the CNN body's
-// parameters equals float64 central finite differences in every parameter block
-// (both convs' kernels and biases, both Dense layers, the output layer: all entries
-// of the small blocks, 40 random entries of the large ones), for each clip, with and
-// without a frozen-coordinate mask, with dense and one-hot probes.
+// The hand-derived gradient of eq. 2.9's per-sample loss w.r.t. the parameters of
+// the CNN and MLP2 bodies equals float64 central finite differences in every
+// parameter block (both convs' kernels and biases for the CNN, both Dense layers, the
+// output layer: all entries of the small blocks, 40 random entries of the large
+// ones), for each clip, with and without a frozen-coordinate mask, with dense and
+// one-hot probes.
 func TestPerturbCNNLossGradientMatchesFiniteDifferences(t *testing.T) {
-	const p, h = 5, 3
+	for _, body := range deepBodies {
+		t.Run(body.name, func(t *testing.T) { checkDeepLossGradient(t, body.conv, body.h, body.h2) })
+	}
+}
+
+func checkDeepLossGradient(t *testing.T, conv bool, h, h2 int) {
+	const p = 5
 	cases := []struct {
 		clip           models.Clip
 		masked, sparse bool
@@ -49,7 +70,7 @@ func TestPerturbCNNLossGradientMatchesFiniteDifferences(t *testing.T) {
 		if c.masked {
 			mask = []bool{true, false, true, true, false}
 		}
-		n := randomPerturbCNN(p, h, c.clip, mask, rng)
+		n := randomPerturbDeep(conv, p, h, h2, c.clip, mask, rng)
 		sm := randomSample(784, p, 2, mask, rng)
 		if c.sparse {
 			sm.u, sm.uIdx = nil, []int{300, 431}
@@ -67,8 +88,14 @@ func TestPerturbCNNLossGradientMatchesFiniteDifferences(t *testing.T) {
 		if !(L > 0) || !(L-dd > 0.05*L) {
 			t.Fatalf("case %d: loss %v, ‖δ‖² %v: the FIL term does not contribute", ci, L, dd)
 		}
-		o := n.cnnOff
+		o := n.deepOff
 		for b := 0; b+1 < len(o); b++ {
+			if o[b+1] == o[b] {
+				if conv {
+					t.Fatalf("case %d: %s is empty in the CNN body", ci, cnnBlockNames[b])
+				}
+				continue // the MLP body has no conv blocks
+			}
 			idx := make([]int, 0, 40)
 			if o[b+1]-o[b] <= 40 {
 				for i := o[b]; i < o[b+1]; i++ {
@@ -101,15 +128,21 @@ func TestPerturbCNNLossGradientMatchesFiniteDifferences(t *testing.T) {
 	}
 }
 
-// The CNN body's input tangent ẇ_k = ġ_k + ∂g_φ/∂z·u_k + ∂g_φ/∂g·ġ_k and its clipped
-// tangent v̇_k equal central finite differences of w(z) = g(z) + g_φ(z, g(z)) and of
-// CLIP(w(z)) along u_k, with g(z) = g₀ + M·z (so ġ_k = M·u_k), for dense and one-hot
-// probes; filSq is Σ_k ‖v̇_k‖².
+// The input tangent of the CNN and MLP2 bodies, ẇ_k = ġ_k + ∂g_φ/∂z·u_k +
+// ∂g_φ/∂g·ġ_k, and the clipped tangent v̇_k equal central finite differences of
+// w(z) = g(z) + g_φ(z, g(z)) and of CLIP(w(z)) along u_k, with g(z) = g₀ + M·z (so
+// ġ_k = M·u_k), for dense and one-hot probes; filSq is Σ_k ‖v̇_k‖².
 func TestPerturbCNNTangentMatchesFiniteDifferences(t *testing.T) {
-	const p, h, d = 5, 4, 784
+	for _, body := range deepBodies {
+		t.Run(body.name, func(t *testing.T) { checkDeepTangent(t, body.conv, body.h+1, body.h2+1) })
+	}
+}
+
+func checkDeepTangent(t *testing.T, conv bool, h, h2 int) {
+	const p, d = 5, 784
 	clip := models.Clip{Mode: models.ClipSmooth, C: 0.7, GELU: models.GELUExact}
 	rng := rand.New(rand.NewPCG(3, 4))
-	n := randomPerturbCNN(p, h, clip, nil, rng)
+	n := randomPerturbDeep(conv, p, h, h2, clip, nil, rng)
 	M := make([]float64, p*d)
 	for i := range M {
 		M[i] = 0.05 * rng.NormFloat64()
@@ -197,7 +230,7 @@ func TestPerturbCNNTangentMatchesFiniteDifferences(t *testing.T) {
 				fil += fdv * fdv
 			}
 			if moved < 1e-4 {
-				t.Fatalf("sparse %v probe %d: ∂g_φ/∂z·u is zero (%v); the test checks nothing through the convs", sparse, k, moved)
+				t.Fatalf("sparse %v probe %d: ∂g_φ/∂z·u is zero (%v); the test checks nothing through the body", sparse, k, moved)
 			}
 		}
 		if got := n.filSq(&sm); math.Abs(got-fil) > 1e-5*fil {
@@ -270,46 +303,76 @@ func imageNet(t *testing.T) models.Model {
 	return m
 }
 
-// A run with the CNN body trains g_φ (reports arch cnn, refreshes, a non-zero
-// perturbation), changes the parameters and dFIL, and leaves ε — every accountant's
-// number and σ — that of the same run without g_φ.
+// A run with each two-Dense-layer body trains g_φ (reports its arch and widths,
+// refreshes, a non-zero perturbation), changes the parameters and dFIL, and leaves ε
+// — every accountant's number and σ — that of the same run without g_φ. The CNN runs
+// on 1×28×28 images, the MLP2 on 6-feature rows.
 func TestPerturbCNNRun(t *testing.T) {
-	data := imageToyData(60, 20, 9)
-	run := func(tc TuningConfig) *Result {
-		cfg := tuningConfig()
-		cfg.Steps, cfg.FILCoords, cfg.Tuning = 3, 2, tc
-		res, err := Run(context.Background(), cfg, Options{Model: imageNet(t), Data: data})
-		if err != nil {
-			t.Fatal(err)
+	cases := []struct {
+		arch   string
+		model  func(*testing.T) models.Model
+		data   func() *data.Split
+		h2     int // set; 0: the default (the CNN's is H)
+		wantH2 int
+	}{
+		{PerturbArchCNN, imageNet, func() *data.Split { return imageToyData(60, 20, 9) }, 0, 4},
+		{PerturbArchMLP2, smallNet, func() *data.Split { return toyData(60, 20, 6, 3, 9) }, 3, 3},
+	}
+	for _, c := range cases {
+		t.Run(c.arch, func(t *testing.T) {
+			data := c.data()
+			run := func(tc TuningConfig) *Result {
+				cfg := tuningConfig()
+				cfg.Steps, cfg.FILCoords, cfg.Tuning = 3, 2, tc
+				res, err := Run(context.Background(), cfg, Options{Model: c.model(t), Data: data})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res
+			}
+			plainCfg := TuningConfig{PretrainPublic: 0.5, PretrainSteps: 10}
+			plain := run(plainCfg)
+			on := plainCfg
+			on.PerturbNet, on.PerturbArch, on.PerturbSteps, on.PerturbBatch, on.PerturbHidden, on.PerturbLambda = true, c.arch, 2, 4, 4, 10
+			on.PerturbHidden2 = c.h2
+			pr := run(on)
+			if pr.Epsilon != plain.Epsilon || pr.Sigma != plain.Sigma || !(pr.Epsilon > 0) {
+				t.Fatalf("ε with g_φ %v (σ %v), without %v (σ %v)", pr.Epsilon, pr.Sigma, plain.Epsilon, plain.Sigma)
+			}
+			g := pr.Tuning.Perturb
+			if g == nil || g.Arch != c.arch || g.Hidden != 4 || g.Hidden2 != c.wantH2 || g.Refreshes != 3 || !(g.PerturbNorm > 0) || !strings.Contains(g.Privacy, "ε") {
+				t.Fatalf("tuning.perturb %+v", g)
+			}
+			same := true
+			for i, v := range plain.Repeats[0].Params {
+				same = same && pr.Repeats[0].Params[i] == v
+			}
+			if same || pr.Repeats[0].DFILMax == plain.Repeats[0].DFILMax || !(pr.Repeats[0].DFILMax > 0) {
+				t.Fatalf("trained g_φ changed nothing: dFIL %v vs %v", pr.Repeats[0].DFILMax, plain.Repeats[0].DFILMax)
+			}
+		})
+	}
+	defaults := []struct {
+		tc     TuningConfig
+		h, h2  int
+		source string
+	}{
+		{TuningConfig{PerturbNet: true, PerturbArch: PerturbArchCNN}, 256, 256, "Table B.6"},
+		{TuningConfig{PerturbNet: true, PerturbArch: PerturbArchCNN, PerturbHidden: 64}, 64, 64, "Table B.6 (equal widths)"},
+		{TuningConfig{PerturbNet: true, PerturbArch: PerturbArchMLP2}, 512, 256, "Table B.5"},
+		{TuningConfig{PerturbNet: true}, 32, 0, "the one-layer MLP"},
+	}
+	for _, d := range defaults {
+		got := d.tc.perturbDefaults()
+		if got.PerturbHidden != d.h || got.PerturbHidden2 != d.h2 {
+			t.Fatalf("%s: default widths %d, %d, want %d, %d", d.source, got.PerturbHidden, got.PerturbHidden2, d.h, d.h2)
 		}
-		return res
-	}
-	plainCfg := TuningConfig{PretrainPublic: 0.5, PretrainSteps: 10}
-	plain := run(plainCfg)
-	on := plainCfg
-	on.PerturbNet, on.PerturbArch, on.PerturbSteps, on.PerturbBatch, on.PerturbHidden, on.PerturbLambda = true, PerturbArchCNN, 2, 4, 4, 10
-	pr := run(on)
-	if pr.Epsilon != plain.Epsilon || pr.Sigma != plain.Sigma || !(pr.Epsilon > 0) {
-		t.Fatalf("ε with CNN g_φ %v (σ %v), without %v (σ %v)", pr.Epsilon, pr.Sigma, plain.Epsilon, plain.Sigma)
-	}
-	g := pr.Tuning.Perturb
-	if g == nil || g.Arch != PerturbArchCNN || g.Hidden != 4 || g.Refreshes != 3 || !(g.PerturbNorm > 0) || !strings.Contains(g.Privacy, "ε") {
-		t.Fatalf("tuning.perturb %+v", g)
-	}
-	same := true
-	for i, v := range plain.Repeats[0].Params {
-		same = same && pr.Repeats[0].Params[i] == v
-	}
-	if same || pr.Repeats[0].DFILMax == plain.Repeats[0].DFILMax || !(pr.Repeats[0].DFILMax > 0) {
-		t.Fatalf("trained CNN g_φ changed nothing: dFIL %v vs %v", pr.Repeats[0].DFILMax, plain.Repeats[0].DFILMax)
-	}
-	if d := (TuningConfig{PerturbNet: true, PerturbArch: PerturbArchCNN}).perturbDefaults().PerturbHidden; d != 256 {
-		t.Fatalf("CNN default width %d, want the thesis's 256", d)
 	}
 }
 
 // The CNN body is refused on inputs that are not 1×28×28, an unknown body is refused,
-// and perturb_arch without perturb_net is refused, with errors that name the problem.
+// perturb_arch without perturb_net is refused, and so is a second width where there
+// is no second layer or a negative one, with errors that name the problem.
 func TestPerturbCNNRefusals(t *testing.T) {
 	cases := []struct {
 		name string
@@ -319,6 +382,8 @@ func TestPerturbCNNRefusals(t *testing.T) {
 		{"cnn on 6-dim inputs", TuningConfig{PretrainPublic: 0.5, PerturbNet: true, PerturbArch: PerturbArchCNN}, "takes 1×28×28 images; the data are 1×1×6"},
 		{"unknown body", TuningConfig{PretrainPublic: 0.5, PerturbNet: true, PerturbArch: "rnn"}, `perturb_arch = "rnn"`},
 		{"arch without the net", TuningConfig{PretrainPublic: 0.5, PerturbArch: PerturbArchCNN}, "need perturb_net"},
+		{"hidden2 on the one-layer mlp", TuningConfig{PretrainPublic: 0.5, PerturbNet: true, PerturbHidden2: 8}, "has one hidden layer"},
+		{"negative hidden2", TuningConfig{PretrainPublic: 0.5, PerturbNet: true, PerturbArch: PerturbArchMLP2, PerturbHidden2: -1}, "perturb_hidden2"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -337,7 +402,13 @@ func TestPerturbCNNRefusals(t *testing.T) {
 // perturbation, for each clip, with and without a mask, with dense, one-hot and mixed
 // probes, in one case over more tangent rows than one chunk holds.
 func TestPerturbCNNBatchMatchesPerSample(t *testing.T) {
-	const p, h = 6, 4
+	for _, body := range deepBodies {
+		t.Run(body.name, func(t *testing.T) { checkDeepBatch(t, body.conv, body.h+1, body.h2+1) })
+	}
+}
+
+func checkDeepBatch(t *testing.T, conv bool, h, h2 int) {
+	const p = 6
 	for ci, clip := range perturbClips {
 		for _, masked := range []bool{false, true} {
 			nSamples := 24
@@ -350,10 +421,10 @@ func TestPerturbCNNBatchMatchesPerSample(t *testing.T) {
 			if masked {
 				mask = []bool{true, false, true, true, false, true}
 			}
-			n := randomPerturbCNN(p, h, clip, mask, rng)
+			n := randomPerturbDeep(conv, p, h, h2, clip, mask, rng)
 			sms := batchTestSamples(784, p, nSamples, probes, mask, rng)
 			name := fmt.Sprintf("clip %+v masked %v probes %s", clip, masked, probes)
-			o := n.cnnOff
+			o := n.deepOff
 			checkBatchMatchesPerSample(t, name, n, sms, func(i int) string {
 				b := 0
 				for i >= o[b+1] {

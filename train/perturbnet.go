@@ -65,11 +65,14 @@ type perturbNet struct {
 	b1, b2, eps        float64
 	lastLoss, lastPert float64
 
-	// cnn selects the CNN body of thesis Table B.6 (perturbcnn.go); cnnOff are the
-	// offsets of its parameter blocks in phi. mean/inv then standardise
-	// [conv features; g] and offV/offc still locate the output layer.
-	cnn    bool
-	cnnOff []int
+	// deep selects the two-Dense-layer head of perturbcnn.go: with conv, the CNN body
+	// of thesis Table B.6 (features = the 512 conv features); without, the MLP of
+	// Table B.5 (features = z). feats is the features' length, h and h2 the two Dense
+	// widths; deepOff are the offsets of the parameter blocks in phi. mean/inv then
+	// standardise [features; g] and offV/offc still locate the output layer.
+	deep, conv bool
+	feats, h2  int
+	deepOff    []int
 
 	// mm runs every float64 product of g_φ (the packed FMA kernel where the CPU has
 	// one, models.Dgemm; gonum's otherwise).
@@ -146,7 +149,7 @@ func (n *perturbNet) standardise(rows [][]float64) {
 func (n *perturbNet) standardiseSamples(sms []pnSample) {
 	rows := make([][]float64, len(sms))
 	for i, sm := range sms {
-		if n.cnn {
+		if n.deep {
 			rows[i] = append(n.cnnFeatures(sm.x), sm.g...)
 		} else {
 			rows[i] = append(append([]float64(nil), sm.x...), sm.g...)
@@ -299,7 +302,7 @@ func clippedTangent(f *pnFwd, wdot, vdot []float64) (sq, m float64) {
 // filSq returns Σ_k ‖∂CLIP(g + g_φ)/∂z · u_k‖² for one sample: with one-hot u_k the
 // per-coordinate FIL sum the trainer accounts.
 func (n *perturbNet) filSq(sm *pnSample) float64 {
-	if n.cnn {
+	if n.deep {
 		return n.cnnFILSq(sm)
 	}
 	var f pnFwd
@@ -319,7 +322,7 @@ func (n *perturbNet) filSq(sm *pnSample) float64 {
 // F = (1/s)Σ_k ‖v̇_k‖² (eq. 2.6) and R = ‖CLIP(w)‖², and, when grad is not nil, adds
 // ∂ℓ/∂φ to grad (hand-derived reverse mode through the tangent pass).
 func (n *perturbNet) loss(sm *pnSample, grad []float64) float64 {
-	if n.cnn {
+	if n.deep {
 		return n.cnnLoss(sm, grad)
 	}
 	var f pnFwd
@@ -478,7 +481,7 @@ func (n *perturbNet) lossHead(f *pnFwd, F, R, dd float64, wdots, vdots [][]float
 
 // perturb writes δ = g_φ(z, g) into delta.
 func (n *perturbNet) perturb(sm *pnSample, delta []float64) {
-	if n.cnn {
+	if n.deep {
 		var f cnnFwd
 		n.cnnForward(sm, &f, false)
 		copy(delta, f.head.delta)

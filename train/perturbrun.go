@@ -21,17 +21,27 @@ const (
 	defaultPerturbWD     = 0.1
 	streamTunePerturb    = uint64(0x7475_6e65_0005)
 
-	// PerturbArchMLP and PerturbArchCNN are the bodies of g_φ (TuningConfig.PerturbArch).
-	PerturbArchMLP = "mlp"
-	PerturbArchCNN = "cnn"
+	// PerturbArchMLP, PerturbArchMLP2 and PerturbArchCNN are the bodies of g_φ
+	// (TuningConfig.PerturbArch): one hidden layer on [z; g]; two (thesis Table B.5,
+	// 512 and 256 units); the two convs of Table B.6 and two Dense layers.
+	PerturbArchMLP  = "mlp"
+	PerturbArchMLP2 = "mlp2"
+	PerturbArchCNN  = "cnn"
+
+	// defaultPerturbHiddenMLP2 and defaultPerturbHidden2MLP2 are Table B.5's widths.
+	defaultPerturbHiddenMLP2  = 512
+	defaultPerturbHidden2MLP2 = 256
 )
 
 // PerturbNetResult is result.json's "tuning.perturb": what g_φ did (means over the
 // refreshes of the last repeat).
 type PerturbNetResult struct {
-	// Arch is g_φ's body: omitted for the MLP, "cnn" for thesis Table B.6's.
+	// Arch is g_φ's body: omitted for the one-layer MLP, "mlp2" for thesis Table
+	// B.5's, "cnn" for Table B.6's. Hidden is the (first) Dense width, Hidden2 the
+	// second one's (mlp2 and cnn only).
 	Arch      string  `json:"arch,omitempty"`
 	Hidden    int     `json:"hidden"`
+	Hidden2   int     `json:"hidden2,omitempty"`
 	Lambda    float64 `json:"lambda"`
 	Steps     int     `json:"steps"` // Adam steps per refresh (−1: none, g_φ ≡ 0; 0 in the epoch mode)
 	Batch     int     `json:"batch"`
@@ -116,8 +126,13 @@ func (t TuningConfig) perturbDefaults() TuningConfig {
 			*v = d
 		}
 	}
-	if t.PerturbArch == PerturbArchCNN {
+	switch t.PerturbArch {
+	case PerturbArchCNN:
 		def(&t.PerturbHidden, defaultPerturbHiddenCNN)
+		def(&t.PerturbHidden2, t.PerturbHidden)
+	case PerturbArchMLP2:
+		def(&t.PerturbHidden, defaultPerturbHiddenMLP2)
+		def(&t.PerturbHidden2, defaultPerturbHidden2MLP2)
 	}
 	def(&t.PerturbHidden, defaultPerturbHidden)
 	if t.PerturbEpochs > 0 {
@@ -146,17 +161,21 @@ func (t TuningConfig) perturbDefaults() TuningConfig {
 // validatePerturb checks the g_φ fields.
 func (t TuningConfig) validatePerturb() error {
 	if !t.PerturbNet {
-		if t.PerturbArch != "" || t.PerturbHidden != 0 || t.PerturbLambda != 0 || t.PerturbSteps != 0 || t.PerturbBatch != 0 ||
+		if t.PerturbArch != "" || t.PerturbHidden != 0 || t.PerturbHidden2 != 0 || t.PerturbLambda != 0 || t.PerturbSteps != 0 || t.PerturbBatch != 0 ||
 			t.PerturbLR != 0 || t.PerturbEvery != 0 || t.PerturbProbes != 0 || t.PerturbWD != 0 || t.PerturbNoStd || t.PerturbRestd ||
 			t.PerturbEpochs != 0 || t.PerturbEpochDecay != 0 || t.PerturbMinEpochs != 0 {
-			return errPerturbConfig("perturb_arch/hidden/lambda/steps/epochs/epoch_decay/min_epochs/batch/lr/every/probes/no_standardise/restandardise need perturb_net")
+			return errPerturbConfig("perturb_arch/hidden/hidden2/lambda/steps/epochs/epoch_decay/min_epochs/batch/lr/every/probes/no_standardise/restandardise need perturb_net")
 		}
 		return nil
 	}
 	switch t.PerturbArch {
-	case "", PerturbArchMLP, PerturbArchCNN:
+	case "", PerturbArchMLP:
+		if t.PerturbHidden2 != 0 {
+			return errPerturbConfig("perturb_hidden2 = %d: the %q body has one hidden layer (use %q or %q)", t.PerturbHidden2, PerturbArchMLP, PerturbArchMLP2, PerturbArchCNN)
+		}
+	case PerturbArchMLP2, PerturbArchCNN:
 	default:
-		return errPerturbConfig("perturb_arch = %q, want %q or %q", t.PerturbArch, PerturbArchMLP, PerturbArchCNN)
+		return errPerturbConfig("perturb_arch = %q, want %q, %q or %q", t.PerturbArch, PerturbArchMLP, PerturbArchMLP2, PerturbArchCNN)
 	}
 	if !t.hasPublic() {
 		return errPerturbConfig("g_φ is trained on the public split: set pretrain_public > 0 (or give train.Options.Public)")
@@ -164,8 +183,8 @@ func (t TuningConfig) validatePerturb() error {
 	if t.NoiseRank > 0 {
 		return errPerturbConfig("learned noise (noise_rank) accounts FIL in a metric that ignores g_φ; use one of the two")
 	}
-	if t.PerturbHidden < 0 || t.PerturbBatch < 0 || t.PerturbEvery < 0 || t.PerturbProbes < 0 || t.PerturbSteps < -1 {
-		return errPerturbConfig("perturb_hidden, perturb_batch, perturb_every, perturb_probes must be ≥ 0 and perturb_steps ≥ −1")
+	if t.PerturbHidden < 0 || t.PerturbHidden2 < 0 || t.PerturbBatch < 0 || t.PerturbEvery < 0 || t.PerturbProbes < 0 || t.PerturbSteps < -1 {
+		return errPerturbConfig("perturb_hidden, perturb_hidden2, perturb_batch, perturb_every, perturb_probes must be ≥ 0 and perturb_steps ≥ −1")
 	}
 	if err := t.validatePerturbEpochs(); err != nil {
 		return err
@@ -247,13 +266,15 @@ func (tu *tuning) startPerturb(seed uint64, repeat int, mask []bool, d int) {
 	c := tu.cfg.perturbDefaults()
 	pcg := newStream(seed, repeat, streamTunePerturb)
 	rng := rand.New(pcg)
-	newNet := newPerturbNet
-	if c.PerturbArch == PerturbArchCNN {
-		newNet = newPerturbCNN
+	var net *perturbNet
+	switch c.PerturbArch {
+	case PerturbArchCNN, PerturbArchMLP2:
+		net = newPerturbDeep(d, tu.p, c.PerturbHidden, c.PerturbHidden2, c.PerturbArch == PerturbArchCNN, c.PerturbLambda, c.PerturbProbes, tu.clip, mask, c.PerturbLR, rng)
+	default:
+		net = newPerturbNet(d, tu.p, c.PerturbHidden, c.PerturbLambda, c.PerturbProbes, tu.clip, mask, c.PerturbLR, rng)
 	}
-	tu.perturb = &perturbState{cfg: c, rng: rng, pcg: pcg, clip: tu.clip,
-		net: newNet(d, tu.p, c.PerturbHidden, c.PerturbLambda, c.PerturbProbes, tu.clip, mask, c.PerturbLR, rng),
-		res: PerturbNetResult{Arch: c.PerturbArch, Hidden: c.PerturbHidden, Lambda: c.PerturbLambda, Steps: c.PerturbSteps, Batch: c.PerturbBatch,
+	tu.perturb = &perturbState{cfg: c, rng: rng, pcg: pcg, clip: tu.clip, net: net,
+		res: PerturbNetResult{Arch: c.PerturbArch, Hidden: c.PerturbHidden, Hidden2: c.PerturbHidden2, Lambda: c.PerturbLambda, Steps: c.PerturbSteps, Batch: c.PerturbBatch,
 			LR: c.PerturbLR, WD: c.PerturbWD, Every: c.PerturbEvery, Probes: c.PerturbProbes, Privacy: perturbPrivacyNote,
 			Epochs: c.PerturbEpochs, EpochDecay: c.PerturbEpochDecay, MinEpochs: c.PerturbMinEpochs}}
 	tu.perturb.net.wd = c.PerturbWD
