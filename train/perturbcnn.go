@@ -15,7 +15,10 @@ import (
 //	  → Conv(32, 4×4, stride 2, pad 0) → GeLU → AvgPool(2×2, stride 1)   → 32×5×5 → 32×4×4 = 512 features
 //	[features; g] → standardise → Dense(H) → GeLU → Dense(H) → GeLU → Dense(P)
 //
-// H = 256 is the thesis's width (perturb_hidden; both hidden layers have it). As in
+// H = 256 is the thesis's width (perturb_hidden; both hidden layers have it unless
+// perturb_hidden2 sets the second). Without the convolutions the same head on
+// [z; g] is the thesis's MLP g_φ (Table B.5, perturb_arch mlp2: H = 512, H₂ = 256);
+// every pass below skips the conv blocks then (perturbNet.conv false). As in
 // the MLP body, the thesis's batch normalisations are replaced by fixed
 // standardisation constants so that each sample's perturbation depends on that sample
 // alone: the first BN, on [features; g], is the per-feature mean and one scale per
