@@ -166,25 +166,40 @@ func (f *FIL) DFIL() []float64 {
 	return append([]float64(nil), f.Sum...)
 }
 
-// MeanDFIL merges repeated runs: the per-sample mean of dFIL over runs (the Monte
-// Carlo estimate of eq. 4). All runs must have the same, non-zero length.
-func MeanDFIL(runs ...[]float64) ([]float64, error) {
+// CheckDFILRuns checks repeated runs of per-sample dFIL before they are merged or
+// summarised: at least one run, all of the same non-zero length, every value finite
+// and ≥ 0. It returns the common length; errors start with what (the caller's name).
+func CheckDFILRuns(what string, runs ...[]float64) (int, error) {
 	if len(runs) == 0 {
-		return nil, errors.New("MeanDFIL: no runs")
+		return 0, fmt.Errorf("%s: no runs", what)
 	}
 	n := len(runs[0])
 	if n == 0 {
-		return nil, errors.New("MeanDFIL: empty run")
+		return 0, fmt.Errorf("%s: run 0 has no samples", what)
 	}
-	out := make([]float64, n)
 	for r, run := range runs {
 		if len(run) != n {
-			return nil, fmt.Errorf("MeanDFIL: run %d has %d samples, run 0 has %d", r, len(run), n)
+			return 0, fmt.Errorf("%s: run %d has %d samples, run 0 has %d", what, r, len(run), n)
 		}
 		for i, v := range run {
 			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-				return nil, fmt.Errorf("MeanDFIL: run %d sample %d has invalid dFIL %v", r, i, v)
+				return 0, fmt.Errorf("%s: run %d sample %d has invalid dFIL %v", what, r, i, v)
 			}
+		}
+	}
+	return n, nil
+}
+
+// MeanDFIL merges repeated runs: the per-sample mean of dFIL over runs (the Monte
+// Carlo estimate of eq. 4). The runs must pass CheckDFILRuns.
+func MeanDFIL(runs ...[]float64) ([]float64, error) {
+	n, err := CheckDFILRuns("MeanDFIL", runs...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, n)
+	for _, run := range runs {
+		for i, v := range run {
 			out[i] += v
 		}
 	}

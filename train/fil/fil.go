@@ -146,27 +146,18 @@ type SqrtStats struct {
 // SqrtSummary computes SqrtStats from each run's per-sample dFIL (the runs must
 // have the same, non-zero length; values must be finite and non-negative).
 func SqrtSummary(runs ...[]float64) (SqrtStats, error) {
-	if len(runs) == 0 {
-		return SqrtStats{}, errors.New("√dFIL summary: no runs")
-	}
-	n := len(runs[0])
-	if n == 0 {
-		return SqrtStats{}, errors.New("√dFIL summary: run 0 has no samples")
+	n, err := accounting.CheckDFILRuns("√dFIL summary", runs...)
+	if err != nil {
+		return SqrtStats{}, err
 	}
 	out := SqrtStats{Runs: len(runs)}
-	for r, run := range runs {
-		if len(run) != n {
-			return SqrtStats{}, fmt.Errorf("√dFIL summary: run %d has %d samples, run 0 has %d", r, len(run), n)
-		}
+	k := float64(len(runs))
+	for _, run := range runs {
 		s := make([]float64, n)
 		for i, v := range run {
-			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-				return SqrtStats{}, fmt.Errorf("√dFIL summary: run %d sample %d has invalid dFIL %v", r, i, v)
-			}
 			s[i] = math.Sqrt(v)
 		}
 		sort.Float64s(s)
-		k := float64(len(runs))
 		out.Mean += stat.Mean(s, nil) / k
 		out.Median += stats.QuantileSorted(s, 0.5) / k
 		out.Max += s[n-1] / k
