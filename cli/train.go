@@ -222,7 +222,7 @@ func trainFlagGroups() []flagGroup {
 		{"Output and run control", []string{"out", "resume", "checkpoint-every", "eval-every", "record-transcript", "perturb-diag", "device", "json", "quiet", "help"}},
 		{"Tuning (Edmunds 2024: public pretraining, pruning, learned noise, g_φ)", []string{"pretrain-public", "pretrain-steps", "pretrain-batch", "pretrain-lr",
 			"prune-fraction", "prune-mode", "freeze", "noise-rank", "noise-power", "noise-base", "noise-samples", "noise-every",
-			"perturb-net", "perturb-arch", "perturb-hidden", "perturb-hidden2", "perturb-lambda", "perturb-steps", "perturb-epochs", "perturb-epoch-decay", "perturb-min-epochs", "perturb-batch", "perturb-lr", "perturb-wd", "perturb-every", "perturb-probes", "perturb-no-standardise", "perturb-restandardise"}},
+			"perturb-net", "perturb-arch", "perturb-hidden", "perturb-hidden2", "perturb-l2", "perturb-lambda", "perturb-steps", "perturb-epochs", "perturb-epoch-decay", "perturb-min-epochs", "perturb-batch", "perturb-lr", "perturb-wd", "perturb-every", "perturb-probes", "perturb-no-standardise", "perturb-restandardise"}},
 	}
 }
 
@@ -301,9 +301,10 @@ func addTuningFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.IntVar(&t.NoiseSamples, "noise-samples", t.NoiseSamples, "public samples per FIM estimate (0 = 128)")
 	fs.IntVar(&t.NoiseEvery, "noise-every", t.NoiseEvery, "re-estimate the noise directions every n steps at the current parameters (0 = once)")
 	fs.BoolVar(&t.PerturbNet, "perturb-net", t.PerturbNet, "learned gradient perturbation g_φ (Edmunds 2024, eq. 2.9): a network trained on the public split, added to each private per-sample gradient before clipping (needs --pretrain-public; ε unchanged)")
-	fs.StringVar(&t.PerturbArch, "perturb-arch", t.PerturbArch, "g_φ body: mlp (one hidden layer on [z; g]; default), mlp2 (thesis Table B.5: two hidden layers on [z; g]) or cnn (thesis Table B.6: two convs on the image, then two Dense layers on [features; g]; 1×28×28 inputs)")
-	fs.IntVar(&t.PerturbHidden, "perturb-hidden", t.PerturbHidden, "g_φ (first) hidden width (0 = 32 for mlp, 512 for mlp2, 256 for cnn)")
-	fs.IntVar(&t.PerturbHidden2, "perturb-hidden2", t.PerturbHidden2, "g_φ second hidden width, mlp2 and cnn only (0 = 256 for mlp2, --perturb-hidden for cnn)")
+	fs.StringVar(&t.PerturbArch, "perturb-arch", t.PerturbArch, "g_φ body: mlp (one hidden layer on [z; g]; default), mlp2 (thesis Table B.5: two hidden layers on [z; g]), cnn (thesis Table B.6: two convs on the image, then two Dense layers on [features; g]; 1×28×28 inputs) or constant (the thesis's BN network as its code evaluates it, one sample at a time: a learned constant vector V·GeLU(A·β + a) + c)")
+	fs.IntVar(&t.PerturbHidden, "perturb-hidden", t.PerturbHidden, "g_φ (first) hidden width (0 = 32 for mlp, 512 for mlp2, 256 for cnn; constant: the width of the BN shift β, 256)")
+	fs.IntVar(&t.PerturbHidden2, "perturb-hidden2", t.PerturbHidden2, "g_φ second hidden width, mlp2, cnn and constant only (0 = 256 for mlp2 and constant, --perturb-hidden for cnn)")
+	fs.BoolVar(&t.PerturbL2, "perturb-l2", t.PerturbL2, "g_φ weight decay as an L2 term in Adam's gradient (the thesis code's update) instead of decoupled AdamW")
 	fs.Float64Var(&t.PerturbLambda, "perturb-lambda", t.PerturbLambda, "g_φ's λ: weight of the FIL/SNR term against ‖g_φ‖² (0 = 1000, the thesis's)")
 	fs.IntVar(&t.PerturbSteps, "perturb-steps", t.PerturbSteps, "g_φ Adam steps per refresh (0 = 10; -1 = never trained: g_φ ≡ 0, a check that equals plain DP-SGD)")
 	fs.IntVar(&t.PerturbEpochs, "perturb-epochs", t.PerturbEpochs, "the thesis's g_φ schedule (App. B, Tables B.1/B.2: 200, then --perturb-epoch-decay 50, --perturb-min-epochs 20): g_φ epochs over the public split at the first refresh, each epoch ceil(public/--perturb-batch) Adam steps over a fresh permutation (0 = off: --perturb-steps mode; not with --perturb-steps)")

@@ -44,6 +44,9 @@ func pnChunks(sms []pnSample, f func([]pnSample)) {
 // lossBatch returns Σ_i ℓ(φ; z_i) over sms and, when grad is not nil, adds
 // Σ_i ∂ℓ_i/∂φ to grad: the sum of loss over the samples, evaluated with GEMMs.
 func (n *perturbNet) lossBatch(sms []pnSample, grad []float64) float64 {
+	if n.constant {
+		return n.constLossBatch(sms, grad)
+	}
 	tot := 0.0
 	if n.deep {
 		pnChunks(sms, func(c []pnSample) {
@@ -61,6 +64,10 @@ func (n *perturbNet) lossBatch(sms []pnSample, grad []float64) float64 {
 
 // filSqBatch writes filSq of each sample into out.
 func (n *perturbNet) filSqBatch(sms []pnSample, out []float64) {
+	if n.constant {
+		n.constFILSqBatch(sms, out)
+		return
+	}
 	off := 0
 	pnChunks(sms, func(c []pnSample) {
 		var rows []int
@@ -127,6 +134,10 @@ func (n *perturbNet) batchHeads(heads []*pnFwd, rows []int, sq, m, wdot, vdot []
 
 // perturbBatch writes δ_i = g_φ(z_i, g_i) of each sample into out[i·p:(i+1)·p].
 func (n *perturbNet) perturbBatch(sms []pnSample, out []float64) {
+	if n.constant {
+		n.constPerturbBatch(sms, out)
+		return
+	}
 	off := 0
 	pnChunks(sms, func(c []pnSample) {
 		if n.deep {

@@ -74,6 +74,15 @@ type perturbNet struct {
 	feats, h2  int
 	deepOff    []int
 
+	// constant selects the constant body (perturbconst.go): h is then the BN width,
+	// h2 the hidden width, and constOff the offsets of its blocks in phi.
+	constant bool
+	constOff []int
+
+	// l2 applies the weight decay as an L2 term added to the gradient before Adam's
+	// moments (the thesis code's update) instead of decoupled (AdamW).
+	l2 bool
+
 	// mm runs every float64 product of g_φ (the packed FMA kernel where the CPU has
 	// one, models.Dgemm; gonum's otherwise).
 	mm *models.Dgemm
@@ -147,6 +156,9 @@ func (n *perturbNet) standardise(rows [][]float64) {
 // standardiseSamples fits the standardisation on the first block of the body's input
 // of public samples sms.
 func (n *perturbNet) standardiseSamples(sms []pnSample) {
+	if n.constant { // no input to standardise
+		return
+	}
 	rows := make([][]float64, len(sms))
 	for i, sm := range sms {
 		if n.deep {
@@ -302,6 +314,11 @@ func clippedTangent(f *pnFwd, wdot, vdot []float64) (sq, m float64) {
 // filSq returns Σ_k ‖∂CLIP(g + g_φ)/∂z · u_k‖² for one sample: with one-hot u_k the
 // per-coordinate FIL sum the trainer accounts.
 func (n *perturbNet) filSq(sm *pnSample) float64 {
+	if n.constant {
+		out := []float64{0}
+		n.constFILSqBatch([]pnSample{*sm}, out)
+		return out[0]
+	}
 	if n.deep {
 		return n.cnnFILSq(sm)
 	}
@@ -322,6 +339,9 @@ func (n *perturbNet) filSq(sm *pnSample) float64 {
 // F = (1/s)Σ_k ‖v̇_k‖² (eq. 2.6) and R = ‖CLIP(w)‖², and, when grad is not nil, adds
 // ∂ℓ/∂φ to grad (hand-derived reverse mode through the tangent pass).
 func (n *perturbNet) loss(sm *pnSample, grad []float64) float64 {
+	if n.constant {
+		return n.constLossBatch([]pnSample{*sm}, grad)
+	}
 	if n.deep {
 		return n.cnnLoss(sm, grad)
 	}
@@ -481,6 +501,10 @@ func (n *perturbNet) lossHead(f *pnFwd, F, R, dd float64, wdots, vdots [][]float
 
 // perturb writes δ = g_φ(z, g) into delta.
 func (n *perturbNet) perturb(sm *pnSample, delta []float64) {
+	if n.constant {
+		n.constPerturbBatch([]pnSample{*sm}, delta)
+		return
+	}
 	if n.deep {
 		var f cnnFwd
 		n.cnnForward(sm, &f, false)
@@ -493,15 +517,21 @@ func (n *perturbNet) perturb(sm *pnSample, delta []float64) {
 }
 
 // adamStep applies one AdamW step with the batch-mean gradient:
-// φ ← φ − lr·(m̂/(√v̂ + ε) + wd·φ).
+// φ ← φ − lr·(m̂/(√v̂ + ε) + wd·φ); with l2, one Adam step on the gradient plus
+// wd·φ (the thesis code's: weight decay inside the moments).
 func (n *perturbNet) adamStep(grad []float64) {
 	n.adamT++
 	c1 := 1 - math.Pow(n.b1, float64(n.adamT))
 	c2 := 1 - math.Pow(n.b2, float64(n.adamT))
 	for i, g := range grad {
+		decoupled := n.wd * n.phi[i]
+		if n.l2 {
+			g += decoupled
+			decoupled = 0
+		}
 		n.adamM[i] = n.b1*n.adamM[i] + (1-n.b1)*g
 		n.adamV[i] = n.b2*n.adamV[i] + (1-n.b2)*g*g
-		n.phi[i] -= n.lr * ((n.adamM[i]/c1)/(math.Sqrt(n.adamV[i]/c2)+n.eps) + n.wd*n.phi[i])
+		n.phi[i] -= n.lr * ((n.adamM[i]/c1)/(math.Sqrt(n.adamV[i]/c2)+n.eps) + decoupled)
 	}
 	for i := n.offV; i < len(n.phi); i++ {
 		if n.phi[i] != 0 {

@@ -27,6 +27,9 @@ const (
 	PerturbArchMLP  = "mlp"
 	PerturbArchMLP2 = "mlp2"
 	PerturbArchCNN  = "cnn"
+	// PerturbArchConstant is the thesis's g_φ as its code runs it (perturbconst.go):
+	// its BN layers see one sample at a time, so its output is a learned constant.
+	PerturbArchConstant = "constant"
 
 	// defaultPerturbHiddenMLP2 and defaultPerturbHidden2MLP2 are Table B.5's widths.
 	defaultPerturbHiddenMLP2  = 512
@@ -39,9 +42,11 @@ type PerturbNetResult struct {
 	// Arch is g_φ's body: omitted for the one-layer MLP, "mlp2" for thesis Table
 	// B.5's, "cnn" for Table B.6's. Hidden is the (first) Dense width, Hidden2 the
 	// second one's (mlp2 and cnn only).
-	Arch      string  `json:"arch,omitempty"`
-	Hidden    int     `json:"hidden"`
-	Hidden2   int     `json:"hidden2,omitempty"`
+	Arch    string `json:"arch,omitempty"`
+	Hidden  int    `json:"hidden"`
+	Hidden2 int    `json:"hidden2,omitempty"`
+	// L2 says the weight decay entered Adam's gradient (TuningConfig.PerturbL2).
+	L2        bool    `json:"l2,omitempty"`
 	Lambda    float64 `json:"lambda"`
 	Steps     int     `json:"steps"` // Adam steps per refresh (−1: none, g_φ ≡ 0; 0 in the epoch mode)
 	Batch     int     `json:"batch"`
@@ -133,6 +138,9 @@ func (t TuningConfig) perturbDefaults() TuningConfig {
 	case PerturbArchMLP2:
 		def(&t.PerturbHidden, defaultPerturbHiddenMLP2)
 		def(&t.PerturbHidden2, defaultPerturbHidden2MLP2)
+	case PerturbArchConstant: // Table B.6's widths (the thesis's shipped configuration)
+		def(&t.PerturbHidden, defaultPerturbHiddenCNN)
+		def(&t.PerturbHidden2, defaultPerturbHiddenCNN)
 	}
 	def(&t.PerturbHidden, defaultPerturbHidden)
 	if t.PerturbEpochs > 0 {
@@ -161,10 +169,10 @@ func (t TuningConfig) perturbDefaults() TuningConfig {
 // validatePerturb checks the g_φ fields.
 func (t TuningConfig) validatePerturb() error {
 	if !t.PerturbNet {
-		if t.PerturbArch != "" || t.PerturbHidden != 0 || t.PerturbHidden2 != 0 || t.PerturbLambda != 0 || t.PerturbSteps != 0 || t.PerturbBatch != 0 ||
+		if t.PerturbArch != "" || t.PerturbHidden != 0 || t.PerturbHidden2 != 0 || t.PerturbL2 || t.PerturbLambda != 0 || t.PerturbSteps != 0 || t.PerturbBatch != 0 ||
 			t.PerturbLR != 0 || t.PerturbEvery != 0 || t.PerturbProbes != 0 || t.PerturbWD != 0 || t.PerturbNoStd || t.PerturbRestd ||
 			t.PerturbEpochs != 0 || t.PerturbEpochDecay != 0 || t.PerturbMinEpochs != 0 {
-			return errPerturbConfig("perturb_arch/hidden/hidden2/lambda/steps/epochs/epoch_decay/min_epochs/batch/lr/every/probes/no_standardise/restandardise need perturb_net")
+			return errPerturbConfig("perturb_arch/hidden/hidden2/l2/lambda/steps/epochs/epoch_decay/min_epochs/batch/lr/every/probes/no_standardise/restandardise need perturb_net")
 		}
 		return nil
 	}
@@ -174,8 +182,12 @@ func (t TuningConfig) validatePerturb() error {
 			return errPerturbConfig("perturb_hidden2 = %d: the %q body has one hidden layer (use %q or %q)", t.PerturbHidden2, PerturbArchMLP, PerturbArchMLP2, PerturbArchCNN)
 		}
 	case PerturbArchMLP2, PerturbArchCNN:
+	case PerturbArchConstant:
+		if t.PerturbNoStd || t.PerturbRestd {
+			return errPerturbConfig("perturb_arch %q has no input to standardise: perturb_no_standardise and perturb_restandardise do not apply", PerturbArchConstant)
+		}
 	default:
-		return errPerturbConfig("perturb_arch = %q, want %q, %q or %q", t.PerturbArch, PerturbArchMLP, PerturbArchMLP2, PerturbArchCNN)
+		return errPerturbConfig("perturb_arch = %q, want %q, %q, %q or %q", t.PerturbArch, PerturbArchMLP, PerturbArchMLP2, PerturbArchCNN, PerturbArchConstant)
 	}
 	if !t.hasPublic() {
 		return errPerturbConfig("g_φ is trained on the public split: set pretrain_public > 0 (or give train.Options.Public)")
@@ -268,6 +280,8 @@ func (tu *tuning) startPerturb(seed uint64, repeat int, mask []bool, d int) {
 	rng := rand.New(pcg)
 	var net *perturbNet
 	switch c.PerturbArch {
+	case PerturbArchConstant:
+		net = newPerturbConst(d, tu.p, c.PerturbHidden, c.PerturbHidden2, c.PerturbLambda, c.PerturbProbes, tu.clip, mask, c.PerturbLR, rng)
 	case PerturbArchCNN, PerturbArchMLP2:
 		net = newPerturbDeep(d, tu.p, c.PerturbHidden, c.PerturbHidden2, c.PerturbArch == PerturbArchCNN, c.PerturbLambda, c.PerturbProbes, tu.clip, mask, c.PerturbLR, rng)
 	default:
@@ -277,8 +291,9 @@ func (tu *tuning) startPerturb(seed uint64, repeat int, mask []bool, d int) {
 		res: PerturbNetResult{Arch: c.PerturbArch, Hidden: c.PerturbHidden, Hidden2: c.PerturbHidden2, Lambda: c.PerturbLambda, Steps: c.PerturbSteps, Batch: c.PerturbBatch,
 			LR: c.PerturbLR, WD: c.PerturbWD, Every: c.PerturbEvery, Probes: c.PerturbProbes, Privacy: perturbPrivacyNote,
 			Epochs: c.PerturbEpochs, EpochDecay: c.PerturbEpochDecay, MinEpochs: c.PerturbMinEpochs}}
-	tu.perturb.net.wd = c.PerturbWD
-	tu.perturb.net.standardised = c.PerturbNoStd // identity constants: never set from data
+	tu.perturb.net.wd, tu.perturb.net.l2 = c.PerturbWD, c.PerturbL2
+	tu.perturb.res.L2 = c.PerturbL2
+	tu.perturb.net.standardised = tu.perturb.net.standardised || c.PerturbNoStd // identity constants: never set from data
 }
 
 // refresh trains g_φ on the public split at θ_t (Algorithm 1 lines 9–12) when the
@@ -317,7 +332,9 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 			rec.LossFirst = tot / float64(len(sms))
 		}
 		if it == steps-1 {
-			rec.InputScale = [2]float64{ps.net.inv[0], ps.net.inv[len(ps.net.inv)-1]}
+			if len(ps.net.inv) > 0 {
+				rec.InputScale = [2]float64{ps.net.inv[0], ps.net.inv[len(ps.net.inv)-1]}
+			}
 			rec.Loss = tot / float64(len(sms))
 			rec.GradNorm = math.Sqrt(gn)
 			last = sms

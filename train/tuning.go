@@ -62,18 +62,21 @@ type TuningConfig struct {
 	// a network trained on the public split (eq. 2.9) whose output is added to every
 	// private per-sample gradient before clipping.
 	PerturbNet    bool   `json:"perturb_net,omitempty"`
-	PerturbArch   string `json:"perturb_arch,omitempty"`   // body: "" or mlp (one hidden layer on [z; g]), mlp2 (thesis Table B.5: two), cnn (thesis Table B.6, 1×28×28 inputs)
-	PerturbHidden int    `json:"perturb_hidden,omitempty"` // (first) hidden width H (0 = 32 for mlp, 512 for mlp2, 256 for cnn)
-	// PerturbHidden2 is the second Dense width of mlp2 and cnn (0 = 256 for mlp2,
-	// perturb_hidden for cnn; refused for mlp).
-	PerturbHidden2 int     `json:"perturb_hidden2,omitempty"`
-	PerturbLambda  float64 `json:"perturb_lambda,omitempty"` // λ of eq. 2.9 (0 = 1e3, the thesis's)
-	PerturbSteps   int     `json:"perturb_steps,omitempty"`  // Adam steps per refresh (0 = 10; −1 = none: g_φ stays 0)
-	PerturbBatch   int     `json:"perturb_batch,omitempty"`  // public samples per Adam step (0 = 64)
-	PerturbLR      float64 `json:"perturb_lr,omitempty"`     // Adam learning rate (0 = 0.01, the thesis's)
-	PerturbWD      float64 `json:"perturb_wd,omitempty"`     // AdamW decoupled weight decay (0 = 0.1, the thesis's; −1 = none)
-	PerturbEvery   int     `json:"perturb_every,omitempty"`  // retrain every n private steps (0 = 1: every step)
-	PerturbProbes  int     `json:"perturb_probes,omitempty"` // Hutchinson probes s of eq. 2.6 (0 = 2, the thesis's)
+	PerturbArch   string `json:"perturb_arch,omitempty"`   // body: "" or mlp (one hidden layer on [z; g]), mlp2 (thesis Table B.5: two), cnn (thesis Table B.6, 1×28×28 inputs), constant (the thesis's BN net on one sample at a time: a learned constant)
+	PerturbHidden int    `json:"perturb_hidden,omitempty"` // (first) hidden width H (0 = 32 for mlp, 512 for mlp2, 256 for cnn; constant: the BN shift's width, 256)
+	// PerturbHidden2 is the second Dense width of mlp2, cnn and constant (0 = 256 for
+	// mlp2 and constant, perturb_hidden for cnn; refused for mlp).
+	PerturbHidden2 int `json:"perturb_hidden2,omitempty"`
+	// PerturbL2 adds the weight decay to g_φ's gradient before Adam (the thesis code's
+	// update) instead of decoupling it (AdamW, the default).
+	PerturbL2     bool    `json:"perturb_l2,omitempty"`
+	PerturbLambda float64 `json:"perturb_lambda,omitempty"` // λ of eq. 2.9 (0 = 1e3, the thesis's)
+	PerturbSteps  int     `json:"perturb_steps,omitempty"`  // Adam steps per refresh (0 = 10; −1 = none: g_φ stays 0)
+	PerturbBatch  int     `json:"perturb_batch,omitempty"`  // public samples per Adam step (0 = 64)
+	PerturbLR     float64 `json:"perturb_lr,omitempty"`     // Adam learning rate (0 = 0.01, the thesis's)
+	PerturbWD     float64 `json:"perturb_wd,omitempty"`     // AdamW decoupled weight decay (0 = 0.1, the thesis's; −1 = none)
+	PerturbEvery  int     `json:"perturb_every,omitempty"`  // retrain every n private steps (0 = 1: every step)
+	PerturbProbes int     `json:"perturb_probes,omitempty"` // Hutchinson probes s of eq. 2.6 (0 = 2, the thesis's)
 	// PerturbNoStd feeds g_φ its raw inputs [z; g] (identity standardisation constants)
 	// instead of standardising them (the stand-in for the thesis's BN): Edmunds's
 	// "No BN" variant (Appendix A.4, Table A.1).

@@ -1,0 +1,313 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/dpfil/dpfil/models"
+)
+
+// randomPerturbConst returns a constant-body g_φ with every block random (β too) so
+// that every derivative is exercised.
+func randomPerturbConst(d, p, h, h2 int, clip models.Clip, mask []bool, rng *rand.Rand) *perturbNet {
+	n := newPerturbConst(d, p, h, h2, 3.7, 2, clip, mask, 0.01, rng)
+	o := n.constOff
+	for i := range n.phi {
+		n.phi[i] = 0.5 * rng.NormFloat64()
+	}
+	for i := 0; i < p; i++ {
+		if mask != nil && !mask[i] {
+			clear(n.phi[o[3]+i*h2 : o[3]+(i+1)*h2])
+			n.phi[o[4]+i] = 0
+		}
+	}
+	return n
+}
+
+var constBlockNames = []string{"β", "A", "a", "V", "c"}
+
+// The constant body's δ is V·GeLU(A·β + a) + c, evaluated directly, the same for
+// every sample, zero on frozen coordinates.
+func TestPerturbConstForward(t *testing.T) {
+	const d, p, h, h2 = 3, 4, 3, 2
+	rng := rand.New(rand.NewPCG(5, 6))
+	mask := []bool{true, false, true, true}
+	n := randomPerturbConst(d, p, h, h2, perturbClips[0], mask, rng)
+	pv := n.constViews(n.phi)
+	want := make([]float64, p)
+	for i := range want {
+		if !mask[i] {
+			continue
+		}
+		want[i] = pv.c[i]
+		for j := 0; j < h2; j++ {
+			z := pv.c1[j]
+			for k := 0; k < h; k++ {
+				z += pv.a1[j*h+k] * pv.beta[k]
+			}
+			want[i] += pv.v[i*h2+j] * z * 0.5 * (1 + math.Erf(z/math.Sqrt2))
+		}
+	}
+	sms := batchTestSamples(d, p, 3, "dense", mask, rng)
+	got := make([]float64, 3*p)
+	n.perturbBatch(sms, got)
+	for s := 0; s < 3; s++ {
+		for i := range want {
+			if math.Abs(got[s*p+i]-want[i]) > 1e-14*(1+math.Abs(want[i])) {
+				t.Fatalf("sample %d: δ[%d] = %v, direct %v", s, i, got[s*p+i], want[i])
+			}
+		}
+	}
+	if want[1] != 0 || got[1] != 0 {
+		t.Fatalf("frozen coordinate perturbed: %v", got[1])
+	}
+}
+
+// ∂ℓ/∂φ of the constant body equals central finite differences in every block, for
+// each clip, with and without a mask, with dense and one-hot probes, and the FIL term
+// is on (so the derivative through the clip head is checked).
+func TestPerturbConstLossGradientMatchesFiniteDifferences(t *testing.T) {
+	const d, p, h, h2 = 6, 5, 4, 3
+	for ci, clip := range perturbClips {
+		for _, masked := range []bool{false, true} {
+			rng := rand.New(rand.NewPCG(uint64(ci), 31))
+			var mask []bool
+			if masked {
+				mask = []bool{true, false, true, true, false}
+			}
+			n := randomPerturbConst(d, p, h, h2, clip, mask, rng)
+			sm := randomSample(d, p, 2, mask, rng)
+			if ci == 1 {
+				sm.u, sm.uIdx = nil, []int{0, 4}
+			}
+			grad := make([]float64, len(n.phi))
+			L := n.loss(&sm, grad)
+			_, _, delta := n.constForward()
+			if dd := dotF64(delta, delta); !(L-dd > 0.05*L) {
+				t.Fatalf("clip %d masked %v: loss %v, ‖δ‖² %v: the FIL term does not contribute", ci, masked, L, dd)
+			}
+			o := n.constOff
+			for b := 0; b+1 < len(o); b++ {
+				nonzero := false
+				for i := o[b]; i < o[b+1]; i++ {
+					const eps = 1e-6
+					old := n.phi[i]
+					n.phi[i] = old + eps
+					lp := n.loss(&sm, nil)
+					n.phi[i] = old - eps
+					lm := n.loss(&sm, nil)
+					n.phi[i] = old
+					fd := (lp - lm) / (2 * eps)
+					if math.Abs(fd-grad[i]) > 1e-6*(1+math.Abs(fd)) {
+						t.Fatalf("clip %d masked %v: ∂ℓ/∂%s[%d] = %v, finite differences %v", ci, masked, constBlockNames[b], i-o[b], grad[i], fd)
+					}
+					nonzero = nonzero || math.Abs(fd) > 1e-8
+				}
+				if !nonzero {
+					t.Fatalf("clip %d masked %v: every derivative in %s is zero", ci, masked, constBlockNames[b])
+				}
+			}
+		}
+	}
+}
+
+// The released Jacobian under the constant body is that of CLIP(g(z) + δ): filSq
+// equals Σ_k ‖(CLIP(g(z + εu_k) + δ) − CLIP(g(z − εu_k) + δ))/2ε‖² with
+// g(z) = g₀ + M·z, and differs from the unperturbed clip's (δ matters).
+func TestPerturbConstFILMatchesFiniteDifferences(t *testing.T) {
+	const d, p = 7, 5
+	clip := models.Clip{Mode: models.ClipSmooth, C: 0.9, GELU: models.GELUExact}
+	rng := rand.New(rand.NewPCG(8, 9))
+	n := randomPerturbConst(d, p, 3, 4, clip, nil, rng)
+	_, _, delta := n.constForward()
+	M := make([]float64, p*d)
+	for i := range M {
+		M[i] = 0.3 * rng.NormFloat64()
+	}
+	g0 := make([]float64, p)
+	for i := range g0 {
+		g0[i] = rng.NormFloat64()
+	}
+	gOf := func(x []float64) []float64 {
+		g := append([]float64(nil), g0...)
+		for i := range g {
+			for j, v := range x {
+				g[i] += M[i*d+j] * v
+			}
+		}
+		return g
+	}
+	released := func(x []float64, shift []float64) []float64 {
+		g := gOf(x)
+		ss := 0.0
+		for i := range g {
+			g[i] += shift[i]
+			ss += g[i] * g[i]
+		}
+		s, _ := clip.Scale(math.Sqrt(ss))
+		for i := range g {
+			g[i] *= s
+		}
+		return g
+	}
+	x := make([]float64, d)
+	for i := range x {
+		x[i] = rng.Float64()
+	}
+	sm := pnSample{x: x, g: gOf(x)}
+	for k := 0; k < 3; k++ {
+		u := make([]float64, d)
+		for i := range u {
+			u[i] = rng.NormFloat64()
+		}
+		gd := make([]float64, p)
+		for i := range gd {
+			for j, v := range u {
+				gd[i] += M[i*d+j] * v
+			}
+		}
+		sm.u, sm.gdots = append(sm.u, u), append(sm.gdots, gd)
+	}
+	fd := func(shift []float64) float64 {
+		tot := 0.0
+		for _, u := range sm.u {
+			const eps = 1e-6
+			xp, xm := make([]float64, d), make([]float64, d)
+			for i := range x {
+				xp[i], xm[i] = x[i]+eps*u[i], x[i]-eps*u[i]
+			}
+			vp, vm := released(xp, shift), released(xm, shift)
+			for i := range vp {
+				v := (vp[i] - vm[i]) / (2 * eps)
+				tot += v * v
+			}
+		}
+		return tot
+	}
+	want, plain := fd(delta), fd(make([]float64, p))
+	if got := n.filSq(&sm); math.Abs(got-want) > 1e-6*want {
+		t.Fatalf("filSq %v, finite differences %v", got, want)
+	}
+	if math.Abs(want-plain) < 0.01*plain {
+		t.Fatalf("δ does not change the FIL (%v vs %v): the test checks nothing", want, plain)
+	}
+}
+
+// The batched paths of the constant body equal the per-sample ones.
+func TestPerturbConstBatchMatchesPerSample(t *testing.T) {
+	const d, p, h, h2 = 5, 7, 3, 4
+	for ci, clip := range perturbClips {
+		rng := rand.New(rand.NewPCG(uint64(ci), 77))
+		mask := []bool{true, false, true, true, false, true, true}
+		n := randomPerturbConst(d, p, h, h2, clip, mask, rng)
+		sms := batchTestSamples(d, p, 40, "mixed", mask, rng)
+		checkBatchMatchesPerSample(t, fmt.Sprintf("clip %+v", clip), n, sms, func(i int) string { return fmt.Sprintf("φ[%d]", i) })
+	}
+}
+
+// Two Adam steps with L2 weight decay (the thesis code's update) equal the update
+// computed by hand: g ← g + wd·φ, then m̂/(√v̂+ε) without a decoupled term.
+func TestPerturbAdamL2Step(t *testing.T) {
+	n := newPerturbNet(1, 1, 1, 1, 1, perturbClips[0], nil, 0.05, rand.New(rand.NewPCG(1, 2)))
+	n.wd, n.l2 = 0.1, true
+	phi0 := append([]float64(nil), n.phi...)
+	g1 := []float64{0.3, -2, 0.5, 1e-3, -0.7}
+	g2 := []float64{-0.1, 1, 0.5, 2e-3, 0.2}
+	n.adamStep(g1)
+	n.adamStep(g2)
+	for i := range phi0 {
+		p := phi0[i]
+		m, v := 0.0, 0.0
+		for t, g := range [][]float64{g1, g2} {
+			gi := g[i] + 0.1*p
+			m = 0.9*m + 0.1*gi
+			v = 0.999*v + 0.001*gi*gi
+			mh := m / (1 - math.Pow(0.9, float64(t+1)))
+			vh := v / (1 - math.Pow(0.999, float64(t+1)))
+			p -= 0.05 * mh / (math.Sqrt(vh) + 1e-8)
+		}
+		if math.Abs(p-n.phi[i]) > 1e-12 {
+			t.Fatalf("φ[%d] = %v, hand %v", i, n.phi[i], p)
+		}
+	}
+}
+
+// A run with the constant body trains it (reports its arch, widths and L2, a
+// perturbation that is the same for every sample, aligned with nothing in
+// particular), changes the parameters and dFIL, and leaves ε unchanged; its widths
+// default to Table B.6's; the standardisation options are refused with it.
+func TestPerturbConstRun(t *testing.T) {
+	data := toyData(60, 20, 6, 3, 9)
+	run := func(tc TuningConfig) *Result {
+		cfg := tuningConfig()
+		cfg.Steps, cfg.FILCoords, cfg.Tuning = 3, 2, tc
+		res, err := Run(context.Background(), cfg, Options{Model: smallNet(t), Data: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	plainCfg := TuningConfig{PretrainPublic: 0.5, PretrainSteps: 10}
+	plain := run(plainCfg)
+	on := plainCfg
+	on.PerturbNet, on.PerturbArch, on.PerturbSteps, on.PerturbBatch, on.PerturbHidden, on.PerturbHidden2, on.PerturbLambda, on.PerturbL2 =
+		true, PerturbArchConstant, 3, 8, 5, 4, 10, true
+	pr := run(on)
+	if pr.Epsilon != plain.Epsilon || pr.Sigma != plain.Sigma || !(pr.Epsilon > 0) {
+		t.Fatalf("ε with g_φ %v (σ %v), without %v (σ %v)", pr.Epsilon, pr.Sigma, plain.Epsilon, plain.Sigma)
+	}
+	g := pr.Tuning.Perturb
+	if g == nil || g.Arch != PerturbArchConstant || g.Hidden != 5 || g.Hidden2 != 4 || !g.L2 || g.Refreshes != 3 || !(g.PerturbNorm > 0) {
+		t.Fatalf("tuning.perturb %+v", g)
+	}
+	same := true
+	for i, v := range plain.Repeats[0].Params {
+		same = same && pr.Repeats[0].Params[i] == v
+	}
+	if same || pr.Repeats[0].DFILMax == plain.Repeats[0].DFILMax || !(pr.Repeats[0].DFILMax > 0) {
+		t.Fatalf("constant g_φ changed nothing: dFIL %v vs %v", pr.Repeats[0].DFILMax, plain.Repeats[0].DFILMax)
+	}
+	if d := (TuningConfig{PerturbNet: true, PerturbArch: PerturbArchConstant}).perturbDefaults(); d.PerturbHidden != 256 || d.PerturbHidden2 != 256 {
+		t.Fatalf("constant default widths %d, %d, want Table B.6's 256, 256", d.PerturbHidden, d.PerturbHidden2)
+	}
+	for _, tc := range []TuningConfig{
+		{PretrainPublic: 0.5, PerturbNet: true, PerturbArch: PerturbArchConstant, PerturbRestd: true},
+		{PretrainPublic: 0.5, PerturbNet: true, PerturbArch: PerturbArchConstant, PerturbNoStd: true},
+	} {
+		cfg := tuningConfig()
+		cfg.Tuning = tc
+		if _, err := Run(context.Background(), cfg, Options{Model: smallNet(t), Data: data}); err == nil || !strings.Contains(err.Error(), "no input to standardise") {
+			t.Fatalf("%+v: error %v", tc, err)
+		}
+	}
+	cfg := tuningConfig()
+	cfg.Tuning = TuningConfig{PretrainPublic: 0.5, PerturbL2: true}
+	if _, err := Run(context.Background(), cfg, Options{Model: smallNet(t), Data: data}); err == nil || !strings.Contains(err.Error(), "need perturb_net") {
+		t.Fatalf("perturb_l2 without the net: error %v", err)
+	}
+}
+
+// A constant-body run under the epoch schedule with L2 decay, killed mid-run and
+// resumed, gives the same result as the uninterrupted run.
+func TestPerturbConstResume(t *testing.T) {
+	cfg := tuningConfig()
+	cfg.FILCoords = 2
+	cfg.Tuning = TuningConfig{PretrainPublic: 0.5, PretrainSteps: 30, PerturbNet: true, PerturbArch: PerturbArchConstant,
+		PerturbL2: true, PerturbEpochs: 3, PerturbEpochDecay: 1, PerturbBatch: 16, PerturbHidden: 4, PerturbHidden2: 3, PerturbLambda: 10}
+	data := toyData(120, 30, 6, 3, 4)
+	full := t.TempDir()
+	if _, err := Run(context.Background(), cfg, Options{Out: full, Model: smallNet(t), Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	killed := runKilledAt(t, cfg, Options{Model: smallNet(t), Data: data, CheckpointEvery: 1}, 2)
+	if _, err := Run(context.Background(), cfg, Options{Out: killed, Model: smallNet(t), Data: data, Resume: true}); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := readComparable(t, full), readComparable(t, killed); string(a) != string(b) {
+		t.Fatalf("resumed constant-g_φ run differs:\n%s\nvs\n%s", a, b)
+	}
+}
