@@ -97,10 +97,19 @@ func (n *perturbNet) constForward() (q, d1, delta []float64) {
 	return q, d1, delta
 }
 
+// constScratch holds constHead's vectors, reused from sample to sample.
+type constScratch struct {
+	w, dd []float64
+	vdots [][]float64
+	sq, m []float64
+}
+
 // constHead is the clip head of one sample at δ: w = g + δ, its norm and clip scale,
-// and per probe ẇ_k = ġ_k, v̇_k (clippedTangent), ‖v̇_k‖² and wᵀẇ_k.
-func (n *perturbNet) constHead(sm *pnSample, delta []float64) (f pnFwd, vdots [][]float64, sq, m []float64) {
-	f.delta, f.w = delta, make([]float64, n.p)
+// and per probe ẇ_k = ġ_k, v̇_k (clippedTangent), ‖v̇_k‖² and wᵀẇ_k, in sc's storage
+// (valid until the next call with sc).
+func (n *perturbNet) constHead(sm *pnSample, delta []float64, sc *constScratch) (f pnFwd, vdots [][]float64, sq, m []float64) {
+	sc.w = resize(sc.w, n.p)
+	f.delta, f.w = delta, sc.w
 	nn := 0.0
 	for i, g := range sm.g {
 		f.w[i] = g + delta[i]
@@ -109,9 +118,13 @@ func (n *perturbNet) constHead(sm *pnSample, delta []float64) (f pnFwd, vdots []
 	f.n = math.Sqrt(nn)
 	f.s, f.s1, f.s2 = clipDerivs(n.clip, f.n)
 	S := len(sm.gdots)
-	vdots, sq, m = make([][]float64, S), make([]float64, S), make([]float64, S)
+	for len(sc.vdots) < S {
+		sc.vdots = append(sc.vdots, nil)
+	}
+	vdots, sc.sq, sc.m = sc.vdots[:S], resize(sc.sq, S), resize(sc.m, S)
+	sq, m = sc.sq, sc.m
 	for k, gd := range sm.gdots {
-		vdots[k] = make([]float64, n.p)
+		vdots[k] = resize(vdots[k], n.p)
 		sq[k], m[k] = clippedTangent(&f, gd, vdots[k])
 	}
 	return f, vdots, sq, m
@@ -128,16 +141,20 @@ func (n *perturbNet) constLossBatch(sms []pnSample, grad []float64) float64 {
 		dsum = make([]float64, n.p)
 	}
 	tot := 0.0
+	var sc constScratch
+	if grad != nil {
+		sc.dd = make([]float64, n.p)
+	}
 	for i := range sms {
-		f, vdots, sq, m := n.constHead(&sms[i], delta)
+		f, vdots, sq, m := n.constHead(&sms[i], delta, &sc)
 		F := 0.0
 		for _, v := range sq {
 			F += v / float64(len(sq))
 		}
-		L, ddelta, _ := n.lossHead(&f, F, f.s*f.s*f.n*f.n, dd, sms[i].gdots, vdots, m, grad != nil)
+		L, _ := n.lossHeadInto(&f, F, f.s*f.s*f.n*f.n, dd, sms[i].gdots, vdots, m, sc.dd, false)
 		tot += L
 		if grad != nil {
-			axpyF64(1, ddelta, dsum)
+			axpyF64(1, sc.dd, dsum)
 		}
 	}
 	if grad == nil {
@@ -167,8 +184,9 @@ func (n *perturbNet) constLossBatch(sms []pnSample, grad []float64) float64 {
 // constFILSqBatch is filSqBatch for the constant body.
 func (n *perturbNet) constFILSqBatch(sms []pnSample, out []float64) {
 	_, _, delta := n.constForward()
+	var sc constScratch
 	for i := range sms {
-		_, _, sq, _ := n.constHead(&sms[i], delta)
+		_, _, sq, _ := n.constHead(&sms[i], delta, &sc)
 		out[i] = 0
 		for _, v := range sq {
 			out[i] += v

@@ -447,8 +447,20 @@ func (n *perturbNet) loss(sm *pnSample, grad []float64) float64 {
 // lossHead returns eq. 2.9's ℓ = ‖δ‖² + λ·F/R from the forward state f (dd = ‖δ‖²,
 // F the probe mean of ‖v̇_k‖², R = ‖CLIP(w)‖²) and, when grad, the cotangents of ℓ
 // w.r.t. δ (zero on frozen coordinates) and w.r.t. each probe's ẇ_k (dwdots nil when
-// the FIL term is off: R = 0 or w = 0). Both bodies of g_φ share it.
+// the FIL term is off: R = 0 or w = 0). Every body of g_φ shares it.
 func (n *perturbNet) lossHead(f *pnFwd, F, R, dd float64, wdots, vdots [][]float64, ms []float64, grad bool) (L float64, ddelta []float64, dwdots [][]float64) {
+	if grad {
+		ddelta = make([]float64, n.p)
+	}
+	L, dwdots = n.lossHeadInto(f, F, R, dd, wdots, vdots, ms, ddelta, true)
+	return L, ddelta, dwdots
+}
+
+// lossHeadInto is lossHead writing ∂ℓ/∂δ into ddelta (when not nil; overwritten) and
+// returning the ẇ_k cotangents only when wantWdots (a body whose ẇ does not depend on
+// φ, the constant one, needs none).
+func (n *perturbNet) lossHeadInto(f *pnFwd, F, R, dd float64, wdots, vdots [][]float64, ms []float64, ddelta []float64, wantWdots bool) (L float64, dwdots [][]float64) {
+	grad := ddelta != nil
 	S := len(wdots)
 	useT := R > 0 && f.n > 0
 	L = dd
@@ -456,11 +468,14 @@ func (n *perturbNet) lossHead(f *pnFwd, F, R, dd float64, wdots, vdots [][]float
 		L += n.lambda * F / R
 	}
 	if !grad {
-		return L, nil, nil
+		return L, nil
 	}
-	dw := make([]float64, n.p) // ∂T/∂w
+	dw := ddelta // ∂T/∂w, then ∂ℓ/∂δ in place
+	clear(dw)
 	if useT {
-		dwdots = make([][]float64, S)
+		if wantWdots {
+			dwdots = make([][]float64, S)
+		}
 		nrm := f.n
 		// ∂T/∂R · ∂R/∂w, R = s²n².
 		dR := (2*f.s*f.s1*nrm*nrm + 2*f.s*f.s*nrm) / nrm
@@ -481,22 +496,28 @@ func (n *perturbNet) lossHead(f *pnFwd, F, R, dd float64, wdots, vdots [][]float
 			beta := f.s1 * m / nrm
 			cw := gwd*f.s1/nrm + gw*(f.s2*m/(nrm*nrm)-f.s1*m/(nrm*nrm*nrm))
 			cwd := gw * f.s1 / nrm
-			dwd := make([]float64, n.p)
 			for i := range dw {
 				G := cg * vd[i]
 				dw[i] += cw*f.w[i] + cwd*wd[i] + beta*G
-				dwd[i] = f.s*G + (f.s1/nrm)*gw*f.w[i]
 			}
-			dwdots[k] = dwd
+			if wantWdots {
+				dwd := make([]float64, n.p)
+				for i := range dwd {
+					G := cg * vd[i]
+					dwd[i] = f.s*G + (f.s1/nrm)*gw*f.w[i]
+				}
+				dwdots[k] = dwd
+			}
 		}
 	}
-	ddelta = make([]float64, n.p)
 	for i := range ddelta {
 		if n.mask == nil || n.mask[i] {
 			ddelta[i] = 2*f.delta[i] + dw[i]
+		} else {
+			ddelta[i] = 0
 		}
 	}
-	return L, ddelta, dwdots
+	return L, dwdots
 }
 
 // perturb writes δ = g_φ(z, g) into delta.

@@ -123,6 +123,7 @@ type perturbState struct {
 	clip  models.Clip
 	res   PerturbNetResult
 	sumCo float64
+	buf   []float64 // publicSamples' float64 storage, reused from batch to batch
 }
 
 func (t TuningConfig) perturbDefaults() TuningConfig {
@@ -313,7 +314,7 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 	var last []pnSample
 	for it := 0; it < steps; it++ {
 		idx := nextBatch()
-		sms, err := tu.publicSamples(params, idx, c.PerturbProbes, ps.rng)
+		sms, err := tu.publicSamples(params, idx, c.PerturbProbes, ps.rng, &ps.buf, !ps.net.constant)
 		if err != nil {
 			return fmt.Errorf("g_φ refresh at step %d: %w", step+1, err)
 		}
@@ -399,9 +400,11 @@ func (ps *perturbState) refreshPlan(step, n, b int, rec *PerturbRefresh) (int, f
 	}
 }
 
-// publicSamples returns the g_φ inputs of public samples idx at params: the image,
-// its masked gradient and `probes` Gaussian input probes u with ġ = J_g u (masked).
-func (tu *tuning) publicSamples(params []float32, idx []int, probes int, rng *rand.Rand) ([]pnSample, error) {
+// publicSamples returns the g_φ inputs of public samples idx at params: the image
+// (when withX), its masked gradient and `probes` Gaussian input probes u with
+// ġ = J_g u (masked). The float64 vectors live in *buf, which the next call reuses:
+// the samples are valid until then.
+func (tu *tuning) publicSamples(params []float32, idx []int, probes int, rng *rand.Rand, buf *[]float64, withX bool) ([]pnSample, error) {
 	pub := tu.public
 	D, P := pub.Dim(), tu.p
 	n := len(idx)
@@ -422,13 +425,27 @@ func (tu *tuning) publicSamples(params []float32, idx []int, probes int, rng *ra
 		return nil, err
 	}
 	mask := tu.curMask()
+	per := (1 + probes) * P
+	if withX {
+		per += D
+	}
+	*buf = resize(*buf, n*per)
+	b := *buf
+	take := func(k int) []float64 {
+		v := b[:k:k]
+		b = b[k:]
+		return v
+	}
 	sms := make([]pnSample, n)
 	for s := 0; s < n; s++ {
-		sm := pnSample{x: f64(x[s*D : (s+1)*D]), g: maskedF64(tg.Grads[s*P:(s+1)*P], mask)}
+		sm := pnSample{g: maskedF64Into(take(P), tg.Grads[s*P:(s+1)*P], mask)}
+		if withX {
+			sm.x = f64Into(take(D), x[s*D:(s+1)*D])
+		}
 		for k := 0; k < probes; k++ {
 			r := s*probes + k
 			sm.u = append(sm.u, us[r*D:(r+1)*D])
-			sm.gdots = append(sm.gdots, maskedF64(tg.GradDots[r*P:(r+1)*P], mask))
+			sm.gdots = append(sm.gdots, maskedF64Into(take(P), tg.GradDots[r*P:(r+1)*P], mask))
 		}
 		sms[s] = sm
 	}
@@ -443,21 +460,30 @@ func (tu *tuning) curMask() []bool {
 }
 
 func f64(v []float32) []float64 {
-	out := make([]float64, len(v))
+	return f64Into(make([]float64, len(v)), v)
+}
+
+// f64Into converts v into dst (len(dst) = len(v)) and returns dst.
+func f64Into(dst []float64, v []float32) []float64 {
 	for i, x := range v {
-		out[i] = float64(x)
+		dst[i] = float64(x)
 	}
-	return out
+	return dst
 }
 
 func maskedF64(v []float32, mask []bool) []float64 {
-	out := f64(v)
+	return maskedF64Into(make([]float64, len(v)), v, mask)
+}
+
+// maskedF64Into is maskedF64 into dst.
+func maskedF64Into(dst []float64, v []float32, mask []bool) []float64 {
+	f64Into(dst, v)
 	for i, on := range mask {
 		if !on {
-			out[i] = 0
+			dst[i] = 0
 		}
 	}
-	return out
+	return dst
 }
 
 // perturbActive reports whether g_φ has a non-zero output layer (before that its
