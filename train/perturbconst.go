@@ -136,29 +136,41 @@ func (n *perturbNet) constHead(sm *pnSample, delta []float64, sc *constScratch) 
 func (n *perturbNet) constLossBatch(sms []pnSample, grad []float64) float64 {
 	q, d1, delta := n.constForward()
 	dd := dotF64(delta, delta)
-	var dsum []float64
+	chunks := (len(sms) + constChunk - 1) / constChunk
+	tots := make([]float64, chunks)
+	var dsums [][]float64
 	if grad != nil {
-		dsum = make([]float64, n.p)
+		dsums = make([][]float64, chunks)
 	}
-	tot := 0.0
-	var sc constScratch
-	if grad != nil {
-		sc.dd = make([]float64, n.p)
-	}
-	for i := range sms {
-		f, vdots, sq, m := n.constHead(&sms[i], delta, &sc)
-		F := 0.0
-		for _, v := range sq {
-			F += v / float64(len(sq))
-		}
-		L, _ := n.lossHeadInto(&f, F, f.s*f.s*f.n*f.n, dd, sms[i].gdots, vdots, m, sc.dd, false)
-		tot += L
+	eachChunk(len(sms), constChunk, func(c, lo, hi int) {
+		var sc constScratch
 		if grad != nil {
-			axpyF64(1, sc.dd, dsum)
+			sc.dd = make([]float64, n.p)
+			dsums[c] = make([]float64, n.p)
 		}
+		for i := lo; i < hi; i++ {
+			f, vdots, sq, m := n.constHead(&sms[i], delta, &sc)
+			F := 0.0
+			for _, v := range sq {
+				F += v / float64(len(sq))
+			}
+			L, _ := n.lossHeadInto(&f, F, f.s*f.s*f.n*f.n, dd, sms[i].gdots, vdots, m, sc.dd, false)
+			tots[c] += L
+			if grad != nil {
+				axpyF64(1, sc.dd, dsums[c])
+			}
+		}
+	})
+	tot := 0.0
+	for _, v := range tots {
+		tot += v
 	}
 	if grad == nil {
 		return tot
+	}
+	dsum := dsums[0]
+	for _, d := range dsums[1:] {
+		axpyF64(1, d, dsum)
 	}
 	// δ = V·q + c, q = GeLU(z), z = A·β + a.
 	pv, gv := n.constViews(n.phi), n.constViews(grad)
@@ -184,14 +196,16 @@ func (n *perturbNet) constLossBatch(sms []pnSample, grad []float64) float64 {
 // constFILSqBatch is filSqBatch for the constant body.
 func (n *perturbNet) constFILSqBatch(sms []pnSample, out []float64) {
 	_, _, delta := n.constForward()
-	var sc constScratch
-	for i := range sms {
-		_, _, sq, _ := n.constHead(&sms[i], delta, &sc)
-		out[i] = 0
-		for _, v := range sq {
-			out[i] += v
+	eachChunk(len(sms), constChunk, func(_, lo, hi int) {
+		var sc constScratch
+		for i := lo; i < hi; i++ {
+			_, _, sq, _ := n.constHead(&sms[i], delta, &sc)
+			out[i] = 0
+			for _, v := range sq {
+				out[i] += v
+			}
 		}
-	}
+	})
 }
 
 // constPerturbBatch is perturbBatch for the constant body: δ for every sample.

@@ -544,16 +544,19 @@ func (n *perturbNet) adamStep(grad []float64) {
 	n.adamT++
 	c1 := 1 - math.Pow(n.b1, float64(n.adamT))
 	c2 := 1 - math.Pow(n.b2, float64(n.adamT))
-	for i, g := range grad {
-		decoupled := n.wd * n.phi[i]
-		if n.l2 {
-			g += decoupled
-			decoupled = 0
+	eachChunk(len(grad), 1<<16, func(_, lo, hi int) { // elementwise: any split gives the same bits
+		for i := lo; i < hi; i++ {
+			g := grad[i]
+			decoupled := n.wd * n.phi[i]
+			if n.l2 {
+				g += decoupled
+				decoupled = 0
+			}
+			n.adamM[i] = n.b1*n.adamM[i] + (1-n.b1)*g
+			n.adamV[i] = n.b2*n.adamV[i] + (1-n.b2)*g*g
+			n.phi[i] -= n.lr * ((n.adamM[i]/c1)/(math.Sqrt(n.adamV[i]/c2)+n.eps) + decoupled)
 		}
-		n.adamM[i] = n.b1*n.adamM[i] + (1-n.b1)*g
-		n.adamV[i] = n.b2*n.adamV[i] + (1-n.b2)*g*g
-		n.phi[i] -= n.lr * ((n.adamM[i]/c1)/(math.Sqrt(n.adamV[i]/c2)+n.eps) + decoupled)
-	}
+	})
 	for i := n.offV; i < len(n.phi); i++ {
 		if n.phi[i] != 0 {
 			n.trained = true

@@ -438,17 +438,30 @@ func (tu *tuning) publicSamples(params []float32, idx []int, probes int, rng *ra
 	}
 	sms := make([]pnSample, n)
 	for s := 0; s < n; s++ {
-		sm := pnSample{g: maskedF64Into(take(P), tg.Grads[s*P:(s+1)*P], mask)}
+		sm := pnSample{g: take(P)}
 		if withX {
-			sm.x = f64Into(take(D), x[s*D:(s+1)*D])
+			sm.x = take(D)
 		}
 		for k := 0; k < probes; k++ {
 			r := s*probes + k
 			sm.u = append(sm.u, us[r*D:(r+1)*D])
-			sm.gdots = append(sm.gdots, maskedF64Into(take(P), tg.GradDots[r*P:(r+1)*P], mask))
+			sm.gdots = append(sm.gdots, take(P))
 		}
 		sms[s] = sm
 	}
+	eachChunk(n, constChunk, func(_, lo, hi int) { // the conversions, sample by sample
+		for s := lo; s < hi; s++ {
+			sm := &sms[s]
+			maskedF64Into(sm.g, tg.Grads[s*P:(s+1)*P], mask)
+			if withX {
+				f64Into(sm.x, x[s*D:(s+1)*D])
+			}
+			for k := range sm.gdots {
+				r := s*probes + k
+				maskedF64Into(sm.gdots[k], tg.GradDots[r*P:(r+1)*P], mask)
+			}
+		}
+	})
 	return sms, nil
 }
 
