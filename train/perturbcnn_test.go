@@ -89,42 +89,14 @@ func checkDeepLossGradient(t *testing.T, conv bool, h, h2 int) {
 			t.Fatalf("case %d: loss %v, ‖δ‖² %v: the FIL term does not contribute", ci, L, dd)
 		}
 		o := n.deepOff
-		for b := 0; b+1 < len(o); b++ {
-			if o[b+1] == o[b] {
-				if conv {
+		if conv {
+			for b := 0; b+1 < len(o); b++ {
+				if o[b+1] == o[b] {
 					t.Fatalf("case %d: %s is empty in the CNN body", ci, cnnBlockNames[b])
 				}
-				continue // the MLP body has no conv blocks
-			}
-			idx := make([]int, 0, 40)
-			if o[b+1]-o[b] <= 40 {
-				for i := o[b]; i < o[b+1]; i++ {
-					idx = append(idx, i)
-				}
-			} else {
-				for len(idx) < 40 {
-					idx = append(idx, o[b]+rng.IntN(o[b+1]-o[b]))
-				}
-			}
-			nonzero := false
-			for _, i := range idx {
-				const eps = 1e-6
-				old := n.phi[i]
-				n.phi[i] = old + eps
-				lp := n.loss(&sm, nil)
-				n.phi[i] = old - eps
-				lm := n.loss(&sm, nil)
-				n.phi[i] = old
-				fd := (lp - lm) / (2 * eps)
-				if math.Abs(fd-grad[i]) > 1e-5*(1+math.Abs(fd)) {
-					t.Fatalf("case %d (%+v): %s: ∂ℓ/∂φ[%d] = %v, finite differences %v", ci, c, cnnBlockNames[b], i-o[b], grad[i], fd)
-				}
-				nonzero = nonzero || math.Abs(fd) > 1e-8
-			}
-			if !nonzero {
-				t.Fatalf("case %d: %s: every checked derivative is zero", ci, cnnBlockNames[b])
 			}
 		}
+		checkBlockGradients(t, fmt.Sprintf("case %d (%+v)", ci, c), n, &sm, grad, o, cnnBlockNames, 40, 1e-5, rng)
 	}
 }
 
@@ -432,6 +404,49 @@ func checkDeepBatch(t *testing.T, conv bool, h, h2 int) {
 				}
 				return fmt.Sprintf("%s [%d]", cnnBlockNames[b], i-o[b])
 			})
+		}
+	}
+}
+
+// checkBlockGradients compares grad, the hand-derived ∂ℓ/∂φ of n's loss on sm, with
+// float64 central finite differences: every entry of blocks with at most maxPer
+// entries, maxPer random entries of larger ones (blocks are [offs[b], offs[b+1]),
+// named names[b]; empty blocks are skipped). Each non-empty block must have a
+// non-zero derivative among those checked.
+func checkBlockGradients(t *testing.T, name string, n *perturbNet, sm *pnSample, grad []float64, offs []int, names []string, maxPer int, tol float64, rng *rand.Rand) {
+	t.Helper()
+	for b := 0; b+1 < len(offs); b++ {
+		lo, hi := offs[b], offs[b+1]
+		if hi == lo {
+			continue
+		}
+		idx := make([]int, 0, min(maxPer, hi-lo))
+		if hi-lo <= maxPer {
+			for i := lo; i < hi; i++ {
+				idx = append(idx, i)
+			}
+		} else {
+			for len(idx) < maxPer {
+				idx = append(idx, lo+rng.IntN(hi-lo))
+			}
+		}
+		nonzero := false
+		for _, i := range idx {
+			const eps = 1e-6
+			old := n.phi[i]
+			n.phi[i] = old + eps
+			lp := n.loss(sm, nil)
+			n.phi[i] = old - eps
+			lm := n.loss(sm, nil)
+			n.phi[i] = old
+			fd := (lp - lm) / (2 * eps)
+			if math.Abs(fd-grad[i]) > tol*(1+math.Abs(fd)) {
+				t.Fatalf("%s: %s: ∂ℓ/∂φ[%d] = %v, finite differences %v", name, names[b], i-lo, grad[i], fd)
+			}
+			nonzero = nonzero || math.Abs(fd) > 1e-8
+		}
+		if !nonzero {
+			t.Fatalf("%s: %s: every checked derivative is zero", name, names[b])
 		}
 	}
 }

@@ -374,32 +374,39 @@ func TestPerturbRefusals(t *testing.T) {
 	}
 }
 
-// Two AdamW steps equal the update computed by hand from the formulas
-// m̂ = m/(1−β₁ᵗ), v̂ = v/(1−β₂ᵗ), φ ← φ − lr·(m̂/(√v̂+ε) + wd·φ).
+// Two Adam steps equal the update computed by hand from the formulas
+// m̂ = m/(1−β₁ᵗ), v̂ = v/(1−β₂ᵗ): AdamW, φ ← φ − lr·(m̂/(√v̂+ε) + wd·φ); with L2 (the
+// thesis code's), g ← g + wd·φ before the moments and φ ← φ − lr·m̂/(√v̂+ε).
 func TestPerturbAdamWStep(t *testing.T) {
-	n := newPerturbNet(1, 1, 1, 1, 1, perturbClips[0], nil, 0.05, rand.New(rand.NewPCG(1, 2)))
-	n.wd = 0.1
-	phi0 := append([]float64(nil), n.phi...)
-	g1 := []float64{0.3, -2, 0.5, 1e-3, -0.7}
-	g2 := []float64{-0.1, 1, 0.5, 2e-3, 0.2}
-	n.adamStep(g1)
-	n.adamStep(g2)
-	for i := range phi0 {
-		p := phi0[i]
-		m, v := 0.0, 0.0
-		for t, g := range [][]float64{g1, g2} {
-			m = 0.9*m + 0.1*g[i]
-			v = 0.999*v + 0.001*g[i]*g[i]
-			mh := m / (1 - math.Pow(0.9, float64(t+1)))
-			vh := v / (1 - math.Pow(0.999, float64(t+1)))
-			p -= 0.05 * (mh/(math.Sqrt(vh)+1e-8) + 0.1*p)
+	for _, l2 := range []bool{false, true} {
+		n := newPerturbNet(1, 1, 1, 1, 1, perturbClips[0], nil, 0.05, rand.New(rand.NewPCG(1, 2)))
+		n.wd, n.l2 = 0.1, l2
+		phi0 := append([]float64(nil), n.phi...)
+		g1 := []float64{0.3, -2, 0.5, 1e-3, -0.7}
+		g2 := []float64{-0.1, 1, 0.5, 2e-3, 0.2}
+		n.adamStep(g1)
+		n.adamStep(g2)
+		for i := range phi0 {
+			p := phi0[i]
+			m, v := 0.0, 0.0
+			for t, g := range [][]float64{g1, g2} {
+				gi, decoupled := g[i], 0.1*p
+				if l2 {
+					gi, decoupled = gi+decoupled, 0
+				}
+				m = 0.9*m + 0.1*gi
+				v = 0.999*v + 0.001*gi*gi
+				mh := m / (1 - math.Pow(0.9, float64(t+1)))
+				vh := v / (1 - math.Pow(0.999, float64(t+1)))
+				p -= 0.05 * (mh/(math.Sqrt(vh)+1e-8) + decoupled)
+			}
+			if math.Abs(p-n.phi[i]) > 1e-12 {
+				t.Fatalf("l2 %v: φ[%d] = %v, hand %v", l2, i, n.phi[i], p)
+			}
 		}
-		if math.Abs(p-n.phi[i]) > 1e-12 {
-			t.Fatalf("φ[%d] = %v, hand %v", i, n.phi[i], p)
+		if !n.trained {
+			t.Fatal("output layer moved but trained is false")
 		}
-	}
-	if !n.trained {
-		t.Fatal("output layer moved but trained is false")
 	}
 }
 
