@@ -261,6 +261,12 @@ func deepOffsets(feats, p, h, h2 int, conv bool) []int {
 	if conv {
 		sizes[0], sizes[1], sizes[2], sizes[3] = cnnConv1.wLen(), cnnF1, cnnConv2.wLen(), cnnF2
 	}
+	return offsetsOf(sizes...)
+}
+
+// offsetsOf returns the prefix sums 0, s₀, s₀+s₁, … of block sizes: the offsets of
+// consecutive blocks in φ.
+func offsetsOf(sizes ...int) []int {
 	offs := make([]int, len(sizes)+1)
 	for i, s := range sizes {
 		offs[i+1] = offs[i] + s

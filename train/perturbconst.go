@@ -38,12 +38,7 @@ type constParams struct{ beta, a1, c1, v, c []float64 }
 
 // constOffsets lays out φ = [β (h), A (h2×h), a (h2), V (p×h2), c (p)].
 func constOffsets(p, h, h2 int) []int {
-	sizes := []int{h, h2 * h, h2, p * h2, p}
-	offs := make([]int, len(sizes)+1)
-	for i, s := range sizes {
-		offs[i+1] = offs[i] + s
-	}
-	return offs
+	return offsetsOf(h, h2*h, h2, p*h2, p)
 }
 
 func (n *perturbNet) constViews(phi []float64) constParams {
