@@ -2,9 +2,6 @@ package train
 
 import (
 	"math"
-	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -405,29 +402,6 @@ func (b *pnBatch) lossAndGrad(n *perturbNet, c []pnSample, grad []float64) float
 }
 
 // constChunk is the number of samples per task of the constant body's per-sample
-// work; partial sums are added in chunk order, so results do not depend on how many
-// goroutines ran the chunks.
+// work; partial sums are added in chunk order, so results do not depend on how the
+// chunks were scheduled.
 const constChunk = 32
-
-// eachChunk runs f(c, lo, hi) for every chunk c = [lo, hi) of [0, n) cut in pieces of
-// size, on up to GOMAXPROCS goroutines.
-func eachChunk(n, size int, f func(c, lo, hi int)) {
-	chunks := (n + size - 1) / size
-	workers := min(runtime.GOMAXPROCS(0), chunks)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				c := int(next.Add(1)) - 1
-				if c >= chunks {
-					return
-				}
-				f(c, c*size, min(n, (c+1)*size))
-			}
-		}()
-	}
-	wg.Wait()
-}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/dpfil/dpfil/internal/parallel"
 	"github.com/dpfil/dpfil/models"
 )
 
@@ -137,7 +138,8 @@ func (n *perturbNet) constLossBatch(sms []pnSample, grad []float64) float64 {
 	if grad != nil {
 		dsums = make([][]float64, chunks)
 	}
-	eachChunk(len(sms), constChunk, func(c, lo, hi int) {
+	parallel.Chunks(len(sms), constChunk, func(lo, hi int) {
+		c := lo / constChunk
 		var sc constScratch
 		if grad != nil {
 			sc.dd = make([]float64, n.p)
@@ -191,7 +193,7 @@ func (n *perturbNet) constLossBatch(sms []pnSample, grad []float64) float64 {
 // constFILSqBatch is filSqBatch for the constant body.
 func (n *perturbNet) constFILSqBatch(sms []pnSample, out []float64) {
 	_, _, delta := n.constForward()
-	eachChunk(len(sms), constChunk, func(_, lo, hi int) {
+	parallel.Chunks(len(sms), constChunk, func(lo, hi int) {
 		var sc constScratch
 		for i := lo; i < hi; i++ {
 			_, _, sq, _ := n.constHead(&sms[i], delta, &sc)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/dpfil/dpfil/internal/parallel"
 	"github.com/dpfil/dpfil/models"
 )
 
@@ -544,7 +545,7 @@ func (n *perturbNet) adamStep(grad []float64) {
 	n.adamT++
 	c1 := 1 - math.Pow(n.b1, float64(n.adamT))
 	c2 := 1 - math.Pow(n.b2, float64(n.adamT))
-	eachChunk(len(grad), 1<<16, func(_, lo, hi int) { // elementwise: any split gives the same bits
+	parallel.Chunks(len(grad), 1<<16, func(lo, hi int) { // elementwise: any split gives the same bits
 		for i := lo; i < hi; i++ {
 			g := grad[i]
 			decoupled := n.wd * n.phi[i]

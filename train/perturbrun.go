@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/dpfil/dpfil/internal/parallel"
 	"github.com/dpfil/dpfil/models"
 )
 
@@ -449,7 +450,7 @@ func (tu *tuning) publicSamples(params []float32, idx []int, probes int, rng *ra
 		}
 		sms[s] = sm
 	}
-	eachChunk(n, constChunk, func(_, lo, hi int) { // the conversions, sample by sample
+	parallel.Chunks(n, constChunk, func(lo, hi int) { // the conversions, sample by sample
 		for s := lo; s < hi; s++ {
 			sm := &sms[s]
 			maskedF64Into(sm.g, tg.Grads[s*P:(s+1)*P], mask)
