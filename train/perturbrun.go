@@ -41,8 +41,9 @@ const (
 // refreshes of the last repeat).
 type PerturbNetResult struct {
 	// Arch is g_φ's body: omitted for the one-layer MLP, "mlp2" for thesis Table
-	// B.5's, "cnn" for Table B.6's. Hidden is the (first) Dense width, Hidden2 the
-	// second one's (mlp2 and cnn only).
+	// B.5's, "cnn" for Table B.6's, "constant" for the thesis's network as its code
+	// evaluates it. Hidden is the (first) width, Hidden2 the second one's (mlp2, cnn
+	// and constant only).
 	Arch    string `json:"arch,omitempty"`
 	Hidden  int    `json:"hidden"`
 	Hidden2 int    `json:"hidden2,omitempty"`
@@ -290,11 +291,10 @@ func (tu *tuning) startPerturb(seed uint64, repeat int, mask []bool, d int) {
 		net = newPerturbNet(d, tu.p, c.PerturbHidden, c.PerturbLambda, c.PerturbProbes, tu.clip, mask, c.PerturbLR, rng)
 	}
 	tu.perturb = &perturbState{cfg: c, rng: rng, pcg: pcg, clip: tu.clip, net: net,
-		res: PerturbNetResult{Arch: c.PerturbArch, Hidden: c.PerturbHidden, Hidden2: c.PerturbHidden2, Lambda: c.PerturbLambda, Steps: c.PerturbSteps, Batch: c.PerturbBatch,
+		res: PerturbNetResult{Arch: c.PerturbArch, Hidden: c.PerturbHidden, Hidden2: c.PerturbHidden2, L2: c.PerturbL2, Lambda: c.PerturbLambda, Steps: c.PerturbSteps, Batch: c.PerturbBatch,
 			LR: c.PerturbLR, WD: c.PerturbWD, Every: c.PerturbEvery, Probes: c.PerturbProbes, Privacy: perturbPrivacyNote,
 			Epochs: c.PerturbEpochs, EpochDecay: c.PerturbEpochDecay, MinEpochs: c.PerturbMinEpochs}}
 	tu.perturb.net.wd, tu.perturb.net.l2 = c.PerturbWD, c.PerturbL2
-	tu.perturb.res.L2 = c.PerturbL2
 	tu.perturb.net.standardised = tu.perturb.net.standardised || c.PerturbNoStd // identity constants: never set from data
 }
 
