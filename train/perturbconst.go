@@ -68,7 +68,12 @@ func newPerturbConst(d, p, h, h2 int, lambda float64, probes int, clip models.Cl
 		if mask != nil && !mask[i] {
 			clear(n.phi[o[3]+i*h2 : o[3]+(i+1)*h2])
 			n.phi[o[4]+i] = 0
+		} else if mask != nil {
+			n.free = append(n.free, i)
 		}
+	}
+	if len(n.free) == p {
+		n.free = nil
 	}
 	n.initState(0)
 	n.trained = true // δ ≠ 0 from the start (stax's initialisation)
@@ -93,37 +98,174 @@ func (n *perturbNet) constForward() (q, d1, delta []float64) {
 	return q, d1, delta
 }
 
-// constScratch holds constHead's vectors, reused from sample to sample.
-type constScratch struct {
-	w, dd []float64
-	vdots [][]float64
-	sq, m []float64
+// constStats are the sample's reductions the constant body's head needs: with
+// w = g + δ and ẇ_k = ġ_k (δ does not depend on the input), ‖w‖², m_k = wᵀẇ_k and
+// e_k = ‖ẇ_k‖². One fused pass over the coordinates gives them all.
+func constStats(sm *pnSample, delta []float64, me []float64) (nn float64) {
+	S := len(sm.gdots)
+	g := sm.g[:len(delta)]
+	switch S {
+	case 2: // the default probe count, unrolled
+		a, b := sm.gdots[0][:len(delta)], sm.gdots[1][:len(delta)]
+		var m0, e0, m1, e1 float64
+		for i, d := range delta {
+			w := g[i] + d
+			nn += w * w
+			m0 += w * a[i]
+			e0 += a[i] * a[i]
+			m1 += w * b[i]
+			e1 += b[i] * b[i]
+		}
+		me[0], me[1], me[2], me[3] = m0, e0, m1, e1
+	default:
+		for k := range sm.gdots {
+			me[2*k], me[2*k+1] = 0, 0
+		}
+		for i, d := range delta {
+			w := g[i] + d
+			nn += w * w
+			for k, gd := range sm.gdots {
+				me[2*k] += w * gd[i]
+				me[2*k+1] += gd[i] * gd[i]
+			}
+		}
+	}
+	return nn
 }
 
-// constHead is the clip head of one sample at δ: w = g + δ, its norm and clip scale,
-// and per probe ẇ_k = ġ_k, v̇_k (clippedTangent), ‖v̇_k‖² and wᵀẇ_k, in sc's storage
-// (valid until the next call with sc).
-func (n *perturbNet) constHead(sm *pnSample, delta []float64, sc *constScratch) (f pnFwd, vdots [][]float64, sq, m []float64) {
-	sc.w = resize(sc.w, n.p)
-	f.delta, f.w = delta, sc.w
-	nn := 0.0
-	for i, g := range sm.g {
-		f.w[i] = g + delta[i]
-		nn += f.w[i] * f.w[i]
+// constHead is the clip head of one sample at δ in closed form. With v̇_k =
+// s·ẇ_k + β_k·w, β_k = s′m_k/n (clippedTangent), every quantity eq. 2.9 needs is a
+// function of n = ‖w‖, m_k and e_k:
+//
+//	‖v̇_k‖² = s²e_k + 2sβ_k m_k + β_k²n²,  v̇_kᵀw = s m_k + β_k n²,  v̇_kᵀẇ_k = s e_k + β_k m_k,
+//
+// and ∂ℓ/∂w — lossHeadInto's cR·w + Σ_k (cw_k·w + cwd_k·ẇ_k + β_k·G_k) with
+// G_k = cg·v̇_k — collects to aw·w + Σ_k b_k·ẇ_k. constHead returns Σ_k ‖v̇_k‖², ℓ and
+// (aw, b) in b's storage (len S): ∂ℓ/∂δ = 2δ + aw·(g + δ) + Σ_k b_k·ġ_k on the free
+// coordinates. lossHeadInto is the reference its tests compare against.
+func (n *perturbNet) constHead(nn, dd float64, me, b []float64) (fil, L, aw float64) {
+	S := len(b)
+	nrm := math.Sqrt(nn)
+	s, s1, s2 := clipDerivs(n.clip, nrm)
+	F := 0.0
+	for k := 0; k < S; k++ {
+		m, e := me[2*k], me[2*k+1]
+		beta := 0.0
+		if nrm > 0 {
+			beta = s1 * m / nrm
+		}
+		sq := s*s*e + 2*s*beta*m + beta*beta*nn
+		fil += sq
+		F += sq / float64(S)
 	}
-	f.n = math.Sqrt(nn)
-	f.s, f.s1, f.s2 = clipDerivs(n.clip, f.n)
-	S := len(sm.gdots)
-	for len(sc.vdots) < S {
-		sc.vdots = append(sc.vdots, nil)
+	R := s * s * nn
+	L = dd
+	clear(b)
+	if !(R > 0 && nrm > 0) { // the FIL term is off: ∂ℓ/∂δ = 2δ
+		return fil, L, 0
 	}
-	vdots, sc.sq, sc.m = sc.vdots[:S], resize(sc.sq, S), resize(sc.m, S)
-	sq, m = sc.sq, sc.m
-	for k, gd := range sm.gdots {
-		vdots[k] = resize(vdots[k], n.p)
-		sq[k], m[k] = clippedTangent(&f, gd, vdots[k])
+	L += n.lambda * F / R
+	dR := (2*s*s1*nn + 2*s*s*nrm) / nrm
+	aw = -n.lambda * F / (R * R) * dR
+	cg := n.lambda / R * 2 / float64(S)
+	for k := 0; k < S; k++ {
+		m, e := me[2*k], me[2*k+1]
+		beta := s1 * m / nrm
+		gw := cg * (s*m + beta*nn)
+		gwd := cg * (s*e + beta*m)
+		cw := gwd*s1/nrm + gw*(s2*m/(nn)-s1*m/(nn*nrm))
+		aw += cw + beta*beta*cg
+		b[k] = gw*s1/nrm + beta*cg*s
 	}
-	return f, vdots, sq, m
+	return fil, L, aw
+}
+
+// packed reports whether sms hold only the free coordinates (publicSamples packs
+// them for this body when some are frozen; other callers pass full vectors).
+func (n *perturbNet) packed(sms []pnSample) bool {
+	return n.free != nil && len(sms) > 0 && len(sms[0].g) == len(n.free)
+}
+
+// deltaFor returns δ as sms hold their vectors: packed to the free coordinates or not.
+func (n *perturbNet) deltaFor(sms []pnSample, delta []float64) []float64 {
+	if !n.packed(sms) {
+		return delta
+	}
+	dp := make([]float64, len(n.free))
+	for t, i := range n.free {
+		dp[t] = delta[i]
+	}
+	return dp
+}
+
+// constCotangent returns Σ_i ℓ_i at δ and, when grad, the summed cotangent
+// Σ_i ∂ℓ_i/∂δ = Σ_i (2 + aw_i)·δ + aw_i·g_i + Σ_k b_ik·ġ_ik over the full p
+// coordinates (zero on frozen ones). Samples run in fixed chunks whose partial sums
+// are added in chunk order: the bits do not depend on the core count.
+func (n *perturbNet) constCotangent(sms []pnSample, delta []float64, grad bool) (tot float64, dsum []float64) {
+	dd := dotF64(delta, delta)
+	dv := n.deltaFor(sms, delta)
+	chunks := (len(sms) + constChunk - 1) / constChunk
+	tots, coefs := make([]float64, chunks), make([]float64, chunks)
+	var dsums [][]float64
+	if grad {
+		dsums = make([][]float64, chunks)
+	}
+	parallel.Chunks(len(sms), constChunk, func(lo, hi int) {
+		c := lo / constChunk
+		if grad {
+			dsums[c] = make([]float64, len(dv))
+		}
+		var me, b []float64
+		for i := lo; i < hi; i++ {
+			sm := &sms[i]
+			S := len(sm.gdots)
+			me, b = resize(me, 2*S), resize(b, S)
+			nn := constStats(sm, dv, me)
+			_, L, aw := n.constHead(nn, dd, me, b)
+			tots[c] += L
+			if !grad {
+				continue
+			}
+			coefs[c] += 2 + aw
+			if aw != 0 {
+				axpyF64(aw, sm.g, dsums[c])
+			}
+			for k, gd := range sm.gdots {
+				if b[k] != 0 {
+					axpyF64(b[k], gd, dsums[c])
+				}
+			}
+		}
+	})
+	for _, v := range tots {
+		tot += v
+	}
+	if !grad {
+		return tot, nil
+	}
+	ds, coef := dsums[0], coefs[0]
+	for c, d := range dsums[1:] {
+		axpyF64(1, d, ds)
+		coef += coefs[c+1]
+	}
+	axpyF64(coef, dv, ds)
+	if len(ds) == n.p {
+		dsum = ds
+	} else {
+		dsum = make([]float64, n.p)
+		for t, i := range n.free {
+			dsum[i] = ds[t]
+		}
+	}
+	if n.mask != nil {
+		for i, on := range n.mask {
+			if !on {
+				dsum[i] = 0
+			}
+		}
+	}
+	return tot, dsum
 }
 
 // constLossBatch is lossBatch for the constant body: Σ_i ℓ_i and, when grad is not
@@ -131,43 +273,9 @@ func (n *perturbNet) constHead(sm *pnSample, delta []float64, sc *constScratch) 
 // network carries the summed cotangent of δ).
 func (n *perturbNet) constLossBatch(sms []pnSample, grad []float64) float64 {
 	q, d1, delta := n.constForward()
-	dd := dotF64(delta, delta)
-	chunks := (len(sms) + constChunk - 1) / constChunk
-	tots := make([]float64, chunks)
-	var dsums [][]float64
-	if grad != nil {
-		dsums = make([][]float64, chunks)
-	}
-	parallel.Chunks(len(sms), constChunk, func(lo, hi int) {
-		c := lo / constChunk
-		var sc constScratch
-		if grad != nil {
-			sc.dd = make([]float64, n.p)
-			dsums[c] = make([]float64, n.p)
-		}
-		for i := lo; i < hi; i++ {
-			f, vdots, sq, m := n.constHead(&sms[i], delta, &sc)
-			F := 0.0
-			for _, v := range sq {
-				F += v / float64(len(sq))
-			}
-			L, _ := n.lossHeadInto(&f, F, f.s*f.s*f.n*f.n, dd, sms[i].gdots, vdots, m, sc.dd, false)
-			tots[c] += L
-			if grad != nil {
-				axpyF64(1, sc.dd, dsums[c])
-			}
-		}
-	})
-	tot := 0.0
-	for _, v := range tots {
-		tot += v
-	}
+	tot, dsum := n.constCotangent(sms, delta, grad != nil)
 	if grad == nil {
 		return tot
-	}
-	dsum := dsums[0]
-	for _, d := range dsums[1:] {
-		axpyF64(1, d, dsum)
 	}
 	// δ = V·q + c, q = GeLU(z), z = A·β + a.
 	pv, gv := n.constViews(n.phi), n.constViews(grad)
@@ -190,17 +298,85 @@ func (n *perturbNet) constLossBatch(sms []pnSample, grad []float64) float64 {
 	return tot
 }
 
+// constTrainStep is one refresh step of the constant body: the batch-mean gradient
+// of eq. 2.9 over sms and its Adam step, the same update as lossBatch followed by
+// adamStep without building the gradient of V (P×h2, most of φ): its row i is
+// dsum_i·q/B, formed where Adam reads it. Rows of frozen coordinates are skipped
+// (their gradient, moments and parameters stay zero, so Adam leaves them unchanged).
+// It returns the batch's loss sum and the gradient's norm.
+func (n *perturbNet) constTrainStep(sms []pnSample) (tot, gnorm float64) {
+	q, d1, delta := n.constForward()
+	tot, dsum := n.constCotangent(sms, delta, true)
+	B := float64(len(sms))
+	pv := n.constViews(n.phi)
+	h, h2 := n.h, n.h2
+	// The small blocks' gradients from the current φ (before any update).
+	dq := make([]float64, h2)
+	for i, c := range dsum {
+		if c != 0 {
+			axpyF64(c, pv.v[i*h2:(i+1)*h2], dq)
+		}
+	}
+	o := n.constOff
+	small := make([]float64, o[3]) // β, A, a
+	gbeta, ga1, gc1 := small[o[0]:o[1]], small[o[1]:o[2]], small[o[2]:o[3]]
+	for j := 0; j < h2; j++ {
+		dz := d1[j] * dq[j]
+		gc1[j] += dz
+		axpyF64(dz, pv.beta, ga1[j*h:(j+1)*h])
+		axpyF64(dz, pv.a1[j*h:(j+1)*h], gbeta)
+	}
+	n.adamT++
+	c1 := 1 - math.Pow(n.b1, float64(n.adamT))
+	c2 := 1 - math.Pow(n.b2, float64(n.adamT))
+	gn := 0.0
+	for i := range small {
+		g := small[i] / B
+		gn += g * g
+		n.adamAt(i, g, c1, c2)
+	}
+	rows := make([]float64, (n.p+constRows-1)/constRows)
+	parallel.Chunks(n.p, constRows, func(lo, hi int) {
+		s := 0.0
+		for i := lo; i < hi; i++ {
+			if n.mask != nil && !n.mask[i] {
+				continue
+			}
+			c, off := dsum[i], n.offV+i*h2
+			for j, qj := range q {
+				g := (c * qj) / B
+				s += g * g
+				n.adamAt(off+j, g, c1, c2)
+			}
+			g := c / B
+			s += g * g
+			n.adamAt(n.offc+i, g, c1, c2)
+		}
+		rows[lo/constRows] = s
+	})
+	for _, s := range rows {
+		gn += s
+	}
+	for i := n.offV; i < len(n.phi) && !n.trained; i++ {
+		n.trained = n.phi[i] != 0
+	}
+	return tot, math.Sqrt(gn)
+}
+
+// constRows is the number of output rows per task of constTrainStep's Adam update.
+const constRows = 256
+
 // constFILSqBatch is filSqBatch for the constant body.
 func (n *perturbNet) constFILSqBatch(sms []pnSample, out []float64) {
 	_, _, delta := n.constForward()
+	dd := dotF64(delta, delta)
+	delta = n.deltaFor(sms, delta)
 	parallel.Chunks(len(sms), constChunk, func(lo, hi int) {
-		var sc constScratch
+		var me, b []float64
 		for i := lo; i < hi; i++ {
-			_, _, sq, _ := n.constHead(&sms[i], delta, &sc)
-			out[i] = 0
-			for _, v := range sq {
-				out[i] += v
-			}
+			S := len(sms[i].gdots)
+			me, b = resize(me, 2*S), resize(b, S)
+			out[i], _, _ = n.constHead(constStats(&sms[i], delta, me), dd, me, b)
 		}
 	})
 }

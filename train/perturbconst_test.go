@@ -264,3 +264,165 @@ func TestPerturbConstResume(t *testing.T) {
 		t.Fatalf("resumed constant-g_φ run differs:\n%s\nvs\n%s", a, b)
 	}
 }
+
+// constHead's closed form equals the element-wise head it replaces —
+// clippedTangent's v̇_k and lossHeadInto's ℓ and ∂ℓ/∂δ — for every clip, probe counts
+// 1 to 3, with the clip active and not, and with the FIL term off (w = 0).
+func TestPerturbConstHeadMatchesElementwise(t *testing.T) {
+	const d, p = 4, 9
+	for ci, clip := range perturbClips {
+		for _, S := range []int{1, 2, 3} {
+			for _, scale := range []float64{0, 0.05, 1, 20} { // ‖w‖ from 0 to far above C
+				name := fmt.Sprintf("clip %d S %d scale %v", ci, S, scale)
+				rng := rand.New(rand.NewPCG(uint64(ci), uint64(S)))
+				mask := []bool{true, true, false, true, true, true, false, true, true}
+				n := randomPerturbConst(d, p, 3, 4, clip, mask, rng)
+				sm := randomSample(d, p, S, mask, rng)
+				delta := make([]float64, p)
+				for i := range delta {
+					if mask[i] {
+						delta[i] = scale * rng.NormFloat64()
+					}
+					sm.g[i] *= scale
+				}
+				if scale == 0 {
+					clear(sm.g)
+				}
+				dd := dotF64(delta, delta)
+				// The element-wise reference.
+				f := pnFwd{delta: delta, w: make([]float64, p)}
+				nn := 0.0
+				for i := range f.w {
+					f.w[i] = sm.g[i] + delta[i]
+					nn += f.w[i] * f.w[i]
+				}
+				f.n = math.Sqrt(nn)
+				f.s, f.s1, f.s2 = clipDerivs(n.clip, f.n)
+				vdots, sq, m := make([][]float64, S), make([]float64, S), make([]float64, S)
+				wantFIL, F := 0.0, 0.0
+				for k := range vdots {
+					vdots[k] = make([]float64, p)
+					sq[k], m[k] = clippedTangent(&f, sm.gdots[k], vdots[k])
+					wantFIL += sq[k]
+					F += sq[k] / float64(S)
+				}
+				wantDD := make([]float64, p)
+				wantL, _ := n.lossHeadInto(&f, F, f.s*f.s*f.n*f.n, dd, sm.gdots, vdots, m, wantDD, false)
+				// The closed form.
+				me, b := make([]float64, 2*S), make([]float64, S)
+				fil, L, aw := n.constHead(constStats(&sm, delta, me), dd, me, b)
+				got := make([]float64, p)
+				for i := range got {
+					if !mask[i] {
+						continue
+					}
+					got[i] = 2*delta[i] + aw*(sm.g[i]+delta[i])
+					for k, gd := range sm.gdots {
+						got[i] += b[k] * gd[i]
+					}
+				}
+				close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-10*(1+math.Abs(b)) }
+				if !close(fil, wantFIL) || !close(L, wantL) {
+					t.Fatalf("%s: FIL %v, ℓ %v; element-wise %v, %v", name, fil, L, wantFIL, wantL)
+				}
+				if scale > 0 && !(L > dd) {
+					t.Fatalf("%s: the FIL term does not contribute (ℓ %v, ‖δ‖² %v)", name, L, dd)
+				}
+				for i := range got {
+					if !close(got[i], wantDD[i]) {
+						t.Fatalf("%s: ∂ℓ/∂δ[%d] = %v, element-wise %v", name, i, got[i], wantDD[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// packSample returns sm with g and ġ_k packed to the free coordinates.
+func packSample(sm pnSample, free []int) pnSample {
+	pack := func(v []float64) []float64 {
+		out := make([]float64, len(free))
+		for t, i := range free {
+			out[t] = v[i]
+		}
+		return out
+	}
+	out := sm
+	out.g = pack(sm.g)
+	out.gdots = nil
+	for _, gd := range sm.gdots {
+		out.gdots = append(out.gdots, pack(gd))
+	}
+	return out
+}
+
+// Samples packed to the free coordinates (what publicSamples hands this body under
+// pruning) give the loss, gradient and FIL of the full masked vectors, and
+// constTrainStep is lossBatch's batch-mean gradient followed by adamStep: the same
+// parameters and moments after three steps, with AdamW and with L2 decay, the
+// gradient's norm included.
+func TestPerturbConstPackedAndTrainStep(t *testing.T) {
+	const d, p, h, h2 = 5, 9, 3, 4
+	mask := []bool{true, false, true, true, false, true, true, false, true}
+	for ci, clip := range perturbClips {
+		for _, l2 := range []bool{false, true} {
+			name := fmt.Sprintf("clip %d l2 %v", ci, l2)
+			rng := rand.New(rand.NewPCG(uint64(ci), 99))
+			n := randomPerturbConst(d, p, h, h2, clip, mask, rng)
+			n.wd, n.l2 = 0.1, l2
+			if len(n.free) != 6 {
+				t.Fatalf("%s: free coordinates %v", name, n.free)
+			}
+			var full, packed []pnSample
+			for i := 0; i < 70; i++ { // three chunks
+				sm := randomSample(d, p, 1+i%3, mask, rng)
+				full = append(full, sm)
+				packed = append(packed, packSample(sm, n.free))
+			}
+			if !n.packed(packed) || n.packed(full) {
+				t.Fatalf("%s: packed() misreads the samples", name)
+			}
+			gf, gp := make([]float64, len(n.phi)), make([]float64, len(n.phi))
+			Lf, Lp := n.lossBatch(full, gf), n.lossBatch(packed, gp)
+			ff, fp := make([]float64, len(full)), make([]float64, len(full))
+			n.filSqBatch(full, ff)
+			n.filSqBatch(packed, fp)
+			if Lf != Lp || !slicesEqual(gf, gp) || !slicesEqual(ff, fp) {
+				t.Fatalf("%s: packed samples differ: loss %v vs %v", name, Lp, Lf)
+			}
+			ref := *n
+			ref.phi = append([]float64(nil), n.phi...)
+			ref.adamM = append([]float64(nil), n.adamM...)
+			ref.adamV = append([]float64(nil), n.adamV...)
+			for step := 0; step < 3; step++ {
+				grad := make([]float64, len(ref.phi))
+				wantL := ref.lossBatch(full, grad)
+				gn := 0.0
+				for i := range grad {
+					grad[i] /= float64(len(full))
+					gn += grad[i] * grad[i]
+				}
+				ref.adamStep(grad)
+				L, gotGn := n.constTrainStep(packed)
+				if L != wantL || math.Abs(gotGn-math.Sqrt(gn)) > 1e-12*math.Sqrt(gn) {
+					t.Fatalf("%s step %d: loss %v, ‖∇‖ %v; reference %v, %v", name, step, L, gotGn, wantL, math.Sqrt(gn))
+				}
+				if !slicesEqual(n.phi, ref.phi) || !slicesEqual(n.adamM, ref.adamM) || !slicesEqual(n.adamV, ref.adamV) {
+					t.Fatalf("%s step %d: parameters or moments differ from lossBatch + adamStep", name, step)
+				}
+			}
+		}
+	}
+}
+
+func slicesEqual(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

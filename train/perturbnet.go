@@ -79,6 +79,9 @@ type perturbNet struct {
 	// h2 the hidden width, and constOff the offsets of its blocks in phi.
 	constant bool
 	constOff []int
+	// free lists the free coordinates when some are frozen (constant body; nil
+	// otherwise): its public samples are packed to them (packSamples).
+	free []int
 
 	// l2 applies the weight decay as an L2 term added to the gradient before Adam's
 	// moments (the thesis code's update) instead of decoupled (AdamW).
@@ -547,15 +550,7 @@ func (n *perturbNet) adamStep(grad []float64) {
 	c2 := 1 - math.Pow(n.b2, float64(n.adamT))
 	parallel.Chunks(len(grad), 1<<16, func(lo, hi int) { // elementwise: any split gives the same bits
 		for i := lo; i < hi; i++ {
-			g := grad[i]
-			decoupled := n.wd * n.phi[i]
-			if n.l2 {
-				g += decoupled
-				decoupled = 0
-			}
-			n.adamM[i] = n.b1*n.adamM[i] + (1-n.b1)*g
-			n.adamV[i] = n.b2*n.adamV[i] + (1-n.b2)*g*g
-			n.phi[i] -= n.lr * ((n.adamM[i]/c1)/(math.Sqrt(n.adamV[i]/c2)+n.eps) + decoupled)
+			n.adamAt(i, grad[i], c1, c2)
 		}
 	})
 	for i := n.offV; i < len(n.phi); i++ {
@@ -564,6 +559,18 @@ func (n *perturbNet) adamStep(grad []float64) {
 			break
 		}
 	}
+}
+
+// adamAt updates φ_i with gradient g (c1, c2: the step's bias corrections).
+func (n *perturbNet) adamAt(i int, g, c1, c2 float64) {
+	decoupled := n.wd * n.phi[i]
+	if n.l2 {
+		g += decoupled
+		decoupled = 0
+	}
+	n.adamM[i] = n.b1*n.adamM[i] + (1-n.b1)*g
+	n.adamV[i] = n.b2*n.adamV[i] + (1-n.b2)*g*g
+	n.phi[i] -= n.lr * ((n.adamM[i]/c1)/(math.Sqrt(n.adamV[i]/c2)+n.eps) + decoupled)
 }
 
 func resize(s []float64, n int) []float64 {

@@ -315,21 +315,26 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 	var last []pnSample
 	for it := 0; it < steps; it++ {
 		idx := nextBatch()
-		sms, err := tu.publicSamples(params, idx, c.PerturbProbes, ps.rng, &ps.buf, !ps.net.constant)
+		sms, err := tu.publicSamples(params, idx, c.PerturbProbes, ps.rng, &ps.buf, !ps.net.constant, ps.net.free)
 		if err != nil {
 			return fmt.Errorf("g_φ refresh at step %d: %w", step+1, err)
 		}
 		if !ps.net.standardised || (c.PerturbRestd && it == 0) {
 			ps.net.standardiseSamples(sms)
 		}
-		grad := make([]float64, len(ps.net.phi))
-		tot := ps.net.lossBatch(sms, grad)
-		gn := 0.0
-		for i := range grad {
-			grad[i] /= float64(len(sms))
-			gn += grad[i] * grad[i]
+		var tot, gn float64
+		if ps.net.constant {
+			tot, gn = ps.net.constTrainStep(sms)
+		} else {
+			grad := make([]float64, len(ps.net.phi))
+			tot = ps.net.lossBatch(sms, grad)
+			for i := range grad {
+				grad[i] /= float64(len(sms))
+				gn += grad[i] * grad[i]
+			}
+			gn = math.Sqrt(gn)
+			ps.net.adamStep(grad)
 		}
-		ps.net.adamStep(grad)
 		if it == 0 {
 			rec.LossFirst = tot / float64(len(sms))
 		}
@@ -338,7 +343,7 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 				rec.InputScale = [2]float64{ps.net.inv[0], ps.net.inv[len(ps.net.inv)-1]}
 			}
 			rec.Loss = tot / float64(len(sms))
-			rec.GradNorm = math.Sqrt(gn)
+			rec.GradNorm = gn
 			last = sms
 		}
 	}
@@ -356,8 +361,14 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 		s := 0.0
 		for j, v := range delta {
 			md[j] += v
-			mg[j] += last[i].g[j]
 			s += v * v
+		}
+		if ps.net.packed(last) {
+			for t, j := range ps.net.free {
+				mg[j] += last[i].g[t]
+			}
+		} else {
+			axpyF64(1, last[i].g, mg)
 		}
 		nrm += math.Sqrt(s) / float64(len(last))
 	}
@@ -403,9 +414,10 @@ func (ps *perturbState) refreshPlan(step, n, b int, rec *PerturbRefresh) (int, f
 
 // publicSamples returns the g_φ inputs of public samples idx at params: the image
 // (when withX), its masked gradient and `probes` Gaussian input probes u with
-// ġ = J_g u (masked). The float64 vectors live in *buf, which the next call reuses:
-// the samples are valid until then.
-func (tu *tuning) publicSamples(params []float32, idx []int, probes int, rng *rand.Rand, buf *[]float64, withX bool) ([]pnSample, error) {
+// ġ = J_g u (masked). With free (the constant body's free coordinates, nil for
+// none frozen) g and ġ hold those coordinates only, in order. The float64 vectors
+// live in *buf, which the next call reuses: the samples are valid until then.
+func (tu *tuning) publicSamples(params []float32, idx []int, probes int, rng *rand.Rand, buf *[]float64, withX bool, free []int) ([]pnSample, error) {
 	pub := tu.public
 	D, P := pub.Dim(), tu.p
 	n := len(idx)
@@ -426,7 +438,11 @@ func (tu *tuning) publicSamples(params []float32, idx []int, probes int, rng *ra
 		return nil, err
 	}
 	mask := tu.curMask()
-	per := (1 + probes) * P
+	G := P // the stored length of g and ġ
+	if free != nil {
+		G = len(free)
+	}
+	per := (1 + probes) * G
 	if withX {
 		per += D
 	}
@@ -439,27 +455,36 @@ func (tu *tuning) publicSamples(params []float32, idx []int, probes int, rng *ra
 	}
 	sms := make([]pnSample, n)
 	for s := 0; s < n; s++ {
-		sm := pnSample{g: take(P)}
+		sm := pnSample{g: take(G)}
 		if withX {
 			sm.x = take(D)
 		}
 		for k := 0; k < probes; k++ {
 			r := s*probes + k
 			sm.u = append(sm.u, us[r*D:(r+1)*D])
-			sm.gdots = append(sm.gdots, take(P))
+			sm.gdots = append(sm.gdots, take(G))
 		}
 		sms[s] = sm
 	}
 	parallel.Chunks(n, constChunk, func(lo, hi int) { // the conversions, sample by sample
 		for s := lo; s < hi; s++ {
 			sm := &sms[s]
-			maskedF64Into(sm.g, tg.Grads[s*P:(s+1)*P], mask)
+			conv := func(dst []float64, src []float32) {
+				if free == nil {
+					maskedF64Into(dst, src, mask)
+					return
+				}
+				for t, i := range free {
+					dst[t] = float64(src[i])
+				}
+			}
+			conv(sm.g, tg.Grads[s*P:(s+1)*P])
 			if withX {
 				f64Into(sm.x, x[s*D:(s+1)*D])
 			}
 			for k := range sm.gdots {
 				r := s*probes + k
-				maskedF64Into(sm.gdots[k], tg.GradDots[r*P:(r+1)*P], mask)
+				conv(sm.gdots[k], tg.GradDots[r*P:(r+1)*P])
 			}
 		}
 	})
