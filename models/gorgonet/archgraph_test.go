@@ -8,7 +8,7 @@ import (
 	"github.com/dpfil/dpfil/models"
 )
 
-// TestGraphFILEqualsEngine: every built-in architecture (and a ReLU net), built as a
+// TestGraphFILEqualsEngine: every built-in architecture (and a ReLU net and a one-logit net), built as a
 // one-sample Gorgonia graph from the layer kinds' nodes (ArchGraph) and run by the
 // graph's own forward-over-reverse, gives the engine's float64 FILSqNorms to 1e-10
 // (hard clipping active and smooth clipping), and its clipped gradient sum (mapped
@@ -24,6 +24,8 @@ func TestGraphFILEqualsEngine(t *testing.T) {
 	}
 	archs = append(archs, models.Arch{Name: "relu-cnn", Input: models.Shape{C: 2, H: 7, W: 7}, Classes: 4, Layers: []models.LayerSpec{
 		models.ConvSame(3, 3, 2, 7, 7), {Kind: models.KindReLU}, models.AvgPool(2, 1), {Kind: models.KindFlatten}, models.Dense(5), {Kind: models.KindELU}, models.Dense(4)}})
+	archs = append(archs, models.Arch{Name: "one-logit", Input: models.Shape{C: 1, H: 5, W: 5}, Classes: 2, Layers: []models.LayerSpec{
+		{Kind: models.KindFlatten}, models.Dense(3), {Kind: models.KindTanh}, models.Dense(1), {Kind: models.KindZeroLogit}}})
 	for _, arch := range archs {
 		t.Run(arch.Name, func(t *testing.T) {
 			net, err := models.NewNetwork(arch, models.NewCPUBackend[float64]())
