@@ -32,7 +32,8 @@ import (
 // (the clip norm is taken over the released coordinates), their noise and the
 // released sum are dropped, and they keep θ₀ (mode "zero": start at 0).
 type shadowRecipe struct {
-	d, h, c   int // input size, hidden width (0: linear), classes
+	d, h, c   int  // input size, hidden width (0: linear), learned logits (classes, or classes − 1 with zero)
+	zero      bool // a zero_logit layer last: the softmax's last class has the fixed logit 0
 	p         int // parameters
 	steps     int
 	lr, mom   float64
@@ -52,13 +53,16 @@ func newShadowRecipe(cfg train.Config, arch models.Arch, n int) (*shadowRecipe, 
 	}
 	r := &shadowRecipe{d: arch.Input.Size(), c: arch.Classes, lr: cfg.LR, mom: cfg.Momentum, wd: cfg.WeightDecay}
 	ls := arch.Layers
+	if n := len(ls); n > 0 && ls[n-1].Kind == models.KindZeroLogit {
+		ls, r.zero, r.c = ls[:n-1], true, arch.Classes-1
+	}
 	switch {
-	case len(ls) == 2 && ls[0].Kind == models.KindFlatten && ls[1].Kind == models.KindDense && ls[1].Out == arch.Classes:
+	case len(ls) == 2 && ls[0].Kind == models.KindFlatten && ls[1].Kind == models.KindDense && ls[1].Out == r.c:
 	case len(ls) == 4 && ls[0].Kind == models.KindFlatten && ls[1].Kind == models.KindDense && ls[2].Kind == models.KindELU &&
-		ls[3].Kind == models.KindDense && ls[3].Out == arch.Classes:
+		ls[3].Kind == models.KindDense && ls[3].Out == r.c:
 		r.h = ls[1].Out
 	default:
-		return nil, fmt.Errorf("batched shadows: model %s is not Flatten → Dense or Flatten → Dense → ELU → Dense", arch.Name)
+		return nil, fmt.Errorf("batched shadows: model %s is not Flatten → Dense or Flatten → Dense → ELU → Dense (optionally → ZeroLogit)", arch.Name)
 	}
 	if r.h > 0 {
 		r.p = r.h*r.d + r.h + r.c*r.h + r.c
@@ -381,15 +385,22 @@ func (b *shadowBatch) sample(k int, pre []float64, xSq float64, q []float64, y i
 			logits[o] = pre[o] + bk[o]
 		}
 	}
-	// Softmax cross-entropy: δ = softmax − onehot.
+	// Softmax cross-entropy: δ = softmax − onehot (over the c learned logits and,
+	// with r.zero, the fixed logit 0 of class c, whose δ reaches no parameter).
 	mx := logits[0]
 	for _, v := range logits[1:] {
 		mx = math.Max(mx, v)
+	}
+	if r.zero {
+		mx = math.Max(mx, 0)
 	}
 	z := 0.0
 	for o := 0; o < c; o++ {
 		sc.d2[o] = math.Exp(logits[o] - mx)
 		z += sc.d2[o]
+	}
+	if r.zero {
+		z += math.Exp(-mx)
 	}
 	d2Sq := 0.0
 	for o := 0; o < c; o++ {

@@ -123,16 +123,23 @@ func TestShadowBatchEqualsOneAtATime(t *testing.T) {
 
 // Without noise the batched trainer and train.Run run the same algorithm from the
 // same start: they agree to float32 rounding (train.Run sums the clipped gradients in
-// float32) for both models, both clipping modes, with momentum and weight decay.
+// float32) for both models, both clipping modes, with momentum and weight decay, and
+// with one logit against a fixed zero (zero_logit) after either.
 func TestShadowBatchMatchesTrainRun(t *testing.T) {
 	for _, tc := range []struct {
 		model, clip string
 		c           float64
-	}{{"mlp", train.ClipModeSmooth, 1}, {"mlp", train.ClipModeHard, 0.1}, {"linear", train.ClipModeHard, 0.5}, {"linear", train.ClipModeSmooth, 2}} {
-		arch := toyArch(t, tc.model)
+	}{{"mlp", train.ClipModeSmooth, 1}, {"mlp", train.ClipModeHard, 0.1}, {"linear", train.ClipModeHard, 0.5}, {"linear", train.ClipModeSmooth, 2},
+		{"linear-logit", train.ClipModeHard, 0.5}, {"mlp-logit", train.ClipModeSmooth, 1}} {
+		arch := toyArch(t, strings.TrimSuffix(tc.model, "-logit"))
+		if strings.HasSuffix(tc.model, "-logit") { // one logit against a fixed zero
+			arch.Name = tc.model
+			arch.Layers = append(arch.Layers, models.LayerSpec{Kind: models.KindZeroLogit})
+			arch.Layers[len(arch.Layers)-2].Out = 1
+		}
 		fixed, pool := reconnToy(6, 1), reconnToy(2, 2)
 		cfg := reconnRecipe()
-		cfg.Model, cfg.Batch, cfg.Steps, cfg.Sigma, cfg.FILCoords = tc.model, 7, 4, 0, 0
+		cfg.Model, cfg.Batch, cfg.Steps, cfg.Sigma, cfg.FILCoords = strings.TrimSuffix(tc.model, "-logit"), 7, 4, 0, 0
 		cfg.ClipMode, cfg.Clip, cfg.Momentum, cfg.WeightDecay, cfg.LR = tc.clip, tc.c, 0.5, 1e-3, 0.5
 		r, err := newShadowRecipe(cfg, arch, 7)
 		if err != nil {
