@@ -230,6 +230,9 @@ func RunRecoNN(ctx context.Context, o RecoNNOptions) (*RecoNNResult, error) {
 	d := o.Fixed.Dim()
 	classes := o.Fixed.Classes
 	arch, err := models.ArchByName(o.Config.Model)
+	if o.Config.Arch != nil { // an architecture file (train.Config.WithArch)
+		arch, err = o.Config.Arch.Resolve(models.Shape{C: o.Fixed.C, H: o.Fixed.H, W: o.Fixed.W}, classes)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reconn: %w", err)
 	}

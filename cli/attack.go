@@ -164,6 +164,7 @@ func newAttackReconnCmd() *cobra.Command {
 		Reconstructor: "mlp", MLP: attack.MLPOptions{Hidden: 256, Epochs: 100, Batch: 32, LR: 1e-3}}
 	e.Config.Model, e.Config.Steps, e.Config.Batch, e.Config.LR, e.Config.Sigma, e.Config.FILCoords = "mlp", 100, 0, 0.5, 0.5, 20
 	var quiet bool
+	var archFile string
 	cmd := reportCmd(&cobra.Command{
 		Use:   "reconn",
 		Short: "RecoNN (Balle et al. 2022): shadow models on D₋ ∪ {z′}, a reconstructor network from released weights to z′",
@@ -183,6 +184,13 @@ unbiased attackers only) and Theorem 1's RDP bound (any attacker).`,
 	}, func(cmd *cobra.Command, _ []string) (*attack.RecoNNReport, error) {
 		e.Logf = stderrLogf(cmd, quiet)
 		resolveOptimizerFlags(cmd.Flags(), &e.Config)
+		if archFile != "" {
+			cfg, err := train.PrepareConfig(e.Config, archFile, e.Logf)
+			if err != nil {
+				return nil, err
+			}
+			e.Config = cfg
+		}
 		pr := newProgress(int64(e.ProgressTotal()), "reconn", quiet)
 		defer pr.Finish()
 		e.Progress = func(phase string, n int) { pr.Add(int64(n), phase) }
@@ -190,6 +198,8 @@ unbiased attackers only) and Theorem 1's RDP bound (any attacker).`,
 	})
 	fs := cmd.Flags()
 	addTrainConfigFlags(fs, &e.Config)
+	fs.StringVar(&archFile, "arch", "", "train the architecture of this YAML/JSON file instead of --model (input shape and classes default to the dataset's; e.g. examples/linear-logit.yaml, one logit against a fixed zero)")
+	cmd.MarkFlagsMutuallyExclusive("model", "arch")
 	fs.IntVar(&e.Fixed, "fixed", e.Fixed, "size of D₋, the training samples the adversary knows (the first ones of the dataset)")
 	fs.IntVar(&e.Pool, "pool", 0, "prior pool: the training samples after D₋ the shadow targets are drawn from (0 = all the rest)")
 	fs.IntVar(&e.Public, "public", 0, "fixed public pool: this many training samples after D₋, drawn from --seed and disjoint from D₋ and the prior pool, given to every shadow and target model as public data for --perturb-net, learned noise and pretraining (Edmunds 2024, Table B.2: 1000; 0 = none; needs the engine shadow trainer)")
@@ -211,7 +221,7 @@ unbiased attackers only) and Theorem 1's RDP bound (any attacker).`,
 	fs.StringVar(&e.Checkpoint, "checkpoint", "", "file the shadow set is appended to and resumed from (a rerun with more --shadows extends it)")
 	fs.StringVar(&e.Out, "out", "", "write reconn_targets.csv (every target) and reconn_targets.png (the first 10 targets over their reconstructions) here")
 	addQuietFlag(cmd, &quiet)
-	setGroupedUsage(cmd, append([]flagGroup{{"Attack (RecoNN)", []string{"fixed", "pool", "public", "shadows", "targets", "val-fraction", "same-init",
+	setGroupedUsage(cmd, append([]flagGroup{{"Attack (RecoNN)", []string{"arch", "fixed", "pool", "public", "shadows", "targets", "val-fraction", "same-init",
 		"reconstructor", "hidden", "rec-epochs", "rec-batch", "rec-lr", "rec-decay", "rec-best-epoch", "ridge-lambda",
 		"shadow-trainer", "shadow-block", "shadow-parallel", "checkpoint"}}}, trainFlagGroups()...))
 	return cmd

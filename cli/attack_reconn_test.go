@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -113,5 +115,32 @@ func TestAttackReconnPublic(t *testing.T) {
 		if _, _, err := execCLI(t, append(append(base, "--shadows", "2", "--targets", "1"), tc.args...)...); err == nil || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("attack reconn %v: error %v, want one saying %q", tc.args, err, tc.msg)
 		}
+	}
+}
+
+// --arch trains an architecture file's model: one logit against a fixed zero
+// (zero_logit) on binary digits, with the batched shadow trainer; --arch and --model
+// together are refused.
+func TestAttackReconnArchFile(t *testing.T) {
+	arch := filepath.Join(t.TempDir(), "logit.yaml")
+	if err := os.WriteFile(arch, []byte("name: one-logit\nlayers:\n  - flatten\n  - {kind: dense, out: 1}\n  - zero_logit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := execCLI(t, "attack", "reconn", "--quiet", "--json", "--dataset", "mnist01-embedded", "--arch", arch,
+		"--fixed", "9", "--pool", "20", "--shadows", "6", "--targets", "2", "--steps", "2", "--fil-coords", "2", "--reconstructor", "ridge")
+	if err != nil {
+		t.Fatalf("attack reconn --arch: %v\n%s", err, stderr)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("invalid JSON: %v\n%s", err, out)
+	}
+	sh, _ := m["shadow_training"].(map[string]any)
+	rc, _ := m["recipe"].(map[string]any)
+	if sh["trainer"] != "batched" || rc["model"] != "one-logit" {
+		t.Fatalf("trainer %v, recipe model %v", sh["trainer"], rc["model"])
+	}
+	if _, _, err := execCLI(t, "attack", "reconn", "--quiet", "--arch", arch, "--model", "linear"); err == nil {
+		t.Error("--arch with --model was accepted")
 	}
 }
