@@ -34,7 +34,7 @@ import (
 type shadowRecipe struct {
 	d, h, c   int  // input size, hidden width (0: linear), learned logits (classes, or classes − 1 with zero)
 	zero      bool // a zero_logit layer last: the softmax's last class has the fixed logit 0
-	p         int // parameters
+	p         int  // parameters
 	steps     int
 	lr, mom   float64
 	wd        float64
