@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -387,7 +388,7 @@ func TestPerturbConstPackedAndTrainStep(t *testing.T) {
 			ff, fp := make([]float64, len(full)), make([]float64, len(full))
 			n.filSqBatch(full, ff)
 			n.filSqBatch(packed, fp)
-			if Lf != Lp || !slicesEqual(gf, gp) || !slicesEqual(ff, fp) {
+			if Lf != Lp || !slices.Equal(gf, gp) || !slices.Equal(ff, fp) {
 				t.Fatalf("%s: packed samples differ: loss %v vs %v", name, Lp, Lf)
 			}
 			ref := *n
@@ -407,7 +408,7 @@ func TestPerturbConstPackedAndTrainStep(t *testing.T) {
 				if L != wantL || math.Abs(gotGn-math.Sqrt(gn)) > 1e-12*math.Sqrt(gn) {
 					t.Fatalf("%s step %d: loss %v, ‖∇‖ %v; reference %v, %v", name, step, L, gotGn, wantL, math.Sqrt(gn))
 				}
-				if !slicesEqual(n.phi, ref.phi) || !slicesEqual(n.adamM, ref.adamM) || !slicesEqual(n.adamV, ref.adamV) {
+				if !slices.Equal(n.phi, ref.phi) || !slices.Equal(n.adamM, ref.adamM) || !slices.Equal(n.adamV, ref.adamV) {
 					t.Fatalf("%s step %d: parameters or moments differ from lossBatch + adamStep", name, step)
 				}
 			}
@@ -415,14 +416,3 @@ func TestPerturbConstPackedAndTrainStep(t *testing.T) {
 	}
 }
 
-func slicesEqual(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
