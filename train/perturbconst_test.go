@@ -415,4 +415,3 @@ func TestPerturbConstPackedAndTrainStep(t *testing.T) {
 		}
 	}
 }
-
