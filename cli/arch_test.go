@@ -237,7 +237,8 @@ func TestArchCLIRefusals(t *testing.T) {
 }
 
 // TestExampleArchs: every architecture file in examples/ parses and resolves for
-// MNIST-shaped data, and describes through the CLI.
+// MNIST-shaped data (binary digits for a one-logit model, zero_logit last), and
+// describes through the CLI.
 func TestExampleArchs(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "examples", "*.yaml"))
 	if err != nil || len(files) == 0 {
@@ -249,10 +250,14 @@ func TestExampleArchs(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 			continue
 		}
-		if _, err := spec.Resolve(models.Shape{C: 1, H: 28, W: 28}, 10); err != nil {
+		classes, dataset := 10, "mnist-embedded"
+		if n := len(spec.Layers); n > 0 && spec.Layers[n-1].Kind == models.KindZeroLogit {
+			classes, dataset = 2, "mnist01-embedded"
+		}
+		if _, err := spec.Resolve(models.Shape{C: 1, H: 28, W: 28}, classes); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
-		if out, _, err := execCLI(t, "train", "--arch", f, "--describe"); err != nil || !strings.Contains(out, spec.Name) {
+		if out, _, err := execCLI(t, "train", "--arch", f, "--dataset", dataset, "--describe"); err != nil || !strings.Contains(out, spec.Name) {
 			t.Errorf("%s --describe: %v\n%s", f, err, out)
 		}
 	}
