@@ -244,6 +244,9 @@ func (n *perturbNet) constCotangent(sms []pnSample, delta []float64, grad bool) 
 	if !grad {
 		return tot, nil
 	}
+	if chunks == 0 {
+		return 0, make([]float64, n.p)
+	}
 	ds, coef := dsums[0], coefs[0]
 	for c, d := range dsums[1:] {
 		axpyF64(1, d, ds)

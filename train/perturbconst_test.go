@@ -415,3 +415,12 @@ func TestPerturbConstPackedAndTrainStep(t *testing.T) {
 		}
 	}
 }
+
+// An empty batch gives a zero loss and leaves the gradient unchanged.
+func TestPerturbConstEmptyBatch(t *testing.T) {
+	n := randomPerturbConst(3, 4, 2, 3, perturbClips[0], []bool{true, false, true, true}, rand.New(rand.NewPCG(1, 2)))
+	grad := make([]float64, len(n.phi))
+	if L := n.lossBatch(nil, grad); L != 0 || slices.ContainsFunc(grad, func(v float64) bool { return v != 0 }) {
+		t.Fatalf("empty batch: loss %v, gradient %v", L, grad)
+	}
+}
