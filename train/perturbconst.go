@@ -280,25 +280,37 @@ func (n *perturbNet) constLossBatch(sms []pnSample, grad []float64) float64 {
 	if grad == nil {
 		return tot
 	}
-	// δ = V·q + c, q = GeLU(z), z = A·β + a.
-	pv, gv := n.constViews(n.phi), n.constViews(grad)
-	h, h2 := n.h, n.h2
+	// δ = V·q + c: the output layer's gradient, then the layers below it.
+	gv := n.constViews(grad)
+	h2 := n.h2
+	for i, c := range dsum {
+		if c != 0 {
+			gv.c[i] += c
+			axpyF64(c, q, gv.v[i*h2:(i+1)*h2])
+		}
+	}
+	n.constReverseBelow(dsum, d1, grad[:n.offV])
+	return tot
+}
+
+// constReverseBelow adds to g (the β, A, a blocks of φ's layout) the gradient of
+// Σ_i dsum_i·δ_i through q = GeLU(z), z = A·β + a, at the current φ (d1 = GeLU′(z)).
+func (n *perturbNet) constReverseBelow(dsum, d1, g []float64) {
+	pv := n.constViews(n.phi)
+	o, h, h2 := n.constOff, n.h, n.h2
+	gbeta, ga1, gc1 := g[o[0]:o[1]], g[o[1]:o[2]], g[o[2]:o[3]]
 	dq := make([]float64, h2)
 	for i, c := range dsum {
-		if c == 0 {
-			continue
+		if c != 0 {
+			axpyF64(c, pv.v[i*h2:(i+1)*h2], dq)
 		}
-		gv.c[i] += c
-		axpyF64(c, q, gv.v[i*h2:(i+1)*h2])
-		axpyF64(c, pv.v[i*h2:(i+1)*h2], dq)
 	}
 	for j := 0; j < h2; j++ {
 		dz := d1[j] * dq[j]
-		gv.c1[j] += dz
-		axpyF64(dz, pv.beta, gv.a1[j*h:(j+1)*h])
-		axpyF64(dz, pv.a1[j*h:(j+1)*h], gv.beta)
+		gc1[j] += dz
+		axpyF64(dz, pv.beta, ga1[j*h:(j+1)*h])
+		axpyF64(dz, pv.a1[j*h:(j+1)*h], gbeta)
 	}
-	return tot
 }
 
 // constTrainStep is one refresh step of the constant body: the batch-mean gradient
@@ -311,24 +323,9 @@ func (n *perturbNet) constTrainStep(sms []pnSample) (tot, gnorm float64) {
 	q, d1, delta := n.constForward()
 	tot, dsum := n.constCotangent(sms, delta, true)
 	B := float64(len(sms))
-	pv := n.constViews(n.phi)
-	h, h2 := n.h, n.h2
-	// The small blocks' gradients from the current φ (before any update).
-	dq := make([]float64, h2)
-	for i, c := range dsum {
-		if c != 0 {
-			axpyF64(c, pv.v[i*h2:(i+1)*h2], dq)
-		}
-	}
-	o := n.constOff
-	small := make([]float64, o[3]) // β, A, a
-	gbeta, ga1, gc1 := small[o[0]:o[1]], small[o[1]:o[2]], small[o[2]:o[3]]
-	for j := 0; j < h2; j++ {
-		dz := d1[j] * dq[j]
-		gc1[j] += dz
-		axpyF64(dz, pv.beta, ga1[j*h:(j+1)*h])
-		axpyF64(dz, pv.a1[j*h:(j+1)*h], gbeta)
-	}
+	h2 := n.h2
+	small := make([]float64, n.offV) // β, A, a, from the current φ (before any update)
+	n.constReverseBelow(dsum, d1, small)
 	n.adamT++
 	c1 := 1 - math.Pow(n.b1, float64(n.adamT))
 	c2 := 1 - math.Pow(n.b2, float64(n.adamT))
