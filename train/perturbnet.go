@@ -573,9 +573,9 @@ func (n *perturbNet) adamAt(i int, g, c1, c2 float64) {
 	n.phi[i] -= n.lr * ((n.adamM[i]/c1)/(math.Sqrt(n.adamV[i]/c2)+n.eps) + decoupled)
 }
 
-func resize(s []float64, n int) []float64 {
+func resize[T any](s []T, n int) []T {
 	if cap(s) < n {
-		return make([]float64, n)
+		return make([]T, n)
 	}
 	return s[:n]
 }

@@ -125,7 +125,18 @@ type perturbState struct {
 	clip  models.Clip
 	res   PerturbNetResult
 	sumCo float64
-	buf   []float64 // publicSamples' float64 storage, reused from batch to batch
+	buf   pubScratch // publicSamples' storage, reused from batch to batch
+}
+
+// pubScratch holds publicSamples' buffers between batches: the float64 sample
+// storage, the batch's images and labels, the probe directions (float64, kept only
+// when g_φ reads them) and their float32 copies for the tangent call.
+type pubScratch struct {
+	f64  []float64
+	x    []float32
+	y    []int
+	us   []float64
+	xdot []float32
 }
 
 func (t TuningConfig) perturbDefaults() TuningConfig {
@@ -417,21 +428,32 @@ func (ps *perturbState) refreshPlan(step, n, b int, rec *PerturbRefresh) (int, f
 // ġ = J_g u (masked). With free (the constant body's free coordinates, nil for
 // none frozen) g and ġ hold those coordinates only, in order. The float64 vectors
 // live in *buf, which the next call reuses: the samples are valid until then.
-func (tu *tuning) publicSamples(params []float32, idx []int, probes int, rng *rand.Rand, buf *[]float64, withX bool, free []int) ([]pnSample, error) {
+func (tu *tuning) publicSamples(params []float32, idx []int, probes int, rng *rand.Rand, sc *pubScratch, withX bool, free []int) ([]pnSample, error) {
 	pub := tu.public
 	D, P := pub.Dim(), tu.p
 	n := len(idx)
-	x := make([]float32, n*D)
-	y := make([]int, n)
+	sc.x, sc.y = resize(sc.x, n*D), resize(sc.y, n)
+	x, y := sc.x, sc.y
 	for j, i := range idx {
 		copy(x[j*D:(j+1)*D], pub.Image(i))
 		y[j] = pub.Labels[i]
 	}
-	us := make([]float64, n*probes*D)
-	xdot := make([]float32, n*probes*D)
-	for i := range us {
-		us[i] = rng.NormFloat64()
-		xdot[i] = float32(us[i])
+	// The probe directions, drawn in the same order whether or not g_φ reads them
+	// (withX: the sample-dependent g_φ; the constant needs only their tangents).
+	sc.xdot = resize(sc.xdot, n*probes*D)
+	xdot := sc.xdot
+	var us []float64
+	if withX {
+		sc.us = resize(sc.us, n*probes*D)
+		us = sc.us
+		for i := range us {
+			us[i] = rng.NormFloat64()
+			xdot[i] = float32(us[i])
+		}
+	} else {
+		for i := range xdot {
+			xdot[i] = float32(rng.NormFloat64())
+		}
 	}
 	tg, err := tu.net.Tangent(params, x, y, n, probes, xdot, nil, false)
 	if err != nil {
@@ -446,8 +468,8 @@ func (tu *tuning) publicSamples(params []float32, idx []int, probes int, rng *ra
 	if withX {
 		per += D
 	}
-	*buf = resize(*buf, n*per)
-	b := *buf
+	sc.f64 = resize(sc.f64, n*per)
+	b := sc.f64
 	take := func(k int) []float64 {
 		v := b[:k:k]
 		b = b[k:]
@@ -460,8 +482,10 @@ func (tu *tuning) publicSamples(params []float32, idx []int, probes int, rng *ra
 			sm.x = take(D)
 		}
 		for k := 0; k < probes; k++ {
-			r := s*probes + k
-			sm.u = append(sm.u, us[r*D:(r+1)*D])
+			if us != nil {
+				r := s*probes + k
+				sm.u = append(sm.u, us[r*D:(r+1)*D])
+			}
 			sm.gdots = append(sm.gdots, take(G))
 		}
 		sms[s] = sm
