@@ -222,7 +222,7 @@ func trainFlagGroups() []flagGroup {
 		{"Output and run control", []string{"out", "resume", "checkpoint-every", "eval-every", "record-transcript", "perturb-diag", "device", "json", "quiet", "help"}},
 		{"Tuning (Edmunds 2024: public pretraining, pruning, learned noise, g_φ)", []string{"pretrain-public", "pretrain-steps", "pretrain-batch", "pretrain-lr",
 			"prune-fraction", "prune-mode", "freeze", "noise-rank", "noise-power", "noise-base", "noise-samples", "noise-every",
-			"perturb-net", "perturb-arch", "perturb-hidden", "perturb-hidden2", "perturb-l2", "perturb-lambda", "perturb-steps", "perturb-epochs", "perturb-epoch-decay", "perturb-min-epochs", "perturb-batch", "perturb-lr", "perturb-wd", "perturb-every", "perturb-probes", "perturb-no-standardise", "perturb-restandardise"}},
+			"perturb-net", "perturb-arch", "perturb-hidden", "perturb-hidden2", "perturb-l2", "perturb-lambda", "perturb-lambda-decay", "perturb-min-lambda", "perturb-steps", "perturb-epochs", "perturb-epoch-decay", "perturb-min-epochs", "perturb-batch", "perturb-lr", "perturb-wd", "perturb-every", "perturb-probes", "perturb-no-standardise", "perturb-restandardise"}},
 	}
 }
 
@@ -306,6 +306,8 @@ func addTuningFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.IntVar(&t.PerturbHidden2, "perturb-hidden2", t.PerturbHidden2, "g_φ second hidden width, mlp2, cnn and constant only (0 = 256 for mlp2 and constant, --perturb-hidden for cnn)")
 	fs.BoolVar(&t.PerturbL2, "perturb-l2", t.PerturbL2, "g_φ weight decay as an L2 term in Adam's gradient (the thesis code's update) instead of decoupled AdamW")
 	fs.Float64Var(&t.PerturbLambda, "perturb-lambda", t.PerturbLambda, "g_φ's λ: weight of the FIL/SNR term against ‖g_φ‖² (0 = 1000, the thesis's)")
+	fs.Float64Var(&t.PerturbLambdaDecay, "perturb-lambda-decay", t.PerturbLambdaDecay, "λ fewer at each later g_φ refresh: refresh r trains with max(--perturb-min-lambda, --perturb-lambda − r·decay) (0 = λ fixed; the thesis's code: 100, with --perturb-min-lambda 10)")
+	fs.Float64Var(&t.PerturbMinLambda, "perturb-min-lambda", t.PerturbMinLambda, "floor of the --perturb-lambda-decay schedule, ≤ --perturb-lambda (thesis code 10)")
 	fs.IntVar(&t.PerturbSteps, "perturb-steps", t.PerturbSteps, "g_φ Adam steps per refresh (0 = 10; -1 = never trained: g_φ ≡ 0, a check that equals plain DP-SGD)")
 	fs.IntVar(&t.PerturbEpochs, "perturb-epochs", t.PerturbEpochs, "the thesis's g_φ schedule (App. B, Tables B.1/B.2: 200, then --perturb-epoch-decay 50, --perturb-min-epochs 20): g_φ epochs over the public split at the first refresh, each epoch ceil(public/--perturb-batch) Adam steps over a fresh permutation (0 = off: --perturb-steps mode; not with --perturb-steps)")
 	fs.IntVar(&t.PerturbEpochDecay, "perturb-epoch-decay", t.PerturbEpochDecay, "epochs fewer at each later g_φ refresh under --perturb-epochs (0 = none; thesis 50)")

@@ -132,6 +132,87 @@ func TestTrainPerturbEpochFlags(t *testing.T) {
 	}
 }
 
+// --perturb-lambda-decay/--perturb-min-lambda run the thesis code's λ schedule:
+// λ = 1000, 600, 200, 50 over four refreshes (decay 400, floor 50), in the JSON series
+// and the text report; g_φ trains with it (the refreshes after the first differ from
+// a run at fixed λ = 1000, the first does not); bad settings are refused.
+func TestTrainPerturbLambdaDecayFlags(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"train", "--model", "linear", "--steps", "4", "--batch", "40", "--train-subset", "200",
+		"--fil-coords", "2", "--sigma", "1", "--quiet", "--pretrain-public", "0.5", "--pretrain-steps", "2",
+		"--perturb-net", "--perturb-arch", "constant", "--perturb-batch", "32", "--perturb-steps", "3"}
+	type series struct {
+		Lambda      float64 `json:"lambda"`
+		Loss        float64 `json:"loss"`
+		PerturbNorm float64 `json:"perturb_norm"`
+	}
+	run := func(name string, extra ...string) (lam, decay, floor float64, ser []series) {
+		t.Helper()
+		out, err := runTrainCLI(t, append(append(slices.Clone(args), extra...), "--json", "--out", filepath.Join(dir, name))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res struct {
+			Tuning struct {
+				Perturb struct {
+					Lambda      float64  `json:"lambda"`
+					LambdaDecay float64  `json:"lambda_decay"`
+					MinLambda   float64  `json:"min_lambda"`
+					Series      []series `json:"series"`
+				} `json:"perturb"`
+			} `json:"tuning"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("invalid JSON: %v\n%s", err, out)
+		}
+		p := res.Tuning.Perturb
+		return p.Lambda, p.LambdaDecay, p.MinLambda, p.Series
+	}
+	lam, decay, floor, dec := run("decay", "--perturb-lambda-decay", "400", "--perturb-min-lambda", "50")
+	if lam != 1000 || decay != 400 || floor != 50 || len(dec) != 4 {
+		t.Fatalf("tuning.perturb: λ %v, decay %v, floor %v, %d refreshes; want 1000, 400, 50, 4", lam, decay, floor, len(dec))
+	}
+	for i, want := range []float64{1000, 600, 200, 50} {
+		if dec[i].Lambda != want {
+			t.Errorf("refresh %d: λ = %v, want %v", i, dec[i].Lambda, want)
+		}
+	}
+	lam, decay, _, fixed := run("fixed")
+	if lam != 1000 || decay != 0 || len(fixed) != 4 || fixed[3].Lambda != 1000 {
+		t.Fatalf("fixed λ: %v, decay %v, series %+v", lam, decay, fixed)
+	}
+	if dec[0] != fixed[0] {
+		t.Errorf("first refresh (λ = 1000 in both) differs: %+v vs %+v", dec[0], fixed[0])
+	}
+	for i := 1; i < 4; i++ {
+		if dec[i].Loss == fixed[i].Loss {
+			t.Errorf("refresh %d: the same public loss %v at λ %v and 1000: g_φ did not train with the schedule", i, dec[i].Loss, dec[i].Lambda)
+		}
+	}
+	human, err := runTrainCLI(t, append(slices.Clone(args), "--perturb-lambda-decay", "400", "--perturb-min-lambda", "50", "--out", filepath.Join(dir, "h"))...)
+	if err != nil || !strings.Contains(human, "λ=1000, then 400 less per refresh down to 50") {
+		t.Fatalf("human summary: %v\n%s", err, human)
+	}
+	for _, c := range []struct {
+		extra []string
+		want  string
+	}{
+		{[]string{"--perturb-lambda-decay", "-1"}, "must be finite and ≥ 0"},
+		{[]string{"--perturb-lambda-decay", "NaN"}, "must be finite and ≥ 0"},
+		{[]string{"--perturb-min-lambda", "10"}, "set perturb_lambda_decay > 0"},
+		{[]string{"--perturb-lambda-decay", "100", "--perturb-min-lambda", "2000"}, "perturb_min_lambda = 2000 must be ≤ perturb_lambda = 1000"},
+	} {
+		_, err := runTrainCLI(t, append(append(slices.Clone(args), c.extra...), "--out", filepath.Join(dir, "c"))...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one containing %q", c.extra, err, c.want)
+		}
+	}
+	noNet := []string{"train", "--model", "linear", "--steps", "1", "--quiet", "--perturb-lambda-decay", "100", "--out", filepath.Join(dir, "n")}
+	if _, err := runTrainCLI(t, noNet...); err == nil || !strings.Contains(err.Error(), "need perturb_net") {
+		t.Errorf("--perturb-lambda-decay without --perturb-net: %v", err)
+	}
+}
+
 // TestTrainPerturbRestandardiseFlag checks --perturb-restandardise reaches the run: the
 // config records it, the refreshes' gradient-block scales are refitted, and with
 // --perturb-no-standardise it is refused.

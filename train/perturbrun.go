@@ -48,15 +48,19 @@ type PerturbNetResult struct {
 	Hidden  int    `json:"hidden"`
 	Hidden2 int    `json:"hidden2,omitempty"`
 	// L2 says the weight decay entered Adam's gradient (TuningConfig.PerturbL2).
-	L2        bool    `json:"l2,omitempty"`
-	Lambda    float64 `json:"lambda"`
-	Steps     int     `json:"steps"` // Adam steps per refresh (−1: none, g_φ ≡ 0; 0 in the epoch mode)
-	Batch     int     `json:"batch"`
-	LR        float64 `json:"lr"`
-	WD        float64 `json:"weight_decay"`
-	Every     int     `json:"every"`
-	Probes    int     `json:"probes"`
-	Refreshes int     `json:"refreshes"`
+	L2     bool    `json:"l2,omitempty"`
+	Lambda float64 `json:"lambda"`
+	// LambdaDecay and MinLambda are the λ schedule (TuningConfig.PerturbLambdaDecay;
+	// absent when λ is fixed); each refresh's λ is in the series.
+	LambdaDecay float64 `json:"lambda_decay,omitempty"`
+	MinLambda   float64 `json:"min_lambda,omitempty"`
+	Steps       int     `json:"steps"` // Adam steps per refresh (−1: none, g_φ ≡ 0; 0 in the epoch mode)
+	Batch       int     `json:"batch"`
+	LR          float64 `json:"lr"`
+	WD          float64 `json:"weight_decay"`
+	Every       int     `json:"every"`
+	Probes      int     `json:"probes"`
+	Refreshes   int     `json:"refreshes"`
 	// Epochs, EpochDecay and MinEpochs are the thesis's epoch schedule
 	// (TuningConfig.PerturbEpochs; absent in the fixed-steps mode) and AdamSteps the
 	// Adam steps of all the refreshes of the last repeat under it.
@@ -92,6 +96,7 @@ type PerturbNetResult struct {
 // where every refresh runs PerturbNetResult.Steps).
 type PerturbRefresh struct {
 	Step        int      `json:"step"`
+	Lambda      float64  `json:"lambda"` // λ of eq. 2.9 at this refresh (the λ schedule's)
 	Epochs      int      `json:"epochs,omitempty"`
 	AdamSteps   int      `json:"adam_steps,omitempty"`
 	LossFirst   float64  `json:"loss_first"`
@@ -106,6 +111,14 @@ type PerturbRefresh struct {
 }
 
 const perturbPrivacyNote = "g_φ is trained on public data and θ_t only (post-processing of earlier releases) and its output is added before clipping, so each private contribution still has norm ≤ c·C: the DP-SGD ε is that of the same run without g_φ; dFIL is accounted for the perturbed clipped gradient"
+
+// lambdaText is λ for the text report: "λ=1000", or its schedule.
+func (g PerturbNetResult) lambdaText() string {
+	if g.LambdaDecay == 0 {
+		return fmt.Sprintf("λ=%g", g.Lambda)
+	}
+	return fmt.Sprintf("λ=%g, then %g less per refresh down to %g", g.Lambda, g.LambdaDecay, g.MinLambda)
+}
 
 // scheduleText says how many Adam steps each refresh ran, for the text report:
 // "n Adam steps" (fixed-steps mode) or the epoch schedule and the steps it took.
@@ -185,8 +198,8 @@ func (t TuningConfig) validatePerturb() error {
 	if !t.PerturbNet {
 		if t.PerturbArch != "" || t.PerturbHidden != 0 || t.PerturbHidden2 != 0 || t.PerturbL2 || t.PerturbLambda != 0 || t.PerturbSteps != 0 || t.PerturbBatch != 0 ||
 			t.PerturbLR != 0 || t.PerturbEvery != 0 || t.PerturbProbes != 0 || t.PerturbWD != 0 || t.PerturbNoStd || t.PerturbRestd ||
-			t.PerturbEpochs != 0 || t.PerturbEpochDecay != 0 || t.PerturbMinEpochs != 0 {
-			return errPerturbConfig("perturb_arch/hidden/hidden2/l2/lambda/steps/epochs/epoch_decay/min_epochs/batch/lr/every/probes/no_standardise/restandardise need perturb_net")
+			t.PerturbEpochs != 0 || t.PerturbEpochDecay != 0 || t.PerturbMinEpochs != 0 || t.PerturbLambdaDecay != 0 || t.PerturbMinLambda != 0 {
+			return errPerturbConfig("perturb_arch/hidden/hidden2/l2/lambda/lambda_decay/min_lambda/steps/epochs/epoch_decay/min_epochs/batch/lr/every/probes/no_standardise/restandardise need perturb_net")
 		}
 		return nil
 	}
@@ -224,7 +237,25 @@ func (t TuningConfig) validatePerturb() error {
 	if !finite(t.PerturbLambda) || t.PerturbLambda < 0 || !finite(t.PerturbLR) || t.PerturbLR < 0 {
 		return errPerturbConfig("perturb_lambda = %v and perturb_lr = %v must be finite and ≥ 0", t.PerturbLambda, t.PerturbLR)
 	}
+	if !finite(t.PerturbLambdaDecay) || t.PerturbLambdaDecay < 0 || !finite(t.PerturbMinLambda) || t.PerturbMinLambda < 0 {
+		return errPerturbConfig("perturb_lambda_decay = %v and perturb_min_lambda = %v must be finite and ≥ 0", t.PerturbLambdaDecay, t.PerturbMinLambda)
+	}
+	if t.PerturbMinLambda != 0 && t.PerturbLambdaDecay == 0 {
+		return errPerturbConfig("perturb_min_lambda = %v is the floor of the λ schedule: set perturb_lambda_decay > 0", t.PerturbMinLambda)
+	}
+	if lam := t.perturbDefaults().PerturbLambda; t.PerturbMinLambda > lam {
+		return errPerturbConfig("perturb_min_lambda = %v must be ≤ perturb_lambda = %v", t.PerturbMinLambda, lam)
+	}
 	return nil
+}
+
+// perturbScheduleLambda is λ at refresh r (0-based) under the thesis code's λ
+// schedule: max(minLambda, lambda − r·decay); lambda itself when decay is 0.
+func perturbScheduleLambda(lambda, decay, minLambda float64, r int) float64 {
+	if decay <= 0 || r <= 0 {
+		return lambda
+	}
+	return max(minLambda, lambda-float64(r)*decay)
 }
 
 // validatePerturbEpochs checks the thesis's epoch schedule (perturb_epochs,
@@ -302,7 +333,7 @@ func (tu *tuning) startPerturb(seed uint64, repeat int, mask []bool, d int) {
 		net = newPerturbNet(d, tu.p, c.PerturbHidden, c.PerturbLambda, c.PerturbProbes, tu.clip, mask, c.PerturbLR, rng)
 	}
 	tu.perturb = &perturbState{cfg: c, rng: rng, pcg: pcg, clip: tu.clip, net: net,
-		res: PerturbNetResult{Arch: c.PerturbArch, Hidden: c.PerturbHidden, Hidden2: c.PerturbHidden2, L2: c.PerturbL2, Lambda: c.PerturbLambda, Steps: c.PerturbSteps, Batch: c.PerturbBatch,
+		res: PerturbNetResult{Arch: c.PerturbArch, Hidden: c.PerturbHidden, Hidden2: c.PerturbHidden2, L2: c.PerturbL2, Lambda: c.PerturbLambda, LambdaDecay: c.PerturbLambdaDecay, MinLambda: c.PerturbMinLambda, Steps: c.PerturbSteps, Batch: c.PerturbBatch,
 			LR: c.PerturbLR, WD: c.PerturbWD, Every: c.PerturbEvery, Probes: c.PerturbProbes, Privacy: perturbPrivacyNote,
 			Epochs: c.PerturbEpochs, EpochDecay: c.PerturbEpochDecay, MinEpochs: c.PerturbMinEpochs}}
 	tu.perturb.net.wd, tu.perturb.net.l2 = c.PerturbWD, c.PerturbL2
@@ -322,6 +353,8 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 	pub := tu.public
 	B := min(c.PerturbBatch, pub.N)
 	rec := PerturbRefresh{Step: step + 1}
+	rec.Lambda = perturbScheduleLambda(c.PerturbLambda, c.PerturbLambdaDecay, c.PerturbMinLambda, step/c.PerturbEvery)
+	ps.net.lambda = rec.Lambda
 	steps, nextBatch := ps.refreshPlan(step, pub.N, B, &rec)
 	var last []pnSample
 	for it := 0; it < steps; it++ {

@@ -113,8 +113,8 @@ func (res *Result) writeTuning(w io.Writer) {
 		if g.Hidden2 > 0 {
 			body = fmt.Sprintf("%s, H=%d,%d", g.Arch, g.Hidden, g.Hidden2)
 		}
-		fmt.Fprintf(w, "g_φ perturbation   %s, λ=%g, %s (lr %g, batch %d) every %d step(s), %d refreshes: public loss %.4g, mean ‖g_φ‖ %.4g, cos(mean g_φ, mean public gradient) %.3f\n",
-			body, g.Lambda, g.scheduleText(), g.LR, g.Batch, g.Every, g.Refreshes, g.Loss, g.PerturbNorm, g.CosMeanGrad)
+		fmt.Fprintf(w, "g_φ perturbation   %s, %s, %s (lr %g, batch %d) every %d step(s), %d refreshes: public loss %.4g, mean ‖g_φ‖ %.4g, cos(mean g_φ, mean public gradient) %.3f\n",
+			body, g.lambdaText(), g.scheduleText(), g.LR, g.Batch, g.Every, g.Refreshes, g.Loss, g.PerturbNorm, g.CosMeanGrad)
 		fmt.Fprintf(w, "g_φ privacy        %s\n", g.Privacy)
 	}
 }

@@ -97,6 +97,12 @@ type TuningConfig struct {
 	PerturbEpochs     int `json:"perturb_epochs,omitempty"`      // E: epochs of the first refresh (0 = off: PerturbSteps mode)
 	PerturbEpochDecay int `json:"perturb_epoch_decay,omitempty"` // D: epochs fewer at each later refresh (0 = none)
 	PerturbMinEpochs  int `json:"perturb_min_epochs,omitempty"`  // M: floor of the schedule (0 = 1; 1 ≤ M ≤ E)
+	// PerturbLambdaDecay and PerturbMinLambda are the thesis code's λ schedule (its
+	// repository's defaults lam_decay 1e2, min_lam 1e1, which its Appendix B leaves
+	// in force): refresh r (0-based) trains with λ_r = max(λ_min, λ − r·decay).
+	// PerturbLambdaDecay = 0 keeps λ fixed.
+	PerturbLambdaDecay float64 `json:"perturb_lambda_decay,omitempty"` // λ fewer at each later refresh (0 = none)
+	PerturbMinLambda   float64 `json:"perturb_min_lambda,omitempty"`   // floor of the λ schedule (0 ≤ λ_min ≤ λ)
 }
 
 // Tuning defaults.
