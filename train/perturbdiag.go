@@ -246,7 +246,7 @@ func (w *worker) perturbDiagStep() error {
 	}
 	c := tu.perturb.cfg
 	rec := PerturbDiagStep{Repeat: w.st.Repeat, Step: w.st.Step, Samples: nb, Vectors: m, Params: s.p, Columns: len(cols),
-		Perturbed: d.perturbed, Lambda: c.PerturbLambda, Standardised: !c.PerturbNoStd,
+		Perturbed: d.perturbed, Lambda: tu.perturb.net.lambda, Standardised: !c.PerturbNoStd,
 		TestAccuracy: ev.Accuracy, Delta: s.priv.Delta, Arrays: diagFileBase(w.st.Repeat, w.st.Step) + ".npz"}
 	if w.fil != nil {
 		sum := fil.Summarize(w.fil.DFIL())

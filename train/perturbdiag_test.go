@@ -32,6 +32,9 @@ func TestPerturbDiagRecordsSteps(t *testing.T) {
 	for _, steps := range []int{3, -1} {
 		t.Run(map[int]string{3: "trained", -1: "never trained"}[steps], func(t *testing.T) {
 			cfg := diagConfig(steps)
+			if steps > 0 { // the λ schedule: each record names the λ its g_φ was trained with
+				cfg.Tuning.PerturbLambdaDecay, cfg.Tuning.PerturbMinLambda = 3, 2
+			}
 			data := toyData(120, 30, 6, 3, 4)
 			dir := t.TempDir()
 			released := map[[2]int][]float32{}
@@ -59,6 +62,13 @@ func TestPerturbDiagRecordsSteps(t *testing.T) {
 				}
 				if rec.Perturbed != (steps > 0) || rec.Vectors != rec.Samples || rec.Columns >= rec.Params || rec.Standardised != true {
 					t.Fatalf("record %+v", rec)
+				}
+				wantLam := 10.0
+				if steps > 0 {
+					wantLam = perturbScheduleLambda(10, 3, 2, rec.Step-1)
+				}
+				if rec.Lambda != wantLam {
+					t.Fatalf("repeat %d step %d: λ %v, want %v", rec.Repeat, rec.Step, rec.Lambda, wantLam)
 				}
 				// Released − noise = Σ final on the released columns.
 				rel := released[[2]int{rec.Repeat, rec.Step}]

@@ -460,7 +460,7 @@ func (ps *perturbState) refreshPlan(step, n, b int, rec *PerturbRefresh) (int, f
 // (when withX), its masked gradient and `probes` Gaussian input probes u with
 // ġ = J_g u (masked). With free (the constant body's free coordinates, nil for
 // none frozen) g and ġ hold those coordinates only, in order. The float64 vectors
-// live in *buf, which the next call reuses: the samples are valid until then.
+// live in sc, which the next call reuses: the samples are valid until then.
 func (tu *tuning) publicSamples(params []float32, idx []int, probes int, rng *rand.Rand, sc *pubScratch, withX bool, free []int) ([]pnSample, error) {
 	pub := tu.public
 	D, P := pub.Dim(), tu.p
