@@ -158,6 +158,7 @@ type trainFlags struct {
 	asJSON, describe, quiet, record bool
 	diag                            int
 	archFile, out, resume           string
+	cont                            bool // --continue: resume out if it holds this config's run
 	ckEvery                         int
 	models                          train.Registry // the program's registered models
 }
@@ -178,7 +179,10 @@ and 1/median dFIL for an unbiased attacker (Theorem 2).
 
 Writes DIR/result.json, DIR/dfil.npy (per-sample dFIL), DIR/params.npy and, while
 running, DIR/checkpoint.bin. Ctrl-C stops at a step boundary after a checkpoint;
---resume DIR continues and ends with the same result as an uninterrupted run.
+--resume DIR continues and ends with the same result as an uninterrupted run;
+--continue does the same from the configuration flags, so that one command line can
+be rerun until it finishes (a checkpoint or finished run of another configuration in
+the directory is refused).
 A run that diverges (a non-finite gradient, parameter or loss) removes its
 checkpoint, since resuming would diverge again; a run that fails before writing
 anything removes the DIR it created.
@@ -194,11 +198,13 @@ and a resumed run keeps recording into them; format in docs/attacks.md.`,
 	cmd.MarkFlagsMutuallyExclusive("sigma", "target-epsilon")
 	f.StringVar(&fl.out, "out", "", "run directory (default runs/<model>-<config hash>)")
 	f.StringVar(&fl.resume, "resume", "", "continue the run in this directory from its checkpoint (its configuration: no configuration flags)")
+	f.BoolVar(&fl.cont, "continue", false, "if the run directory (--out, or the default one) holds a checkpoint of this same configuration, continue it; if it holds this configuration's finished run, print that result; otherwise start the run (for scripts and requeued jobs that rerun one command line)")
 	f.IntVar(&fl.ckEvery, "checkpoint-every", 0, "checkpoint every n steps (0 = after the first step, then every minute)")
 	f.BoolVar(&fl.describe, "describe", false, "print the architecture of --model or --arch (layers, shapes, parameters, init; JSON with --json) and exit")
 	f.StringVar(&fl.archFile, "arch", "", "train the architecture of this YAML/JSON file instead of --model (see 'dpfil arch layers'; input shape and classes default to the dataset's)")
 	cmd.MarkFlagsMutuallyExclusive("model", "arch")
 	cmd.MarkFlagsMutuallyExclusive("resume", "arch")
+	cmd.MarkFlagsMutuallyExclusive("resume", "continue")
 	markResumeExclusive(cmd)
 	if len(opts.Models) > 0 {
 		f.Lookup("model").Usage += "; registered by this program: " + strings.Join(opts.Models.Names(), ", ")
@@ -219,7 +225,7 @@ func trainFlagGroups() []flagGroup {
 		{"DP-SGD", []string{"steps", "epochs", "batch", "lr", "momentum", "weight-decay", "optimizer", "adam-beta1", "adam-beta2", "adam-eps", "sigma", "clip", "clip-mode", "clip-algo", "conv-algo", "sampling", "repeats", "seed"}},
 		{"Privacy accounting", []string{"delta", "accountant", "target-epsilon"}},
 		{"Fisher information leakage (FIL)", []string{"fil-coords", "fil-exact", "fil-rate", "fil-refine-top", "fil-delta", "fil-normalized-inputs", "fil-eta", "fil-label"}},
-		{"Output and run control", []string{"out", "resume", "checkpoint-every", "eval-every", "record-transcript", "perturb-diag", "device", "json", "quiet", "help"}},
+		{"Output and run control", []string{"out", "resume", "continue", "checkpoint-every", "eval-every", "record-transcript", "perturb-diag", "device", "json", "quiet", "help"}},
 		{"Tuning (Edmunds 2024: public pretraining, pruning, learned noise, g_φ)", []string{"pretrain-public", "pretrain-steps", "pretrain-batch", "pretrain-lr",
 			"prune-fraction", "prune-mode", "freeze", "noise-rank", "noise-power", "noise-base", "noise-samples", "noise-every",
 			"perturb-net", "perturb-arch", "perturb-hidden", "perturb-hidden2", "perturb-l2", "perturb-lambda", "perturb-lambda-decay", "perturb-min-lambda", "perturb-steps", "perturb-epochs", "perturb-epoch-decay", "perturb-min-epochs", "perturb-batch", "perturb-lr", "perturb-wd", "perturb-every", "perturb-probes", "perturb-no-standardise", "perturb-restandardise"}},
@@ -277,7 +283,7 @@ func runTrain(cmd *cobra.Command, fl *trainFlags) error {
 			out = filepath.Join("runs", name+"-"+cfg.Hash())
 		}
 	}
-	res, err := runTraining(cmd, cfg, m, out, fl.resume != "", fl.ckEvery, fl.quiet, fl.record, fl.diag)
+	res, err := runTraining(cmd, cfg, m, out, fl.resume != "" || fl.cont, fl.ckEvery, fl.quiet, fl.record, fl.diag)
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dpfil/dpfil/train"
 )
 
 // runTrainCLI executes the command tree with args and returns stdout and the error.
@@ -345,5 +349,78 @@ func TestTrainConvAlgo(t *testing.T) {
 		if a, b := losses[base], losses[i]; math.Abs(a-b) > 1e-4*(1+math.Abs(a)) || a == b {
 			t.Errorf("clip algorithm %q: final train loss %v direct, %v %s: want equal to float32 rounding, not bit-identical", tc.clip, a, b, tc.algo)
 		}
+	}
+}
+
+// TestTrainContinue reruns one command line with --continue: into an empty
+// directory it starts the run, into one holding that configuration's checkpoint it
+// continues to the uninterrupted run's result (parameters byte for byte), into a
+// finished run it prints that result; another configuration's run is refused, and
+// --continue with --resume too.
+func TestTrainContinue(t *testing.T) {
+	args := func(out string, extra ...string) []string {
+		a := []string{"train", "--model", "linear", "--steps", "6", "--batch", "50", "--train-subset", "300",
+			"--fil-coords", "3", "--sigma", "1.2", "--seed", "5", "--json", "--continue", "--out", out}
+		return append(a, extra...)
+	}
+	tmp := t.TempDir()
+	ref, killed := filepath.Join(tmp, "ref"), filepath.Join(tmp, "killed")
+	want, err := runTrainCLI(t, args(ref)...) // an empty directory: starts
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Interrupt the same configuration after its third step.
+	cfg, err := train.LoadRunConfig(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err = train.Run(ctx, cfg, train.Options{Out: killed, CheckpointEvery: 1, Progress: func(e train.Event) {
+		if e.Step == 3 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(killed, "checkpoint.bin")); err != nil {
+		t.Fatalf("no checkpoint: %v", err)
+	}
+	field := func(out string) (float64, float64, float64) {
+		t.Helper()
+		var r struct {
+			Acc  float64 `json:"test_accuracy"`
+			Eps  float64 `json:"epsilon"`
+			DFIL float64 `json:"dfil_max"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, out)
+		}
+		return r.Acc, r.Eps, r.DFIL
+	}
+	wa, we, wd := field(want)
+	for _, pass := range []struct{ name, log string }{{"continued", "resuming " + killed}, {"finished", "already finished"}} {
+		got, stderr, err := execCLI(t, args(killed)...)
+		if err != nil {
+			t.Fatalf("%s: %v", pass.name, err)
+		}
+		if !strings.Contains(stderr, pass.log) {
+			t.Fatalf("%s: the log lacks %q:\n%s", pass.name, pass.log, stderr)
+		}
+		if a, e, d := field(got); a != wa || e != we || d != wd {
+			t.Fatalf("%s: accuracy, ε, dFIL max %v %v %v, uninterrupted %v %v %v", pass.name, a, e, d, wa, we, wd)
+		}
+		p1, err1 := os.ReadFile(filepath.Join(ref, "params.npy"))
+		p2, err2 := os.ReadFile(filepath.Join(killed, "params.npy"))
+		if err1 != nil || err2 != nil || string(p1) != string(p2) {
+			t.Fatalf("%s: parameters differ from the uninterrupted run's (%v, %v)", pass.name, err1, err2)
+		}
+	}
+	if _, err := runTrainCLI(t, args(killed, "--sigma", "1.3")...); err == nil || !strings.Contains(err.Error(), "different config") {
+		t.Fatalf("--continue into another configuration's run: %v", err)
+	}
+	if _, err := runTrainCLI(t, "train", "--continue", "--resume", killed); err == nil || !strings.Contains(err.Error(), "[continue resume]") && !strings.Contains(err.Error(), "[resume continue]") {
+		t.Fatalf("--continue with --resume: %v", err)
 	}
 }

@@ -14,21 +14,29 @@
 #                            digits (0: as jq -r prints it) must equal VALUE
 #
 # Usage: scripts/results.sh [--tier quick|all] [--only ID] [--update] [--doc FILE]
+#                           [--work DIR]
 #   (default: check the quick tier). A check fails (exit 1) when a number recorded in
 #   the document is not what the current code produces. --update reruns the entries
 #   and rewrites their expected values, commit and date; it refuses a dirty tree
 #   (other than the document and docs/img), so that the stamped commit produced them.
 #   Entries whose status is stale are skipped by checks and listed.
+#   --work DIR keeps each entry's work folder as DIR/ID, with the dpfil binary that
+#   started it and its commit, so that an interrupted long entry can be rerun by the
+#   same command (in a later session too): its run: lines use 'train --continue',
+#   which continues a checkpointed run and returns a finished one, every run uses
+#   the saved binary, and the stamp names the commit that built it. Remove DIR/ID
+#   to start the entry afresh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tier=quick only="" update=0 doc=docs/results.md
+tier=quick only="" update=0 doc=docs/results.md work=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --tier) tier=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --update) update=1; shift ;;
     --doc) doc=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --work) work=$2; shift 2 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "results.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -71,15 +79,29 @@ run_entry() { # id, tier, status, runs (newline-separated), expects (newline-sep
   [ -z "$only" ] && [ "$tier" = quick ] && [ "$t" != quick ] && return 0
   if [[ "$status" == stale* ]] && [ "$update" = 0 ]; then stale+=("$id: $status"); return 0; fi
   if [ -z "${runs//$'\n'/}" ]; then stale+=("$id: no run: lines recorded (regenerate it by hand): $status"); return 0; fi
-  local W; W=$(mktemp -d)
-  export W
+  local W at=$commit
   echo "== $id ($t) $(date -u +%T)"
+  if [ -n "$work" ]; then # a kept work folder: its own binary and commit
+    W=$work/$id
+    mkdir -p "$W"
+    if [ -x "$W/.dpfil" ] && [ -s "$W/.commit" ]; then
+      at=$(cat "$W/.commit")
+      echo "   continuing $id in $W with the binary of $at"
+    else
+      cp "$bin" "$W/.dpfil" && echo "$commit" >"$W/.commit"
+    fi
+    DPFIL=$W/.dpfil
+  else
+    W=$(mktemp -d)
+    DPFIL=$bin
+  fi
+  export W DPFIL
   local start=$SECONDS
   while IFS= read -r cmd; do
     [ -z "$cmd" ] && continue
     echo "   \$ $cmd"
     if ! bash -euo pipefail -c "$cmd" >"$W/.log" 2>&1; then
-      echo "   FAILED to run; last lines:"; tail -5 "$W/.log" | sed 's/^/     /'; fail=1; rm -rf "$W"; return 0
+      echo "   FAILED to run; last lines:"; tail -5 "$W/.log" | sed 's/^/     /'; fail=1; [ -n "$work" ] || rm -rf "$W"; return 0
     fi
   done <<<"$runs"
   local ok=1
@@ -92,16 +114,16 @@ run_entry() { # id, tier, status, runs (newline-separated), expects (newline-sep
     if [ "$got" = "$want" ]; then
       echo "   ok   $file $expr = $want"
     else
-      echo "   DIFF $file $expr: docs record $want, the code at $commit gives $got"
+      echo "   DIFF $file $expr: docs record $want, the code at $at gives $got"
       ok=0
       printf '%s\t%s %s %s %s\t%s %s %s %s\n' "$id" "$file" "$expr" "$sig" "$want" "$file" "$expr" "$sig" "$got" >>"$updates"
     fi
   done <<<"$expects"
-  printf '%s\tSTAMP\n' "$id" >>"$updates"
+  printf '%s\tSTAMP\t%s\n' "$id" "$at" >>"$updates"
   echo "   ($((SECONDS - start)) s)"
   [ "$ok" = 1 ] || fail=1
   ran=$((ran + 1))
-  rm -rf "$W"
+  if [ -n "$work" ]; then echo "   work kept in $W (remove it once the stamp is committed)"; else rm -rf "$W"; fi
 }
 
 id="" t="" status="" runs="" expects=""
@@ -120,16 +142,16 @@ fi
 if [ "$update" = 1 ]; then
   today=$(date -u +%F)
   awk -v upd="$updates" -v commit="$commit" -v today="$today" '
-    BEGIN { FS = "\t"; while ((getline l < upd) > 0) { split(l, f, "\t"); if (f[2] == "STAMP") stamp[f[1]] = 1; else repl[f[1] "\t" f[2]] = f[3] } FS = " " }
+    BEGIN { FS = "\t"; while ((getline l < upd) > 0) { split(l, f, "\t"); if (f[2] == "STAMP") stamp[f[1]] = f[3]; else repl[f[1] "\t" f[2]] = f[3] } FS = " " }
     /^```results[ \t]*$/ { inb = 1; id = ""; print; next }
     inb && /^```/ { inb = 0; print; next }
     inb && /^id: / { id = substr($0, 5) }
-    inb && /^commit: / && (id in stamp) { print "commit: " commit; next }
+    inb && /^commit: / && (id in stamp) { print "commit: " stamp[id]; next }
     inb && /^date: / && (id in stamp) { print "date: " today; next }
     inb && /^status: / && (id in stamp) { print "status: current"; next }
     inb && /^expect: / { k = id "\t" substr($0, 9); if (k in repl) { print "expect: " repl[k]; next } }
     { print }' "$doc" >"$doc.tmp" && mv "$doc.tmp" "$doc"
-  echo "results.sh: $ran entries rerun at $commit; $doc updated (review the diff, then commit it)"
+  echo "results.sh: $ran entries rerun (commit $commit, or the one named above for a continued work folder); $doc updated (review the diff, then commit it)"
   exit 0
 fi
 if [ "$fail" = 1 ]; then
