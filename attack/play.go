@@ -43,7 +43,10 @@ type GameSpec struct {
 	Dataset, DataDir, Model string
 	// Hidden, when > 0, replaces the mlp's hidden width (10) — Hayes et al. Fig. 7's
 	// 10 / 100 / 1 000; θ₀ then comes from the hand MLP's own initialiser.
-	Hidden   int
+	Hidden int
+	// Inputs is what the network sees of a sample x ∈ [0,1]: InputsUnit ("" too) x,
+	// InputsSymmetric 2x − 1 (Hayes et al.'s public notebook; the hand mlp only).
+	Inputs   string
 	Clip, LR float64 // hard clipping norm C; SGD learning rate on the mean gradient
 	// PriorKind is where the K candidates come from: PriorData ("" too) or
 	// PriorUniform (Hayes et al. Fig. 9).
@@ -118,6 +121,10 @@ func (s GameSpec) Validate() error {
 		return fmt.Errorf("attack game: evaluation size %d < 0 (0 = the whole test split)", s.EvalSize)
 	case s.Hidden > 0 && s.Model != "mlp":
 		return fmt.Errorf("attack game: --hidden sets the mlp's hidden width; model %s has its own", s.Model)
+	case s.Inputs != "" && s.Inputs != InputsUnit && s.Inputs != InputsSymmetric:
+		return fmt.Errorf("attack game: unknown input range %q (known: %s, %s)", s.Inputs, InputsUnit, InputsSymmetric)
+	case s.Inputs == InputsSymmetric && s.Model != "mlp":
+		return fmt.Errorf("attack game: input range %s is built into the hand mlp only, not model %s", s.Inputs, s.Model)
 	case s.PriorKind != "" && s.PriorKind != PriorData && s.PriorKind != PriorUniform:
 		return fmt.Errorf("attack game: unknown prior kind %q (known: %s, %s)", s.PriorKind, PriorData, PriorUniform)
 	case s.RecordTranscripts && s.PriorKind == PriorUniform:
@@ -175,6 +182,7 @@ type GameReport struct {
 	// LRTuning is how LR was chosen (GameSpec.TuneLR), nil when it was given.
 	LRTuning  *LRTuning `json:"lr_tuning,omitempty"`
 	Hidden    int       `json:"hidden,omitempty"`     // the mlp's hidden width when not 10
+	Inputs    string    `json:"inputs,omitempty"`     // InputsSymmetric, or omitted for [0,1] inputs
 	PriorKind string    `json:"prior_kind,omitempty"` // PriorUniform, or omitted for the data prior
 	// NoiseHalfWidth is the uniform prior's half-width h around ½.
 	NoiseHalfWidth float64 `json:"noise_half_width,omitempty"`
@@ -217,12 +225,19 @@ func LoadPools(dataset, dir string) (*Pools, error) {
 // "mlp" is the hand-derived float64 MLP (the same parameters as the engine's mlp);
 // every other architecture runs on the engine (NewEngineNet).
 func NetFactory(model string, d int) (func() Net, func(uint64) []float64, error) {
-	return netFactory(model, 0, d)
+	return netFactory(model, 0, "", d)
 }
 
 // netFactory is NetFactory with the mlp's hidden width replaced by hidden when > 0
-// (the hand MLP and its own initialiser).
-func netFactory(model string, hidden, d int) (func() Net, func(uint64) []float64, error) {
+// (the hand MLP and its own initialiser) and the input range inputs (InputsUnit,
+// InputsSymmetric; the hand MLP only).
+func netFactory(model string, hidden int, inputs string, d int) (func() Net, func(uint64) []float64, error) {
+	if _, _, err := inputMap(inputs); err != nil {
+		return nil, nil, err
+	}
+	if inputs != "" && inputs != InputsUnit && model != "mlp" {
+		return nil, nil, fmt.Errorf("input range %s is built into the hand mlp only, not %s", inputs, model)
+	}
 	arch, err := models.ArchByName(model)
 	if err == nil && hidden > 0 {
 		if model != "mlp" {
@@ -235,7 +250,8 @@ func netFactory(model string, hidden, d int) (func() Net, func(uint64) []float64
 		if err != nil {
 			return nil, nil, err
 		}
-		return func() Net { return m }, m.Init, nil
+		newNet, err := withInputs(m, inputs)
+		return newNet, m.Init, err
 	}
 	if err != nil {
 		return nil, nil, err
@@ -252,7 +268,8 @@ func netFactory(model string, hidden, d int) (func() Net, func(uint64) []float64
 		if m.NumParams() != arch.NumParams() {
 			return nil, nil, fmt.Errorf("hand MLP has %d parameters, the mlp architecture %d", m.NumParams(), arch.NumParams())
 		}
-		return func() Net { return m }, init, nil
+		newNet, err := withInputs(m, inputs)
+		return newNet, init, err
 	}
 	if _, err := NewEngineNet(arch); err != nil {
 		return nil, nil, err
@@ -392,6 +409,9 @@ func (s GameSpec) meta(fingerprint string) map[string]any {
 	if s.Hidden > 0 {
 		m["hidden"] = s.Hidden
 	}
+	if s.Inputs == InputsSymmetric { // a resumed run must map its inputs the same way
+		m["inputs"] = s.Inputs
+	}
 	if s.EvalSize > 0 { // a resumed run must report its accuracy on the same samples
 		m["eval_size"] = s.EvalSize
 	}
@@ -400,7 +420,7 @@ func (s GameSpec) meta(fingerprint string) map[string]any {
 
 // newSpecGame prepares the game of spec with noise multiplier sigma.
 func newSpecGame(spec GameSpec, sigma float64, pools *Pools) (*Game, error) {
-	newNet, init, err := netFactory(spec.Model, spec.Hidden, pools.Train.D)
+	newNet, init, err := netFactory(spec.Model, spec.Hidden, spec.Inputs, pools.Train.D)
 	if err != nil {
 		return nil, err
 	}
@@ -447,11 +467,15 @@ func (s GameSpec) runOptions(g *Game, fingerprint string, eps float64) RunOption
 
 func newGameReport(s GameSpec, sigma float64, b Bounds, stats map[string]AttackStats) *GameReport {
 	a := stats[s.Attack]
-	return &GameReport{Attack: s.Attack, SuccessRate: a.Rate, SuccessCI: a.CI, Successes: a.Successes, Trials: a.Trials,
+	r := &GameReport{Attack: s.Attack, SuccessRate: a.Rate, SuccessCI: a.CI, Successes: a.Successes, Trials: a.Trials,
 		Gamma: b.Gamma, GammaCI: b.GammaCI, GammaRDP: b.GammaRDP, GammaExact: b.Exact, Fano: b.Fano, Kappa: b.Kappa,
 		Epsilon: b.Epsilon, Delta: s.Delta, Accountant: b.Accountant, Adjacency: b.Adjacency, Sampling: b.Sampling, Sigma: sigma, Q: s.Q, Steps: s.Steps, PriorSize: s.PriorSize,
 		Known: s.Known, Clip: s.Clip, LR: s.LR, Model: s.Model, Dataset: s.Dataset, Seed: s.Seed, Attacks: stats, Out: s.Out,
 		Hidden: s.Hidden}
+	if s.Inputs == InputsSymmetric {
+		r.Inputs = s.Inputs
+	}
+	return r
 }
 
 // meanTrials fills the means over trials: final loss and prior cosine over all

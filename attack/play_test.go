@@ -47,6 +47,10 @@ func TestGameSpecValidate(t *testing.T) {
 		{"no tuning trials", func(s *GameSpec) { s.TuneLR, s.TuneTrials = []float64{1}, 0 }, "tuning trials"},
 		{"trials overlap tuning", func(s *GameSpec) { s.TuneLR, s.Trials = []float64{1}, TuneFirstTrial+1 }, "overlap"},
 		{"no grid, no tuning trials needed", func(s *GameSpec) { s.TuneTrials = 0 }, ""},
+		{"inputs symmetric", func(s *GameSpec) { s.Inputs = InputsSymmetric }, ""},
+		{"inputs unit", func(s *GameSpec) { s.Inputs = InputsUnit }, ""},
+		{"inputs unknown", func(s *GameSpec) { s.Inputs = "pm1" }, "input range"},
+		{"inputs engine model", func(s *GameSpec) { s.Inputs, s.Model = InputsSymmetric, "linear" }, "hand mlp only"},
 		// Several faults: the first field in declaration order is named, every time.
 		{"first fault", func(s *GameSpec) { s.Q, s.Delta, s.Epsilon = math.NaN(), math.NaN(), math.Inf(1) }, "epsilon"},
 	} {

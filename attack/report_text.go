@@ -12,6 +12,9 @@ func (r *GameReport) WriteText(w io.Writer) {
 	if r.Hidden > 0 {
 		model = fmt.Sprintf("%s (hidden width %d)", r.Model, r.Hidden)
 	}
+	if r.Inputs == InputsSymmetric {
+		model += " (inputs 2x − 1)"
+	}
 	fmt.Fprintf(w, "attack game: %s on %s, |D₋| = %d, K = %d, T = %d, q = %g, C = %g, lr = %g\n",
 		model, r.Dataset, r.Known, r.PriorSize, r.Steps, r.Q, r.Clip, r.LR)
 	if t := r.LRTuning; t != nil {

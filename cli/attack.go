@@ -53,6 +53,7 @@ func gameCmd[R any, P report[R]](c *cobra.Command, s *attack.GameSpec, play func
 	f.StringVar(&s.Model, "model", s.Model, "architecture: "+strings.Join(models.ArchNames(), ", ")+" (mlp uses the hand-derived float64 MLP, others the engine)")
 	f.Float64Var(&s.Clip, "clip", s.Clip, "hard clipping norm C")
 	f.IntVar(&s.Hidden, "hidden", s.Hidden, "the mlp's hidden width (0: the architecture's 10; Hayes et al. Fig. 7 uses 10, 100, 1000)")
+	f.StringVar(&s.Inputs, "inputs", attack.InputsUnit, "what the mlp sees of a pixel x ∈ [0,1]: unit (x) or symmetric (2x − 1 ∈ [−1,1], the preprocessing of Hayes et al.'s public notebook; more gradients then reach C). Priors, reconstructions and their MSE stay in [0,1]")
 	f.StringVar(&s.PriorKind, "prior", s.PriorKind, "where the K candidates come from: data (the pool outside D₋) or uniform (noise matched to the data's mean pairwise distance, random labels; Hayes et al. Fig. 9)")
 	f.BoolVar(&s.NoSubtract, "no-subtract", s.NoSubtract, "also run prior-nosub, Algorithm 2 without subtracting the known gradients (Hayes et al. Fig. 10)")
 	f.Float64Var(&s.LR, "lr", s.LR, "SGD learning rate on the mean gradient g_t/(qN) (10 reaches ≈ 80 % test accuracy with the mlp at ε = 10)")
