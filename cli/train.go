@@ -226,7 +226,7 @@ func trainFlagGroups() []flagGroup {
 		{"Privacy accounting", []string{"delta", "accountant", "target-epsilon"}},
 		{"Fisher information leakage (FIL)", []string{"fil-coords", "fil-exact", "fil-rate", "fil-refine-top", "fil-delta", "fil-normalized-inputs", "fil-eta", "fil-label"}},
 		{"Output and run control", []string{"out", "resume", "continue", "checkpoint-every", "eval-every", "record-transcript", "perturb-diag", "device", "json", "quiet", "help"}},
-		{"Tuning (Edmunds 2024: public pretraining, pruning, learned noise, g_φ)", []string{"pretrain-public", "pretrain-steps", "pretrain-batch", "pretrain-lr",
+		{"Tuning (Edmunds 2024: public pretraining, pruning, learned noise, g_φ)", []string{"pretrain-public", "pretrain-steps", "pretrain-batch", "pretrain-lr", "pretrain-weight-decay",
 			"prune-fraction", "prune-mode", "freeze", "noise-rank", "noise-power", "noise-base", "noise-samples", "noise-every",
 			"perturb-net", "perturb-arch", "perturb-hidden", "perturb-hidden2", "perturb-l2", "perturb-lambda", "perturb-lambda-decay", "perturb-min-lambda", "perturb-steps", "perturb-epochs", "perturb-epoch-decay", "perturb-min-epochs", "perturb-batch", "perturb-lr", "perturb-wd", "perturb-every", "perturb-probes", "perturb-no-standardise", "perturb-restandardise"}},
 	}
@@ -298,6 +298,7 @@ func addTuningFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.IntVar(&t.PretrainSteps, "pretrain-steps", t.PretrainSteps, "non-private pretraining steps on the public part (0 = 200; -1 = hold the public part out without pretraining)")
 	fs.IntVar(&t.PretrainBatch, "pretrain-batch", t.PretrainBatch, "pretraining batch size (0 = --batch)")
 	fs.Float64Var(&t.PretrainLR, "pretrain-lr", t.PretrainLR, "pretraining learning rate (0 = --lr)")
+	fs.Float64Var(&t.PretrainWD, "pretrain-weight-decay", t.PretrainWD, "pretraining weight decay λ, L2 added to the mean gradient (g + λw) before the optimizer, as Edmunds's code (thesis App. B: 10⁻⁴ for Fig. 3.1, 10⁻² for Table 3.2; 0 = none)")
 	fs.Float64Var(&t.PruneFraction, "prune-fraction", t.PruneFraction, "freeze this fraction of the parameters, those of smallest magnitude after pretraining (the magnitude pruning of Edmunds 2024)")
 	fs.StringVar(&t.PruneMode, "prune-mode", t.PruneMode, "freeze (keep the pruned values, the thesis's choice; default) or zero (set them to 0)")
 	fs.StringVar(&t.Freeze, "freeze", t.Freeze, "layers not trained: indices into the architecture's layers or tensor names (e.g. 0 or conv0,dense9.b)")

@@ -20,7 +20,7 @@ type optimizer interface {
 
 // newOptimizer returns cfg's optimizer with learning rate lr and weight decay wd
 // for p parameters (the private phase passes cfg.LR and cfg.WeightDecay,
-// pretraining its own rate and no decay).
+// pretraining its own rate and decay).
 func newOptimizer(cfg Config, lr, wd float64, p int) optimizer {
 	if cfg.IsAdam() {
 		return newAdam(lr, cfg.AdamBeta1, cfg.AdamBeta2, cfg.AdamEps, wd, p)

@@ -314,7 +314,7 @@ func TestAdamRun(t *testing.T) {
 
 // TestPretrainUsesRunOptimizer: one full-batch pretraining step under adam moves
 // each parameter by lr·g/(|g| + ε) (the closed form of Adam's first step), g the
-// mean gradient of the public data; under sgd by lr·g.
+// mean gradient of the public data plus the weight decay's λw; under sgd by lr·g.
 func TestPretrainUsesRunOptimizer(t *testing.T) {
 	split := imageToyData(30, 5, 2)
 	arch, err := models.ArchByName("linear")
@@ -333,12 +333,16 @@ func TestPretrainUsesRunOptimizer(t *testing.T) {
 	if err := m.ClippedGradSum(p32, split.Train.Images, split.Train.Labels, noClip, sum, losses); err != nil {
 		t.Fatal(err)
 	}
-	for _, adam := range []bool{false, true} {
+	for _, tc := range []struct {
+		adam bool
+		wd   float64
+	}{{false, 0}, {true, 0}, {false, 0.3}, {true, 0.3}} {
+		adam := tc.adam
 		cfg := DefaultConfig()
 		if adam {
 			cfg.UseAdam()
 		}
-		tu := &tuning{public: split.Train, base: m, steps: 1, lr: 0.05, batch: split.Train.N, p: p, runCfg: cfg}
+		tu := &tuning{public: split.Train, base: m, steps: 1, lr: 0.05, wd: tc.wd, batch: split.Train.N, p: p, runCfg: cfg}
 		params := make([]float64, p)
 		for i, v := range init {
 			params[i] = float64(v)
@@ -347,13 +351,13 @@ func TestPretrainUsesRunOptimizer(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range params {
-			g := float64(sum[i]) / float64(split.Train.N)
+			g := float64(sum[i])/float64(split.Train.N) + tc.wd*float64(init[i]) // the weight decay's L2 term
 			want := tu.lr * g
 			if adam {
 				want = tu.lr * g / (math.Abs(g) + cfg.AdamEps)
 			}
 			if got := float64(init[i]) - params[i]; math.Abs(got-want) > 1e-12*math.Abs(want)+1e-15 {
-				t.Fatalf("adam %v: parameter %d moved %v, want %v", adam, i, got, want)
+				t.Fatalf("adam %v, weight decay %v: parameter %d moved %v, want %v", adam, tc.wd, i, got, want)
 			}
 		}
 	}

@@ -61,14 +61,14 @@ func (tu *tuning) repeat(seed uint64) (*tunedRepeat, error) {
 
 // pretrain runs the non-private phase: the run's optimizer (Config.Optimizer:
 // momentum SGD, or Adam with the run's β1, β2, ε, fresh moments) at the pretraining
-// rate and without weight decay, on the mean (unclipped) loss gradient of
+// rate and weight decay (L2, as the optimizers apply it), on the mean (unclipped) loss gradient of
 // mini-batches drawn uniformly without replacement from the public part. The private
 // phase starts its own optimizer state afresh.
 func (tu *tuning) pretrain(params []float64, seed uint64) error {
 	pub := tu.public
 	d := pub.Dim()
 	rng := rand.New(newStream(seed, 0, streamTuneDraws))
-	opt := newOptimizer(tu.runCfg, tu.lr, 0, tu.p)
+	opt := newOptimizer(tu.runCfg, tu.lr, tu.wd, tu.p)
 	p32 := make([]float32, tu.p)
 	sum := make([]float32, tu.p)
 	grad := make([]float64, tu.p)

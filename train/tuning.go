@@ -48,9 +48,13 @@ type TuningConfig struct {
 	PretrainSteps  int     `json:"pretrain_steps,omitempty"` // non-private steps on the public part (0 = 200; < 0 = none)
 	PretrainBatch  int     `json:"pretrain_batch,omitempty"` // their batch size (0 = the config's batch, at most the public size)
 	PretrainLR     float64 `json:"pretrain_lr,omitempty"`    // their learning rate (0 = the config's lr)
-	PruneFraction  float64 `json:"prune_fraction,omitempty"` // fraction of all parameters frozen by magnitude
-	PruneMode      string  `json:"prune_mode,omitempty"`     // freeze (default) or zero
-	Freeze         string  `json:"freeze,omitempty"`         // layers frozen: indices into the architecture's layers or tensor names (conv0, dense9.b), comma-separated
+	// PretrainWD is the pretraining's weight decay λ, L2 added to the mean gradient
+	// before the optimizer (g + λw; Edmunds's code, Appendix B's "Weight Decay" of
+	// Pre-train: 10⁻⁴ for Fig. 3.1, 10⁻² for Table 3.2; 0 = none).
+	PretrainWD    float64 `json:"pretrain_weight_decay,omitempty"`
+	PruneFraction float64 `json:"prune_fraction,omitempty"` // fraction of all parameters frozen by magnitude
+	PruneMode     string  `json:"prune_mode,omitempty"`     // freeze (default) or zero
+	Freeze        string  `json:"freeze,omitempty"`         // layers frozen: indices into the architecture's layers or tensor names (conv0, dense9.b), comma-separated
 
 	NoiseRank    int     `json:"noise_rank,omitempty"`    // r: learned noise directions (0 = isotropic noise)
 	NoisePower   float64 `json:"noise_power,omitempty"`   // ρ: extra noise power Σa_i as a fraction of the isotropic part's (default 0.25)
@@ -128,13 +132,13 @@ func (t TuningConfig) validate(c Config) error {
 	if !finite(t.PretrainPublic) || t.PretrainPublic < 0 || t.PretrainPublic >= 1 {
 		return fmt.Errorf("config: pretrain_public = %v must be in [0, 1)", t.PretrainPublic)
 	}
-	if t.PretrainBatch < 0 || !finite(t.PretrainLR) || t.PretrainLR < 0 {
-		return fmt.Errorf("config: pretrain_batch = %d and pretrain_lr = %v must be ≥ 0", t.PretrainBatch, t.PretrainLR)
+	if t.PretrainBatch < 0 || !finite(t.PretrainLR) || t.PretrainLR < 0 || !finite(t.PretrainWD) || t.PretrainWD < 0 {
+		return fmt.Errorf("config: pretrain_batch = %d, pretrain_lr = %v and pretrain_weight_decay = %v must be finite and ≥ 0", t.PretrainBatch, t.PretrainLR, t.PretrainWD)
 	}
 	if t.PretrainPublic > 0 && t.PublicExternal {
 		return fmt.Errorf("config: pretrain_public = %v splits the training set into public and private parts, but the public data is given by the caller (public_external, train.Options.Public): use one of the two", t.PretrainPublic)
 	}
-	if !t.hasPublic() && (t.PretrainSteps > 0 || t.PretrainBatch > 0 || t.PretrainLR > 0) {
+	if !t.hasPublic() && (t.PretrainSteps > 0 || t.PretrainBatch > 0 || t.PretrainLR > 0 || t.PretrainWD > 0) {
 		return fmt.Errorf("config: pretraining needs public data: set pretrain_public > 0 (or give train.Options.Public)")
 	}
 	if t.PublicExternal && t.pretrainSteps() == 0 && !t.PerturbNet && t.NoiseRank == 0 {
@@ -244,9 +248,9 @@ type tuning struct {
 	base     models.Model
 	frozen   []bool // static freeze mask from Freeze (nil: none)
 	tensors  []string
-	steps    int    // pretraining steps
-	runCfg   Config // the run's config (its optimizer pretrains too)
-	lr       float64
+	steps    int     // pretraining steps
+	runCfg   Config  // the run's config (its optimizer pretrains too)
+	lr, wd   float64 // pretraining's learning rate and weight decay
 	batch    int
 	p        int
 	clip     models.Clip
@@ -340,7 +344,7 @@ func (s *setup) prepareTuning(external *data.Dataset) error {
 	}
 	if tu.public != nil {
 		tu.steps = t.pretrainSteps()
-		tu.lr = t.PretrainLR
+		tu.lr, tu.wd = t.PretrainLR, t.PretrainWD
 		if tu.lr == 0 {
 			tu.lr = s.cfg.LR
 		}

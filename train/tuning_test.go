@@ -421,6 +421,9 @@ func TestTuningErrors(t *testing.T) {
 	}{
 		{TuningConfig{PretrainPublic: 1.5}, 0, "pretrain_public"},
 		{TuningConfig{PretrainSteps: 10}, 0, "needs public data"},
+		{TuningConfig{PretrainWD: 0.01}, 0, "needs public data"},
+		{TuningConfig{PretrainPublic: 0.5, PretrainWD: -1}, 0, "pretrain_weight_decay"},
+		{TuningConfig{PretrainPublic: 0.5, PretrainWD: math.NaN()}, 0, "pretrain_weight_decay"},
 		{TuningConfig{PruneFraction: 0.5}, 0.1, "weight_decay"},
 		{TuningConfig{PruneMode: "cut", PruneFraction: 0.1}, 0, "prune_mode"},
 		{TuningConfig{NoiseRank: 3}, 0, "public data"},
