@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -137,6 +138,9 @@ func runTraining(cmd *cobra.Command, cfg train.Config, m models.Model, out strin
 	tp.finish()
 	if err != nil {
 		if errors.Is(err, context.Canceled) && out != "" {
+			if _, serr := os.Stat(filepath.Join(out, train.CheckpointFile)); serr != nil {
+				return nil, fmt.Errorf("interrupted before the run's first checkpoint (%v): nothing to resume in %s; run the command again to start over", err, out)
+			}
 			return nil, fmt.Errorf("interrupted; checkpoint saved in %s, continue with: dpfil train --resume %s", out, out)
 		}
 		return nil, err
@@ -178,7 +182,9 @@ coordinates per sample and step) gives per-sample dFIL and the MSE bounds 1/max 
 and 1/median dFIL for an unbiased attacker (Theorem 2).
 
 Writes DIR/result.json, DIR/dfil.npy (per-sample dFIL), DIR/params.npy and, while
-running, DIR/checkpoint.bin. Ctrl-C stops at a step boundary after a checkpoint;
+running, DIR/checkpoint.bin. Ctrl-C stops at a step boundary after a checkpoint
+(inside a g_φ refresh, which can take minutes, between two of its Adam steps, keeping
+the checkpoint taken before that step);
 --resume DIR continues and ends with the same result as an uninterrupted run;
 --continue does the same from the configuration flags, so that one command line can
 be rerun until it finishes (a checkpoint or finished run of another configuration in

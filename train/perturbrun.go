@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -344,8 +345,10 @@ func (tu *tuning) startPerturb(seed uint64, repeat int, mask []bool, d int) {
 // step is a multiple of perturb_every: perturb_steps Adam steps on batches drawn
 // uniformly without replacement, or under the epoch schedule the refresh's epochs
 // (its index r = step/perturb_every counts the refreshes run, so a resumed run
-// continues the schedule from its checkpointed step).
-func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
+// continues the schedule from its checkpointed step). It stops between Adam steps
+// once ctx is done and returns an error wrapping ctx's (g_φ is then half-trained:
+// the run resumes from its last checkpoint, taken before the step).
+func (ps *perturbState) refresh(ctx context.Context, tu *tuning, step int, params []float32) error {
 	c := ps.cfg
 	if c.PerturbSteps < 0 || step%c.PerturbEvery != 0 {
 		return nil
@@ -358,6 +361,9 @@ func (ps *perturbState) refresh(tu *tuning, step int, params []float32) error {
 	steps, nextBatch := ps.refreshPlan(step, pub.N, B, &rec)
 	var last []pnSample
 	for it := 0; it < steps; it++ {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("g_φ refresh before private step %d stopped after %d of %d Adam steps: %w", step+1, it, steps, err)
+		}
 		idx := nextBatch()
 		sms, err := tu.publicSamples(params, idx, c.PerturbProbes, ps.rng, &ps.buf, !ps.net.constant, ps.net.free)
 		if err != nil {

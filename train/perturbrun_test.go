@@ -1,12 +1,17 @@
 package train
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -314,5 +319,65 @@ func TestPerturbRestandardise(t *testing.T) {
 	}
 	if a, b := readComparable(t, full), readComparable(t, killed); string(a) != string(b) {
 		t.Fatalf("resumed restandardise run differs:\n%s\nvs\n%s", a, b)
+	}
+}
+
+// countdownCtx is a context whose Err turns to context.Canceled at its n-th call: an
+// interruption at a chosen point of the run's work, the same on every machine.
+type countdownCtx struct {
+	context.Context
+	n atomic.Int64
+}
+
+func (c *countdownCtx) Err() error {
+	if c.n.Add(-1) < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestPerturbRefreshInterrupted: an interruption inside a g_φ refresh stops the
+// refresh between Adam steps (the error says where and wraps context.Canceled), keeps
+// the checkpoint taken before that private step (the half-trained g_φ is not saved),
+// and resuming from it ends with the uninterrupted run's result and diagnostics, byte
+// for byte. The run's Err calls: one before each private step, one per Adam step.
+func TestPerturbRefreshInterrupted(t *testing.T) {
+	const adam = 6
+	cfg := diagConfig(adam)
+	data := toyData(120, 30, 6, 3, 4)
+	full, killed := t.TempDir(), t.TempDir()
+	if _, err := Run(context.Background(), cfg, Options{Out: full, Model: smallNet(t), Data: data, PerturbDiag: 5}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := &countdownCtx{Context: context.Background()}
+	ctx.n.Store(1 + adam + 1 + 2) // step 1, its refresh, step 2, two Adam steps of its refresh
+	var logs []string
+	_, err := Run(ctx, cfg, Options{Out: killed, Model: smallNet(t), Data: data, PerturbDiag: 5, CheckpointEvery: 1,
+		Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }})
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "before private step 2 stopped after 2 of 6 Adam steps") {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	if !slices.ContainsFunc(logs, func(l string) bool {
+		return strings.Contains(l, "interrupted inside step 2; the checkpoint of step 1 is kept")
+	}) {
+		t.Errorf("log %q lacks the interruption", logs)
+	}
+	ck, err := loadCheckpoint(killed)
+	if err != nil || ck == nil || ck.Cur == nil || ck.Cur.Repeat != 0 || ck.Cur.Step != 1 {
+		t.Fatalf("checkpoint of the interrupted run: %v %+v", err, ck)
+	}
+	if _, err := Run(context.Background(), cfg, Options{Out: killed, Model: smallNet(t), Data: data, Resume: true}); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := readComparable(t, full), readComparable(t, killed); !bytes.Equal(a, b) {
+		t.Fatalf("resumed run differs:\n%s\nvs\n%s", a, b)
+	}
+	want := dirEntries(t, filepath.Join(full, PerturbDiagDir))
+	for _, name := range want {
+		a, errA := os.ReadFile(filepath.Join(full, PerturbDiagDir, name))
+		b, errB := os.ReadFile(filepath.Join(killed, PerturbDiagDir, name))
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			t.Fatalf("diagnostics %s differ after the resume (%v, %v)", name, errA, errB)
+		}
 	}
 }

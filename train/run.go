@@ -431,8 +431,11 @@ type worker struct {
 	fx     []float32 // and their inputs and labels
 	fy     []int
 	onStep func(StepRecord) error
-	res    residentModel // s.res: the steps run on the device (resident.go)
-	pre    []float64     // θ_t for OnStep on a resident device
+	// ctx is the run's context: long work inside a step (a g_φ refresh) stops when
+	// it is done, and the step fails with its error (nil: context.Background()).
+	ctx context.Context
+	res residentModel // s.res: the steps run on the device (resident.go)
+	pre []float64     // θ_t for OnStep on a resident device
 }
 
 func (s *setup) newWorker(repeat int, st *repeatState) (*worker, error) {
@@ -814,6 +817,7 @@ func (s *setup) run(ctx context.Context, ck *checkpoint, opt Options, logf func(
 		interval = time.Minute
 	}
 	lastCk := time.Now()
+	savedStep := -1 // the step of the last checkpoint written this segment (−1: none yet)
 	save := func(w *worker) error {
 		if opt.Out == "" {
 			return nil
@@ -833,7 +837,10 @@ func (s *setup) run(ctx context.Context, ck *checkpoint, opt Options, logf func(
 		if err := saveCheckpoint(opt.Out, &saved); err != nil {
 			return err
 		}
-		lastCk = time.Now()
+		lastCk, savedStep = time.Now(), 0
+		if w != nil {
+			savedStep = w.st.Step
+		}
 		return nil
 	}
 	progressEvery := max(1, s.steps/200)
@@ -843,7 +850,7 @@ func (s *setup) run(ctx context.Context, ck *checkpoint, opt Options, logf func(
 		if err != nil {
 			return nil, err
 		}
-		w.onStep = opt.OnStep
+		w.onStep, w.ctx = opt.OnStep, ctx
 		ck.Cur = w.st
 		testAcc := math.NaN()
 		if n := len(w.st.History); n > 0 {
@@ -859,6 +866,15 @@ func (s *setup) run(ctx context.Context, ck *checkpoint, opt Options, logf func(
 			t0 := time.Now()
 			nb, err := w.countedStep()
 			if err != nil {
+				if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+					// Interrupted inside the step: its state is half-updated, so the
+					// checkpoint on disk (an earlier step's) is the one to resume from.
+					if savedStep >= 0 {
+						logf("interrupted inside step %d; the checkpoint of step %d is kept", w.st.Step+1, savedStep)
+					} else if opt.Out != "" {
+						logf("interrupted inside step %d, before this segment's first checkpoint", w.st.Step+1)
+					}
+				}
 				return nil, err
 			}
 			segStep += time.Since(t0)

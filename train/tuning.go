@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -501,7 +502,11 @@ func (w *worker) tuneStep() error {
 		return nil
 	}
 	if tu.perturb != nil {
-		if err := tu.perturb.refresh(tu, w.st.Step, w.p32); err != nil {
+		ctx := w.ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		if err := tu.perturb.refresh(ctx, tu, w.st.Step, w.p32); err != nil {
 			return err
 		}
 	}
