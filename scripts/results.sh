@@ -45,8 +45,8 @@ command -v jq >/dev/null || { echo "results.sh: needs jq (apt-get install jq)" >
 [ -f "$doc" ] || { echo "results.sh: no $doc" >&2; exit 2; }
 
 commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+dirty=$(git status --porcelain --untracked-files=no | grep -v -e " $doc\$" -e ' docs/img/' || true)
 if [ "$update" = 1 ]; then
-  dirty=$(git status --porcelain --untracked-files=no | grep -v -e " $doc\$" -e ' docs/img/' || true)
   if [ -n "$dirty" ]; then
     echo "results.sh --update: the tree has uncommitted changes; commit them first so that the stamped commit ($commit) is what produced the results:" >&2
     echo "$dirty" >&2; exit 2
@@ -72,7 +72,7 @@ parse() {
     }' "$doc"
 }
 
-fail=0 ran=0 stale=() updates=$(mktemp)
+fail=0 runfail=0 ran=0 stale=() updates=$(mktemp)
 run_entry() { # id, tier, status, runs (newline-separated), expects (newline-separated)
   local id=$1 t=$2 status=$3 runs=$4 expects=$5
   [ -n "$only" ] && [ "$id" != "$only" ] && return 0
@@ -87,8 +87,14 @@ run_entry() { # id, tier, status, runs (newline-separated), expects (newline-sep
     if [ -x "$W/.dpfil" ] && [ -s "$W/.commit" ]; then
       at=$(cat "$W/.commit")
       echo "   continuing $id in $W with the binary of $at"
+      if [ "$update" = 1 ] && [[ "$at" == *-dirty ]]; then # built by a check on a changed tree
+        echo "   FAILED: $W's binary was built from uncommitted changes ($at): no commit produced it; remove $W and rerun"
+        fail=1 runfail=1; return 0
+      fi
     else
-      cp "$bin" "$W/.dpfil" && echo "$commit" >"$W/.commit"
+      at=$commit
+      [ -z "$dirty" ] || at=$commit-dirty
+      cp "$bin" "$W/.dpfil" && echo "$at" >"$W/.commit"
     fi
     DPFIL=$W/.dpfil
   else
@@ -101,7 +107,7 @@ run_entry() { # id, tier, status, runs (newline-separated), expects (newline-sep
     [ -z "$cmd" ] && continue
     echo "   \$ $cmd"
     if ! bash -euo pipefail -c "$cmd" >"$W/.log" 2>&1; then
-      echo "   FAILED to run; last lines:"; tail -5 "$W/.log" | sed 's/^/     /'; fail=1; [ -n "$work" ] || rm -rf "$W"; return 0
+      echo "   FAILED to run; last lines:"; tail -5 "$W/.log" | sed 's/^/     /'; fail=1 runfail=1; [ -n "$work" ] || rm -rf "$W"; return 0
     fi
   done <<<"$runs"
   local ok=1
@@ -152,6 +158,9 @@ if [ "$update" = 1 ]; then
     inb && /^expect: / { k = id "\t" substr($0, 9); if (k in repl) { print "expect: " repl[k]; next } }
     { print }' "$doc" >"$doc.tmp" && mv "$doc.tmp" "$doc"
   echo "results.sh: $ran entries rerun (commit $commit, or the one named above for a continued work folder); $doc updated (review the diff, then commit it)"
+  if [ "$runfail" = 1 ]; then
+    echo "results.sh: some entries failed to run (FAILED above); their blocks are unchanged" >&2; exit 1
+  fi
   exit 0
 fi
 if [ "$fail" = 1 ]; then
