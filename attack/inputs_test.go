@@ -157,3 +157,28 @@ func TestSymmetricInputsClipMore(t *testing.T) {
 		t.Fatalf("clipped fraction %v with [−1,1] inputs, %v with [0,1]: want clearly more", frac[InputsSymmetric], frac[InputsUnit])
 	}
 }
+
+// TestSymmetricInputsNormRatio: over the embedded MNIST's training digits the mean of
+// ‖2x − 1‖ / ‖x‖ is 3.03 (the figure docs/attacks.md and docs/results.md quote), the
+// factor by which the symmetric range scales a first-layer gradient's input side.
+func TestSymmetricInputsNormRatio(t *testing.T) {
+	pools, err := LoadPools("mnist-embedded", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pools.Train
+	x := make([]float64, p.D)
+	sum := 0.0
+	for i := 0; i < p.N(); i++ {
+		p.ImageInto(i, x)
+		a, b := 0.0, 0.0
+		for _, v := range x {
+			a += v * v
+			b += (2*v - 1) * (2*v - 1)
+		}
+		sum += math.Sqrt(b / a)
+	}
+	if r := sum / float64(p.N()); math.Abs(r-3.03) > 0.005 {
+		t.Fatalf("mean ‖2x − 1‖/‖x‖ = %.4f over %d digits, docs quote 3.03", r, p.N())
+	}
+}

@@ -121,10 +121,8 @@ func (s GameSpec) Validate() error {
 		return fmt.Errorf("attack game: evaluation size %d < 0 (0 = the whole test split)", s.EvalSize)
 	case s.Hidden > 0 && s.Model != "mlp":
 		return fmt.Errorf("attack game: --hidden sets the mlp's hidden width; model %s has its own", s.Model)
-	case s.Inputs != "" && s.Inputs != InputsUnit && s.Inputs != InputsSymmetric:
-		return fmt.Errorf("attack game: unknown input range %q (known: %s, %s)", s.Inputs, InputsUnit, InputsSymmetric)
-	case s.Inputs == InputsSymmetric && s.Model != "mlp":
-		return fmt.Errorf("attack game: input range %s is built into the hand mlp only, not model %s", s.Inputs, s.Model)
+	case checkInputs(s.Inputs, s.Model) != nil:
+		return fmt.Errorf("attack game: %w", checkInputs(s.Inputs, s.Model))
 	case s.PriorKind != "" && s.PriorKind != PriorData && s.PriorKind != PriorUniform:
 		return fmt.Errorf("attack game: unknown prior kind %q (known: %s, %s)", s.PriorKind, PriorData, PriorUniform)
 	case s.RecordTranscripts && s.PriorKind == PriorUniform:
@@ -232,11 +230,8 @@ func NetFactory(model string, d int) (func() Net, func(uint64) []float64, error)
 // (the hand MLP and its own initialiser) and the input range inputs (InputsUnit,
 // InputsSymmetric; the hand MLP only).
 func netFactory(model string, hidden int, inputs string, d int) (func() Net, func(uint64) []float64, error) {
-	if _, _, err := inputMap(inputs); err != nil {
+	if err := checkInputs(inputs, model); err != nil {
 		return nil, nil, err
-	}
-	if inputs != "" && inputs != InputsUnit && model != "mlp" {
-		return nil, nil, fmt.Errorf("input range %s is built into the hand mlp only, not %s", inputs, model)
 	}
 	arch, err := models.ArchByName(model)
 	if err == nil && hidden > 0 {
