@@ -364,6 +364,10 @@ type TrialResult struct {
 	// gradient is clipped), and Clipped the fraction of those gradients that were.
 	ClippedNorm float64 `json:"clipped_norm"`
 	Clipped     float64 `json:"clipped_fraction"`
+	// OptimalSuccess is the best possible prior-aware attack's expected success on this
+	// trial's candidate gradients (OptimalSuccess): measured at q = 1, σ > 0 and
+	// K ≤ 32, nil otherwise.
+	OptimalSuccess *float64 `json:"optimal_success,omitempty"`
 	// TestAccuracy of θ_T on the evaluation pool (see Game.SetEval); omitted without one.
 	TestAccuracy *float64 `json:"test_accuracy,omitempty"`
 }
@@ -708,6 +712,10 @@ func (g *Game) trial(ctx context.Context, st *trialState, trial int, observe fun
 	res := &TrialResult{Trial: trial, Prior: dr.prior, Target: dr.target}
 	nClipped := 0 // of the T·K prior gradients (a count: a sum of 1/(T·K) can pass 1)
 	c2 := cfg.Clip * cfg.Clip
+	var gram []float64 // Σ_t ⟨c_i, c_j⟩/C² of the prior, for OptimalSuccess
+	if cfg.Q == 1 && cfg.Sigma > 0 && K <= optimalMaxK {
+		gram = make([]float64, K*K)
+	}
 	for t := 0; t < T; t++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -755,6 +763,19 @@ func (g *Game) trial(ctx context.Context, st *trialState, trial int, observe fun
 				d += v * tc[i]
 			}
 			res.PriorCosine += d / (norms[k] * norms[dr.target]) / float64(T*(K-1))
+		}
+		for i := 0; gram != nil && i < K; i++ {
+			ri := st.ci[i*P : (i+1)*P]
+			for j := i; j < K; j++ {
+				d := 0.0
+				for k, v := range st.ci[j*P : (j+1)*P] {
+					d += v * ri[k]
+				}
+				gram[i*K+j] += d / c2
+				if j != i {
+					gram[j*K+i] += d / c2
+				}
+			}
 		}
 		sc.Dot[t] = make([]float64, K)
 		sc.NormSq[t] = make([]float64, K)
@@ -818,6 +839,15 @@ func (g *Game) trial(ctx context.Context, st *trialState, trial int, observe fun
 		res.TestAccuracy = &acc
 	}
 	res.Guess = decide(sc, cfg.Q, cfg.Sigma, cfg.TopK())
+	if gram != nil {
+		// Its own stream, so that the trial's draws are those of a run without it.
+		r := rand.New(rand.NewPCG(deriveSeed(cfg.Seed, uint64(trial)), 0x6f7074))
+		o, err := OptimalSuccess(gram, K, cfg.Sigma, optimalDraws/K, r)
+		if err != nil {
+			return nil, fmt.Errorf("trial %d: %w", trial, err)
+		}
+		res.OptimalSuccess = &o
+	}
 	if keep {
 		rec, err := g.gradientAttack(ctx, st, trial, target, obs)
 		if err != nil {

@@ -174,6 +174,9 @@ type GameReport struct {
 	Linf []LinfPoint `json:"linf,omitempty"`
 	// ReconstructionsPNG is the gradient attack's figure (ReconstructionsFile).
 	ReconstructionsPNG string `json:"reconstructions_png,omitempty"`
+	// OptimalSuccess is the mean over trials of TrialResult.OptimalSuccess: the best
+	// possible prior-aware attack on these trajectories (q = 1, K ≤ 32).
+	OptimalSuccess *float64 `json:"optimal_success,omitempty"`
 	// ClippedNorm and ClippedFraction: means over trials of TrialResult's (Fig. 13a).
 	ClippedNorm     float64 `json:"clipped_norm"`
 	ClippedFraction float64 `json:"clipped_fraction"`
@@ -476,8 +479,11 @@ func newGameReport(s GameSpec, sigma float64, b Bounds, stats map[string]AttackS
 // meanTrials fills the means over trials: final loss and prior cosine over all
 // trials, test accuracy and gradient-attack MSE over the trials that report them.
 func (r *GameReport) meanTrials(res []TrialResult) {
-	var loss, cos, acc, mse, cn, cf []float64
+	var loss, cos, acc, mse, cn, cf, opt []float64
 	for _, t := range res {
+		if t.OptimalSuccess != nil {
+			opt = append(opt, *t.OptimalSuccess)
+		}
 		loss = append(loss, t.FinalLoss)
 		cos = append(cos, t.PriorCosine)
 		cn = append(cn, t.ClippedNorm)
@@ -491,6 +497,10 @@ func (r *GameReport) meanTrials(res []TrialResult) {
 	}
 	r.FinalLoss, r.PriorCosine = stat.Mean(loss, nil), stat.Mean(cos, nil)
 	r.ClippedNorm, r.ClippedFraction = stat.Mean(cn, nil), stat.Mean(cf, nil)
+	if len(opt) > 0 && len(opt) == len(res) {
+		m := stat.Mean(opt, nil)
+		r.OptimalSuccess = &m
+	}
 	if len(acc) > 0 {
 		m := stat.Mean(acc, nil)
 		r.TestAccuracy = &m

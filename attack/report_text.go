@@ -48,6 +48,9 @@ func (r *GameReport) WriteText(w io.Writer) {
 	if r.SuccessOrthogonal != nil {
 		fmt.Fprintf(w, "reference:   prior-aware success with orthogonal clipped gradients %.4f\n", *r.SuccessOrthogonal)
 	}
+	if r.OptimalSuccess != nil {
+		fmt.Fprintf(w, "reference:   best possible prior-aware success on these trials' gradients %.4f\n", *r.OptimalSuccess)
+	}
 	for _, a := range sortedKeys(r.Attacks) {
 		s := r.Attacks[a]
 		mark := ""

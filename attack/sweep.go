@@ -120,7 +120,7 @@ func Sweep(ctx context.Context, spec SweepSpec) (*SweepReport, error) {
 // SweepCSVHeader names the columns of sweep.csv: one row per (value, attack).
 func SweepCSVHeader() []string {
 	return []string{"sweep", "value", "attack", "success_rate", "ci_low", "ci_high", "successes", "trials",
-		"gamma", "gamma_low", "gamma_high", "gamma_rdp", "kappa", "epsilon", "sigma", "q", "steps", "prior_size", "success_orthogonal", "fano_success", "lr", "clipped_norm", "clipped_fraction"}
+		"gamma", "gamma_low", "gamma_high", "gamma_rdp", "kappa", "epsilon", "sigma", "q", "steps", "prior_size", "success_orthogonal", "fano_success", "lr", "clipped_norm", "clipped_fraction", "optimal_success"}
 }
 
 // Write writes the report to sr.JSON and its table (SweepCSVHeader) to sr.CSV,
@@ -189,10 +189,14 @@ func (sr *SweepReport) csvRows() [][]string {
 		if r.Fano != nil {
 			fano = f(r.Fano.Success)
 		}
+		opt := ""
+		if r.OptimalSuccess != nil {
+			opt = f(*r.OptimalSuccess)
+		}
 		for _, a := range sortedKeys(r.Attacks) {
 			s := r.Attacks[a]
 			rows = append(rows, []string{sr.Sweep, f(sr.Values[i]), a, f(s.Rate), f(s.CI[0]), f(s.CI[1]), strconv.Itoa(s.Successes), strconv.Itoa(s.Trials),
-				f(r.Gamma), f(r.GammaCI[0]), f(r.GammaCI[1]), f(r.GammaRDP), f(r.Kappa), f(r.Epsilon), f(r.Sigma), f(r.Q), strconv.Itoa(r.Steps), strconv.Itoa(r.PriorSize), so, fano, f(r.LR), f(r.ClippedNorm), f(r.ClippedFraction)})
+				f(r.Gamma), f(r.GammaCI[0]), f(r.GammaCI[1]), f(r.GammaRDP), f(r.Kappa), f(r.Epsilon), f(r.Sigma), f(r.Q), strconv.Itoa(r.Steps), strconv.Itoa(r.PriorSize), so, fano, f(r.LR), f(r.ClippedNorm), f(r.ClippedFraction), opt})
 		}
 	}
 	return rows
