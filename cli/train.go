@@ -330,7 +330,7 @@ func addTuningFlags(fs *pflag.FlagSet, cfg *train.Config) {
 	fs.Float64Var(&t.PerturbWD, "perturb-wd", t.PerturbWD, "g_φ AdamW weight decay (0 = 0.1, the thesis's; -1 = none)")
 	fs.IntVar(&t.PerturbEvery, "perturb-every", t.PerturbEvery, "retrain g_φ every n private steps (0 = 1: every step)")
 	fs.IntVar(&t.PerturbProbes, "perturb-probes", t.PerturbProbes, "Hutchinson probes per public sample for g_φ's FIL term (0 = 2)")
-	fs.BoolVar(&t.PerturbNoStd, "perturb-no-standardise", t.PerturbNoStd, "feed g_φ its raw inputs instead of standardising them (the thesis's \"No BN\" variant, Appendix A.4)")
+	fs.BoolVar(&t.PerturbNoStd, "perturb-no-standardise", t.PerturbNoStd, "feed g_φ its raw inputs instead of standardising them (not the thesis's \"No BN\" of Appendix A.4, which standardises statically as the default does: docs/tuning.md)")
 	fs.BoolVar(&t.PerturbRestd, "perturb-restandardise", t.PerturbRestd, "refit g_φ's input standardisation at every refresh on the public data at the current parameters (BN's statistics, held fixed over each private step) instead of once per repeat")
 }
 

@@ -66,8 +66,8 @@ type PerturbDiagStep struct {
 	// Perturbed says g_φ was active (its output layer trained) in this step.
 	Perturbed bool    `json:"perturbed"`
 	Lambda    float64 `json:"lambda"`
-	// Standardised: g_φ's input standardisation (the stand-in for the thesis's BN) is
-	// on; false with perturb_no_standardise (the "No BN" variant).
+	// Standardised: g_φ's input standardisation is on; false with
+	// perturb_no_standardise (raw inputs).
 	Standardised bool `json:"standardised"`
 	// TestAccuracy is that of the parameters after the step's update.
 	TestAccuracy float64 `json:"test_accuracy"`

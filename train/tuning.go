@@ -83,8 +83,8 @@ type TuningConfig struct {
 	PerturbEvery  int     `json:"perturb_every,omitempty"`  // retrain every n private steps (0 = 1: every step)
 	PerturbProbes int     `json:"perturb_probes,omitempty"` // Hutchinson probes s of eq. 2.6 (0 = 2, the thesis's)
 	// PerturbNoStd feeds g_φ its raw inputs [z; g] (identity standardisation constants)
-	// instead of standardising them (the stand-in for the thesis's BN): Edmunds's
-	// "No BN" variant (Appendix A.4, Table A.1).
+	// instead of standardising them. Not Edmunds's "No BN" (Appendix A.4, Table A.1):
+	// that one standardises statically, as the default does for a fresh g_φ.
 	PerturbNoStd bool `json:"perturb_no_standardise,omitempty"`
 	// PerturbRestd refits the standardisation constants at every refresh, from the
 	// refresh's first public batch at θ_t, instead of once per repeat: the closest
