@@ -69,3 +69,16 @@ func ExampleCompareFIL() {
 	fmt.Printf("violations %d (%d of the %d bounds below 1), median MSE %v\n", c.Violations, c.ViolationsBelow1, c.BoundBelow1, float64(c.MSEMedian))
 	// Output: violations 1 (1 of the 1 bounds below 1), median MSE 3
 }
+
+// Two candidates whose clipped gradients, summed over T = 4 steps, are orthogonal
+// (Gram matrix 4·I in units of C²) under noise multiplier σ = 1: the best test errs
+// when the noise crosses half their distance √8, so its success is Φ(√8/2).
+func ExampleOptimalSuccess() {
+	gram := []float64{4, 0, 0, 4}
+	s, err := attack.OptimalSuccess(gram, 2, 1, 100000, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("Monte Carlo %.2f, closed form %.2f\n", s, 0.5*math.Erfc(-math.Sqrt(8)/2/math.Sqrt2))
+	// Output: Monte Carlo 0.92, closed form 0.92
+}
