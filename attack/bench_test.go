@@ -60,3 +60,19 @@ func BenchmarkGradientLoss(b *testing.B) {
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N*10)*1e6, "µs/step-term")
 }
+
+// BenchmarkOptimalSuccess is one trial's optimal_success at K = 10: the Bayes
+// decision over optimalDraws noise draws on a Gram matrix of T = 100 orthogonal steps.
+func BenchmarkOptimalSuccess(b *testing.B) {
+	const K = 10
+	gram := make([]float64, K*K)
+	for i := 0; i < K; i++ {
+		gram[i*K+i] = 100
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < b.N; i++ {
+		if _, err := OptimalSuccess(gram, K, 5, optimalDraws/K, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
