@@ -175,7 +175,8 @@ type GameReport struct {
 	// ReconstructionsPNG is the gradient attack's figure (ReconstructionsFile).
 	ReconstructionsPNG string `json:"reconstructions_png,omitempty"`
 	// OptimalSuccess is the mean over trials of TrialResult.OptimalSuccess: the best
-	// possible prior-aware attack on these trajectories (q = 1, K ≤ 32).
+	// possible prior-aware attack on these trajectories (q = 1, K ≤ 32); omitted when
+	// any trial lacks it (trials resumed from a run before the field existed).
 	OptimalSuccess *float64 `json:"optimal_success,omitempty"`
 	// ClippedNorm and ClippedFraction: means over trials of TrialResult's (Fig. 13a).
 	ClippedNorm     float64 `json:"clipped_norm"`
