@@ -11,6 +11,9 @@ import (
 	"slices"
 	"sort"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+
 	"github.com/dpfil/dpfil/internal/splitmix"
 	"github.com/dpfil/dpfil/transcript"
 )
@@ -764,18 +767,9 @@ func (g *Game) trial(ctx context.Context, st *trialState, trial int, observe fun
 			}
 			res.PriorCosine += d / (norms[k] * norms[dr.target]) / float64(T*(K-1))
 		}
-		for i := 0; gram != nil && i < K; i++ {
-			ri := st.ci[i*P : (i+1)*P]
-			for j := i; j < K; j++ {
-				d := 0.0
-				for k, v := range st.ci[j*P : (j+1)*P] {
-					d += v * ri[k]
-				}
-				gram[i*K+j] += d / c2
-				if j != i {
-					gram[j*K+i] += d / c2
-				}
-			}
+		if gram != nil { // upper triangle += c·cᵀ/C²
+			blas64.Syrk(blas.NoTrans, 1/c2, blas64.General{Rows: K, Cols: P, Stride: P, Data: st.ci[:K*P]},
+				1, blas64.Symmetric{Uplo: blas.Upper, N: K, Stride: K, Data: gram})
 		}
 		sc.Dot[t] = make([]float64, K)
 		sc.NormSq[t] = make([]float64, K)
@@ -840,6 +834,11 @@ func (g *Game) trial(ctx context.Context, st *trialState, trial int, observe fun
 	}
 	res.Guess = decide(sc, cfg.Q, cfg.Sigma, cfg.TopK())
 	if gram != nil {
+		for i := 0; i < K; i++ {
+			for j := 0; j < i; j++ {
+				gram[i*K+j] = gram[j*K+i]
+			}
+		}
 		// Its own stream, so that the trial's draws are those of a run without it.
 		r := rand.New(rand.NewPCG(deriveSeed(cfg.Seed, uint64(trial)), 0x6f7074))
 		o, err := OptimalSuccess(gram, K, cfg.Sigma, optimalDraws/K, r)

@@ -23,8 +23,8 @@ const optimalDraws = 200000
 // on one trial's trajectory: the Bayes decision (App. G's likelihood test at q = 1)
 // for a target uniform over K candidates whose C-normalised clipped gradients,
 // summed over the steps as vectors in R^{T·P}, have Gram matrix gram (K×K,
-// row-major: gram[i·K+j] = Σ_t ⟨clip(∇ℓ(θ_t, z_i)), clip(∇ℓ(θ_t, z_j))⟩/C²), under
-// noise σ per coordinate. With the target i the test's score of candidate j is
+// row-major and symmetric: gram[i·K+j] = Σ_t ⟨clip(∇ℓ(θ_t, z_i)),
+// clip(∇ℓ(θ_t, z_j))⟩/C²), under noise σ per coordinate. With the target i the test's score of candidate j is
 // gram[i,j] − gram[j,j]/2 + w_j, w ~ N(0, σ²·gram), so the success
 // (1/K) Σ_i P[argmax_j score_j = i] is estimated from draws noise draws per candidate
 // (the trajectory held at the one observed; the ReRo bound γ holds for every
@@ -40,14 +40,17 @@ func OptimalSuccess(gram []float64, K int, sigma float64, draws int, rng *rand.R
 	if !(sigma > 0) || math.IsInf(sigma, 0) || draws < 1 {
 		return 0, fmt.Errorf("optimal success: need σ > 0 and draws ≥ 1; got %v, %d", sigma, draws)
 	}
-	for _, v := range gram {
+	for i, v := range gram {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return 0, errors.New("optimal success: Gram matrix is not finite")
+		}
+		if w := gram[(i%K)*K+i/K]; math.Abs(v-w) > 1e-9*(math.Abs(v)+math.Abs(w)) {
+			return 0, fmt.Errorf("optimal success: Gram matrix is not symmetric at (%d, %d)", i/K, i%K)
 		}
 	}
 	// w = σ·V·√Λ·z with gram = V Λ Vᵀ (negative round-off eigenvalues set to 0).
 	var eig mat.EigenSym
-	if !eig.Factorize(mat.NewSymDense(K, symmetrised(gram, K)), true) {
+	if !eig.Factorize(mat.NewSymDense(K, gram), true) {
 		return 0, errors.New("optimal success: eigendecomposition of the Gram matrix failed")
 	}
 	lam := eig.Values(nil)
@@ -82,15 +85,4 @@ func OptimalSuccess(gram []float64, K int, sigma float64, draws int, rng *rand.R
 		}
 	}
 	return float64(hits) / float64(K*draws), nil
-}
-
-// symmetrised returns (A + Aᵀ)/2 of the K×K row-major matrix a.
-func symmetrised(a []float64, K int) []float64 {
-	s := make([]float64, K*K)
-	for i := 0; i < K; i++ {
-		for j := 0; j < K; j++ {
-			s[i*K+j] = (a[i*K+j] + a[j*K+i]) / 2
-		}
-	}
-	return s
 }

@@ -113,6 +113,7 @@ func TestOptimalSuccessErrors(t *testing.T) {
 		{"infinite σ", []float64{1, 0, 0, 1}, 2, math.Inf(1), 10, "need σ > 0"},
 		{"no draws", []float64{1, 0, 0, 1}, 2, 1, 0, "draws ≥ 1"},
 		{"NaN", []float64{1, math.NaN(), 0, 1}, 2, 1, 10, "not finite"},
+		{"asymmetric", []float64{1, 0.5, 0, 1}, 2, 1, 10, "not symmetric at (0, 1)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := OptimalSuccess(tc.gram, tc.K, tc.sigma, tc.draws, r)
